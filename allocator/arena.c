@@ -1,0 +1,169 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "arena.h"
+#include "check.h"
+
+/* Driver VMM entry points, fetched once per process through the runtime. */
+typedef CUresult (*fn_reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+typedef CUresult (*fn_addr_free)(CUdeviceptr, size_t);
+typedef CUresult (*fn_create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+                              unsigned long long);
+typedef CUresult (*fn_release)(CUmemGenericAllocationHandle);
+typedef CUresult (*fn_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                           unsigned long long);
+typedef CUresult (*fn_unmap)(CUdeviceptr, size_t);
+typedef CUresult (*fn_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+typedef CUresult (*fn_gran)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
+
+static struct {
+    fn_reserve reserve;
+    fn_addr_free addr_free;
+    fn_create create;
+    fn_release release;
+    fn_map map;
+    fn_unmap unmap;
+    fn_access access;
+    fn_gran gran;
+} vmm;
+
+static cgr_status load_one(const char *name, void **out)
+{
+    enum cudaDriverEntryPointQueryResult q;
+    cudaError_t e = cudaGetDriverEntryPointByVersion(name, out, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess)
+        return cgr__cuda_fail((int)e, "cudaGetDriverEntryPointByVersion", __FILE__, __LINE__);
+    if (q != cudaDriverEntryPointSuccess || *out == NULL)
+        return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED,
+                        "the driver has no %s (virtual memory management is needed for the arena)",
+                        name);
+    return CGR_STATUS_OK;
+}
+
+static cgr_status load_vmm(void)
+{
+    if (vmm.gran)
+        return CGR_STATUS_OK;
+    /* Written once; racing threads store the same values. */
+    CGR_TRY(load_one("cuMemAddressReserve", (void **)&vmm.reserve));
+    CGR_TRY(load_one("cuMemAddressFree", (void **)&vmm.addr_free));
+    CGR_TRY(load_one("cuMemCreate", (void **)&vmm.create));
+    CGR_TRY(load_one("cuMemRelease", (void **)&vmm.release));
+    CGR_TRY(load_one("cuMemMap", (void **)&vmm.map));
+    CGR_TRY(load_one("cuMemUnmap", (void **)&vmm.unmap));
+    CGR_TRY(load_one("cuMemSetAccess", (void **)&vmm.access));
+    CGR_TRY(load_one("cuMemGetAllocationGranularity", (void **)&vmm.gran));
+    return CGR_STATUS_OK;
+}
+
+static cgr_status drv_fail(CUresult r, const char *expr, int line)
+{
+    cgr_status s = r == CUDA_ERROR_OUT_OF_MEMORY ? CGR_STATUS_OUT_OF_MEMORY : CGR_STATUS_CUDA_ERROR;
+    return cgr__fail(s, __FILE__, line, "%s failed: CUresult %d", expr, (int)r);
+}
+
+#define DRV_TRY(expr)                                                                      \
+    do {                                                                                   \
+        CUresult r_ = (expr);                                                              \
+        if (r_ != CUDA_SUCCESS)                                                            \
+            return drv_fail(r_, #expr, __LINE__);                                          \
+    } while (0)
+
+static void device_prop(CUmemAllocationProp *prop, int device)
+{
+    memset(prop, 0, sizeof *prop);
+    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id = device;
+}
+
+cgr_status cgr__arena_init(cgr__arena *a, int device, size_t limit)
+{
+    memset(a, 0, sizeof *a);
+    a->device = device;
+    CGR_TRY(load_vmm());
+    CUmemAllocationProp prop;
+    device_prop(&prop, device);
+    size_t gran = 0;
+    DRV_TRY(vmm.gran(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    if (gran == 0)
+        return CGR_FAIL(CGR_STATUS_CUDA_ERROR, "cuMemGetAllocationGranularity returned 0");
+    if (limit > SIZE_MAX - gran)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "arena limit %zu is too large", limit);
+    size_t reserve = (limit + gran - 1) / gran * gran;
+    CUdeviceptr base = 0;
+    DRV_TRY(vmm.reserve(&base, reserve, 0, 0, 0));
+    a->base = (uintptr_t)base;
+    a->reserved = reserve;
+    a->granularity = gran;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__arena_ensure(cgr__arena *a, size_t bytes)
+{
+    if (bytes <= a->mapped)
+        return CGR_STATUS_OK;
+    if (bytes > a->reserved)
+        return CGR_FAIL(CGR_STATUS_ARENA_LIMIT,
+                        "scratch plan needs %zu bytes but the arena limit is %zu bytes "
+                        "(raise cgr_options.arena_limit)",
+                        bytes, a->reserved);
+    if (a->n_chunks == a->cap_chunks) {
+        size_t cap = a->cap_chunks ? a->cap_chunks * 2 : 8;
+        unsigned long long *c = realloc(a->chunks, cap * sizeof *c);
+        if (!c)
+            return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "arena chunk table");
+        a->chunks = c;
+        size_t *cb = realloc(a->chunk_bytes, cap * sizeof *cb);
+        if (!cb)
+            return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "arena chunk table");
+        a->chunk_bytes = cb;
+        a->cap_chunks = cap;
+    }
+    size_t grow = (bytes - a->mapped + a->granularity - 1) / a->granularity * a->granularity;
+    CUmemAllocationProp prop;
+    device_prop(&prop, a->device);
+    CUmemGenericAllocationHandle h = 0;
+    DRV_TRY(vmm.create(&h, grow, &prop, 0));
+    CUdeviceptr at = (CUdeviceptr)(a->base + a->mapped);
+    CUresult r = vmm.map(at, grow, 0, h, 0);
+    if (r != CUDA_SUCCESS) {
+        vmm.release(h);
+        return drv_fail(r, "cuMemMap", __LINE__);
+    }
+    CUmemAccessDesc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location.id = a->device;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    r = vmm.access(at, grow, &acc, 1);
+    if (r != CUDA_SUCCESS) {
+        vmm.unmap(at, grow);
+        vmm.release(h);
+        return drv_fail(r, "cuMemSetAccess", __LINE__);
+    }
+    a->chunks[a->n_chunks] = (unsigned long long)h;
+    a->chunk_bytes[a->n_chunks] = grow;
+    a->n_chunks++;
+    a->mapped += grow;
+    return CGR_STATUS_OK;
+}
+
+void cgr__arena_destroy(cgr__arena *a)
+{
+    if (a->base) {
+        uintptr_t at = a->base;
+        for (size_t i = 0; i < a->n_chunks; i++) {
+            vmm.unmap((CUdeviceptr)at, a->chunk_bytes[i]);
+            vmm.release((CUmemGenericAllocationHandle)a->chunks[i]);
+            at += a->chunk_bytes[i];
+        }
+        vmm.addr_free((CUdeviceptr)a->base, a->reserved);
+    }
+    free(a->chunks);
+    free(a->chunk_bytes);
+    memset(a, 0, sizeof *a);
+}

@@ -1,0 +1,66 @@
+#include <stdlib.h>
+
+#include <cuda_runtime_api.h>
+
+#include "check.h"
+#include "persist.h"
+
+cgr_status cgr__persist_alloc(cgr__persist *p, size_t bytes, void **out)
+{
+    if (bytes == 0 || bytes > SIZE_MAX - 255)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "persistent allocation of %zu bytes", bytes);
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        void **np = realloc(p->ptrs, cap * sizeof *np);
+        if (!np)
+            return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "persistent allocation table");
+        p->ptrs = np;
+        size_t *ns = realloc(p->sizes, cap * sizeof *ns);
+        if (!ns)
+            return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "persistent allocation table");
+        p->sizes = ns;
+        p->cap = cap;
+    }
+    /* cudaMalloc aligns to at least 256 bytes; rounding the size keeps the
+     * accounting honest about what the allocation really occupies. */
+    size_t rounded = (bytes + 255) & ~(size_t)255;
+    void *ptr = NULL;
+    CGR_CUDA_TRY(cudaMalloc(&ptr, rounded));
+    p->ptrs[p->n] = ptr;
+    p->sizes[p->n] = rounded;
+    p->n++;
+    p->bytes += rounded;
+    *out = ptr;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__persist_free(cgr__persist *p, void *ptr)
+{
+    if (!ptr)
+        return CGR_STATUS_OK;
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->ptrs[i] == ptr) {
+            cudaError_t e = cudaFree(ptr);
+            p->bytes -= p->sizes[i];
+            p->ptrs[i] = p->ptrs[p->n - 1];
+            p->sizes[i] = p->sizes[p->n - 1];
+            p->n--;
+            if (e != cudaSuccess)
+                return cgr__cuda_fail((int)e, "cudaFree", __FILE__, __LINE__);
+            return CGR_STATUS_OK;
+        }
+    }
+    return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%p is not a persistent allocation", ptr);
+}
+
+void cgr__persist_destroy(cgr__persist *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        cudaFree(p->ptrs[i]);
+    free(p->ptrs);
+    free(p->sizes);
+    p->ptrs = NULL;
+    p->sizes = NULL;
+    p->n = p->cap = 0;
+    p->bytes = 0;
+}

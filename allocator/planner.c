@@ -1,0 +1,404 @@
+/*
+ * Scratch trace and greedy-by-size liveness planner (see planner.h).
+ *
+ * Everything here is plain C: the planner runs once per step, after the
+ * first warm-up run, and its result is baked into the captured graph, so
+ * being deterministic and correct matters far more than being fast.
+ */
+#include "planner.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Largest clock value an event may be recorded at. UINT32_MAX itself marks
+ * an open interval, so no end may ever take that value; keeping every
+ * event strictly below this bound also leaves room for the clock to
+ * advance after the event without wrapping.
+ */
+#define CGR__CLOCK_LIMIT (UINT32_MAX - 1u)
+
+/* Initial table size, so small steps grow the table only once or twice. */
+#define CGR__TRACE_MIN_CAP 16u
+
+void cgr__trace_init(cgr__trace *t)
+{
+    if (t == NULL)
+        return;
+    t->bufs = NULL;
+    t->n = 0;
+    t->cap = 0;
+    t->clock = 0;
+}
+
+void cgr__trace_destroy(cgr__trace *t)
+{
+    if (t == NULL)
+        return;
+    free(t->bufs);
+    cgr__trace_init(t);
+}
+
+void cgr__trace_reset(cgr__trace *t)
+{
+    if (t == NULL)
+        return;
+    t->n = 0;
+    t->clock = 0;
+}
+
+/*
+ * Makes room for one more request. The table doubles so that recording a
+ * step with many requests stays linear; a failed realloc leaves the old
+ * table in place, so the trace is untouched on OUT_OF_MEMORY.
+ */
+static cgr_status cgr__trace_grow(cgr__trace *t)
+{
+    size_t new_cap;
+    cgr__buf *p;
+
+    if (t->n < t->cap)
+        return CGR_STATUS_OK;
+    if (t->cap == 0) {
+        new_cap = CGR__TRACE_MIN_CAP;
+    } else {
+        /* Doubling must not wrap, neither the count nor the byte size. */
+        if (t->cap > SIZE_MAX / 2 / sizeof(cgr__buf))
+            return CGR_STATUS_OUT_OF_MEMORY;
+        new_cap = t->cap * 2;
+    }
+    p = realloc(t->bufs, new_cap * sizeof(cgr__buf));
+    if (p == NULL)
+        return CGR_STATUS_OUT_OF_MEMORY;
+    t->bufs = p;
+    t->cap = new_cap;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__trace_alloc(cgr__trace *t, size_t size, size_t *id)
+{
+    cgr_status st;
+    cgr__buf *b;
+
+    if (t == NULL || id == NULL || size == 0)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    /*
+     * The alloc takes tick `clock` and its eventual end is at least
+     * clock + 1, which must stay below the open-interval marker; the same
+     * limit on frees keeps the clock itself from ever reaching it.
+     */
+    if (t->clock >= CGR__CLOCK_LIMIT)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    st = cgr__trace_grow(t);
+    if (st != CGR_STATUS_OK)
+        return st;
+    b = &t->bufs[t->n];
+    b->size = size;
+    b->start = t->clock;
+    b->end = UINT32_MAX;
+    b->offset = 0;
+    *id = t->n;
+    t->n++;
+    t->clock++;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__trace_free(cgr__trace *t, size_t id)
+{
+    if (t == NULL || id >= t->n || t->bufs[id].end != UINT32_MAX)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    /*
+     * A free at the limit would need an end equal to the open-interval
+     * marker, or push the clock past it; refusing keeps the buffer open,
+     * which cgr__trace_close() then ends safely.
+     */
+    if (t->clock >= CGR__CLOCK_LIMIT)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    t->bufs[id].end = t->clock;
+    t->clock++;
+    return CGR_STATUS_OK;
+}
+
+void cgr__trace_close(cgr__trace *t)
+{
+    size_t i;
+
+    if (t == NULL)
+        return;
+    for (i = 0; i < t->n; i++) {
+        cgr__buf *b = &t->bufs[i];
+        if (b->end != UINT32_MAX)
+            continue;
+        /*
+         * The alloc already advanced the clock past start, so end > start
+         * normally holds; the fallback keeps the interval non-empty even if
+         * a caller edited the trace, because an empty interval would let
+         * the planner place this buffer on top of anything.
+         */
+        b->end = t->clock;
+        if (b->end <= b->start)
+            b->end = b->start + 1;
+    }
+}
+
+/* ---- Planner ------------------------------------------------------------- */
+
+/* One request as the planner sees it, kept apart so failure changes nothing. */
+typedef struct cgr__plan_item {
+    size_t asz;     /* size rounded up to align */
+    size_t index;   /* position in the caller's array (tie-break, write-back) */
+    size_t offset;  /* chosen offset */
+    uint32_t start;
+    uint32_t end;
+} cgr__plan_item;
+
+/* A liveness event of the lower-bound sweep. */
+typedef struct cgr__plan_event {
+    uint32_t tick;
+    int is_start;
+    size_t asz;
+} cgr__plan_event;
+
+/*
+ * Larger footprints first; equal footprints by earlier start, then by
+ * index. The order is total, so qsort's lack of stability cannot make two
+ * runs on the same trace produce different plans.
+ */
+static int cgr__plan_item_cmp(const void *pa, const void *pb)
+{
+    const cgr__plan_item *a = pa;
+    const cgr__plan_item *b = pb;
+
+    if (a->asz != b->asz)
+        return a->asz > b->asz ? -1 : 1;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    if (a->index != b->index)
+        return a->index < b->index ? -1 : 1;
+    return 0;
+}
+
+/*
+ * By tick; at the same tick ends come before starts, because [s, e) is not
+ * live at e, so a buffer ending at e and one starting at e never count
+ * together.
+ */
+static int cgr__plan_event_cmp(const void *pa, const void *pb)
+{
+    const cgr__plan_event *a = pa;
+    const cgr__plan_event *b = pb;
+
+    if (a->tick != b->tick)
+        return a->tick < b->tick ? -1 : 1;
+    if (a->is_start != b->is_start)
+        return a->is_start < b->is_start ? -1 : 1;
+    return 0;
+}
+
+static int cgr__is_pow2(size_t x)
+{
+    return x != 0 && (x & (x - 1)) == 0;
+}
+
+/*
+ * Places items[k] at the lowest aligned offset where it overlaps no placed
+ * item that is live at the same time; items[0..k) are already placed and
+ * by_off[0..k) lists them by increasing offset. On success items[k] joins
+ * by_off. Keeping that list sorted as items are placed (as TFLite does)
+ * makes each placement one linear walk instead of a sort of neighbours.
+ * Returns INVALID_ARGUMENT when the only free place would run past
+ * SIZE_MAX; by_off is then unchanged.
+ */
+static cgr_status cgr__plan_place(cgr__plan_item *items, size_t k, size_t *by_off)
+{
+    cgr__plan_item *it = &items[k];
+    size_t cand = 0;
+    size_t j;
+
+    /*
+     * Walk the placed items bottom-up, looking only at those live at the
+     * same time. They may overlap each other in memory (they need not be
+     * live together), so cand is the highest end seen so far, not just the
+     * previous one. Offsets and footprints are multiples of align, so every
+     * cand is aligned without rounding.
+     */
+    for (j = 0; j < k; j++) {
+        const cgr__plan_item *o = &items[by_off[j]];
+        if (!(o->start < it->end && it->start < o->end) || o->asz == 0)
+            continue;
+        if (o->offset >= cand && o->offset - cand >= it->asz)
+            break;
+        if (o->offset + o->asz > cand) /* cannot wrap: checked when o was placed */
+            cand = o->offset + o->asz;
+    }
+    if (cand > SIZE_MAX - it->asz)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    it->offset = cand;
+
+    /* Insert k after every placed item with an offset not above its own. */
+    j = k;
+    while (j > 0 && items[by_off[j - 1]].offset > cand) {
+        by_off[j] = by_off[j - 1];
+        j--;
+    }
+    by_off[j] = k;
+    return CGR_STATUS_OK;
+}
+
+/*
+ * Largest sum of footprints live at one tick. Called after placement, when
+ * the sums are known to fit (buffers live together are disjoint below the
+ * peak), but it still checks so that it can never wrap.
+ */
+static cgr_status cgr__plan_lower_bound(const cgr__plan_item *items, size_t n,
+                                        cgr__plan_event *ev, size_t *out)
+{
+    size_t i;
+    size_t cur = 0;
+    size_t best = 0;
+
+    for (i = 0; i < n; i++) {
+        ev[2 * i].tick = items[i].start;
+        ev[2 * i].is_start = 1;
+        ev[2 * i].asz = items[i].asz;
+        ev[2 * i + 1].tick = items[i].end;
+        ev[2 * i + 1].is_start = 0;
+        ev[2 * i + 1].asz = items[i].asz;
+    }
+    qsort(ev, 2 * n, sizeof(*ev), cgr__plan_event_cmp);
+    for (i = 0; i < 2 * n; i++) {
+        if (ev[i].is_start) {
+            if (cur > SIZE_MAX - ev[i].asz)
+                return CGR_STATUS_INVALID_ARGUMENT;
+            cur += ev[i].asz;
+            if (cur > best)
+                best = cur;
+        } else {
+            /* Every end follows its own start (end > start), so no wrap. */
+            cur -= ev[i].asz;
+        }
+    }
+    *out = best;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__plan(cgr__buf *bufs, size_t n, size_t align, size_t *peak, size_t *lower_bound)
+{
+    cgr__plan_item *items = NULL;
+    size_t *by_off = NULL;
+    cgr__plan_event *ev = NULL;
+    cgr_status st = CGR_STATUS_OK;
+    size_t top = 0;
+    size_t lb = 0;
+    size_t i;
+
+    if (!cgr__is_pow2(align) || (bufs == NULL && n > 0))
+        return CGR_STATUS_INVALID_ARGUMENT;
+    /* Validate everything first: a rejected trace must leave bufs untouched. */
+    for (i = 0; i < n; i++) {
+        if (bufs[i].end == UINT32_MAX || bufs[i].end <= bufs[i].start)
+            return CGR_STATUS_INVALID_ARGUMENT;
+        if (bufs[i].size > SIZE_MAX - (align - 1))
+            return CGR_STATUS_INVALID_ARGUMENT;
+    }
+    if (n == 0) {
+        if (peak != NULL)
+            *peak = 0;
+        if (lower_bound != NULL)
+            *lower_bound = 0;
+        return CGR_STATUS_OK;
+    }
+    /* Each table size must be representable before it is allocated. */
+    if (n > SIZE_MAX / sizeof(cgr__plan_item) || n > SIZE_MAX / sizeof(size_t) ||
+        n > SIZE_MAX / 2 / sizeof(cgr__plan_event))
+        return CGR_STATUS_OUT_OF_MEMORY;
+    items = malloc(n * sizeof(*items));
+    by_off = malloc(n * sizeof(*by_off));
+    ev = malloc(2 * n * sizeof(*ev));
+    if (items == NULL || by_off == NULL || ev == NULL) {
+        st = CGR_STATUS_OUT_OF_MEMORY;
+        goto done;
+    }
+
+    for (i = 0; i < n; i++) {
+        items[i].asz = (bufs[i].size + (align - 1)) & ~(align - 1);
+        items[i].index = i;
+        items[i].offset = 0;
+        items[i].start = bufs[i].start;
+        items[i].end = bufs[i].end;
+    }
+    qsort(items, n, sizeof(*items), cgr__plan_item_cmp);
+    for (i = 0; i < n; i++) {
+        st = cgr__plan_place(items, i, by_off);
+        if (st != CGR_STATUS_OK)
+            goto done;
+        if (items[i].offset + items[i].asz > top)
+            top = items[i].offset + items[i].asz;
+    }
+    st = cgr__plan_lower_bound(items, n, ev, &lb);
+    if (st != CGR_STATUS_OK)
+        goto done;
+
+    /* Only now, with nothing left that can fail, publish the plan. */
+    for (i = 0; i < n; i++)
+        bufs[items[i].index].offset = items[i].offset;
+    if (peak != NULL)
+        *peak = top;
+    if (lower_bound != NULL)
+        *lower_bound = lb;
+
+done:
+    free(items);
+    free(by_off);
+    free(ev);
+    return st;
+}
+
+/*
+ * Reports a bad pair through the optional outputs. SIZE_MAX names no
+ * buffer, for failures that are not about one (a bad align or NULL array).
+ */
+static int cgr__plan_bad(size_t *a, size_t *b, size_t ia, size_t ib)
+{
+    if (a != NULL)
+        *a = ia;
+    if (b != NULL)
+        *b = ib;
+    return 1;
+}
+
+int cgr__plan_check(const cgr__buf *bufs, size_t n, size_t align, size_t *a, size_t *b)
+{
+    size_t i, j;
+
+    /* A check that cannot be carried out must not pass. */
+    if (!cgr__is_pow2(align) || (bufs == NULL && n > 0))
+        return cgr__plan_bad(a, b, SIZE_MAX, SIZE_MAX);
+    for (i = 0; i < n; i++) {
+        /*
+         * A buffer whose bytes would run past SIZE_MAX cannot exist in any
+         * arena, so it counts as bad on its own, like a misaligned one.
+         */
+        if ((bufs[i].offset & (align - 1)) != 0 || bufs[i].offset > SIZE_MAX - bufs[i].size)
+            return cgr__plan_bad(a, b, i, i);
+    }
+    /*
+     * The requested bytes, not the aligned footprints, are what must stay
+     * disjoint: that is the property the replayed graph relies on.
+     */
+    for (i = 0; i < n; i++) {
+        const cgr__buf *x = &bufs[i];
+        if (x->size == 0)
+            continue;
+        for (j = i + 1; j < n; j++) {
+            const cgr__buf *y = &bufs[j];
+            if (y->size == 0)
+                continue;
+            if (!(x->start < y->end && y->start < x->end))
+                continue;
+            if (x->offset < y->offset + y->size && y->offset < x->offset + x->size)
+                return cgr__plan_bad(a, b, i, j);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,107 @@
+/*
+ * Staging-slot ring (see ring.h).
+ *
+ * The ring is pure bookkeeping over three counters; the step code owns the
+ * pinned memory and the events. Invariants kept by every call:
+ * waited <= launched, launched - waited <= slots, and while a slot is
+ * acquired its ticket is `launched` (only commit moves launched).
+ */
+#include "ring.h"
+
+#include <stddef.h>
+
+cgr_status cgr__ring_init(cgr__ring *r, uint32_t slots)
+{
+    if (r == NULL || slots == 0)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    r->slots = slots;
+    r->launched = 0;
+    r->waited = 0;
+    r->acquired = 0;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__ring_acquire(cgr__ring *r, uint64_t *ticket, uint32_t *slot)
+{
+    if (r == NULL || ticket == NULL || slot == NULL)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    if (r->acquired)
+        return CGR_STATUS_WRONG_STATE;
+    /*
+     * Ticket UINT64_MAX could never be committed without the counter
+     * wrapping, which would make old tickets look new again. Nobody runs
+     * 2^64 steps, but the ring refuses rather than wrap.
+     */
+    if (r->launched == UINT64_MAX)
+        return CGR_STATUS_WRONG_STATE;
+    /*
+     * Run launched - N still owns the slot until it is waited for; since
+     * waited <= launched this is the same as "N runs are unwaited", and the
+     * subtraction cannot wrap.
+     */
+    if (r->launched - r->waited >= r->slots)
+        return CGR_STATUS_BUSY;
+    r->acquired = 1;
+    *ticket = r->launched;
+    *slot = cgr__ring_slot(r, r->launched);
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__ring_commit(cgr__ring *r, uint64_t ticket)
+{
+    if (r == NULL)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    if (!r->acquired)
+        return CGR_STATUS_WRONG_STATE;
+    if (ticket != r->launched)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    r->launched++;
+    r->acquired = 0;
+    return CGR_STATUS_OK;
+}
+
+void cgr__ring_cancel(cgr__ring *r)
+{
+    if (r == NULL)
+        return;
+    /* Nothing was launched, so the same ticket is handed out next time. */
+    r->acquired = 0;
+}
+
+cgr_status cgr__ring_check_wait(const cgr__ring *r, uint64_t ticket)
+{
+    if (r == NULL || ticket >= r->launched)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    return CGR_STATUS_OK;
+}
+
+void cgr__ring_mark_waited(cgr__ring *r, uint64_t ticket)
+{
+    if (r == NULL)
+        return;
+    /*
+     * A run that was never launched cannot have finished; ignoring it keeps
+     * waited <= launched, which the BUSY test relies on. Callers check with
+     * cgr__ring_check_wait() first. Waiting an old ticket again must not
+     * move waited backwards.
+     */
+    if (ticket >= r->launched)
+        return;
+    if (ticket + 1 > r->waited)
+        r->waited = ticket + 1;
+}
+
+cgr_status cgr__ring_check_output(const cgr__ring *r, uint64_t ticket)
+{
+    if (r == NULL || ticket >= r->launched)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    if (ticket >= r->waited)
+        return CGR_STATUS_WRONG_STATE;
+    /*
+     * launched <= ticket + N, written so that it cannot wrap: run
+     * ticket + N, once launched, writes its outputs into the same slot.
+     */
+    if (r->launched - ticket > r->slots)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    return CGR_STATUS_OK;
+}

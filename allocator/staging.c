@@ -1,0 +1,85 @@
+/*
+ * Step I/O memory: static device buffers (persistent, so graphs may bake
+ * their addresses) and the pinned staging slots.
+ *
+ * All slots of a step live in one mapped pinned block, allocated once at
+ * step creation and never per run. A slot holds every input and then every
+ * output, each at a 256-byte aligned offset, so the staging kernel can move
+ * them with 16-byte accesses. The host writes run k+1's inputs into slot
+ * (k+1) % N while the GPU still reads slot k % N; ring.h explains when a
+ * slot may be reused and the per-slot `done` events are what the host waits on.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+static size_t align_up(size_t v)
+{
+    return (v + CGR__ALIGN - 1) & ~(size_t)(CGR__ALIGN - 1);
+}
+
+cgr_status cgr__step_alloc_io(cgr_step *s)
+{
+    cgr_runtime *rt = s->rt;
+    cgr_status st = CGR_STATUS_OK;
+    size_t off = 0;
+    for (int i = 0; i < s->n_in; i++) {
+        s->in[i].slot_offset = off;
+        off += align_up(s->in[i].bytes);
+    }
+    for (int i = 0; i < s->n_out; i++) {
+        s->out[i].slot_offset = off;
+        off += align_up(s->out[i].bytes);
+    }
+    /* Even a step without I/O gets a slot stride, so slot addresses differ. */
+    s->slot_stride = off ? off : CGR__ALIGN;
+    size_t slots = s->ring.slots;
+    if (s->slot_stride > SIZE_MAX / slots)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "staging slots of %zu bytes overflow",
+                        s->slot_stride);
+    size_t pinned = s->slot_stride * slots;
+
+    for (int i = 0; i < s->n_in; i++)
+        CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, s->in[i].bytes, &s->in[i].dev), st, fail);
+    for (int i = 0; i < s->n_out; i++)
+        CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, s->out[i].bytes, &s->out[i].dev), st, fail);
+    void *host = NULL;
+    CGR_CUDA_TRY_GOTO(cudaHostAlloc(&host, pinned, cudaHostAllocMapped | cudaHostAllocPortable),
+                      st, fail);
+    s->pinned = host;
+    void *dev = NULL;
+    CGR_CUDA_TRY_GOTO(cudaHostGetDevicePointer(&dev, host, 0), st, fail);
+    s->pinned_dev = dev;
+    for (size_t k = 0; k < slots; k++)
+        CGR_CUDA_TRY_GOTO(cudaEventCreateWithFlags(&s->done[k], cudaEventDisableTiming), st, fail);
+    s->stats.pinned_bytes = pinned;
+    rt->pinned_bytes += pinned;
+    return CGR_STATUS_OK;
+
+fail:
+    cgr__step_free_io(s);
+    return st;
+}
+
+void cgr__step_free_io(cgr_step *s)
+{
+    cgr_runtime *rt = s->rt;
+    for (uint32_t k = 0; k < CGR_MAX_SLOTS; k++) {
+        if (s->done[k])
+            cudaEventDestroy(s->done[k]);
+        s->done[k] = NULL;
+    }
+    if (s->pinned)
+        cudaFreeHost(s->pinned);
+    rt->pinned_bytes -= s->stats.pinned_bytes;
+    s->stats.pinned_bytes = 0;
+    s->pinned = s->pinned_dev = NULL;
+    for (int i = 0; i < s->n_in; i++) {
+        cgr__persist_free(&rt->persist, s->in[i].dev);
+        s->in[i].dev = NULL;
+    }
+    for (int i = 0; i < s->n_out; i++) {
+        cgr__persist_free(&rt->persist, s->out[i].dev);
+        s->out[i].dev = NULL;
+    }
+}

@@ -1,0 +1,244 @@
+/*
+ * The step context: accessors, scratch requests and the call into the
+ * user's step function.
+ *
+ * Scratch follows the trace/plan/replay scheme of planner.h. The first
+ * warm-up serves requests from a private stream-ordered memory pool and
+ * records them; later runs must make the same requests in the same order
+ * and get arena addresses from the plan. Checking each request against the
+ * trace (size and position on the alloc/free clock) is what makes it safe
+ * to bake those addresses into a graph: a step that asks for something
+ * else is stopped with CGR_STATUS_TRACE_MISMATCH before it gets a pointer.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+cgr_status cgr__check_ctx(const cgr_ctx *c, const char *fn)
+{
+    if (!c)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    if (c->magic != CGR__MAGIC_CTX)
+        return CGR_FAIL(CGR_STATUS_INVALID_HANDLE,
+                        "%s: the context is only valid inside the step function", fn);
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_ctx_stream(const cgr_ctx *c, cgr_stream *out)
+{
+    CGR_TRY(cgr__check_ctx(c, "cgr_ctx_stream"));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_stream: out is NULL");
+    *out = c->rt->stream;
+    return CGR_STATUS_OK;
+}
+
+static cgr_status tensor_at(const cgr_ctx *c, const char *fn, int out_side, int index,
+                            const cgr__tensor **t)
+{
+    CGR_TRY(cgr__check_ctx(c, fn));
+    int n = out_side ? c->step->n_out : c->step->n_in;
+    if (index < 0 || index >= n)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: index %d, step '%s' has %d %s", fn,
+                        index, c->step->name, n, out_side ? "outputs" : "inputs");
+    *t = out_side ? &c->step->out[index] : &c->step->in[index];
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_ctx_input(const cgr_ctx *c, int index, void **out)
+{
+    const cgr__tensor *t = NULL;
+    CGR_TRY(tensor_at(c, "cgr_ctx_input", 0, index, &t));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_input: out is NULL");
+    *out = t->dev;
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_ctx_output(const cgr_ctx *c, int index, void **out)
+{
+    const cgr__tensor *t = NULL;
+    CGR_TRY(tensor_at(c, "cgr_ctx_output", 1, index, &t));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_output: out is NULL");
+    *out = t->dev;
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_ctx_input_desc(const cgr_ctx *c, int index, const cgr_tensor_desc **out)
+{
+    const cgr__tensor *t = NULL;
+    CGR_TRY(tensor_at(c, "cgr_ctx_input_desc", 0, index, &t));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_input_desc: out is NULL");
+    *out = &t->desc;
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_ctx_output_desc(const cgr_ctx *c, int index, const cgr_tensor_desc **out)
+{
+    const cgr__tensor *t = NULL;
+    CGR_TRY(tensor_at(c, "cgr_ctx_output_desc", 1, index, &t));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_output_desc: out is NULL");
+    *out = &t->desc;
+    return CGR_STATUS_OK;
+}
+
+CGR_API int cgr_ctx_is_capturing(const cgr_ctx *c)
+{
+    return c && c->magic == CGR__MAGIC_CTX && c->mode == CGR__CTX_CAPTURE;
+}
+
+/* Marks the run failed; later scratch calls keep failing with the same status. */
+static cgr_status ctx_error(cgr_ctx *c, cgr_status s)
+{
+    if (c->error == CGR_STATUS_OK)
+        c->error = s;
+    return s;
+}
+
+static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
+{
+    cgr_step *s = c->step;
+    size_t id;
+    if (s->trace.n == s->trace_ptrs_cap) {
+        size_t cap = s->trace_ptrs_cap ? s->trace_ptrs_cap * 2 : 32;
+        void **p = realloc(s->trace_ptrs, cap * sizeof *p);
+        if (!p)
+            return ctx_error(c, CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "scratch trace table"));
+        s->trace_ptrs = p;
+        s->trace_ptrs_cap = cap;
+    }
+    void *ptr = NULL;
+    cudaError_t e = cudaMallocFromPoolAsync(&ptr, bytes, c->rt->trace_pool, c->rt->stream);
+    if (e != cudaSuccess)
+        return ctx_error(c, cgr__cuda_fail((int)e, "cudaMallocFromPoolAsync", __FILE__, __LINE__));
+    cgr_status st = cgr__trace_alloc(&s->trace, bytes, &id);
+    if (st != CGR_STATUS_OK) {
+        cudaFreeAsync(ptr, c->rt->stream);
+        return ctx_error(c, st);
+    }
+    s->trace_ptrs[id] = ptr;
+    *out = ptr;
+    return CGR_STATUS_OK;
+}
+
+static cgr_status planned_alloc(cgr_ctx *c, size_t bytes, void **out)
+{
+    const cgr__trace *t = &c->step->trace;
+    size_t i = c->next;
+    if (i >= t->n)
+        return ctx_error(c, CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
+                                     "step '%s': scratch request #%zu (%zu bytes) was not made "
+                                     "in warm-up, which made %zu; a step must make the same "
+                                     "requests on every run",
+                                     c->step->name, i, bytes, t->n));
+    if (t->bufs[i].size != bytes || t->bufs[i].start != c->clock)
+        return ctx_error(c, CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
+                                     "step '%s': scratch request #%zu is %zu bytes at event %u, "
+                                     "warm-up asked %zu bytes at event %u",
+                                     c->step->name, i, bytes, c->clock, t->bufs[i].size,
+                                     t->bufs[i].start));
+    *out = (void *)(c->rt->arena.base + t->bufs[i].offset);
+    c->next++;
+    c->clock++;
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_ctx_alloc(cgr_ctx *c, size_t bytes, void **out)
+{
+    CGR_TRY(cgr__check_ctx(c, "cgr_ctx_alloc"));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_alloc: out is NULL");
+    *out = NULL;
+    if (bytes == 0 || bytes > ((size_t)1 << 40))
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_alloc: %zu bytes (must be 1..1 TiB)",
+                        bytes);
+    if (c->error != CGR_STATUS_OK)
+        return CGR_FAIL(c->error, "cgr_ctx_alloc: an earlier scratch request of this run failed");
+    return c->mode == CGR__CTX_TRACE ? trace_alloc(c, bytes, out) : planned_alloc(c, bytes, out);
+}
+
+CGR_API cgr_status cgr_ctx_free(cgr_ctx *c, void *ptr)
+{
+    CGR_TRY(cgr__check_ctx(c, "cgr_ctx_free"));
+    if (!ptr)
+        return CGR_STATUS_OK;
+    if (c->error != CGR_STATUS_OK)
+        return CGR_FAIL(c->error, "cgr_ctx_free: an earlier scratch request of this run failed");
+    cgr_step *s = c->step;
+    cgr__trace *t = &s->trace;
+    if (c->mode == CGR__CTX_TRACE) {
+        for (size_t i = 0; i < t->n; i++) {
+            if (s->trace_ptrs[i] == ptr && t->bufs[i].end == UINT32_MAX) {
+                CGR_TRY(cgr__trace_free(t, i));
+                cudaError_t e = cudaFreeAsync(ptr, c->rt->stream);
+                if (e != cudaSuccess)
+                    return ctx_error(c, cgr__cuda_fail((int)e, "cudaFreeAsync", __FILE__,
+                                                       __LINE__));
+                return CGR_STATUS_OK;
+            }
+        }
+    } else {
+        /* The live buffer at this address is the one the trace frees now. */
+        uintptr_t p = (uintptr_t)ptr;
+        for (size_t i = 0; i < c->next; i++) {
+            if (c->rt->arena.base + t->bufs[i].offset == p && t->bufs[i].end == c->clock) {
+                c->clock++;
+                return CGR_STATUS_OK;
+            }
+        }
+        for (size_t i = 0; i < c->next; i++)
+            if (c->rt->arena.base + t->bufs[i].offset == p)
+                return ctx_error(c, CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
+                                             "step '%s': cgr_ctx_free(%p) at event %u does not "
+                                             "follow the warm-up order of frees",
+                                             s->name, ptr, c->clock));
+    }
+    return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                    "cgr_ctx_free: %p is not a live scratch buffer of this run", ptr);
+}
+
+/* Releases what a tracing run left allocated; those buffers live to the end. */
+static void trace_finish(cgr_ctx *c)
+{
+    cgr_step *s = c->step;
+    for (size_t i = 0; i < s->trace.n; i++)
+        if (s->trace.bufs[i].end == UINT32_MAX)
+            cudaFreeAsync(s->trace_ptrs[i], c->rt->stream);
+    cgr__trace_close(&s->trace);
+}
+
+cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode)
+{
+    cgr_ctx c;
+    memset(&c, 0, sizeof c);
+    c.magic = CGR__MAGIC_CTX;
+    c.rt = s->rt;
+    c.step = s;
+    c.mode = mode;
+    if (mode == CGR__CTX_TRACE)
+        cgr__trace_reset(&s->trace);
+    /* Whatever the step's own cgr calls report becomes part of our message. */
+    cgr_clear_error();
+    cgr_status fs = s->fn(&c, s->user);
+    c.magic = CGR__MAGIC_DEAD;
+    if (mode == CGR__CTX_TRACE)
+        trace_finish(&c);
+    if (c.error != CGR_STATUS_OK)
+        return c.error; /* the message of the first scratch failure stands */
+    if (fs != CGR_STATUS_OK) {
+        char detail[512];
+        strncpy(detail, cgr_last_error(), sizeof detail - 1);
+        detail[sizeof detail - 1] = '\0';
+        return CGR_FAIL(CGR_STATUS_STEP_FAILED, "step '%s' returned %s%s%s", s->name,
+                        cgr_status_name(fs), detail[0] ? " after: " : "", detail);
+    }
+    if (mode != CGR__CTX_TRACE && c.next != s->trace.n)
+        return CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
+                        "step '%s' made %zu scratch requests, warm-up made %zu", s->name, c.next,
+                        s->trace.n);
+    return CGR_STATUS_OK;
+}

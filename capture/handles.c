@@ -1,0 +1,92 @@
+/*
+ * Library handles owned by the runtime and bound to its stream.
+ *
+ * Handles are created on first use, which is always an eager warm-up run:
+ * creating them allocates memory and may synchronize, both illegal during
+ * capture. cuBLAS gets a workspace carved from the arena on every run
+ * (a scratch request like any other, so it is planned and shared by all
+ * steps); cublasSetWorkspace must follow cublasSetStream, which resets it,
+ * so the stream is set once at creation and never again.
+ */
+#include <cublas_v2.h>
+
+#include "cgr_config.h"
+#include "internal.h"
+
+#if CGR_HAVE_CUDNN
+#include <cudnn.h>
+#endif
+
+CGR_API int cgr_has_cudnn(void)
+{
+    return CGR_HAVE_CUDNN;
+}
+
+CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
+{
+    CGR_TRY(cgr__check_ctx(c, "cgr_ctx_cublas"));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_cublas: out is NULL");
+    cgr_runtime *rt = c->rt;
+    if (!rt->cublas) {
+        if (c->mode == CGR__CTX_CAPTURE)
+            return CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                            "cgr_ctx_cublas: first called during capture; call it on every run");
+        cublasHandle_t h = NULL;
+        CGR_CUBLAS_TRY(cublasCreate(&h));
+        cublasStatus_t e = cublasSetStream(h, rt->stream);
+        if (e != CUBLAS_STATUS_SUCCESS) {
+            cublasDestroy(h);
+            return cgr__cublas_fail((int)e, "cublasSetStream", __FILE__, __LINE__);
+        }
+        rt->cublas = h;
+    }
+    if (!c->cublas_bound) {
+        void *ws = NULL;
+        CGR_TRY(cgr_ctx_alloc(c, CGR__CUBLAS_WORKSPACE, &ws));
+        CGR_CUBLAS_TRY(cublasSetWorkspace((cublasHandle_t)rt->cublas, ws, CGR__CUBLAS_WORKSPACE));
+        c->cublas_bound = 1;
+    }
+    *out = (cgr_cublas_handle)rt->cublas;
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
+{
+    CGR_TRY(cgr__check_ctx(c, "cgr_ctx_cudnn"));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_cudnn: out is NULL");
+#if CGR_HAVE_CUDNN
+    cgr_runtime *rt = c->rt;
+    if (!rt->cudnn) {
+        if (c->mode == CGR__CTX_CAPTURE)
+            return CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                            "cgr_ctx_cudnn: first called during capture; call it on every run");
+        cudnnHandle_t h = NULL;
+        CGR_CUDNN_TRY(cudnnCreate(&h));
+        cudnnStatus_t e = cudnnSetStream(h, rt->stream);
+        if (e != CUDNN_STATUS_SUCCESS) {
+            cudnnDestroy(h);
+            return cgr__cudnn_fail((int)e, "cudnnSetStream", __FILE__, __LINE__);
+        }
+        rt->cudnn = h;
+    }
+    *out = (cgr_cudnn_handle)rt->cudnn;
+    return CGR_STATUS_OK;
+#else
+    *out = NULL;
+    return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "cgr_ctx_cudnn: cgr was built without cuDNN");
+#endif
+}
+
+void cgr__handles_destroy(cgr_runtime *rt)
+{
+    if (rt->cublas)
+        cublasDestroy((cublasHandle_t)rt->cublas);
+    rt->cublas = NULL;
+#if CGR_HAVE_CUDNN
+    if (rt->cudnn)
+        cudnnDestroy((cudnnHandle_t)rt->cudnn);
+#endif
+    rt->cudnn = NULL;
+}

@@ -1,0 +1,48 @@
+/*
+ * Staging kernels: the zero-copy half of moving step inputs in and outputs
+ * out inside the graph.
+ *
+ * Small tensors cross PCIe fastest as loads and stores by a kernel on
+ * mapped pinned memory (cudaHostAllocMapped): on the H200 a copy node costs
+ * about 10 us of latency whatever its size, while a kernel node reading
+ * 4 KiB of mapped memory costs about 3 us (DESIGN.md, Staging). One kernel
+ * moves every small tensor of a direction, so a step with five small inputs
+ * still adds one node, not five.
+ */
+#ifndef CGR_STAGE_H
+#define CGR_STAGE_H
+
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cgr/cgr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Copies to make in one launch; passed to the kernel by value. */
+typedef struct cgr__copy_list {
+    int n;
+    const void *src[CGR_MAX_TENSORS];
+    void *dst[CGR_MAX_TENSORS];
+    size_t bytes[CGR_MAX_TENSORS];
+} cgr__copy_list;
+
+/**
+ * Enqueues one kernel doing every copy of `l` on `stream` (src/dst may be
+ * device pointers or device views of mapped pinned memory). Does nothing
+ * when l->n == 0. Returns the launch error, if any. Pointers must be
+ * 16-byte aligned; sizes may be anything.
+ */
+cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream);
+
+/** Grid size cgr__stage_copy() uses for `l` (for tests and benchmarks). */
+unsigned cgr__stage_blocks(const cgr__copy_list *l);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

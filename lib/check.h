@@ -1,0 +1,105 @@
+/*
+ * Error recording and the check macros (one family, NCCL style).
+ *
+ * Every failure goes through cgr__fail(), which formats the thread-local
+ * last-error message "file:line: what failed: why" and returns the status,
+ * so a check is one line at the call site and the caller just propagates.
+ * None of these exits, aborts or prints.
+ */
+#ifndef CGR_CHECK_H
+#define CGR_CHECK_H
+
+#include "cgr/cgr.h"
+
+#if defined(__GNUC__)
+#define CGR__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CGR__PRINTF(f, a)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Records a failure in the thread's last-error message and returns s. */
+cgr_status cgr__fail(cgr_status s, const char *file, int line, const char *fmt, ...)
+    CGR__PRINTF(4, 5);
+/** Records a failed CUDA call (expr is its text) and maps the error to a status. */
+cgr_status cgr__cuda_fail(int err, const char *expr, const char *file, int line);
+/** Records a failed cuBLAS call. */
+cgr_status cgr__cublas_fail(int err, const char *expr, const char *file, int line);
+/** Records a failed cuDNN call (only built with cuDNN). */
+cgr_status cgr__cudnn_fail(int err, const char *expr, const char *file, int line);
+/** Appends to the thread's last-error message ("; " separated). */
+void cgr__error_append(const char *fmt, ...) CGR__PRINTF(1, 2);
+
+#ifdef __cplusplus
+}
+#endif
+
+#define CGR_FAIL(status, ...) cgr__fail((status), __FILE__, __LINE__, __VA_ARGS__)
+
+#define CGR_CUDA_TRY(expr)                                                                 \
+    do {                                                                                   \
+        cudaError_t e_ = (expr);                                                           \
+        if (e_ != cudaSuccess)                                                             \
+            return cgr__cuda_fail((int)e_, #expr, __FILE__, __LINE__);                     \
+    } while (0)
+
+#define CGR_CUDA_TRY_GOTO(expr, st, label)                                                 \
+    do {                                                                                   \
+        cudaError_t e_ = (expr);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            (st) = cgr__cuda_fail((int)e_, #expr, __FILE__, __LINE__);                     \
+            goto label;                                                                    \
+        }                                                                                  \
+    } while (0)
+
+#define CGR_CUBLAS_TRY(expr)                                                               \
+    do {                                                                                   \
+        cublasStatus_t e_ = (expr);                                                        \
+        if (e_ != CUBLAS_STATUS_SUCCESS)                                                   \
+            return cgr__cublas_fail((int)e_, #expr, __FILE__, __LINE__);                   \
+    } while (0)
+
+#define CGR_CUBLAS_TRY_GOTO(expr, st, label)                                               \
+    do {                                                                                   \
+        cublasStatus_t e_ = (expr);                                                        \
+        if (e_ != CUBLAS_STATUS_SUCCESS) {                                                 \
+            (st) = cgr__cublas_fail((int)e_, #expr, __FILE__, __LINE__);                   \
+            goto label;                                                                    \
+        }                                                                                  \
+    } while (0)
+
+#define CGR_CUDNN_TRY(expr)                                                                \
+    do {                                                                                   \
+        cudnnStatus_t e_ = (expr);                                                         \
+        if (e_ != CUDNN_STATUS_SUCCESS)                                                    \
+            return cgr__cudnn_fail((int)e_, #expr, __FILE__, __LINE__);                    \
+    } while (0)
+
+#define CGR_CUDNN_TRY_GOTO(expr, st, label)                                                \
+    do {                                                                                   \
+        cudnnStatus_t e_ = (expr);                                                         \
+        if (e_ != CUDNN_STATUS_SUCCESS) {                                                  \
+            (st) = cgr__cudnn_fail((int)e_, #expr, __FILE__, __LINE__);                    \
+            goto label;                                                                    \
+        }                                                                                  \
+    } while (0)
+
+/* Propagates a cgr_status. */
+#define CGR_TRY(expr)                                                                      \
+    do {                                                                                   \
+        cgr_status s_ = (expr);                                                            \
+        if (s_ != CGR_STATUS_OK)                                                           \
+            return s_;                                                                     \
+    } while (0)
+
+#define CGR_TRY_GOTO(expr, st, label)                                                      \
+    do {                                                                                   \
+        (st) = (expr);                                                                     \
+        if ((st) != CGR_STATUS_OK)                                                         \
+            goto label;                                                                    \
+    } while (0)
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * Status names and the thread-local last-error message.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+
+#include "cgr_config.h"
+#include "check.h"
+
+#if CGR_HAVE_CUDNN
+#include <cudnn.h>
+#endif
+
+/* Large enough for a capture diagnosis plus the CUDA error text. */
+#define CGR__ERRBUF 1024
+
+static _Thread_local char errbuf[CGR__ERRBUF];
+
+static const struct {
+    const char *name;
+    const char *text;
+} status_table[] = {
+#define CGR__STATUS_ROW(name, value, text) [value] = {"CGR_STATUS_" #name, text},
+    CGR_STATUS_MAP(CGR__STATUS_ROW)
+#undef CGR__STATUS_ROW
+};
+
+CGR_API const char *cgr_status_name(cgr_status s)
+{
+    if ((unsigned)s >= CGR_STATUS_COUNT_)
+        return "CGR_STATUS_UNKNOWN";
+    return status_table[s].name;
+}
+
+CGR_API const char *cgr_status_string(cgr_status s)
+{
+    if ((unsigned)s >= CGR_STATUS_COUNT_)
+        return "unknown status";
+    return status_table[s].text;
+}
+
+CGR_API const char *cgr_last_error(void)
+{
+    return errbuf;
+}
+
+CGR_API void cgr_clear_error(void)
+{
+    errbuf[0] = '\0';
+}
+
+/* Strips the directories from __FILE__ so messages stay short. */
+static const char *base_name(const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    return slash ? slash + 1 : file;
+}
+
+static void vset(const char *file, int line, const char *fmt, va_list ap)
+{
+    int n = snprintf(errbuf, sizeof errbuf, "%s:%d: ", base_name(file), line);
+    if (n < 0 || (size_t)n >= sizeof errbuf)
+        return;
+    vsnprintf(errbuf + n, sizeof errbuf - (size_t)n, fmt, ap);
+}
+
+cgr_status cgr__fail(cgr_status s, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vset(file, line, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+void cgr__error_append(const char *fmt, ...)
+{
+    size_t n = strlen(errbuf);
+    if (n + 3 >= sizeof errbuf)
+        return;
+    if (n > 0) {
+        memcpy(errbuf + n, "; ", 3);
+        n += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf + n, sizeof errbuf - n, fmt, ap);
+    va_end(ap);
+}
+
+cgr_status cgr__cuda_fail(int err, const char *expr, const char *file, int line)
+{
+    cudaError_t e = (cudaError_t)err;
+    cgr_status s = CGR_STATUS_CUDA_ERROR;
+    switch (e) {
+    case cudaErrorMemoryAllocation:
+        s = CGR_STATUS_OUT_OF_MEMORY;
+        break;
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorDevicesUnavailable:
+        s = CGR_STATUS_NO_DEVICE;
+        break;
+    case cudaErrorStreamCaptureUnsupported:
+    case cudaErrorStreamCaptureInvalidated:
+    case cudaErrorStreamCaptureImplicit:
+    case cudaErrorStreamCaptureUnjoined:
+    case cudaErrorStreamCaptureIsolation:
+    case cudaErrorStreamCaptureMerge:
+    case cudaErrorStreamCaptureUnmatched:
+    case cudaErrorStreamCaptureWrongThread:
+        s = CGR_STATUS_CAPTURE_FAILED;
+        break;
+    default:
+        break;
+    }
+    cgr__fail(s, file, line, "%s failed: %s (%s)", expr, cudaGetErrorName(e),
+              cudaGetErrorString(e));
+    /*
+     * Clear the thread's CUDA error so the next call does not report this
+     * one again. Sticky errors (a faulting kernel) survive this; they leave
+     * the context unusable and every later call reports them.
+     */
+    (void)cudaGetLastError();
+    return s;
+}
+
+cgr_status cgr__cublas_fail(int err, const char *expr, const char *file, int line)
+{
+    cublasStatus_t e = (cublasStatus_t)err;
+    cgr_status s = e == CUBLAS_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
+                                                   : CGR_STATUS_CUBLAS_ERROR;
+    return cgr__fail(s, file, line, "%s failed: %s (%s)", expr, cublasGetStatusName(e),
+                     cublasGetStatusString(e));
+}
+
+cgr_status cgr__cudnn_fail(int err, const char *expr, const char *file, int line)
+{
+#if CGR_HAVE_CUDNN
+    cudnnStatus_t e = (cudnnStatus_t)err;
+    cgr_status s = e == CUDNN_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
+                                                  : CGR_STATUS_CUDNN_ERROR;
+    return cgr__fail(s, file, line, "%s failed: %s (%d)", expr, cudnnGetErrorString(e), err);
+#else
+    return cgr__fail(CGR_STATUS_CUDNN_ERROR, file, line, "%s failed: cuDNN error %d", expr, err);
+#endif
+}

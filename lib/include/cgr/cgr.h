@@ -1,0 +1,342 @@
+/*
+ * cgr: a CUDA-graph replay runtime.
+ *
+ * A step function enqueues one step of GPU work on the stream cgr gives it.
+ * cgr runs it eagerly a few times (warm-up), records the step's scratch
+ * requests, plans them into a static arena, captures the step into a CUDA
+ * graph with the input and output staging inside it, and from then on runs
+ * each step with a single cudaGraphLaunch.
+ *
+ * This header needs only a C11 compiler: CUDA types appear through the
+ * struct tags that the CUDA headers themselves use, so a cgr_stream is a
+ * cudaStream_t, and the handles returned by cgr_ctx_cublas() and
+ * cgr_ctx_cudnn() are a cublasHandle_t and a cudnnHandle_t.
+ */
+#ifndef CGR_H
+#define CGR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cgr/cgr_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CGR_BUILDING_LIBRARY) && defined(__GNUC__)
+#define CGR_API __attribute__((visibility("default")))
+#else
+#define CGR_API
+#endif
+
+/** Same type as cudaStream_t. */
+typedef struct CUstream_st *cgr_stream;
+/** Same type as cublasHandle_t. */
+typedef struct cublasContext *cgr_cublas_handle;
+/** Same type as cudnnHandle_t. */
+typedef struct cudnnContext *cgr_cudnn_handle;
+
+/*
+ * Status codes. One list generates the enum, cgr_status_name() and
+ * cgr_status_string(), so the three can never disagree.
+ */
+#define CGR_STATUS_MAP(X)                                                                  \
+    X(OK, 0, "success")                                                                    \
+    X(INVALID_ARGUMENT, 1, "an argument is NULL, out of range or inconsistent")            \
+    X(INVALID_HANDLE, 2, "the handle is not live (destroyed, or not a cgr handle)")        \
+    X(OUT_OF_MEMORY, 3, "device or pinned host memory could not be allocated")             \
+    X(NO_DEVICE, 4, "no usable CUDA device (missing driver or no GPU)")                    \
+    X(CUDA_ERROR, 5, "a CUDA runtime or driver call failed")                               \
+    X(CUBLAS_ERROR, 6, "a cuBLAS call failed")                                             \
+    X(CUDNN_ERROR, 7, "a cuDNN call failed")                                               \
+    X(NOT_SUPPORTED, 8, "the feature is not available in this build or on this device")   \
+    X(CAPTURE_FAILED, 9, "the step could not be captured into a CUDA graph")               \
+    X(TRACE_MISMATCH, 10, "the step's scratch requests differ from its warm-up")           \
+    X(ARENA_LIMIT, 11, "the scratch plan needs more than the arena limit allows")          \
+    X(BUSY, 12, "every staging slot holds a result that was not waited for")               \
+    X(STEP_FAILED, 13, "the user's step function returned an error")                       \
+    X(WRONG_STATE, 14, "the call is not allowed in the current state")
+
+/** Result of every call that can fail. */
+typedef enum cgr_status {
+#define CGR__STATUS_ENUM(name, value, text) CGR_STATUS_##name = value,
+    CGR_STATUS_MAP(CGR__STATUS_ENUM)
+#undef CGR__STATUS_ENUM
+        CGR_STATUS_COUNT_
+} cgr_status;
+
+/** "CGR_STATUS_OK" and so on; "CGR_STATUS_UNKNOWN" for values outside the list. */
+CGR_API const char *cgr_status_name(cgr_status s);
+/** One-line description of a status; never NULL. */
+CGR_API const char *cgr_status_string(cgr_status s);
+/**
+ * Detail of the last failure on the calling thread: the failing call, the
+ * CUDA/cuBLAS/cuDNN error text and file:line. Empty string when the thread
+ * has seen no failure. Valid until the thread's next cgr call.
+ */
+CGR_API const char *cgr_last_error(void);
+/** Clears the calling thread's last-error message. */
+CGR_API void cgr_clear_error(void);
+
+/** Element types of step inputs and outputs. */
+typedef enum cgr_dtype {
+    CGR_DTYPE_F32 = 0,
+    CGR_DTYPE_F16,
+    CGR_DTYPE_BF16,
+    CGR_DTYPE_F64,
+    CGR_DTYPE_I32,
+    CGR_DTYPE_I64,
+    CGR_DTYPE_U8,
+    CGR_DTYPE_COUNT_
+} cgr_dtype;
+
+/** Bytes per element of a dtype; 0 for an invalid dtype. */
+CGR_API size_t cgr_dtype_size(cgr_dtype t);
+/** "f32" and so on; "invalid" outside the enum. */
+CGR_API const char *cgr_dtype_name(cgr_dtype t);
+
+/** Log levels; the default is CGR_LOG_OFF (the library prints nothing). */
+typedef enum cgr_log_level {
+    CGR_LOG_OFF = 0,
+    CGR_LOG_ERROR,
+    CGR_LOG_WARN,
+    CGR_LOG_INFO,
+    CGR_LOG_DEBUG
+} cgr_log_level;
+
+/** Receives log lines (no trailing newline). */
+typedef void (*cgr_log_fn)(cgr_log_level level, const char *message, void *user);
+
+/*
+ * Limits. They keep the per-step tables fixed-size, so the replay path never
+ * allocates.
+ */
+#define CGR_MAX_RANK 8
+#define CGR_MAX_TENSORS 16
+#define CGR_MAX_SLOTS 16
+#define CGR_MAX_WARMUP 100
+
+/**
+ * Runtime options. Always start from cgr_options_init(): it writes the
+ * defaults and struct_size, which lets later versions add fields at the end
+ * without breaking callers built against this one.
+ */
+typedef struct cgr_options {
+    size_t struct_size;        /**< set by cgr_options_init() */
+    int device;                /**< CUDA device ordinal; default 0 */
+    int staging_slots;         /**< pinned input/output slots per step, 2..CGR_MAX_SLOTS; default 2 */
+    int warmup_runs;           /**< eager runs before capture, 1..CGR_MAX_WARMUP; default 2 */
+    cgr_log_level log_level;   /**< default CGR_LOG_OFF */
+    size_t arena_limit;        /**< bytes of scratch arena allowed; default 16 GiB */
+    size_t zero_copy_max_bytes;/**< tensors up to this size cross PCIe by zero-copy kernels,
+                                    larger ones by memcpy nodes; default 1 MiB */
+    cgr_log_fn log_fn;         /**< NULL: log lines go to stderr, when the level asks */
+    void *log_user;            /**< passed to log_fn */
+    unsigned char reserved[64];/**< must be zero */
+} cgr_options;
+
+/** Writes the default options. Fails only on NULL. */
+CGR_API cgr_status cgr_options_init(cgr_options *opt);
+
+/** A runtime: one device, one stream, one scratch arena, library handles. */
+typedef struct cgr_runtime cgr_runtime;
+/** A step registered with a runtime. */
+typedef struct cgr_step cgr_step;
+/** Context handed to the step function while it runs. */
+typedef struct cgr_ctx cgr_ctx;
+
+/**
+ * Creates a runtime on opt->device (opt may be NULL for the defaults).
+ * Returns CGR_STATUS_NO_DEVICE when no GPU or driver can be used.
+ */
+CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt);
+/**
+ * Waits for the runtime's stream, destroys every step still registered and
+ * releases all device and pinned memory. Accepts NULL and *rt == NULL;
+ * sets *rt to NULL.
+ */
+CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **rt);
+/** The runtime's stream (a cudaStream_t). */
+CGR_API cgr_status cgr_runtime_stream(const cgr_runtime *rt, cgr_stream *out);
+
+/** Shape and type of one step input or output. */
+typedef struct cgr_tensor_desc {
+    const char *name;               /**< non-empty; unique within the step */
+    cgr_dtype dtype;
+    int rank;                       /**< 0..CGR_MAX_RANK (0 is a scalar) */
+    int64_t dims[CGR_MAX_RANK];     /**< each >= 1 */
+} cgr_tensor_desc;
+
+/**
+ * A step function. It enqueues one step of GPU work on cgr_ctx_stream(ctx)
+ * and nothing else: no host synchronization, no cudaMalloc/cudaFree (use
+ * cgr_ctx_alloc), no reading device data on the host (make it an output).
+ * Anything but CGR_STATUS_OK makes the run fail with CGR_STATUS_STEP_FAILED.
+ * It must make the same scratch requests, in the same order, on every call.
+ */
+typedef cgr_status (*cgr_step_fn)(cgr_ctx *ctx, void *user);
+
+/** Description of a fixed-shape step. Start from cgr_step_desc_init(). */
+typedef struct cgr_step_desc {
+    size_t struct_size;             /**< set by cgr_step_desc_init() */
+    const char *name;               /**< for messages; NULL means "step" */
+    const cgr_tensor_desc *inputs;  /**< n_inputs entries */
+    int n_inputs;                   /**< 0..CGR_MAX_TENSORS */
+    const cgr_tensor_desc *outputs; /**< n_outputs entries */
+    int n_outputs;                  /**< 0..CGR_MAX_TENSORS */
+    cgr_step_fn fn;                 /**< required */
+    void *user;                     /**< passed to fn */
+    unsigned char reserved[64];     /**< must be zero */
+} cgr_step_desc;
+
+/** Writes an empty description with struct_size set. Fails only on NULL. */
+CGR_API cgr_status cgr_step_desc_init(cgr_step_desc *desc);
+
+/**
+ * Registers a step: allocates its static device input/output buffers, its
+ * pinned staging slots and their events. Runs nothing. The description and
+ * the strings in it are copied.
+ */
+CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_step **out);
+/**
+ * Waits for the step's work, then frees its graphs, buffers and slots.
+ * Accepts NULL and *step == NULL; sets *step to NULL.
+ */
+CGR_API cgr_status cgr_step_destroy(cgr_step **step);
+
+/**
+ * Runs one step asynchronously with inputs copied from host memory
+ * (inputs[i] points at the bytes of input i, in the declared layout).
+ * On success *ticket (may be NULL) identifies this run for cgr_step_wait().
+ *
+ * The first warmup_runs calls run eagerly; the next one captures the graph
+ * and launches it; later calls are one cudaGraphLaunch each.
+ * Returns CGR_STATUS_BUSY when all staging slots hold results that were not
+ * waited for yet; nothing is launched then.
+ */
+CGR_API cgr_status cgr_step_run(cgr_step *step, const void *const *inputs, uint64_t *ticket);
+
+/** A pinned staging slot handed to the caller for the zero-copy path. */
+typedef struct cgr_slot {
+    uint64_t ticket;                      /**< the run this slot will belong to */
+    void *inputs[CGR_MAX_TENSORS];        /**< pinned host memory, one per input */
+} cgr_slot;
+
+/**
+ * Fast path, part 1: reserves the next staging slot and returns pointers
+ * into its pinned memory. Write the inputs there, then call
+ * cgr_step_launch(). Only one slot may be acquired at a time.
+ */
+CGR_API cgr_status cgr_step_acquire(cgr_step *step, cgr_slot *slot);
+/** Fast path, part 2: runs the step on the slot from cgr_step_acquire(). */
+CGR_API cgr_status cgr_step_launch(cgr_step *step, const cgr_slot *slot);
+
+/**
+ * Blocks until run `ticket` (and every earlier run of the step) has
+ * finished. Its outputs can then be read with cgr_step_output(); they stay
+ * valid until the run staging_slots tickets later is launched.
+ */
+CGR_API cgr_status cgr_step_wait(cgr_step *step, uint64_t ticket);
+/** Waits for every launched run of the step. */
+CGR_API cgr_status cgr_step_sync(cgr_step *step);
+/**
+ * Pinned host copy of output `index` of a waited run. *bytes (may be NULL)
+ * receives its size.
+ */
+CGR_API cgr_status cgr_step_output(cgr_step *step, uint64_t ticket, int index, const void **data,
+                                   size_t *bytes);
+
+/** How the step currently runs. */
+typedef enum cgr_step_mode {
+    CGR_MODE_WARMUP = 0, /**< still in eager warm-up */
+    CGR_MODE_GRAPH,      /**< replaying its graph */
+    CGR_MODE_EAGER       /**< capture failed; it runs eagerly (see capture_error) */
+} cgr_step_mode;
+
+/** Counters of one step. */
+typedef struct cgr_step_stats {
+    cgr_step_mode mode;
+    uint64_t runs;            /**< every launched run */
+    uint64_t warmup_runs;     /**< eager warm-up runs */
+    uint64_t replays;         /**< graph launches */
+    uint64_t eager_runs;      /**< eager runs after a failed capture */
+    uint64_t captures;        /**< successful captures */
+    uint64_t capture_failures;
+    double capture_us;        /**< capture + instantiate + upload of the last capture */
+    uint64_t graph_nodes;     /**< nodes in the captured graph (staging included) */
+    uint64_t zero_copy_tensors; /**< inputs+outputs staged by zero-copy kernels */
+    uint64_t memcpy_tensors;    /**< inputs+outputs staged by memcpy nodes */
+    uint64_t scratch_requests;  /**< cgr_ctx_alloc calls per run */
+    uint64_t scratch_peak;      /**< planned arena bytes of this step */
+    uint64_t scratch_lower_bound; /**< peak live bytes of the trace */
+    uint64_t pinned_bytes;      /**< pinned staging bytes of this step */
+    char capture_error[512];    /**< why the last capture failed; empty otherwise */
+} cgr_step_stats;
+
+/** Counters of one runtime. */
+typedef struct cgr_runtime_stats {
+    uint64_t steps;           /**< live steps */
+    uint64_t replays;
+    uint64_t captures;
+    uint64_t eager_runs;      /**< warm-up plus fallback runs */
+    double capture_us;        /**< total over all captures */
+    uint64_t arena_reserved;  /**< device bytes mapped for the arena */
+    uint64_t arena_planned;   /**< largest step plan (all steps share the arena) */
+    uint64_t arena_lower_bound; /**< largest peak live bytes */
+    uint64_t persistent_bytes;  /**< step I/O buffers and cgr_persistent_alloc */
+    uint64_t pinned_bytes;      /**< all pinned staging */
+} cgr_runtime_stats;
+
+CGR_API cgr_status cgr_step_get_stats(const cgr_step *step, cgr_step_stats *out);
+CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stats *out);
+
+/**
+ * Persistent device memory (weights, optimizer state): 256-byte aligned,
+ * never moved and never reused while the runtime lives. Not for use inside
+ * a step function.
+ */
+CGR_API cgr_status cgr_persistent_alloc(cgr_runtime *rt, size_t bytes, void **out);
+
+/* ---- Inside a step function ------------------------------------------- */
+
+/** The stream to enqueue all work on. */
+CGR_API cgr_status cgr_ctx_stream(const cgr_ctx *ctx, cgr_stream *out);
+/** Static device buffer of input `index` (the address never changes). */
+CGR_API cgr_status cgr_ctx_input(const cgr_ctx *ctx, int index, void **out);
+/** Static device buffer of output `index`. */
+CGR_API cgr_status cgr_ctx_output(const cgr_ctx *ctx, int index, void **out);
+/** Declared shape of input `index`. */
+CGR_API cgr_status cgr_ctx_input_desc(const cgr_ctx *ctx, int index, const cgr_tensor_desc **out);
+/** Declared shape of output `index`. */
+CGR_API cgr_status cgr_ctx_output_desc(const cgr_ctx *ctx, int index, const cgr_tensor_desc **out);
+/**
+ * Scratch memory for this run, 256-byte aligned. During capture and replay
+ * it is a fixed place in the arena, so the same request gets the same
+ * address on every replay.
+ */
+CGR_API cgr_status cgr_ctx_alloc(cgr_ctx *ctx, size_t bytes, void **out);
+/** Ends the lifetime of a scratch buffer (lets the planner reuse it). */
+CGR_API cgr_status cgr_ctx_free(cgr_ctx *ctx, void *ptr);
+/**
+ * The runtime's cuBLAS handle, bound to the stream, with a workspace carved
+ * from the arena (cgr calls cublasSetWorkspace after cublasSetStream).
+ */
+CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *ctx, cgr_cublas_handle *out);
+/**
+ * The runtime's cuDNN handle, bound to the stream. CGR_STATUS_NOT_SUPPORTED
+ * when cgr was built without cuDNN. Take convolution workspaces from
+ * cgr_ctx_alloc, and choose algorithms while cgr_ctx_is_capturing() is 0.
+ */
+CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *ctx, cgr_cudnn_handle *out);
+/** 1 while the step is being captured, 0 in eager runs. */
+CGR_API int cgr_ctx_is_capturing(const cgr_ctx *ctx);
+
+/** 1 when this build of cgr has cuDNN support. */
+CGR_API int cgr_has_cudnn(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CGR_H */

@@ -1,0 +1,141 @@
+/*
+ * Internal definitions shared by lib/, capture/, replay/ and allocator/.
+ */
+#ifndef CGR_INTERNAL_H
+#define CGR_INTERNAL_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "arena.h"
+#include "cgr/cgr.h"
+#include "check.h"
+#include "persist.h"
+#include "planner.h"
+#include "ring.h"
+
+/*
+ * Handles carry a magic word so a destroyed or foreign pointer is refused
+ * (where its memory still reads back) instead of being used.
+ */
+#define CGR__MAGIC_RUNTIME 0x52524743u /* "CGRR" */
+#define CGR__MAGIC_STEP 0x53524743u    /* "CGRS" */
+#define CGR__MAGIC_CTX 0x43524743u     /* "CGRC" */
+#define CGR__MAGIC_DEAD 0xdeadc0deu
+
+/* Alignment of scratch, staging and persistent buffers. */
+#define CGR__ALIGN 256
+/* cuBLAS workspace per step run; the size cuBLAS recommends for Hopper. */
+#define CGR__CUBLAS_WORKSPACE ((size_t)32 << 20)
+
+struct cgr_runtime {
+    uint32_t magic;
+    cgr_options opt;
+    cudaStream_t stream;
+    cgr__arena arena;
+    cgr__persist persist;
+    cudaMemPool_t trace_pool;   /* serves scratch during the tracing warm-up */
+    void *cublas;               /* cublasHandle_t, created on first use */
+    void *cudnn;                /* cudnnHandle_t, created on first use */
+    struct cgr_step *steps;     /* live steps (singly linked) */
+    uint64_t n_steps;
+    uint64_t replays, captures, eager_runs;
+    double capture_us;
+    size_t pinned_bytes;
+};
+
+/* What cgr_ctx_alloc does during one run of a step. */
+typedef enum cgr__ctx_mode {
+    CGR__CTX_TRACE = 0, /* first warm-up: real allocations, requests recorded */
+    CGR__CTX_PLANNED,   /* later warm-ups and eager runs: planned arena addresses */
+    CGR__CTX_CAPTURE    /* capture: planned addresses, baked into the graph */
+} cgr__ctx_mode;
+
+struct cgr_ctx {
+    uint32_t magic;
+    struct cgr_runtime *rt;
+    struct cgr_step *step;
+    cgr__ctx_mode mode;
+    size_t next;         /* index of the next scratch request */
+    uint32_t clock;      /* alloc/free events so far in this run */
+    cgr_status error;    /* first scratch error of the run; fails the run */
+    int cublas_bound;    /* workspace already set for this run */
+};
+
+/* A step input or output. */
+typedef struct cgr__tensor {
+    cgr_tensor_desc desc;
+    char name[64];
+    size_t bytes;
+    void *dev;            /* static device buffer */
+    size_t slot_offset;   /* offset inside each pinned slot */
+} cgr__tensor;
+
+struct cgr_step {
+    uint32_t magic;
+    struct cgr_runtime *rt;
+    struct cgr_step *next;
+    char name[64];
+    cgr_step_fn fn;
+    void *user;
+    int n_in, n_out;
+    cgr__tensor in[CGR_MAX_TENSORS];
+    cgr__tensor out[CGR_MAX_TENSORS];
+    /* Pinned staging: slots back to back, each slot_stride bytes. */
+    unsigned char *pinned;     /* host view */
+    unsigned char *pinned_dev; /* device view of the same memory */
+    size_t slot_stride;
+    cudaEvent_t done[CGR_MAX_SLOTS]; /* recorded when a run on the slot ends */
+    cgr__ring ring;
+    /* Scratch: the trace of the first warm-up, with planned offsets. */
+    cgr__trace trace;
+    void **trace_ptrs;  /* real pointers of the tracing run, by request */
+    size_t trace_ptrs_cap;
+    int planned;
+    /* Replay: one executable per slot (see capture.c for why). */
+    cudaGraphExec_t exec[CGR_MAX_SLOTS];
+    cgr_step_stats stats;
+};
+
+/* ---- lib/ ---- */
+cgr_status cgr__check_runtime(const cgr_runtime *rt, const char *fn);
+cgr_status cgr__check_step(const cgr_step *s, const char *fn);
+cgr_status cgr__check_ctx(const cgr_ctx *c, const char *fn);
+/* Makes rt's device current; *prev receives the one to restore. */
+cgr_status cgr__device_enter(const cgr_runtime *rt, int *prev);
+void cgr__device_leave(int prev);
+void cgr__log(const cgr_runtime *rt, cgr_log_level level, const char *fmt, ...) CGR__PRINTF(3, 4);
+double cgr__now_us(void);
+/* Validation shared by create calls; pure C, unit-tested. */
+cgr_status cgr__validate_options(const cgr_options *opt);
+cgr_status cgr__validate_step_desc(const cgr_step_desc *d);
+cgr_status cgr__tensor_bytes(const cgr_tensor_desc *t, size_t *bytes);
+
+/* ---- allocator/ ---- */
+cgr_status cgr__step_alloc_io(cgr_step *s);
+void cgr__step_free_io(cgr_step *s);
+static inline unsigned char *cgr__slot_host(const cgr_step *s, uint32_t slot)
+{
+    return s->pinned + (size_t)slot * s->slot_stride;
+}
+static inline unsigned char *cgr__slot_dev(const cgr_step *s, uint32_t slot)
+{
+    return s->pinned_dev + (size_t)slot * s->slot_stride;
+}
+
+/* ---- capture/ ---- */
+/* Runs the step eagerly on `slot` (warm-up or fallback). */
+cgr_status cgr__run_eager(cgr_step *s, uint32_t slot);
+/* Captures the step and instantiates one executable per slot. */
+cgr_status cgr__capture(cgr_step *s);
+void cgr__release_graphs(cgr_step *s);
+/* Formats a failed capture (capture/diagnose.c); returns CAPTURE_FAILED. */
+cgr_status cgr__capture_failed(const cgr_step *s, int seen_err, int end_err, cgr_status body,
+                               const char *body_msg);
+/* Library handles (capture/handles.c). */
+void cgr__handles_destroy(cgr_runtime *rt);
+/* Calls the user's step function with a context in `mode`. */
+cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode);
+
+#endif

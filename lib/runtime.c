@@ -1,0 +1,218 @@
+/*
+ * The runtime object: device, stream, arena, persistent memory, logging.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+double cgr__now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+void cgr__log(const cgr_runtime *rt, cgr_log_level level, const char *fmt, ...)
+{
+    if (!rt || level == CGR_LOG_OFF || level > rt->opt.log_level)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (rt->opt.log_fn) {
+        rt->opt.log_fn(level, line, rt->opt.log_user);
+    } else {
+        static const char *tag[] = {"", "error", "warn", "info", "debug"};
+        fprintf(stderr, "cgr %s: %s\n", tag[level], line);
+    }
+}
+
+cgr_status cgr__check_runtime(const cgr_runtime *rt, const char *fn)
+{
+    if (!rt)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: runtime is NULL", fn);
+    if (rt->magic != CGR__MAGIC_RUNTIME)
+        return CGR_FAIL(CGR_STATUS_INVALID_HANDLE,
+                        "%s: %p is not a live cgr_runtime (destroyed or not a runtime)", fn,
+                        (const void *)rt);
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__device_enter(const cgr_runtime *rt, int *prev)
+{
+    CGR_CUDA_TRY(cudaGetDevice(prev));
+    if (*prev != rt->opt.device)
+        CGR_CUDA_TRY(cudaSetDevice(rt->opt.device));
+    return CGR_STATUS_OK;
+}
+
+void cgr__device_leave(int prev)
+{
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur != prev)
+        (void)cudaSetDevice(prev);
+}
+
+/* CGR_LOG=error|warn|info|debug overrides the level in the options. */
+static void log_level_from_env(cgr_options *o)
+{
+    const char *v = getenv("CGR_LOG");
+    if (!v)
+        return;
+    static const char *names[] = {"off", "error", "warn", "info", "debug"};
+    for (int i = 0; i <= CGR_LOG_DEBUG; i++)
+        if (strcmp(v, names[i]) == 0)
+            o->log_level = (cgr_log_level)i;
+}
+
+CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
+{
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_runtime_create: out is NULL");
+    *out = NULL;
+    cgr_options o;
+    if (opt) {
+        CGR_TRY(cgr__validate_options(opt));
+        o = *opt;
+    } else {
+        cgr_options_init(&o);
+    }
+    log_level_from_env(&o);
+
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        /* A machine without a driver reports "insufficient driver" or
+         * similar rather than zero devices: all of them mean no GPU. */
+        return CGR_FAIL(CGR_STATUS_NO_DEVICE, "cudaGetDeviceCount failed: %s (%s)",
+                        cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    if (count == 0)
+        return CGR_FAIL(CGR_STATUS_NO_DEVICE, "no CUDA device found");
+    if (o.device >= count)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options.device is %d but only %d device%s",
+                        o.device, count, count == 1 ? " exists" : "s exist");
+
+    cgr_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_runtime_create: host allocation");
+    rt->opt = o;
+    int prev = 0;
+    cgr_status st = cgr__device_enter(rt, &prev);
+    if (st != CGR_STATUS_OK) {
+        free(rt);
+        return st;
+    }
+    /*
+     * A blocking stream on purpose: if a step touches the legacy default
+     * stream (a synchronous cudaMemcpy to read a result, say) while it is
+     * being captured, CUDA reports cudaErrorStreamCaptureImplicit instead of
+     * silently running that copy outside the graph.
+     */
+    CGR_CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&rt->stream, cudaStreamDefault), st, fail);
+    CGR_TRY_GOTO(cgr__arena_init(&rt->arena, o.device, o.arena_limit), st, fail);
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = o.device;
+    CGR_CUDA_TRY_GOTO(cudaMemPoolCreate(&rt->trace_pool, &props), st, fail);
+    rt->magic = CGR__MAGIC_RUNTIME;
+    cgr__device_leave(prev);
+    cgr__log(rt, CGR_LOG_INFO, "runtime on device %d: %d staging slots, %d warm-up runs", o.device,
+             o.staging_slots, o.warmup_runs);
+    *out = rt;
+    return CGR_STATUS_OK;
+
+fail:
+    if (rt->stream)
+        cudaStreamDestroy(rt->stream);
+    cgr__arena_destroy(&rt->arena);
+    cgr__device_leave(prev);
+    free(rt);
+    return st;
+}
+
+CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **prt)
+{
+    if (!prt || !*prt)
+        return CGR_STATUS_OK;
+    cgr_runtime *rt = *prt;
+    CGR_TRY(cgr__check_runtime(rt, "cgr_runtime_destroy"));
+    int prev = 0;
+    CGR_TRY(cgr__device_enter(rt, &prev));
+    cgr_status st = CGR_STATUS_OK;
+    cudaError_t e = cudaStreamSynchronize(rt->stream);
+    if (e != cudaSuccess)
+        st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
+    while (rt->steps) {
+        cgr_step *s = rt->steps;
+        cgr_status ss = cgr_step_destroy(&s);
+        if (ss != CGR_STATUS_OK && st == CGR_STATUS_OK)
+            st = ss;
+        if (s) /* destroy refused; unlink so we cannot loop forever */
+            rt->steps = rt->steps->next;
+    }
+    cgr__handles_destroy(rt);
+    cudaMemPoolDestroy(rt->trace_pool);
+    cgr__arena_destroy(&rt->arena);
+    cgr__persist_destroy(&rt->persist);
+    cudaStreamDestroy(rt->stream);
+    rt->magic = CGR__MAGIC_DEAD;
+    cgr__device_leave(prev);
+    free(rt);
+    *prt = NULL;
+    return st;
+}
+
+CGR_API cgr_status cgr_runtime_stream(const cgr_runtime *rt, cgr_stream *out)
+{
+    CGR_TRY(cgr__check_runtime(rt, "cgr_runtime_stream"));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_runtime_stream: out is NULL");
+    *out = rt->stream;
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_persistent_alloc(cgr_runtime *rt, size_t bytes, void **out)
+{
+    CGR_TRY(cgr__check_runtime(rt, "cgr_persistent_alloc"));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_persistent_alloc: out is NULL");
+    int prev = 0;
+    CGR_TRY(cgr__device_enter(rt, &prev));
+    cgr_status st = cgr__persist_alloc(&rt->persist, bytes, out);
+    cgr__device_leave(prev);
+    return st;
+}
+
+CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stats *out)
+{
+    CGR_TRY(cgr__check_runtime(rt, "cgr_runtime_get_stats"));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_runtime_get_stats: out is NULL");
+    memset(out, 0, sizeof *out);
+    out->steps = rt->n_steps;
+    out->replays = rt->replays;
+    out->captures = rt->captures;
+    out->eager_runs = rt->eager_runs;
+    out->capture_us = rt->capture_us;
+    out->arena_reserved = rt->arena.mapped;
+    for (const cgr_step *s = rt->steps; s; s = s->next) {
+        if (s->stats.scratch_peak > out->arena_planned)
+            out->arena_planned = s->stats.scratch_peak;
+        if (s->stats.scratch_lower_bound > out->arena_lower_bound)
+            out->arena_lower_bound = s->stats.scratch_lower_bound;
+    }
+    out->persistent_bytes = rt->persist.bytes;
+    out->pinned_bytes = rt->pinned_bytes;
+    return CGR_STATUS_OK;
+}

@@ -1,0 +1,53 @@
+#include <string.h>
+
+#include "common.h"
+
+void require_gpu(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        printf("SKIP: no usable GPU (%s)\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+        exit(TEST_SKIP);
+    }
+}
+
+uint64_t rng_next(rng *r)
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 2685821657736338717ULL;
+}
+
+float rng_float(rng *r)
+{
+    float v = (float)((rng_next(r) >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+    return v == 0.0f ? 0.5f : v;
+}
+
+void rng_fill(rng *r, float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = rng_float(r);
+}
+
+cgr_tensor_desc tensor2(const char *name, cgr_dtype t, int64_t d0, int64_t d1)
+{
+    cgr_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.dtype = t;
+    d.rank = 2;
+    d.dims[0] = d0;
+    d.dims[1] = d1;
+    return d;
+}
+
+cgr_tensor_desc tensor1(const char *name, cgr_dtype t, int64_t d0)
+{
+    cgr_tensor_desc d = tensor2(name, t, d0, 1);
+    d.rank = 1;
+    return d;
+}

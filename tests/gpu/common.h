@@ -1,0 +1,50 @@
+/* Helpers shared by the gpu suite. */
+#ifndef CGR_TEST_GPU_COMMON_H
+#define CGR_TEST_GPU_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cgr/cgr.h"
+#include "test.h"
+
+/* Exits 77 (skip) with a reason when no usable GPU is present. */
+void require_gpu(void);
+
+/* xorshift64*: fresh, reproducible random data; never zeros. */
+typedef struct rng {
+    uint64_t s;
+} rng;
+uint64_t rng_next(rng *r);
+/* Uniform in [-1, 1), never exactly 0. */
+float rng_float(rng *r);
+void rng_fill(rng *r, float *x, size_t n);
+
+#define CUDA_OK(expr)                                                                      \
+    do {                                                                                   \
+        cudaError_t e_ = (expr);                                                           \
+        if (e_ != cudaSuccess)                                                             \
+            TEST_FAIL_("%s: %s", #expr, cudaGetErrorString(e_));                           \
+    } while (0)
+
+/* Returns CGR_STATUS_CUDA_ERROR from a step function on a failed CUDA call. */
+#define STEP_CUDA(expr)                                                                    \
+    do {                                                                                   \
+        if ((expr) != cudaSuccess)                                                         \
+            return CGR_STATUS_CUDA_ERROR;                                                  \
+    } while (0)
+
+#define STEP_TRY(expr)                                                                     \
+    do {                                                                                   \
+        cgr_status s_ = (expr);                                                            \
+        if (s_ != CGR_STATUS_OK)                                                           \
+            return s_;                                                                     \
+    } while (0)
+
+/* A filled-in tensor description. */
+cgr_tensor_desc tensor2(const char *name, cgr_dtype t, int64_t d0, int64_t d1);
+cgr_tensor_desc tensor1(const char *name, cgr_dtype t, int64_t d0);
+
+#endif

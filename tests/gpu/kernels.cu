@@ -1,0 +1,82 @@
+/*
+ * Small kernels for the gpu suite. They are deliberately plain: each output
+ * element is computed by one thread in a fixed order, so eager and graphed
+ * runs must agree bit for bit.
+ */
+#include "kernels.h"
+
+__global__ void bias_relu_kernel(float *y, const float *x, const float *bias, int rows, int cols)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < rows * cols) {
+        float v = x[i] + bias[i % cols];
+        y[i] = v > 0.0f ? v : 0.0f;
+    }
+}
+
+__global__ void row_sum_kernel(float *out, const float *x, int rows, int cols)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        float acc = 0.0f;
+        for (int c = 0; c < cols; c++)
+            acc += 0.5f * x[(size_t)r * cols + c];
+        out[r] = acc;
+    }
+}
+
+__global__ void affine_kernel(float *y, const float *x, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = 2.0f * x[i] + 1.0f;
+}
+
+__global__ void gate_kernel(const volatile int *gate, int *timed_out)
+{
+    long long start = clock64();
+    /* About 2 s at 2 GHz: a test that never opens the gate fails, not hangs. */
+    while (*gate == 0) {
+        if (clock64() - start > 4000000000LL) {
+            *timed_out = 1;
+            return;
+        }
+    }
+}
+
+__global__ void write_ptr_kernel(int64_t *out, const void *ptr)
+{
+    out[0] = (int64_t)(intptr_t)ptr;
+}
+
+extern "C" cudaError_t tk_bias_relu(float *y, const float *x, const float *bias, int rows,
+                                    int cols, cudaStream_t s)
+{
+    int n = rows * cols;
+    bias_relu_kernel<<<(n + 255) / 256, 256, 0, s>>>(y, x, bias, rows, cols);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t tk_row_sum(float *out, const float *x, int rows, int cols, cudaStream_t s)
+{
+    row_sum_kernel<<<(rows + 127) / 128, 128, 0, s>>>(out, x, rows, cols);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t tk_affine(float *y, const float *x, size_t n, cudaStream_t s)
+{
+    affine_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(y, x, n);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t tk_gate(const volatile int *gate, int *timed_out, cudaStream_t s)
+{
+    gate_kernel<<<1, 1, 0, s>>>(gate, timed_out);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t tk_write_ptr(int64_t *out, const void *ptr, cudaStream_t s)
+{
+    write_ptr_kernel<<<1, 1, 0, s>>>(out, ptr);
+    return cudaGetLastError();
+}

@@ -1,0 +1,29 @@
+/* Test kernels (kernels.cu), callable from C. Each returns the launch error. */
+#ifndef CGR_TEST_KERNELS_H
+#define CGR_TEST_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* y[r,c] = max(x[r,c] + bias[c], 0) over rows x cols. */
+cudaError_t tk_bias_relu(float *y, const float *x, const float *bias, int rows, int cols,
+                         cudaStream_t s);
+/* out[r] = sum over c of 0.5 * x[r,c], summed left to right (deterministic). */
+cudaError_t tk_row_sum(float *out, const float *x, int rows, int cols, cudaStream_t s);
+/* y = 2 x + 1 elementwise. */
+cudaError_t tk_affine(float *y, const float *x, size_t n, cudaStream_t s);
+/* Spins until *gate != 0 (mapped host memory) or about 2 s pass; then *timed_out = 1. */
+cudaError_t tk_gate(const volatile int *gate, int *timed_out, cudaStream_t s);
+/* out[0] = (int64_t)ptr: lets a test see the scratch address a graph baked in. */
+cudaError_t tk_write_ptr(int64_t *out, const void *ptr, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,175 @@
+/*
+ * Steps that cannot be captured: each fails its capture with
+ * CGR_STATUS_CAPTURE_FAILED and a message naming the CUDA error and the
+ * likely cause, then keeps running eagerly with correct results; a good
+ * step on the same runtime still captures and replays afterwards.
+ */
+#include <string.h>
+
+#include "common.h"
+#include "kernels.h"
+
+enum { LEN = 1024 };
+
+typedef enum bad_kind { GOOD, BAD_MALLOC, BAD_SYNC, BAD_HOST_READ, BAD_RETURN } bad_kind;
+
+typedef struct bad_step {
+    bad_kind kind;
+    int calls;
+} bad_step;
+
+static cgr_status step_fn(cgr_ctx *ctx, void *user)
+{
+    bad_step *b = user;
+    b->calls++;
+    cgr_stream st;
+    float *x, *y;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    STEP_CUDA(tk_affine(y, x, LEN, st));
+    switch (b->kind) {
+    case GOOD:
+        break;
+    case BAD_MALLOC: {
+        void *p = NULL;
+        /* Legal eagerly, illegal in capture. Ignore the error like careless code would. */
+        if (cudaMalloc(&p, 4096) == cudaSuccess)
+            cudaFree(p);
+        break;
+    }
+    case BAD_SYNC:
+        (void)cudaStreamSynchronize(st);
+        break;
+    case BAD_HOST_READ: {
+        float host[4];
+        /* A synchronous copy on the legacy stream to look at a result. */
+        (void)cudaMemcpy(host, y, sizeof host, cudaMemcpyDeviceToHost);
+        break;
+    }
+    case BAD_RETURN:
+        if (cgr_ctx_is_capturing(ctx))
+            return CGR_STATUS_INVALID_ARGUMENT;
+        break;
+    }
+    return CGR_STATUS_OK;
+}
+
+static cgr_step *make_step(cgr_runtime *rt, bad_step *b, const char *name)
+{
+    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
+    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
+    cgr_step_desc d;
+    ASSERT_OK(cgr_step_desc_init(&d));
+    d.name = name;
+    d.inputs = &in;
+    d.n_inputs = 1;
+    d.outputs = &out;
+    d.n_outputs = 1;
+    d.fn = step_fn;
+    d.user = b;
+    cgr_step *s = NULL;
+    ASSERT_OK(cgr_step_create(rt, &d, &s));
+    return s;
+}
+
+/* Runs once with fresh input and checks y = 2x + 1 exactly. */
+static cgr_status run_checked(cgr_step *s, rng *r)
+{
+    static float x[LEN];
+    rng_fill(r, x, LEN);
+    const void *ins[1] = {x};
+    uint64_t t;
+    cgr_status st = cgr_step_run(s, ins, &t);
+    if (st != CGR_STATUS_OK)
+        return st;
+    ASSERT_OK(cgr_step_wait(s, t));
+    const float *y;
+    ASSERT_OK(cgr_step_output(s, t, 0, (const void **)&y, NULL));
+    for (int i = 0; i < LEN; i++)
+        if (y[i] != 2.0f * x[i] + 1.0f)
+            TEST_FAIL_("y[%d] = %g, expected %g", i, y[i], 2.0f * x[i] + 1.0f);
+    return CGR_STATUS_OK;
+}
+
+static void expect_capture_failure(cgr_runtime *rt, bad_kind kind, const char *name,
+                                   const char *want_error, const char *want_hint, rng *r)
+{
+    bad_step b = {kind, 0};
+    cgr_step *s = make_step(rt, &b, name);
+    ASSERT_OK(run_checked(s, r)); /* warm-up 1 */
+    ASSERT_OK(run_checked(s, r)); /* warm-up 2 */
+    cgr_status want = kind == BAD_RETURN ? CGR_STATUS_STEP_FAILED : CGR_STATUS_CAPTURE_FAILED;
+    ASSERT_STATUS(run_checked(s, r), want);
+    const char *msg = cgr_last_error();
+    printf("%s: %s\n", name, msg);
+    if (want_error && !strstr(msg, want_error))
+        TEST_FAIL_("message lacks \"%s\": %s", want_error, msg);
+    if (want_hint && !strstr(msg, want_hint))
+        TEST_FAIL_("message lacks \"%s\": %s", want_hint, msg);
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    if (kind == BAD_RETURN) {
+        /* A failing step is not a capture failure: it is tried again. */
+        ASSERT_EQ(ss.mode, CGR_MODE_WARMUP);
+        ASSERT_STATUS(run_checked(s, r), CGR_STATUS_STEP_FAILED);
+    } else {
+        ASSERT_EQ(ss.mode, CGR_MODE_EAGER);
+        ASSERT_U64_EQ(ss.capture_failures, 1);
+        ASSERT(strstr(ss.capture_error, "capture of step") != NULL);
+        /* The failed run launched nothing; the ticket was not used. */
+        ASSERT_U64_EQ(ss.runs, 2);
+        /* From now on it runs eagerly, with correct results. */
+        for (int i = 0; i < 3; i++)
+            ASSERT_OK(run_checked(s, r));
+        ASSERT_OK(cgr_step_get_stats(s, &ss));
+        ASSERT_U64_EQ(ss.eager_runs, 3);
+        ASSERT_U64_EQ(ss.replays, 0);
+    }
+    /* The stream is out of capture mode and usable. */
+    cgr_stream st;
+    ASSERT_OK(cgr_runtime_stream(rt, &st));
+    enum cudaStreamCaptureStatus cs;
+    CUDA_OK(cudaStreamIsCapturing(st, &cs));
+    ASSERT_EQ(cs, cudaStreamCaptureStatusNone);
+    CUDA_OK(cudaGetLastError());
+    ASSERT_OK(cgr_step_destroy(&s));
+}
+
+static void expect_good(cgr_runtime *rt, rng *r)
+{
+    bad_step b = {GOOD, 0};
+    cgr_step *s = make_step(rt, &b, "good");
+    for (int i = 0; i < 10; i++)
+        ASSERT_OK(run_checked(s, r));
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
+    ASSERT_U64_EQ(ss.replays, 8);
+    ASSERT_EQ(b.calls, 3);
+    ASSERT_OK(cgr_step_destroy(&s));
+}
+
+int main(void)
+{
+    require_gpu();
+    rng r = {42};
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, NULL));
+    expect_good(rt, &r);
+    expect_capture_failure(rt, BAD_MALLOC, "bad_malloc", "cudaErrorStreamCapture", "cudaMalloc",
+                           &r);
+    expect_good(rt, &r);
+    expect_capture_failure(rt, BAD_SYNC, "bad_sync", "cudaErrorStreamCapture",
+                           "cudaStreamSynchronize", &r);
+    expect_good(rt, &r);
+    expect_capture_failure(rt, BAD_HOST_READ, "bad_host_read", "cudaErrorStreamCapture",
+                           "cudaMemcpy", &r);
+    expect_good(rt, &r);
+    expect_capture_failure(rt, BAD_RETURN, "bad_return", "returned CGR_STATUS_INVALID_ARGUMENT",
+                           NULL, &r);
+    expect_good(rt, &r);
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    printf("PASS\n");
+    return 0;
+}

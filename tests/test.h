@@ -1,0 +1,75 @@
+/*
+ * Minimal test assertions in the style of libuv's ASSERT_EQ: a failure
+ * prints the expression, both values and file:line, then exits 1. Tests are
+ * separate processes under meson, so exiting is the right way to fail one.
+ * Exit code 77 means "skipped" to meson.
+ */
+#ifndef CGR_TEST_H
+#define CGR_TEST_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEST_SKIP 77
+
+#define TEST_FAIL_(fmt, ...)                                                               \
+    do {                                                                                   \
+        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__);               \
+        exit(1);                                                                           \
+    } while (0)
+
+#define ASSERT(expr)                                                                       \
+    do {                                                                                   \
+        if (!(expr))                                                                       \
+            TEST_FAIL_("assertion failed: %s", #expr);                                     \
+    } while (0)
+
+#define ASSERT_INT_OP_(a, op, b)                                                           \
+    do {                                                                                   \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                \
+        if (!(a_ op b_))                                                                   \
+            TEST_FAIL_("%s %s %s failed: %lld vs %lld", #a, #op, #b, a_, b_);              \
+    } while (0)
+
+#define ASSERT_EQ(a, b) ASSERT_INT_OP_(a, ==, b)
+#define ASSERT_NE(a, b) ASSERT_INT_OP_(a, !=, b)
+#define ASSERT_LT(a, b) ASSERT_INT_OP_(a, <, b)
+#define ASSERT_LE(a, b) ASSERT_INT_OP_(a, <=, b)
+#define ASSERT_GT(a, b) ASSERT_INT_OP_(a, >, b)
+#define ASSERT_GE(a, b) ASSERT_INT_OP_(a, >=, b)
+
+#define ASSERT_U64_EQ(a, b)                                                                \
+    do {                                                                                   \
+        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                   \
+        if (a_ != b_)                                                                      \
+            TEST_FAIL_("%s == %s failed: %" PRIu64 " vs %" PRIu64, #a, #b, a_, b_);        \
+    } while (0)
+
+#define ASSERT_PTR_EQ(a, b)                                                                \
+    do {                                                                                   \
+        const void *a_ = (const void *)(a), *b_ = (const void *)(b);                       \
+        if (a_ != b_)                                                                      \
+            TEST_FAIL_("%s == %s failed: %p vs %p", #a, #b, a_, b_);                       \
+    } while (0)
+
+#define ASSERT_STR_EQ(a, b)                                                                \
+    do {                                                                                   \
+        const char *a_ = (a), *b_ = (b);                                                   \
+        if (strcmp(a_, b_) != 0)                                                           \
+            TEST_FAIL_("%s == %s failed: \"%s\" vs \"%s\"", #a, #b, a_, b_);               \
+    } while (0)
+
+/* A cgr status check that also prints the library's last-error message. */
+#define ASSERT_STATUS(call, want)                                                          \
+    do {                                                                                   \
+        cgr_status s_ = (call);                                                            \
+        if (s_ != (want))                                                                  \
+            TEST_FAIL_("%s returned %s, expected %s (last error: %s)", #call,              \
+                       cgr_status_name(s_), cgr_status_name(want), cgr_last_error());      \
+    } while (0)
+
+#define ASSERT_OK(call) ASSERT_STATUS(call, CGR_STATUS_OK)
+
+#endif
