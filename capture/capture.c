@@ -196,15 +196,21 @@ cgr_status cgr__capture(cgr_step *s)
     cgr_status body = record_inputs(s, &io);
     if (body == CGR_STATUS_OK)
         body = cgr__call_step(s, CGR__CTX_CAPTURE);
-    if (body == CGR_STATUS_OK)
+    /*
+     * Read the step's own CUDA error now: the first illegal call (say
+     * cudaMalloc -> cudaErrorStreamCaptureUnsupported) is the useful one,
+     * and any later call, ours included, would only report "invalidated".
+     */
+    cudaError_t seen = cudaGetLastError();
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaError_t qe = cudaStreamIsCapturing(rt->stream, &cs);
+    if (body == CGR_STATUS_OK && qe == cudaSuccess && cs == cudaStreamCaptureStatusActive)
         body = record_outputs(s, &io);
     char body_msg[512];
     strncpy(body_msg, cgr_last_error(), sizeof body_msg - 1);
     body_msg[sizeof body_msg - 1] = '\0';
-
-    cudaError_t seen = cudaGetLastError();
-    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    cudaError_t qe = cudaStreamIsCapturing(rt->stream, &cs);
+    if (qe == cudaSuccess && cs == cudaStreamCaptureStatusActive)
+        qe = cudaStreamIsCapturing(rt->stream, &cs);
     cudaGraph_t g = NULL;
     /* Always end the capture, whatever happened, so the stream is usable again. */
     cudaError_t end = cudaStreamEndCapture(rt->stream, &g);

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build, run the unit/headers/gpu suites, the
+# gpu suite under compute-sanitizer memcheck, and cgr-bench's default suite.
+# Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is printed last.
+#   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench]
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/cgr-gpu-check}
+mkdir -p "$OUT"
+memcheck=1 bench=1 quick=""
+for a in "$@"; do
+    case "$a" in
+    --no-memcheck) memcheck=0 ;;
+    --no-bench) bench=0 ;;
+    --quick-bench) quick="--quick" ;;
+    esac
+done
+b=build-gpu
+declare -A result
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
+if meson setup "$b" >"$OUT/setup.log" 2>&1 && ninja -C "$b" >"$OUT/build.log" 2>&1; then
+    result[build]=ok
+else
+    result[build]=FAILED
+    tail -30 "$OUT/setup.log" "$OUT/build.log"
+fi
+grep -A4 "^cgr" "$OUT/setup.log" | tail -4
+
+if [ "${result[build]}" = ok ]; then
+    meson test -C "$b" --print-errorlogs --suite unit --suite headers --suite gpu \
+        >"$OUT/test.log" 2>&1 && result[tests]=ok || result[tests]=FAILED
+    grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test.log"
+    grep -hE "^(zero_copy_max|PASS|cycle|bad_)" "$b/meson-logs/testlog.txt" | cut -c1-300
+    if [ $memcheck = 1 ]; then
+        meson test -C "$b" --setup memcheck --suite gpu --print-errorlogs \
+            >"$OUT/memcheck.log" 2>&1 && result[memcheck]=ok || result[memcheck]=FAILED
+        grep -E "^ *[0-9]+/[0-9]+ |ERROR SUMMARY" "$OUT/memcheck.log" | head -20
+        cp "$b/meson-logs/testlog-memcheck.txt" "$OUT/" 2>/dev/null
+    fi
+    if [ $bench = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
+        "$b/bench/cgr-bench" default $quick --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 \
+            && result[bench]=ok || result[bench]=FAILED
+        tail -40 "$OUT/bench.log"
+    fi
+fi
+cp "$b/meson-logs/testlog.txt" "$OUT/" 2>/dev/null
+echo
+echo "== gpu-check summary =="
+cat "$OUT/gpu.txt"
+for k in build tests memcheck bench; do
+    printf '%-10s %s\n' "$k" "${result[$k]:-skipped}"
+done

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# README's test command: installs meson if it is missing (Debian packages),
+# builds cgr and runs the unit, headers and gpu suites. Without a usable GPU
+# the gpu suite reports "skipped" (exit 77); everything else must pass.
+set -eu
+cd "$(dirname "$0")/.."
+builddir=${CGR_BUILD_DIR:-build}
+
+if ! command -v meson >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; then
+    echo "tests/run.sh: installing meson and ninja from Debian's packages"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq meson ninja-build pkg-config >/dev/null
+fi
+if [ -d "$builddir" ]; then
+    meson setup --reconfigure "$builddir" "$@" >/dev/null
+else
+    meson setup "$builddir" "$@" >/dev/null
+fi
+ninja -C "$builddir"
+
+out=$(mktemp)
+set +e
+meson test -C "$builddir" --print-errorlogs --suite unit --suite headers --suite gpu | tee "$out"
+rc=${PIPESTATUS[0]}
+set -e
+# One plain summary line from meson's own counts.
+count() { awk -v k="$1" '$1 == k { print $2 }' "$out" | tail -n 1; }
+ok=$(count Ok:); fail=$(count Fail:); timeout=$(count Timeout:); skip=$(count Skipped:)
+echo "${ok:-0} passed, $(( ${fail:-0} + ${timeout:-0} )) failed, ${skip:-0} skipped"
+rm -f "$out"
+exit $rc
