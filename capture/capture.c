@@ -24,6 +24,7 @@
  */
 #include <string.h>
 
+#include "callsite.h"
 #include "internal.h"
 #include "stage.h"
 
@@ -193,36 +194,40 @@ cgr_status cgr__capture(cgr_step *s)
     /* Start from a clean error state so the diagnosis sees the step's error. */
     (void)cudaGetLastError();
     CGR_CUDA_TRY(cudaStreamBeginCapture(rt->stream, cudaStreamCaptureModeThreadLocal));
-    cgr_status body = record_inputs(s, &io);
-    if (body == CGR_STATUS_OK)
-        body = cgr__call_step(s, CGR__CTX_CAPTURE);
+    cgr__capture_fault f;
+    memset(&f, 0, sizeof f);
+    f.body = record_inputs(s, &io);
+    if (f.body == CGR_STATUS_OK) {
+        cgr__watch_begin();
+        f.body = cgr__call_step(s, CGR__CTX_CAPTURE);
+        f.call_err = cgr__watch_end(f.call, sizeof f.call);
+    }
     /*
      * Read the step's own CUDA error now: the first illegal call (say
      * cudaMalloc -> cudaErrorStreamCaptureUnsupported) is the useful one,
      * and any later call, ours included, would only report "invalidated".
      */
-    cudaError_t seen = cudaGetLastError();
+    f.seen_err = (int)cudaGetLastError();
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     cudaError_t qe = cudaStreamIsCapturing(rt->stream, &cs);
-    if (body == CGR_STATUS_OK && qe == cudaSuccess && cs == cudaStreamCaptureStatusActive)
-        body = record_outputs(s, &io);
-    char body_msg[512];
-    strncpy(body_msg, cgr_last_error(), sizeof body_msg - 1);
-    body_msg[sizeof body_msg - 1] = '\0';
+    if (f.body == CGR_STATUS_OK && qe == cudaSuccess && cs == cudaStreamCaptureStatusActive)
+        f.body = record_outputs(s, &io);
+    strncpy(f.body_msg, cgr_last_error(), sizeof f.body_msg - 1);
     if (qe == cudaSuccess && cs == cudaStreamCaptureStatusActive)
         qe = cudaStreamIsCapturing(rt->stream, &cs);
+
     cudaGraph_t g = NULL;
     /* Always end the capture, whatever happened, so the stream is usable again. */
-    cudaError_t end = cudaStreamEndCapture(rt->stream, &g);
+    f.end_err = (int)cudaStreamEndCapture(rt->stream, &g);
     (void)cudaGetLastError();
-    if (qe != cudaSuccess || cs == cudaStreamCaptureStatusInvalidated || end != cudaSuccess) {
+    if (qe != cudaSuccess || cs == cudaStreamCaptureStatusInvalidated || f.end_err) {
         if (g)
             cudaGraphDestroy(g);
-        return cgr__capture_failed(s, (int)seen, (int)end, body, body_msg);
+        return cgr__capture_failed(s, &f);
     }
-    if (body != CGR_STATUS_OK) {
+    if (f.body != CGR_STATUS_OK) {
         cudaGraphDestroy(g);
-        return CGR_FAIL(body, "%s", body_msg);
+        return CGR_FAIL(f.body, "%s", f.body_msg);
     }
     cgr_status st = instantiate_all(s, g, &io);
     cudaGraphDestroy(g);

@@ -130,9 +130,17 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot);
 /* Captures the step and instantiates one executable per slot. */
 cgr_status cgr__capture(cgr_step *s);
 void cgr__release_graphs(cgr_step *s);
-/* Formats a failed capture (capture/diagnose.c); returns CAPTURE_FAILED. */
-cgr_status cgr__capture_failed(const cgr_step *s, int seen_err, int end_err, cgr_status body,
-                               const char *body_msg);
+/* What went wrong in a capture, gathered by capture.c for diagnose.c. */
+typedef struct cgr__capture_fault {
+    int call_err;        /* error of the first failing call seen by CUPTI, or 0 */
+    char call[64];       /* that call's name, or "" */
+    int seen_err;        /* cudaGetLastError() right after the step returned */
+    int end_err;         /* cudaStreamEndCapture's result */
+    cgr_status body;     /* what the step function (or cgr's staging) returned */
+    char body_msg[512];  /* its last-error message */
+} cgr__capture_fault;
+/* Formats a failed capture into the last-error message; returns CAPTURE_FAILED. */
+cgr_status cgr__capture_failed(const cgr_step *s, const cgr__capture_fault *f);
 /* Library handles (capture/handles.c). */
 void cgr__handles_destroy(cgr_runtime *rt);
 /* Calls the user's step function with a context in `mode`. */

@@ -1,0 +1,39 @@
+/*
+ * W-chain kernel: x[i] = fma(x[i] + in[i % n_in], a, b) on 4096 floats,
+ * 16 blocks of 256 threads, one element per thread. The chain's first
+ * kernel gets `in` (the step input) and its last one `out` (x[0] is the
+ * step output); every other kernel gets neither.
+ *
+ * Napkin math: one launch moves 4096 * 8 B = 32 KiB (read + write of x),
+ * which sits in L2 (50 MiB on an H200): about 10 ns of bandwidth at
+ * ~3 TB/s. The kernel is therefore pure launch and scheduling latency:
+ * about 0.5-1 us of GPU time per node inside a graph and ~4 us of host
+ * time per <<<>>> launch (DESIGN.md). That is exactly what W-chain is
+ * meant to expose. With `in`, the first kernel also reads 16 KiB at most
+ * (n_in >= 4096 reads its first 4096 floats), still latency bound.
+ *
+ * fmaf is written out so the host model in chain.c (also fmaf, correctly
+ * rounded in C11 and on the GPU) gives bit-identical results: no
+ * compiler-chosen contraction can differ between the two sides.
+ */
+#include "chain.h"
+
+__global__ void __launch_bounds__(CHAIN_THREADS)
+    chain_kernel(float *x, const float *in, size_t n_in, float *out, float a, float b)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = x[i];
+    if (in)
+        v += in[(size_t)i % n_in];
+    v = fmaf(v, a, b);
+    x[i] = v;
+    if (out && i == 0)
+        out[0] = v;
+}
+
+extern "C" cudaError_t chain_kernel_launch(float *x, const float *in, size_t n_in, float *out,
+                                           cudaStream_t s)
+{
+    chain_kernel<<<CHAIN_BLOCKS, CHAIN_THREADS, 0, s>>>(x, in, n_in, out, CHAIN_A, CHAIN_B);
+    return cudaGetLastError();
+}

@@ -1,0 +1,199 @@
+/*
+ * Clocks, measurement loop, statistics, watchdog.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "timing.h"
+#include "util.h"
+
+double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+double thread_cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double percentile(const double *sorted, int n, double p)
+{
+    double pos = p * (double)(n - 1);
+    int lo = (int)floor(pos);
+    int hi = lo + 1 < n ? lo + 1 : lo;
+    double f = pos - (double)lo;
+    return sorted[lo] * (1.0 - f) + sorted[hi] * f;
+}
+
+void stats_compute(double *v, int n, bench_stats *out)
+{
+    if (n <= 0) {
+        out->median = out->p10 = out->p90 = out->mean = out->min = out->max = NAN;
+        return;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += v[i];
+    out->median = percentile(v, n, 0.5);
+    out->p10 = percentile(v, n, 0.1);
+    out->p90 = percentile(v, n, 0.9);
+    out->mean = sum / n;
+    out->min = v[0];
+    out->max = v[n - 1];
+}
+
+void mode_result_init(mode_result *r, const char *name)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    stats_compute(NULL, 0, &r->wall);
+    stats_compute(NULL, 0, &r->cpu);
+}
+
+void mode_result_fail(mode_result *r)
+{
+    r->failed = 1;
+    if (!r->error[0])
+        snprintf(r->error, sizeof r->error, "%s",
+                 bench_last_error()[0] ? bench_last_error() : "unknown error");
+}
+
+/* One step; wall/cpu receive its times when timed is set. */
+static int one_step(const step_ops *ops, void *self, long k, double *wall, double *cpu)
+{
+    if (ops->prepare)
+        TRY(ops->prepare(self, k));
+    /*
+     * The thread CPU clock is a system call, so it is read before the wall
+     * clock starts: the submission is still inside [c0, c1], and wall time
+     * does not carry the cost of reading c0.
+     */
+    double c0 = thread_cpu_us();
+    double t0 = now_us();
+    TRY(ops->submit(self, k));
+    double c1 = thread_cpu_us();
+    TRY(ops->wait(self, k));
+    double t1 = now_us();
+    *wall = t1 - t0;
+    *cpu = c1 - c0;
+    return ops->check ? ops->check(self, k) : 0;
+}
+
+static int run_steps(const step_ops *ops, void *self, long first, int n, double *wall,
+                     double *cpu, mode_result *r)
+{
+    double w = 0.0, c = 0.0;
+    for (int i = 0; i < n; i++) {
+        int rc = one_step(ops, self, first + i, wall ? &wall[i] : &w, cpu ? &cpu[i] : &c);
+        if (rc == CHECK_WRONG)
+            r->wrong = 1;
+        if (rc != 0)
+            return -1;
+        if (ops->check)
+            r->verified++;
+    }
+    return 0;
+}
+
+int measure(const step_ops *ops, void *self, int warmup, int steps, mode_result *r)
+{
+    r->warmup = warmup;
+    r->steps = steps;
+    double *wall = malloc(sizeof(double) * (size_t)steps);
+    double *cpu = malloc(sizeof(double) * (size_t)steps);
+    int rc = -1;
+    if (!wall || !cpu) {
+        bench_error("out of host memory for %d samples", steps);
+        goto done;
+    }
+    TRY_GOTO(run_steps(ops, self, 0, warmup, NULL, NULL, r), done);
+    if (ops->after_warmup)
+        TRY_GOTO(ops->after_warmup(self), done);
+    TRY_GOTO(run_steps(ops, self, warmup, steps, wall, cpu, r), done);
+    stats_compute(wall, steps, &r->wall);
+    stats_compute(cpu, steps, &r->cpu);
+    r->ran = 1;
+    rc = 0;
+done:
+    if (rc != 0)
+        mode_result_fail(r);
+    free(wall);
+    free(cpu);
+    return rc;
+}
+
+/* ---- watchdog ---------------------------------------------------------- */
+
+/* What is running, for the watchdog's message (read in the signal handler). */
+static const char *volatile watchdog_what = "cgr-bench";
+static volatile unsigned watchdog_seconds;
+
+static void write_str(const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, s, n);
+        if (w <= 0)
+            return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    /* Only async-signal-safe calls here: write() and _exit(). */
+    char num[16];
+    int i = (int)sizeof num - 1;
+    unsigned v = watchdog_seconds;
+    num[i] = '\0';
+    do {
+        num[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && i > 0);
+    write_str("\ncgr-bench: error: watchdog: '");
+    write_str(watchdog_what);
+    write_str("' did not finish within ");
+    write_str(&num[i]);
+    write_str(" s; the GPU or driver stopped responding. Giving up (exit 1).\n");
+    _exit(1);
+}
+
+void watchdog_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+}
+
+void watchdog_arm(const char *what, unsigned seconds)
+{
+    watchdog_what = what;
+    watchdog_seconds = seconds;
+    alarm(seconds);
+}
+
+void watchdog_disarm(void)
+{
+    alarm(0);
+}

@@ -1,0 +1,74 @@
+/*
+ * Clocks, the per-step measurement loop, statistics and the watchdog.
+ *
+ * Measurement rules (DESIGN.md, Measuring): warm up, then time every step
+ * on its own. Per step: fresh inputs are made before the clocks start;
+ * host CPU time spans only the submission (what the submitting thread
+ * pays), wall time spans submission plus the wait for completion.
+ */
+#ifndef BENCH_TIMING_H
+#define BENCH_TIMING_H
+
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in microseconds. */
+double now_us(void);
+/* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID) in microseconds. */
+double thread_cpu_us(void);
+
+typedef struct bench_stats {
+    double median, p10, p90, mean, min, max;
+} bench_stats;
+
+/* Sorts v[0..n) and fills *out (percentiles by linear interpolation). */
+void stats_compute(double *v, int n, bench_stats *out);
+
+/* What one measured mode produced. */
+typedef struct mode_result {
+    char name[48];
+    int ran;          /* measured to the end */
+    int failed;       /* a call failed or a check did not pass */
+    int wrong;        /* a computed value was wrong (a hard failure) */
+    int skipped;      /* not run (earlier failure left the device unusable) */
+    char error[512];
+    int warmup, steps;
+    long verified;    /* steps whose output was checked against the host model */
+    bench_stats wall; /* us per step */
+    bench_stats cpu;  /* host CPU us per step (submission only) */
+} mode_result;
+
+/*
+ * One step, split where the clocks start and stop. Each callback returns 0,
+ * -1 on an error (already reported), or CHECK_WRONG from check() when an
+ * output value is wrong. k counts steps from 0, warm-up included.
+ */
+#define CHECK_WRONG (-2)
+typedef struct step_ops {
+    int (*prepare)(void *self, long k); /* untimed: fresh inputs; may be NULL */
+    int (*submit)(void *self, long k);  /* timed: host CPU and wall */
+    int (*wait)(void *self, long k);    /* timed: wall only */
+    int (*check)(void *self, long k);   /* untimed: verify outputs; may be NULL */
+    int (*after_warmup)(void *self);    /* untimed: e.g. assert graph replay; may be NULL */
+} step_ops;
+
+/*
+ * Warms up, then times `steps` steps into r->wall and r->cpu. Returns 0, or
+ * -1 after marking r failed (and wrong, for CHECK_WRONG).
+ */
+int measure(const step_ops *ops, void *self, int warmup, int steps, mode_result *r);
+
+/* Starts a result: name, zeroed figures, NaN statistics. */
+void mode_result_init(mode_result *r, const char *name);
+/* Marks r failed with the last bench_error() message. */
+void mode_result_fail(mode_result *r);
+
+/*
+ * Watchdog: a CUDA wait that never returns (hung kernel, lost GPU) must not
+ * hang a one-shot CI run. While armed, SIGALRM after `seconds` prints what
+ * was running and exits the process with status 1.
+ */
+void watchdog_install(void);
+void watchdog_arm(const char *what, unsigned seconds);
+void watchdog_disarm(void);
+
+#endif

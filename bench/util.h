@@ -1,0 +1,100 @@
+/*
+ * Error checks, graph capture helpers and the input generator shared by
+ * cgr-bench.
+ *
+ * A failed check prints "cgr-bench: error: file:line: call: reason" at once
+ * and makes the calling function return -1 (or jump to its cleanup), so a
+ * failing mode is reported and the next one still runs when the device is
+ * healthy. Nothing here exits.
+ */
+#ifndef BENCH_UTIL_H
+#define BENCH_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cgr/cgr.h"
+
+#if defined(__GNUC__)
+#define BENCH_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define BENCH_PRINTF(f, a)
+#endif
+
+/* Prints the message to stderr and keeps it as the last error. */
+void bench_error(const char *fmt, ...) BENCH_PRINTF(1, 2);
+/* The last message of bench_error(); "" when none since bench_clear_error(). */
+const char *bench_last_error(void);
+void bench_clear_error(void);
+/* Nonzero (and reported) when e is not cudaSuccess. */
+int bench_cuda_failed(cudaError_t e, const char *expr, const char *file, int line);
+/* Nonzero (and reported, with cgr_last_error()) when s is not CGR_STATUS_OK. */
+int bench_cgr_failed(cgr_status s, const char *expr, const char *file, int line);
+
+#define CK(expr)                                                                           \
+    do {                                                                                   \
+        if (bench_cuda_failed((expr), #expr, __FILE__, __LINE__))                          \
+            return -1;                                                                     \
+    } while (0)
+#define CK_GOTO(expr, label)                                                               \
+    do {                                                                                   \
+        if (bench_cuda_failed((expr), #expr, __FILE__, __LINE__))                          \
+            goto label;                                                                    \
+    } while (0)
+#define CGR_CK(expr)                                                                       \
+    do {                                                                                   \
+        if (bench_cgr_failed((expr), #expr, __FILE__, __LINE__))                           \
+            return -1;                                                                     \
+    } while (0)
+#define CGR_CK_GOTO(expr, label)                                                           \
+    do {                                                                                   \
+        if (bench_cgr_failed((expr), #expr, __FILE__, __LINE__))                           \
+            goto label;                                                                    \
+    } while (0)
+#define TRY(expr)                                                                          \
+    do {                                                                                   \
+        if ((expr) != 0)                                                                   \
+            return -1;                                                                     \
+    } while (0)
+#define TRY_GOTO(expr, label)                                                              \
+    do {                                                                                   \
+        if ((expr) != 0)                                                                   \
+            goto label;                                                                    \
+    } while (0)
+
+/*
+ * After a failed mode: clears a non-sticky CUDA error and returns 0 when
+ * the device still works, -1 when the context is lost (later modes would
+ * only fail the same way).
+ */
+int bench_device_recover(void);
+
+/* xorshift64*: fresh, reproducible input data every step. */
+typedef struct bench_rng {
+    uint64_t s;
+} bench_rng;
+void rng_seed(bench_rng *r, uint64_t seed);
+/* Uniform in [-1, 1), never exactly 0 (so a zeroed buffer never passes a check). */
+void rng_fill(bench_rng *r, float *x, size_t n);
+
+/* True when got equals want exactly or within 1e-6 relative. */
+int float_matches(float got, float want);
+
+/* ---- graph capture --------------------------------------------------- */
+
+/* Begins a thread-local capture on s (the mode cgr itself uses). */
+int capture_begin(cudaStream_t s);
+/*
+ * Ends the capture on s whatever happened, so the stream stays usable.
+ * With body_ok != 0 and a valid capture, *g receives the graph; otherwise
+ * the graph is destroyed and -1 returned.
+ */
+int capture_end(cudaStream_t s, int body_ok, cudaGraph_t *g);
+/* The node just captured on s (the capture's single current dependency). */
+int capture_last_node(cudaStream_t s, cudaGraphNode_t *node);
+/* Instantiates and uploads g, so the first timed launch pays for neither. */
+int graph_instantiate(cudaGraph_t g, cudaStream_t s, cudaGraphExec_t *exec);
+
+#endif
