@@ -71,8 +71,14 @@ typedef struct staging_result {
     mode_result slot[SLOT_MODES];
     sweep_point sweep[SWEEP_SIZES];
     int n_sweep;
-    /* Smallest size where the memcpy node adds less than the kernel; 0: none. */
+    /*
+     * Crossover: the smallest size from which the memcpy node is faster at
+     * that size and every larger one (0: none), so one noisy small size
+     * cannot set it. first_memcpy_faster_bytes is the first size where it
+     * is faster at all.
+     */
     size_t crossover_bytes;
+    size_t first_memcpy_faster_bytes;
     int crossover_valid; /* every sweep point measured */
 } staging_result;
 
@@ -86,11 +92,26 @@ typedef struct bench_results {
     chain_result chain[CHAIN_MAX_SIZES];
     int staging_ran;
     staging_result staging;
+    /*
+     * The same raw graph (N = 100) measured right before and right after the
+     * cgr modes: a process-wide side effect of cgr (for example a CUPTI
+     * subscription, which slows every later cudaGraphLaunch) shows here.
+     */
+    int canary_ran;
+    mode_result canary_before, canary_after;
     int aborted;        /* the device became unusable; later modes skipped */
 } bench_results;
 
-/* Suites (each returns 0 when it ran, failed modes are marked in *res). */
-int chain_suite(const bench_config *cfg, bench_results *res);
+/*
+ * Suites (each returns 0 when it ran, failed modes are marked in *res).
+ * The chain suite runs in two passes: every raw-CUDA mode first, the cgr
+ * modes last, so no raw measurement runs after cgr changed the process
+ * (see canary above). CHAIN_PASS_RAW also resets the chain results.
+ */
+enum chain_pass { CHAIN_PASS_RAW = 0, CHAIN_PASS_CGR };
+int chain_suite(const bench_config *cfg, bench_results *res, enum chain_pass pass);
+/* Measures the N = 100 raw graph into *r (the canary). */
+void chain_canary(const bench_config *cfg, bench_results *res, mode_result *r);
 int staging_suite(const bench_config *cfg, bench_results *res);
 /* Measures the clocks' own overhead into res->timer. */
 void timer_overhead(const bench_config *cfg, bench_results *res);
@@ -99,11 +120,13 @@ void timer_overhead(const bench_config *cfg, bench_results *res);
 unsigned mode_budget_s(const bench_config *cfg, double ms_per_step);
 
 /*
- * Runs one mode under the watchdog: marks it skipped when the device is
- * already lost, and checks the device after a failure.
+ * Runs one mode under the watchdog (group names it in messages, e.g.
+ * "chain N=100"): marks it skipped when the device is already lost, and
+ * checks the device after a failure.
  */
 typedef int (*mode_fn)(void *ctx, mode_result *r);
-void run_mode(bench_results *res, mode_result *r, unsigned budget_s, mode_fn fn, void *ctx);
+void run_mode(bench_results *res, const char *group, mode_result *r, unsigned budget_s,
+              mode_fn fn, void *ctx);
 
 /* report.c */
 void report_chain(const bench_results *res);

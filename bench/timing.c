@@ -75,6 +75,16 @@ void mode_result_fail(mode_result *r)
                  bench_last_error()[0] ? bench_last_error() : "unknown error");
 }
 
+void mode_result_not_run(mode_result *r, int skipped)
+{
+    if (!skipped) {
+        mode_result_fail(r);
+        return;
+    }
+    r->skipped = 1;
+    snprintf(r->error, sizeof r->error, "skipped: the device failed in an earlier mode");
+}
+
 /* One step; wall/cpu receive its times when timed is set. */
 static int one_step(const step_ops *ops, void *self, long k, double *wall, double *cpu)
 {

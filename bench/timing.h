@@ -61,6 +61,8 @@ int measure(const step_ops *ops, void *self, int warmup, int steps, mode_result 
 void mode_result_init(mode_result *r, const char *name);
 /* Marks r failed with the last bench_error() message. */
 void mode_result_fail(mode_result *r);
+/* Marks a mode that could not start: skipped (device lost earlier) or failed (setup). */
+void mode_result_not_run(mode_result *r, int skipped);
 
 /*
  * Watchdog: a CUDA wait that never returns (hung kernel, lost GPU) must not

@@ -24,7 +24,6 @@
  */
 #include <string.h>
 
-#include "callsite.h"
 #include "internal.h"
 #include "stage.h"
 
@@ -197,11 +196,8 @@ cgr_status cgr__capture(cgr_step *s)
     cgr__capture_fault f;
     memset(&f, 0, sizeof f);
     f.body = record_inputs(s, &io);
-    if (f.body == CGR_STATUS_OK) {
-        cgr__watch_begin();
+    if (f.body == CGR_STATUS_OK)
         f.body = cgr__call_step(s, CGR__CTX_CAPTURE);
-        f.call_err = cgr__watch_end(f.call, sizeof f.call);
-    }
     /*
      * Read the step's own CUDA error now: the first illegal call (say
      * cudaMalloc -> cudaErrorStreamCaptureUnsupported) is the useful one,

@@ -132,8 +132,6 @@ cgr_status cgr__capture(cgr_step *s);
 void cgr__release_graphs(cgr_step *s);
 /* What went wrong in a capture, gathered by capture.c for diagnose.c. */
 typedef struct cgr__capture_fault {
-    int call_err;        /* error of the first failing call seen by CUPTI, or 0 */
-    char call[64];       /* that call's name, or "" */
     int seen_err;        /* cudaGetLastError() right after the step returned */
     int end_err;         /* cudaStreamEndCapture's result */
     cgr_status body;     /* what the step function (or cgr's staging) returned */

@@ -1,0 +1,327 @@
+/*
+ * cgr-bench: command line, device checks and the suite runner.
+ *
+ *   cgr-bench [chain|staging|default] [--device N] [--steps S] [--warmup W]
+ *             [--json FILE] [--quick] [--timeout SEC]
+ *
+ * Exit status: 0 all modes ran and every checked value was right; 1 a mode
+ * failed, a value was wrong or the watchdog fired; 2 no usable CUDA device;
+ * 64 bad command line.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "chain.h"
+#include "util.h"
+
+#define EXIT_NO_DEVICE 2
+#define EXIT_USAGE 64
+
+#ifndef BENCH_GPU_ARCH
+#define BENCH_GPU_ARCH "90"
+#endif
+
+typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING } suite_id;
+
+static void usage(FILE *f)
+{
+    fputs("usage: cgr-bench [suite] [options]\n"
+          "suites:\n"
+          "  chain      W-chain (N = 10, 100, 1000): eager vs raw CUDA graph vs cgr, with and\n"
+          "             without 4 KiB in + 4 B out\n"
+          "  staging    how step I/O should cross PCIe: slot pointing and the zero-copy vs\n"
+          "             memcpy-node crossover\n"
+          "  default    chain, then staging (what runs when no suite is given)\n"
+          "options:\n"
+          "  --device N      CUDA device ordinal (default 0)\n"
+          "  --steps S       timed steps per mode (default 1000, at least 200)\n"
+          "  --warmup W      warm-up steps per mode (default 50, at least 20)\n"
+          "  --json FILE     also write every figure as JSON to FILE\n"
+          "  --quick         200 steps, 20 warm-up, chain only at N = 100\n"
+          "  --timeout SEC   watchdog per mode, plus an allowance per step (default 60)\n"
+          "  -h, --help      this text\n",
+          f);
+}
+
+static int parse_int(const char *opt, const char *v, long min, long max, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || end == v || *end || x < min || x > max) {
+        fprintf(stderr, "cgr-bench: %s needs an integer in %ld..%ld, got '%s'\n", opt, min, max,
+                v ? v : "(nothing)");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* Splits "--opt=value" or takes the next argument as the value. */
+static const char *option_value(int argc, char **argv, int *i, const char *arg, size_t name_len)
+{
+    if (arg[name_len] == '=')
+        return arg + name_len + 1;
+    return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+static int parse_suite(const char *arg, suite_id *suite, int *have_suite)
+{
+    static const struct {
+        const char *name;
+        suite_id id;
+    } suites[] = {{"default", SUITE_DEFAULT}, {"chain", SUITE_CHAIN}, {"staging", SUITE_STAGING}};
+    if (*have_suite) {
+        fprintf(stderr, "cgr-bench: more than one suite given ('%s')\n", arg);
+        return -1;
+    }
+    for (size_t k = 0; k < sizeof suites / sizeof suites[0]; k++) {
+        if (strcmp(arg, suites[k].name) == 0) {
+            *suite = suites[k].id;
+            *have_suite = 1;
+            return 0;
+        }
+    }
+    fprintf(stderr, "cgr-bench: unknown suite or option '%s'\n", arg);
+    return -1;
+}
+
+static int is_opt(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+/* Returns 0, -1 on a bad command line, 1 when help was printed. */
+static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
+{
+    int have_suite = 0;
+    long v = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 1;
+        } else if (!strcmp(a, "--quick")) {
+            cfg->quick = 1;
+        } else if (is_opt(a, "--device")) {
+            TRY(parse_int("--device", option_value(argc, argv, &i, a, 8), 0, 1023, &v));
+            cfg->device = (int)v;
+        } else if (is_opt(a, "--steps")) {
+            TRY(parse_int("--steps", option_value(argc, argv, &i, a, 7), 200, 10000000, &v));
+            cfg->steps = (int)v;
+        } else if (is_opt(a, "--warmup")) {
+            TRY(parse_int("--warmup", option_value(argc, argv, &i, a, 8), 20, 10000000, &v));
+            cfg->warmup = (int)v;
+        } else if (is_opt(a, "--timeout")) {
+            TRY(parse_int("--timeout", option_value(argc, argv, &i, a, 9), 5, 86400, &v));
+            cfg->timeout_s = (unsigned)v;
+        } else if (is_opt(a, "--json")) {
+            cfg->json_path = option_value(argc, argv, &i, a, 6);
+            if (!cfg->json_path || !cfg->json_path[0]) {
+                fprintf(stderr, "cgr-bench: --json needs a file name\n");
+                return -1;
+            }
+        } else if (a[0] == '-') {
+            fprintf(stderr, "cgr-bench: unknown option '%s'\n", a);
+            return -1;
+        } else {
+            TRY(parse_suite(a, suite, &have_suite));
+        }
+    }
+    if (cfg->quick) {
+        cfg->steps = 200;
+        cfg->warmup = 20;
+    }
+    return 0;
+}
+
+/* Prints the no-device message and returns EXIT_NO_DEVICE, or 0 with res filled. */
+static int probe_device(const bench_config *cfg, bench_results *res)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    char why[256] = "";
+    if (e != cudaSuccess)
+        snprintf(why, sizeof why, "cudaGetDeviceCount: %s: %s", cudaGetErrorName(e),
+                 cudaGetErrorString(e));
+    else if (count == 0)
+        snprintf(why, sizeof why, "cudaGetDeviceCount found no CUDA device");
+    else if (cfg->device >= count)
+        snprintf(why, sizeof why, "--device %d, but only %d device%s present", cfg->device, count,
+                 count == 1 ? " is" : "s are");
+    else if ((e = cudaSetDevice(cfg->device)) != cudaSuccess)
+        snprintf(why, sizeof why, "cudaSetDevice(%d): %s: %s", cfg->device, cudaGetErrorName(e),
+                 cudaGetErrorString(e));
+    if (why[0]) {
+        fprintf(stderr, "cgr-bench: no usable CUDA device (%s)\n", why);
+        return EXIT_NO_DEVICE;
+    }
+    struct cudaDeviceProp p;
+    if (bench_cuda_failed(cudaGetDeviceProperties(&p, cfg->device), "cudaGetDeviceProperties",
+                          __FILE__, __LINE__))
+        return 1;
+    snprintf(res->device_name, sizeof res->device_name, "%s", p.name);
+    res->device = cfg->device;
+    res->cc_major = p.major;
+    res->cc_minor = p.minor;
+    res->sm_count = p.multiProcessorCount;
+    cudaDriverGetVersion(&res->driver_version);
+    cudaRuntimeGetVersion(&res->runtime_version);
+    if (!p.canMapHostMemory) {
+        fprintf(stderr, "cgr-bench: no usable CUDA device (%s cannot map pinned host memory, "
+                        "which zero-copy staging needs)\n", p.name);
+        return EXIT_NO_DEVICE;
+    }
+    return 0;
+}
+
+/* One chain kernel end to end: fails early, and clearly, on a wrong build arch. */
+static int sanity_launch(const bench_results *res)
+{
+    float *x = NULL;
+    cudaError_t e = cudaMalloc((void **)&x, CHAIN_ELEMS * sizeof(float));
+    if (e == cudaSuccess)
+        e = chain_kernel_launch(x, NULL, 1, NULL, 0);
+    if (e == cudaSuccess)
+        e = cudaDeviceSynchronize();
+    cudaFree(x);
+    if (e == cudaSuccess)
+        return 0;
+    bench_error("a test kernel did not run on %s (sm_%d%d): %s: %s. cgr-bench is built for "
+                "sm_" BENCH_GPU_ARCH " (meson option gpu_arch)",
+                res->device_name, res->cc_major, res->cc_minor, cudaGetErrorName(e),
+                cudaGetErrorString(e));
+    return -1;
+}
+
+unsigned mode_budget_s(const bench_config *cfg, double ms_per_step)
+{
+    /* Three times the expected time of the steps, on top of the base for setup. */
+    double s = (double)(cfg->warmup + cfg->steps) * ms_per_step * 3.0 / 1000.0;
+    double total = cfg->timeout_s + s;
+    return total > 86400.0 ? 86400u : (unsigned)total;
+}
+
+void run_mode(bench_results *res, const char *group, mode_result *r, unsigned budget_s,
+              mode_fn fn, void *ctx)
+{
+    /* The watchdog's signal handler reads this; it must outlive the mode. */
+    static char label[128];
+    if (res->aborted) {
+        mode_result_not_run(r, 1);
+        return;
+    }
+    snprintf(label, sizeof label, "%s: %s", group, r->name);
+    bench_clear_error();
+    watchdog_arm(label, budget_s);
+    int rc = fn(ctx, r);
+    watchdog_disarm();
+    if (rc != 0) {
+        mode_result_fail(r);
+        if (bench_device_recover() != 0)
+            res->aborted = 1;
+    }
+    if (r->ran && !r->failed)
+        fprintf(stderr, "cgr-bench: %-44s wall %9.2f us  host %8.2f us\n", label, r->wall.median,
+                r->cpu.median);
+    else
+        fprintf(stderr, "cgr-bench: %-44s FAILED%s\n", label, r->wrong ? " (wrong result)" : "");
+}
+
+static int nop_step(void *self, long k)
+{
+    (void)self;
+    (void)k;
+    return 0;
+}
+
+static int timer_mode(void *ctx, mode_result *r)
+{
+    const bench_config *cfg = ctx;
+    step_ops ops = {NULL, nop_step, nop_step, NULL, NULL};
+    return measure(&ops, NULL, cfg->warmup, cfg->steps, r);
+}
+
+void timer_overhead(const bench_config *cfg, bench_results *res)
+{
+    mode_result_init(&res->timer, "timer_overhead");
+    run_mode(res, "clocks", &res->timer, mode_budget_s(cfg, 0.01), timer_mode, (void *)cfg);
+}
+
+/*
+ * Every raw-CUDA measurement runs before the first cgr runtime exists: cgr
+ * may change the whole process (a CUPTI subscription, for one, makes every
+ * later cudaGraphLaunch slower), and raw baselines taken after that would
+ * hide the cost. The canary measures the same raw graph before and after
+ * the cgr modes to show any such effect.
+ */
+static void run_suites(const bench_config *cfg, bench_results *res, suite_id suite)
+{
+    int chain = suite == SUITE_DEFAULT || suite == SUITE_CHAIN;
+    int staging = suite == SUITE_DEFAULT || suite == SUITE_STAGING;
+    timer_overhead(cfg, res);
+    if (chain)
+        chain_suite(cfg, res, CHAIN_PASS_RAW);
+    if (staging)
+        staging_suite(cfg, res);
+    if (!chain)
+        return;
+    mode_result_init(&res->canary_before, "graph_n100_before_cgr");
+    mode_result_init(&res->canary_after, "graph_n100_after_cgr");
+    res->canary_ran = 1;
+    chain_canary(cfg, res, &res->canary_before);
+    chain_suite(cfg, res, CHAIN_PASS_CGR);
+    chain_canary(cfg, res, &res->canary_after);
+}
+
+static void print_header(const bench_results *res)
+{
+    const bench_config *c = &res->cfg;
+    printf("cgr-bench %s on device %d: %s (sm_%d%d, %d SMs), CUDA driver %d.%d, runtime %d.%d\n",
+           CGR_VERSION_STRING, res->device, res->device_name, res->cc_major, res->cc_minor,
+           res->sm_count, res->driver_version / 1000, res->driver_version % 1000 / 10,
+           res->runtime_version / 1000, res->runtime_version % 1000 / 10);
+    printf("%d timed steps after %d warm-up steps per mode%s; times in microseconds (us)\n",
+           c->steps, c->warmup, c->quick ? " (--quick)" : "");
+}
+
+int main(int argc, char **argv)
+{
+    /* Line-buffered, so a watchdog exit or a killed run keeps what was printed. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    bench_config cfg = {0, 1000, 50, 0, 60, NULL};
+    suite_id suite = SUITE_DEFAULT;
+    int pr = parse_args(argc, argv, &cfg, &suite);
+    if (pr != 0) {
+        if (pr < 0)
+            usage(stderr);
+        return pr < 0 ? EXIT_USAGE : 0;
+    }
+    static bench_results res; /* large (every mode's result): kept off the stack */
+    memset(&res, 0, sizeof res);
+    res.cfg = cfg;
+    watchdog_install();
+
+    watchdog_arm("device start-up", cfg.timeout_s);
+    int rc = probe_device(&cfg, &res);
+    if (rc == 0 && sanity_launch(&res) != 0)
+        rc = 1;
+    watchdog_disarm();
+    if (rc != 0)
+        return rc;
+
+    print_header(&res);
+    run_suites(&cfg, &res, suite);
+    report_chain(&res);
+    report_staging(&res);
+    report_summary(&res);
+    int failed = results_failed(&res);
+    if (cfg.json_path && report_json(&res, cfg.json_path) != 0)
+        failed = 1;
+    return failed ? 1 : 0;
+}
