@@ -16,6 +16,7 @@ typedef struct bench_config {
     int steps;           /* timed steps per mode (>= 200) */
     int warmup;          /* warm-up steps per mode (>= 20) */
     int quick;           /* only N = 100 for the chain suite */
+    int pdl;             /* chain kernels use programmatic dependent launch */
     unsigned timeout_s;  /* watchdog base per mode; more is added per step */
     const char *json_path;
 } bench_config;

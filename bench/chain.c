@@ -10,7 +10,7 @@ cudaError_t chain_enqueue(const chain_args *a, cudaStream_t s)
     for (int k = 0; k < a->n_kernels; k++) {
         const float *in = k == 0 ? a->in : NULL;
         float *out = k == a->n_kernels - 1 ? a->out : NULL;
-        cudaError_t e = chain_kernel_launch(a->x, in, in ? a->n_in : 1, out, s);
+        cudaError_t e = chain_kernel_launch(a->x, in, in ? a->n_in : 1, out, a->pdl, s);
         if (e != cudaSuccess)
             return e;
     }

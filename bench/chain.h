@@ -22,7 +22,7 @@ extern "C" {
 #define CHAIN_B 0.001f
 
 /* One kernel of the chain (chain_kernels.cu); returns the launch error. */
-cudaError_t chain_kernel_launch(float *x, const float *in, size_t n_in, float *out,
+cudaError_t chain_kernel_launch(float *x, const float *in, size_t n_in, float *out, int pdl,
                                 cudaStream_t s);
 
 /* One step of the chain: what every mode runs. */
@@ -32,6 +32,7 @@ typedef struct chain_args {
     const float *in;   /* read by the first kernel; NULL for none */
     size_t n_in;       /* floats in `in` */
     float *out;        /* the last kernel writes x[0] here; NULL for none */
+    int pdl;           /* launch with programmatic dependent launch */
 } chain_args;
 
 /* Enqueues the N kernels of one step on `s`. */

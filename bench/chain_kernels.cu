@@ -16,11 +16,15 @@
  * rounded in C11 and on the GPU) gives bit-identical results: no
  * compiler-chosen contraction can differ between the two sides.
  */
+#include "cgr/cgr.h"
 #include "chain.h"
 
 __global__ void __launch_bounds__(CHAIN_THREADS)
     chain_kernel(float *x, const float *in, size_t n_in, float *out, float a, float b)
 {
+    /* No-op unless launched with programmatic dependent launch (--pdl):
+     * then the previous kernel's writes to x are visible after it. */
+    cudaGridDependencySynchronize();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float v = x[i];
     if (in)
@@ -32,8 +36,16 @@ __global__ void __launch_bounds__(CHAIN_THREADS)
 }
 
 extern "C" cudaError_t chain_kernel_launch(float *x, const float *in, size_t n_in, float *out,
-                                           cudaStream_t s)
+                                           int pdl, cudaStream_t s)
 {
-    chain_kernel<<<CHAIN_BLOCKS, CHAIN_THREADS, 0, s>>>(x, in, n_in, out, CHAIN_A, CHAIN_B);
-    return cudaGetLastError();
+    if (!pdl) {
+        chain_kernel<<<CHAIN_BLOCKS, CHAIN_THREADS, 0, s>>>(x, in, n_in, out, CHAIN_A, CHAIN_B);
+        return cudaGetLastError();
+    }
+    /* Through cgr's public launch helper, as a cgr user would write it. */
+    float a = CHAIN_A, b = CHAIN_B;
+    void *args[] = {&x, &in, &n_in, &out, &a, &b};
+    cgr_launch_cfg cfg = {{CHAIN_BLOCKS, 1, 1}, {CHAIN_THREADS, 1, 1}, 0, 1};
+    cgr_status st = cgr_launch_kernel(s, (const void *)chain_kernel, &cfg, args);
+    return st == CGR_STATUS_OK ? cudaSuccess : cudaErrorLaunchFailure;
 }

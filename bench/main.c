@@ -42,6 +42,8 @@ static void usage(FILE *f)
           "  --warmup W      warm-up steps per mode (default 50, at least 20)\n"
           "  --json FILE     also write every figure as JSON to FILE\n"
           "  --quick         200 steps, 20 warm-up, chain only at N = 100\n"
+          "  --pdl           chain kernels launched with programmatic dependent launch\n"
+          "                  (cgr_launch_kernel with pdl = 1), in every mode\n"
           "  --timeout SEC   watchdog per mode, plus an allowance per step (default 60)\n"
           "  -h, --help      this text\n",
           f);
@@ -108,6 +110,8 @@ static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
             return 1;
         } else if (!strcmp(a, "--quick")) {
             cfg->quick = 1;
+        } else if (!strcmp(a, "--pdl")) {
+            cfg->pdl = 1;
         } else if (is_opt(a, "--device")) {
             TRY(parse_int("--device", option_value(argc, argv, &i, a, 8), 0, 1023, &v));
             cfg->device = (int)v;
@@ -186,7 +190,7 @@ static int sanity_launch(const bench_results *res)
     float *x = NULL;
     cudaError_t e = cudaMalloc((void **)&x, CHAIN_ELEMS * sizeof(float));
     if (e == cudaSuccess)
-        e = chain_kernel_launch(x, NULL, 1, NULL, 0);
+        e = chain_kernel_launch(x, NULL, 1, NULL, 0, 0);
     if (e == cudaSuccess)
         e = cudaDeviceSynchronize();
     cudaFree(x);
@@ -286,15 +290,16 @@ static void print_header(const bench_results *res)
            CGR_VERSION_STRING, res->device, res->device_name, res->cc_major, res->cc_minor,
            res->sm_count, res->driver_version / 1000, res->driver_version % 1000 / 10,
            res->runtime_version / 1000, res->runtime_version % 1000 / 10);
-    printf("%d timed steps after %d warm-up steps per mode%s; times in microseconds (us)\n",
-           c->steps, c->warmup, c->quick ? " (--quick)" : "");
+    printf("%d timed steps after %d warm-up steps per mode%s%s; times in microseconds (us)\n",
+           c->steps, c->warmup, c->quick ? " (--quick)" : "",
+           c->pdl ? ", chain kernels with programmatic dependent launch" : "");
 }
 
 int main(int argc, char **argv)
 {
     /* Line-buffered, so a watchdog exit or a killed run keeps what was printed. */
     setvbuf(stdout, NULL, _IOLBF, 0);
-    bench_config cfg = {0, 1000, 50, 0, 60, NULL};
+    bench_config cfg = {.device = 0, .steps = 1000, .warmup = 50, .timeout_s = 60};
     suite_id suite = SUITE_DEFAULT;
     int pr = parse_args(argc, argv, &cfg, &suite);
     if (pr != 0) {

@@ -378,7 +378,8 @@ static void summary_chain(const bench_results *res)
         return;
     chain_derived d;
     chain_derive(c, &d);
-    printf("%-46s", "W-chain N=100 us/kernel: eager | graph | cgr");
+    printf("%-46s", res->cfg.pdl ? "W-chain N=100 PDL us/kernel: eager|graph|cgr"
+                                     : "W-chain N=100 us/kernel: eager | graph | cgr");
     num(8, 3, d.per_kernel[CHAIN_EAGER]);
     num(8, 3, d.per_kernel[CHAIN_GRAPH]);
     num(8, 3, d.per_kernel[CHAIN_CGR]);

@@ -17,4 +17,6 @@ else
     meson setup "$builddir" >/dev/null
 fi
 ninja -C "$builddir"
-exec "$builddir/bench/cgr-bench" default --device 0 "$@"
+# The default suite, then W-chain again with programmatic dependent launch.
+"$builddir/bench/cgr-bench" default --device 0 "$@"
+exec "$builddir/bench/cgr-bench" chain --pdl --device 0

@@ -103,7 +103,7 @@ static int record_in(const stage_env *e, size_t bytes, int kind, int slot, cudaG
     case STAGE_NONE:
         return 0;
     case STAGE_ZC:
-        CK(cgr__stage_copy(&l, s));
+        CK(cgr__stage_copy(&l, s, 0));
         break;
     case STAGE_MEMCPY:
         CK(cudaMemcpyAsync(e->d_in, slot_in_h(e, slot), bytes, cudaMemcpyHostToDevice, s));
@@ -124,7 +124,7 @@ static int record_out(const stage_env *e, int kind, int slot, cudaGraphNode_t *n
     case STAGE_NONE:
         return 0;
     case STAGE_ZC:
-        CK(cgr__stage_copy(&l, s));
+        CK(cgr__stage_copy(&l, s, 0));
         break;
     default:
         CK(idx_stage_out(e->d_idx_seen, e->slots_d, e->stride, e->out_off, N_SLOTS, e->d_out,
@@ -138,7 +138,7 @@ static int record_out(const stage_env *e, int kind, int slot, cudaGraphNode_t *n
 static int build_graph(const stage_env *e, size_t in_bytes, int in_kind, int out_kind, int slot,
                        io_graph *g)
 {
-    chain_args a = {e->x, STAGING_KERNELS, e->d_in, in_bytes / sizeof(float), e->d_out};
+    chain_args a = {e->x, STAGING_KERNELS, e->d_in, in_bytes / sizeof(float), e->d_out, 0};
     TRY(capture_begin(e->stream));
     int ok = record_in(e, in_bytes, in_kind, slot, &g->in_node) == 0;
     ok = ok && !bench_cuda_failed(chain_enqueue(&a, e->stream), "chain_enqueue", __FILE__,

@@ -85,7 +85,7 @@ static cgr_status record_inputs(cgr_step *s, io_nodes *io)
 {
     cudaStream_t st = s->rt->stream;
     if (io->zin.n) {
-        CGR_CUDA_TRY(cgr__stage_copy(&io->zin, st));
+        CGR_CUDA_TRY(cgr__stage_copy(&io->zin, st, 0));
         CGR_TRY(last_node(st, &io->zin_node));
     }
     const unsigned char *host = cgr__slot_host(s, 0);
@@ -102,7 +102,11 @@ static cgr_status record_outputs(cgr_step *s, io_nodes *io)
 {
     cudaStream_t st = s->rt->stream;
     if (io->zout.n) {
-        CGR_CUDA_TRY(cgr__stage_copy(&io->zout, st));
+        /*
+         * Programmatic launch lets the output copy's launch overlap the end
+         * of the step's last kernel; the kernel itself waits for its writes.
+         */
+        CGR_CUDA_TRY(cgr__stage_copy(&io->zout, st, 1));
         CGR_TRY(last_node(st, &io->zout_node));
     }
     unsigned char *host = cgr__slot_host(s, 0);

@@ -23,6 +23,9 @@ static __host__ __device__ size_t chunks_of(size_t bytes)
 
 __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_list l)
 {
+    /* With programmatic dependent launch the kernel may start before the
+     * step's last kernel is done: wait for its writes before reading. */
+    cudaGridDependencySynchronize();
     size_t total = 0;
     for (int t = 0; t < l.n; t++)
         total += chunks_of(l.bytes[t]);
@@ -59,10 +62,20 @@ extern "C" unsigned cgr__stage_blocks(const cgr__copy_list *l)
     return blocks > STAGE_MAX_BLOCKS ? STAGE_MAX_BLOCKS : (unsigned)blocks;
 }
 
-extern "C" cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream)
+extern "C" cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream, int pdl)
 {
     if (l->n <= 0)
         return cudaSuccess;
-    cgr__stage_kernel<<<cgr__stage_blocks(l), STAGE_THREADS, 0, stream>>>(*l);
-    return cudaGetLastError();
+    cudaLaunchConfig_t c = {};
+    c.gridDim = dim3(cgr__stage_blocks(l));
+    c.blockDim = dim3(STAGE_THREADS);
+    c.stream = stream;
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    if (pdl) {
+        c.attrs = &attr;
+        c.numAttrs = 1;
+    }
+    return cudaLaunchKernelEx(&c, cgr__stage_kernel, *l);
 }

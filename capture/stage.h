@@ -34,9 +34,11 @@ typedef struct cgr__copy_list {
  * Enqueues one kernel doing every copy of `l` on `stream` (src/dst may be
  * device pointers or device views of mapped pinned memory). Does nothing
  * when l->n == 0. Returns the launch error, if any. Pointers must be
- * 16-byte aligned; sizes may be anything.
+ * 16-byte aligned; sizes may be anything. pdl = 1 launches it with
+ * programmatic dependent launch (the kernel waits for its predecessor's
+ * writes itself), which cgr uses for the output copy at the end of a step.
  */
-cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream);
+cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream, int pdl);
 
 /** Grid size cgr__stage_copy() uses for `l` (for tests and benchmarks). */
 unsigned cgr__stage_blocks(const cgr__copy_list *l);

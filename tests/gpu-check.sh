@@ -42,6 +42,9 @@ if [ "${result[build]}" = ok ]; then
         "$b/bench/cgr-bench" default $quick --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 \
             && result[bench]=ok || result[bench]=FAILED
         tail -40 "$OUT/bench.log"
+        "$b/bench/cgr-bench" chain --pdl $quick --json "$OUT/bench-pdl.json" \
+            >"$OUT/bench-pdl.log" 2>&1 || result[bench]=FAILED
+        tail -14 "$OUT/bench-pdl.log"
     fi
 fi
 cp "$b/meson-logs/testlog.txt" "$OUT/" 2>/dev/null

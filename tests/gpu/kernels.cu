@@ -3,6 +3,7 @@
  * element is computed by one thread in a fixed order, so eager and graphed
  * runs must agree bit for bit.
  */
+#include "cgr/cgr.h"
 #include "kernels.h"
 
 __global__ void bias_relu_kernel(float *y, const float *x, const float *bias, int rows, int cols)
@@ -27,6 +28,14 @@ __global__ void row_sum_kernel(float *out, const float *x, int rows, int cols)
 
 __global__ void affine_kernel(float *y, const float *x, size_t n)
 {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = 2.0f * x[i] + 1.0f;
+}
+
+__global__ void affine_pdl_kernel(float *y, const float *x, size_t n)
+{
+    cudaGridDependencySynchronize();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         y[i] = 2.0f * x[i] + 1.0f;
@@ -67,6 +76,20 @@ extern "C" cudaError_t tk_affine(float *y, const float *x, size_t n, cudaStream_
 {
     affine_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(y, x, n);
     return cudaGetLastError();
+}
+
+extern "C" const void *tk_affine_pdl_kernel(void)
+{
+    return (const void *)affine_pdl_kernel;
+}
+
+extern "C" cudaError_t tk_affine_pdl(float *y, const float *x, size_t n, cudaStream_t s)
+{
+    void *args[] = {&y, &x, &n};
+    cgr_launch_cfg cfg = {{(unsigned)((n + 255) / 256), 1, 1}, {256, 1, 1}, 0, 1};
+    return cgr_launch_kernel(s, tk_affine_pdl_kernel(), &cfg, args) == CGR_STATUS_OK
+               ? cudaSuccess
+               : cudaErrorLaunchFailure;
 }
 
 extern "C" cudaError_t tk_gate(const volatile int *gate, int *timed_out, cudaStream_t s)

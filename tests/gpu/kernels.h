@@ -19,6 +19,11 @@ cudaError_t tk_row_sum(float *out, const float *x, int rows, int cols, cudaStrea
 cudaError_t tk_affine(float *y, const float *x, size_t n, cudaStream_t s);
 /* Spins until *gate != 0 (mapped host memory) or about 2 s pass; then *timed_out = 1. */
 cudaError_t tk_gate(const volatile int *gate, int *timed_out, cudaStream_t s);
+/* y = 2 x + 1 like tk_affine, launched through cgr_launch_kernel with pdl = 1
+ * (the kernel waits on cudaGridDependencySynchronize before reading x). */
+cudaError_t tk_affine_pdl(float *y, const float *x, size_t n, cudaStream_t s);
+/* The raw kernel for tk_affine_pdl, for tests that call cgr_launch_kernel. */
+const void *tk_affine_pdl_kernel(void);
 /* out[0] = (int64_t)ptr: lets a test see the scratch address a graph baked in. */
 cudaError_t tk_write_ptr(int64_t *out, const void *ptr, cudaStream_t s);
 

@@ -35,7 +35,7 @@ static void test_options(void)
     ASSERT_EQ(o.staging_slots, 2);
     ASSERT_EQ(o.warmup_runs, 2);
     ASSERT_EQ(o.log_level, CGR_LOG_OFF);
-    ASSERT_EQ(o.zero_copy_max_bytes, (size_t)1 << 20);
+    ASSERT_EQ(o.zero_copy_max_bytes, (size_t)16 << 20);
     ASSERT_OK(cgr__validate_options(&o));
 
 #define BAD(field_change, needle)                                                          \
