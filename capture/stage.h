@@ -36,7 +36,7 @@ typedef struct cgr__copy_list {
  * when l->n == 0. Returns the launch error, if any. Pointers must be
  * 16-byte aligned; sizes may be anything. pdl = 1 launches it with
  * programmatic dependent launch (the kernel waits for its predecessor's
- * writes itself), which cgr uses for the output copy at the end of a step.
+ * writes itself); capture.c explains why cgr does not use that today.
  */
 cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream, int pdl);
 

@@ -25,7 +25,8 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
     STEP_CUDA(tk_affine_pdl(a, x, LEN, st));
     for (int k = 1; k < CHAIN - 1; k++)
         STEP_CUDA(k % 2 ? tk_affine_pdl(b, a, LEN, st) : tk_affine_pdl(a, b, LEN, st));
-    STEP_CUDA(tk_affine_pdl(y, CHAIN % 2 ? a : b, LEN, st));
+    /* The loop's last kernel (k = CHAIN - 2) wrote b when k is odd, a when even. */
+    STEP_CUDA(tk_affine_pdl(y, (CHAIN - 2) % 2 ? b : a, LEN, st));
     return CGR_STATUS_OK;
 }
 
