@@ -240,5 +240,5 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode)
         return CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
                         "step '%s' made %zu scratch requests, warm-up made %zu", s->name, c.next,
                         s->trace.n);
-    return CGR_STATUS_OK;
+    return cgr__philox_finish(&c);
 }

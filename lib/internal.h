@@ -61,6 +61,7 @@ struct cgr_ctx {
     uint32_t clock;      /* alloc/free events so far in this run */
     cgr_status error;    /* first scratch error of the run; fails the run */
     int cublas_bound;    /* workspace already set for this run */
+    uint64_t philox_used; /* counters reserved so far in this run */
 };
 
 /* A step input or output. */
@@ -95,6 +96,12 @@ struct cgr_step {
     int planned;
     /* Replay: one executable per slot (see capture.c for why). */
     cudaGraphExec_t exec[CGR_MAX_SLOTS];
+    /* Graph-safe RNG (capture/rng.c): device state, its host mirror for
+     * (re)seeding, and the counters one run reserves (fixed after run 1). */
+    cgr_philox_state *philox_dev;
+    cgr_philox_state philox_init;
+    uint64_t philox_per_run;
+    int philox_known;
     cgr_step_stats stats;
 };
 
@@ -141,6 +148,11 @@ typedef struct cgr__capture_fault {
 cgr_status cgr__capture_failed(const cgr_step *s, const cgr__capture_fault *f);
 /* Library handles (capture/handles.c). */
 void cgr__handles_destroy(cgr_runtime *rt);
+/* Ends a run's RNG use: checks the count and enqueues the offset advance. */
+cgr_status cgr__philox_finish(cgr_ctx *c);
+void cgr__philox_free(cgr_step *s);
+/* offset += n on the device (capture/rng_kernels.cu). */
+cudaError_t cgr__philox_advance(cgr_philox_state *st, uint64_t n, cudaStream_t stream);
 /* Calls the user's step function with a context in `mode`. */
 cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode);
 

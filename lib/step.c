@@ -102,6 +102,7 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
     if (e != cudaSuccess)
         st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
     cgr__release_graphs(s);
+    cgr__philox_free(s);
     cgr__step_free_io(s);
     cgr__trace_destroy(&s->trace);
     free(s->trace_ptrs);

@@ -4,6 +4,7 @@
  * runs must agree bit for bit.
  */
 #include "cgr/cgr.h"
+#include "cgr/cgr_philox.h"
 #include "kernels.h"
 
 __global__ void bias_relu_kernel(float *y, const float *x, const float *bias, int rows, int cols)
@@ -39,6 +40,15 @@ __global__ void affine_pdl_kernel(float *y, const float *x, size_t n)
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         y[i] = 2.0f * x[i] + 1.0f;
+}
+
+__global__ void uniform_kernel(float *out, const cgr_philox_state *st, uint64_t sub, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        cgr_philox4 r = cgr_philox4x32(st->seed, st->offset + sub + i / 4, 0);
+        out[i] = cgr_philox_uniform(r.v[i % 4]);
+    }
 }
 
 __global__ void gate_kernel(const volatile int *gate, int *timed_out)
@@ -90,6 +100,13 @@ extern "C" cudaError_t tk_affine_pdl(float *y, const float *x, size_t n, cudaStr
     return cgr_launch_kernel(s, tk_affine_pdl_kernel(), &cfg, args) == CGR_STATUS_OK
                ? cudaSuccess
                : cudaErrorLaunchFailure;
+}
+
+extern "C" cudaError_t tk_uniform(float *out, const cgr_philox_state *st, uint64_t sub, size_t n,
+                                  cudaStream_t s)
+{
+    uniform_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(out, st, sub, n);
+    return cudaGetLastError();
 }
 
 extern "C" cudaError_t tk_gate(const volatile int *gate, int *timed_out, cudaStream_t s)

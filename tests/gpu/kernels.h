@@ -24,6 +24,10 @@ cudaError_t tk_gate(const volatile int *gate, int *timed_out, cudaStream_t s);
 cudaError_t tk_affine_pdl(float *y, const float *x, size_t n, cudaStream_t s);
 /* The raw kernel for tk_affine_pdl, for tests that call cgr_launch_kernel. */
 const void *tk_affine_pdl_kernel(void);
+/* out[i] = uniform float from Philox block (st->offset + sub + i / 4), word i % 4. */
+struct cgr_philox_state;
+cudaError_t tk_uniform(float *out, const struct cgr_philox_state *st, uint64_t sub, size_t n,
+                       cudaStream_t s);
 /* out[0] = (int64_t)ptr: lets a test see the scratch address a graph baked in. */
 cudaError_t tk_write_ptr(int64_t *out, const void *ptr, cudaStream_t s);
 

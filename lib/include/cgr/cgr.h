@@ -330,6 +330,30 @@ CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *ctx, cgr_cublas_handle *out);
  * cgr_ctx_alloc, and choose algorithms while cgr_ctx_is_capturing() is 0.
  */
 CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *ctx, cgr_cudnn_handle *out);
+/** Philox parameters of a step, in device memory (see cgr_philox.h). */
+typedef struct cgr_philox_state {
+    uint64_t seed;   /**< the Philox key */
+    uint64_t offset; /**< first counter of this run */
+} cgr_philox_state;
+
+/**
+ * Graph-safe random numbers. Reserves `count` Philox counters for this run
+ * and returns the step's state in device memory plus *sub, where this
+ * reservation starts: a kernel draws with counter state->offset + *sub + i,
+ * i < count, reading state on the device. After the step function returns,
+ * cgr advances state->offset by the run's total inside the graph, so every
+ * replay draws new numbers without a new capture, and replay k draws what
+ * eager run k would. A step must reserve the same counts on every run.
+ * The first call must come in a warm-up run (it allocates the state).
+ */
+CGR_API cgr_status cgr_ctx_philox(cgr_ctx *ctx, uint64_t count, const cgr_philox_state **state,
+                                  uint64_t *sub);
+/**
+ * Sets the step's Philox seed and resets its offset to 0 (stream-ordered:
+ * it applies to the runs launched after this call). The default seed is 0.
+ */
+CGR_API cgr_status cgr_step_set_seed(cgr_step *step, uint64_t seed);
+
 /** 1 while the step is being captured, 0 in eager runs. */
 CGR_API int cgr_ctx_is_capturing(const cgr_ctx *ctx);
 

@@ -1,0 +1,78 @@
+/*
+ * Graph-safe random numbers: a step's Philox seed and offset live in device
+ * memory. Kernels read them there instead of taking them as (frozen)
+ * kernel arguments, and a node at the end of the step advances the offset
+ * by the counters the run reserved. Eager runs do the same, so the k-th
+ * run of a step draws the same numbers whether it was replayed or not.
+ */
+#include "internal.h"
+
+CGR_API cgr_status cgr_ctx_philox(cgr_ctx *c, uint64_t count, const cgr_philox_state **state,
+                                  uint64_t *sub)
+{
+    CGR_TRY(cgr__check_ctx(c, "cgr_ctx_philox"));
+    if (!state || !sub)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_philox: %s is NULL",
+                        state ? "sub" : "state");
+    if (count == 0 || count > UINT64_MAX / 2 - c->philox_used)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_philox: count %llu out of range",
+                        (unsigned long long)count);
+    cgr_step *s = c->step;
+    if (!s->philox_dev) {
+        if (c->mode == CGR__CTX_CAPTURE)
+            return CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                            "cgr_ctx_philox: first called during capture; call it on every run");
+        void *p = NULL;
+        CGR_TRY(cgr__persist_alloc(&c->rt->persist, sizeof(cgr_philox_state), &p));
+        s->philox_dev = p;
+        CGR_CUDA_TRY(cudaMemcpyAsync(p, &s->philox_init, sizeof s->philox_init,
+                                     cudaMemcpyHostToDevice, c->rt->stream));
+    }
+    *state = s->philox_dev;
+    *sub = c->philox_used;
+    c->philox_used += count;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__philox_finish(cgr_ctx *c)
+{
+    cgr_step *s = c->step;
+    if (!s->philox_known) {
+        s->philox_per_run = c->philox_used;
+        s->philox_known = 1;
+    } else if (c->philox_used != s->philox_per_run) {
+        return CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
+                        "step '%s' reserved %llu Philox counters, its first run %llu; a step "
+                        "must reserve the same on every run",
+                        s->name, (unsigned long long)c->philox_used,
+                        (unsigned long long)s->philox_per_run);
+    }
+    if (c->philox_used)
+        CGR_CUDA_TRY(cgr__philox_advance(s->philox_dev, c->philox_used, c->rt->stream));
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_step_set_seed(cgr_step *s, uint64_t seed)
+{
+    CGR_TRY(cgr__check_step(s, "cgr_step_set_seed"));
+    s->philox_init.seed = seed;
+    s->philox_init.offset = 0;
+    if (!s->philox_dev)
+        return CGR_STATUS_OK;
+    int prev = 0;
+    CGR_TRY(cgr__device_enter(s->rt, &prev));
+    /* Stream-ordered, so it lands between the runs before and after it. */
+    cudaError_t e = cudaMemcpyAsync(s->philox_dev, &s->philox_init, sizeof s->philox_init,
+                                    cudaMemcpyHostToDevice, s->rt->stream);
+    cgr__device_leave(prev);
+    if (e != cudaSuccess)
+        return cgr__cuda_fail((int)e, "cudaMemcpyAsync (seed)", __FILE__, __LINE__);
+    return CGR_STATUS_OK;
+}
+
+void cgr__philox_free(cgr_step *s)
+{
+    if (s->philox_dev)
+        cgr__persist_free(&s->rt->persist, s->philox_dev);
+    s->philox_dev = NULL;
+}
