@@ -36,7 +36,6 @@ if [ "${result[build]}" = ok ]; then
         meson test -C "$b" --setup memcheck --suite gpu --print-errorlogs \
             >"$OUT/memcheck.log" 2>&1 && result[memcheck]=ok || result[memcheck]=FAILED
         grep -E "^ *[0-9]+/[0-9]+ |ERROR SUMMARY" "$OUT/memcheck.log" | head -20
-        cp "$b/meson-logs/testlog-memcheck.txt" "$OUT/" 2>/dev/null
     fi
     if [ $bench = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
         "$b/bench/cgr-bench" default $quick --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 \
@@ -48,6 +47,8 @@ if [ "${result[build]}" = ok ]; then
     fi
 fi
 cp "$b/meson-logs/testlog.txt" "$OUT/" 2>/dev/null
+# At most 8 files come back from the GPU machine: keep the build logs only on failure.
+[ "${result[build]}" = ok ] && rm -f "$OUT/setup.log" "$OUT/build.log" "$OUT/test.log"
 echo
 echo "== gpu-check summary =="
 cat "$OUT/gpu.txt"
