@@ -22,7 +22,8 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
 {
     cgr_runtime *rt = s->rt;
     cgr_status st = CGR_STATUS_OK;
-    size_t off = 0;
+    /* The slot's completion flag word comes first (replay/run.c). */
+    size_t off = CGR__ALIGN;
     for (int i = 0; i < s->n_in; i++) {
         s->in[i].slot_offset = off;
         off += align_up(s->in[i].bytes);
@@ -31,8 +32,7 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
         s->out[i].slot_offset = off;
         off += align_up(s->out[i].bytes);
     }
-    /* Even a step without I/O gets a slot stride, so slot addresses differ. */
-    s->slot_stride = off ? off : CGR__ALIGN;
+    s->slot_stride = off;
     size_t slots = s->ring.slots;
     if (s->slot_stride > SIZE_MAX / slots)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "staging slots of %zu bytes overflow",
@@ -52,6 +52,9 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
     s->pinned_dev = dev;
     for (size_t k = 0; k < slots; k++)
         CGR_CUDA_TRY_GOTO(cudaEventCreateWithFlags(&s->done[k], cudaEventDisableTiming), st, fail);
+    memset(host, 0, pinned);
+    CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, slots * 16, (void **)&s->sig_dev), st, fail);
+    CGR_CUDA_TRY_GOTO(cudaMemset(s->sig_dev, 0, slots * 16), st, fail);
     s->stats.pinned_bytes = pinned;
     rt->pinned_bytes += pinned;
     return CGR_STATUS_OK;
@@ -71,6 +74,8 @@ void cgr__step_free_io(cgr_step *s)
     }
     if (s->pinned)
         cudaFreeHost(s->pinned);
+    cgr__persist_free(&rt->persist, s->sig_dev);
+    s->sig_dev = NULL;
     rt->pinned_bytes -= s->stats.pinned_bytes;
     s->stats.pinned_bytes = 0;
     s->pinned = s->pinned_dev = NULL;

@@ -41,7 +41,9 @@ typedef struct io_nodes {
 static void plan_io(const cgr_step *s, uint32_t slot, size_t zero_copy_max, io_nodes *io)
 {
     unsigned char *dev = cgr__slot_dev(s, slot);
-    io->zin.n = io->zout.n = io->n_min = io->n_mout = 0;
+    memset(&io->zin, 0, sizeof io->zin);
+    memset(&io->zout, 0, sizeof io->zout);
+    io->n_min = io->n_mout = 0;
     for (int i = 0; i < s->n_in; i++) {
         const cgr__tensor *t = &s->in[i];
         if (t->bytes <= zero_copy_max) {
@@ -63,6 +65,12 @@ static void plan_io(const cgr_step *s, uint32_t slot, size_t zero_copy_max, io_n
         } else {
             io->mout[io->n_mout++] = i;
         }
+    }
+    if (io->zout.n) {
+        unsigned long long *seq = s->sig_dev;
+        io->zout.flag = (unsigned long long *)dev; /* the slot's first word */
+        io->zout.seq = seq + slot;
+        io->zout.arrive = (unsigned int *)(seq + s->ring.slots) + slot;
     }
 }
 
@@ -180,6 +188,7 @@ static cgr_status instantiate_all(cgr_step *s, cudaGraph_t g, io_nodes *io)
     CGR_CUDA_TRY_GOTO(cudaGraphGetNodes(g, NULL, &nodes), st, fail);
     s->stats.graph_nodes = nodes;
     s->stats.zero_copy_tensors = (uint64_t)(io->zin.n + io->zout.n);
+    s->sig_flag = io->zout.n > 0;
     s->stats.memcpy_tensors = (uint64_t)(io->n_min + io->n_mout);
     return CGR_STATUS_OK;
 fail:

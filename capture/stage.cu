@@ -49,6 +49,23 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
                 dst[i] = src[i];
         }
     }
+    if (l.flag) {
+        /*
+         * The last block to arrive publishes completion. Every thread first
+         * makes its own stores visible system-wide, so when the counter
+         * says all blocks are done, all outputs are visible to the host
+         * before the flag is (the pattern of CUDA's threadfence reduction).
+         */
+        __threadfence_system();
+        __syncthreads();
+        if (threadIdx.x == 0 && atomicAdd(l.arrive, 1u) == gridDim.x - 1) {
+            *l.arrive = 0;
+            unsigned long long v = *l.seq + 1;
+            *l.seq = v;
+            __threadfence_system();
+            *(volatile unsigned long long *)l.flag = v;
+        }
+    }
 }
 
 extern "C" unsigned cgr__stage_blocks(const cgr__copy_list *l)
@@ -64,7 +81,7 @@ extern "C" unsigned cgr__stage_blocks(const cgr__copy_list *l)
 
 extern "C" cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream, int pdl)
 {
-    if (l->n <= 0)
+    if (l->n <= 0 && !l->flag)
         return cudaSuccess;
     cudaLaunchConfig_t c = {};
     c.gridDim = dim3(cgr__stage_blocks(l));

@@ -28,6 +28,16 @@ typedef struct cgr__copy_list {
     const void *src[CGR_MAX_TENSORS];
     void *dst[CGR_MAX_TENSORS];
     size_t bytes[CGR_MAX_TENSORS];
+    /*
+     * Completion signal, all NULL when unused. Once every copy of the launch
+     * is visible to the host, the last block to finish increments *seq and
+     * writes the new value to *flag (the device view of a word in mapped
+     * host memory), so the host learns that the step's outputs have landed
+     * without waiting for the graph to complete (see replay/run.c).
+     */
+    unsigned long long *flag;
+    unsigned long long *seq;
+    unsigned int *arrive;
 } cgr__copy_list;
 
 /**

@@ -88,6 +88,18 @@ struct cgr_step {
     unsigned char *pinned_dev; /* device view of the same memory */
     size_t slot_stride;
     cudaEvent_t done[CGR_MAX_SLOTS]; /* recorded when a run on the slot ends */
+    /*
+     * Completion flags (replay/run.c). A graph whose outputs are staged by
+     * the zero-copy kernel has that kernel also publish a per-slot sequence
+     * number into the slot's flag word (at offset 0 of the slot); the host
+     * waits for the number instead of for the graph's end. sig_dev holds
+     * the device side: N sequence counters, then N block-arrival counters.
+     */
+    unsigned long long *sig_dev;
+    int sig_flag;                         /* graph runs publish a flag */
+    uint8_t sig_kind[CGR_MAX_SLOTS];      /* last run on the slot: 1 flag, 0 event */
+    uint64_t sig_expect[CGR_MAX_SLOTS];   /* flag value that run will publish */
+    uint64_t sig_runs[CGR_MAX_SLOTS];     /* flag-publishing runs launched per slot */
     cgr__ring ring;
     /* Scratch: the trace of the first warm-up, with planned offsets. */
     cgr__trace trace;

@@ -10,17 +10,25 @@
 
 #include "internal.h"
 
+/* One graph launch on `slot`, noting how its completion will be signalled. */
+static cgr_status replay(cgr_step *s, uint32_t slot)
+{
+    CGR_CUDA_TRY(cudaGraphLaunch(s->exec[slot], s->rt->stream));
+    s->sig_kind[slot] = (uint8_t)s->sig_flag;
+    if (s->sig_flag)
+        s->sig_expect[slot] = ++s->sig_runs[slot];
+    s->stats.replays++;
+    s->rt->replays++;
+    return CGR_STATUS_OK;
+}
+
 /* Launches run `ticket` on `slot` in whatever mode the step is in. */
 static cgr_status submit(cgr_step *s, uint32_t slot)
 {
     cgr_runtime *rt = s->rt;
     cgr_step_stats *ss = &s->stats;
-    if (ss->mode == CGR_MODE_GRAPH) {
-        CGR_CUDA_TRY(cudaGraphLaunch(s->exec[slot], rt->stream));
-        ss->replays++;
-        rt->replays++;
-        return CGR_STATUS_OK;
-    }
+    if (ss->mode == CGR_MODE_GRAPH)
+        return replay(s, slot);
     if (ss->mode == CGR_MODE_WARMUP && ss->warmup_runs >= (uint64_t)rt->opt.warmup_runs) {
         cgr_status st = cgr__capture(s);
         if (st == CGR_STATUS_CAPTURE_FAILED) {
@@ -35,12 +43,10 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
             return st;
         ss->mode = CGR_MODE_GRAPH;
         ss->capture_error[0] = '\0';
-        CGR_CUDA_TRY(cudaGraphLaunch(s->exec[slot], rt->stream));
-        ss->replays++;
-        rt->replays++;
-        return CGR_STATUS_OK;
+        return replay(s, slot);
     }
     CGR_TRY(cgr__run_eager(s, slot));
+    s->sig_kind[slot] = 0;
     if (ss->mode == CGR_MODE_WARMUP)
         ss->warmup_runs++;
     else
@@ -139,6 +145,46 @@ CGR_API cgr_status cgr_step_launch(cgr_step *s, const cgr_slot *slot)
     return launch_acquired(s, slot->ticket);
 }
 
+/* How long to spin on a completion flag before blocking on the event. */
+#define CGR__SPIN_US 200.0
+
+/*
+ * Waits for the last run on `slot`. A graph run whose outputs go through
+ * the zero-copy kernel publishes a sequence number into the slot's flag
+ * word as soon as its outputs are visible; the host sees that a few
+ * microseconds before the graph's end would reach an event (measured in
+ * docs/staging.md), which is most of a small step's I/O cost. Spinning is
+ * bounded: past CGR__SPIN_US the wait blocks on the run's event, which also
+ * reports a failed run instead of spinning forever on a flag that will
+ * never come.
+ */
+static cgr_status wait_slot(cgr_step *s, uint32_t slot)
+{
+    if (s->sig_kind[slot]) {
+        uint64_t *flag = (uint64_t *)cgr__slot_host(s, slot);
+        uint64_t want = s->sig_expect[slot];
+        double start = 0.0;
+        for (unsigned i = 1;; i++) {
+            if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) >= want)
+                return CGR_STATUS_OK;
+            if ((i & 255) == 0) {
+                double now = cgr__now_us();
+                if (start == 0.0)
+                    start = now;
+                else if (now - start > CGR__SPIN_US)
+                    break;
+            }
+        }
+    }
+    CGR_CUDA_TRY(cudaEventSynchronize(s->done[slot]));
+    if (s->sig_kind[slot] &&
+        __atomic_load_n((uint64_t *)cgr__slot_host(s, slot), __ATOMIC_ACQUIRE) < s->sig_expect[slot])
+        return CGR_FAIL(CGR_STATUS_CUDA_ERROR,
+                        "step '%s': a run on slot %u finished without publishing its outputs",
+                        s->name, slot);
+    return CGR_STATUS_OK;
+}
+
 CGR_API cgr_status cgr_step_wait(cgr_step *s, uint64_t ticket)
 {
     CGR_TRY(cgr__check_step(s, "cgr_step_wait"));
@@ -149,7 +195,7 @@ CGR_API cgr_status cgr_step_wait(cgr_step *s, uint64_t ticket)
                         (unsigned long long)s->ring.launched);
     if (ticket < s->ring.waited)
         return CGR_STATUS_OK;
-    CGR_CUDA_TRY(cudaEventSynchronize(s->done[cgr__ring_slot(&s->ring, ticket)]));
+    CGR_TRY(wait_slot(s, cgr__ring_slot(&s->ring, ticket)));
     cgr__ring_mark_waited(&s->ring, ticket);
     return CGR_STATUS_OK;
 }

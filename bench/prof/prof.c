@@ -1,0 +1,1266 @@
+/* prof: CUPTI activity-trace profiler for cgr-bench. See prof.h.
+ *
+ * Data flow:
+ *   CUPTI worker thread --buf_completed()--> p->store (guarded by g_lock,
+ *   filled only while a window is open, only with records that start at or
+ *   after the window's start) --prof_end()--> p->win (owned by the
+ *   API thread: filtered to the window, sorted by start, names resolved)
+ *   --> prof_window / prof_top_kernels / prof_trace_add.
+ *
+ * Locking: g_lock guards g_prof and the "shared" part of struct prof. It is
+ * never held while calling cuptiActivityFlushAll(), because the flush may run
+ * buf_completed() on the calling thread, which takes g_lock.
+ */
+#include "prof.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* cupti_activity.h declares an enum with the value 0x80000000
+ * (CUPTI_CLOCKS_THROTTLE_REASON_UNKNOWN), outside the range of int, which
+ * -Wpedantic reports (and -Werror would turn into an error). The header is
+ * not ours to fix, so that warning is silenced for the includes only. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#include <cupti_activity.h>
+#include <cupti_result.h>
+#include <cupti_version.h>
+#pragma GCC diagnostic pop
+
+/* The newest record structs in this CUPTI (13.0): CUPTI fills records of
+ * these layouts for the kinds enabled below. */
+typedef CUpti_ActivityKernel10 cupti_kernel_rec;
+typedef CUpti_ActivityMemcpy6 cupti_memcpy_rec;
+typedef CUpti_ActivityMemset4 cupti_memset_rec;
+
+/* libstdc++'s demangler, used only if something else already loaded
+ * libstdc++ into the process; we link no demangler ourselves. A weak
+ * reference is NULL when the symbol is absent. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
+                            int *status)
+    __attribute__((weak, visibility("default")));
+
+#ifndef PROF_BUF_MB
+#define PROF_BUF_MB 8
+#endif
+#define BUF_SIZE ((size_t)PROF_BUF_MB << 20) /* bytes per CUPTI buffer */
+#define BUF_ALIGN 8                /* CUPTI wants 8-byte aligned buffers */
+#define POOL_MAX 16                /* buffers kept for reuse (128 MiB) */
+#define POOL_PREFILL 4             /* pre-faulted at prof_create (32 MiB) */
+#ifndef PROF_BEGIN_FLUSH
+#define PROF_BEGIN_FLUSH 0         /* see prof_begin */
+#endif
+#define NAME_CACHE 4096            /* direct-mapped name-pointer cache */
+#define UNKNOWN_NAME_ID 0u         /* names[0] is "<unknown>" */
+
+enum { R_KERNEL = 1, R_MEMCPY = 2, R_MEMSET = 3 };
+
+/* One kernel / memcpy / memset, as kept by prof (72 bytes). */
+typedef struct rec {
+    uint64_t start, end;  /* ns, CUPTI clock */
+    uint64_t bytes;       /* memcpy / memset */
+    const char *cname;    /* kernel: CUPTI's name (resolved at prof_end) */
+    uint32_t name_id;     /* kernel: index into names[] after prof_end */
+    uint32_t stream;      /* CUPTI stream id */
+    int32_t grid[3];
+    uint16_t block[3];
+    uint16_t regs;        /* kernel: registers per thread */
+    uint32_t smem;        /* kernel: static + dynamic shared memory */
+    uint32_t graph_id;    /* 0 if not launched from a graph */
+    uint8_t kind;         /* R_* */
+    uint8_t copy_kind;    /* memcpy: CUpti_ActivityMemcpyKind */
+} rec;
+_Static_assert(sizeof(rec) <= 72, "rec grew: update PROF_MAX_RECORDS' note");
+
+struct name_slot {
+    const char *ptr;  /* CUPTI's name pointer */
+    uint32_t id;
+};
+
+struct prof {
+    char err[256];
+
+    /* ---- shared with the CUPTI callback: guarded by g_lock ---- */
+    rec *store;
+    size_t store_n, store_cap;
+    int collecting;           /* store records only inside a window */
+    uint64_t store_dropped;   /* cap / OOM / CUPTI drops / bad buffers */
+    uint64_t t0;              /* window start, ns: earlier records are
+                                 dropped by the callback (written under
+                                 g_lock by prof_begin only) */
+
+    /* ---- API thread only ---- */
+    int in_window;
+    char label[64];
+    uint64_t t1;              /* window end, ns */
+
+    rec *win;                 /* last window: filtered, sorted by start */
+    size_t win_n, win_cap;
+    int have_window;
+    prof_window last;
+
+    /* interned kernel names (raw = as CUPTI gives, disp = for display) */
+    char **raw;
+    char **disp;
+    size_t names_n, names_cap;
+    uint32_t *htab;           /* open addressing: id + 1, 0 = empty */
+    size_t hcap;              /* power of two */
+    struct name_slot cache[NAME_CACHE];
+
+    /* trace: comma-separated JSON events */
+    char *tbuf;
+    size_t tlen, tcap;
+    uint64_t tevents;
+    uint64_t tleft_out;
+    int torigin_set;
+    uint64_t torigin;
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static prof *g_prof; /* guarded by g_lock */
+
+static const CUpti_ActivityKind k_kinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+};
+#define N_KINDS (sizeof k_kinds / sizeof k_kinds[0])
+
+/* ------------------------------------------------------------------ */
+/* errors                                                              */
+
+static void vset_err(char *dst, size_t len, const char *fmt, va_list ap)
+{
+    if (!dst || len == 0)
+        return;
+    if (vsnprintf(dst, len, fmt, ap) < 0)
+        dst[0] = '\0';
+}
+
+static void set_err(prof *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void set_err(prof *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vset_err(p->err, sizeof p->err, fmt, ap);
+    va_end(ap);
+}
+
+/* The const entry points still record a message: the message buffer is not
+ * part of prof's logical state, and every prof comes from calloc (never a
+ * const object), so writing through the cast is well defined. */
+static void set_err_c(const prof *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void set_err_c(const prof *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vset_err(((prof *)(uintptr_t)p)->err, sizeof p->err, fmt, ap);
+    va_end(ap);
+}
+
+static const char *cupti_str(CUptiResult r)
+{
+    const char *s = NULL;
+    if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s)
+        return "unknown CUPTI error";
+    return s;
+}
+
+static const char *cupti_hint(CUptiResult r)
+{
+    switch (r) {
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+    case CUPTI_ERROR_NOT_INITIALIZED:
+    case CUPTI_ERROR_INVALID_OPERATION:
+        return " (is another profiler attached, e.g. nsys, ncu or a "
+               "CUDA_INJECTION64_PATH tool?)";
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+    case CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE:
+        return " (is the driver older than this CUPTI / CUDA toolkit?)";
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+        return " (profiling is restricted on this machine)";
+    case CUPTI_ERROR_NOT_SUPPORTED:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
+    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
+        return " (tracing is not supported on this device / setup)";
+    default:
+        return "";
+    }
+}
+
+/* Records a CUPTI failure and returns PROF_ECUPTI. */
+static int cupti_fail(char *dst, size_t len, const char *what, CUptiResult r)
+{
+    if (dst && len)
+        snprintf(dst, len, "%s failed: %s (%d)%s", what, cupti_str(r), (int)r,
+                 cupti_hint(r));
+    return PROF_ECUPTI;
+}
+
+const char *prof_errmsg(const prof *p)
+{
+    return p ? p->err : "prof is NULL";
+}
+
+const char *prof_strerror(int code)
+{
+    switch (code) {
+    case PROF_OK: return "ok";
+    case PROF_WTRUNC: return "trace truncated (size cap reached)";
+    case PROF_EINVAL: return "invalid argument";
+    case PROF_ECUPTI: return "CUPTI call failed";
+    case PROF_ENOMEM: return "out of memory";
+    case PROF_ESTATE: return "call out of order";
+    case PROF_EIO: return "I/O error";
+    case PROF_EBUSY: return "a prof already exists in this process";
+    default: return "unknown prof error";
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* CUPTI buffer callbacks (may run on CUPTI's worker thread)           */
+
+static void store_push(prof *p, const rec *r)
+{
+    if (p->store_n == p->store_cap) {
+        size_t ncap;
+        rec *n;
+        if (p->store_cap >= PROF_MAX_RECORDS) {
+            p->store_dropped++;
+            return;
+        }
+        ncap = p->store_cap ? p->store_cap * 2 : 65536;
+        if (ncap > PROF_MAX_RECORDS)
+            ncap = PROF_MAX_RECORDS;
+        n = realloc(p->store, ncap * sizeof *n);
+        if (!n) {
+            p->store_dropped++;
+            return;
+        }
+        p->store = n;
+        p->store_cap = ncap;
+    }
+    p->store[p->store_n++] = *r;
+}
+
+static uint16_t clamp_u16(int32_t v)
+{
+    return v < 0 ? 0 : v > 65535 ? 65535 : (uint16_t)v;
+}
+
+static void take_record(prof *p, const CUpti_Activity *a)
+{
+    rec r;
+    memset(&r, 0, sizeof r);
+    switch (a->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const cupti_kernel_rec *k = (const cupti_kernel_rec *)(const void *)a;
+        int64_t smem = (int64_t)k->staticSharedMemory +
+                       (int64_t)k->dynamicSharedMemory;
+        r.kind = R_KERNEL;
+        r.start = k->start;
+        r.end = k->end;
+        r.cname = k->name;
+        r.stream = k->streamId;
+        r.grid[0] = k->gridX;
+        r.grid[1] = k->gridY;
+        r.grid[2] = k->gridZ;
+        r.block[0] = clamp_u16(k->blockX);
+        r.block[1] = clamp_u16(k->blockY);
+        r.block[2] = clamp_u16(k->blockZ);
+        r.regs = k->registersPerThread;
+        r.smem = smem < 0 ? 0 : smem > UINT32_MAX ? UINT32_MAX : (uint32_t)smem;
+        r.graph_id = k->graphId;
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const cupti_memcpy_rec *m = (const cupti_memcpy_rec *)(const void *)a;
+        r.kind = R_MEMCPY;
+        r.start = m->start;
+        r.end = m->end;
+        r.bytes = m->bytes;
+        r.stream = m->streamId;
+        r.copy_kind = m->copyKind;
+        r.graph_id = m->graphId;
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const cupti_memset_rec *m = (const cupti_memset_rec *)(const void *)a;
+        r.kind = R_MEMSET;
+        r.start = m->start;
+        r.end = m->end;
+        r.bytes = m->bytes;
+        r.stream = m->streamId;
+        r.graph_id = m->graphId;
+        break;
+    }
+    default:
+        return; /* a kind someone else enabled: not ours */
+    }
+    /* Work that started before the window is not the window's. Untimed
+     * records (0, 0) are kept so prof_end can count them. */
+    if ((r.start != 0 || r.end != 0) && r.start < p->t0)
+        return;
+    store_push(p, &r);
+}
+
+/* Buffer pool. A flush hands CUPTI's current buffer back, so the first
+ * record after it needs a new one, and CUPTI asks for it inside the launch
+ * call. With a fresh 8 MiB allocation each time (mmap + page faults) that
+ * launch took 0.5-4 ms on an H200; with buffers pre-faulted at prof_create
+ * and recycled, 0.05-0.7 ms (the rest is CUPTI's own, see prof_begin). The
+ * pool has its own lock, never held while calling CUPTI. */
+static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *g_pool[POOL_MAX]; /* guarded by g_pool_lock */
+static int g_pool_n;           /* guarded by g_pool_lock */
+static int g_pool_on;          /* guarded by g_pool_lock: keep returns */
+
+static void *pool_get(void)
+{
+    void *b = NULL;
+    (void)pthread_mutex_lock(&g_pool_lock);
+    if (g_pool_n > 0)
+        b = g_pool[--g_pool_n];
+    (void)pthread_mutex_unlock(&g_pool_lock);
+    return b ? b : aligned_alloc(BUF_ALIGN, BUF_SIZE);
+}
+
+static void pool_put(void *b)
+{
+    if (!b)
+        return;
+    (void)pthread_mutex_lock(&g_pool_lock);
+    if (g_pool_on && g_pool_n < POOL_MAX) {
+        g_pool[g_pool_n++] = b;
+        b = NULL;
+    }
+    (void)pthread_mutex_unlock(&g_pool_lock);
+    free(b);
+}
+
+/* Turns the pool on and fills it with `n` pre-faulted buffers (best
+ * effort: a failed allocation only means a slower first request). */
+static void pool_start(int n)
+{
+    int i;
+    (void)pthread_mutex_lock(&g_pool_lock);
+    g_pool_on = 1;
+    (void)pthread_mutex_unlock(&g_pool_lock);
+    for (i = 0; i < n; i++) {
+        void *b = aligned_alloc(BUF_ALIGN, BUF_SIZE);
+        if (!b)
+            break;
+        memset(b, 0, BUF_SIZE);
+        pool_put(b);
+    }
+}
+
+/* Turns the pool off and frees its buffers; buffers CUPTI returns later
+ * are freed by pool_put. */
+static void pool_stop(void)
+{
+    void *bufs[POOL_MAX];
+    int i, n;
+    (void)pthread_mutex_lock(&g_pool_lock);
+    g_pool_on = 0;
+    n = g_pool_n;
+    for (i = 0; i < n; i++)
+        bufs[i] = g_pool[i];
+    g_pool_n = 0;
+    (void)pthread_mutex_unlock(&g_pool_lock);
+    for (i = 0; i < n; i++)
+        free(bufs[i]);
+}
+
+static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size,
+                                   size_t *max_records)
+{
+    void *b = pool_get();
+    *buffer = b;          /* NULL: CUPTI drops records and counts them */
+    *size = b ? BUF_SIZE : 0;
+    *max_records = 0;     /* as many as fit */
+}
+
+static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream_id,
+                                   uint8_t *buffer, size_t size,
+                                   size_t valid)
+{
+    size_t cupti_dropped = 0;
+    prof *p;
+    (void)ctx;
+    (void)stream_id;
+    (void)size;
+
+    /* Reads and resets CUPTI's count of records it could not store. */
+    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &cupti_dropped) !=
+        CUPTI_SUCCESS)
+        cupti_dropped = 0;
+
+    (void)pthread_mutex_lock(&g_lock);
+    p = g_prof;
+    if (p && p->collecting) {
+        p->store_dropped += cupti_dropped;
+        if (buffer && valid > 0) {
+            CUpti_Activity *a = NULL;
+            for (;;) {
+                CUptiResult r = cuptiActivityGetNextRecord(buffer, valid, &a);
+                if (r == CUPTI_ERROR_MAX_LIMIT_REACHED)
+                    break;
+                if (r != CUPTI_SUCCESS || !a) {
+                    /* incomplete or invalid record: the rest of the buffer
+                     * cannot be walked; count the loss (at least one). */
+                    p->store_dropped++;
+                    break;
+                }
+                take_record(p, a);
+            }
+        }
+    }
+    (void)pthread_mutex_unlock(&g_lock);
+    pool_put(buffer);
+}
+
+/* ------------------------------------------------------------------ */
+/* kernel names                                                        */
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Display name: demangled if the name is mangled C++ and a demangler is in
+ * the process, else a copy of the raw name. */
+static char *display_name(const char *raw)
+{
+    if (raw[0] == '_' && raw[1] == 'Z' && __cxa_demangle) {
+        int status = -1;
+        char *d = __cxa_demangle(raw, NULL, NULL, &status);
+        if (d && status == 0)
+            return d; /* malloc'd by the demangler */
+        free(d);
+    }
+    return dup_str(raw);
+}
+
+static int htab_grow(prof *p)
+{
+    size_t ncap = p->hcap ? p->hcap * 2 : 256;
+    uint32_t *t = calloc(ncap, sizeof *t);
+    size_t i;
+    if (!t)
+        return PROF_ENOMEM;
+    for (i = 0; i < p->names_n; i++) {
+        size_t j = (size_t)fnv1a(p->raw[i]) & (ncap - 1);
+        while (t[j])
+            j = (j + 1) & (ncap - 1);
+        t[j] = (uint32_t)i + 1;
+    }
+    free(p->htab);
+    p->htab = t;
+    p->hcap = ncap;
+    return PROF_OK;
+}
+
+/* Interns name (by content) and returns its id in *id. */
+static int intern(prof *p, const char *name, uint32_t *id)
+{
+    size_t j;
+    char *raw, *disp;
+
+    if ((p->names_n + 1) * 2 > p->hcap && htab_grow(p) != PROF_OK)
+        return PROF_ENOMEM;
+    j = (size_t)fnv1a(name) & (p->hcap - 1);
+    while (p->htab[j]) {
+        uint32_t k = p->htab[j] - 1;
+        if (strcmp(p->raw[k], name) == 0) {
+            *id = k;
+            return PROF_OK;
+        }
+        j = (j + 1) & (p->hcap - 1);
+    }
+    if (p->names_n >= UINT32_MAX - 1)
+        return PROF_ENOMEM;
+    if (p->names_n == p->names_cap) {
+        size_t ncap = p->names_cap ? p->names_cap * 2 : 64;
+        char **a = realloc(p->raw, ncap * sizeof *a);
+        char **b;
+        if (!a)
+            return PROF_ENOMEM;
+        p->raw = a;
+        b = realloc(p->disp, ncap * sizeof *b);
+        if (!b)
+            return PROF_ENOMEM;
+        p->disp = b;
+        p->names_cap = ncap;
+    }
+    raw = dup_str(name);
+    disp = raw ? display_name(name) : NULL;
+    if (!raw || !disp) {
+        free(raw);
+        free(disp);
+        return PROF_ENOMEM;
+    }
+    p->raw[p->names_n] = raw;
+    p->disp[p->names_n] = disp;
+    p->htab[j] = (uint32_t)p->names_n + 1;
+    *id = (uint32_t)p->names_n++;
+    return PROF_OK;
+}
+
+/* CUPTI shares one name string among all records of a kernel, so a cache
+ * keyed by the pointer avoids hashing long (templated) names per record.
+ * The cache is cleared every window, so a pointer reused after a module
+ * unload cannot map to a stale name across windows. */
+static int resolve_name(prof *p, const char *cname, uint32_t *id)
+{
+    struct name_slot *s;
+    int rc;
+    if (!cname || !cname[0]) {
+        *id = UNKNOWN_NAME_ID;
+        return PROF_OK;
+    }
+    s = &p->cache[((uintptr_t)cname >> 3) % NAME_CACHE];
+    if (s->ptr == cname) {
+        *id = s->id;
+        return PROF_OK;
+    }
+    rc = intern(p, cname, id);
+    if (rc != PROF_OK)
+        return rc;
+    s->ptr = cname;
+    s->id = *id;
+    return PROF_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* create / destroy                                                    */
+
+static void free_all(prof *p)
+{
+    size_t i;
+    free(p->store);
+    free(p->win);
+    for (i = 0; i < p->names_n; i++) {
+        free(p->raw[i]);
+        free(p->disp[i]);
+    }
+    free(p->raw);
+    free(p->disp);
+    free(p->htab);
+    free(p->tbuf);
+    free(p);
+}
+
+static void disable_kinds(size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        (void)cuptiActivityDisable(k_kinds[i]); /* best effort on teardown */
+}
+
+int prof_create(prof **out, char *err, size_t errlen)
+{
+    uint32_t ver = 0;
+    CUptiResult r;
+    prof *p;
+    size_t i;
+    uint32_t id;
+
+    if (err && errlen)
+        err[0] = '\0';
+    if (!out) {
+        if (err && errlen)
+            snprintf(err, errlen, "prof_create: out is NULL");
+        return PROF_EINVAL;
+    }
+    *out = NULL;
+
+    r = cuptiGetVersion(&ver);
+    if (r != CUPTI_SUCCESS)
+        return cupti_fail(err, errlen, "cuptiGetVersion", r);
+    /* The record structs above are those of the headers' CUPTI major
+     * version; a libcupti of another major could lay records out
+     * differently. */
+    if (ver / 10000 != CUPTI_API_VERSION / 10000) {
+        if (err && errlen)
+            snprintf(err, errlen,
+                     "libcupti API version %u does not match the headers' "
+                     "%u: build and run with the same CUDA toolkit major "
+                     "version",
+                     (unsigned)ver, (unsigned)CUPTI_API_VERSION);
+        return PROF_ECUPTI;
+    }
+
+    p = calloc(1, sizeof *p);
+    if (!p) {
+        if (err && errlen)
+            snprintf(err, errlen, "prof_create: out of memory");
+        return PROF_ENOMEM;
+    }
+    if (intern(p, "<unknown>", &id) != PROF_OK || id != UNKNOWN_NAME_ID) {
+        free_all(p);
+        if (err && errlen)
+            snprintf(err, errlen, "prof_create: out of memory");
+        return PROF_ENOMEM;
+    }
+
+    (void)pthread_mutex_lock(&g_lock);
+    if (g_prof) {
+        (void)pthread_mutex_unlock(&g_lock);
+        free_all(p);
+        if (err && errlen)
+            snprintf(err, errlen,
+                     "prof_create: a prof already exists in this process "
+                     "(CUPTI allows one set of buffer callbacks)");
+        return PROF_EBUSY;
+    }
+    g_prof = p; /* collecting == 0: callbacks ignore records for now */
+    (void)pthread_mutex_unlock(&g_lock);
+    pool_start(POOL_PREFILL);
+
+    r = cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
+    if (r != CUPTI_SUCCESS) {
+        cupti_fail(err, errlen, "cuptiActivityRegisterCallbacks", r);
+        goto fail;
+    }
+    for (i = 0; i < N_KINDS; i++) {
+        r = cuptiActivityEnable(k_kinds[i]);
+        if (r != CUPTI_SUCCESS) {
+            char what[64];
+            snprintf(what, sizeof what, "cuptiActivityEnable(kind %d)",
+                     (int)k_kinds[i]);
+            cupti_fail(err, errlen, what, r);
+            disable_kinds(i);
+            goto fail;
+        }
+    }
+    *out = p;
+    return PROF_OK;
+
+fail:
+    (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    (void)pthread_mutex_lock(&g_lock);
+    g_prof = NULL;
+    (void)pthread_mutex_unlock(&g_lock);
+    pool_stop();
+    free_all(p);
+    return PROF_ECUPTI;
+}
+
+void prof_destroy(prof **pp)
+{
+    prof *p;
+    if (!pp || !*pp)
+        return;
+    p = *pp;
+    *pp = NULL;
+    disable_kinds(N_KINDS);
+    /* Hand back the buffers CUPTI still holds; with collecting == 0 (or
+     * g_prof cleared below) their records are discarded. Best effort. */
+    (void)pthread_mutex_lock(&g_lock);
+    p->collecting = 0;
+    (void)pthread_mutex_unlock(&g_lock);
+    (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    (void)pthread_mutex_lock(&g_lock);
+    if (g_prof == p)
+        g_prof = NULL;
+    (void)pthread_mutex_unlock(&g_lock);
+    pool_stop();
+    free_all(p);
+}
+
+/* ------------------------------------------------------------------ */
+/* windows                                                             */
+
+int prof_begin(prof *p, const char *label)
+{
+    CUptiResult r;
+    size_t d = 0;
+    uint64_t t0 = 0;
+
+    if (!p)
+        return PROF_EINVAL;
+    p->err[0] = '\0';
+
+    /* A second begin without end restarts the window. */
+    (void)pthread_mutex_lock(&g_lock);
+    p->collecting = 0;
+    (void)pthread_mutex_unlock(&g_lock);
+    p->in_window = 0;
+
+    /* No flush here by default. A flush hands CUPTI's current buffer back,
+     * and CUPTI then stalls the next launch that records activity while it
+     * sets up a new one: 0.05-0.7 ms measured on an H200 (CUDA 13.0), even
+     * with pooled, pre-faulted buffers. Flushing here would put that stall
+     * inside every window. Earlier records are discarded by time instead:
+     * the callback keeps only records that start at or after t0. Build with
+     * -DPROF_BEGIN_FLUSH=1 to flush anyway. */
+#if PROF_BEGIN_FLUSH
+    r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (r != CUPTI_SUCCESS)
+        return cupti_fail(p->err, sizeof p->err, "cuptiActivityFlushAll", r);
+#endif
+    /* Reset CUPTI's dropped-record count so the window sees only its own. */
+    r = cuptiActivityGetNumDroppedRecords(NULL, 0, &d);
+    if (r != CUPTI_SUCCESS)
+        return cupti_fail(p->err, sizeof p->err,
+                          "cuptiActivityGetNumDroppedRecords", r);
+
+    r = cuptiGetTimestamp(&t0);
+    if (r != CUPTI_SUCCESS)
+        return cupti_fail(p->err, sizeof p->err, "cuptiGetTimestamp", r);
+
+    (void)pthread_mutex_lock(&g_lock);
+    p->t0 = t0;
+    p->store_n = 0;
+    p->store_dropped = 0;
+    p->collecting = 1;
+    (void)pthread_mutex_unlock(&g_lock);
+    p->t1 = 0;
+    snprintf(p->label, sizeof p->label, "%s", label ? label : "");
+    p->in_window = 1;
+    return PROF_OK;
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+    const rec *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return (int)x->kind - (int)y->kind;
+}
+
+int prof_end(prof *p, int steps, prof_window *out)
+{
+    CUptiResult r;
+    size_t d = 0, i, n;
+    uint64_t t1 = 0, dropped;
+    uint64_t k_ns = 0, mc_ns = 0, ms_ns = 0, u_ns = 0;
+    uint64_t nk = 0, nmc = 0, nms = 0, untimed = 0;
+    uint64_t first = 0, last_end = 0, cur_s = 0, cur_e = 0;
+    rec *tmp;
+    size_t tcap;
+    prof_window w;
+    int rc = PROF_OK;
+
+    if (!p)
+        return PROF_EINVAL;
+    p->err[0] = '\0';
+    if (steps < 1) {
+        set_err(p, "prof_end: steps must be >= 1 (got %d)", steps);
+        return PROF_EINVAL;
+    }
+    if (!p->in_window) {
+        set_err(p, "prof_end: no window open (call prof_begin first)");
+        return PROF_ESTATE;
+    }
+    p->in_window = 0;
+    p->have_window = 0;
+
+    r = cuptiGetTimestamp(&t1);
+    if (r != CUPTI_SUCCESS)
+        rc = cupti_fail(p->err, sizeof p->err, "cuptiGetTimestamp", r);
+    if (rc == PROF_OK) {
+        r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        if (r != CUPTI_SUCCESS)
+            rc = cupti_fail(p->err, sizeof p->err, "cuptiActivityFlushAll", r);
+    }
+    if (rc == PROF_OK) {
+        r = cuptiActivityGetNumDroppedRecords(NULL, 0, &d);
+        if (r != CUPTI_SUCCESS)
+            rc = cupti_fail(p->err, sizeof p->err,
+                            "cuptiActivityGetNumDroppedRecords", r);
+    }
+
+    /* Stop collecting and take the store (swap, so no copy). */
+    (void)pthread_mutex_lock(&g_lock);
+    p->collecting = 0;
+    tmp = p->win;
+    tcap = p->win_cap;
+    p->win = p->store;
+    p->win_cap = p->store_cap;
+    p->win_n = p->store_n;
+    p->store = tmp;
+    p->store_cap = tcap;
+    p->store_n = 0;
+    dropped = p->store_dropped + d;
+    p->store_dropped = 0;
+    (void)pthread_mutex_unlock(&g_lock);
+
+    if (rc != PROF_OK) {
+        p->win_n = 0;
+        return rc;
+    }
+    p->t1 = t1;
+
+    /* Keep the timed records that start inside the window. */
+    n = 0;
+    for (i = 0; i < p->win_n; i++) {
+        const rec *x = &p->win[i];
+        if ((x->start == 0 && x->end == 0) || x->end < x->start) {
+            untimed++;
+            continue;
+        }
+        if (x->start < p->t0 || x->start > t1)
+            continue;
+        p->win[n++] = *x;
+    }
+    p->win_n = n;
+    if (n > 1)
+        qsort(p->win, n, sizeof *p->win, cmp_rec);
+
+    /* Names: resolve CUPTI's pointers now, while they are surely valid. */
+    memset(p->cache, 0, sizeof p->cache);
+    for (i = 0; i < n; i++) {
+        rec *x = &p->win[i];
+        if (x->kind != R_KERNEL)
+            continue;
+        if (resolve_name(p, x->cname, &x->name_id) != PROF_OK) {
+            p->win_n = 0;
+            set_err(p, "prof_end: out of memory interning kernel names");
+            return PROF_ENOMEM;
+        }
+        x->cname = NULL; /* not used past this point */
+    }
+
+    /* Sums, counts, span and the union of the busy intervals. */
+    for (i = 0; i < n; i++) {
+        const rec *x = &p->win[i];
+        uint64_t dur = x->end - x->start;
+        switch (x->kind) {
+        case R_KERNEL: k_ns += dur; nk++; break;
+        case R_MEMCPY: mc_ns += dur; nmc++; break;
+        default: ms_ns += dur; nms++; break;
+        }
+        if (i == 0) {
+            first = x->start;
+            cur_s = x->start;
+            cur_e = x->end;
+        } else if (x->start > cur_e) {
+            u_ns += cur_e - cur_s;
+            cur_s = x->start;
+            cur_e = x->end;
+        } else if (x->end > cur_e) {
+            cur_e = x->end;
+        }
+        if (x->end > last_end)
+            last_end = x->end;
+    }
+    if (n > 0)
+        u_ns += cur_e - cur_s;
+
+    memset(&w, 0, sizeof w);
+    snprintf(w.label, sizeof w.label, "%s", p->label);
+    w.steps = steps;
+    w.kernel_us = (double)k_ns / 1e3 / steps;
+    w.memcpy_us = (double)mc_ns / 1e3 / steps;
+    w.memset_us = (double)ms_ns / 1e3 / steps;
+    w.busy_us = (double)(k_ns + mc_ns + ms_ns) / 1e3 / steps;
+    w.busy_union_us = (double)u_ns / 1e3 / steps;
+    w.kernels_per_step = (double)nk / steps;
+    w.memcpys_per_step = (double)nmc / steps;
+    w.memsets_per_step = (double)nms / steps;
+    w.span_us = n > 0 ? (double)(last_end - first) / 1e3 / steps : 0.0;
+    w.window_us = (double)(t1 - p->t0) / 1e3;
+    w.kernels = nk;
+    w.memcpys = nmc;
+    w.memsets = nms;
+    w.records = n;
+    w.untimed = untimed;
+    w.dropped = dropped;
+
+    p->last = w;
+    p->have_window = 1;
+    if (out)
+        *out = w;
+    return PROF_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* top kernels                                                         */
+
+struct kagg {
+    uint64_t calls, ns;
+    uint32_t id;
+};
+
+/* qsort comparator context: names for the tie-break. The API is
+ * single-threaded, so a file-scope pointer is enough. */
+static char *const *g_sort_names;
+
+static int cmp_kagg(const void *a, const void *b)
+{
+    const struct kagg *x = a, *y = b;
+    if (x->ns != y->ns)
+        return x->ns > y->ns ? -1 : 1;
+    if (x->calls != y->calls)
+        return x->calls > y->calls ? -1 : 1;
+    return strcmp(g_sort_names[x->id], g_sort_names[y->id]);
+}
+
+static void copy_trunc(char *dst, size_t len, const char *src)
+{
+    size_t n = strlen(src);
+    if (n < len) {
+        memcpy(dst, src, n + 1);
+        return;
+    }
+    memcpy(dst, src, len - 4);
+    memcpy(dst + len - 4, "...", 4);
+}
+
+int prof_top_kernels(const prof *p, prof_kernel_stat *out, int max, int *n)
+{
+    struct kagg *agg;
+    size_t i, m = 0;
+    uint64_t total = 0;
+    int k;
+
+    if (n)
+        *n = 0;
+    if (!p || !n || max < 0 || (max > 0 && !out))
+        return PROF_EINVAL;
+    if (!p->have_window) {
+        set_err_c(p, "prof_top_kernels: no finished window");
+        return PROF_ESTATE;
+    }
+    if (max == 0 || p->names_n == 0)
+        return PROF_OK;
+
+    agg = calloc(p->names_n, sizeof *agg);
+    if (!agg) {
+        set_err_c(p, "prof_top_kernels: out of memory");
+        return PROF_ENOMEM;
+    }
+    for (i = 0; i < p->win_n; i++) {
+        const rec *x = &p->win[i];
+        if (x->kind != R_KERNEL || x->name_id >= p->names_n)
+            continue;
+        agg[x->name_id].calls++;
+        agg[x->name_id].ns += x->end - x->start;
+        total += x->end - x->start;
+    }
+    for (i = 0; i < p->names_n; i++) {
+        if (agg[i].calls) {
+            agg[m] = agg[i];
+            agg[m].id = (uint32_t)i;
+            m++;
+        }
+    }
+    g_sort_names = p->disp;
+    qsort(agg, m, sizeof *agg, cmp_kagg);
+    g_sort_names = NULL;
+
+    for (k = 0; k < max && (size_t)k < m; k++) {
+        prof_kernel_stat *s = &out[k];
+        memset(s, 0, sizeof *s);
+        copy_trunc(s->name, sizeof s->name, p->disp[agg[k].id]);
+        s->calls = agg[k].calls;
+        s->total_us = (double)agg[k].ns / 1e3;
+        s->mean_us = s->total_us / (double)agg[k].calls;
+        s->share = total ? (double)agg[k].ns / (double)total : 0.0;
+    }
+    *n = k;
+    free(agg);
+    return PROF_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Chrome trace                                                        */
+
+static int tb_reserve(prof *p, size_t extra)
+{
+    size_t need = p->tlen + extra + 1, ncap;
+    char *b;
+    if (need <= p->tcap)
+        return PROF_OK;
+    ncap = p->tcap ? p->tcap : 1 << 16;
+    while (ncap < need)
+        ncap *= 2;
+    b = realloc(p->tbuf, ncap);
+    if (!b)
+        return PROF_ENOMEM;
+    p->tbuf = b;
+    p->tcap = ncap;
+    return PROF_OK;
+}
+
+static int tb_printf(prof *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int tb_printf(prof *p, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return PROF_EINVAL;
+    if (tb_reserve(p, (size_t)n) != PROF_OK)
+        return PROF_ENOMEM;
+    va_start(ap, fmt);
+    n = vsnprintf(p->tbuf + p->tlen, p->tcap - p->tlen, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return PROF_EINVAL;
+    p->tlen += (size_t)n;
+    return PROF_OK;
+}
+
+/* Appends s as a JSON string (with quotes). Bytes >= 0x80 become '?' so the
+ * output is plain ASCII and valid whatever the input encoding. */
+static int tb_json_str(prof *p, const char *s)
+{
+    size_t n = strlen(s);
+    const unsigned char *u = (const unsigned char *)s;
+    if (tb_reserve(p, n * 6 + 2) != PROF_OK)
+        return PROF_ENOMEM;
+    p->tbuf[p->tlen++] = '"';
+    for (; *u; u++) {
+        unsigned c = *u;
+        if (c == '"' || c == '\\') {
+            p->tbuf[p->tlen++] = '\\';
+            p->tbuf[p->tlen++] = (char)c;
+        } else if (c < 0x20) {
+            p->tlen += (size_t)snprintf(p->tbuf + p->tlen, 7, "\\u%04x", c);
+        } else if (c >= 0x80) {
+            p->tbuf[p->tlen++] = '?';
+        } else {
+            p->tbuf[p->tlen++] = (char)c;
+        }
+    }
+    p->tbuf[p->tlen++] = '"';
+    p->tbuf[p->tlen] = '\0';
+    return PROF_OK;
+}
+
+/* ns -> "µs with 3 decimals", without printf's locale-dependent %f. */
+static void fmt_us(char *buf, size_t len, int64_t ns)
+{
+    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    snprintf(buf, len, "%s%llu.%03u", ns < 0 ? "-" : "",
+             (unsigned long long)(a / 1000), (unsigned)(a % 1000));
+}
+
+static const char *copy_kind_name(uint8_t k)
+{
+    switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "memcpy HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "memcpy AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "memcpy AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "memcpy AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "memcpy DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "memcpy HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "memcpy PtoP";
+    default: return "memcpy";
+    }
+}
+
+/* Starts a new event: the separator (if needed) and the event count. */
+static int tb_event_begin(prof *p)
+{
+    if (p->tevents > 0 && tb_printf(p, ",\n") != PROF_OK)
+        return PROF_ENOMEM;
+    p->tevents++;
+    return PROF_OK;
+}
+
+static int trace_one(prof *p, const rec *x, int pid)
+{
+    char ts[32], dur[32];
+    int rc;
+    fmt_us(ts, sizeof ts, (int64_t)(x->start - p->torigin));
+    fmt_us(dur, sizeof dur, (int64_t)(x->end - x->start));
+
+    if ((rc = tb_event_begin(p)) != PROF_OK)
+        return rc;
+    if ((rc = tb_printf(p, "{\"name\":")) != PROF_OK)
+        return rc;
+    switch (x->kind) {
+    case R_KERNEL:
+        rc = tb_json_str(p, x->name_id < p->names_n ? p->disp[x->name_id]
+                                                    : "<unknown>");
+        if (rc == PROF_OK)
+            rc = tb_printf(p,
+                           ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":%d,"
+                           "\"tid\":%u,\"ts\":%s,\"dur\":%s,\"args\":{"
+                           "\"grid\":[%d,%d,%d],\"block\":[%u,%u,%u],"
+                           "\"regs\":%u,\"smem\":%u,\"graph\":%u}}",
+                           pid, (unsigned)x->stream, ts, dur, (int)x->grid[0],
+                           (int)x->grid[1], (int)x->grid[2],
+                           (unsigned)x->block[0], (unsigned)x->block[1],
+                           (unsigned)x->block[2], (unsigned)x->regs,
+                           (unsigned)x->smem, (unsigned)x->graph_id);
+        break;
+    case R_MEMCPY:
+        rc = tb_printf(p,
+                       "\"%s\",\"cat\":\"memcpy\",\"ph\":\"X\",\"pid\":%d,"
+                       "\"tid\":%u,\"ts\":%s,\"dur\":%s,\"args\":{"
+                       "\"bytes\":%llu,\"graph\":%u}}",
+                       copy_kind_name(x->copy_kind), pid, (unsigned)x->stream,
+                       ts, dur, (unsigned long long)x->bytes,
+                       (unsigned)x->graph_id);
+        break;
+    default:
+        rc = tb_printf(p,
+                       "\"memset\",\"cat\":\"memset\",\"ph\":\"X\",\"pid\":%d,"
+                       "\"tid\":%u,\"ts\":%s,\"dur\":%s,\"args\":{"
+                       "\"bytes\":%llu,\"graph\":%u}}",
+                       pid, (unsigned)x->stream, ts, dur,
+                       (unsigned long long)x->bytes, (unsigned)x->graph_id);
+        break;
+    }
+    return rc;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Metadata: process name and order, and one "stream N" name per stream. */
+static int trace_meta(prof *p, const char *label, int pid)
+{
+    uint32_t *streams = NULL;
+    size_t i, ns = 0;
+    int rc;
+
+    if ((rc = tb_event_begin(p)) != PROF_OK ||
+        (rc = tb_printf(p, "{\"name\":\"process_name\",\"ph\":\"M\","
+                           "\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
+                        pid)) != PROF_OK ||
+        (rc = tb_json_str(p, label)) != PROF_OK ||
+        (rc = tb_printf(p, "}}")) != PROF_OK)
+        return rc;
+    if ((rc = tb_event_begin(p)) != PROF_OK ||
+        (rc = tb_printf(p, "{\"name\":\"process_sort_index\",\"ph\":\"M\","
+                           "\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
+                        pid, pid)) != PROF_OK)
+        return rc;
+
+    if (p->win_n == 0)
+        return PROF_OK;
+    streams = malloc(p->win_n * sizeof *streams);
+    if (!streams)
+        return PROF_ENOMEM;
+    for (i = 0; i < p->win_n; i++)
+        streams[i] = p->win[i].stream;
+    qsort(streams, p->win_n, sizeof *streams, cmp_u32);
+    for (i = 0; i < p->win_n; i++) {
+        if (i > 0 && streams[i] == streams[i - 1])
+            continue;
+        streams[ns++] = streams[i];
+    }
+    for (i = 0; i < ns && rc == PROF_OK; i++) {
+        rc = tb_event_begin(p);
+        if (rc == PROF_OK)
+            rc = tb_printf(p,
+                           "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
+                           "\"tid\":%u,\"args\":{\"name\":\"stream %u\"}}",
+                           pid, (unsigned)streams[i], (unsigned)streams[i]);
+    }
+    free(streams);
+    return rc;
+}
+
+int prof_trace_add(prof *p, const char *label, int pid)
+{
+    size_t i, saved_len;
+    uint64_t saved_events;
+    int rc;
+
+    if (!p)
+        return PROF_EINVAL;
+    p->err[0] = '\0';
+    if (!p->have_window) {
+        set_err(p, "prof_trace_add: no finished window");
+        return PROF_ESTATE;
+    }
+    if (!label || !label[0])
+        label = p->last.label[0] ? p->last.label : "window";
+    if (!p->torigin_set) {
+        p->torigin = p->t0;
+        p->torigin_set = 1;
+    }
+
+    saved_len = p->tlen;
+    saved_events = p->tevents;
+    rc = trace_meta(p, label, pid);
+    for (i = 0; i < p->win_n && rc == PROF_OK; i++) {
+        if (p->tevents >= PROF_TRACE_MAX_EVENTS ||
+            p->tlen >= PROF_TRACE_MAX_BYTES) {
+            p->tleft_out += p->win_n - i;
+            set_err(p, "prof_trace_add: trace cap reached (%u events or "
+                       "%u MiB); %llu events left out in total",
+                    (unsigned)PROF_TRACE_MAX_EVENTS,
+                    (unsigned)(PROF_TRACE_MAX_BYTES >> 20),
+                    (unsigned long long)p->tleft_out);
+            return PROF_WTRUNC;
+        }
+        rc = trace_one(p, &p->win[i], pid);
+    }
+    if (rc != PROF_OK) {
+        /* Roll back this call's partial output so the trace stays valid. */
+        p->tlen = saved_len;
+        p->tevents = saved_events;
+        if (p->tbuf)
+            p->tbuf[p->tlen] = '\0';
+        set_err(p, "prof_trace_add: %s", prof_strerror(rc));
+    }
+    return rc;
+}
+
+int prof_trace_write(const prof *p, const char *path)
+{
+    FILE *f;
+    int bad;
+
+    if (!p || !path || !path[0])
+        return PROF_EINVAL;
+    f = fopen(path, "w");
+    if (!f) {
+        set_err_c(p, "prof_trace_write: cannot open %s for writing", path);
+        return PROF_EIO;
+    }
+    bad = fputs("{\"traceEvents\":[\n", f) < 0;
+    if (!bad && p->tlen > 0)
+        bad = fwrite(p->tbuf, 1, p->tlen, f) != p->tlen;
+    if (!bad)
+        bad = fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f) < 0;
+    if (fclose(f) != 0)
+        bad = 1;
+    if (bad) {
+        set_err_c(p, "prof_trace_write: writing %s failed", path);
+        return PROF_EIO;
+    }
+    return PROF_OK;
+}
