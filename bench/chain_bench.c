@@ -189,6 +189,7 @@ typedef struct cgr_mode {
     int io;           /* 4 KiB in + 4 B out */
     int fast;         /* cgr_step_acquire + write into the slot + cgr_step_launch */
     int memcpy_nodes; /* zero_copy_max_bytes = 0 */
+    int event_wait;   /* wait_spin_us = 0: wait on the event, not the flag */
     cgr_info *info;
     cgr_runtime *rt;
     cgr_step *step;
@@ -220,6 +221,8 @@ static int cgr_setup(cgr_mode *m)
     o.device = cfg->device;
     if (m->memcpy_nodes)
         o.zero_copy_max_bytes = 0;
+    if (m->event_wait)
+        o.wait_spin_us = 0;
     CGR_CK(cgr_runtime_create(&m->rt, &o));
     void *x = NULL;
     CGR_CK(cgr_persistent_alloc(m->rt, sizeof m->e->x_init, &x));
@@ -408,6 +411,7 @@ static const char *const chain_mode_names[CHAIN_MODES] = {
     [CHAIN_CGR_IO_FAST] = "cgr_io_zero_copy_fast_path",
     [CHAIN_GRAPH_IO] = "graph_io_memcpy_async",
     [CHAIN_CGR_IO_MEMCPY] = "cgr_io_memcpy_nodes",
+    [CHAIN_CGR_IO_EVENT] = "cgr_io_zero_copy_event_wait",
 };
 
 static unsigned chain_budget(const chain_env *e)
@@ -436,12 +440,13 @@ static void run_raw_modes(chain_env *e, bench_results *res, chain_result *cr)
 static void run_cgr_modes(chain_env *e, bench_results *res, chain_result *cr)
 {
     static const struct {
-        int mode, io, fast, memcpy_nodes;
+        int mode, io, fast, memcpy_nodes, event_wait;
     } modes[] = {
-        {CHAIN_CGR, 0, 0, 0},
-        {CHAIN_CGR_IO, 1, 0, 0},
-        {CHAIN_CGR_IO_FAST, 1, 1, 0},
-        {CHAIN_CGR_IO_MEMCPY, 1, 0, 1},
+        {CHAIN_CGR, 0, 0, 0, 0},
+        {CHAIN_CGR_IO, 1, 0, 0, 0},
+        {CHAIN_CGR_IO_FAST, 1, 1, 0, 0},
+        {CHAIN_CGR_IO_MEMCPY, 1, 0, 1, 0},
+        {CHAIN_CGR_IO_EVENT, 1, 0, 0, 1},
     };
     char group[32];
     group_name(e, group, sizeof group);
@@ -454,6 +459,7 @@ static void run_cgr_modes(chain_env *e, bench_results *res, chain_result *cr)
         cm.io = modes[i].io;
         cm.fast = modes[i].fast;
         cm.memcpy_nodes = modes[i].memcpy_nodes;
+        cm.event_wait = modes[i].event_wait;
         cm.info = &cr->cgr[id];
         run_mode(res, group, &cr->mode[id], chain_budget(e), cgr_mode_run, &cm);
     }
@@ -487,9 +493,9 @@ static void chain_one(const bench_config *cfg, bench_results *res, chain_result 
 {
     static const int raw_ids[] = {CHAIN_EAGER, CHAIN_GRAPH, CHAIN_GRAPH_IO};
     static const int cgr_ids[] = {CHAIN_CGR, CHAIN_CGR_IO, CHAIN_CGR_IO_FAST,
-                                  CHAIN_CGR_IO_MEMCPY};
+                                  CHAIN_CGR_IO_MEMCPY, CHAIN_CGR_IO_EVENT};
     const int *ids = pass == CHAIN_PASS_RAW ? raw_ids : cgr_ids;
-    int n_ids = pass == CHAIN_PASS_RAW ? 3 : 4;
+    int n_ids = pass == CHAIN_PASS_RAW ? 3 : 5;
     mode_result *modes[CHAIN_MODES];
     for (int i = 0; i < n_ids; i++)
         modes[i] = &cr->mode[ids[i]];

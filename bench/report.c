@@ -34,6 +34,7 @@ typedef struct chain_derived {
     double cgr_over_graph;          /* cgr per kernel / raw graph per kernel */
     double host_cgr_minus_graph;    /* us per step */
     double io_zero_copy, io_fast_path, io_memcpy_nodes, io_memcpy_async; /* added wall us */
+    double io_event_wait;
 } chain_derived;
 
 static void chain_derive(const chain_result *c, chain_derived *d)
@@ -48,6 +49,7 @@ static void chain_derive(const chain_result *c, chain_derived *d)
     d->io_fast_path = wall_med(&m[CHAIN_CGR_IO_FAST]) - wall_med(&m[CHAIN_CGR]);
     d->io_memcpy_nodes = wall_med(&m[CHAIN_CGR_IO_MEMCPY]) - wall_med(&m[CHAIN_CGR]);
     d->io_memcpy_async = wall_med(&m[CHAIN_GRAPH_IO]) - wall_med(&m[CHAIN_GRAPH]);
+    d->io_event_wait = wall_med(&m[CHAIN_CGR_IO_EVENT]) - wall_med(&m[CHAIN_CGR]);
 }
 
 static double slot_added_wall(const staging_result *s, int mode)
@@ -142,12 +144,13 @@ static const char *const chain_labels[CHAIN_MODES] = {
     [CHAIN_CGR_IO_FAST] = "cgr, I/O zero-copy, slot fast path",
     [CHAIN_GRAPH_IO] = "raw graph + cudaMemcpyAsync I/O",
     [CHAIN_CGR_IO_MEMCPY] = "cgr, I/O by memcpy nodes",
+    [CHAIN_CGR_IO_EVENT] = "cgr, I/O zero-copy, event wait",
 };
 
 /* Print order: the three comparisons first, then the I/O variants. */
 static const int chain_order[CHAIN_MODES] = {
-    CHAIN_EAGER, CHAIN_GRAPH, CHAIN_CGR, CHAIN_CGR_IO, CHAIN_CGR_IO_FAST, CHAIN_CGR_IO_MEMCPY,
-    CHAIN_GRAPH_IO,
+    CHAIN_EAGER, CHAIN_GRAPH, CHAIN_CGR, CHAIN_CGR_IO, CHAIN_CGR_IO_FAST, CHAIN_CGR_IO_EVENT,
+    CHAIN_CGR_IO_MEMCPY, CHAIN_GRAPH_IO,
 };
 
 static void chain_rows(const chain_result *c)
@@ -179,6 +182,7 @@ static void chain_ratios(const chain_result *c)
     diff(12, 2, d.host_cgr_minus_graph);
     diff(12, 2, d.io_zero_copy);
     diff(12, 2, d.io_fast_path);
+    diff(12, 2, d.io_event_wait);
     diff(12, 2, d.io_memcpy_nodes);
     diff(12, 2, d.io_memcpy_async);
     printf("\n");
@@ -216,8 +220,8 @@ void report_chain(const bench_results *res)
     printf("\n  ratios: speedup = eager/cgr wall; cgr/raw = per-kernel wall; host = cgr minus raw "
            "graph host CPU us;\n  I/O (4 KiB in + 4 B out) = added wall us: cgr modes vs cgr "
            "without I/O, memcpyAsync vs raw graph\n");
-    printf("%5s %11s %11s %12s %12s %12s %12s %12s\n", "N", "speedup", "cgr/raw", "host +us",
-           "I/O zc", "I/O fast", "I/O mcpy nd", "I/O mcpyAsy");
+    printf("%5s %11s %11s %12s %12s %12s %12s %12s %12s\n", "N", "speedup", "cgr/raw",
+           "host +us", "I/O zc", "I/O fast", "I/O event", "I/O mcpy nd", "I/O mcpyAsy");
     for (int i = 0; i < res->n_chain; i++)
         chain_ratios(&res->chain[i]);
     if (usable(&res->timer))
@@ -391,8 +395,10 @@ static void summary_chain(const bench_results *res)
     num(8, 2, cpu_med(&c->mode[CHAIN_CGR]));
     num(8, 2, cpu_med(&c->mode[CHAIN_GRAPH]));
     diff(8, 2, d.host_cgr_minus_graph);
-    printf("\n%-46s", "I/O 4KiB+4B added us: zc | memcpy nd | mcpyAsync");
+    printf("\n%-46s", "I/O 4KiB+4B added us: zc | zc, event wait");
     diff(8, 2, d.io_zero_copy);
+    diff(8, 2, d.io_event_wait);
+    printf("\n%-46s", "I/O 4KiB+4B added us: memcpy nd | mcpyAsync");
     diff(8, 2, d.io_memcpy_nodes);
     diff(8, 2, d.io_memcpy_async);
     printf("\n");
@@ -511,6 +517,7 @@ static void json_chain(json_writer *w, const chain_result *c)
     json_number(w, "cgr_zero_copy", d.io_zero_copy);
     json_number(w, "cgr_zero_copy_fast_path", d.io_fast_path);
     json_number(w, "cgr_memcpy_nodes", d.io_memcpy_nodes);
+    json_number(w, "cgr_zero_copy_event_wait", d.io_event_wait);
     json_number(w, "graph_memcpy_async", d.io_memcpy_async);
     json_end_object(w);
     json_end_object(w);

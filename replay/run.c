@@ -145,22 +145,20 @@ CGR_API cgr_status cgr_step_launch(cgr_step *s, const cgr_slot *slot)
     return launch_acquired(s, slot->ticket);
 }
 
-/* How long to spin on a completion flag before blocking on the event. */
-#define CGR__SPIN_US 200.0
-
 /*
  * Waits for the last run on `slot`. A graph run whose outputs go through
  * the zero-copy kernel publishes a sequence number into the slot's flag
  * word as soon as its outputs are visible; the host sees that a few
  * microseconds before the graph's end would reach an event (measured in
- * docs/staging.md), which is most of a small step's I/O cost. Spinning is
- * bounded: past CGR__SPIN_US the wait blocks on the run's event, which also
+ * docs/staging.md). Spinning is bounded: past cgr_options.wait_spin_us
+ * the wait blocks on the run's event, which also
  * reports a failed run instead of spinning forever on a flag that will
  * never come.
  */
 static cgr_status wait_slot(cgr_step *s, uint32_t slot)
 {
-    if (s->sig_kind[slot]) {
+    double spin_us = (double)s->rt->opt.wait_spin_us;
+    if (s->sig_kind[slot] && spin_us > 0.0) {
         uint64_t *flag = (uint64_t *)cgr__slot_host(s, slot);
         uint64_t want = s->sig_expect[slot];
         double start = 0.0;
@@ -171,7 +169,7 @@ static cgr_status wait_slot(cgr_step *s, uint32_t slot)
                 double now = cgr__now_us();
                 if (start == 0.0)
                     start = now;
-                else if (now - start > CGR__SPIN_US)
+                else if (now - start > spin_us)
                     break;
             }
         }

@@ -36,6 +36,7 @@ static void test_options(void)
     ASSERT_EQ(o.warmup_runs, 2);
     ASSERT_EQ(o.log_level, CGR_LOG_OFF);
     ASSERT_EQ(o.zero_copy_max_bytes, (size_t)16 << 20);
+    ASSERT_EQ(o.wait_spin_us, 200);
     ASSERT_OK(cgr__validate_options(&o));
 
 #define BAD(field_change, needle)                                                          \
@@ -59,6 +60,7 @@ static void test_options(void)
     BAD(o.arena_limit = 1000, "arena_limit");
     BAD(o.arena_limit = SIZE_MAX, "arena_limit");
     BAD(o.zero_copy_max_bytes = ((size_t)1 << 30) + 1, "zero_copy_max_bytes");
+    BAD(o.wait_spin_us = 1000001, "wait_spin_us");
     BAD(o.reserved[63] = 1, "reserved");
 #undef BAD
 

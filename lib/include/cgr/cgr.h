@@ -132,6 +132,10 @@ typedef struct cgr_options {
     size_t zero_copy_max_bytes;/**< tensors up to this size cross PCIe by zero-copy kernels,
                                     larger ones by memcpy nodes; default 16 MiB
                                     (docs/staging.md has the measurements) */
+    unsigned wait_spin_us;     /**< cgr_step_wait spins up to this long on a graph run's
+                                    completion flag, then blocks on its event; 0 waits on
+                                    the event at once (less CPU, a few us later); default
+                                    200, at most 1000000 */
     cgr_log_fn log_fn;         /**< NULL: log lines go to stderr, when the level asks */
     void *log_user;            /**< passed to log_fn */
     unsigned char reserved[64];/**< must be zero */
