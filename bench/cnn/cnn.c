@@ -465,7 +465,7 @@ const char *cnn_describe(const cnn *m)
         while (e + 1 < CNN_N_CONV && m->dyn->algo[e + 1] == m->dyn->algo[l] &&
                m->dyn->fused[e + 1] == m->dyn->fused[l])
             e++;
-        char range[16];
+        char range[48];
         if (e == l)
             snprintf(range, sizeof range, "conv%d", l);
         else
