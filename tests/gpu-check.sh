@@ -23,7 +23,7 @@ if meson setup "$b" >"$OUT/setup.log" 2>&1 && ninja -C "$b" >"$OUT/build.log" 2>
     result[build]=ok
 else
     result[build]=FAILED
-    tail -30 "$OUT/setup.log" "$OUT/build.log"
+    tail -n 30 "$OUT/setup.log" "$OUT/build.log"
 fi
 grep -A4 "^cgr" "$OUT/setup.log" | tail -4
 
@@ -40,10 +40,10 @@ if [ "${result[build]}" = ok ]; then
     if [ $bench = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
         "$b/bench/cgr-bench" default $quick --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 \
             && result[bench]=ok || result[bench]=FAILED
-        tail -40 "$OUT/bench.log"
+        tail -n 40 "$OUT/bench.log"
         "$b/bench/cgr-bench" chain --pdl $quick --json "$OUT/bench-pdl.json" \
             >"$OUT/bench-pdl.log" 2>&1 || result[bench]=FAILED
-        tail -14 "$OUT/bench-pdl.log"
+        tail -n 14 "$OUT/bench-pdl.log"
     fi
 fi
 cp "$b/meson-logs/testlog.txt" "$OUT/" 2>/dev/null
