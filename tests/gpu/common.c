@@ -33,6 +33,23 @@ void rng_fill(rng *r, float *x, size_t n)
         x[i] = rng_float(r);
 }
 
+cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in, int n_in,
+                    const cgr_tensor_desc *out, int n_out, cgr_step_fn fn, void *user)
+{
+    cgr_step_desc d;
+    ASSERT_OK(cgr_step_desc_init(&d));
+    d.name = name;
+    d.inputs = in;
+    d.n_inputs = n_in;
+    d.outputs = out;
+    d.n_outputs = n_out;
+    d.fn = fn;
+    d.user = user;
+    cgr_step *s = NULL;
+    ASSERT_OK(cgr_step_create(rt, &d, &s));
+    return s;
+}
+
 cgr_tensor_desc tensor2(const char *name, cgr_dtype t, int64_t d0, int64_t d1)
 {
     cgr_tensor_desc d;

@@ -43,6 +43,10 @@ void rng_fill(rng *r, float *x, size_t n);
             return s_;                                                                     \
     } while (0)
 
+/* Creates a step on rt with the given I/O; any failure fails the test. */
+cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in, int n_in,
+                    const cgr_tensor_desc *out, int n_out, cgr_step_fn fn, void *user);
+
 /* A filled-in tensor description. */
 cgr_tensor_desc tensor2(const char *name, cgr_dtype t, int64_t d0, int64_t d1);
 cgr_tensor_desc tensor1(const char *name, cgr_dtype t, int64_t d0);

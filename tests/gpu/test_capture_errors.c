@@ -55,22 +55,11 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
     return CGR_STATUS_OK;
 }
 
-static cgr_step *make_step(cgr_runtime *rt, bad_step *b, const char *name)
+static cgr_step *make_bad_step(cgr_runtime *rt, bad_step *b, const char *name)
 {
     cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
     cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = name;
-    d.inputs = &in;
-    d.n_inputs = 1;
-    d.outputs = &out;
-    d.n_outputs = 1;
-    d.fn = step_fn;
-    d.user = b;
-    cgr_step *s = NULL;
-    ASSERT_OK(cgr_step_create(rt, &d, &s));
-    return s;
+    return make_step(rt, name, &in, 1, &out, 1, step_fn, b);
 }
 
 /* Runs once with fresh input and checks y = 2x + 1 exactly. */
@@ -96,7 +85,7 @@ static void expect_capture_failure(cgr_runtime *rt, bad_kind kind, const char *n
                                    const char *want_error, const char *want_hint, rng *r)
 {
     bad_step b = {kind, 0};
-    cgr_step *s = make_step(rt, &b, name);
+    cgr_step *s = make_bad_step(rt, &b, name);
     ASSERT_OK(run_checked(s, r)); /* warm-up 1 */
     ASSERT_OK(run_checked(s, r)); /* warm-up 2 */
     cgr_status want = kind == BAD_RETURN ? CGR_STATUS_STEP_FAILED : CGR_STATUS_CAPTURE_FAILED;
@@ -139,7 +128,7 @@ static void expect_capture_failure(cgr_runtime *rt, bad_kind kind, const char *n
 static void expect_good(cgr_runtime *rt, rng *r)
 {
     bad_step b = {GOOD, 0};
-    cgr_step *s = make_step(rt, &b, "good");
+    cgr_step *s = make_bad_step(rt, &b, "good");
     for (int i = 0; i < 10; i++)
         ASSERT_OK(run_checked(s, r));
     cgr_step_stats ss;

@@ -111,16 +111,7 @@ static void make(cgr_runtime **rt, cgr_step **s, conv *c, int warmup, const floa
     CUDA_OK(cudaMemcpy(c->weight, w, sizeof(float) * CO * CI * 9, cudaMemcpyHostToDevice));
     cgr_tensor_desc in = tensor2("x", CGR_DTYPE_F32, NB * CI, H * W);
     cgr_tensor_desc out = tensor2("y", CGR_DTYPE_F32, NB * CO, H * W);
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = "conv";
-    d.inputs = &in;
-    d.n_inputs = 1;
-    d.outputs = &out;
-    d.n_outputs = 1;
-    d.fn = conv_step;
-    d.user = c;
-    ASSERT_OK(cgr_step_create(*rt, &d, s));
+    *s = make_step(*rt, "conv", &in, 1, &out, 1, conv_step, c);
 }
 
 int main(void)

@@ -93,16 +93,7 @@ static void make(setup *s, int warmup, size_t zero_copy_max, const float *bias_h
     cgr_tensor_desc in[2] = {tensor2("a", CGR_DTYPE_F32, M, K), tensor2("b", CGR_DTYPE_F32, K, N)};
     cgr_tensor_desc out[3] = {tensor2("c", CGR_DTYPE_F32, M, N), tensor1("rows", CGR_DTYPE_F32, M),
                               tensor1("scratch_ptr", CGR_DTYPE_I64, 1)};
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = "mlp";
-    d.inputs = in;
-    d.n_inputs = 2;
-    d.outputs = out;
-    d.n_outputs = 3;
-    d.fn = mlp_step;
-    d.user = &s->m;
-    ASSERT_OK(cgr_step_create(s->rt, &d, &s->step));
+    s->step = make_step(s->rt, "mlp", in, 2, out, 3, mlp_step, &s->m);
 }
 
 static void run_config(size_t zero_copy_max, uint64_t seed)

@@ -50,16 +50,7 @@ int main(void)
     CUDA_OK(cudaStreamSynchronize(st));
 
     cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN), out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = "pdl_chain";
-    d.inputs = &in;
-    d.n_inputs = 1;
-    d.outputs = &out;
-    d.n_outputs = 1;
-    d.fn = step_fn;
-    cgr_step *s;
-    ASSERT_OK(cgr_step_create(rt, &d, &s));
+    cgr_step *s = make_step(rt, "pdl_chain", &in, 1, &out, 1, step_fn, NULL);
     rng r = {555};
     static float x[LEN];
     for (int run = 0; run < 30; run++) {

@@ -38,15 +38,7 @@ static void cycle(rng *r, float *x)
     ASSERT_OK(cgr_runtime_create(&rt, NULL));
     cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
     cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.inputs = &in;
-    d.n_inputs = 1;
-    d.outputs = &out;
-    d.n_outputs = 1;
-    d.fn = step_fn;
-    cgr_step *s;
-    ASSERT_OK(cgr_step_create(rt, &d, &s));
+    cgr_step *s = make_step(rt, NULL, &in, 1, &out, 1, step_fn, NULL);
     void *persistent;
     ASSERT_OK(cgr_persistent_alloc(rt, (size_t)64 << 20, &persistent));
     for (int i = 0; i < 6; i++) {

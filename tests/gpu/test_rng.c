@@ -36,13 +36,7 @@ static void make(cgr_runtime **rt, cgr_step **s, int warmup)
     o.warmup_runs = warmup;
     ASSERT_OK(cgr_runtime_create(rt, &o));
     cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = "rng";
-    d.outputs = &out;
-    d.n_outputs = 1;
-    d.fn = step_fn;
-    ASSERT_OK(cgr_step_create(*rt, &d, s));
+    *s = make_step(*rt, "rng", NULL, 0, &out, 1, step_fn, NULL);
     ASSERT_OK(cgr_step_set_seed(*s, SEED));
 }
 

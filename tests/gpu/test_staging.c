@@ -76,17 +76,7 @@ int main(void)
                              tensor1("xl", CGR_DTYPE_F32, LARGE)};
     cgr_tensor_desc out[2] = {tensor1("ys", CGR_DTYPE_F32, SMALL),
                               tensor1("yl", CGR_DTYPE_F32, LARGE)};
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = "staging";
-    d.inputs = in;
-    d.n_inputs = 2;
-    d.outputs = out;
-    d.n_outputs = 2;
-    d.fn = step_fn;
-    d.user = &g;
-    cgr_step *s;
-    ASSERT_OK(cgr_step_create(rt, &d, &s));
+    cgr_step *s = make_step(rt, "staging", in, 2, out, 2, step_fn, &g);
 
     rng r = {7};
     static float xs[SLOTS][SMALL], xl[SLOTS][LARGE];
