@@ -34,6 +34,7 @@ CGR_API cgr_status cgr_options_init(cgr_options *opt)
      * faster than a memcpy node at every size measured, 4 KiB to 16 MiB. */
     opt->zero_copy_max_bytes = 16 * CGR__MIB;
     opt->wait_spin_us = 200;
+    opt->capture = 1;
     return CGR_STATUS_OK;
 }
 
@@ -66,6 +67,9 @@ cgr_status cgr__validate_options(const cgr_options *o)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.zero_copy_max_bytes is %zu, must be <= 1 GiB",
                         o->zero_copy_max_bytes);
+    if (o->capture != 0 && o->capture != 1)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options.capture is %d, must be 0 or 1",
+                        o->capture);
     if (o->wait_spin_us > 1000000)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.wait_spin_us is %u, must be <= 1000000", o->wait_spin_us);

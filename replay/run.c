@@ -29,6 +29,12 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
     cgr_step_stats *ss = &s->stats;
     if (ss->mode == CGR_MODE_GRAPH)
         return replay(s, slot);
+    if (ss->mode == CGR_MODE_WARMUP && ss->warmup_runs >= (uint64_t)rt->opt.warmup_runs &&
+        !rt->opt.capture) {
+        ss->mode = CGR_MODE_EAGER;
+        strncpy(ss->capture_error, "capture disabled (cgr_options.capture = 0)",
+                sizeof ss->capture_error - 1);
+    }
     if (ss->mode == CGR_MODE_WARMUP && ss->warmup_runs >= (uint64_t)rt->opt.warmup_runs) {
         cgr_status st = cgr__capture(s);
         if (st == CGR_STATUS_CAPTURE_FAILED) {

@@ -80,11 +80,11 @@ typedef struct setup {
     model m;
 } setup;
 
-static void make(setup *s, int warmup, size_t zero_copy_max, const float *bias_host)
+static void make(setup *s, int capture, size_t zero_copy_max, const float *bias_host)
 {
     cgr_options o;
     ASSERT_OK(cgr_options_init(&o));
-    o.warmup_runs = warmup;
+    o.capture = capture;
     o.zero_copy_max_bytes = zero_copy_max;
     ASSERT_OK(cgr_runtime_create(&s->rt, &o));
     memset(&s->m, 0, sizeof s->m);
@@ -102,8 +102,8 @@ static void run_config(size_t zero_copy_max, uint64_t seed)
     float bias[N];
     rng_fill(&r, bias, N);
     setup g, e;
-    make(&g, 2, zero_copy_max, bias);
-    make(&e, CGR_MAX_WARMUP, zero_copy_max, bias); /* never leaves warm-up: eager */
+    make(&g, 1, zero_copy_max, bias);
+    make(&e, 0, zero_copy_max, bias); /* every run eager */
 
     static float a[M * K], b[K * N];
     static double cref[M * N], rref[M];
@@ -169,8 +169,11 @@ static void run_config(size_t zero_copy_max, uint64_t seed)
     ASSERT_U64_EQ(sg.warmup_runs, 2);
     ASSERT_U64_EQ(sg.replays, STEPS - 2);
     ASSERT_U64_EQ(se.replays, 0);
-    ASSERT_U64_EQ(se.warmup_runs, STEPS);
-    ASSERT_EQ(se.mode, CGR_MODE_WARMUP);
+    ASSERT_U64_EQ(se.captures, 0);
+    ASSERT_U64_EQ(se.warmup_runs, 2);
+    ASSERT_U64_EQ(se.eager_runs, STEPS - 2);
+    ASSERT_EQ(se.mode, CGR_MODE_EAGER);
+    ASSERT(strstr(se.capture_error, "capture disabled") != NULL);
     ASSERT_U64_EQ(sg.scratch_requests, 3); /* cuBLAS workspace, t1, t3 */
     ASSERT(sg.scratch_peak >= sg.scratch_lower_bound);
     if (zero_copy_max >= (1u << 20)) {

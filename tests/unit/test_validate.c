@@ -61,6 +61,7 @@ static void test_options(void)
     BAD(o.arena_limit = SIZE_MAX, "arena_limit");
     BAD(o.zero_copy_max_bytes = ((size_t)1 << 30) + 1, "zero_copy_max_bytes");
     BAD(o.wait_spin_us = 1000001, "wait_spin_us");
+    BAD(o.capture = 2, "capture");
     BAD(o.reserved[63] = 1, "reserved");
 #undef BAD
 

@@ -132,6 +132,9 @@ typedef struct cgr_options {
     size_t zero_copy_max_bytes;/**< tensors up to this size cross PCIe by zero-copy kernels,
                                     larger ones by memcpy nodes; default 16 MiB
                                     (docs/staging.md has the measurements) */
+    int capture;               /**< 1 (default): capture after warm-up; 0: run every step
+                                    eagerly (a baseline, or to rule graphs out when
+                                    debugging) */
     unsigned wait_spin_us;     /**< cgr_step_wait spins up to this long on a graph run's
                                     completion flag, then blocks on its event; 0 waits on
                                     the event at once (less CPU, a few us later); default
