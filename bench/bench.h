@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "timing.h"
+#include "work.h"
 
 typedef struct bench_config {
     int device;
@@ -17,6 +18,8 @@ typedef struct bench_config {
     int warmup;          /* warm-up steps per mode (>= 20) */
     int quick;           /* only N = 100 for the chain suite */
     int pdl;             /* chain kernels use programmatic dependent launch */
+    int profile;         /* print the top kernels of each graphed workload */
+    const char *trace_path; /* Chrome/Perfetto trace of the workloads' profiled steps */
     unsigned timeout_s;  /* watchdog base per mode; more is added per step */
     const char *json_path;
 } bench_config;
@@ -102,6 +105,8 @@ typedef struct bench_results {
     int canary_ran;
     mode_result canary_before, canary_after;
     int aborted;        /* the device became unusable; later modes skipped */
+    int n_work;
+    work_result work[8]; /* W-cnn (and W-mlp) at each batch size */
 } bench_results;
 
 /*
@@ -115,6 +120,8 @@ int chain_suite(const bench_config *cfg, bench_results *res, enum chain_pass pas
 /* Measures the N = 100 raw graph into *r (the canary). */
 void chain_canary(const bench_config *cfg, bench_results *res, mode_result *r);
 int staging_suite(const bench_config *cfg, bench_results *res);
+/* W-cnn at the given batch sizes (through cgr, eager vs graph). */
+int cnn_suite(const bench_config *cfg, bench_results *res, const int *batches, int n);
 /* Measures the clocks' own overhead into res->timer. */
 void timer_overhead(const bench_config *cfg, bench_results *res);
 
@@ -134,6 +141,7 @@ void run_mode(bench_results *res, const char *group, mode_result *r, unsigned bu
 void report_chain(const bench_results *res);
 void report_staging(const bench_results *res);
 void report_summary(const bench_results *res);
+void report_work(const bench_results *res);
 int report_json(const bench_results *res, const char *path);
 /* 1 when any mode failed or produced a wrong value. */
 int results_failed(const bench_results *res);

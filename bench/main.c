@@ -25,7 +25,7 @@
 #define BENCH_GPU_ARCH "90"
 #endif
 
-typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING } suite_id;
+typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING, SUITE_CNN } suite_id;
 
 static void usage(FILE *f)
 {
@@ -35,13 +35,16 @@ static void usage(FILE *f)
           "             without 4 KiB in + 4 B out\n"
           "  staging    how step I/O should cross PCIe: slot pointing and the zero-copy vs\n"
           "             memcpy-node crossover\n"
-          "  default    chain, then staging (what runs when no suite is given)\n"
+          "  cnn        W-cnn (B = 1, 8, 32) through cgr: eager vs graph, GPU busy time\n"
+          "  default    chain, staging, then W-cnn at B = 1 (what runs when no suite is given)\n"
           "options:\n"
           "  --device N      CUDA device ordinal (default 0)\n"
           "  --steps S       timed steps per mode (default 1000, at least 200)\n"
           "  --warmup W      warm-up steps per mode (default 50, at least 20)\n"
           "  --json FILE     also write every figure as JSON to FILE\n"
           "  --quick         200 steps, 20 warm-up, chain only at N = 100\n"
+          "  --profile       top kernels of each graphed workload (CUPTI)\n"
+          "  --trace FILE    Chrome/Perfetto trace of the workloads' profiled steps\n"
           "  --pdl           chain kernels launched with programmatic dependent launch\n"
           "                  (cgr_launch_kernel with pdl = 1), in every mode\n"
           "  --timeout SEC   watchdog per mode, plus an allowance per step (default 60)\n"
@@ -76,7 +79,8 @@ static int parse_suite(const char *arg, suite_id *suite, int *have_suite)
     static const struct {
         const char *name;
         suite_id id;
-    } suites[] = {{"default", SUITE_DEFAULT}, {"chain", SUITE_CHAIN}, {"staging", SUITE_STAGING}};
+    } suites[] = {{"default", SUITE_DEFAULT}, {"chain", SUITE_CHAIN}, {"staging", SUITE_STAGING},
+                   {"cnn", SUITE_CNN}};
     if (*have_suite) {
         fprintf(stderr, "cgr-bench: more than one suite given ('%s')\n", arg);
         return -1;
@@ -112,6 +116,14 @@ static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
             cfg->quick = 1;
         } else if (!strcmp(a, "--pdl")) {
             cfg->pdl = 1;
+        } else if (!strcmp(a, "--profile")) {
+            cfg->profile = 1;
+        } else if (is_opt(a, "--trace")) {
+            cfg->trace_path = option_value(argc, argv, &i, a, 7);
+            if (!cfg->trace_path || !cfg->trace_path[0]) {
+                fprintf(stderr, "cgr-bench: --trace needs a file name\n");
+                return -1;
+            }
         } else if (is_opt(a, "--device")) {
             TRY(parse_int("--device", option_value(argc, argv, &i, a, 8), 0, 1023, &v));
             cfg->device = (int)v;
@@ -268,19 +280,30 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
 {
     int chain = suite == SUITE_DEFAULT || suite == SUITE_CHAIN;
     int staging = suite == SUITE_DEFAULT || suite == SUITE_STAGING;
+    int cnn = suite == SUITE_DEFAULT || suite == SUITE_CNN;
     timer_overhead(cfg, res);
     if (chain)
         chain_suite(cfg, res, CHAIN_PASS_RAW);
     if (staging)
         staging_suite(cfg, res);
-    if (!chain)
-        return;
-    mode_result_init(&res->canary_before, "graph_n100_before_cgr");
-    mode_result_init(&res->canary_after, "graph_n100_after_cgr");
-    res->canary_ran = 1;
-    chain_canary(cfg, res, &res->canary_before);
-    chain_suite(cfg, res, CHAIN_PASS_CGR);
-    chain_canary(cfg, res, &res->canary_after);
+    if (chain) {
+        mode_result_init(&res->canary_before, "graph_n100_before_cgr");
+        mode_result_init(&res->canary_after, "graph_n100_after_cgr");
+        res->canary_ran = 1;
+        chain_canary(cfg, res, &res->canary_before);
+        chain_suite(cfg, res, CHAIN_PASS_CGR);
+        chain_canary(cfg, res, &res->canary_after);
+    }
+    if (cnn) {
+#if BENCH_HAVE_CNN
+        /* The default suite keeps to small batch; `cnn` measures all three. */
+        static const int all_b[] = {1, 8, 32}, small_b[] = {1};
+        int small = suite == SUITE_DEFAULT || cfg->quick;
+        cnn_suite(cfg, res, small ? small_b : all_b, small ? 1 : 3);
+#else
+        fprintf(stderr, "cgr-bench: built without cuDNN: no W-cnn\n");
+#endif
+    }
 }
 
 static void print_header(const bench_results *res)
@@ -324,8 +347,11 @@ int main(int argc, char **argv)
     run_suites(&cfg, &res, suite);
     report_chain(&res);
     report_staging(&res);
+    report_work(&res);
     report_summary(&res);
-    int failed = results_failed(&res);
+    int trace_failed = cfg.trace_path && work_trace_write(cfg.trace_path) != 0;
+    work_finish();
+    int failed = results_failed(&res) || trace_failed;
     if (cfg.json_path && report_json(&res, cfg.json_path) != 0)
         failed = 1;
     return failed ? 1 : 0;

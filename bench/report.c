@@ -328,6 +328,11 @@ static void visit_modes(const bench_results *res, mode_visit fn, void *u)
         fn("canary", &res->canary_before, u);
         fn("canary", &res->canary_after, u);
     }
+    for (int i = 0; i < res->n_work; i++) {
+        snprintf(g, sizeof g, "%s B=%d", res->work[i].name, res->work[i].B);
+        for (int m = 0; m < WORK_MODES; m++)
+            fn(g, &res->work[i].mode[m].m, u);
+    }
     if (!res->staging_ran)
         return;
     for (int m = 0; m < SLOT_MODES; m++)
@@ -448,6 +453,24 @@ void report_summary(const bench_results *res)
     summary_chain(res);
     summary_canary(res);
     summary_staging(res);
+    for (int i = 0; i < res->n_work; i++) {
+        const work_result *w = &res->work[i];
+        const work_mode *e = &w->mode[WORK_EAGER], *g = &w->mode[WORK_GRAPH];
+        char label[64];
+        snprintf(label, sizeof label, "%s B=%d wall us: eager | graph | speedup", w->name, w->B);
+        printf("%-46s", label);
+        num(8, 1, wall_med(&e->m));
+        num(8, 1, wall_med(&g->m));
+        num(7, 2, wall_med(&e->m) / wall_med(&g->m));
+        printf("x\n");
+        if (g->prof_ok) {
+            snprintf(label, sizeof label, "%s B=%d graph busy us | wall/busy", w->name, w->B);
+            printf("%-46s", label);
+            num(8, 1, g->busy_us);
+            num(8, 2, wall_med(&g->m) / g->busy_us);
+            printf("\n");
+        }
+    }
     if (!v.failed && !v.wrong && !v.skipped && !res->aborted)
         printf("%-46s PASS (%ld outputs checked)\n", "result", v.verified);
     else
@@ -597,6 +620,8 @@ static void json_header(json_writer *w, const bench_results *res)
     json_end_object(w);
 }
 
+static void json_work(json_writer *w, const bench_results *res);
+
 int report_json(const bench_results *res, const char *path)
 {
     FILE *f = fopen(path, "w");
@@ -633,6 +658,8 @@ int report_json(const bench_results *res, const char *path)
             json_bool(&w, "process_slowed_by_cgr", fx);
         json_end_object(&w);
     }
+    if (res->n_work)
+        json_work(&w, res);
     json_bool(&w, "ok", !results_failed(res));
     json_end_object(&w);
     int rc = json_finish(&w);
@@ -641,4 +668,90 @@ int report_json(const bench_results *res, const char *path)
         return -1;
     }
     return 0;
+}
+
+/* ---- workloads ------------------------------------------------------------ */
+
+static void work_row(const work_result *w, int m)
+{
+    static const char *names[WORK_MODES] = {"cgr eager", "cgr graph"};
+    const work_mode *x = &w->mode[m];
+    printf("  %-6s %4d  %-10s", w->name, w->B, names[m]);
+    if (row_problem(&x->m))
+        return;
+    num(9, 1, x->m.wall.median);
+    num(9, 1, x->m.wall.p10);
+    num(9, 1, x->m.wall.p90);
+    num(9, 1, x->m.cpu.median);
+    if (x->prof_ok) {
+        num(9, 1, x->busy_us);
+        num(8, 2, x->m.wall.median / x->busy_us);
+        num(8, 1, x->kernels_per_step);
+    } else {
+        printf("%9s %8s %8s", "-", "-", "-");
+    }
+    printf("\n");
+}
+
+void report_work(const bench_results *res)
+{
+    if (res->n_work == 0)
+        return;
+    printf("\n== Workloads through cgr: eager (capture = 0) vs graph, same step function ==\n");
+    printf("  %-6s %4s  %-10s %9s %9s %9s %9s %9s %8s %8s\n", "work", "B", "mode", "wall med",
+           "p10", "p90", "host med", "busy", "wall/bsy", "kern/st");
+    for (int i = 0; i < res->n_work; i++) {
+        const work_result *w = &res->work[i];
+        for (int m = 0; m < WORK_MODES; m++)
+            work_row(w, m);
+        const work_mode *e = &w->mode[WORK_EAGER], *g = &w->mode[WORK_GRAPH];
+        if (usable(&e->m) && usable(&g->m))
+            printf("  %-6s %4d  graph speedup over eager %.2fx; capture %.0f us, %llu nodes; "
+                   "last outputs %s\n",
+                   w->name, w->B, e->m.wall.median / g->m.wall.median, g->capture_us,
+                   (unsigned long long)g->graph_nodes,
+                   w->outputs_equal == 1 ? "bitwise equal" : "DIFFER");
+        if (res->cfg.profile && w->n_top) {
+            printf("    top kernels (graph): %-78s %6s %9s %7s\n", "name", "calls", "total us",
+                   "share");
+            for (int k = 0; k < w->n_top; k++)
+                printf("    %s\n", w->top[k]);
+        }
+    }
+}
+
+static void json_work(json_writer *w, const bench_results *res)
+{
+    /* The common schema bench/peer/compare.py reads. */
+    static const char *modes[WORK_MODES] = {"eager", "graph"};
+    json_begin_array(w, "results");
+    for (int i = 0; i < res->n_work; i++) {
+        const work_result *r = &res->work[i];
+        for (int m = 0; m < WORK_MODES; m++) {
+            const work_mode *x = &r->mode[m];
+            int ok = usable(&x->m);
+            json_begin_object(w, NULL);
+            json_string(w, "workload", r->name);
+            json_int(w, "B", r->B);
+            json_string(w, "mode", modes[m]);
+            json_bool(w, "ok", ok);
+            json_stats(w, "wall_us", &x->m.wall, ok);
+            json_stats(w, "cpu_us", &x->m.cpu, ok);
+            if (x->prof_ok) {
+                json_number(w, "busy_us", x->busy_us);
+                json_number(w, "busy_union_us", x->busy_union_us);
+                json_number(w, "kernels_per_step", x->kernels_per_step);
+                json_number(w, "memcpys_per_step", x->memcpys_per_step);
+            } else {
+                json_null(w, "busy_us");
+            }
+            if (m == WORK_GRAPH) {
+                json_number(w, "capture_us", x->capture_us);
+                json_int(w, "graph_nodes", (long long)x->graph_nodes);
+                json_int(w, "outputs_equal_eager", r->outputs_equal);
+            }
+            json_end_object(w);
+        }
+    }
+    json_end_array(w);
 }

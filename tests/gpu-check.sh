@@ -2,17 +2,20 @@
 # One call on the GPU machine: build, run the unit/headers/gpu suites, the
 # gpu suite under compute-sanitizer memcheck, and cgr-bench's default suite.
 # Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is printed last.
-#   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench]
+#   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads]
+# --workloads also runs `cgr-bench cnn --profile --trace` and the PyTorch peer
+# script on the same GPU, and compares the two.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/cgr-gpu-check}
 mkdir -p "$OUT"
-memcheck=1 bench=1 quick=""
+memcheck=1 bench=1 quick="" workloads=0
 for a in "$@"; do
     case "$a" in
     --no-memcheck) memcheck=0 ;;
     --no-bench) bench=0 ;;
     --quick-bench) quick="--quick" ;;
+    --workloads) workloads=1 ;;
     esac
 done
 b=build-gpu
@@ -45,13 +48,25 @@ if [ "${result[build]}" = ok ]; then
             >"$OUT/bench-pdl.log" 2>&1 || result[bench]=FAILED
         tail -n 14 "$OUT/bench-pdl.log"
     fi
+    if [ $workloads = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
+        "$b/bench/cgr-bench" cnn --profile --trace "$OUT/trace.json" --json "$OUT/bench-cnn.json" \
+            >"$OUT/bench-cnn.log" 2>&1 || result[bench]=FAILED
+        tail -n 40 "$OUT/bench-cnn.log"
+        PYTHONUNBUFFERED=1 python3 bench/peer/torch_peer.py --workload mlp,cnn \
+            --json "$OUT/torch.json" >"$OUT/torch.log" 2>&1 && result[torch]=ok || result[torch]=FAILED
+        tail -n 25 "$OUT/torch.log"
+        python3 bench/peer/compare.py --torch "$OUT/torch.json" --cgr "$OUT/bench-cnn.json" 2>&1 | tail -n 20
+    fi
 fi
 cp "$b/meson-logs/testlog.txt" "$OUT/" 2>/dev/null
-# At most 8 files come back from the GPU machine: keep the build logs only on failure.
+# At most 8 files come back from the GPU machine: everything but the GPU line
+# goes into one archive.
 [ "${result[build]}" = ok ] && rm -f "$OUT/setup.log" "$OUT/build.log" "$OUT/test.log"
+(cd "$OUT" && tar czf all.tgz --exclude all.tgz --exclude gpu.txt . && \
+    find . -type f ! -name all.tgz ! -name gpu.txt -delete)
 echo
 echo "== gpu-check summary =="
 cat "$OUT/gpu.txt"
-for k in build tests memcheck bench; do
+for k in build tests memcheck bench torch; do
     printf '%-10s %s\n' "$k" "${result[$k]:-skipped}"
 done

@@ -1,0 +1,262 @@
+/*
+ * Workload suite: W-cnn (and W-mlp) through cgr, eager vs graphed.
+ *
+ * Both modes run the same step function on the same input sequence (same
+ * seed, same number of steps); only cgr_options.capture differs. So the
+ * last step's outputs must be bitwise equal, which is checked (for a
+ * training step the parameters evolve identically, so the loss is too).
+ * Wall and host CPU come from the timed pass; GPU busy time from a second,
+ * profiled pass, since CUPTI itself adds host overhead.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "work.h"
+
+#if BENCH_HAVE_PROF
+#include "prof.h"
+static prof *g_prof;
+static int g_prof_tried;
+static int g_trace_pid;
+#endif
+
+#define WORK_PROF_STEPS 50
+
+typedef struct work_ctx {
+    const bench_config *cfg;
+    const workload *w;
+    work_mode *out;
+    int capture;
+    cgr_runtime *rt;
+    cgr_step *step;
+    bench_rng rng;
+    void *in[WORK_MAX_IO];
+    uint64_t ticket;
+} work_ctx;
+
+static size_t tensor_bytes(const cgr_tensor_desc *t)
+{
+    size_t n = cgr_dtype_size(t->dtype);
+    for (int i = 0; i < t->rank; i++)
+        n *= (size_t)t->dims[i];
+    return n;
+}
+
+static int w_prepare(void *self, long k)
+{
+    work_ctx *c = self;
+    (void)k;
+    c->w->fill(c->w->user, &c->rng, c->in);
+    return 0;
+}
+
+static int w_submit(void *self, long k)
+{
+    work_ctx *c = self;
+    (void)k;
+    CGR_CK(cgr_step_run(c->step, (const void *const *)c->in, &c->ticket));
+    return 0;
+}
+
+static int w_wait(void *self, long k)
+{
+    work_ctx *c = self;
+    (void)k;
+    CGR_CK(cgr_step_wait(c->step, c->ticket));
+    return 0;
+}
+
+static int w_after_warmup(void *self)
+{
+    work_ctx *c = self;
+    cgr_step_stats s;
+    CGR_CK(cgr_step_get_stats(c->step, &s));
+    cgr_step_mode want = c->capture ? CGR_MODE_GRAPH : CGR_MODE_EAGER;
+    if (s.mode != want) {
+        bench_error("%s B=%d: step mode %d after warm-up, expected %d: %s", c->w->name, c->w->B,
+                    (int)s.mode, (int)want, s.capture_error);
+        return -1;
+    }
+    return 0;
+}
+
+/* One step outside the clocks (used around the profiled window). */
+static int one_step(work_ctx *c)
+{
+    TRY(w_prepare(c, 0));
+    TRY(w_submit(c, 0));
+    return w_wait(c, 0);
+}
+
+static int keep_output(work_ctx *c)
+{
+    const void *data = NULL;
+    size_t bytes = 0;
+    CGR_CK(cgr_step_output(c->step, c->ticket, 0, &data, &bytes));
+    c->out->last_out_bytes = bytes < WORK_OUT_KEEP ? bytes : WORK_OUT_KEEP;
+    memcpy(c->out->last_out, data, c->out->last_out_bytes);
+    cgr_step_stats s;
+    CGR_CK(cgr_step_get_stats(c->step, &s));
+    c->out->capture_us = s.capture_us;
+    c->out->graph_nodes = s.graph_nodes;
+    return 0;
+}
+
+#if BENCH_HAVE_PROF
+static int profile_pass(work_ctx *c, work_result *r)
+{
+    if (!g_prof_tried) {
+        char err[256];
+        g_prof_tried = 1;
+        if (prof_create(&g_prof, err, sizeof err) != PROF_OK)
+            fprintf(stderr, "cgr-bench: no GPU busy times: %s\n", err);
+    }
+    if (!g_prof)
+        return 0;
+    /* A step after the previous window's flush keeps its delay out of this one. */
+    TRY(one_step(c));
+    char label[64];
+    snprintf(label, sizeof label, "%s B=%d %s", c->w->name, c->w->B,
+             c->capture ? "graph" : "eager");
+    if (prof_begin(g_prof, label) != PROF_OK)
+        return 0;
+    for (int i = 0; i < WORK_PROF_STEPS; i++)
+        TRY(one_step(c));
+    CK(cudaDeviceSynchronize());
+    prof_window win;
+    if (prof_end(g_prof, WORK_PROF_STEPS, &win) != PROF_OK) {
+        fprintf(stderr, "cgr-bench: profiling %s failed: %s\n", label, prof_errmsg(g_prof));
+        return 0;
+    }
+    c->out->prof_ok = 1;
+    c->out->busy_us = win.busy_us;
+    c->out->busy_union_us = win.busy_union_us;
+    c->out->kernels_per_step = win.kernels_per_step;
+    c->out->memcpys_per_step = win.memcpys_per_step;
+    if (c->capture) {
+        prof_kernel_stat top[8];
+        int n = 0;
+        if (prof_top_kernels(g_prof, top, 8, &n) == PROF_OK) {
+            r->n_top = n;
+            for (int i = 0; i < n; i++)
+                snprintf(r->top[i], sizeof r->top[i], "%-90.90s %6llu %9.1f %6.1f%%",
+                         top[i].name, (unsigned long long)top[i].calls, top[i].total_us,
+                         100.0 * top[i].share);
+        }
+    }
+    if (c->cfg->trace_path)
+        prof_trace_add(g_prof, label, ++g_trace_pid);
+    return 0;
+}
+#else
+static int profile_pass(work_ctx *c, work_result *r)
+{
+    (void)c;
+    (void)r;
+    return 0;
+}
+#endif
+
+typedef struct mode_job {
+    work_ctx *c;
+    work_result *r;
+} mode_job;
+
+static int work_mode_run(void *ctx, mode_result *mr)
+{
+    mode_job *j = ctx;
+    work_ctx *c = j->c;
+    const workload *w = c->w;
+    step_ops ops = {w_prepare, w_submit, w_wait, NULL, w_after_warmup};
+    int rc = -1;
+    cgr_options o;
+    CGR_CK(cgr_options_init(&o));
+    o.device = c->cfg->device;
+    o.capture = c->capture;
+    CGR_CK(cgr_runtime_create(&c->rt, &o));
+    TRY_GOTO(w->setup(w->user, c->rt), out);
+    cgr_step_desc d;
+    CGR_CK_GOTO(cgr_step_desc_init(&d), out);
+    d.name = w->name;
+    d.inputs = w->in;
+    d.n_inputs = w->n_in;
+    d.outputs = w->out;
+    d.n_outputs = w->n_out;
+    d.fn = w->fn;
+    d.user = w->user;
+    CGR_CK_GOTO(cgr_step_create(c->rt, &d, &c->step), out);
+    rng_seed(&c->rng, 0xc0ffee00u + (uint64_t)w->B);
+    TRY_GOTO(measure(&ops, c, c->cfg->warmup, c->cfg->steps, mr), out);
+    TRY_GOTO(keep_output(c), out);
+    TRY_GOTO(profile_pass(c, j->r), out);
+    rc = 0;
+out:
+    if (c->rt)
+        bench_cgr_failed(cgr_runtime_destroy(&c->rt), "cgr_runtime_destroy", __FILE__, __LINE__);
+    c->step = NULL;
+    w->teardown(w->user);
+    return rc;
+}
+
+void work_run(const bench_config *cfg, bench_results *res, const workload *w, work_result *r)
+{
+    snprintf(r->name, sizeof r->name, "%s", w->name);
+    r->B = w->B;
+    r->outputs_equal = -1;
+    work_ctx c;
+    memset(&c, 0, sizeof c);
+    c.cfg = cfg;
+    c.w = w;
+    for (int i = 0; i < w->n_in; i++) {
+        c.in[i] = malloc(tensor_bytes(&w->in[i]));
+        if (!c.in[i]) {
+            bench_error("%s: out of host memory for inputs", w->name);
+            goto out;
+        }
+    }
+    char group[32];
+    snprintf(group, sizeof group, "%s B=%d", w->name, w->B);
+    for (int m = 0; m < WORK_MODES; m++) {
+        c.capture = m == WORK_GRAPH;
+        c.out = &r->mode[m];
+        mode_job j = {&c, r};
+        run_mode(res, group, &r->mode[m].m, mode_budget_s(cfg, 5.0), work_mode_run, &j);
+    }
+    const work_mode *e = &r->mode[WORK_EAGER], *g = &r->mode[WORK_GRAPH];
+    if (e->m.ran && g->m.ran && e->last_out_bytes) {
+        r->outputs_equal = e->last_out_bytes == g->last_out_bytes &&
+                           memcmp(e->last_out, g->last_out, e->last_out_bytes) == 0;
+        if (!r->outputs_equal) {
+            bench_error("%s: graphed and eager outputs of the last step differ", group);
+            r->mode[WORK_GRAPH].m.wrong = 1;
+        }
+    }
+out:
+    for (int i = 0; i < w->n_in; i++)
+        free(c.in[i]);
+}
+
+int work_trace_write(const char *path)
+{
+#if BENCH_HAVE_PROF
+    if (g_prof && prof_trace_write(g_prof, path) != PROF_OK) {
+        fprintf(stderr, "cgr-bench: writing the trace %s failed: %s\n", path,
+                prof_errmsg(g_prof));
+        return -1;
+    }
+    return 0;
+#else
+    fprintf(stderr, "cgr-bench: built without CUPTI: no trace written to %s\n", path);
+    return -1;
+#endif
+}
+
+void work_finish(void)
+{
+#if BENCH_HAVE_PROF
+    prof_destroy(&g_prof);
+#endif
+}
