@@ -62,8 +62,9 @@ cp "$b/meson-logs/testlog.txt" "$OUT/" 2>/dev/null
 # At most 8 files come back from the GPU machine: everything but the GPU line
 # goes into one archive.
 [ "${result[build]}" = ok ] && rm -f "$OUT/setup.log" "$OUT/build.log" "$OUT/test.log"
-(cd "$OUT" && tar czf all.tgz --exclude all.tgz --exclude gpu.txt . && \
-    find . -type f ! -name all.tgz ! -name gpu.txt -delete)
+tmp=$(mktemp /tmp/cgr-all.XXXXXX.tgz)
+(cd "$OUT" && tar czf "$tmp" --exclude gpu.txt . && find . -type f ! -name gpu.txt -delete) &&
+    mv "$tmp" "$OUT/all.tgz"
 echo
 echo "== gpu-check summary =="
 cat "$OUT/gpu.txt"
