@@ -1,0 +1,253 @@
+/*
+ * Bad input across the public API, as one table (docs/errors.md lists the
+ * same cases). Every case must return its specific status, leave a
+ * last-error message that names the problem, and change nothing: out
+ * pointers come back NULL, nothing is created or launched. None of these
+ * needs a GPU; the cases that do (BUSY slots, wrong ticket, trace
+ * mismatch, capture failures) live in the gpu suite.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "cgr/cgr.h"
+#include "internal.h"
+#include "test.h"
+
+static cgr_status dummy_step(cgr_ctx *ctx, void *user)
+{
+    (void)ctx;
+    (void)user;
+    return CGR_STATUS_OK;
+}
+
+/* ---- fixtures ---------------------------------------------------------- */
+
+static cgr_options opts(void)
+{
+    cgr_options o;
+    cgr_options_init(&o);
+    return o;
+}
+
+/* Creating a runtime must fail before touching the device, with *out NULL. */
+static cgr_status create(const cgr_options *o)
+{
+    cgr_runtime *rt = (cgr_runtime *)(uintptr_t)0x1;
+    cgr_status s = cgr_runtime_create(&rt, o);
+    ASSERT(rt == NULL);
+    return s;
+}
+
+static cgr_tensor_desc tensors[3];
+
+static cgr_step_desc desc(void)
+{
+    for (int i = 0; i < 3; i++) {
+        memset(&tensors[i], 0, sizeof tensors[i]);
+        tensors[i].name = i == 0 ? "a" : i == 1 ? "b" : "c";
+        tensors[i].dtype = CGR_DTYPE_F32;
+        tensors[i].rank = 2;
+        tensors[i].dims[0] = 4;
+        tensors[i].dims[1] = 8;
+    }
+    cgr_step_desc d;
+    cgr_step_desc_init(&d);
+    d.inputs = tensors;
+    d.n_inputs = 2;
+    d.outputs = tensors + 2;
+    d.n_outputs = 1;
+    d.fn = dummy_step;
+    return d;
+}
+
+static char long_name[80];
+/* Handles that are not live: zeroed memory, and one marked destroyed. */
+static uint32_t fake_handle[64];
+static uint32_t dead_handle[64] = {CGR__MAGIC_DEAD};
+#define FAKE_RT ((cgr_runtime *)fake_handle)
+#define DEAD_RT ((cgr_runtime *)dead_handle)
+#define DEAD_STEP ((cgr_step *)dead_handle)
+#define FAKE_CTX ((cgr_ctx *)fake_handle)
+
+static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block_y)
+{
+    cgr_launch_cfg c = {{grid, 1, 1}, {block_x, block_y, 1}, 0, 0};
+    return c;
+}
+
+/* ---- the table --------------------------------------------------------------
+ * X(name, expected status, word the message must contain, body returning
+ * the status). */
+#define BAD_INPUT_CASES(X)                                                                 \
+    X(options_init_null, INVALID_ARGUMENT, "NULL", return cgr_options_init(NULL);)         \
+    X(desc_init_null, INVALID_ARGUMENT, "NULL", return cgr_step_desc_init(NULL);)          \
+    X(runtime_create_out_null, INVALID_ARGUMENT, "out", return cgr_runtime_create(NULL, NULL);) \
+    X(opt_struct_size_zero, INVALID_ARGUMENT, "struct_size",                               \
+      cgr_options o = opts(); o.struct_size = 0; return create(&o);)                       \
+    X(opt_struct_size_newer, INVALID_ARGUMENT, "struct_size",                              \
+      cgr_options o = opts(); o.struct_size += 8; return create(&o);)                      \
+    X(opt_device_negative, INVALID_ARGUMENT, "device",                                     \
+      cgr_options o = opts(); o.device = -1; return create(&o);)                           \
+    X(opt_one_slot, INVALID_ARGUMENT, "staging_slots",                                     \
+      cgr_options o = opts(); o.staging_slots = 1; return create(&o);)                     \
+    X(opt_too_many_slots, INVALID_ARGUMENT, "staging_slots",                               \
+      cgr_options o = opts(); o.staging_slots = CGR_MAX_SLOTS + 1; return create(&o);)     \
+    X(opt_no_warmup, INVALID_ARGUMENT, "warmup_runs",                                      \
+      cgr_options o = opts(); o.warmup_runs = 0; return create(&o);)                       \
+    X(opt_too_much_warmup, INVALID_ARGUMENT, "warmup_runs",                                \
+      cgr_options o = opts(); o.warmup_runs = CGR_MAX_WARMUP + 1; return create(&o);)      \
+    X(opt_log_level, INVALID_ARGUMENT, "log_level",                                        \
+      cgr_options o = opts(); o.log_level = (cgr_log_level)9; return create(&o);)          \
+    X(opt_arena_tiny, INVALID_ARGUMENT, "arena_limit",                                     \
+      cgr_options o = opts(); o.arena_limit = 4096; return create(&o);)                    \
+    X(opt_arena_huge, INVALID_ARGUMENT, "arena_limit",                                     \
+      cgr_options o = opts(); o.arena_limit = SIZE_MAX; return create(&o);)                \
+    X(opt_zero_copy_huge, INVALID_ARGUMENT, "zero_copy_max_bytes",                         \
+      cgr_options o = opts(); o.zero_copy_max_bytes = SIZE_MAX; return create(&o);)        \
+    X(opt_spin_huge, INVALID_ARGUMENT, "wait_spin_us",                                     \
+      cgr_options o = opts(); o.wait_spin_us = 2000000; return create(&o);)                \
+    X(opt_capture_flag, INVALID_ARGUMENT, "capture",                                       \
+      cgr_options o = opts(); o.capture = -1; return create(&o);)                          \
+    X(opt_reserved, INVALID_ARGUMENT, "reserved",                                          \
+      cgr_options o = opts(); o.reserved[5] = 1; return create(&o);)                       \
+    X(runtime_stream_null, INVALID_ARGUMENT, "NULL",                                       \
+      cgr_stream s; return cgr_runtime_stream(NULL, &s);)                                  \
+    X(runtime_stream_fake, INVALID_HANDLE, "not a live",                                   \
+      cgr_stream s; return cgr_runtime_stream(FAKE_RT, &s);)                               \
+    X(runtime_after_destroy, INVALID_HANDLE, "destroyed",                                  \
+      cgr_runtime_stats st; return cgr_runtime_get_stats(DEAD_RT, &st);)                   \
+    X(runtime_destroy_fake, INVALID_HANDLE, "not a live",                                  \
+      cgr_runtime *rt = FAKE_RT; return cgr_runtime_destroy(&rt);)                         \
+    X(runtime_stats_null, INVALID_ARGUMENT, "NULL",                                        \
+      return cgr_runtime_get_stats(NULL, NULL);)                                           \
+    X(persistent_alloc_null, INVALID_ARGUMENT, "NULL",                                     \
+      void *p; return cgr_persistent_alloc(NULL, 64, &p);)                                 \
+    X(step_create_null_runtime, INVALID_ARGUMENT, "NULL",                                  \
+      cgr_step_desc d = desc(); cgr_step *s; return cgr_step_create(NULL, &d, &s);)        \
+    X(step_create_dead_runtime, INVALID_HANDLE, "destroyed",                               \
+      cgr_step_desc d = desc(); cgr_step *s; return cgr_step_create(DEAD_RT, &d, &s);)     \
+    X(step_run_null, INVALID_ARGUMENT, "cgr_step_run", return cgr_step_run(NULL, NULL, NULL);) \
+    X(step_run_after_destroy, INVALID_HANDLE, "destroyed",                                 \
+      return cgr_step_run(DEAD_STEP, NULL, NULL);)                                         \
+    X(step_acquire_null, INVALID_ARGUMENT, "NULL",                                         \
+      cgr_slot sl; return cgr_step_acquire(NULL, &sl);)                                    \
+    X(step_launch_null, INVALID_ARGUMENT, "NULL",                                          \
+      cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_launch(NULL, &sl);)          \
+    X(step_wait_null, INVALID_ARGUMENT, "NULL", return cgr_step_wait(NULL, 0);)            \
+    X(step_sync_dead, INVALID_HANDLE, "destroyed", return cgr_step_sync(DEAD_STEP);)       \
+    X(step_output_null, INVALID_ARGUMENT, "NULL",                                          \
+      const void *p; return cgr_step_output(NULL, 0, 0, &p, NULL);)                        \
+    X(step_stats_null, INVALID_ARGUMENT, "NULL", return cgr_step_get_stats(NULL, NULL);)   \
+    X(step_seed_dead, INVALID_HANDLE, "destroyed", return cgr_step_set_seed(DEAD_STEP, 1);) \
+    X(step_destroy_dead, INVALID_HANDLE, "destroyed",                                      \
+      cgr_step *s = DEAD_STEP; return cgr_step_destroy(&s);)                               \
+    X(ctx_stream_null, INVALID_ARGUMENT, "NULL", cgr_stream s; return cgr_ctx_stream(NULL, &s);) \
+    X(ctx_input_outside_step, INVALID_HANDLE, "inside the step",                           \
+      void *p; return cgr_ctx_input(FAKE_CTX, 0, &p);)                                     \
+    X(ctx_output_null, INVALID_ARGUMENT, "NULL", void *p; return cgr_ctx_output(NULL, 0, &p);) \
+    X(ctx_alloc_outside_step, INVALID_HANDLE, "inside the step",                           \
+      void *p; return cgr_ctx_alloc(FAKE_CTX, 64, &p);)                                    \
+    X(ctx_free_null, INVALID_ARGUMENT, "NULL", return cgr_ctx_free(NULL, NULL);)           \
+    X(ctx_cublas_null, INVALID_ARGUMENT, "NULL", return cgr_ctx_cublas(NULL, NULL);)       \
+    X(ctx_cudnn_null, INVALID_ARGUMENT, "NULL", return cgr_ctx_cudnn(NULL, NULL);)         \
+    X(ctx_philox_null, INVALID_ARGUMENT, "NULL",                                           \
+      const cgr_philox_state *st; uint64_t sub; return cgr_ctx_philox(NULL, 1, &st, &sub);) \
+    X(launch_null_kernel, INVALID_ARGUMENT, "kernel",                                      \
+      cgr_launch_cfg c = launch_cfg(1, 32, 1); return cgr_launch_kernel(NULL, NULL, &c, NULL);) \
+    X(launch_null_cfg, INVALID_ARGUMENT, "cfg",                                            \
+      return cgr_launch_kernel(NULL, (const void *)fake_handle, NULL, NULL);)              \
+    X(launch_empty_grid, INVALID_ARGUMENT, "grid",                                         \
+      cgr_launch_cfg c = launch_cfg(0, 32, 1);                                             \
+      return cgr_launch_kernel(NULL, (const void *)fake_handle, &c, NULL);)                \
+    X(launch_big_block, INVALID_ARGUMENT, "1024",                                          \
+      cgr_launch_cfg c = launch_cfg(1, 1024, 2);                                           \
+      return cgr_launch_kernel(NULL, (const void *)fake_handle, &c, NULL);)                \
+    X(desc_struct_size, INVALID_ARGUMENT, "struct_size",                                   \
+      cgr_step_desc d = desc(); d.struct_size = 1; return cgr__validate_step_desc(&d);)    \
+    X(desc_no_fn, INVALID_ARGUMENT, "fn", cgr_step_desc d = desc(); d.fn = NULL;           \
+      return cgr__validate_step_desc(&d);)                                                 \
+    X(desc_negative_inputs, INVALID_ARGUMENT, "n_inputs",                                  \
+      cgr_step_desc d = desc(); d.n_inputs = -1; return cgr__validate_step_desc(&d);)      \
+    X(desc_too_many_outputs, INVALID_ARGUMENT, "n_outputs",                                \
+      cgr_step_desc d = desc(); d.n_outputs = CGR_MAX_TENSORS + 1;                         \
+      return cgr__validate_step_desc(&d);)                                                 \
+    X(desc_inputs_null, INVALID_ARGUMENT, "inputs is NULL",                                \
+      cgr_step_desc d = desc(); d.inputs = NULL; return cgr__validate_step_desc(&d);)      \
+    X(desc_duplicate_name, INVALID_ARGUMENT, "used twice",                                 \
+      cgr_step_desc d = desc(); tensors[1].name = "a"; return cgr__validate_step_desc(&d);) \
+    X(desc_bad_dtype, INVALID_ARGUMENT, "dtype",                                           \
+      cgr_step_desc d = desc(); tensors[0].dtype = (cgr_dtype)42;                          \
+      return cgr__validate_step_desc(&d);)                                                 \
+    X(desc_rank_too_big, INVALID_ARGUMENT, "rank",                                         \
+      cgr_step_desc d = desc(); tensors[1].rank = CGR_MAX_RANK + 1;                        \
+      return cgr__validate_step_desc(&d);)                                                 \
+    X(desc_rank_negative, INVALID_ARGUMENT, "rank",                                        \
+      cgr_step_desc d = desc(); tensors[1].rank = -2; return cgr__validate_step_desc(&d);) \
+    X(desc_zero_dim, INVALID_ARGUMENT, "dims[1]",                                          \
+      cgr_step_desc d = desc(); tensors[2].dims[1] = 0; return cgr__validate_step_desc(&d);) \
+    X(desc_negative_dim, INVALID_ARGUMENT, "dims[0]",                                      \
+      cgr_step_desc d = desc(); tensors[0].dims[0] = -5; return cgr__validate_step_desc(&d);) \
+    X(desc_size_overflow, INVALID_ARGUMENT, "overflow",                                    \
+      cgr_step_desc d = desc(); tensors[0].dims[0] = INT64_MAX;                            \
+      return cgr__validate_step_desc(&d);)                                                 \
+    X(desc_product_overflow, INVALID_ARGUMENT, "overflow",                                 \
+      cgr_step_desc d = desc(); tensors[0].dims[0] = (int64_t)1 << 40;                     \
+      tensors[0].dims[1] = (int64_t)1 << 40; return cgr__validate_step_desc(&d);)          \
+    X(desc_name_null, INVALID_ARGUMENT, "name",                                            \
+      cgr_step_desc d = desc(); tensors[2].name = NULL; return cgr__validate_step_desc(&d);) \
+    X(desc_name_empty, INVALID_ARGUMENT, "name",                                           \
+      cgr_step_desc d = desc(); tensors[2].name = ""; return cgr__validate_step_desc(&d);) \
+    X(desc_name_long, INVALID_ARGUMENT, "longer",                                          \
+      cgr_step_desc d = desc(); tensors[0].name = long_name;                               \
+      return cgr__validate_step_desc(&d);)                                                 \
+    X(desc_step_name_long, INVALID_ARGUMENT, "step name",                                  \
+      cgr_step_desc d = desc(); d.name = long_name; return cgr__validate_step_desc(&d);)   \
+    X(desc_reserved, INVALID_ARGUMENT, "reserved",                                         \
+      cgr_step_desc d = desc(); d.reserved[0] = 7; return cgr__validate_step_desc(&d);)
+
+#define CASE_FN(name, status, word, ...)                                                   \
+    static cgr_status case_##name(void)                                                    \
+    {                                                                                      \
+        __VA_ARGS__                                                                        \
+    }
+BAD_INPUT_CASES(CASE_FN)
+#undef CASE_FN
+
+static const struct {
+    const char *name;
+    cgr_status want;
+    const char *word;
+    cgr_status (*fn)(void);
+} cases[] = {
+#define CASE_ROW(name, status, word, ...) {#name, CGR_STATUS_##status, word, case_##name},
+    BAD_INPUT_CASES(CASE_ROW)
+#undef CASE_ROW
+};
+
+int main(void)
+{
+    memset(long_name, 'n', sizeof long_name - 1);
+    int n = (int)(sizeof cases / sizeof cases[0]);
+    for (int i = 0; i < n; i++) {
+        cgr_clear_error();
+        cgr_status got = cases[i].fn();
+        if (got != cases[i].want)
+            TEST_FAIL_("case %s: got %s, expected %s (%s)", cases[i].name, cgr_status_name(got),
+                       cgr_status_name(cases[i].want), cgr_last_error());
+        if (!strstr(cgr_last_error(), cases[i].word))
+            TEST_FAIL_("case %s: message \"%s\" lacks \"%s\"", cases[i].name, cgr_last_error(),
+                       cases[i].word);
+    }
+    /* Destroying NULL is allowed and leaves the pointer NULL. */
+    cgr_runtime *rt = NULL;
+    cgr_step *st = NULL;
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    ASSERT_OK(cgr_runtime_destroy(NULL));
+    ASSERT_OK(cgr_step_destroy(&st));
+    ASSERT_OK(cgr_step_destroy(NULL));
+    /* The dead handle was not touched by any call. */
+    ASSERT_EQ(dead_handle[0], CGR__MAGIC_DEAD);
+    ASSERT_GE(n, 40);
+    printf("PASS: %d bad-input cases\n", n);
+    return 0;
+}
