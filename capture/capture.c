@@ -26,6 +26,7 @@
 
 #include "internal.h"
 #include "stage.h"
+#include "trace.h"
 
 /* The nodes cgr adds around the body, found again to patch them per slot. */
 typedef struct io_nodes {
@@ -198,7 +199,7 @@ fail:
     return st;
 }
 
-cgr_status cgr__capture(cgr_step *s)
+static cgr_status capture(cgr_step *s)
 {
     cgr_runtime *rt = s->rt;
     double t0 = cgr__now_us();
@@ -241,7 +242,10 @@ cgr_status cgr__capture(cgr_step *s)
         cudaGraphDestroy(g);
         return CGR_FAIL(f.body, "%s", f.body_msg);
     }
+    cgr__graph_report(s, g);
+    cgr__range_push("cgr instantiate");
     cgr_status st = instantiate_all(s, g, &io);
+    cgr__range_pop();
     cudaGraphDestroy(g);
     if (st != CGR_STATUS_OK)
         return st;
@@ -252,4 +256,12 @@ cgr_status cgr__capture(cgr_step *s)
     cgr__log(rt, CGR_LOG_INFO, "step '%s' captured: %llu nodes, %u executables, %.1f us", s->name,
              (unsigned long long)s->stats.graph_nodes, s->ring.slots, s->stats.capture_us);
     return CGR_STATUS_OK;
+}
+
+cgr_status cgr__capture(cgr_step *s)
+{
+    cgr__range_push("cgr capture");
+    cgr_status st = capture(s);
+    cgr__range_pop();
+    return st;
 }

@@ -5,6 +5,7 @@
  * a warm-up also proves the plan on real work before a graph bakes it in.
  */
 #include "internal.h"
+#include "trace.h"
 
 /* Plans the trace of the first warm-up and backs it with arena memory. */
 static cgr_status plan_trace(cgr_step *s)
@@ -29,7 +30,7 @@ static cgr_status plan_trace(cgr_step *s)
     return CGR_STATUS_OK;
 }
 
-cgr_status cgr__run_eager(cgr_step *s, uint32_t slot)
+static cgr_status run_eager(cgr_step *s, uint32_t slot)
 {
     cgr_runtime *rt = s->rt;
     const unsigned char *host = cgr__slot_host(s, slot);
@@ -46,4 +47,12 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot)
                                      cudaMemcpyDeviceToHost, rt->stream));
     CGR_CUDA_TRY(cudaEventRecord(s->done[slot], rt->stream));
     return CGR_STATUS_OK;
+}
+
+cgr_status cgr__run_eager(cgr_step *s, uint32_t slot)
+{
+    cgr__range_push(s->planned ? "cgr eager run" : "cgr warm-up (tracing)");
+    cgr_status st = run_eager(s, slot);
+    cgr__range_pop();
+    return st;
 }

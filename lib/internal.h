@@ -149,6 +149,9 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot);
 /* Captures the step and instantiates one executable per slot. */
 cgr_status cgr__capture(cgr_step *s);
 void cgr__release_graphs(cgr_step *s);
+/* Counts the graph's nodes by type into the step's stats, logs a summary
+ * and writes a DOT file when a dump directory is set (capture/dump.c). */
+void cgr__graph_report(cgr_step *s, cudaGraph_t g);
 /* What went wrong in a capture, gathered by capture.c for diagnose.c. */
 typedef struct cgr__capture_fault {
     int seen_err;        /* cudaGetLastError() right after the step returned */

@@ -9,11 +9,16 @@
 #include <string.h>
 
 #include "internal.h"
+#include "trace.h"
 
 /* One graph launch on `slot`, noting how its completion will be signalled. */
 static cgr_status replay(cgr_step *s, uint32_t slot)
 {
-    CGR_CUDA_TRY(cudaGraphLaunch(s->exec[slot], s->rt->stream));
+    cgr__range_push("cgr replay");
+    cudaError_t e = cudaGraphLaunch(s->exec[slot], s->rt->stream);
+    cgr__range_pop();
+    if (e != cudaSuccess)
+        return cgr__cuda_fail((int)e, "cudaGraphLaunch", __FILE__, __LINE__);
     s->sig_kind[slot] = (uint8_t)s->sig_flag;
     if (s->sig_flag)
         s->sig_expect[slot] = ++s->sig_runs[slot];

@@ -6,8 +6,11 @@
  * outputs also match a float64 CPU reference, and scratch addresses are
  * the planned ones at capture and stay fixed across replays.
  */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cublas_v2.h>
 
@@ -80,11 +83,14 @@ typedef struct setup {
     model m;
 } setup;
 
+static char dump_dir[64];
+
 static void make(setup *s, int capture, size_t zero_copy_max, const float *bias_host)
 {
     cgr_options o;
     ASSERT_OK(cgr_options_init(&o));
     o.capture = capture;
+    o.dump_dir = dump_dir;
     o.zero_copy_max_bytes = zero_copy_max;
     ASSERT_OK(cgr_runtime_create(&s->rt, &o));
     memset(&s->m, 0, sizeof s->m);
@@ -179,10 +185,25 @@ static void run_config(size_t zero_copy_max, uint64_t seed)
     if (zero_copy_max >= (1u << 20)) {
         ASSERT_U64_EQ(sg.zero_copy_tensors, 5);
         ASSERT_U64_EQ(sg.memcpy_tensors, 0);
+        ASSERT_U64_EQ(sg.graph_memcpy_nodes, 0);
     } else {
         ASSERT_U64_EQ(sg.zero_copy_tensors, 2); /* rows, scratch_ptr */
         ASSERT_U64_EQ(sg.memcpy_tensors, 3);
+        ASSERT_U64_EQ(sg.graph_memcpy_nodes, 3);
     }
+    /* 2 staging kernels + 4 of ours + cuBLAS's, and the event node. */
+    ASSERT_GE(sg.graph_kernel_nodes, 7);
+    ASSERT_LT(sg.graph_kernel_nodes + sg.graph_memcpy_nodes, sg.graph_nodes);
+    /* The graph was written as DOT where the options asked. */
+    char dot[128];
+    snprintf(dot, sizeof dot, "%s/cgr-mlp-1.dot", dump_dir);
+    FILE *f = fopen(dot, "r");
+    ASSERT(f != NULL);
+    char head[16] = {0};
+    ASSERT(fread(head, 1, 7, f) == 7);
+    fclose(f);
+    ASSERT(strncmp(head, "digraph", 7) == 0);
+    remove(dot);
 
     /* Calls: warm-up 1 (trace), warm-up 2 (planned), capture. Replays call nothing. */
     ASSERT_EQ(g.m.calls, 3);
@@ -207,8 +228,11 @@ static void run_config(size_t zero_copy_max, uint64_t seed)
 int main(void)
 {
     require_gpu();
+    snprintf(dump_dir, sizeof dump_dir, "/tmp/cgr-dot-XXXXXX");
+    ASSERT(mkdtemp(dump_dir) != NULL);
     run_config((size_t)1 << 20, 0x1234567ULL);
     run_config((size_t)16 << 10, 0x89abcdefULL);
+    rmdir(dump_dir);
     printf("PASS\n");
     return 0;
 }

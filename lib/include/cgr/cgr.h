@@ -139,6 +139,8 @@ typedef struct cgr_options {
                                     completion flag, then blocks on its event; 0 waits on
                                     the event at once (less CPU, a few us later); default
                                     200, at most 1000000 */
+    const char *dump_dir;      /**< when set (or CGR_DUMP_DIR is), each captured graph is
+                                    written there as a Graphviz DOT file */
     cgr_log_fn log_fn;         /**< NULL: log lines go to stderr, when the level asks */
     void *log_user;            /**< passed to log_fn */
     unsigned char reserved[64];/**< must be zero */
@@ -273,6 +275,8 @@ typedef struct cgr_step_stats {
     uint64_t capture_failures;
     double capture_us;        /**< capture + instantiate + upload of the last capture */
     uint64_t graph_nodes;     /**< nodes in the captured graph (staging included) */
+    uint64_t graph_kernel_nodes; /**< of which kernel nodes */
+    uint64_t graph_memcpy_nodes; /**< of which memcpy nodes */
     uint64_t zero_copy_tensors; /**< inputs+outputs staged by zero-copy kernels */
     uint64_t memcpy_tensors;    /**< inputs+outputs staged by memcpy nodes */
     uint64_t scratch_requests;  /**< cgr_ctx_alloc calls per run */

@@ -1,0 +1,56 @@
+/*
+ * What a capture produced: node counts by type (kept in the step's stats
+ * and logged), and on request the graph as a Graphviz DOT file from
+ * cudaGraphDebugDotPrint, for looking at what the step really enqueued.
+ * Neither can fail the capture: a dump that cannot be written is logged.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+void cgr__graph_report(cgr_step *s, cudaGraph_t g)
+{
+    cgr_runtime *rt = s->rt;
+    size_t n = 0;
+    uint64_t kernels = 0, copies = 0, events = 0, other = 0;
+    if (cudaGraphGetNodes(g, NULL, &n) == cudaSuccess && n > 0) {
+        cudaGraphNode_t *nodes = malloc(n * sizeof *nodes);
+        if (nodes && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess) {
+            for (size_t i = 0; i < n; i++) {
+                enum cudaGraphNodeType t;
+                if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess)
+                    t = cudaGraphNodeTypeCount;
+                if (t == cudaGraphNodeTypeKernel)
+                    kernels++;
+                else if (t == cudaGraphNodeTypeMemcpy)
+                    copies++;
+                else if (t == cudaGraphNodeTypeEventRecord || t == cudaGraphNodeTypeWaitEvent)
+                    events++;
+                else
+                    other++;
+            }
+        }
+        free(nodes);
+    }
+    (void)cudaGetLastError();
+    s->stats.graph_kernel_nodes = kernels;
+    s->stats.graph_memcpy_nodes = copies;
+    cgr__log(rt, CGR_LOG_INFO,
+             "step '%s' graph: %zu nodes (%llu kernel, %llu memcpy, %llu event, %llu other)",
+             s->name, n, (unsigned long long)kernels, (unsigned long long)copies,
+             (unsigned long long)events, (unsigned long long)other);
+    const char *dir = rt->opt.dump_dir ? rt->opt.dump_dir : getenv("CGR_DUMP_DIR");
+    if (!dir || !dir[0])
+        return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cgr-%s-%llu.dot", dir, s->name,
+             (unsigned long long)s->stats.captures + 1);
+    cudaError_t e = cudaGraphDebugDotPrint(g, path, cudaGraphDebugDotFlagsVerbose);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        cgr__log(rt, CGR_LOG_WARN, "could not write %s: %s", path, cudaGetErrorString(e));
+    } else {
+        cgr__log(rt, CGR_LOG_INFO, "step '%s' graph written to %s", s->name, path);
+    }
+}

@@ -1,0 +1,110 @@
+/*
+ * Bucket policy (see bucket.h).
+ *
+ * Powers of two are computed in uint64_t: the next power of two of any
+ * int64_t value >= 1 is at most 2^63, which fits, and every power above
+ * max is replaced by max before it is converted back.
+ */
+#include "bucket.h"
+
+#include <stddef.h>
+#include <string.h>
+
+/* Smallest power of two >= v, for 1 <= v <= 2^63. */
+static uint64_t next_pow2(uint64_t v)
+{
+    v--;
+    v |= v >> 1;
+    v |= v >> 2;
+    v |= v >> 4;
+    v |= v >> 8;
+    v |= v >> 16;
+    v |= v >> 32;
+    return v + 1;
+}
+
+/* Number of powers of two strictly below max, for max >= 1. */
+static uint32_t pow2_below(int64_t max)
+{
+    uint32_t n = 0;
+    uint64_t m = (uint64_t)max;
+    /* 2^n < m for n = 0 .. k-1; at most 63 of them since m < 2^63. */
+    while (n < 63 && (UINT64_C(1) << n) < m)
+        n++;
+    return n;
+}
+
+static int policy_ok(const cgr__bucket_policy *p)
+{
+    if (p->count < 1 || p->count > CGR__BUCKET_MAX_SIZES || p->max < 1)
+        return 0;
+    return p->kind == CGR__BUCKET_LIST || p->kind == CGR__BUCKET_POW2;
+}
+
+cgr_status cgr__bucket_init_list(cgr__bucket_policy *p, const int64_t *sizes, uint32_t count)
+{
+    if (p == NULL || sizes == NULL || count == 0 || count > CGR__BUCKET_MAX_SIZES)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    if (sizes[0] < 1)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    for (uint32_t i = 1; i < count; i++)
+        if (sizes[i] <= sizes[i - 1])
+            return CGR_STATUS_INVALID_ARGUMENT;
+    cgr__bucket_policy t;
+    memset(&t, 0, sizeof t);
+    t.kind = CGR__BUCKET_LIST;
+    t.count = count;
+    t.max = sizes[count - 1];
+    memcpy(t.sizes, sizes, (size_t)count * sizeof sizes[0]);
+    *p = t;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max)
+{
+    if (p == NULL || max < 1)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    cgr__bucket_policy t;
+    memset(&t, 0, sizeof t);
+    t.kind = CGR__BUCKET_POW2;
+    /* The powers below max, plus max itself (a power of two or not). */
+    t.count = pow2_below(max) + 1;
+    t.max = max;
+    *p = t;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int64_t *bucketed)
+{
+    if (p == NULL || bucketed == NULL || !policy_ok(p))
+        return CGR_STATUS_INVALID_ARGUMENT;
+    if (true_dim < 1 || true_dim > p->max)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    if (p->kind == CGR__BUCKET_POW2) {
+        uint64_t b = next_pow2((uint64_t)true_dim);
+        *bucketed = b > (uint64_t)p->max ? p->max : (int64_t)b;
+        return CGR_STATUS_OK;
+    }
+    /* Smallest i with sizes[i] >= true_dim; it exists since true_dim <= max. */
+    uint32_t lo = 0, hi = p->count - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->sizes[mid] >= true_dim)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *bucketed = p->sizes[lo];
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__bucket_at(const cgr__bucket_policy *p, uint32_t index, int64_t *size)
+{
+    if (p == NULL || size == NULL || !policy_ok(p) || index >= p->count)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    if (p->kind == CGR__BUCKET_LIST)
+        *size = p->sizes[index];
+    else
+        *size = index + 1 == p->count ? p->max : (int64_t)(UINT64_C(1) << index);
+    return CGR_STATUS_OK;
+}
