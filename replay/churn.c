@@ -1,0 +1,76 @@
+/*
+ * Churn guard (see churn.h).
+ *
+ * In graph mode the ring recent[] holds the step numbers of the latest (at
+ * most k) new shapes; head is where the next one goes, so once the ring is
+ * full, recent[head] is the oldest of the last k. After writing step t,
+ * "k new shapes within W steps" is "ring full and t - recent[head] < W".
+ */
+#include "churn.h"
+
+#include <stddef.h>
+#include <string.h>
+
+cgr_status cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t stable_steps)
+{
+    if (g == NULL || k > CGR__CHURN_MAX_K)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    if (k > 0 && (window < k || stable_steps == 0))
+        return CGR_STATUS_INVALID_ARGUMENT;
+    memset(g, 0, sizeof *g);
+    g->k = k;
+    g->window = window;
+    g->stable_needed = stable_steps;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
+                              int *tripped_now, int *recovered_now)
+{
+    if (g == NULL)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    uint64_t t = g->step++;
+    int tripped = 0, recovered = 0;
+    g->counters.steps++;
+    if (is_new_shape)
+        g->counters.new_shapes++;
+
+    if (!g->eager) {
+        if (is_new_shape && g->k > 0) {
+            g->recent[g->head] = t;
+            g->head = g->head + 1 == g->k ? 0 : g->head + 1;
+            if (g->filled < g->k)
+                g->filled++;
+            if (g->filled == g->k && t - g->recent[g->head] < g->window) {
+                g->eager = 1;
+                g->stable = 0;
+                g->filled = 0;
+                g->head = 0;
+                g->counters.activations++;
+                tripped = 1;
+            }
+        }
+    } else if (is_new_shape) {
+        g->stable = 0;
+    } else if (++g->stable >= g->stable_needed) {
+        g->eager = 0;
+        g->stable = 0;
+        g->counters.recoveries++;
+        recovered = 1;
+    }
+
+    if (g->eager)
+        g->counters.eager_steps++;
+    if (eager_out != NULL)
+        *eager_out = g->eager;
+    if (tripped_now != NULL)
+        *tripped_now = tripped;
+    if (recovered_now != NULL)
+        *recovered_now = recovered;
+    return CGR_STATUS_OK;
+}
+
+int cgr__churn_eager(const cgr__churn *g)
+{
+    return g != NULL && g->eager;
+}

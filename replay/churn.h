@@ -1,0 +1,81 @@
+/*
+ * Churn guard with hysteresis (pure C, no CUDA).
+ *
+ * Capturing costs far more than one eager run, so a step whose shapes keep
+ * changing is better run eagerly. The guard watches one stream of steps
+ * and says, step by step, whether to run eagerly:
+ *
+ *  - graph mode (the start): each step reports whether its signature was
+ *    new (a capture would be needed). When the K-th new shape arrives
+ *    within W steps of the K-1 before it, that is K new shapes at steps
+ *    t1 < ... < tK with tK - t1 < W, the guard trips: that step and the
+ *    following ones run eagerly.
+ *  - eager mode: the guard counts consecutive steps with no new signature;
+ *    any new one resets the count. When it reaches S, the guard recovers
+ *    and that step runs in graph mode again. The history of new shapes is
+ *    forgotten both on tripping and on recovering, so tripping again takes
+ *    K fresh new shapes within W steps.
+ *
+ * Tripping (K in W) and recovering (S stable) use different evidence, which
+ * is the hysteresis: a workload at the edge does not flip every step.
+ * What counts as a "new shape" is the caller's choice (for the runtime: a
+ * miss in the graph cache in graph mode; a signature not seen before in
+ * eager mode). One step is one cgr__churn_observe() call; every call takes
+ * O(1) time, allocates nothing and depends only on the calls before it.
+ */
+#ifndef CGR_CHURN_H
+#define CGR_CHURN_H
+
+#include <stdint.h>
+
+#include "cgr/cgr.h"
+
+/** Largest K accepted (the ring of recent new shapes is this long). */
+#define CGR__CHURN_MAX_K 64u
+
+/** Cumulative counters. */
+typedef struct cgr__churn_counters {
+    uint64_t steps;        /**< observe calls */
+    uint64_t new_shapes;   /**< steps reported as new shapes */
+    uint64_t activations;  /**< times the guard tripped */
+    uint64_t recoveries;   /**< times it went back to graph mode */
+    uint64_t eager_steps;  /**< steps it answered "eager" for */
+} cgr__churn_counters;
+
+typedef struct cgr__churn {
+    uint32_t k;                          /**< new shapes that trip it; 0: never trips */
+    uint32_t head;                       /**< next ring slot to write */
+    uint32_t filled;                     /**< ring entries in use, 0..k */
+    int eager;                           /**< 1 while tripped */
+    uint64_t window;                     /**< W, in steps */
+    uint64_t stable_needed;              /**< S, in steps */
+    uint64_t stable;                     /**< consecutive steps with no new shape, while eager */
+    uint64_t step;                       /**< number of the next step */
+    uint64_t recent[CGR__CHURN_MAX_K];   /**< step numbers of the latest new shapes (ring) */
+    cgr__churn_counters counters;
+} cgr__churn;
+
+/**
+ * A guard in graph mode: k new shapes within `window` steps trip it, and
+ * `stable_steps` consecutive steps without one bring it back. k = 0 turns
+ * the guard off (it never trips; window and stable_steps are ignored).
+ * CGR_STATUS_INVALID_ARGUMENT, with *g unchanged, when g is NULL, k is above
+ * CGR__CHURN_MAX_K, or k > 0 and either window < k (k new shapes, one per
+ * step at most, could never fit) or stable_steps is 0.
+ */
+cgr_status cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t stable_steps);
+
+/**
+ * Observes one step: is_new_shape is nonzero when the step's signature was
+ * new. *eager_out receives 1 when this step must run eagerly, *tripped_now 1
+ * when the guard tripped on this step, *recovered_now 1 when it recovered on
+ * this step (that step is not eager). Each output may be NULL.
+ * CGR_STATUS_INVALID_ARGUMENT when g is NULL (outputs untouched).
+ */
+cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
+                              int *tripped_now, int *recovered_now);
+
+/** 1 while the guard is tripped (eager mode), 0 otherwise or for NULL. */
+int cgr__churn_eager(const cgr__churn *g);
+
+#endif

@@ -1,0 +1,352 @@
+/*
+ * Unit tests of the bucket policies: every boundary (1, each bucket edge and
+ * edge + 1, the max and max + 1, 0, negatives), invalid user lists, powers
+ * of two up to INT64_MAX without overflow, enumeration with
+ * cgr__bucket_at(), and a brute-force comparison over many small policies.
+ * Every failure must leave the output and the policy unchanged.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bucket.h"
+#include "test.h"
+
+#define SENTINEL INT64_C(-777)
+
+/* choose() must succeed with `want`. */
+static void expect_bucket(const cgr__bucket_policy *p, int64_t d, int64_t want)
+{
+    int64_t got = SENTINEL;
+    ASSERT_EQ(cgr__bucket_choose(p, d, &got), CGR_STATUS_OK);
+    if (got != want)
+        TEST_FAIL_("dim %lld: bucket %lld, expected %lld", (long long)d, (long long)got,
+                   (long long)want);
+}
+
+/* choose() must fail and touch neither the output nor the policy. */
+static void expect_refused(const cgr__bucket_policy *p, int64_t d)
+{
+    int64_t got = SENTINEL;
+    cgr__bucket_policy before;
+    memcpy(&before, p, sizeof before);
+    ASSERT_EQ(cgr__bucket_choose(p, d, &got), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(got, SENTINEL);
+    ASSERT_EQ(memcmp(&before, p, sizeof before), 0);
+}
+
+static void expect_init_list_fails(const int64_t *sizes, uint32_t count)
+{
+    cgr__bucket_policy p, before;
+    memset(&p, 0x3C, sizeof p);
+    memcpy(&before, &p, sizeof p);
+    ASSERT_EQ(cgr__bucket_init_list(&p, sizes, count), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(memcmp(&before, &p, sizeof p), 0);
+}
+
+/* The smallest entry of an ascending list >= d, or -1. */
+static int64_t ref_list(const int64_t *sizes, uint32_t n, int64_t d)
+{
+    if (d < 1)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        if (sizes[i] >= d)
+            return sizes[i];
+    return -1;
+}
+
+/* The obvious loop, in a type wide enough for the small maxima it is used with. */
+static int64_t ref_pow2(int64_t max, int64_t d)
+{
+    if (d < 1 || d > max)
+        return -1;
+    int64_t b = 1;
+    while (b < d)
+        b *= 2;
+    return b > max ? max : b;
+}
+
+/* Enumeration agrees with choose(): increasing, each bucket maps to itself
+ * and the value just above the previous bucket maps to it. */
+static void check_enumeration(const cgr__bucket_policy *p)
+{
+    int64_t prev = 0, size = SENTINEL;
+    ASSERT_GE(p->count, 1);
+    ASSERT_LE(p->count, CGR__BUCKET_MAX_SIZES);
+    for (uint32_t i = 0; i < p->count; i++) {
+        ASSERT_EQ(cgr__bucket_at(p, i, &size), CGR_STATUS_OK);
+        ASSERT_GT(size, prev);
+        expect_bucket(p, size, size);
+        expect_bucket(p, prev + 1, size);
+        if (size - prev > 2)
+            expect_bucket(p, size - 1, size);
+        prev = size;
+    }
+    ASSERT_EQ(prev, p->max);
+    int64_t keep = SENTINEL;
+    ASSERT_EQ(cgr__bucket_at(p, p->count, &keep), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__bucket_at(p, UINT32_MAX, &keep), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(keep, SENTINEL);
+    ASSERT_EQ(cgr__bucket_at(p, 0, NULL), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__bucket_at(NULL, 0, &keep), CGR_STATUS_INVALID_ARGUMENT);
+    if (p->max < INT64_MAX)
+        expect_refused(p, p->max + 1);
+    expect_refused(p, 0);
+    expect_refused(p, -1);
+    expect_refused(p, INT64_MIN);
+}
+
+static void test_list_serve(void)
+{
+    /* W-serve's buckets. */
+    const int64_t sizes[] = {1, 2, 4, 8, 16, 32, 64};
+    cgr__bucket_policy p;
+    ASSERT_EQ(cgr__bucket_init_list(&p, sizes, 7), CGR_STATUS_OK);
+    ASSERT_EQ(p.kind, CGR__BUCKET_LIST);
+    ASSERT_EQ(p.count, 7);
+    ASSERT_EQ(p.max, 64);
+
+    expect_bucket(&p, 1, 1);
+    expect_bucket(&p, 2, 2);
+    expect_bucket(&p, 3, 4);
+    for (int i = 0; i < 7; i++) {
+        expect_bucket(&p, sizes[i], sizes[i]);
+        if (i + 1 < 7)
+            expect_bucket(&p, sizes[i] + 1, sizes[i + 1]);
+    }
+    expect_bucket(&p, 33, 64);
+    expect_bucket(&p, 63, 64);
+    expect_bucket(&p, 64, 64);
+    expect_refused(&p, 65);
+    expect_refused(&p, INT64_MAX);
+    expect_refused(&p, 0);
+    expect_refused(&p, -1);
+    expect_refused(&p, -64);
+    expect_refused(&p, INT64_MIN);
+    for (int64_t d = -3; d <= 70; d++) {
+        int64_t want = ref_list(sizes, 7, d);
+        if (want < 0)
+            expect_refused(&p, d);
+        else
+            expect_bucket(&p, d, want);
+    }
+    check_enumeration(&p);
+}
+
+static void test_list_shapes(void)
+{
+    cgr__bucket_policy p;
+
+    /* A first bucket above 1: everything below pads up to it. */
+    const int64_t a[] = {8, 100, 1000};
+    ASSERT_EQ(cgr__bucket_init_list(&p, a, 3), CGR_STATUS_OK);
+    expect_bucket(&p, 1, 8);
+    expect_bucket(&p, 7, 8);
+    expect_bucket(&p, 8, 8);
+    expect_bucket(&p, 9, 100);
+    expect_bucket(&p, 100, 100);
+    expect_bucket(&p, 101, 1000);
+    expect_bucket(&p, 1000, 1000);
+    expect_refused(&p, 1001);
+    expect_refused(&p, 0);
+    check_enumeration(&p);
+
+    /* One bucket. */
+    const int64_t one[] = {5};
+    ASSERT_EQ(cgr__bucket_init_list(&p, one, 1), CGR_STATUS_OK);
+    expect_bucket(&p, 1, 5);
+    expect_bucket(&p, 5, 5);
+    expect_refused(&p, 6);
+    check_enumeration(&p);
+    const int64_t just1[] = {1};
+    ASSERT_EQ(cgr__bucket_init_list(&p, just1, 1), CGR_STATUS_OK);
+    expect_bucket(&p, 1, 1);
+    expect_refused(&p, 2);
+    expect_refused(&p, 0);
+
+    /* Up to INT64_MAX. */
+    const int64_t huge[] = {1, INT64_MAX - 1, INT64_MAX};
+    ASSERT_EQ(cgr__bucket_init_list(&p, huge, 3), CGR_STATUS_OK);
+    expect_bucket(&p, 2, INT64_MAX - 1);
+    expect_bucket(&p, INT64_MAX - 1, INT64_MAX - 1);
+    expect_bucket(&p, INT64_MAX, INT64_MAX);
+    check_enumeration(&p);
+
+    /* The longest list: 64 sizes, 3, 6, 9, ... */
+    int64_t many[CGR__BUCKET_MAX_SIZES + 1];
+    for (int i = 0; i <= (int)CGR__BUCKET_MAX_SIZES; i++)
+        many[i] = 3 * (int64_t)(i + 1);
+    ASSERT_EQ(cgr__bucket_init_list(&p, many, CGR__BUCKET_MAX_SIZES), CGR_STATUS_OK);
+    ASSERT_EQ(p.max, 3 * (int64_t)CGR__BUCKET_MAX_SIZES);
+    for (int64_t d = -2; d <= p.max + 3; d++) {
+        int64_t want = ref_list(many, CGR__BUCKET_MAX_SIZES, d);
+        if (want < 0)
+            expect_refused(&p, d);
+        else
+            expect_bucket(&p, d, want);
+    }
+    check_enumeration(&p);
+    /* The unused tail of sizes[] is zero. */
+    const int64_t two[] = {3, 9};
+    ASSERT_EQ(cgr__bucket_init_list(&p, two, 2), CGR_STATUS_OK);
+    for (uint32_t i = 2; i < CGR__BUCKET_MAX_SIZES; i++)
+        ASSERT_EQ(p.sizes[i], 0);
+}
+
+static void test_list_invalid(void)
+{
+    int64_t many[CGR__BUCKET_MAX_SIZES + 1];
+    for (int i = 0; i <= (int)CGR__BUCKET_MAX_SIZES; i++)
+        many[i] = (int64_t)(i + 1);
+    expect_init_list_fails(many, CGR__BUCKET_MAX_SIZES + 1);  /* too many */
+    expect_init_list_fails(many, UINT32_MAX);
+    expect_init_list_fails(many, 0);                          /* empty */
+    expect_init_list_fails(NULL, 3);
+    const int64_t zero_first[] = {0, 1, 2};
+    expect_init_list_fails(zero_first, 3);
+    expect_init_list_fails(zero_first, 1);
+    const int64_t neg[] = {-4, 2};
+    expect_init_list_fails(neg, 2);
+    const int64_t min[] = {INT64_MIN};
+    expect_init_list_fails(min, 1);
+    const int64_t dup[] = {1, 2, 2, 4};
+    expect_init_list_fails(dup, 4);
+    const int64_t down[] = {1, 8, 4};
+    expect_init_list_fails(down, 3);
+    const int64_t down_last[] = {1, 2, 4, 8, 16, 32, 64, 63};
+    expect_init_list_fails(down_last, 8);
+    const int64_t down_first[] = {4, 2, 8};
+    expect_init_list_fails(down_first, 3);
+    /* But a prefix that is valid is accepted. */
+    cgr__bucket_policy p;
+    ASSERT_EQ(cgr__bucket_init_list(&p, down_last, 7), CGR_STATUS_OK);
+    ASSERT_EQ(cgr__bucket_init_list(NULL, down_last, 7), CGR_STATUS_INVALID_ARGUMENT);
+}
+
+static void test_pow2(void)
+{
+    cgr__bucket_policy p;
+
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, 64), CGR_STATUS_OK);
+    ASSERT_EQ(p.kind, CGR__BUCKET_POW2);
+    ASSERT_EQ(p.count, 7);
+    ASSERT_EQ(p.max, 64);
+    expect_bucket(&p, 1, 1);
+    expect_bucket(&p, 2, 2);
+    expect_bucket(&p, 3, 4);
+    for (int64_t b = 1; b <= 64; b *= 2) {
+        expect_bucket(&p, b, b);
+        if (b > 2)
+            expect_bucket(&p, b - 1, b);
+        if (b < 64)
+            expect_bucket(&p, b + 1, b * 2);
+    }
+    expect_refused(&p, 65);
+    expect_refused(&p, 128);
+    expect_refused(&p, 0);
+    expect_refused(&p, -1);
+    expect_refused(&p, INT64_MIN);
+    check_enumeration(&p);
+
+    /* A max that is not a power of two is the last bucket. */
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, 100), CGR_STATUS_OK);
+    ASSERT_EQ(p.count, 8);
+    expect_bucket(&p, 64, 64);
+    expect_bucket(&p, 65, 100);
+    expect_bucket(&p, 99, 100);
+    expect_bucket(&p, 100, 100);
+    expect_refused(&p, 101);
+    check_enumeration(&p);
+
+    /* The smallest maxima. */
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, 1), CGR_STATUS_OK);
+    ASSERT_EQ(p.count, 1);
+    expect_bucket(&p, 1, 1);
+    expect_refused(&p, 2);
+    check_enumeration(&p);
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, 2), CGR_STATUS_OK);
+    ASSERT_EQ(p.count, 2);
+    expect_bucket(&p, 2, 2);
+    expect_refused(&p, 3);
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, 3), CGR_STATUS_OK);
+    ASSERT_EQ(p.count, 3);
+    expect_bucket(&p, 3, 3);
+    expect_refused(&p, 4);
+
+    /* The largest: no overflow on the way to 2^63. */
+    const int64_t p62 = INT64_C(1) << 62;
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, INT64_MAX), CGR_STATUS_OK);
+    ASSERT_EQ(p.count, 64);
+    expect_bucket(&p, p62 - 1, p62);
+    expect_bucket(&p, p62, p62);
+    expect_bucket(&p, p62 + 1, INT64_MAX);
+    expect_bucket(&p, INT64_MAX - 1, INT64_MAX);
+    expect_bucket(&p, INT64_MAX, INT64_MAX);
+    check_enumeration(&p);
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, p62), CGR_STATUS_OK);
+    ASSERT_EQ(p.count, 63);
+    expect_bucket(&p, p62 - 1, p62);
+    expect_bucket(&p, p62, p62);
+    expect_refused(&p, p62 + 1);
+    expect_refused(&p, INT64_MAX);
+    check_enumeration(&p);
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, p62 + 1), CGR_STATUS_OK);
+    ASSERT_EQ(p.count, 64);
+    expect_bucket(&p, p62 + 1, p62 + 1);
+    check_enumeration(&p);
+
+    /* Against the obvious loop, for every max up to 300 and every dim around it. */
+    for (int64_t max = 1; max <= 300; max++) {
+        ASSERT_EQ(cgr__bucket_init_pow2(&p, max), CGR_STATUS_OK);
+        for (int64_t d = -2; d <= max + 2; d++) {
+            int64_t want = ref_pow2(max, d);
+            if (want < 0)
+                expect_refused(&p, d);
+            else
+                expect_bucket(&p, d, want);
+        }
+        check_enumeration(&p);
+    }
+
+    /* Invalid maxima change nothing. */
+    cgr__bucket_policy before;
+    memset(&p, 0x77, sizeof p);
+    memcpy(&before, &p, sizeof p);
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, 0), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, -1), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, INT64_MIN), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(memcmp(&before, &p, sizeof p), 0);
+    ASSERT_EQ(cgr__bucket_init_pow2(NULL, 8), CGR_STATUS_INVALID_ARGUMENT);
+}
+
+static void test_bad_policy(void)
+{
+    int64_t out = SENTINEL;
+    cgr__bucket_policy p;
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, 8), CGR_STATUS_OK);
+    ASSERT_EQ(cgr__bucket_choose(NULL, 4, &out), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__bucket_choose(&p, 4, NULL), CGR_STATUS_INVALID_ARGUMENT);
+    /* A zeroed (never initialized) policy is refused, not read. */
+    memset(&p, 0, sizeof p);
+    ASSERT_EQ(cgr__bucket_choose(&p, 1, &out), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__bucket_at(&p, 0, &out), CGR_STATUS_INVALID_ARGUMENT);
+    /* So is a corrupt one. */
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, 8), CGR_STATUS_OK);
+    p.kind = (cgr__bucket_kind)9;
+    ASSERT_EQ(cgr__bucket_choose(&p, 1, &out), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__bucket_init_pow2(&p, 8), CGR_STATUS_OK);
+    p.count = CGR__BUCKET_MAX_SIZES + 1;
+    ASSERT_EQ(cgr__bucket_choose(&p, 1, &out), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(out, SENTINEL);
+}
+
+int main(void)
+{
+    test_list_serve();
+    test_list_shapes();
+    test_list_invalid();
+    test_pow2();
+    test_bad_policy();
+    printf("bucket: ok\n");
+    return 0;
+}
