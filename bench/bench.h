@@ -106,7 +106,7 @@ typedef struct bench_results {
     mode_result canary_before, canary_after;
     int aborted;        /* the device became unusable; later modes skipped */
     int n_work;
-    work_result work[8]; /* W-cnn (and W-mlp) at each batch size */
+    work_result work[16]; /* W-mlp (with and without PDL) and W-cnn at each batch size */
 } bench_results;
 
 /*
@@ -120,6 +120,8 @@ int chain_suite(const bench_config *cfg, bench_results *res, enum chain_pass pas
 /* Measures the N = 100 raw graph into *r (the canary). */
 void chain_canary(const bench_config *cfg, bench_results *res, mode_result *r);
 int staging_suite(const bench_config *cfg, bench_results *res);
+/* W-mlp at the given batch sizes, without and with PDL (through cgr, eager vs graph). */
+int mlp_suite(const bench_config *cfg, bench_results *res, const int *batches, int n);
 /* W-cnn at the given batch sizes (through cgr, eager vs graph). */
 int cnn_suite(const bench_config *cfg, bench_results *res, const int *batches, int n);
 /* Measures the clocks' own overhead into res->timer. */

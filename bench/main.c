@@ -25,7 +25,7 @@
 #define BENCH_GPU_ARCH "90"
 #endif
 
-typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING, SUITE_CNN } suite_id;
+typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING, SUITE_MLP, SUITE_CNN } suite_id;
 
 static void usage(FILE *f)
 {
@@ -35,8 +35,11 @@ static void usage(FILE *f)
           "             without 4 KiB in + 4 B out\n"
           "  staging    how step I/O should cross PCIe: slot pointing and the zero-copy vs\n"
           "             memcpy-node crossover\n"
+          "  mlp        W-mlp training (B = 1, 8, 32, 256) through cgr, without and with\n"
+          "             programmatic dependent launch: eager vs graph, GPU busy time\n"
           "  cnn        W-cnn (B = 1, 8, 32) through cgr: eager vs graph, GPU busy time\n"
-          "  default    chain, staging, then W-cnn at B = 1 (what runs when no suite is given)\n"
+          "  default    chain, staging, then W-cnn at B = 1 (what runs when no suite is\n"
+          "             given)\n"
           "options:\n"
           "  --device N      CUDA device ordinal (default 0)\n"
           "  --steps S       timed steps per mode (default 1000, at least 200)\n"
@@ -80,7 +83,7 @@ static int parse_suite(const char *arg, suite_id *suite, int *have_suite)
         const char *name;
         suite_id id;
     } suites[] = {{"default", SUITE_DEFAULT}, {"chain", SUITE_CHAIN}, {"staging", SUITE_STAGING},
-                   {"cnn", SUITE_CNN}};
+                   {"mlp", SUITE_MLP}, {"cnn", SUITE_CNN}};
     if (*have_suite) {
         fprintf(stderr, "cgr-bench: more than one suite given ('%s')\n", arg);
         return -1;
@@ -281,6 +284,8 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
     int chain = suite == SUITE_DEFAULT || suite == SUITE_CHAIN;
     int staging = suite == SUITE_DEFAULT || suite == SUITE_STAGING;
     int cnn = suite == SUITE_DEFAULT || suite == SUITE_CNN;
+    /* Not in the default suite until it has run on a GPU (docs/benchmarks.md). */
+    int mlp = suite == SUITE_MLP;
     timer_overhead(cfg, res);
     if (chain)
         chain_suite(cfg, res, CHAIN_PASS_RAW);
@@ -293,6 +298,10 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
         chain_canary(cfg, res, &res->canary_before);
         chain_suite(cfg, res, CHAIN_PASS_CGR);
         chain_canary(cfg, res, &res->canary_after);
+    }
+    if (mlp) {
+        static const int all_b[] = {1, 8, 32, 256}, small_b[] = {1};
+        mlp_suite(cfg, res, cfg->quick ? small_b : all_b, cfg->quick ? 1 : 4);
     }
     if (cnn) {
 #if BENCH_HAVE_CNN

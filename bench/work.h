@@ -63,6 +63,11 @@ int work_trace_write(const char *path);
 /* Releases the profiler. */
 void work_finish(void);
 
+/* W-mlp training at batch B (bench/mlp_work.c), pdl = 1 for programmatic
+ * dependent launch of the model's own kernels; 0 on success. */
+int mlp_workload(int B, int pdl, workload *w);
+void mlp_workload_free(workload *w);
+
 /* W-cnn at batch B (bench/cnn_work.c); 0 on success. */
 int cnn_workload(int B, workload *w);
 void cnn_workload_free(workload *w);

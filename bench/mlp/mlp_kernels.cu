@@ -1,0 +1,789 @@
+/*
+ * W-mlp kernels: everything of one fp32 training step except the forward
+ * GEMMs (cuBLAS, the fast (T,N) form) and the large-batch backward GEMMs.
+ * The API and its conventions are in mlp_kernels.h.
+ *
+ * Napkin for the whole step at B=1 on an H200 (DESIGN.md): 5 forward GEMVs
+ * (~2.6 us each), 4 data-gradient GEMVs and 5 weight gradients (~2 us each
+ * here), a handful of latency-bound elementwise kernels (~1 us each inside a
+ * graph) and one AdamW pass (~38 us): about 100 us of GPU busy time, 22
+ * kernels. Memory traffic, not FLOPs, bounds every kernel here: at B <= 8 a
+ * Linear layer does 2*B FLOPs per 4-byte weight it touches.
+ *
+ * Determinism: no kernel uses floating-point atomics and every sum has a
+ * fixed order that does not depend on scheduling, so a step is bitwise
+ * reproducible. Where a sum is split across threads or blocks, the partial
+ * sums are combined in index order (shared memory, then distributed shared
+ * memory within a thread block cluster).
+ *
+ * PDL: every kernel begins with pdl_begin(): cudaGridDependencySynchronize()
+ * waits until the previous grid in the stream has completed and its writes
+ * are visible (PTX griddepcontrol.wait; a no-op for a normal launch), and
+ * only then touches global memory, so there are no read-after-write or
+ * write-after-read hazards whichever way a kernel is launched. It then calls
+ * cudaTriggerProgrammaticLaunchCompletion() so that the next PDL kernel can
+ * be scheduled as soon as every block of this one has started, instead of
+ * when this one exits: the next kernel's launch latency then hides behind
+ * this kernel's work. The trigger carries no memory guarantee and needs
+ * none, because the next kernel waits for full completion anyway.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include <cooperative_groups.h>
+
+#include "mlp_kernels.h"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "mlp_kernels.cu needs sm_90 or newer (thread block clusters, programmatic dependent launch)"
+#endif
+
+namespace cg = cooperative_groups;
+
+/* ---- shared helpers --------------------------------------------------------- */
+
+static __device__ __forceinline__ void pdl_begin(void)
+{
+    cudaGridDependencySynchronize();
+    cudaTriggerProgrammaticLaunchCompletion();
+}
+
+/*
+ * One launch path for both modes, so that pdl=0 and pdl=1 run the very same
+ * kernel with the same grid: only the attribute differs.
+ */
+template <typename... KArgs, typename... Args>
+static cudaError_t launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s,
+                          int pdl, Args... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1] = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = s;
+    if (pdl) {
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args...);
+    cudaError_t last = cudaGetLastError();
+    return e != cudaSuccess ? e : last;
+}
+
+static bool aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+static unsigned grid_for(size_t items, unsigned threads, unsigned max_blocks)
+{
+    size_t b = (items + threads - 1) / threads;
+    if (b < 1)
+        b = 1;
+    return b > max_blocks ? max_blocks : (unsigned)b;
+}
+
+/* Four consecutive floats row[c..c+3]; zeros past n. VEC: one 16-byte load. */
+template <bool VEC>
+static __device__ __forceinline__ float4 load4(const float *__restrict__ row, int c, int n)
+{
+    if (VEC)
+        return c < n ? *reinterpret_cast<const float4 *>(row + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+    float4 v;
+    v.x = c < n ? row[c] : 0.f;
+    v.y = c + 1 < n ? row[c + 1] : 0.f;
+    v.z = c + 2 < n ? row[c + 2] : 0.f;
+    v.w = c + 3 < n ? row[c + 3] : 0.f;
+    return v;
+}
+
+template <bool VEC>
+static __device__ __forceinline__ void store4(float *__restrict__ row, int c, int n, float4 v)
+{
+    if (VEC) {
+        if (c < n)
+            *reinterpret_cast<float4 *>(row + c) = v;
+        return;
+    }
+    if (c < n)
+        row[c] = v.x;
+    if (c + 1 < n)
+        row[c + 1] = v.y;
+    if (c + 2 < n)
+        row[c + 2] = v.z;
+    if (c + 3 < n)
+        row[c + 3] = v.w;
+}
+
+/*
+ * Butterfly reductions: every lane ends with the same value, and the order
+ * of the additions is fixed, so the result is deterministic.
+ */
+static __device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+static __device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* ReLU that keeps NaN (a NaN activation should not be silently zeroed). */
+static __device__ __forceinline__ float relu(float x)
+{
+    return x < 0.f ? 0.f : x;
+}
+
+#define EW_THREADS 256
+#define EW_MAX_BLOCKS 4096
+
+/* ---- bias (+ ReLU) forward ---------------------------------------------------
+ * y[r][c] = relu(y[r][c] + b[c]) in place, after a cuBLAS GEMM wrote y.
+ * Bytes: 8*B*cols + 4*cols (B=1, cols=1024: 12 KiB); FLOPs: 1-2 per element.
+ * Bound: latency (one wave, ~1 us inside a graph) up to B ~ 64; at B=256
+ * 2 MiB, ~1 us of HBM/L2 bandwidth on top.
+ */
+template <bool RELU>
+static __global__ void __launch_bounds__(EW_THREADS)
+    bias_act_kernel(float *__restrict__ y, const float *__restrict__ b, int rows, int cols, int vec)
+{
+    pdl_begin();
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (vec) {
+        const size_t c4n = (size_t)cols / 4;
+        const size_t n4 = (size_t)rows * c4n;
+        float4 *y4 = reinterpret_cast<float4 *>(y);
+        const float4 *b4 = reinterpret_cast<const float4 *>(b);
+        for (size_t i = i0; i < n4; i += stride) {
+            float4 v = y4[i];
+            const float4 bb = b4[i % c4n];
+            v.x += bb.x;
+            v.y += bb.y;
+            v.z += bb.z;
+            v.w += bb.w;
+            if (RELU) {
+                v.x = relu(v.x);
+                v.y = relu(v.y);
+                v.z = relu(v.z);
+                v.w = relu(v.w);
+            }
+            y4[i] = v;
+        }
+    } else {
+        const size_t n = (size_t)rows * cols;
+        for (size_t i = i0; i < n; i += stride) {
+            float v = y[i] + b[i % (size_t)cols];
+            y[i] = RELU ? relu(v) : v;
+        }
+    }
+}
+
+template <bool RELU>
+static cudaError_t bias_act(float *y, const float *b, int rows, int cols, cudaStream_t s, int pdl)
+{
+    if (!y || !b || rows < 1 || cols < 1)
+        return cudaErrorInvalidValue;
+    const int vec = cols % 4 == 0 && aligned16(y) && aligned16(b);
+    const size_t items = (size_t)rows * cols / (vec ? 4 : 1);
+    return launch(bias_act_kernel<RELU>, dim3(grid_for(items, EW_THREADS, EW_MAX_BLOCKS)),
+                  dim3(EW_THREADS), s, pdl, y, b, rows, cols, vec);
+}
+
+extern "C" cudaError_t mlp_bias_relu_fwd(float *y, const float *b, int rows, int cols,
+                                         cudaStream_t s, int pdl)
+{
+    return bias_act<true>(y, b, rows, cols, s, pdl);
+}
+
+extern "C" cudaError_t mlp_bias_fwd(float *y, const float *b, int rows, int cols, cudaStream_t s,
+                                    int pdl)
+{
+    return bias_act<false>(y, b, rows, cols, s, pdl);
+}
+
+/* ---- ReLU backward -----------------------------------------------------------
+ * dy = y > 0 ? dy : 0 in place; only on the large-batch path (at small B
+ * mlp_gemv_bwd applies the mask as it writes dx).
+ * Bytes: 12*B*cols (B=256, cols=1024: 3 MiB, ~1 us); FLOPs: none.
+ * Bound: HBM/L2 bandwidth at large B, latency below.
+ */
+static __global__ void __launch_bounds__(EW_THREADS)
+    relu_bwd_kernel(float *__restrict__ dy, const float *__restrict__ y, size_t n, int vec)
+{
+    pdl_begin();
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (vec) {
+        float4 *d4 = reinterpret_cast<float4 *>(dy);
+        const float4 *y4 = reinterpret_cast<const float4 *>(y);
+        for (size_t i = i0; i < n / 4; i += stride) {
+            float4 d = d4[i];
+            const float4 a = y4[i];
+            d.x = a.x > 0.f ? d.x : 0.f;
+            d.y = a.y > 0.f ? d.y : 0.f;
+            d.z = a.z > 0.f ? d.z : 0.f;
+            d.w = a.w > 0.f ? d.w : 0.f;
+            d4[i] = d;
+        }
+    } else {
+        for (size_t i = i0; i < n; i += stride)
+            dy[i] = y[i] > 0.f ? dy[i] : 0.f;
+    }
+}
+
+extern "C" cudaError_t mlp_relu_bwd(float *dy, const float *y, int rows, int cols, cudaStream_t s,
+                                    int pdl)
+{
+    if (!dy || !y || rows < 1 || cols < 1)
+        return cudaErrorInvalidValue;
+    const size_t n = (size_t)rows * cols;
+    const int vec = n % 4 == 0 && aligned16(dy) && aligned16(y);
+    return launch(relu_bwd_kernel, dim3(grid_for(vec ? n / 4 : n, EW_THREADS, EW_MAX_BLOCKS)),
+                  dim3(EW_THREADS), s, pdl, dy, y, n, vec);
+}
+
+/* ---- softmax cross-entropy, forward and backward --------------------------------
+ * One warp per row, three passes over the row (max; sum of exp; dlogits),
+ * all reductions by warp shuffles. Up to 32 rows per block; when the whole
+ * batch fits in one block (B <= 32) that block also writes the mean, so the
+ * loss costs one launch. Above that a one-warp kernel takes the mean of the
+ * per-row losses. Both paths sum the row losses in the same order (lane i
+ * takes rows i, i+32, ..., then a butterfly), so B=32 gives the same bits
+ * either way.
+ * Bytes: 4*B*C read (the 2nd and 3rd pass hit L1) + 4*B*C written
+ * (B=1, C=1000: 8 KB). FLOPs: ~2 expf per element.
+ * Bound: latency: three dependent passes (the loops are unrolled, so a
+ * lane's 8 float4 loads of a 1000-wide row go out in two batches): ~2 us at
+ * B=1, a little more at B=256 with 8 blocks.
+ */
+#define SX_MAX_WARPS 32
+
+/* Mean of vals[0..n) by one full warp, in the fixed order described above. */
+static __device__ __forceinline__ float warp_mean(const float *vals, int n, int lane)
+{
+    float acc = 0.f;
+    for (int i = lane; i < n; i += 32)
+        acc += vals[i];
+    return warp_sum(acc) / (float)n;
+}
+
+template <bool VEC>
+static __global__ void __launch_bounds__(SX_MAX_WARPS * 32)
+    softmax_xent_kernel(const float *__restrict__ logits, const int *__restrict__ labels,
+                        float *__restrict__ row_loss, float *__restrict__ loss,
+                        float *__restrict__ dlogits, int B, int C)
+{
+    __shared__ float sh_loss[SX_MAX_WARPS];
+    pdl_begin();
+    const int lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32;
+    const int r = blockIdx.x * (blockDim.x / 32) + warp;
+    if (r < B) {
+        const float *x = logits + (size_t)r * C;
+        float *dx = dlogits + (size_t)r * C;
+        const int label = labels[r];
+        const bool ok = label >= 0 && label < C;
+        const float fb = (float)B;
+
+        float mx = -INFINITY;
+        if (VEC) {
+            const float4 *x4 = reinterpret_cast<const float4 *>(x);
+#pragma unroll 4
+            for (int c = lane; c < C / 4; c += 32) {
+                const float4 v = x4[c];
+                mx = fmaxf(mx, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+            }
+        } else {
+#pragma unroll 8
+            for (int c = lane; c < C; c += 32)
+                mx = fmaxf(mx, x[c]);
+        }
+        mx = warp_max(mx);
+
+        float sum = 0.f;
+        if (VEC) {
+            const float4 *x4 = reinterpret_cast<const float4 *>(x);
+#pragma unroll 4
+            for (int c = lane; c < C / 4; c += 32) {
+                const float4 v = x4[c];
+                sum += expf(v.x - mx) + expf(v.y - mx) + expf(v.z - mx) + expf(v.w - mx);
+            }
+        } else {
+#pragma unroll 8
+            for (int c = lane; c < C; c += 32)
+                sum += expf(x[c] - mx);
+        }
+        sum = warp_sum(sum);
+
+        /* (softmax - onehot) / B; a bad label's row gets no gradient. */
+        if (VEC) {
+            const float4 *x4 = reinterpret_cast<const float4 *>(x);
+            float4 *d4 = reinterpret_cast<float4 *>(dx);
+#pragma unroll 4
+            for (int c = lane; c < C / 4; c += 32) {
+                const float4 v = x4[c];
+                float4 d;
+                d.x = (expf(v.x - mx) / sum - (4 * c + 0 == label ? 1.f : 0.f)) / fb;
+                d.y = (expf(v.y - mx) / sum - (4 * c + 1 == label ? 1.f : 0.f)) / fb;
+                d.z = (expf(v.z - mx) / sum - (4 * c + 2 == label ? 1.f : 0.f)) / fb;
+                d.w = (expf(v.w - mx) / sum - (4 * c + 3 == label ? 1.f : 0.f)) / fb;
+                d4[c] = ok ? d : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+        } else {
+#pragma unroll 8
+            for (int c = lane; c < C; c += 32) {
+                const float d = (expf(x[c] - mx) / sum - (c == label ? 1.f : 0.f)) / fb;
+                dx[c] = ok ? d : 0.f;
+            }
+        }
+
+        if (lane == 0) {
+            /* -log softmax[label] = log(sum) - (x[label] - max) */
+            const float rl = ok ? logf(sum) - (x[label] - mx) : __int_as_float(0x7fc00000);
+            row_loss[r] = rl;
+            sh_loss[warp] = rl;
+        }
+    }
+    if (gridDim.x == 1) {
+        __syncthreads();
+        if (warp == 0) {
+            const float m = warp_mean(sh_loss, B, lane);
+            if (lane == 0)
+                *loss = m;
+        }
+    }
+}
+
+static __global__ void __launch_bounds__(32)
+    mean_kernel(const float *__restrict__ vals, float *__restrict__ out, int n)
+{
+    pdl_begin();
+    const float m = warp_mean(vals, n, (int)threadIdx.x);
+    if (threadIdx.x == 0)
+        *out = m;
+}
+
+extern "C" cudaError_t mlp_softmax_xent_fwd_bwd(const float *logits, const int *labels,
+                                                float *row_loss, float *loss, float *dlogits, int B,
+                                                int C, cudaStream_t s, int pdl)
+{
+    if (!logits || !labels || !row_loss || !loss || !dlogits || B < 1 || C < 1 ||
+        logits == dlogits)
+        return cudaErrorInvalidValue;
+    const int warps = B < SX_MAX_WARPS ? B : SX_MAX_WARPS;
+    const unsigned blocks = (unsigned)((B + warps - 1) / warps);
+    const bool vec = C % 4 == 0 && aligned16(logits) && aligned16(dlogits);
+    cudaError_t e;
+    if (vec)
+        e = launch(softmax_xent_kernel<true>, dim3(blocks), dim3(32 * warps), s, pdl, logits,
+                   labels, row_loss, loss, dlogits, B, C);
+    else
+        e = launch(softmax_xent_kernel<false>, dim3(blocks), dim3(32 * warps), s, pdl, logits,
+                   labels, row_loss, loss, dlogits, B, C);
+    if (e != cudaSuccess || blocks == 1)
+        return e;
+    return launch(mean_kernel, dim3(1), dim3(32), s, pdl, (const float *)row_loss, loss, B);
+}
+
+/* ---- AdamW --------------------------------------------------------------------
+ * One grid-stride pass over the flat parameter buffer, float4 loads and
+ * stores. Bytes: 28 per parameter (read p, g, m, v; write p, m, v): W-mlp's
+ * 5.2 M parameters move 146 MB. FLOPs: ~15 per parameter (a sqrt and a
+ * divide). Bound: HBM bandwidth: ~38 us at ~3.8 TB/s on an H200.
+ *
+ * g, m and v are loaded and stored with the streaming (evict-first) hint:
+ * the next step does not read them until its own AdamW, while p is read by
+ * the very next forward pass, so it is the one worth keeping in L2.
+ *
+ * The step count: every thread reads *step (the number of steps already
+ * taken) and uses t = *step + 1. Incrementing *step in this kernel would
+ * race: a block that starts late could read the new value. Hence the
+ * separate one-thread mlp_adamw_step_count_inc(), launched right after.
+ * It costs one more (tiny) node per step, ~0.5 us with PDL; the increment
+ * could also be folded into a kernel that runs before AdamW in the step,
+ * but that would tie unrelated kernels together for half a microsecond.
+ * The count is an int: exact far beyond any run length, and its float
+ * conversion is exact up to 2^24 steps.
+ */
+#define ADAMW_THREADS 256
+#define ADAMW_MAX_BLOCKS 8192
+
+struct adamw_hp {
+    float decay;     /* 1 - lr * wd */
+    float b1, omb1;  /* beta1, 1 - beta1 */
+    float b2, omb2;  /* beta2, 1 - beta2 */
+    float step_size; /* lr / (1 - beta1^t) */
+    float bc2_sqrt;  /* sqrt(1 - beta2^t) */
+    float eps;
+};
+
+static __device__ __forceinline__ float adamw_elem(float p, float g, float *m, float *v,
+                                                   const adamw_hp &h)
+{
+    const float mm = h.b1 * *m + h.omb1 * g;
+    const float vv = h.b2 * *v + h.omb2 * (g * g);
+    *m = mm;
+    *v = vv;
+    p = p * h.decay;
+    /* PyTorch's form: denom = sqrt(v) / sqrt(1 - b2^t) + eps. */
+    return p - h.step_size * (mm / (sqrtf(vv) / h.bc2_sqrt + h.eps));
+}
+
+template <bool VEC>
+static __global__ void __launch_bounds__(ADAMW_THREADS)
+    adamw_kernel(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ m,
+                 float *__restrict__ v, size_t n, const int *__restrict__ step, float lr,
+                 float beta1, float beta2, float eps, float wd)
+{
+    pdl_begin();
+    const float t = (float)(*step + 1);
+    adamw_hp h;
+    h.decay = 1.f - lr * wd;
+    h.b1 = beta1;
+    h.omb1 = 1.f - beta1;
+    h.b2 = beta2;
+    h.omb2 = 1.f - beta2;
+    h.step_size = lr / (1.f - powf(beta1, t));
+    h.bc2_sqrt = sqrtf(1.f - powf(beta2, t));
+    h.eps = eps;
+
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t tail = 0;
+    if (VEC) {
+        const size_t n4 = n / 4;
+        float4 *p4 = reinterpret_cast<float4 *>(p);
+        const float4 *g4 = reinterpret_cast<const float4 *>(g);
+        float4 *m4 = reinterpret_cast<float4 *>(m);
+        float4 *v4 = reinterpret_cast<float4 *>(v);
+        for (size_t i = i0; i < n4; i += stride) {
+            float4 pp = p4[i];
+            const float4 gg = __ldcs(g4 + i);
+            float4 mm = __ldcs(m4 + i);
+            float4 vv = __ldcs(v4 + i);
+            pp.x = adamw_elem(pp.x, gg.x, &mm.x, &vv.x, h);
+            pp.y = adamw_elem(pp.y, gg.y, &mm.y, &vv.y, h);
+            pp.z = adamw_elem(pp.z, gg.z, &mm.z, &vv.z, h);
+            pp.w = adamw_elem(pp.w, gg.w, &mm.w, &vv.w, h);
+            p4[i] = pp;
+            __stcs(m4 + i, mm);
+            __stcs(v4 + i, vv);
+        }
+        tail = n4 * 4;
+    }
+    for (size_t i = tail + i0; i < n; i += stride) {
+        float mm = m[i], vv = v[i];
+        p[i] = adamw_elem(p[i], g[i], &mm, &vv, h);
+        m[i] = mm;
+        v[i] = vv;
+    }
+}
+
+extern "C" cudaError_t mlp_adamw_fused(float *params, const float *grads, float *m, float *v,
+                                       size_t n, const int *step, float lr, float beta1,
+                                       float beta2, float eps, float weight_decay, cudaStream_t s,
+                                       int pdl)
+{
+    if (!params || !grads || !m || !v || !step || n == 0)
+        return cudaErrorInvalidValue;
+    const bool vec = aligned16(params) && aligned16(grads) && aligned16(m) && aligned16(v);
+    const unsigned blocks = grid_for(vec ? (n + 3) / 4 : n, ADAMW_THREADS, ADAMW_MAX_BLOCKS);
+    if (vec)
+        return launch(adamw_kernel<true>, dim3(blocks), dim3(ADAMW_THREADS), s, pdl, params, grads,
+                      m, v, n, step, lr, beta1, beta2, eps, weight_decay);
+    return launch(adamw_kernel<false>, dim3(blocks), dim3(ADAMW_THREADS), s, pdl, params, grads, m,
+                  v, n, step, lr, beta1, beta2, eps, weight_decay);
+}
+
+static __global__ void __launch_bounds__(32) step_inc_kernel(int *step)
+{
+    pdl_begin();
+    if (threadIdx.x == 0)
+        *step += 1;
+}
+
+extern "C" cudaError_t mlp_adamw_step_count_inc(int *step, cudaStream_t s, int pdl)
+{
+    if (!step)
+        return cudaErrorInvalidValue;
+    return launch(step_inc_kernel, dim3(1), dim3(32), s, pdl, step);
+}
+
+/* ---- data gradient at small batch: dx = dy W ------------------------------------
+ * dx[b][i] = sum_o dy[b][o] W[o][i], B <= 8. cuBLAS would run this as an
+ * (N,N) GEMM, which picks a slow kernel at small B (9-10 us for 1024x1024).
+ * Bytes: 4*out*in of W read once (4 MiB) + 4*B*(out+in); FLOPs 2*B*out*in.
+ * Bound: HBM bandwidth, 4 MiB / ~3.5 TB/s = 1.2 us, plus ~1 us of launch
+ * and reduction latency: ~2-3 us (less when W is still in L2 from the
+ * forward pass).
+ *
+ * Work split: a thread block cluster of 8 blocks owns a tile of 64 columns;
+ * the 8 blocks split the `out` rows into 8 contiguous ranges. Inside a
+ * block, 16 threads across (one float4 of columns each, so a row's 256 bytes
+ * are one coalesced load) by 16 threads down (rows ty, ty+16, ...); each
+ * thread issues 8 rows' float4 loads before using them and keeps B x 4
+ * accumulators. For 1024x1024 that is 8 x 16 B per thread, the whole 4 MiB
+ * in flight at once: one HBM round trip instead of a chain of them. 1024
+ * columns make 16 clusters = 128 blocks, about one per SM (up to 158
+ * registers per thread at B=8, no spills).
+ * Reduction, in a fixed order: the 16 row-threads of a block through shared
+ * memory, then the 8 blocks of the cluster through distributed shared
+ * memory (each block finishes 1/8 of the tile's outputs, reading the 8
+ * partials in rank order). No global scratch, no atomics, one launch.
+ * The ReLU mask of the layer below is applied as dx is written.
+ */
+#define GB_TX 16
+#define GB_TY 16
+#define GB_COLS (4 * GB_TX)
+#define GB_CLUSTER 8
+#define GB_UNROLL 8
+
+template <int NB, bool VEC, bool MASK>
+static __global__ void __cluster_dims__(GB_CLUSTER, 1, 1) __launch_bounds__(GB_TX *GB_TY)
+    gemv_bwd_kernel(float *__restrict__ dx, const float *__restrict__ dy,
+                    const float *__restrict__ W, const float *__restrict__ mask, int out, int in)
+{
+    __shared__ __align__(16) float red[GB_TY][NB][GB_COLS];
+    __shared__ float part[NB * GB_COLS];
+    cg::cluster_group cluster = cg::this_cluster();
+    pdl_begin();
+
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int rank = (int)cluster.block_rank();
+    const int col = blockIdx.y * GB_COLS + tx * 4;
+    const int rows_per = (out + GB_CLUSTER - 1) / GB_CLUSTER;
+    const int r_begin = rank * rows_per;
+    const int r_end = min(out, r_begin + rows_per);
+
+    float acc[NB][4];
+#pragma unroll
+    for (int b = 0; b < NB; b++)
+        acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = 0.f;
+
+    for (int r = r_begin + ty; r < r_end; r += GB_UNROLL * GB_TY) {
+        float4 w[GB_UNROLL];
+        float d[GB_UNROLL][NB];
+#pragma unroll
+        for (int u = 0; u < GB_UNROLL; u++) {
+            const int rr = r + u * GB_TY;
+            if (rr < r_end) {
+                w[u] = load4<VEC>(W + (size_t)rr * in, col, in);
+#pragma unroll
+                for (int b = 0; b < NB; b++)
+                    d[u][b] = dy[(size_t)b * out + rr];
+            } else {
+                w[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+                for (int b = 0; b < NB; b++)
+                    d[u][b] = 0.f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < GB_UNROLL; u++) {
+#pragma unroll
+            for (int b = 0; b < NB; b++) {
+                acc[b][0] = fmaf(d[u][b], w[u].x, acc[b][0]);
+                acc[b][1] = fmaf(d[u][b], w[u].y, acc[b][1]);
+                acc[b][2] = fmaf(d[u][b], w[u].z, acc[b][2]);
+                acc[b][3] = fmaf(d[u][b], w[u].w, acc[b][3]);
+            }
+        }
+    }
+
+#pragma unroll
+    for (int b = 0; b < NB; b++)
+        *reinterpret_cast<float4 *>(&red[ty][b][tx * 4]) =
+            make_float4(acc[b][0], acc[b][1], acc[b][2], acc[b][3]);
+    __syncthreads();
+
+    const int tid = ty * GB_TX + tx;
+    for (int o = tid; o < NB * GB_COLS; o += GB_TX * GB_TY) {
+        const int b = o / GB_COLS, c = o % GB_COLS;
+        float sum = red[0][b][c];
+#pragma unroll
+        for (int k = 1; k < GB_TY; k++)
+            sum += red[k][b][c];
+        part[o] = sum;
+    }
+    cluster.sync(); /* every block's `part` is complete */
+
+    const int chunk = NB * GB_COLS / GB_CLUSTER;
+    if (tid < chunk) {
+        const int o = rank * chunk + tid;
+        const int b = o / GB_COLS, c = o % GB_COLS;
+        float sum = *cluster.map_shared_rank(&part[o], 0);
+#pragma unroll
+        for (int q = 1; q < GB_CLUSTER; q++)
+            sum += *cluster.map_shared_rank(&part[o], q);
+        const int gc = blockIdx.y * GB_COLS + c;
+        if (gc < in) {
+            if (MASK && !(mask[(size_t)b * in + gc] > 0.f))
+                sum = 0.f;
+            dx[(size_t)b * in + gc] = sum;
+        }
+    }
+    cluster.sync(); /* no block leaves while another still reads its `part` */
+}
+
+template <int NB>
+static cudaError_t gemv_bwd_nb(float *dx, const float *dy, const float *W, const float *mask,
+                               int out, int in, cudaStream_t s, int pdl)
+{
+    const dim3 grid(GB_CLUSTER, (unsigned)((in + GB_COLS - 1) / GB_COLS));
+    const dim3 block(GB_TX, GB_TY);
+    const bool vec = in % 4 == 0 && aligned16(W);
+    if (vec && mask)
+        return launch(gemv_bwd_kernel<NB, true, true>, grid, block, s, pdl, dx, dy, W, mask, out,
+                      in);
+    if (vec)
+        return launch(gemv_bwd_kernel<NB, true, false>, grid, block, s, pdl, dx, dy, W, mask, out,
+                      in);
+    if (mask)
+        return launch(gemv_bwd_kernel<NB, false, true>, grid, block, s, pdl, dx, dy, W, mask, out,
+                      in);
+    return launch(gemv_bwd_kernel<NB, false, false>, grid, block, s, pdl, dx, dy, W, mask, out,
+                  in);
+}
+
+extern "C" cudaError_t mlp_gemv_bwd(float *dx, const float *dy, const float *W, const float *mask,
+                                    int B, int out, int in, cudaStream_t s, int pdl)
+{
+    if (!dx || !dy || !W || out < 1 || in < 1 || (in + GB_COLS - 1) / GB_COLS > 65535)
+        return cudaErrorInvalidValue;
+    switch (B) {
+    case 1: return gemv_bwd_nb<1>(dx, dy, W, mask, out, in, s, pdl);
+    case 2: return gemv_bwd_nb<2>(dx, dy, W, mask, out, in, s, pdl);
+    case 3: return gemv_bwd_nb<3>(dx, dy, W, mask, out, in, s, pdl);
+    case 4: return gemv_bwd_nb<4>(dx, dy, W, mask, out, in, s, pdl);
+    case 5: return gemv_bwd_nb<5>(dx, dy, W, mask, out, in, s, pdl);
+    case 6: return gemv_bwd_nb<6>(dx, dy, W, mask, out, in, s, pdl);
+    case 7: return gemv_bwd_nb<7>(dx, dy, W, mask, out, in, s, pdl);
+    case 8: return gemv_bwd_nb<8>(dx, dy, W, mask, out, in, s, pdl);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+/* ---- weight (and bias) gradient at small batch: dW = dy^T x --------------------
+ * dW[o][i] = sum_b dy[b][o] x[b][i] (overwritten), B <= 8; db[o] = sum_b
+ * dy[b][o] when db != NULL, so the bias gradient costs no launch of its own.
+ * Each thread keeps B float4s of x in registers and writes 4 consecutive
+ * rows' float4 of dW, summing over the batch in order b = 0, 1, ... (the
+ * first term a product, the rest fmaf). dy values are block-wide broadcasts.
+ * Bytes: 4*out*in written (4 MiB) + 4*B*(out+in) read; FLOPs 2*B*out*in.
+ * Bound: HBM write bandwidth (the stores mostly land in L2, where the
+ * AdamW pass finds them): ~1.3 us + latency, ~2 us; 1024x1024 makes 256
+ * blocks of 256 threads.
+ */
+#define OA_THREADS 256
+#define OA_ROWS 4
+
+template <int NB, bool VEC>
+static __global__ void __launch_bounds__(OA_THREADS)
+    outer_acc_kernel(float *__restrict__ dW, float *__restrict__ db, const float *__restrict__ dy,
+                     const float *__restrict__ x, int out, int in)
+{
+    pdl_begin();
+    const int r0 = blockIdx.y * OA_ROWS;
+    if (db != nullptr && blockIdx.x == 0 && threadIdx.x < OA_ROWS) {
+        const int r = r0 + threadIdx.x;
+        if (r < out) {
+            float sum = dy[r];
+            for (int b = 1; b < NB; b++)
+                sum += dy[(size_t)b * out + r];
+            db[r] = sum;
+        }
+    }
+    const int c = (blockIdx.x * OA_THREADS + threadIdx.x) * 4;
+    if (c >= in)
+        return;
+    float4 xv[NB];
+#pragma unroll
+    for (int b = 0; b < NB; b++)
+        xv[b] = load4<VEC>(x + (size_t)b * in, c, in);
+#pragma unroll
+    for (int k = 0; k < OA_ROWS; k++) {
+        const int r = r0 + k;
+        if (r >= out)
+            break;
+        float d = dy[r];
+        float4 a = make_float4(d * xv[0].x, d * xv[0].y, d * xv[0].z, d * xv[0].w);
+#pragma unroll
+        for (int b = 1; b < NB; b++) {
+            d = dy[(size_t)b * out + r];
+            a.x = fmaf(d, xv[b].x, a.x);
+            a.y = fmaf(d, xv[b].y, a.y);
+            a.z = fmaf(d, xv[b].z, a.z);
+            a.w = fmaf(d, xv[b].w, a.w);
+        }
+        store4<VEC>(dW + (size_t)r * in, c, in, a);
+    }
+}
+
+template <int NB>
+static cudaError_t outer_acc_nb(float *dW, float *db, const float *dy, const float *x, int out,
+                                int in, cudaStream_t s, int pdl)
+{
+    const dim3 grid((unsigned)((in + 4 * OA_THREADS - 1) / (4 * OA_THREADS)),
+                    (unsigned)((out + OA_ROWS - 1) / OA_ROWS));
+    const bool vec = in % 4 == 0 && aligned16(dW) && aligned16(x);
+    if (vec)
+        return launch(outer_acc_kernel<NB, true>, grid, dim3(OA_THREADS), s, pdl, dW, db, dy, x,
+                      out, in);
+    return launch(outer_acc_kernel<NB, false>, grid, dim3(OA_THREADS), s, pdl, dW, db, dy, x, out,
+                  in);
+}
+
+extern "C" cudaError_t mlp_outer_acc(float *dW, float *db, const float *dy, const float *x, int B,
+                                     int out, int in, cudaStream_t s, int pdl)
+{
+    if (!dW || !dy || !x || out < 1 || in < 1 || (out + OA_ROWS - 1) / OA_ROWS > 65535)
+        return cudaErrorInvalidValue;
+    switch (B) {
+    case 1: return outer_acc_nb<1>(dW, db, dy, x, out, in, s, pdl);
+    case 2: return outer_acc_nb<2>(dW, db, dy, x, out, in, s, pdl);
+    case 3: return outer_acc_nb<3>(dW, db, dy, x, out, in, s, pdl);
+    case 4: return outer_acc_nb<4>(dW, db, dy, x, out, in, s, pdl);
+    case 5: return outer_acc_nb<5>(dW, db, dy, x, out, in, s, pdl);
+    case 6: return outer_acc_nb<6>(dW, db, dy, x, out, in, s, pdl);
+    case 7: return outer_acc_nb<7>(dW, db, dy, x, out, in, s, pdl);
+    case 8: return outer_acc_nb<8>(dW, db, dy, x, out, in, s, pdl);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+/* ---- bias gradient at any batch --------------------------------------------------
+ * db[o] = sum_b dy[b][o], one thread per output, b in order (the same order
+ * as outer_acc's fused bias sum). Bytes: 4*B*out read (B=256, out=1024:
+ * 1 MiB, coalesced across o). Bound: latency of B dependent adds per thread
+ * at large B (~0.5 us at B=256), launch latency below.
+ */
+static __global__ void __launch_bounds__(EW_THREADS)
+    bias_grad_kernel(float *__restrict__ db, const float *__restrict__ dy, int B, int out)
+{
+    pdl_begin();
+    const int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= out)
+        return;
+    float sum = dy[o];
+    for (int b = 1; b < B; b++)
+        sum += dy[(size_t)b * out + o];
+    db[o] = sum;
+}
+
+extern "C" cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out, cudaStream_t s,
+                                     int pdl)
+{
+    if (!db || !dy || B < 1 || out < 1)
+        return cudaErrorInvalidValue;
+    return launch(bias_grad_kernel, dim3((unsigned)((out + EW_THREADS - 1) / EW_THREADS)),
+                  dim3(EW_THREADS), s, pdl, db, dy, B, out);
+}

@@ -1,0 +1,1272 @@
+/*
+ * GPU test of the W-mlp kernels and training step (suite `gpu`).
+ *
+ *   (a) each kernel against a double-precision CPU reference on fresh
+ *       random data (never zeros; outputs are poisoned with NaN first, so
+ *       an element the kernel fails to write fails the check);
+ *   (b) three full training steps (mlp_step_enqueue, plain cudaMalloc'd
+ *       buffers, a cuBLAS handle with default math) against the fp64
+ *       reference: the loss, every gradient and parameter tensor, the
+ *       step count;
+ *   (c) determinism: two identical 5-step runs give bitwise equal params;
+ *   (d) pdl=1 gives bitwise the same params and losses as pdl=0;
+ *   (e) the step captured once into a CUDA graph and replayed gives bitwise
+ *       the same as eager steps (so it is capturable and its device-side
+ *       step count advances on replay);
+ *   then, for information only, GPU times of the step graph and of the
+ *   custom kernels (skip with --no-timing or MLP_TEST_NO_TIMING=1).
+ *
+ * Tolerances (err <= rtol * scale + atol, per element):
+ * - elementwise kernels and short reductions: rtol 1e-5 of |ref|;
+ * - sums (gemv_bwd 1e-4; outer_acc, bias_grad 1e-5 with at most 256
+ *   terms): relative to sum |terms|, the scale of fp32 rounding in a sum
+ *   whose terms cancel; plus 1e-4 norm-wise for gemv_bwd;
+ * - softmax-xent dlogits: rtol 1e-5 plus 1e-6 * max|ref| (softmax - 1
+ *   cancels when one class dominates);
+ * - training: each step is checked against one fp64 step taken from the
+ *   GPU's own state before it (params, m, v, step count): the loss 1e-4
+ *   relative; per parameter tensor the gradient 1e-4 norm-wise, the
+ *   parameters 1e-4 norm-wise (||gpu - ref|| / ||ref||), the step's update
+ *   1e-3 norm-wise, and each parameter within 1e-4 |ref| + 0.01 lr, plus,
+ *   where the gradient is so small that AdamW's direction is rounding
+ *   noise, the bound adamw_noise() derives (at most 2 lr).
+ *
+ * Exit: 0 all passed, 1 a failure, 77 no usable GPU (or one older than
+ * sm_90). A watchdog ends a hung run after MLP_TEST_TIMEOUT_S seconds
+ * (default 600, 0 disables).
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* alarm(), signal(), write() under -std=c11 */
+#endif
+
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "mlp.h"
+#include "mlp_kernels.h"
+#include "mlp_ref.h"
+
+#define TEST_SKIP 77
+#define SEED 20240611ULL
+
+/* ---- results ------------------------------------------------------------------ */
+
+typedef struct group {
+    char name[64];
+    int cases, failed;
+    double worst; /* largest err / tol seen; <= 1 passes */
+    char note[96];
+} group;
+
+static group groups[64];
+static int n_groups;
+
+static group *grp(const char *name)
+{
+    for (int i = 0; i < n_groups; i++)
+        if (strcmp(groups[i].name, name) == 0)
+            return &groups[i];
+    if (n_groups == (int)(sizeof groups / sizeof groups[0])) {
+        fprintf(stderr, "test_mlp_kernels: too many groups\n");
+        exit(1);
+    }
+    group *g = &groups[n_groups++];
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    return g;
+}
+
+static void grp_case(group *g, int pass, double worst)
+{
+    g->cases++;
+    g->failed += !pass;
+    if (!(worst <= g->worst))
+        g->worst = worst;
+}
+
+static int print_table(void)
+{
+    int failed = 0;
+    printf("\n%-34s %6s %6s %10s  %s\n", "test", "cases", "failed", "worst", "note");
+    for (int i = 0; i < n_groups; i++) {
+        const group *g = &groups[i];
+        printf("%-34s %6d %6d %10.3g  %s%s\n", g->name, g->cases, g->failed, g->worst,
+               g->failed ? "FAIL " : "ok ", g->note);
+        failed += g->failed;
+    }
+    printf("(worst: largest error / tolerance over the cases; <= 1 passes. bitwise checks: 0 "
+           "or inf)\n");
+    return failed;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2), noreturn))
+#endif
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "test_mlp_kernels: error: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    print_table();
+    printf("FAIL (stopped at the error above)\n");
+    exit(1);
+}
+
+#define CUDA_OK(expr)                                                                      \
+    do {                                                                                   \
+        cudaError_t e_ = (expr);                                                           \
+        if (e_ != cudaSuccess)                                                             \
+            die("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #expr, cudaGetErrorName(e_),     \
+                cudaGetErrorString(e_));                                                   \
+    } while (0)
+
+#define CUBLAS_OK(expr)                                                                    \
+    do {                                                                                   \
+        cublasStatus_t s_ = (expr);                                                        \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                   \
+            die("%s:%d: %s: %s", __FILE__, __LINE__, #expr, cublasGetStatusString(s_));    \
+    } while (0)
+
+#define MLP_OK(expr)                                                                       \
+    do {                                                                                   \
+        if ((expr) != 0)                                                                   \
+            die("%s:%d: %s: %s", __FILE__, __LINE__, #expr, mlp_last_error());             \
+    } while (0)
+
+/* ---- watchdog -------------------------------------------------------------------- */
+
+static void on_alarm(int sig)
+{
+    static const char msg[] = "\ntest_mlp_kernels: FAIL: watchdog timeout (a kernel or "
+                              "synchronization hung)\n";
+    (void)sig;
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
+}
+
+/* ---- helpers ----------------------------------------------------------------------- */
+
+static cudaStream_t stream;
+static cublasHandle_t blas;
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        die("out of host memory (%zu bytes)", n);
+    return p;
+}
+
+static void *dmalloc(size_t n)
+{
+    void *p = NULL;
+    CUDA_OK(cudaMalloc(&p, n ? n : 1));
+    return p;
+}
+
+static void up(void *d, const void *h, size_t n)
+{
+    CUDA_OK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+}
+
+static void down(void *h, const void *d, size_t n)
+{
+    CUDA_OK(cudaStreamSynchronize(stream));
+    CUDA_OK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
+}
+
+/* 0xff bytes: a NaN in every float, so unwritten outputs fail the checks. */
+static void poison(void *d, size_t n)
+{
+    CUDA_OK(cudaMemset(d, 0xff, n));
+}
+
+static void sync_ok(void)
+{
+    CUDA_OK(cudaStreamSynchronize(stream));
+}
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static rng rng_make(uint64_t seed)
+{
+    rng r;
+    r.s = seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
+    if (r.s == 0)
+        r.s = 1;
+    return r;
+}
+
+static uint64_t rng_next(rng *r)
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 2685821657736338717ULL;
+}
+
+/* Uniform in [-1, 1), never exactly 0. */
+static float rng_float(rng *r)
+{
+    float v = (float)((double)(rng_next(r) >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+    return v == 0.0f ? 0.5f : v;
+}
+
+static void fill(rng *r, float *x, size_t n, float scale)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = rng_float(r) * scale;
+}
+
+static double *to_double(const float *x, size_t n)
+{
+    double *d = xmalloc(n * sizeof *d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (double)x[i];
+    return d;
+}
+
+/*
+ * Element i passes when |got - want| <= rtol * scale_i + atol, scale_i =
+ * scale[i] when given, |want_i| otherwise; a NaN want needs a NaN got, and
+ * any other non-finite got fails. With norm_tol > 0, ||got - want|| /
+ * ||want|| <= norm_tol too. Returns 1 on a pass.
+ */
+static int compare(group *g, const char *what, const float *got, const double *want,
+                   const double *scale, size_t n, double rtol, double atol, double norm_tol)
+{
+    double worst = 0.0, num = 0.0, den = 0.0, wtol = 0.0;
+    size_t wi = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double gv = (double)got[i], wv = want[i];
+        double ratio;
+        const double tol = rtol * (scale ? scale[i] : fabs(wv)) + atol;
+        if (isnan(wv)) {
+            ratio = isnan(gv) ? 0.0 : INFINITY;
+        } else if (!isfinite(gv)) {
+            ratio = INFINITY;
+        } else {
+            const double err = fabs(gv - wv);
+            ratio = tol > 0.0 ? err / tol : (err > 0.0 ? INFINITY : 0.0);
+            num += err * err;
+            den += wv * wv;
+        }
+        if (ratio > worst) {
+            worst = ratio;
+            wi = i;
+            wtol = tol;
+        }
+    }
+    double nrel = den > 0.0 ? sqrt(num / den) : sqrt(num);
+    if (norm_tol > 0.0 && nrel / norm_tol > worst)
+        worst = nrel / norm_tol;
+    const int pass = worst <= 1.0;
+    if (!pass)
+        fprintf(stderr,
+                "FAIL %s: %s: worst element %zu of %zu: got %.9g want %.9g (tol %.3g); "
+                "norm-wise rel err %.3g\n",
+                g->name, what, wi, n, (double)got[wi], want[wi], wtol, nrel);
+    grp_case(g, pass, worst);
+    return pass;
+}
+
+/* Bitwise equality of two float arrays (a bug that changes nothing but
+ * rounding still shows). */
+static int same_bits(group *g, const char *what, const void *a, const void *b, size_t bytes)
+{
+    const int pass = memcmp(a, b, bytes) == 0;
+    if (!pass) {
+        const unsigned char *x = a, *y = b;
+        size_t i = 0;
+        while (i < bytes && x[i] == y[i])
+            i++;
+        fprintf(stderr, "FAIL %s: %s: first differing byte %zu of %zu\n", g->name, what, i, bytes);
+    }
+    grp_case(g, pass, pass ? 0.0 : INFINITY);
+    return pass;
+}
+
+/* ---- (a) kernels --------------------------------------------------------------------- */
+
+static void test_bias_act(rng *r)
+{
+    static const int Bs[] = {1, 3, 8, 32};
+    static const int Cs[] = {1024, 1000, 37};
+    int k = 0;
+    for (int relu = 0; relu <= 1; relu++)
+        for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
+            for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
+                for (int mis = 0; mis <= (Cs[ci] == 1024); mis++, k++) {
+                    const int B = Bs[bi], C = Cs[ci], pdl = k % 2;
+                    const size_t n = (size_t)B * C;
+                    group *g = grp(relu ? "bias_relu_fwd" : "bias_fwd");
+                    float *hy = xmalloc(n * 4), *hb = xmalloc((size_t)C * 4), *out = xmalloc(n * 4);
+                    fill(r, hy, n, 1.f);
+                    fill(r, hb, (size_t)C, 1.f);
+                    float *dy = dmalloc((n + 4) * 4), *db = dmalloc(((size_t)C + 4) * 4);
+                    /* mis: 4-byte offset, forcing the scalar path */
+                    up(dy + mis, hy, n * 4);
+                    up(db + mis, hb, (size_t)C * 4);
+                    if (relu)
+                        CUDA_OK(mlp_bias_relu_fwd(dy + mis, db + mis, B, C, stream, pdl));
+                    else
+                        CUDA_OK(mlp_bias_fwd(dy + mis, db + mis, B, C, stream, pdl));
+                    down(out, dy + mis, n * 4);
+                    double *want = xmalloc(n * sizeof *want);
+                    for (size_t i = 0; i < n; i++) {
+                        double v = (double)hy[i] + (double)hb[i % (size_t)C];
+                        want[i] = relu && v < 0.0 ? 0.0 : v;
+                    }
+                    char what[64];
+                    snprintf(what, sizeof what, "B=%d cols=%d%s pdl=%d", B, C,
+                             mis ? " misaligned" : "", pdl);
+                    compare(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
+                    free(want);
+                    free(hy);
+                    free(hb);
+                    free(out);
+                    CUDA_OK(cudaFree(dy));
+                    CUDA_OK(cudaFree(db));
+                }
+}
+
+static void test_relu_bwd(rng *r)
+{
+    static const int Bs[] = {1, 3, 8, 32};
+    static const int Cs[] = {1024, 1000, 37};
+    int k = 0;
+    group *g = grp("relu_bwd");
+    for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
+        for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
+            for (int mis = 0; mis <= 1; mis++, k++) {
+                const int B = Bs[bi], C = Cs[ci], pdl = k % 2;
+                const size_t n = (size_t)B * C;
+                float *hd = xmalloc(n * 4), *hy = xmalloc(n * 4), *out = xmalloc(n * 4);
+                fill(r, hd, n, 1.f);
+                fill(r, hy, n, 1.f);
+                float *dd = dmalloc((n + 4) * 4), *dy = dmalloc((n + 4) * 4);
+                up(dd + mis, hd, n * 4);
+                up(dy + mis, hy, n * 4);
+                CUDA_OK(mlp_relu_bwd(dd + mis, dy + mis, B, C, stream, pdl));
+                down(out, dd + mis, n * 4);
+                double *want = xmalloc(n * sizeof *want);
+                for (size_t i = 0; i < n; i++)
+                    want[i] = hy[i] > 0.f ? (double)hd[i] : 0.0;
+                char what[64];
+                snprintf(what, sizeof what, "B=%d cols=%d%s", B, C, mis ? " misaligned" : "");
+                compare(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
+                free(want);
+                free(hd);
+                free(hy);
+                free(out);
+                CUDA_OK(cudaFree(dd));
+                CUDA_OK(cudaFree(dy));
+            }
+}
+
+/* One softmax-xent case; bad_row >= 0 puts label `bad_label` there. */
+static void softmax_case(rng *r, group *g, int B, int C, int pdl, int bad_row, int bad_label)
+{
+    const size_t n = (size_t)B * C;
+    float *hl = xmalloc(n * 4), *hd = xmalloc(n * 4), *hrl = xmalloc((size_t)B * 4);
+    int *lab = xmalloc((size_t)B * sizeof(int));
+    fill(r, hl, n, 8.f); /* +-8: peaked rows, and exp underflows nothing */
+    for (int b = 0; b < B; b++)
+        lab[b] = (int)(rng_next(r) % (uint64_t)C);
+    if (bad_row >= 0)
+        lab[bad_row] = bad_label;
+    float *dl = dmalloc(n * 4), *dd = dmalloc(n * 4), *drl = dmalloc((size_t)B * 4),
+          *dloss = dmalloc(4);
+    int *dlab = dmalloc((size_t)B * sizeof(int));
+    up(dl, hl, n * 4);
+    up(dlab, lab, (size_t)B * sizeof(int));
+    poison(dd, n * 4);
+    poison(drl, (size_t)B * 4);
+    poison(dloss, 4);
+    CUDA_OK(mlp_softmax_xent_fwd_bwd(dl, dlab, drl, dloss, dd, B, C, stream, pdl));
+    float loss;
+    down(hd, dd, n * 4);
+    down(hrl, drl, (size_t)B * 4);
+    down(&loss, dloss, 4);
+
+    double *logits = to_double(hl, n), *want = xmalloc(n * sizeof(double)),
+           *wrl = xmalloc((size_t)B * sizeof(double));
+    const double wl = mlp_ref_softmax_xent(logits, lab, B, C, want, wrl);
+    double mx = 0.0;
+    for (size_t i = 0; i < n; i++)
+        mx = fabs(want[i]) > mx ? fabs(want[i]) : mx;
+    char what[96];
+    snprintf(what, sizeof what, "B=%d C=%d pdl=%d%s dlogits", B, C, pdl,
+             bad_row >= 0 ? " bad label" : "");
+    compare(g, what, hd, want, NULL, n, 1e-5, 1e-6 * mx, 0.0);
+    snprintf(what, sizeof what, "B=%d C=%d row_loss", B, C);
+    compare(g, what, hrl, wrl, NULL, (size_t)B, 1e-5, 1e-6, 0.0);
+    snprintf(what, sizeof what, "B=%d C=%d mean loss", B, C);
+    compare(g, what, &loss, &wl, NULL, 1, 1e-5, 0.0, 0.0);
+    free(logits);
+    free(want);
+    free(wrl);
+    free(hl);
+    free(hd);
+    free(hrl);
+    free(lab);
+    CUDA_OK(cudaFree(dl));
+    CUDA_OK(cudaFree(dd));
+    CUDA_OK(cudaFree(drl));
+    CUDA_OK(cudaFree(dloss));
+    CUDA_OK(cudaFree(dlab));
+}
+
+static void test_softmax(rng *r)
+{
+    static const int cases[][2] = {{1, 1000}, {3, 1000}, {8, 1000}, {32, 1000}, {33, 1000},
+                                   {256, 1000}, {100, 37}, {8, 10}, {1, 1}, {5, 3}};
+    group *g = grp("softmax_xent_fwd_bwd");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        softmax_case(r, g, cases[i][0], cases[i][1], (int)(i % 2), -1, 0);
+    /* Labels out of range: NaN loss, zero gradient row, no crash. */
+    group *gb = grp("softmax_xent bad label");
+    softmax_case(r, gb, 3, 1000, 0, 1, 1000);
+    softmax_case(r, gb, 40, 1000, 1, 7, -1);
+    softmax_case(r, gb, 1, 37, 0, 0, 37);
+}
+
+static void test_gemv_bwd(rng *r)
+{
+    static const int Bs[] = {1, 2, 3, 8};
+    /* out, in, misaligned W */
+    static const int shapes[][3] = {{1024, 1024, 0}, {1000, 1024, 0}, {37, 100, 0},
+                                    {50, 37, 0},     {8, 5, 0},       {2000, 64, 0},
+                                    {64, 64, 1}};
+    group *g = grp("gemv_bwd"), *gd = grp("gemv_bwd bitwise (rerun, pdl)");
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
+            for (int use_mask = 0; use_mask <= 1; use_mask++) {
+                const int out = shapes[si][0], in = shapes[si][1], mis = shapes[si][2];
+                const int B = Bs[bi];
+                const size_t nw = (size_t)out * in, ny = (size_t)B * out, nx = (size_t)B * in;
+                float *hW = xmalloc(nw * 4), *hdy = xmalloc(ny * 4), *hm = xmalloc(nx * 4);
+                float *o1 = xmalloc(nx * 4), *o2 = xmalloc(nx * 4), *o3 = xmalloc(nx * 4);
+                fill(r, hW, nw, 0.05f);
+                fill(r, hdy, ny, 1.f);
+                fill(r, hm, nx, 1.f);
+                float *dW = dmalloc((nw + 4) * 4), *ddy = dmalloc(ny * 4), *dm = dmalloc(nx * 4),
+                      *ddx = dmalloc(nx * 4);
+                up(dW + mis, hW, nw * 4);
+                up(ddy, hdy, ny * 4);
+                up(dm, hm, nx * 4);
+                const float *mask = use_mask ? dm : NULL;
+                poison(ddx, nx * 4);
+                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, B, out, in, stream, 0));
+                down(o1, ddx, nx * 4);
+                poison(ddx, nx * 4);
+                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, B, out, in, stream, 0));
+                down(o2, ddx, nx * 4);
+                poison(ddx, nx * 4);
+                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, B, out, in, stream, 1));
+                down(o3, ddx, nx * 4);
+
+                double *W = to_double(hW, nw), *dy = to_double(hdy, ny);
+                double *want = xmalloc(nx * 8), *wabs = xmalloc(nx * 8);
+                unsigned char *m = xmalloc(nx);
+                for (size_t i = 0; i < nx; i++)
+                    m[i] = hm[i] > 0.f;
+                mlp_ref_gemv_bwd(want, wabs, dy, W, use_mask ? m : NULL, B, out, in);
+                char what[96];
+                snprintf(what, sizeof what, "B=%d out=%d in=%d%s%s", B, out, in,
+                         use_mask ? " mask" : "", mis ? " misaligned" : "");
+                compare(g, what, o1, want, wabs, nx, 1e-4, 0.0, 1e-4);
+                same_bits(gd, what, o1, o2, nx * 4);
+                same_bits(gd, what, o1, o3, nx * 4);
+                free(W);
+                free(dy);
+                free(want);
+                free(wabs);
+                free(m);
+                free(hW);
+                free(hdy);
+                free(hm);
+                free(o1);
+                free(o2);
+                free(o3);
+                CUDA_OK(cudaFree(dW));
+                CUDA_OK(cudaFree(ddy));
+                CUDA_OK(cudaFree(dm));
+                CUDA_OK(cudaFree(ddx));
+            }
+}
+
+static void test_outer_acc(rng *r)
+{
+    static const int Bs[] = {1, 2, 3, 8};
+    /* out, in, misaligned x */
+    static const int shapes[][3] = {{1024, 1024, 0}, {1000, 1024, 0}, {37, 37, 0}, {5, 6, 0},
+                                    {3, 1, 0},       {1025, 12, 0},   {16, 64, 1}};
+    group *g = grp("outer_acc (dW, db)"), *gd = grp("outer_acc bitwise (rerun, pdl)");
+    group *gb = grp("bias_grad == outer_acc db");
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
+            for (int with_db = 0; with_db <= 1; with_db++) {
+                const int out = shapes[si][0], in = shapes[si][1], mis = shapes[si][2];
+                const int B = Bs[bi];
+                const size_t nw = (size_t)out * in, ny = (size_t)B * out, nx = (size_t)B * in;
+                float *hdy = xmalloc(ny * 4), *hx = xmalloc(nx * 4);
+                float *w1 = xmalloc(nw * 4), *w2 = xmalloc(nw * 4), *b1 = xmalloc((size_t)out * 4),
+                      *b2 = xmalloc((size_t)out * 4);
+                fill(r, hdy, ny, 1.f);
+                fill(r, hx, nx, 1.f);
+                float *ddy = dmalloc(ny * 4), *dx = dmalloc((nx + 4) * 4), *ddW = dmalloc(nw * 4),
+                      *ddb = dmalloc((size_t)out * 4);
+                up(ddy, hdy, ny * 4);
+                up(dx + mis, hx, nx * 4);
+                float *db = with_db ? ddb : NULL;
+                poison(ddW, nw * 4);
+                poison(ddb, (size_t)out * 4);
+                CUDA_OK(mlp_outer_acc(ddW, db, ddy, dx + mis, B, out, in, stream, 0));
+                down(w1, ddW, nw * 4);
+                down(b1, ddb, (size_t)out * 4);
+                poison(ddW, nw * 4);
+                CUDA_OK(mlp_outer_acc(ddW, db, ddy, dx + mis, B, out, in, stream, 1));
+                down(w2, ddW, nw * 4);
+
+                double *dy = to_double(hdy, ny), *x = to_double(hx, nx);
+                double *want = xmalloc(nw * 8), *wabs = xmalloc(nw * 8),
+                       *bwant = xmalloc((size_t)out * 8), *babs = xmalloc((size_t)out * 8);
+                mlp_ref_outer(want, wabs, bwant, babs, dy, x, B, out, in);
+                char what[96];
+                snprintf(what, sizeof what, "B=%d out=%d in=%d%s%s dW", B, out, in,
+                         with_db ? " +db" : "", mis ? " misaligned" : "");
+                compare(g, what, w1, want, wabs, nw, 1e-5, 0.0, 0.0);
+                same_bits(gd, what, w1, w2, nw * 4);
+                if (with_db) {
+                    snprintf(what, sizeof what, "B=%d out=%d in=%d db", B, out, in);
+                    compare(g, what, b1, bwant, babs, (size_t)out, 1e-5, 0.0, 0.0);
+                    /* bias_grad sums in the same order: the same bits. */
+                    poison(ddb, (size_t)out * 4);
+                    CUDA_OK(mlp_bias_grad(ddb, ddy, B, out, stream, 1));
+                    down(b2, ddb, (size_t)out * 4);
+                    same_bits(gb, what, b1, b2, (size_t)out * 4);
+                }
+                free(dy);
+                free(x);
+                free(want);
+                free(wabs);
+                free(bwant);
+                free(babs);
+                free(hdy);
+                free(hx);
+                free(w1);
+                free(w2);
+                free(b1);
+                free(b2);
+                CUDA_OK(cudaFree(ddy));
+                CUDA_OK(cudaFree(dx));
+                CUDA_OK(cudaFree(ddW));
+                CUDA_OK(cudaFree(ddb));
+            }
+}
+
+static void test_bias_grad(rng *r)
+{
+    static const int Bs[] = {1, 3, 8, 32, 256};
+    static const int outs[] = {1000, 37, 1};
+    group *g = grp("bias_grad");
+    int k = 0;
+    for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
+        for (size_t oi = 0; oi < sizeof outs / sizeof outs[0]; oi++, k++) {
+            const int B = Bs[bi], out = outs[oi];
+            const size_t ny = (size_t)B * out;
+            float *hdy = xmalloc(ny * 4), *got = xmalloc((size_t)out * 4);
+            fill(r, hdy, ny, 1.f);
+            float *ddy = dmalloc(ny * 4), *ddb = dmalloc((size_t)out * 4);
+            up(ddy, hdy, ny * 4);
+            poison(ddb, (size_t)out * 4);
+            CUDA_OK(mlp_bias_grad(ddb, ddy, B, out, stream, k % 2));
+            down(got, ddb, (size_t)out * 4);
+            double *want = xmalloc((size_t)out * 8), *wabs = xmalloc((size_t)out * 8);
+            for (int o = 0; o < out; o++) {
+                double s = 0.0, a = 0.0;
+                for (int b = 0; b < B; b++) {
+                    s += hdy[(size_t)b * out + o];
+                    a += fabs((double)hdy[(size_t)b * out + o]);
+                }
+                want[o] = s;
+                wabs[o] = a;
+            }
+            char what[64];
+            snprintf(what, sizeof what, "B=%d out=%d", B, out);
+            compare(g, what, got, want, wabs, (size_t)out, 1e-5, 0.0, 0.0);
+            free(want);
+            free(wabs);
+            free(hdy);
+            free(got);
+            CUDA_OK(cudaFree(ddy));
+            CUDA_OK(cudaFree(ddb));
+        }
+}
+
+typedef struct adamw_hp {
+    float lr, b1, b2, eps, wd;
+} adamw_hp;
+
+static void adamw_case(rng *r, group *g, size_t n, int mis, int step0, adamw_hp h, int pdl)
+{
+    float *hp = xmalloc(n * 4), *hg = xmalloc(n * 4), *hm = xmalloc(n * 4), *hv = xmalloc(n * 4);
+    fill(r, hp, n, 1.f);
+    fill(r, hg, n, 1.f);
+    fill(r, hm, n, 0.1f);
+    fill(r, hv, n, 0.01f);
+    for (size_t i = 0; i < n; i++)
+        hv[i] = fabsf(hv[i]);
+    float *dp = dmalloc((n + 4) * 4), *dg = dmalloc((n + 4) * 4), *dm = dmalloc((n + 4) * 4),
+          *dv = dmalloc((n + 4) * 4);
+    int *dstep = dmalloc(sizeof(int));
+    up(dp + mis, hp, n * 4);
+    up(dg + mis, hg, n * 4);
+    up(dm + mis, hm, n * 4);
+    up(dv + mis, hv, n * 4);
+    up(dstep, &step0, sizeof(int));
+    CUDA_OK(mlp_adamw_fused(dp + mis, dg + mis, dm + mis, dv + mis, n, dstep, h.lr, h.b1, h.b2,
+                            h.eps, h.wd, stream, pdl));
+    CUDA_OK(mlp_adamw_step_count_inc(dstep, stream, pdl));
+    float *op = xmalloc(n * 4), *om = xmalloc(n * 4), *ov = xmalloc(n * 4);
+    int step1 = -1;
+    down(op, dp + mis, n * 4);
+    down(om, dm + mis, n * 4);
+    down(ov, dv + mis, n * 4);
+    down(&step1, dstep, sizeof(int));
+
+    double *p = to_double(hp, n), *gg = to_double(hg, n), *m = to_double(hm, n),
+           *v = to_double(hv, n);
+    mlp_ref_adamw(p, gg, m, v, n, step0 + 1, h.lr, h.b1, h.b2, h.eps, h.wd);
+    char what[96];
+    snprintf(what, sizeof what, "n=%zu%s t=%d lr=%g p", n, mis ? " misaligned" : "", step0 + 1,
+             (double)h.lr);
+    compare(g, what, op, p, NULL, n, 1e-5, 1e-6, 0.0);
+    snprintf(what, sizeof what, "n=%zu t=%d m", n, step0 + 1);
+    compare(g, what, om, m, NULL, n, 1e-5, 1e-7, 0.0);
+    snprintf(what, sizeof what, "n=%zu t=%d v", n, step0 + 1);
+    compare(g, what, ov, v, NULL, n, 1e-5, 0.0, 0.0);
+    const int step_ok = step1 == step0 + 1;
+    if (!step_ok)
+        fprintf(stderr, "FAIL %s: step count %d after one step from %d\n", g->name, step1, step0);
+    grp_case(g, step_ok, step_ok ? 0.0 : INFINITY);
+    free(p);
+    free(gg);
+    free(m);
+    free(v);
+    free(hp);
+    free(hg);
+    free(hm);
+    free(hv);
+    free(op);
+    free(om);
+    free(ov);
+    CUDA_OK(cudaFree(dp));
+    CUDA_OK(cudaFree(dg));
+    CUDA_OK(cudaFree(dm));
+    CUDA_OK(cudaFree(dv));
+    CUDA_OK(cudaFree(dstep));
+}
+
+static void test_adamw(rng *r)
+{
+    group *g = grp("adamw_fused + step_count_inc");
+    mlp_cfg c;
+    mlp_layout L;
+    mlp_cfg_default(&c, 1);
+    MLP_OK(mlp_layout_init(&L, &c));
+    /* Every term matters with these: a dropped weight decay or a wrong
+     * bias correction moves p by far more than the tolerance. */
+    const adamw_hp odd = {0.05f, 0.8f, 0.95f, 1e-3f, 0.2f};
+    const adamw_hp dflt = {c.lr, c.beta1, c.beta2, c.eps, c.weight_decay};
+    adamw_case(r, g, L.n_floats, 0, 4, odd, 0);
+    adamw_case(r, g, L.n_floats, 0, 0, dflt, 1);
+    adamw_case(r, g, 1001, 1, 0, odd, 1);
+    adamw_case(r, g, 4099, 0, 9, dflt, 0);
+}
+
+/* ---- training runs ----------------------------------------------------------------------- */
+
+typedef struct run {
+    mlp_cfg cfg;
+    mlp_layout L;
+    mlp_bufs b;
+    void *scratch;
+    float *x;       /* device */
+    int *labels;    /* device */
+    float *params0; /* host: the initial parameters */
+} run;
+
+static void run_create(run *r, int B, int small_max)
+{
+    mlp_scratch sz;
+    memset(r, 0, sizeof *r);
+    mlp_cfg_default(&r->cfg, B);
+    r->cfg.small_batch_max = small_max;
+    MLP_OK(mlp_layout_init(&r->L, &r->cfg));
+    MLP_OK(mlp_scratch_sizes(&r->cfg, &sz));
+    const size_t nb = r->L.n_floats * sizeof(float);
+    r->params0 = xmalloc(nb);
+    MLP_OK(mlp_init_params(&r->cfg, r->params0, SEED));
+    r->b.params = dmalloc(nb);
+    r->b.grads = dmalloc(nb);
+    r->b.m = dmalloc(nb);
+    r->b.v = dmalloc(nb);
+    r->b.step = dmalloc(sizeof(int));
+    r->b.loss = dmalloc(sizeof(float));
+    r->x = dmalloc((size_t)B * r->cfg.in_dim * sizeof(float));
+    r->labels = dmalloc((size_t)B * sizeof(int));
+    r->b.x = r->x;
+    r->b.labels = r->labels;
+    r->scratch = dmalloc(sz.total_bytes);
+    MLP_OK(mlp_scratch_carve(&r->cfg, r->scratch, &r->b));
+    up(r->b.params, r->params0, nb);
+    CUDA_OK(cudaMemset(r->b.grads, 0, nb));
+    CUDA_OK(cudaMemset(r->b.m, 0, nb));
+    CUDA_OK(cudaMemset(r->b.v, 0, nb));
+    CUDA_OK(cudaMemset(r->b.step, 0, sizeof(int)));
+    poison(r->scratch, sz.total_bytes); /* the step must write before it reads */
+    CUDA_OK(cudaDeviceSynchronize());
+}
+
+static void run_destroy(run *r)
+{
+    CUDA_OK(cudaFree(r->b.params));
+    CUDA_OK(cudaFree(r->b.grads));
+    CUDA_OK(cudaFree(r->b.m));
+    CUDA_OK(cudaFree(r->b.v));
+    CUDA_OK(cudaFree(r->b.step));
+    CUDA_OK(cudaFree(r->b.loss));
+    CUDA_OK(cudaFree(r->x));
+    CUDA_OK(cudaFree(r->labels));
+    CUDA_OK(cudaFree(r->scratch));
+    free(r->params0);
+    memset(r, 0, sizeof *r);
+}
+
+/* The batch of step k: fresh random data, the same for every run. */
+static void make_batch(const mlp_cfg *c, int k, float *x, int *labels)
+{
+    rng r = rng_make(SEED + 1000u + (uint64_t)k);
+    fill(&r, x, (size_t)c->batch * c->in_dim, 1.f);
+    for (int b = 0; b < c->batch; b++)
+        labels[b] = (int)(rng_next(&r) % (uint64_t)c->classes);
+}
+
+static void upload_batch(run *r, int k, float *hx, int *hl)
+{
+    make_batch(&r->cfg, k, hx, hl);
+    CUDA_OK(cudaMemcpyAsync(r->x, hx, (size_t)r->cfg.batch * r->cfg.in_dim * sizeof(float),
+                            cudaMemcpyHostToDevice, stream));
+    CUDA_OK(cudaMemcpyAsync(r->labels, hl, (size_t)r->cfg.batch * sizeof(int),
+                            cudaMemcpyHostToDevice, stream));
+}
+
+/*
+ * How far one AdamW step can move parameter i on fp32 rounding noise in
+ * its gradient alone. The update lr * mhat / (sqrt(vhat) + eps) changes by
+ * at most about
+ *   S_i = lr * ((1 - b1) / bc1 + sqrt((1 - b2) / bc2)) / (sqrt(vhat_i) + eps)
+ * per unit of g_i (the first term through m, the second through v), and
+ * fp32 gets g_i right to within about 1e-5 |g_i| + 1e-8 (the absolute part:
+ * sums of up to B terms as large as ~0.06 that cancel). Where the fp64
+ * gradient is exactly 0 the GPU's is too (same ReLU masks), so there is no
+ * noise. Capped at 2 lr, the most one step can move. For most elements this
+ * is far below the 0.01 lr floor; it matters where vhat is tiny, i.e. the
+ * gradient is near eps, where the step's direction is rounding noise.
+ */
+static double adamw_noise(const mlp_ref *ref, size_t i)
+{
+    const mlp_cfg *c = &ref->cfg;
+    const double lr = c->lr, b1 = c->beta1, b2 = c->beta2, t = (double)ref->t;
+    if (ref->g[i] == 0.0)
+        return 0.0;
+    const double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
+    const double S =
+        lr * ((1.0 - b1) / bc1 + sqrt((1.0 - b2) / bc2)) / (sqrt(ref->v[i] / bc2) + c->eps);
+    const double e = S * (1e-5 * fabs(ref->g[i]) + 1e-8);
+    return e < 2.0 * lr ? e : 2.0 * lr;
+}
+
+typedef struct tensor_stats {
+    double worst;
+    long loosened; /* elements whose tolerance adamw_noise() raised above the floor */
+} tensor_stats;
+
+/*
+ * One tensor [off, off + n) of the flat buffers after one step that the
+ * GPU and the reference started from the same state (pre): the parameters
+ * per element (1e-4 |ref| + 0.01 lr + adamw_noise) and norm-wise (1e-4),
+ * the update p - pre norm-wise (1e-3), and the gradients norm-wise (1e-4).
+ */
+static int check_tensor(group *g, const char *what, const float *gpu_p, const float *gpu_g,
+                        const float *pre, const mlp_ref *ref, size_t off, size_t n,
+                        tensor_stats *st)
+{
+    const double lr = ref->cfg.lr;
+    double worst = 0.0, wtol = 0.0, num = 0.0, den = 0.0, upd = 0.0, gnum = 0.0, gden = 0.0;
+    size_t wi = off;
+    for (size_t i = off; i < off + n; i++) {
+        const double want = ref->p[i], got = gpu_p[i];
+        const double noise = adamw_noise(ref, i);
+        const double tol = 1e-4 * fabs(want) + 0.01 * lr + noise;
+        const double err = fabs(got - want);
+        const double ratio = isfinite(got) ? err / tol : INFINITY;
+        st->loosened += noise > 0.01 * lr;
+        if (!(ratio <= worst)) {
+            worst = ratio;
+            wi = i;
+            wtol = tol;
+        }
+        num += err * err;
+        den += want * want;
+        upd += (want - pre[i]) * (want - pre[i]);
+        const double ge = (double)gpu_g[i] - ref->g[i];
+        gnum += ge * ge;
+        gden += ref->g[i] * ref->g[i];
+    }
+    const double nrel = sqrt(num / den);
+    const double urel = upd > 0.0 ? sqrt(num / upd) : (num > 0.0 ? INFINITY : 0.0);
+    const double grel = gden > 0.0 ? sqrt(gnum / gden) : (gnum > 0.0 ? INFINITY : 0.0);
+    if (!(nrel / 1e-4 <= worst))
+        worst = nrel / 1e-4;
+    if (!(urel / 1e-3 <= worst))
+        worst = urel / 1e-3;
+    if (!(grel / 1e-4 <= worst))
+        worst = grel / 1e-4;
+    const int pass = worst <= 1.0;
+    if (!pass)
+        fprintf(stderr,
+                "FAIL %s: %s: worst element %zu: gpu %.9g ref %.9g before %.9g (tol %.3g; "
+                "grad gpu %.3g ref %.3g); norm-wise rel err of params %.3g (tol 1e-4), of the "
+                "update %.3g (tol 1e-3), of the gradient %.3g (tol 1e-4)\n",
+                g->name, what, wi - off, (double)gpu_p[wi], ref->p[wi], (double)pre[wi], wtol,
+                (double)gpu_g[wi], ref->g[wi], nrel, urel, grel);
+    if (!(worst <= st->worst))
+        st->worst = worst;
+    return pass;
+}
+
+/*
+ * (b): three steps, each checked against one fp64 step from the GPU's own
+ * state before it (params, m, v, step count). Chaining fp64 steps instead
+ * would compare two diverging trajectories: AdamW amplifies rounding noise
+ * in near-zero gradients into updates of up to lr, and the next forward
+ * pass then sees different weights.
+ */
+static void test_train(int B, int small_max)
+{
+    const int steps = 3;
+    char name[64];
+    snprintf(name, sizeof name, "train vs fp64, B=%d %s", B,
+             B <= small_max ? "custom bwd" : "cuBLAS bwd");
+    group *g = grp(name);
+    run r;
+    run_create(&r, B, small_max);
+    mlp_ref ref;
+    if (mlp_ref_init(&ref, &r.cfg, r.params0) != 0)
+        die("mlp_ref_init: out of host memory");
+    const mlp_layout *L = &r.L;
+    const size_t nb = L->n_floats * sizeof(float);
+    float *hx = xmalloc((size_t)B * r.cfg.in_dim * 4);
+    int *hl = xmalloc((size_t)B * sizeof(int));
+    float *pre = xmalloc(nb), *m = xmalloc(nb), *v = xmalloc(nb), *params = xmalloc(nb),
+          *grads = xmalloc(nb);
+    float *acts[MLP_MAX_LAYERS] = {0};
+    for (int l = 0; l < L->n_layers - 1; l++)
+        acts[l] = xmalloc((size_t)B * L->out[l] * 4);
+    memcpy(pre, r.params0, nb);
+    memset(m, 0, nb);
+    memset(v, 0, nb);
+    long hinted_total = 0, loosened = 0;
+    for (int k = 0; k < steps; k++) {
+        mlp_ref_set_state(&ref, pre, m, v, k);
+        upload_batch(&r, k, hx, hl);
+        MLP_OK(mlp_step_enqueue(&r.cfg, &r.b, blas, stream, 0));
+        float loss;
+        int count = -1;
+        down(&loss, r.b.loss, 4);
+        down(&count, r.b.step, sizeof(int));
+        down(params, r.b.params, nb);
+        down(grads, r.b.grads, nb);
+        down(m, r.b.m, nb);
+        down(v, r.b.v, nb);
+        for (int l = 0; l < L->n_layers - 1; l++)
+            down(acts[l], r.b.act[l], (size_t)B * L->out[l] * 4);
+
+        long hinted = 0;
+        const double want = mlp_ref_step(&ref, hx, hl, (const float *const *)acts, 1e-4, &hinted);
+        hinted_total += hinted;
+        char what[96];
+        snprintf(what, sizeof what, "step %d loss", k + 1);
+        compare(g, what, &loss, &want, NULL, 1, 1e-4, 0.0, 0.0);
+        const int count_ok = count == k + 1;
+        if (!count_ok)
+            fprintf(stderr, "FAIL %s: device step count %d after step %d\n", g->name, count,
+                    k + 1);
+        grp_case(g, count_ok, count_ok ? 0.0 : INFINITY);
+        for (int l = 0; l < L->n_layers; l++) {
+            tensor_stats s1 = {0.0, 0};
+            snprintf(what, sizeof what, "step %d W%d", k + 1, l);
+            int ok = check_tensor(g, what, params, grads, pre, &ref, L->w_off[l],
+                                  (size_t)L->out[l] * L->in[l], &s1);
+            snprintf(what, sizeof what, "step %d b%d", k + 1, l);
+            ok &= check_tensor(g, what, params, grads, pre, &ref, L->b_off[l],
+                               (size_t)L->out[l], &s1);
+            grp_case(g, ok, s1.worst);
+            loosened += s1.loosened;
+        }
+        printf("  %s step %d: loss gpu %.7f ref %.7f\n", name, k + 1, (double)loss, want);
+        memcpy(pre, params, nb);
+    }
+    snprintf(g->note, sizeof g->note, "%ld of %zu params loosened (tiny grad), %ld ReLU sign(s) "
+             "from GPU", loosened / steps, L->n_params, hinted_total);
+    for (int l = 0; l < L->n_layers - 1; l++)
+        free(acts[l]);
+    free(pre);
+    free(m);
+    free(v);
+    free(params);
+    free(grads);
+    free(hx);
+    free(hl);
+    mlp_ref_free(&ref);
+    run_destroy(&r);
+}
+
+/*
+ * `steps` steps from the initial parameters on the fixed batches: eagerly,
+ * or captured once into a graph and replayed (the inputs are copied into
+ * the step's fixed input buffers before each launch). Returns the final
+ * params, the per-step losses and the device step count.
+ */
+static void trajectory(int B, int small_max, int pdl, int graph, int steps, float *params,
+                       float *losses, int *count)
+{
+    run r;
+    run_create(&r, B, small_max);
+    float *hx = xmalloc((size_t)B * r.cfg.in_dim * 4);
+    int *hl = xmalloc((size_t)B * sizeof(int));
+    cudaGraph_t gr = NULL;
+    cudaGraphExec_t exec = NULL;
+    if (graph) {
+        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        const int rc = mlp_step_enqueue(&r.cfg, &r.b, blas, stream, pdl);
+        const cudaError_t ce = cudaStreamEndCapture(stream, &gr);
+        if (rc != 0)
+            die("capture: mlp_step_enqueue: %s", mlp_last_error());
+        CUDA_OK(ce);
+        CUDA_OK(cudaGraphInstantiate(&exec, gr, 0));
+        CUDA_OK(cudaGraphUpload(exec, stream));
+    }
+    for (int k = 0; k < steps; k++) {
+        upload_batch(&r, k, hx, hl);
+        if (graph)
+            CUDA_OK(cudaGraphLaunch(exec, stream));
+        else
+            MLP_OK(mlp_step_enqueue(&r.cfg, &r.b, blas, stream, pdl));
+        CUDA_OK(cudaMemcpyAsync(&losses[k], r.b.loss, sizeof(float), cudaMemcpyDeviceToHost,
+                                stream));
+        sync_ok();
+    }
+    down(params, r.b.params, r.L.n_floats * 4);
+    down(count, r.b.step, sizeof(int));
+    if (exec)
+        CUDA_OK(cudaGraphExecDestroy(exec));
+    if (gr)
+        CUDA_OK(cudaGraphDestroy(gr));
+    free(hx);
+    free(hl);
+    run_destroy(&r);
+}
+
+/* (c), (d), (e) for one batch size: every variant against eager pdl=0. */
+static void test_bitwise(int B, int small_max)
+{
+    enum { STEPS = 5 };
+    static const struct {
+        const char *name;
+        int pdl, graph;
+    } variants[] = {
+        {"determinism (rerun)", 0, 0},
+        {"pdl=1 == pdl=0", 1, 0},
+        {"graph replay == eager", 0, 1},
+        {"graph+pdl replay == eager", 1, 1},
+    };
+    mlp_cfg c;
+    mlp_layout L;
+    mlp_cfg_default(&c, B);
+    MLP_OK(mlp_layout_init(&L, &c));
+    float *p0 = xmalloc(L.n_floats * 4), *p1 = xmalloc(L.n_floats * 4);
+    float l0[STEPS], l1[STEPS];
+    int c0 = -1, c1 = -1;
+    trajectory(B, small_max, 0, 0, STEPS, p0, l0, &c0);
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s, B=%d", variants[v].name, B);
+        group *g = grp(name);
+        trajectory(B, small_max, variants[v].pdl, variants[v].graph, STEPS, p1, l1, &c1);
+        same_bits(g, "params after 5 steps", p0, p1, L.n_floats * 4);
+        same_bits(g, "losses of 5 steps", l0, l1, sizeof l0);
+        const int ok = c0 == STEPS && c1 == STEPS;
+        if (!ok)
+            fprintf(stderr, "FAIL %s: device step counts %d and %d, expected %d\n", name, c0, c1,
+                    STEPS);
+        grp_case(g, ok, ok ? 0.0 : INFINITY);
+        snprintf(g->note, sizeof g->note, "loss %.6f -> %.6f", (double)l0[0],
+                 (double)l0[STEPS - 1]);
+    }
+    free(p0);
+    free(p1);
+}
+
+/* ---- timing (information only) --------------------------------------------------------------- */
+
+typedef struct kctx {
+    int id, B;
+    float *a, *b, *c, *d, *e;
+    int *step;
+    size_t n;
+} kctx;
+
+static cudaError_t kenqueue(const kctx *k, int pdl)
+{
+    switch (k->id) {
+    case 0: return mlp_gemv_bwd(k->a, k->b, k->c, k->d, k->B, 1024, 1024, stream, pdl);
+    case 1: return mlp_outer_acc(k->a, k->e, k->b, k->d, k->B, 1024, 1024, stream, pdl);
+    case 2:
+        return mlp_adamw_fused(k->a, k->b, k->c, k->d, k->n, k->step, 1e-3f, 0.9f, 0.999f, 1e-8f,
+                               0.01f, stream, pdl);
+    default: return mlp_bias_relu_fwd(k->a, k->b, k->B, 1024, stream, pdl);
+    }
+}
+
+/* GPU microseconds per launch: `per` launches in one graph, replayed. */
+static double time_graph_of(const kctx *k, int per, int reps, int pdl)
+{
+    cudaGraph_t gr = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    cudaError_t err = cudaSuccess;
+    for (int i = 0; i < per && err == cudaSuccess; i++)
+        err = kenqueue(k, pdl);
+    const cudaError_t ce = cudaStreamEndCapture(stream, &gr);
+    CUDA_OK(err);
+    CUDA_OK(ce);
+    CUDA_OK(cudaGraphInstantiate(&exec, gr, 0));
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaEventRecord(e0, stream));
+    for (int i = 0; i < reps; i++)
+        CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaEventRecord(e1, stream));
+    CUDA_OK(cudaEventSynchronize(e1));
+    float ms = 0.f;
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    CUDA_OK(cudaEventDestroy(e0));
+    CUDA_OK(cudaEventDestroy(e1));
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(gr));
+    return 1000.0 * ms / ((double)per * reps);
+}
+
+static double time_step_graph(int B, int pdl, int reps)
+{
+    run r;
+    run_create(&r, B, MLP_SMALL_B_MAX);
+    float *hx = xmalloc((size_t)B * r.cfg.in_dim * 4);
+    int *hl = xmalloc((size_t)B * sizeof(int));
+    upload_batch(&r, 0, hx, hl);
+    cudaGraph_t gr = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    const int rc = mlp_step_enqueue(&r.cfg, &r.b, blas, stream, pdl);
+    const cudaError_t ce = cudaStreamEndCapture(stream, &gr);
+    if (rc != 0)
+        die("capture: %s", mlp_last_error());
+    CUDA_OK(ce);
+    CUDA_OK(cudaGraphInstantiate(&exec, gr, 0));
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    for (int i = 0; i < 20; i++)
+        CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaEventRecord(e0, stream));
+    for (int i = 0; i < reps; i++)
+        CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaEventRecord(e1, stream));
+    CUDA_OK(cudaEventSynchronize(e1));
+    float ms = 0.f;
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    CUDA_OK(cudaEventDestroy(e0));
+    CUDA_OK(cudaEventDestroy(e1));
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(gr));
+    free(hx);
+    free(hl);
+    run_destroy(&r);
+    return 1000.0 * ms / reps;
+}
+
+static void timing(void)
+{
+    printf("\ntiming (information only; GPU time inside CUDA graphs, back-to-back, inputs "
+           "L2-warm):\n");
+    for (int B = 1; B <= 8; B += 7)
+        printf("  whole step B=%d: %.1f us (pdl=0), %.1f us (pdl=1)\n", B,
+               time_step_graph(B, 0, 200), time_step_graph(B, 1, 200));
+
+    mlp_cfg c;
+    mlp_layout L;
+    mlp_cfg_default(&c, 8);
+    MLP_OK(mlp_layout_init(&L, &c));
+    const size_t n = L.n_floats;
+    float *a = dmalloc(n * 4), *b = dmalloc(n * 4), *cc = dmalloc(n * 4), *d = dmalloc(n * 4),
+          *e = dmalloc(1024 * 4);
+    int *step = dmalloc(sizeof(int));
+    rng r = rng_make(7);
+    float *h = xmalloc(n * 4);
+    fill(&r, h, n, 0.01f);
+    up(a, h, n * 4);
+    up(b, h, n * 4);
+    up(cc, h, n * 4);
+    for (size_t i = 0; i < n; i++)
+        h[i] = fabsf(h[i]);
+    up(d, h, n * 4);
+    CUDA_OK(cudaMemset(step, 0, sizeof(int)));
+    free(h);
+    for (int B = 1; B <= 8; B += 7) {
+        /* gemv_bwd: dx = a, dy = b, W = c, mask = d */
+        kctx k = {0, B, a, b, cc, d, e, step, n};
+        for (int pdl = 0; pdl <= 1; pdl++) {
+            const double us = time_graph_of(&k, 20, 20, pdl);
+            printf("  gemv_bwd 1024x1024 B=%d pdl=%d: %.2f us (%.0f GB/s of W)\n", B, pdl, us,
+                   4.0 * 1024 * 1024 / us * 1e-3);
+        }
+        /* outer_acc: dW = a, dy = b, x = d, db = e */
+        k.id = 1;
+        for (int pdl = 0; pdl <= 1; pdl++) {
+            const double us = time_graph_of(&k, 20, 20, pdl);
+            printf("  outer_acc 1024x1024 B=%d pdl=%d: %.2f us (%.0f GB/s of dW)\n", B, pdl, us,
+                   4.0 * 1024 * 1024 / us * 1e-3);
+        }
+        k.id = 3;
+        printf("  bias_relu_fwd 1024 B=%d pdl=1: %.2f us\n", B, time_graph_of(&k, 20, 20, 1));
+    }
+    kctx k = {2, 1, a, b, cc, d, e, step, n};
+    const double us = time_graph_of(&k, 5, 10, 1);
+    printf("  adamw_fused %zu floats: %.1f us (%.0f GB/s at 28 B/param)\n", n, us,
+           28.0 * (double)n / us * 1e-3);
+    sync_ok();
+    CUDA_OK(cudaFree(a));
+    CUDA_OK(cudaFree(b));
+    CUDA_OK(cudaFree(cc));
+    CUDA_OK(cudaFree(d));
+    CUDA_OK(cudaFree(e));
+    CUDA_OK(cudaFree(step));
+}
+
+/* ---- main ------------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    int do_timing = 1;
+    const char *env = getenv("MLP_TEST_NO_TIMING");
+    if (env && strcmp(env, "0") != 0)
+        do_timing = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--no-timing") == 0) {
+            do_timing = 0;
+        } else {
+            fprintf(stderr, "usage: %s [--no-timing]\n", argv[0]);
+            return 1;
+        }
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        printf("SKIP: no usable GPU (%s)\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+        return TEST_SKIP;
+    }
+    struct cudaDeviceProp prop;
+    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    if (prop.major < 9) {
+        printf("SKIP: %s is sm_%d%d; the W-mlp kernels need sm_90 (clusters, PDL)\n", prop.name,
+               prop.major, prop.minor);
+        return TEST_SKIP;
+    }
+
+    long timeout = 600;
+    const char *ts = getenv("MLP_TEST_TIMEOUT_S");
+    if (ts)
+        timeout = strtol(ts, NULL, 10);
+    if (timeout > 0) {
+        signal(SIGALRM, on_alarm);
+        alarm((unsigned)timeout);
+    }
+
+    printf("test_mlp_kernels on %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor,
+           prop.multiProcessorCount);
+    CUDA_OK(cudaSetDevice(0));
+    CUDA_OK(cudaStreamCreate(&stream));
+    CUBLAS_OK(cublasCreate(&blas));
+    CUBLAS_OK(cublasSetStream(blas, stream));
+    /* An explicit workspace (after SetStream, which resets it), so capture
+     * never needs cuBLAS to allocate, and eager and captured steps pick the
+     * same kernels. */
+    const size_t ws_bytes = 32u << 20;
+    void *ws = dmalloc(ws_bytes);
+    CUBLAS_OK(cublasSetWorkspace(blas, ws, ws_bytes));
+
+    rng r = rng_make(SEED);
+    printf("(a) kernels vs fp64 reference\n");
+    test_bias_act(&r);
+    test_relu_bwd(&r);
+    test_softmax(&r);
+    test_gemv_bwd(&r);
+    test_outer_acc(&r);
+    test_bias_grad(&r);
+    test_adamw(&r);
+
+    printf("(b) 3 training steps vs fp64 reference\n");
+    test_train(1, MLP_SMALL_B_MAX);
+    test_train(8, MLP_SMALL_B_MAX);
+    test_train(8, 0); /* the cuBLAS backward at the same batch */
+    test_train(32, MLP_SMALL_B_MAX);
+
+    printf("(c-e) bitwise: rerun, pdl, graph replay\n");
+    test_bitwise(1, MLP_SMALL_B_MAX);
+    test_bitwise(8, MLP_SMALL_B_MAX);
+    test_bitwise(32, MLP_SMALL_B_MAX);
+
+    if (do_timing)
+        timing();
+
+    CUBLAS_OK(cublasDestroy(blas));
+    CUDA_OK(cudaFree(ws));
+    CUDA_OK(cudaStreamDestroy(stream));
+    const int failed = print_table();
+    printf("%s\n", failed ? "FAIL" : "PASS");
+    return failed ? 1 : 0;
+}

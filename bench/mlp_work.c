@@ -1,0 +1,146 @@
+/*
+ * W-mlp training as a cgr step (bench/mlp/ holds the model and kernels):
+ * inputs x[B,1024] and int32 labels[B], output the loss; parameters,
+ * gradients, both AdamW moments and the step count in persistent memory
+ * (the step count is advanced on the device, so replays move it on);
+ * activations from cgr's arena; cuBLAS bound to cgr's stream.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "mlp/mlp.h"
+#include "work.h"
+
+typedef struct mlp_user {
+    mlp_cfg cfg;
+    mlp_layout lay;
+    mlp_scratch scratch;
+    float *host_params;
+    int pdl;
+    mlp_bufs dev; /* persistent part, per runtime */
+} mlp_user;
+
+static cgr_status mlp_step(cgr_ctx *ctx, void *user)
+{
+    mlp_user *u = user;
+    cgr_cublas_handle h;
+    cgr_stream s;
+    void *x, *labels, *loss, *scratch;
+    cgr_status st;
+    if ((st = cgr_ctx_cublas(ctx, &h)) || (st = cgr_ctx_stream(ctx, &s)) ||
+        (st = cgr_ctx_input(ctx, 0, &x)) || (st = cgr_ctx_input(ctx, 1, &labels)) ||
+        (st = cgr_ctx_output(ctx, 0, &loss)) ||
+        (st = cgr_ctx_alloc(ctx, u->scratch.total_bytes, &scratch)))
+        return st;
+    mlp_bufs b = u->dev;
+    b.x = x;
+    b.labels = labels;
+    b.loss = loss;
+    if (mlp_scratch_carve(&u->cfg, scratch, &b) != 0 ||
+        mlp_step_enqueue(&u->cfg, &b, h, s, u->pdl) != 0) {
+        fprintf(stderr, "cgr-bench: W-mlp: %s\n", mlp_last_error());
+        return CGR_STATUS_CUDA_ERROR;
+    }
+    return CGR_STATUS_OK;
+}
+
+static int mlp_setup(void *user, cgr_runtime *rt)
+{
+    mlp_user *u = user;
+    size_t bytes = u->lay.n_floats * sizeof(float);
+    float **bufs[4] = {&u->dev.params, &u->dev.grads, &u->dev.m, &u->dev.v};
+    for (int i = 0; i < 4; i++) {
+        CGR_CK(cgr_persistent_alloc(rt, bytes, (void **)bufs[i]));
+        CK(cudaMemset(*bufs[i], 0, bytes));
+    }
+    CGR_CK(cgr_persistent_alloc(rt, sizeof(int), (void **)&u->dev.step));
+    CK(cudaMemset(u->dev.step, 0, sizeof(int)));
+    CK(cudaMemcpy(u->dev.params, u->host_params, bytes, cudaMemcpyHostToDevice));
+    return 0;
+}
+
+static void mlp_fill(void *user, bench_rng *r, void *const *inputs)
+{
+    mlp_user *u = user;
+    rng_fill(r, inputs[0], (size_t)u->cfg.batch * u->cfg.in_dim);
+    int *labels = inputs[1];
+    for (int i = 0; i < u->cfg.batch; i++) {
+        float f;
+        rng_fill(r, &f, 1); /* in [-1, 1) */
+        int l = (int)((f + 1.0f) * 0.5f * (float)u->cfg.classes);
+        labels[i] = l < 0 ? 0 : l >= u->cfg.classes ? u->cfg.classes - 1 : l;
+    }
+}
+
+static void mlp_teardown(void *user)
+{
+    mlp_user *u = user;
+    memset(&u->dev, 0, sizeof u->dev); /* freed with the runtime */
+}
+
+int mlp_workload(int B, int pdl, workload *w)
+{
+    memset(w, 0, sizeof *w);
+    mlp_user *u = calloc(1, sizeof *u);
+    if (!u)
+        return -1;
+    u->pdl = pdl;
+    mlp_cfg_default(&u->cfg, B);
+    if (mlp_layout_init(&u->lay, &u->cfg) != 0 || mlp_scratch_sizes(&u->cfg, &u->scratch) != 0 ||
+        !(u->host_params = malloc(u->lay.n_floats * sizeof(float))) ||
+        mlp_init_params(&u->cfg, u->host_params, 0x5eedULL) != 0) {
+        bench_error("W-mlp setup: %s", mlp_last_error());
+        free(u->host_params);
+        free(u);
+        return -1;
+    }
+    snprintf(w->name, sizeof w->name, pdl ? "W-mlp+pdl" : "W-mlp");
+    w->B = B;
+    w->n_in = 2;
+    w->n_out = 1;
+    w->in[0] = (cgr_tensor_desc){.name = "x", .dtype = CGR_DTYPE_F32, .rank = 2,
+                                 .dims = {B, u->cfg.in_dim}};
+    w->in[1] = (cgr_tensor_desc){.name = "labels", .dtype = CGR_DTYPE_I32, .rank = 1,
+                                 .dims = {B}};
+    w->out[0] = (cgr_tensor_desc){.name = "loss", .dtype = CGR_DTYPE_F32, .rank = 0};
+    w->fn = mlp_step;
+    w->user = u;
+    w->setup = mlp_setup;
+    w->fill = mlp_fill;
+    w->teardown = mlp_teardown;
+    return 0;
+}
+
+void mlp_workload_free(workload *w)
+{
+    mlp_user *u = w->user;
+    if (!u)
+        return;
+    free(u->host_params);
+    free(u);
+    w->user = NULL;
+}
+
+int mlp_suite(const bench_config *cfg, bench_results *res, const int *batches, int n)
+{
+    for (int pdl = 0; pdl < 2; pdl++) {
+        for (int i = 0; i < n && res->n_work < (int)(sizeof res->work / sizeof res->work[0]);
+             i++) {
+            work_result *r = &res->work[res->n_work++];
+            memset(r, 0, sizeof *r);
+            mode_result_init(&r->mode[WORK_EAGER].m, "eager");
+            mode_result_init(&r->mode[WORK_GRAPH].m, "graph");
+            workload w;
+            if (mlp_workload(batches[i], pdl, &w) != 0) {
+                mode_result_not_run(&r->mode[WORK_EAGER].m, 0);
+                mode_result_not_run(&r->mode[WORK_GRAPH].m, 0);
+                continue;
+            }
+            work_run(cfg, res, &w, r);
+            mlp_workload_free(&w);
+        }
+    }
+    return 0;
+}
