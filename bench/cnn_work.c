@@ -68,8 +68,9 @@ static void cnn_teardown(void *user)
     (void)user; /* the device parameters went with the runtime */
 }
 
-int cnn_workload(int B, workload *w)
+int cnn_workload(int B, int arg, workload *w)
 {
+    (void)arg;
     memset(w, 0, sizeof *w);
     cnn_user *u = calloc(1, sizeof *u);
     if (!u)
@@ -115,19 +116,6 @@ void cnn_workload_free(workload *w)
 
 int cnn_suite(const bench_config *cfg, bench_results *res, const int *batches, int n)
 {
-    for (int i = 0; i < n && res->n_work < (int)(sizeof res->work / sizeof res->work[0]); i++) {
-        work_result *r = &res->work[res->n_work++];
-        memset(r, 0, sizeof *r);
-        mode_result_init(&r->mode[WORK_EAGER].m, "eager");
-        mode_result_init(&r->mode[WORK_GRAPH].m, "graph");
-        workload w;
-        if (cnn_workload(batches[i], &w) != 0) {
-            mode_result_not_run(&r->mode[WORK_EAGER].m, 0);
-            mode_result_not_run(&r->mode[WORK_GRAPH].m, 0);
-            continue;
-        }
-        work_run(cfg, res, &w, r);
-        cnn_workload_free(&w);
-    }
+    work_suite(cfg, res, batches, n, cnn_workload, cnn_workload_free, 0);
     return 0;
 }

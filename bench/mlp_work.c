@@ -125,22 +125,7 @@ void mlp_workload_free(workload *w)
 
 int mlp_suite(const bench_config *cfg, bench_results *res, const int *batches, int n)
 {
-    for (int pdl = 0; pdl < 2; pdl++) {
-        for (int i = 0; i < n && res->n_work < (int)(sizeof res->work / sizeof res->work[0]);
-             i++) {
-            work_result *r = &res->work[res->n_work++];
-            memset(r, 0, sizeof *r);
-            mode_result_init(&r->mode[WORK_EAGER].m, "eager");
-            mode_result_init(&r->mode[WORK_GRAPH].m, "graph");
-            workload w;
-            if (mlp_workload(batches[i], pdl, &w) != 0) {
-                mode_result_not_run(&r->mode[WORK_EAGER].m, 0);
-                mode_result_not_run(&r->mode[WORK_GRAPH].m, 0);
-                continue;
-            }
-            work_run(cfg, res, &w, r);
-            mlp_workload_free(&w);
-        }
-    }
+    for (int pdl = 0; pdl < 2; pdl++)
+        work_suite(cfg, res, batches, n, mlp_workload, mlp_workload_free, pdl);
     return 0;
 }

@@ -58,6 +58,11 @@ struct bench_results;
 /* Measures both modes of w into *r (r->mode[*].m must be initialized). */
 void work_run(const struct bench_config *cfg, struct bench_results *res, const workload *w,
               work_result *r);
+/* Builds the workload for batch B (arg: a variant, e.g. PDL); 0 on success. */
+typedef int (*work_make)(int B, int arg, workload *w);
+/* work_run over batch sizes, each workload made by `make` and freed by free_fn. */
+void work_suite(const struct bench_config *cfg, struct bench_results *res, const int *batches,
+                int n, work_make make, void (*free_fn)(workload *), int arg);
 /* Writes the Chrome/Perfetto trace collected by work_run (when cfg->trace_path). */
 int work_trace_write(const char *path);
 /* Releases the profiler. */
@@ -68,8 +73,8 @@ void work_finish(void);
 int mlp_workload(int B, int pdl, workload *w);
 void mlp_workload_free(workload *w);
 
-/* W-cnn at batch B (bench/cnn_work.c); 0 on success. */
-int cnn_workload(int B, workload *w);
+/* W-cnn at batch B (bench/cnn_work.c; arg unused); 0 on success. */
+int cnn_workload(int B, int arg, workload *w);
 void cnn_workload_free(workload *w);
 
 #endif

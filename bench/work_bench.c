@@ -239,6 +239,26 @@ out:
         free(c.in[i]);
 }
 
+void work_suite(const bench_config *cfg, bench_results *res, const int *batches, int n,
+                work_make make, void (*free_fn)(workload *), int arg)
+{
+    int cap = (int)(sizeof res->work / sizeof res->work[0]);
+    for (int i = 0; i < n && res->n_work < cap; i++) {
+        work_result *r = &res->work[res->n_work++];
+        memset(r, 0, sizeof *r);
+        mode_result_init(&r->mode[WORK_EAGER].m, "eager");
+        mode_result_init(&r->mode[WORK_GRAPH].m, "graph");
+        workload w;
+        if (make(batches[i], arg, &w) != 0) {
+            mode_result_not_run(&r->mode[WORK_EAGER].m, 0);
+            mode_result_not_run(&r->mode[WORK_GRAPH].m, 0);
+            continue;
+        }
+        work_run(cfg, res, &w, r);
+        free_fn(&w);
+    }
+}
+
 int work_trace_write(const char *path)
 {
 #if BENCH_HAVE_PROF

@@ -17,17 +17,8 @@
 #include "cache.h"
 #include "test.h"
 
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
+#define TEST_RNG_SEED 0x2545F4914F6CDD1Dull
+#include "xorshift.h"
 
 static uint64_t rng_below(uint64_t n)
 {

@@ -14,17 +14,8 @@
 #include "churn.h"
 #include "test.h"
 
-static uint64_t rng_state = 0xA0761D6478BD642Full;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
+#define TEST_RNG_SEED 0xA0761D6478BD642Full
+#include "xorshift.h"
 
 static void guard(cgr__churn *g, uint32_t k, uint64_t w, uint64_t s)
 {

@@ -22,17 +22,8 @@
 /* ---- helpers ------------------------------------------------------------- */
 
 /* xorshift64*: a fixed seed makes every failure reproducible. */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
+#define TEST_RNG_SEED 0x9E3779B97F4A7C15ull
+#include "xorshift.h"
 
 /* Uniform in [lo, hi]; the modulo bias is irrelevant for test data. */
 static size_t rng_range(size_t lo, size_t hi)

@@ -15,17 +15,8 @@
 #include "test.h"
 
 /* xorshift64*: a fixed seed makes every failure reproducible. */
-static uint64_t rng_state = 0xD1B54A32D192ED03ull;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
+#define TEST_RNG_SEED 0xD1B54A32D192ED03ull
+#include "xorshift.h"
 
 static uint64_t rng_range(uint64_t lo, uint64_t hi)
 {

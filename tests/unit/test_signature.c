@@ -12,17 +12,8 @@
 #include "signature.h"
 #include "test.h"
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
+#define TEST_RNG_SEED 0x9E3779B97F4A7C15ull
+#include "xorshift.h"
 
 static cgr__sig make(uint64_t step, uint32_t n, const int64_t *dims)
 {
