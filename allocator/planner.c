@@ -131,9 +131,11 @@ void cgr__trace_close(cgr__trace *t)
             continue;
         /*
          * The alloc already advanced the clock past start, so end > start
-         * normally holds; the fallback keeps the interval non-empty even if
-         * a caller edited the trace, because an empty interval would let
-         * the planner place this buffer on top of anything.
+         * normally holds; the fallback keeps the interval non-empty for a
+         * trace edited by hand, because an empty interval would let the
+         * planner place this buffer on top of anything. Past UINT32_MAX - 1
+         * there is no room for it (alloc and free never get there), and
+         * cgr__plan then refuses the trace rather than plan it wrongly.
          */
         b->end = t->clock;
         if (b->end <= b->start)

@@ -2,19 +2,21 @@
  * libFuzzer target: the scratch trace and the greedy-by-size planner
  * (allocator/planner.c).
  *
- * The input is a program of trace operations: alloc(size) with sizes from
+ * Most inputs are a program of trace calls: alloc(size) with sizes from
  * one byte to SIZE_MAX, free(index) with valid, repeated and out-of-range
  * indices, and reset. A shadow copy of the trace, kept by this file, gives
- * the status each operation must return, and after each one the trace must
- * equal the shadow exactly: a refused operation changes nothing. The trace
- * is then closed and planned, with align 256 or another (also invalid)
- * alignment, and the plan is checked against an O(n^2) oracle: live
- * buffers disjoint, offsets aligned, peak and lower bound recomputed. A
- * rejected plan must leave the trace untouched and be justified by the
- * inputs. Any violation aborts; ASan and UBSan catch the rest.
+ * the status each call must return, and after each one the trace must
+ * equal the shadow exactly: a refused call changes nothing. Other inputs
+ * write sizes and intervals straight into the trace (run_edits), to reach
+ * what calls cannot produce. The trace is then closed and planned, with
+ * align 256 or another (also invalid) alignment, and the plan is checked
+ * against an O(n^2) oracle: live buffers disjoint, offsets aligned, peak
+ * and lower bound recomputed, cgr__plan_check in agreement. A refused plan
+ * must leave the trace untouched and be justified by its input. Any
+ * violation aborts; ASan and UBSan catch the rest.
  *
- * Input layout: one header byte (alignment choice, clock start), then
- * operations of one opcode byte and its operands, until the input ends.
+ * Input layout: one header byte (see LLVMFuzzerTestOneInput), then calls
+ * of one opcode byte and its operands, or edits, until the input ends.
  */
 #include <stdint.h>
 #include <string.h>
@@ -187,7 +189,7 @@ static void check_plan(cgr__buf *bufs, size_t n, size_t align, size_t peak, size
             FUZZ_CHECK(!ranges_overlap(bufs[i].offset, fi, bufs[j].offset, fj),
                        "bufs %zu [%zu +%zu) and %zu [%zu +%zu) are live together and overlap",
                        i, bufs[i].offset, fi, j, bufs[j].offset, fj);
-            if (pair_a == SIZE_MAX) {
+            if (pair_a == SIZE_MAX && bufs[i].size > 0 && bufs[j].size > 0) {
                 pair_a = i;
                 pair_b = j;
             }
@@ -198,7 +200,7 @@ static void check_plan(cgr__buf *bufs, size_t n, size_t align, size_t peak, size
     FUZZ_CHECK(cgr__plan_check(bufs, n, align, &a, &b) == 0,
                "cgr__plan_check rejects a plan the oracle accepts (pair %zu, %zu)", a, b);
 
-    /* Stacking two live buffers on one offset must be caught. */
+    /* Stacking two live, non-empty buffers on one offset must be caught. */
     if (pair_a != SIZE_MAX) {
         size_t saved = bufs[pair_b].offset;
         bufs[pair_b].offset = bufs[pair_a].offset;
@@ -209,16 +211,21 @@ static void check_plan(cgr__buf *bufs, size_t n, size_t align, size_t peak, size
 }
 
 /*
- * Plans the closed trace and checks the outcome. INVALID_ARGUMENT is
- * allowed only for a bad align, a size that cannot be aligned, or a total
- * of footprints past SIZE_MAX (below that, greedy placement always fits:
- * each offset is at most the sum of the footprints placed before it).
+ * Plans the trace and checks the outcome. An open or empty interval, or a
+ * bad align, must be refused with INVALID_ARGUMENT. Otherwise that status
+ * is allowed only for a size that cannot be aligned or a total of
+ * footprints past SIZE_MAX: below that, greedy placement always fits, as
+ * each offset is at most the sum of the footprints placed before it.
  */
 static void plan_and_check(cgr__trace *t, size_t align)
 {
     size_t n = t->n;
     int pow2 = align != 0 && (align & (align - 1)) == 0;
-    int fits = pow2;
+    int intervals_ok = 1;
+    for (size_t i = 0; i < n; i++)
+        if (t->bufs[i].end == OPEN || t->bufs[i].end <= t->bufs[i].start)
+            intervals_ok = 0;
+    int fits = pow2 && intervals_ok;
     size_t total = 0;
     for (size_t i = 0; fits && i < n; i++) {
         size_t f;
@@ -237,8 +244,16 @@ static void plan_and_check(cgr__trace *t, size_t align)
     FUZZ_CHECK(st == CGR_STATUS_OK || st == CGR_STATUS_INVALID_ARGUMENT ||
                    st == CGR_STATUS_OUT_OF_MEMORY,
                "cgr__plan returned %s", status_name(st));
-    if (!pow2)
+    if (!pow2) {
         FUZZ_CHECK(st == CGR_STATUS_INVALID_ARGUMENT, "align %zu accepted", align);
+        /* A check that cannot be carried out must not pass either. */
+        size_t a = 0, b = 0;
+        FUZZ_CHECK(cgr__plan_check(t->bufs, n, align, &a, &b) == 1 && a == SIZE_MAX &&
+                       b == SIZE_MAX,
+                   "cgr__plan_check with align %zu: pair %zu, %zu", align, a, b);
+    }
+    if (!intervals_ok)
+        FUZZ_CHECK(st == CGR_STATUS_INVALID_ARGUMENT, "open or empty interval accepted");
     if (fits)
         FUZZ_CHECK(st == CGR_STATUS_OK, "cgr__plan returned %s for %zu buffers of %zu bytes "
                    "in all (align %zu)", status_name(st), n, total, align);
@@ -268,103 +283,166 @@ static void plan_and_check(cgr__trace *t, size_t align)
     free(before);
 }
 
+/*
+ * Mode 1, the API: a program of alloc, free and reset calls. The shadow
+ * gives the status each must return, and the trace must equal the shadow
+ * after every call: a refused call changes nothing.
+ */
+static void run_calls(fuzz_input *in, cgr__trace *t, shadow *s)
+{
+    for (int op = 0; op < MAX_OPS && !fuzz_empty(in); op++) {
+        uint8_t code = fuzz_u8(in);
+        size_t id = SIZE_MAX;
+        cgr_status st;
+        if (code % 8 < 4) { /* alloc: the common case */
+            size_t sz = decode_size(in);
+            st = cgr__trace_alloc(t, sz, &id);
+            if (sz == 0)
+                FUZZ_CHECK(st == CGR_STATUS_INVALID_ARGUMENT, "alloc(0) returned %s",
+                           status_name(st));
+            else if (s->clock < UINT32_MAX - 8)
+                FUZZ_CHECK(st == CGR_STATUS_OK, "alloc(%zu) returned %s", sz, status_name(st));
+            else /* a full clock may refuse: the exact tick is the library's choice */
+                FUZZ_CHECK(st == CGR_STATUS_OK || st == CGR_STATUS_INVALID_ARGUMENT,
+                           "alloc(%zu) at clock %u returned %s", sz, s->clock, status_name(st));
+            if (st == CGR_STATUS_OK) {
+                FUZZ_CHECK(id == s->n, "alloc gave id %zu, expected %zu", id, s->n);
+                /* The tick and the end it will get stay below the open marker. */
+                FUZZ_CHECK(s->clock < UINT32_MAX - 1, "alloc accepted at clock %u", s->clock);
+                s->bufs[s->n] = (cgr__buf){.size = sz, .start = s->clock, .end = OPEN};
+                s->n++;
+                s->clock++;
+            }
+            check_same(t, s, "alloc");
+        } else if (code % 8 < 7) { /* free: mostly an existing id, sometimes not */
+            uint8_t b = fuzz_u8(in);
+            id = b == 0xff ? (size_t)fuzz_u64(in) : b % (s->n + 1);
+            st = cgr__trace_free(t, id);
+            int valid = id < s->n && s->bufs[id].end == OPEN;
+            if (!valid)
+                FUZZ_CHECK(st == CGR_STATUS_INVALID_ARGUMENT, "free(%zu) of %zu returned %s", id,
+                           s->n, status_name(st));
+            else if (s->clock < UINT32_MAX - 8)
+                FUZZ_CHECK(st == CGR_STATUS_OK, "free(%zu) returned %s", id, status_name(st));
+            else
+                FUZZ_CHECK(st == CGR_STATUS_OK || st == CGR_STATUS_INVALID_ARGUMENT,
+                           "free(%zu) at clock %u returned %s", id, s->clock, status_name(st));
+            if (st == CGR_STATUS_OK) {
+                FUZZ_CHECK(s->clock < UINT32_MAX - 1, "free accepted at clock %u", s->clock);
+                s->bufs[id].end = s->clock;
+                s->clock++;
+            }
+            check_same(t, s, "free");
+        } else if ((code & 0xf0) == 0xf0) { /* reset, rarely: keeps the table */
+            cgr__trace_reset(t);
+            s->n = 0;
+            s->clock = 0;
+            check_same(t, s, "reset");
+        }
+    }
+}
+
+/*
+ * Mode 2, an edited trace: sizes (0 included) and intervals written
+ * straight into the table, as a caller that edits the trace would, so that
+ * cgr__plan's own checks (open and empty intervals) and ticks shared by
+ * an end and a start are reached, which calls alone never produce. Starts
+ * stay within what cgr__trace_alloc can give (below UINT32_MAX - 1); the
+ * clock may lie below them, so closing may have to use its fallback.
+ */
+static void run_edits(fuzz_input *in, cgr__trace *t, shadow *s)
+{
+    for (int op = 0; op < MAX_OPS && !fuzz_empty(in); op++) {
+        size_t id;
+        size_t sz = decode_size(in);
+        uint8_t b = fuzz_u8(in);
+        uint32_t start = b == 0xff ? fuzz_u32(in) : b;
+        if (start > UINT32_MAX - 2)
+            start = UINT32_MAX - 2;
+        uint8_t e = fuzz_u8(in);
+        uint32_t end;
+        if (e == 0xff)
+            end = OPEN;
+        else if (e == 0xfe)
+            end = fuzz_u32(in); /* anything, empty and reversed included */
+        else
+            end = (uint64_t)start + e < OPEN ? start + e : OPEN - 1;
+        FUZZ_CHECK(cgr__trace_alloc(t, 1, &id) == CGR_STATUS_OK && id == s->n,
+                   "alloc %d of an edited trace failed", op);
+        t->bufs[id] = (cgr__buf){.size = sz, .start = start, .end = end};
+        s->bufs[s->n++] = t->bufs[id];
+    }
+    /*
+     * The clock, too, stays within what calls can give (at most
+     * UINT32_MAX - 1): at UINT32_MAX, close would end open buffers on the
+     * open marker itself (see docs/fuzzing.md, "Findings").
+     */
+    uint8_t c = fuzz_u8(in);
+    t->clock = c == 0xff ? fuzz_u32(in) : c;
+    if (t->clock > OPEN - 1)
+        t->clock = OPEN - 1;
+    s->clock = t->clock;
+    check_same(t, s, "edits");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input in = {data, size, 0};
     static shadow s; /* large; static keeps it off the stack */
     cgr__trace t;
 
+    /* The NULL guards, once: a NULL trace is refused or ignored, never used. */
+    static int nulls_checked;
+    if (!nulls_checked) {
+        size_t id = 7;
+        nulls_checked = 1;
+        cgr__trace_init(NULL);
+        cgr__trace_reset(NULL);
+        cgr__trace_close(NULL);
+        cgr__trace_destroy(NULL);
+        FUZZ_CHECK(cgr__trace_alloc(NULL, 1, &id) == CGR_STATUS_INVALID_ARGUMENT && id == 7,
+                   "alloc on a NULL trace");
+        FUZZ_CHECK(cgr__trace_free(NULL, 0) == CGR_STATUS_INVALID_ARGUMENT, "free on NULL");
+        FUZZ_CHECK(cgr__plan(NULL, 1, 256, NULL, NULL) == CGR_STATUS_INVALID_ARGUMENT,
+                   "plan of a NULL array");
+    }
+
     cgr__trace_init(&t);
     memset(&s, 0, sizeof s);
 
+    /*
+     * Header byte: bits 0-3 pick the alignment; bit 5 picks edits over
+     * calls; with calls, bit 4 starts the clock a few ticks below its
+     * limit, as after about 4 billion events, so the refusals of a full
+     * clock are reached without recording them all; with edits, bit 6
+     * skips closing, leaving open intervals for cgr__plan to refuse.
+     */
     uint8_t header = fuzz_u8(&in);
     size_t align = aligns[(header & 15) % N_ALIGNS];
-    /*
-     * Bit 4 starts the clock a few ticks below its limit, as after about
-     * 4 billion events, so the refusals at a full clock are reached without
-     * recording them all. The shadow does not model that edge exactly: it
-     * only requires that a refused event leaves the trace as it was.
-     */
-    if (header & 16) {
+    int edits = header & 32;
+    if (!edits && (header & 16)) {
         t.clock = UINT32_MAX - 1 - (fuzz_u8(&in) % 8);
         s.clock = t.clock;
     }
+    if (edits)
+        run_edits(&in, &t, &s);
+    else
+        run_calls(&in, &t, &s);
 
-    for (int op = 0; op < MAX_OPS && !fuzz_empty(&in); op++) {
-        uint8_t code = fuzz_u8(&in);
-        size_t id = SIZE_MAX;
-        cgr_status st;
-        switch (code % 8) {
-        case 0: case 1: case 2: case 3: { /* alloc: the common case */
-            size_t sz = decode_size(&in);
-            st = cgr__trace_alloc(&t, sz, &id);
-            if (sz == 0) {
-                FUZZ_CHECK(st == CGR_STATUS_INVALID_ARGUMENT, "alloc(0) returned %s",
-                           status_name(st));
-            } else if (s.clock < UINT32_MAX - 8) {
-                FUZZ_CHECK(st == CGR_STATUS_OK, "alloc(%zu) returned %s", sz,
-                           status_name(st));
-            } else {
-                FUZZ_CHECK(st == CGR_STATUS_OK || st == CGR_STATUS_INVALID_ARGUMENT,
-                           "alloc(%zu) at clock %u returned %s", sz, s.clock,
-                           status_name(st));
-            }
-            if (st == CGR_STATUS_OK) {
-                FUZZ_CHECK(id == s.n, "alloc gave id %zu, expected %zu", id, s.n);
-                /* The event's tick and its eventual end stay below the marker. */
-                FUZZ_CHECK(s.clock < UINT32_MAX - 1, "alloc accepted at clock %u", s.clock);
-                s.bufs[s.n] = (cgr__buf){.size = sz, .start = s.clock, .end = OPEN};
-                s.n++;
-                s.clock++;
-            }
-            check_same(&t, &s, "alloc");
-            break;
-        }
-        case 4: case 5: case 6: { /* free: mostly an existing id, sometimes past the end */
-            uint8_t b = fuzz_u8(&in);
-            id = b == 0xff ? (size_t)fuzz_u64(&in) : b % (s.n + 1);
-            st = cgr__trace_free(&t, id);
-            int valid = id < s.n && s.bufs[id].end == OPEN;
-            if (!valid) {
-                FUZZ_CHECK(st == CGR_STATUS_INVALID_ARGUMENT, "free(%zu) of %zu returned %s",
-                           id, s.n, status_name(st));
-            } else if (s.clock < UINT32_MAX - 8) {
-                FUZZ_CHECK(st == CGR_STATUS_OK, "free(%zu) returned %s", id,
-                           status_name(st));
-            } else {
-                FUZZ_CHECK(st == CGR_STATUS_OK || st == CGR_STATUS_INVALID_ARGUMENT,
-                           "free(%zu) at clock %u returned %s", id, s.clock,
-                           status_name(st));
-            }
-            if (st == CGR_STATUS_OK) {
-                FUZZ_CHECK(s.clock < UINT32_MAX - 1, "free accepted at clock %u", s.clock);
-                s.bufs[id].end = s.clock;
-                s.clock++;
-            }
-            check_same(&t, &s, "free");
-            break;
-        }
-        default: /* reset, rarely: keeps the table, forgets the requests */
-            if ((code & 0xf0) != 0xf0)
-                break;
-            cgr__trace_reset(&t);
-            s.n = 0;
-            s.clock = 0;
-            check_same(&t, &s, "reset");
-            break;
-        }
+    if (!(edits && (header & 64))) {
+        cgr__trace_close(&t);
+        /* Open buffers end at the clock, and an interval is never left empty. */
+        for (size_t i = 0; i < s.n; i++)
+            if (s.bufs[i].end == OPEN)
+                s.bufs[i].end = s.clock > s.bufs[i].start ? s.clock : s.bufs[i].start + 1;
+        check_same(&t, &s, "close");
+        /* Spelled out although the shadow implies it: close leaves nothing open,
+         * and intervals made by calls are what cgr__plan accepts. */
+        for (size_t i = 0; i < t.n; i++)
+            FUZZ_CHECK(t.bufs[i].end != OPEN && (edits || t.bufs[i].end > t.bufs[i].start),
+                       "closed buf %zu has interval [%u, %u)", i, t.bufs[i].start,
+                       t.bufs[i].end);
     }
-
-    cgr__trace_close(&t);
-    for (size_t i = 0; i < s.n; i++) {
-        if (s.bufs[i].end == OPEN)
-            s.bufs[i].end = s.clock > s.bufs[i].start ? s.clock : s.bufs[i].start + 1;
-    }
-    check_same(&t, &s, "close");
-    /* What cgr__plan requires of a closed trace. */
-    for (size_t i = 0; i < t.n; i++)
-        FUZZ_CHECK(t.bufs[i].end != OPEN && t.bufs[i].end > t.bufs[i].start,
-                   "closed buf %zu has interval [%u, %u)", i, t.bufs[i].start, t.bufs[i].end);
 
     plan_and_check(&t, align);
 

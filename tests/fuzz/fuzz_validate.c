@@ -391,6 +391,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     decoded dc;
     memset(&dc, 0, sizeof dc);
 
+    /* The init functions' only failure, once: decoding needs them to succeed. */
+    static int inits_checked;
+    if (!inits_checked) {
+        inits_checked = 1;
+        cgr_clear_error();
+        cgr_status s0 = cgr_options_init(NULL);
+        FUZZ_CHECK(s0 == CGR_STATUS_INVALID_ARGUMENT, "cgr_options_init(NULL) returned %s",
+                   cgr_status_name(s0));
+        check_status(s0, "cgr_options_init(NULL)");
+        cgr_clear_error();
+        s0 = cgr_step_desc_init(NULL);
+        FUZZ_CHECK(s0 == CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc_init(NULL) returned %s",
+                   cgr_status_name(s0));
+        check_status(s0, "cgr_step_desc_init(NULL)");
+    }
+
     decode_options(&in, &dc.opt);
     decode_desc(&in, &dc);
 
