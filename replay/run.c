@@ -3,9 +3,8 @@
  * machine, waiting and reading outputs.
  *
  * The replay path is kept to what cannot be avoided: a handle check, the
- * ring check, the device check and one cudaGraphLaunch (in an NVTX range,
- * a few nanoseconds without a tool attached). The slot's event is recorded
- * by a node inside the graph, so no second API call is needed.
+ * ring check, the device check and one cudaGraphLaunch. The slot's event
+ * is recorded by a node inside the graph, so no second API call is needed.
  */
 #include <string.h>
 
@@ -35,28 +34,27 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
     cgr_step_stats *ss = &s->stats;
     if (ss->mode == CGR_MODE_GRAPH)
         return replay(s, slot);
+    if (ss->mode == CGR_MODE_WARMUP && ss->warmup_runs >= (uint64_t)rt->opt.warmup_runs &&
+        !rt->opt.capture) {
+        ss->mode = CGR_MODE_EAGER;
+        strncpy(ss->capture_error, "capture disabled (cgr_options.capture = 0)",
+                sizeof ss->capture_error - 1);
+    }
     if (ss->mode == CGR_MODE_WARMUP && ss->warmup_runs >= (uint64_t)rt->opt.warmup_runs) {
-        if (!rt->opt.capture) {
+        cgr_status st = cgr__capture(s);
+        if (st == CGR_STATUS_CAPTURE_FAILED) {
+            /* Keep the reason; later runs of this step run eagerly. */
             ss->mode = CGR_MODE_EAGER;
-            strncpy(ss->capture_error, "capture disabled (cgr_options.capture = 0)",
-                    sizeof ss->capture_error - 1);
-        } else {
-            cgr_status st = cgr__capture(s);
-            if (st == CGR_STATUS_CAPTURE_FAILED) {
-                /* Keep the reason; later runs of this step run eagerly. */
-                ss->mode = CGR_MODE_EAGER;
-                ss->capture_failures++;
-                strncpy(ss->capture_error, cgr_last_error(), sizeof ss->capture_error - 1);
-                cgr__log(rt, CGR_LOG_WARN, "step '%s' runs eagerly: %s", s->name,
-                         ss->capture_error);
-                return st;
-            }
-            if (st != CGR_STATUS_OK)
-                return st;
-            ss->mode = CGR_MODE_GRAPH;
-            ss->capture_error[0] = '\0';
-            return replay(s, slot);
+            ss->capture_failures++;
+            strncpy(ss->capture_error, cgr_last_error(), sizeof ss->capture_error - 1);
+            cgr__log(rt, CGR_LOG_WARN, "step '%s' runs eagerly: %s", s->name, ss->capture_error);
+            return st;
         }
+        if (st != CGR_STATUS_OK)
+            return st;
+        ss->mode = CGR_MODE_GRAPH;
+        ss->capture_error[0] = '\0';
+        return replay(s, slot);
     }
     CGR_TRY(cgr__run_eager(s, slot));
     s->sig_kind[slot] = 0;
