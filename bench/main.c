@@ -36,10 +36,11 @@ static void usage(FILE *f)
           "  staging    how step I/O should cross PCIe: slot pointing and the zero-copy vs\n"
           "             memcpy-node crossover\n"
           "  mlp        W-mlp training (B = 1, 8, 32, 256) through cgr, without and with\n"
-          "             programmatic dependent launch: eager vs graph, GPU busy time\n"
+          "             programmatic dependent launch, and with dropout: eager vs graph,\n"
+          "             GPU busy time\n"
           "  cnn        W-cnn (B = 1, 8, 32) through cgr: eager vs graph, GPU busy time\n"
-          "  default    chain, staging, then W-cnn at B = 1 (what runs when no suite is\n"
-          "             given)\n"
+          "  default    chain, staging, then W-mlp and W-cnn at B = 1 (what runs when no\n"
+          "             suite is given)\n"
           "options:\n"
           "  --device N      CUDA device ordinal (default 0)\n"
           "  --steps S       timed steps per mode (default 1000, at least 200)\n"
@@ -284,8 +285,7 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
     int chain = suite == SUITE_DEFAULT || suite == SUITE_CHAIN;
     int staging = suite == SUITE_DEFAULT || suite == SUITE_STAGING;
     int cnn = suite == SUITE_DEFAULT || suite == SUITE_CNN;
-    /* Not in the default suite until it has run on a GPU (docs/benchmarks.md). */
-    int mlp = suite == SUITE_MLP;
+    int mlp = suite == SUITE_DEFAULT || suite == SUITE_MLP;
     timer_overhead(cfg, res);
     if (chain)
         chain_suite(cfg, res, CHAIN_PASS_RAW);
@@ -300,8 +300,10 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
         chain_canary(cfg, res, &res->canary_after);
     }
     if (mlp) {
+        /* The default suite keeps to small batch; `mlp` measures all four. */
         static const int all_b[] = {1, 8, 32, 256}, small_b[] = {1};
-        mlp_suite(cfg, res, cfg->quick ? small_b : all_b, cfg->quick ? 1 : 4);
+        int small = suite == SUITE_DEFAULT || cfg->quick;
+        mlp_suite(cfg, res, small ? small_b : all_b, small ? 1 : 4);
     }
     if (cnn) {
 #if BENCH_HAVE_CNN

@@ -3,7 +3,9 @@
  * inputs x[B,1024] and int32 labels[B], output the loss; parameters,
  * gradients, both AdamW moments and the step count in persistent memory
  * (the step count is advanced on the device, so replays move it on);
- * activations from cgr's arena; cuBLAS bound to cgr's stream.
+ * activations from cgr's arena; cuBLAS bound to cgr's stream. The dropout
+ * variant (p = 0.1 after each ReLU) draws its masks from the step's
+ * graph-safe Philox state (cgr_ctx_philox), so every replay drops new units.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,9 @@ static cgr_status mlp_step(cgr_ctx *ctx, void *user)
     b.x = x;
     b.labels = labels;
     b.loss = loss;
+    if (u->cfg.dropout > 0.f &&
+        (st = cgr_ctx_philox(ctx, mlp_dropout_counters(&u->cfg), &b.rng, &b.rng_sub)))
+        return st;
     if (mlp_scratch_carve(&u->cfg, scratch, &b) != 0 ||
         mlp_step_enqueue(&u->cfg, &b, h, s, u->pdl) != 0) {
         fprintf(stderr, "cgr-bench: W-mlp: %s\n", mlp_last_error());
@@ -80,14 +85,16 @@ static void mlp_teardown(void *user)
     memset(&u->dev, 0, sizeof u->dev); /* freed with the runtime */
 }
 
-int mlp_workload(int B, int pdl, workload *w)
+int mlp_workload(int B, int variant, workload *w)
 {
     memset(w, 0, sizeof *w);
     mlp_user *u = calloc(1, sizeof *u);
     if (!u)
         return -1;
-    u->pdl = pdl;
+    u->pdl = (variant & MLP_VARIANT_PDL) != 0;
     mlp_cfg_default(&u->cfg, B);
+    if (variant & MLP_VARIANT_DROPOUT)
+        u->cfg.dropout = 0.1f;
     if (mlp_layout_init(&u->lay, &u->cfg) != 0 || mlp_scratch_sizes(&u->cfg, &u->scratch) != 0 ||
         !(u->host_params = malloc(u->lay.n_floats * sizeof(float))) ||
         mlp_init_params(&u->cfg, u->host_params, 0x5eedULL) != 0) {
@@ -96,7 +103,8 @@ int mlp_workload(int B, int pdl, workload *w)
         free(u);
         return -1;
     }
-    snprintf(w->name, sizeof w->name, pdl ? "W-mlp+pdl" : "W-mlp");
+    snprintf(w->name, sizeof w->name, "W-mlp%s%s", u->pdl ? "+pdl" : "",
+             u->cfg.dropout > 0.f ? "+drop" : "");
     w->B = B;
     w->n_in = 2;
     w->n_out = 1;
@@ -125,7 +133,9 @@ void mlp_workload_free(workload *w)
 
 int mlp_suite(const bench_config *cfg, bench_results *res, const int *batches, int n)
 {
-    for (int pdl = 0; pdl < 2; pdl++)
-        work_suite(cfg, res, batches, n, mlp_workload, mlp_workload_free, pdl);
+    /* Plain launches, then PDL for our kernels, then PDL with dropout. */
+    static const int variants[] = {0, MLP_VARIANT_PDL, MLP_VARIANT_PDL | MLP_VARIANT_DROPOUT};
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++)
+        work_suite(cfg, res, batches, n, mlp_workload, mlp_workload_free, variants[v]);
     return 0;
 }

@@ -453,21 +453,22 @@ void report_summary(const bench_results *res)
     summary_chain(res);
     summary_canary(res);
     summary_staging(res);
-    for (int i = 0; i < res->n_work; i++) {
-        const work_result *w = &res->work[i];
-        const work_mode *e = &w->mode[WORK_EAGER], *g = &w->mode[WORK_GRAPH];
-        char label[64];
-        snprintf(label, sizeof label, "%s B=%d wall us: eager | graph | speedup", w->name, w->B);
-        printf("%-46s", label);
-        num(8, 1, wall_med(&e->m));
-        num(8, 1, wall_med(&g->m));
-        num(7, 2, wall_med(&e->m) / wall_med(&g->m));
-        printf("x\n");
-        if (g->prof_ok) {
-            snprintf(label, sizeof label, "%s B=%d graph busy us | wall/busy", w->name, w->B);
-            printf("%-46s", label);
-            num(8, 1, g->busy_us);
-            num(8, 2, wall_med(&g->m) / g->busy_us);
+    if (res->n_work > 0) {
+        printf("%-16s %4s %8s %8s %7s %7s %8s %8s %8s %8s\n", "workload (us)", "B", "eager",
+               "graph", "speedup", "g.host", "g.busy", "g.busy-u", "wall/bsy", "wall/b-u");
+        for (int i = 0; i < res->n_work; i++) {
+            const work_result *w = &res->work[i];
+            const work_mode *e = &w->mode[WORK_EAGER], *g = &w->mode[WORK_GRAPH];
+            printf("%-16s %4d", w->name, w->B);
+            num(8, 1, wall_med(&e->m));
+            num(8, 1, wall_med(&g->m));
+            num(6, 2, wall_med(&e->m) / wall_med(&g->m));
+            printf("x");
+            num(7, 1, cpu_med(&g->m));
+            num(8, 1, g->prof_ok ? g->busy_us : NAN);
+            num(8, 1, g->prof_ok ? g->busy_union_us : NAN);
+            num(8, 2, g->prof_ok ? wall_med(&g->m) / g->busy_us : NAN);
+            num(8, 2, g->prof_ok ? wall_med(&g->m) / g->busy_union_us : NAN);
             printf("\n");
         }
     }
@@ -685,10 +686,11 @@ static void work_row(const work_result *w, int m)
     num(9, 1, x->m.cpu.median);
     if (x->prof_ok) {
         num(9, 1, x->busy_us);
+        num(9, 1, x->busy_union_us);
         num(8, 2, x->m.wall.median / x->busy_us);
         num(8, 1, x->kernels_per_step);
     } else {
-        printf("%9s %8s %8s", "-", "-", "-");
+        printf("%9s %9s %8s %8s", "-", "-", "-", "-");
     }
     printf("\n");
 }
@@ -698,8 +700,10 @@ void report_work(const bench_results *res)
     if (res->n_work == 0)
         return;
     printf("\n== Workloads through cgr: eager (capture = 0) vs graph, same step function ==\n");
-    printf("  %-6s %4s  %-10s %9s %9s %9s %9s %9s %8s %8s\n", "work", "B", "mode", "wall med",
-           "p10", "p90", "host med", "busy", "wall/bsy", "kern/st");
+    printf("  busy: sum of kernel and memcpy durations (CUPTI); busy-u: their union on the\n"
+           "  timeline, which is smaller when PDL kernels start while the previous one runs\n");
+    printf("  %-6s %4s  %-10s %9s %9s %9s %9s %9s %9s %8s %8s\n", "work", "B", "mode",
+           "wall med", "p10", "p90", "host med", "busy", "busy-u", "wall/bsy", "kern/st");
     for (int i = 0; i < res->n_work; i++) {
         const work_result *w = &res->work[i];
         for (int m = 0; m < WORK_MODES; m++)

@@ -70,7 +70,10 @@ void work_finish(void);
 
 /* W-mlp training at batch B (bench/mlp_work.c), pdl = 1 for programmatic
  * dependent launch of the model's own kernels; 0 on success. */
-int mlp_workload(int B, int pdl, workload *w);
+/* W-mlp variants (bits of mlp_workload's variant argument). */
+#define MLP_VARIANT_PDL 1     /* our kernels with programmatic dependent launch */
+#define MLP_VARIANT_DROPOUT 2 /* dropout p = 0.1 after each ReLU */
+int mlp_workload(int B, int variant, workload *w);
 void mlp_workload_free(workload *w);
 
 /* W-cnn at batch B (bench/cnn_work.c; arg unused); 0 on success. */

@@ -3,19 +3,24 @@
  *
  * Why the step looks the way it does, at small batch (napkin numbers in
  * DESIGN.md):
- * - Forward y^T = W x^T as cublasSgemm(T, N): cuBLAS's fast GEMV-like
- *   kernel for a row-major [out][in] weight (2.6 us at B=1).
+ * - Forward: mlp_linear_fwd, one warp per output reading W's row once,
+ *   with bias, ReLU and dropout fused: one launch per layer instead of
+ *   cuBLAS's GEMV (2.6 us at B=1; a 6.8 us SGEMM tile at B=8) plus a bias
+ *   kernel. The last layer's bias goes into the loss kernel.
  * - Backward dx = dy W would be cublasSgemm(N, N), for which cuBLAS picks a
  *   ~10 us kernel at B=1; mlp_gemv_bwd reads W once at HBM speed instead,
  *   with the ReLU mask of the layer below fused into its store.
  * - dW = dy^T x is a rank-B update; mlp_outer_acc writes it (and db) in one
  *   pass, instead of a GEMM plus a bias-reduction kernel.
  * - AdamW is one fused pass over the flat buffers.
- * Above small_batch_max the backward uses cuBLAS GEMMs, which are then
- * compute-efficient, plus separate bias-gradient and ReLU-backward kernels.
+ * Above small_batch_max the forward and backward use cuBLAS GEMMs (the
+ * forward as (T,N), y^T = W x^T), which are then compute-efficient, plus
+ * separate bias, bias-gradient and ReLU-backward kernels.
  *
- * Dropout (the workload's variant) is not here yet: it belongs after each
- * bias_relu_fwd, with the mask regenerated (or stored) for the backward.
+ * Dropout (the workload's variant) is inverted dropout after each hidden
+ * ReLU. The stored activation is the dropped one, and it is > 0 exactly
+ * where the unit passed both the ReLU and the mask, so the backward reuses
+ * the ReLU-mask path with a 1/(1-p) scale and draws no random numbers.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -83,6 +88,7 @@ void mlp_cfg_default(mlp_cfg *cfg, int batch)
     cfg->beta2 = 0.999f;
     cfg->eps = 1e-8f;
     cfg->weight_decay = 0.01f;
+    cfg->dropout = 0.f;
 }
 
 /* Feature counts stay below 2^20, so every index product fits in size_t and
@@ -111,6 +117,8 @@ int mlp_cfg_check(const mlp_cfg *cfg)
         return fail("mlp: hyperparameters out of range (lr %g, betas %g/%g, eps %g, wd %g)",
                     (double)cfg->lr, (double)cfg->beta1, (double)cfg->beta2, (double)cfg->eps,
                     (double)cfg->weight_decay);
+    if (!(cfg->dropout == 0.f || (cfg->dropout > 0.f && cfg->dropout < 1.f)))
+        return fail("mlp: dropout %g out of range: 0 (off) or in (0, 1)", (double)cfg->dropout);
     return 0;
 }
 
@@ -179,6 +187,22 @@ int mlp_init_params(const mlp_cfg *cfg, float *params, uint64_t seed)
     return 0;
 }
 
+static uint64_t layer_counters(const mlp_cfg *cfg, const mlp_layout *L, int l)
+{
+    return ((uint64_t)cfg->batch * (uint64_t)L->out[l] + 3) / 4;
+}
+
+uint64_t mlp_dropout_counters(const mlp_cfg *cfg)
+{
+    mlp_layout L;
+    if (!cfg || cfg->dropout == 0.f || mlp_layout_init(&L, cfg) != 0)
+        return 0;
+    uint64_t n = 0;
+    for (int l = 0; l < L.n_layers - 1; l++)
+        n += layer_counters(cfg, &L, l);
+    return n;
+}
+
 /* ---- scratch --------------------------------------------------------------------- */
 
 static int max_features(const mlp_layout *L)
@@ -239,7 +263,7 @@ int mlp_scratch_carve(const mlp_cfg *cfg, void *base, mlp_bufs *b)
 
 /* ---- the step ---------------------------------------------------------------------- */
 
-static int check_bufs(const mlp_layout *L, const mlp_bufs *b, int training)
+static int check_bufs(const mlp_cfg *cfg, const mlp_layout *L, const mlp_bufs *b, int training)
 {
     if (!b)
         return fail("mlp: bufs is NULL");
@@ -255,6 +279,9 @@ static int check_bufs(const mlp_layout *L, const mlp_bufs *b, int training)
                         "dbuf or row_loss)");
         if (((uintptr_t)b->grads | (uintptr_t)b->m | (uintptr_t)b->v) % 16 != 0)
             return fail("mlp: grads, m and v must be 16-byte aligned");
+        if (cfg->dropout > 0.f && !b->rng)
+            return fail("mlp: dropout %g needs a Philox state (mlp_bufs.rng)",
+                        (double)cfg->dropout);
     }
     if ((uintptr_t)b->params % 16 != 0)
         return fail("mlp: params must be 16-byte aligned");
@@ -281,21 +308,41 @@ static int check_handle(cublasHandle_t h, cudaStream_t s)
 
 static const float one = 1.0f, zero = 0.0f;
 
+/*
+ * The forward pass. At small batch every layer is one mlp_linear_fwd
+ * launch, bias fused. Above it, each layer is a cuBLAS GEMM and a bias
+ * kernel, except that a training step leaves the last layer's bias to the
+ * loss kernel, which adds it as it reads the logits (one launch fewer).
+ */
 static int forward(const mlp_cfg *cfg, const mlp_layout *L, const mlp_bufs *b, cublasHandle_t h,
-                   cudaStream_t s, int pdl)
+                   cudaStream_t s, int pdl, int training)
 {
     const int B = cfg->batch;
+    const int small = B <= cfg->small_batch_max;
+    const int drop = training && cfg->dropout > 0.f;
+    uint64_t sub = b->rng_sub;
     for (int l = 0; l < L->n_layers; l++) {
         const int in = L->in[l], out = L->out[l];
+        const int hidden = l < L->n_layers - 1;
         const float *W = b->params + L->w_off[l];
         const float *bias = b->params + L->b_off[l];
         const float *a = l == 0 ? b->x : b->act[l - 1];
+        const mlp_dropout dr = {b->rng, sub, cfg->dropout};
+        const mlp_dropout *drp = drop && hidden ? &dr : NULL;
+        if (drp)
+            sub += layer_counters(cfg, L, l);
+        if (small) {
+            MLP_CUDA(mlp_linear_fwd(b->act[l], W, bias, a, B, out, in, hidden, drp, s, pdl));
+            continue;
+        }
         /* act[l]^T [out x B] = W [out x in] . a^T [in x B] (column-major view) */
         MLP_CUBLAS(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, out, B, in, &one, W, in, a, in, &zero,
                                b->act[l], out));
-        if (l < L->n_layers - 1)
+        if (drp)
+            MLP_CUDA(mlp_bias_relu_dropout_fwd(b->act[l], bias, B, out, drp, s, pdl));
+        else if (hidden)
             MLP_CUDA(mlp_bias_relu_fwd(b->act[l], bias, B, out, s, pdl));
-        else
+        else if (!training)
             MLP_CUDA(mlp_bias_fwd(b->act[l], bias, B, out, s, pdl));
     }
     return 0;
@@ -306,9 +353,9 @@ int mlp_forward_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h,
 {
     mlp_layout L;
     MLP_TRY(mlp_layout_init(&L, cfg));
-    MLP_TRY(check_bufs(&L, b, 0));
+    MLP_TRY(check_bufs(cfg, &L, b, 0));
     MLP_TRY(check_handle(h, s));
-    return forward(cfg, &L, b, h, s, pdl);
+    return forward(cfg, &L, b, h, s, pdl, 0);
 }
 
 int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cudaStream_t s,
@@ -316,18 +363,21 @@ int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cu
 {
     mlp_layout L;
     MLP_TRY(mlp_layout_init(&L, cfg));
-    MLP_TRY(check_bufs(&L, b, 1));
+    MLP_TRY(check_bufs(cfg, &L, b, 1));
     MLP_TRY(check_handle(h, s));
     const int B = cfg->batch;
     const int last = L.n_layers - 1;
     const int small = B <= cfg->small_batch_max;
+    /* 1 / (1 - p) for the kept units' gradients; exactly 1 without dropout. */
+    const float keep_scale = cfg->dropout > 0.f ? 1.f / (1.f - cfg->dropout) : 1.f;
 
-    MLP_TRY(forward(cfg, &L, b, h, s, pdl));
+    MLP_TRY(forward(cfg, &L, b, h, s, pdl, 1));
 
-    /* Loss and dlogits (into dbuf[0]). */
+    /* Loss and dlogits (into dbuf[0]); the last bias is added here above small B. */
     float *dy = b->dbuf[0];
-    MLP_CUDA(mlp_softmax_xent_fwd_bwd(b->act[last], b->labels, b->row_loss, b->loss, dy, B,
-                                      L.out[last], s, pdl));
+    MLP_CUDA(mlp_softmax_xent_fwd_bwd(b->act[last], small ? NULL : b->params + L.b_off[last],
+                                      b->labels, b->row_loss, b->loss, dy, B, L.out[last], s,
+                                      pdl));
 
     /*
      * Backward, top layer first. dy holds d(loss)/d(layer l's pre-activation
@@ -344,7 +394,7 @@ int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cu
         if (small) {
             MLP_CUDA(mlp_outer_acc(dW, db, dy, a, B, out, in, s, pdl));
             if (l > 0)
-                MLP_CUDA(mlp_gemv_bwd(dx, dy, W, a, B, out, in, s, pdl));
+                MLP_CUDA(mlp_gemv_bwd(dx, dy, W, a, keep_scale, B, out, in, s, pdl));
         } else {
             /* dW^T [in x out] = a^T [in x B] . dy [B x out] (column-major view) */
             MLP_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, in, out, B, &one, a, in, dy, out,
@@ -354,7 +404,7 @@ int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cu
                 /* dx^T [in x B] = W^T [in x out] . dy^T [out x B] */
                 MLP_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, in, B, out, &one, W, in, dy,
                                        out, &zero, dx, in));
-                MLP_CUDA(mlp_relu_bwd(dx, a, B, in, s, pdl));
+                MLP_CUDA(mlp_relu_bwd(dx, a, keep_scale, B, in, s, pdl));
             }
         }
         dy = dx;

@@ -6,6 +6,9 @@
  *   AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01, bias
  *   correction from a step count in device memory)
  *
+ * and the variant with dropout p after each ReLU (cfg.dropout), drawing its
+ * masks from a graph-safe Philox state (cgr_ctx_philox).
+ *
  * fp32 throughout; the cuBLAS handle keeps its default math mode (no TF32).
  *
  * This object owns no device memory. The caller allocates, and passes in
@@ -60,6 +63,8 @@ typedef struct mlp_cfg {
      */
     int small_batch_max;
     float lr, beta1, beta2, eps, weight_decay;
+    /** Dropout probability after each hidden ReLU: 0 (off, the default) or in (0, 1). */
+    float dropout;
 } mlp_cfg;
 
 /** W-mlp's sizes and hyperparameters for batch size `batch`. */
@@ -109,6 +114,14 @@ typedef struct mlp_scratch {
 /** Fills *sizes for cfg. */
 int mlp_scratch_sizes(const mlp_cfg *cfg, mlp_scratch *sizes);
 
+/**
+ * Philox counters one step draws when cfg->dropout > 0 (reserve them with
+ * cgr_ctx_philox() and pass the result in mlp_bufs.rng / rng_sub); 0 when
+ * dropout is off. Hidden layer l uses ceil(B * hidden / 4) of them, in
+ * layer order.
+ */
+uint64_t mlp_dropout_counters(const mlp_cfg *cfg);
+
 /** Device buffers of one step. */
 typedef struct mlp_bufs {
     /* Persistent (allocate once; never move while a captured graph uses them). */
@@ -125,6 +138,10 @@ typedef struct mlp_bufs {
     float *act[MLP_MAX_LAYERS]; /**< act[l]: [B][out[l]]; act[n_layers-1] holds the logits */
     float *dbuf[2];             /**< gradient ping-pong buffers */
     float *row_loss;            /**< [B] */
+    /* Dropout only (cfg.dropout > 0): the step's Philox state in device
+     * memory and the first of its mlp_dropout_counters() counters. */
+    const cgr_philox_state *rng;
+    uint64_t rng_sub;
 } mlp_bufs;
 
 /**
@@ -135,10 +152,10 @@ typedef struct mlp_bufs {
 int mlp_scratch_carve(const mlp_cfg *cfg, void *base, mlp_bufs *b);
 
 /**
- * Enqueues the forward pass only, leaving the logits in
- * b->act[n_layers - 1] (the serving path). Reads b->params, b->x; writes
- * b->act. h must be bound to stream s (cublasSetStream) with the host
- * pointer mode.
+ * Enqueues the forward pass only, leaving the logits, bias included, in
+ * b->act[n_layers - 1] (the serving path; no dropout). Reads b->params,
+ * b->x; writes b->act. h must be bound to stream s (cublasSetStream) with
+ * the host pointer mode.
  */
 int mlp_forward_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cudaStream_t s,
                         int pdl);
@@ -149,11 +166,12 @@ int mlp_forward_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h,
  * *b->step += 1). pdl != 0 launches this file's kernels with programmatic
  * dependent launch; the results are bitwise the same either way.
  *
- * Kernels per step at B <= small_batch_max: 5 GEMMs + 5 bias kernels, 1
- * loss kernel, 5 weight+bias gradient and 4 data-gradient kernels, AdamW
- * and its step count: 22. Above small_batch_max: 9 more GEMMs in place of
- * the 9 custom backward kernels, plus 5 bias-gradient and 4 ReLU-backward
- * kernels (and a loss-mean kernel when B > 32).
+ * Kernels per step at B <= small_batch_max: 5 Linear forwards (bias, ReLU
+ * and dropout fused), 1 loss kernel (the last bias fused; plus a mean
+ * kernel when B > 1), 5 weight+bias gradient and 4 data-gradient kernels,
+ * AdamW and its step count: 17 at B = 1. Above small_batch_max: 5 forward
+ * GEMMs + 4 bias kernels, the loss and its mean, 9 backward GEMMs, 5
+ * bias-gradient and 4 ReLU-backward kernels, AdamW and its step count: 31.
  */
 int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cudaStream_t s,
                      int pdl);

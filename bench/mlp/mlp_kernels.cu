@@ -32,6 +32,8 @@
 
 #include <cooperative_groups.h>
 
+#include <cgr/cgr_philox.h>
+
 #include "mlp_kernels.h"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
@@ -142,6 +144,46 @@ static __device__ __forceinline__ float relu(float x)
     return x < 0.f ? 0.f : x;
 }
 
+/*
+ * Dropout's parameters as a kernel argument: the Philox state stays in
+ * device memory (a replay must see the offset the graph advanced), the
+ * rest is baked in. drop_if(u) compares 24-bit uniforms, so p is
+ * effectively rounded to a multiple of 2^-24.
+ */
+struct dropout_arg {
+    const cgr_philox_state *state; /* NULL: no dropout */
+    uint64_t sub;
+    float p, scale;
+};
+
+static dropout_arg dropout_of(const mlp_dropout *dr)
+{
+    dropout_arg a = {nullptr, 0, 0.f, 1.f};
+    if (dr) {
+        a.state = dr->state;
+        a.sub = dr->sub;
+        a.p = dr->p;
+        a.scale = 1.f / (1.f - dr->p);
+    }
+    return a;
+}
+
+static bool dropout_ok(const mlp_dropout *dr)
+{
+    return !dr || (dr->state && dr->p > 0.f && dr->p < 1.f);
+}
+
+/* The four Philox words of elements 4k .. 4k+3 of a layer. */
+static __device__ __forceinline__ cgr_philox4 dropout_bits(const dropout_arg &d, size_t k)
+{
+    return cgr_philox4x32(d.state->seed, d.state->offset + d.sub + (uint64_t)k, 0);
+}
+
+static __device__ __forceinline__ float dropout_apply(float v, uint32_t bits, const dropout_arg &d)
+{
+    return cgr_philox_uniform(bits) < d.p ? 0.f : v * d.scale;
+}
+
 #define EW_THREADS 256
 #define EW_MAX_BLOCKS 4096
 
@@ -151,14 +193,16 @@ static __device__ __forceinline__ float relu(float x)
  * Bound: latency (one wave, ~1 us inside a graph) up to B ~ 64; at B=256
  * 2 MiB, ~1 us of HBM/L2 bandwidth on top.
  */
-template <bool RELU>
+template <bool RELU, bool DROP>
 static __global__ void __launch_bounds__(EW_THREADS)
-    bias_act_kernel(float *__restrict__ y, const float *__restrict__ b, int rows, int cols, int vec)
+    bias_act_kernel(float *__restrict__ y, const float *__restrict__ b, int rows, int cols, int vec,
+                    dropout_arg dr)
 {
     pdl_begin();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (vec) {
+        /* Element 4i..4i+3 here are the 4 words of Philox block i. */
         const size_t c4n = (size_t)cols / 4;
         const size_t n4 = (size_t)rows * c4n;
         float4 *y4 = reinterpret_cast<float4 *>(y);
@@ -176,48 +220,68 @@ static __global__ void __launch_bounds__(EW_THREADS)
                 v.z = relu(v.z);
                 v.w = relu(v.w);
             }
+            if (DROP) {
+                const cgr_philox4 r = dropout_bits(dr, i);
+                v.x = dropout_apply(v.x, r.v[0], dr);
+                v.y = dropout_apply(v.y, r.v[1], dr);
+                v.z = dropout_apply(v.z, r.v[2], dr);
+                v.w = dropout_apply(v.w, r.v[3], dr);
+            }
             y4[i] = v;
         }
     } else {
         const size_t n = (size_t)rows * cols;
         for (size_t i = i0; i < n; i += stride) {
             float v = y[i] + b[i % (size_t)cols];
-            y[i] = RELU ? relu(v) : v;
+            v = RELU ? relu(v) : v;
+            if (DROP)
+                v = dropout_apply(v, dropout_bits(dr, i / 4).v[i % 4], dr);
+            y[i] = v;
         }
     }
 }
 
-template <bool RELU>
-static cudaError_t bias_act(float *y, const float *b, int rows, int cols, cudaStream_t s, int pdl)
+template <bool RELU, bool DROP>
+static cudaError_t bias_act(float *y, const float *b, int rows, int cols, const mlp_dropout *dr,
+                            cudaStream_t s, int pdl)
 {
-    if (!y || !b || rows < 1 || cols < 1)
+    if (!y || !b || rows < 1 || cols < 1 || !dropout_ok(dr) || (DROP && !dr))
         return cudaErrorInvalidValue;
     const int vec = cols % 4 == 0 && aligned16(y) && aligned16(b);
     const size_t items = (size_t)rows * cols / (vec ? 4 : 1);
-    return launch(bias_act_kernel<RELU>, dim3(grid_for(items, EW_THREADS, EW_MAX_BLOCKS)),
-                  dim3(EW_THREADS), s, pdl, y, b, rows, cols, vec);
+    return launch(bias_act_kernel<RELU, DROP>, dim3(grid_for(items, EW_THREADS, EW_MAX_BLOCKS)),
+                  dim3(EW_THREADS), s, pdl, y, b, rows, cols, vec, dropout_of(dr));
 }
 
 extern "C" cudaError_t mlp_bias_relu_fwd(float *y, const float *b, int rows, int cols,
                                          cudaStream_t s, int pdl)
 {
-    return bias_act<true>(y, b, rows, cols, s, pdl);
+    return bias_act<true, false>(y, b, rows, cols, nullptr, s, pdl);
 }
 
 extern "C" cudaError_t mlp_bias_fwd(float *y, const float *b, int rows, int cols, cudaStream_t s,
                                     int pdl)
 {
-    return bias_act<false>(y, b, rows, cols, s, pdl);
+    return bias_act<false, false>(y, b, rows, cols, nullptr, s, pdl);
+}
+
+extern "C" cudaError_t mlp_bias_relu_dropout_fwd(float *y, const float *b, int rows, int cols,
+                                                 const mlp_dropout *dr, cudaStream_t s, int pdl)
+{
+    if (!dr)
+        return cudaErrorInvalidValue;
+    return bias_act<true, true>(y, b, rows, cols, dr, s, pdl);
 }
 
 /* ---- ReLU backward -----------------------------------------------------------
- * dy = y > 0 ? dy : 0 in place; only on the large-batch path (at small B
- * mlp_gemv_bwd applies the mask as it writes dx).
+ * dy = y > 0 ? scale * dy : 0 in place; only on the large-batch path (at
+ * small B mlp_gemv_bwd applies the mask as it writes dx).
  * Bytes: 12*B*cols (B=256, cols=1024: 3 MiB, ~1 us); FLOPs: none.
  * Bound: HBM/L2 bandwidth at large B, latency below.
  */
 static __global__ void __launch_bounds__(EW_THREADS)
-    relu_bwd_kernel(float *__restrict__ dy, const float *__restrict__ y, size_t n, int vec)
+    relu_bwd_kernel(float *__restrict__ dy, const float *__restrict__ y, float scale, size_t n,
+                    int vec)
 {
     pdl_begin();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -228,44 +292,45 @@ static __global__ void __launch_bounds__(EW_THREADS)
         for (size_t i = i0; i < n / 4; i += stride) {
             float4 d = d4[i];
             const float4 a = y4[i];
-            d.x = a.x > 0.f ? d.x : 0.f;
-            d.y = a.y > 0.f ? d.y : 0.f;
-            d.z = a.z > 0.f ? d.z : 0.f;
-            d.w = a.w > 0.f ? d.w : 0.f;
+            d.x = a.x > 0.f ? scale * d.x : 0.f;
+            d.y = a.y > 0.f ? scale * d.y : 0.f;
+            d.z = a.z > 0.f ? scale * d.z : 0.f;
+            d.w = a.w > 0.f ? scale * d.w : 0.f;
             d4[i] = d;
         }
     } else {
         for (size_t i = i0; i < n; i += stride)
-            dy[i] = y[i] > 0.f ? dy[i] : 0.f;
+            dy[i] = y[i] > 0.f ? scale * dy[i] : 0.f;
     }
 }
 
-extern "C" cudaError_t mlp_relu_bwd(float *dy, const float *y, int rows, int cols, cudaStream_t s,
-                                    int pdl)
+extern "C" cudaError_t mlp_relu_bwd(float *dy, const float *y, float scale, int rows, int cols,
+                                    cudaStream_t s, int pdl)
 {
-    if (!dy || !y || rows < 1 || cols < 1)
+    if (!dy || !y || rows < 1 || cols < 1 || !(scale > 0.f) || !isfinite(scale))
         return cudaErrorInvalidValue;
     const size_t n = (size_t)rows * cols;
     const int vec = n % 4 == 0 && aligned16(dy) && aligned16(y);
     return launch(relu_bwd_kernel, dim3(grid_for(vec ? n / 4 : n, EW_THREADS, EW_MAX_BLOCKS)),
-                  dim3(EW_THREADS), s, pdl, dy, y, n, vec);
+                  dim3(EW_THREADS), s, pdl, dy, y, scale, n, vec);
 }
 
 /* ---- softmax cross-entropy, forward and backward --------------------------------
- * One warp per row, three passes over the row (max; sum of exp; dlogits),
- * all reductions by warp shuffles. Up to 32 rows per block; when the whole
- * batch fits in one block (B <= 32) that block also writes the mean, so the
- * loss costs one launch. Above that a one-warp kernel takes the mean of the
- * per-row losses. Both paths sum the row losses in the same order (lane i
- * takes rows i, i+32, ..., then a butterfly), so B=32 gives the same bits
- * either way.
+ * One block of 256 threads per row, three passes over the row (max; sum of
+ * exp; dlogits), each followed by a block reduction: a warp butterfly, then
+ * warp 0 combines the 8 warp results in warp order, so the sums have a
+ * fixed order and the result is deterministic. The last Linear's bias is
+ * added as the row is read. At B = 1 the block also writes the mean, so
+ * the loss costs one launch; above that a one-warp kernel averages the
+ * per-row losses (lane i takes rows i, i+32, ..., then a butterfly).
  * Bytes: 4*B*C read (the 2nd and 3rd pass hit L1) + 4*B*C written
  * (B=1, C=1000: 8 KB). FLOPs: ~2 expf per element.
- * Bound: latency: three dependent passes (the loops are unrolled, so a
- * lane's 8 float4 loads of a 1000-wide row go out in two batches): ~2 us at
- * B=1, a little more at B=256 with 8 blocks.
+ * Bound: latency. A block spreads a row over 256 threads, so each pass is
+ * one round of loads (one float4 per thread at C = 1000), not the chain of
+ * 8 that one warp per row needed; rows run on separate SMs.
  */
-#define SX_MAX_WARPS 32
+#define SX_THREADS 256
+#define SX_WARPS (SX_THREADS / 32)
 
 /* Mean of vals[0..n) by one full warp, in the fixed order described above. */
 static __device__ __forceinline__ float warp_mean(const float *vals, int n, int lane)
@@ -276,90 +341,101 @@ static __device__ __forceinline__ float warp_mean(const float *vals, int n, int 
     return warp_sum(acc) / (float)n;
 }
 
-template <bool VEC>
-static __global__ void __launch_bounds__(SX_MAX_WARPS * 32)
-    softmax_xent_kernel(const float *__restrict__ logits, const int *__restrict__ labels,
-                        float *__restrict__ row_loss, float *__restrict__ loss,
-                        float *__restrict__ dlogits, int B, int C)
+/* Block-wide sum or max, the same value in every thread; sh holds SX_WARPS + 1. */
+template <bool MAX>
+static __device__ __forceinline__ float block_reduce(float v, float *sh)
 {
-    __shared__ float sh_loss[SX_MAX_WARPS];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = MAX ? warp_max(v) : warp_sum(v);
+    if (lane == 0)
+        sh[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        float r = lane < SX_WARPS ? sh[lane] : (MAX ? -INFINITY : 0.f);
+        r = MAX ? warp_max(r) : warp_sum(r);
+        if (lane == 0)
+            sh[SX_WARPS] = r;
+    }
+    __syncthreads();
+    const float r = sh[SX_WARPS];
+    __syncthreads(); /* sh is reused by the next reduction */
+    return r;
+}
+
+template <bool VEC, bool BIAS>
+static __global__ void __launch_bounds__(SX_THREADS)
+    softmax_xent_kernel(const float *__restrict__ logits, const float *__restrict__ bias,
+                        const int *__restrict__ labels, float *__restrict__ row_loss,
+                        float *__restrict__ loss, float *__restrict__ dlogits, int B, int C)
+{
+    __shared__ float sh[SX_WARPS + 1];
     pdl_begin();
-    const int lane = threadIdx.x % 32;
-    const int warp = threadIdx.x / 32;
-    const int r = blockIdx.x * (blockDim.x / 32) + warp;
-    if (r < B) {
-        const float *x = logits + (size_t)r * C;
-        float *dx = dlogits + (size_t)r * C;
-        const int label = labels[r];
-        const bool ok = label >= 0 && label < C;
-        const float fb = (float)B;
+    const int r = blockIdx.x;
+    const float *x = logits + (size_t)r * C;
+    float *dx = dlogits + (size_t)r * C;
+    const int label = labels[r];
+    const bool ok = label >= 0 && label < C;
+    const float fb = (float)B;
+    const int n = VEC ? C / 4 : C;
 
-        float mx = -INFINITY;
+    float mx = -INFINITY;
+    for (int c = threadIdx.x; c < n; c += SX_THREADS) {
         if (VEC) {
-            const float4 *x4 = reinterpret_cast<const float4 *>(x);
-#pragma unroll 4
-            for (int c = lane; c < C / 4; c += 32) {
-                const float4 v = x4[c];
-                mx = fmaxf(mx, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+            float4 v = reinterpret_cast<const float4 *>(x)[c];
+            if (BIAS) {
+                const float4 bb = reinterpret_cast<const float4 *>(bias)[c];
+                v.x += bb.x, v.y += bb.y, v.z += bb.z, v.w += bb.w;
             }
+            mx = fmaxf(mx, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
         } else {
-#pragma unroll 8
-            for (int c = lane; c < C; c += 32)
-                mx = fmaxf(mx, x[c]);
-        }
-        mx = warp_max(mx);
-
-        float sum = 0.f;
-        if (VEC) {
-            const float4 *x4 = reinterpret_cast<const float4 *>(x);
-#pragma unroll 4
-            for (int c = lane; c < C / 4; c += 32) {
-                const float4 v = x4[c];
-                sum += expf(v.x - mx) + expf(v.y - mx) + expf(v.z - mx) + expf(v.w - mx);
-            }
-        } else {
-#pragma unroll 8
-            for (int c = lane; c < C; c += 32)
-                sum += expf(x[c] - mx);
-        }
-        sum = warp_sum(sum);
-
-        /* (softmax - onehot) / B; a bad label's row gets no gradient. */
-        if (VEC) {
-            const float4 *x4 = reinterpret_cast<const float4 *>(x);
-            float4 *d4 = reinterpret_cast<float4 *>(dx);
-#pragma unroll 4
-            for (int c = lane; c < C / 4; c += 32) {
-                const float4 v = x4[c];
-                float4 d;
-                d.x = (expf(v.x - mx) / sum - (4 * c + 0 == label ? 1.f : 0.f)) / fb;
-                d.y = (expf(v.y - mx) / sum - (4 * c + 1 == label ? 1.f : 0.f)) / fb;
-                d.z = (expf(v.z - mx) / sum - (4 * c + 2 == label ? 1.f : 0.f)) / fb;
-                d.w = (expf(v.w - mx) / sum - (4 * c + 3 == label ? 1.f : 0.f)) / fb;
-                d4[c] = ok ? d : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-        } else {
-#pragma unroll 8
-            for (int c = lane; c < C; c += 32) {
-                const float d = (expf(x[c] - mx) / sum - (c == label ? 1.f : 0.f)) / fb;
-                dx[c] = ok ? d : 0.f;
-            }
-        }
-
-        if (lane == 0) {
-            /* -log softmax[label] = log(sum) - (x[label] - max) */
-            const float rl = ok ? logf(sum) - (x[label] - mx) : __int_as_float(0x7fc00000);
-            row_loss[r] = rl;
-            sh_loss[warp] = rl;
+            mx = fmaxf(mx, x[c] + (BIAS ? bias[c] : 0.f));
         }
     }
-    if (gridDim.x == 1) {
-        __syncthreads();
-        if (warp == 0) {
-            const float m = warp_mean(sh_loss, B, lane);
-            if (lane == 0)
-                *loss = m;
+    mx = block_reduce<true>(mx, sh);
+
+    float sum = 0.f;
+    for (int c = threadIdx.x; c < n; c += SX_THREADS) {
+        if (VEC) {
+            float4 v = reinterpret_cast<const float4 *>(x)[c];
+            if (BIAS) {
+                const float4 bb = reinterpret_cast<const float4 *>(bias)[c];
+                v.x += bb.x, v.y += bb.y, v.z += bb.z, v.w += bb.w;
+            }
+            sum += expf(v.x - mx) + expf(v.y - mx) + expf(v.z - mx) + expf(v.w - mx);
+        } else {
+            sum += expf(x[c] + (BIAS ? bias[c] : 0.f) - mx);
         }
+    }
+    sum = block_reduce<false>(sum, sh);
+
+    /* (softmax - onehot) / B; a bad label's row gets no gradient. */
+    for (int c = threadIdx.x; c < n; c += SX_THREADS) {
+        if (VEC) {
+            float4 v = reinterpret_cast<const float4 *>(x)[c];
+            if (BIAS) {
+                const float4 bb = reinterpret_cast<const float4 *>(bias)[c];
+                v.x += bb.x, v.y += bb.y, v.z += bb.z, v.w += bb.w;
+            }
+            float4 d;
+            d.x = (expf(v.x - mx) / sum - (4 * c + 0 == label ? 1.f : 0.f)) / fb;
+            d.y = (expf(v.y - mx) / sum - (4 * c + 1 == label ? 1.f : 0.f)) / fb;
+            d.z = (expf(v.z - mx) / sum - (4 * c + 2 == label ? 1.f : 0.f)) / fb;
+            d.w = (expf(v.w - mx) / sum - (4 * c + 3 == label ? 1.f : 0.f)) / fb;
+            reinterpret_cast<float4 *>(dx)[c] = ok ? d : make_float4(0.f, 0.f, 0.f, 0.f);
+        } else {
+            const float v = x[c] + (BIAS ? bias[c] : 0.f);
+            const float d = (expf(v - mx) / sum - (c == label ? 1.f : 0.f)) / fb;
+            dx[c] = ok ? d : 0.f;
+        }
+    }
+
+    if (threadIdx.x == 0) {
+        /* -log softmax[label] = log(sum) - (x[label] - max) */
+        const float xl = ok ? x[label] + (BIAS ? bias[label] : 0.f) : 0.f;
+        const float rl = ok ? logf(sum) - (xl - mx) : __int_as_float(0x7fc00000);
+        row_loss[r] = rl;
+        if (B == 1)
+            *loss = rl; /* the mean of one row, as warp_mean would give it */
     }
 }
 
@@ -372,24 +448,22 @@ static __global__ void __launch_bounds__(32)
         *out = m;
 }
 
-extern "C" cudaError_t mlp_softmax_xent_fwd_bwd(const float *logits, const int *labels,
-                                                float *row_loss, float *loss, float *dlogits, int B,
-                                                int C, cudaStream_t s, int pdl)
+extern "C" cudaError_t mlp_softmax_xent_fwd_bwd(const float *logits, const float *bias,
+                                                const int *labels, float *row_loss, float *loss,
+                                                float *dlogits, int B, int C, cudaStream_t s,
+                                                int pdl)
 {
     if (!logits || !labels || !row_loss || !loss || !dlogits || B < 1 || C < 1 ||
         logits == dlogits)
         return cudaErrorInvalidValue;
-    const int warps = B < SX_MAX_WARPS ? B : SX_MAX_WARPS;
-    const unsigned blocks = (unsigned)((B + warps - 1) / warps);
-    const bool vec = C % 4 == 0 && aligned16(logits) && aligned16(dlogits);
-    cudaError_t e;
-    if (vec)
-        e = launch(softmax_xent_kernel<true>, dim3(blocks), dim3(32 * warps), s, pdl, logits,
-                   labels, row_loss, loss, dlogits, B, C);
-    else
-        e = launch(softmax_xent_kernel<false>, dim3(blocks), dim3(32 * warps), s, pdl, logits,
-                   labels, row_loss, loss, dlogits, B, C);
-    if (e != cudaSuccess || blocks == 1)
+    const bool vec = C % 4 == 0 && aligned16(logits) && aligned16(dlogits) &&
+                     (!bias || aligned16(bias));
+    void (*k)(const float *, const float *, const int *, float *, float *, float *, int, int) =
+        vec ? (bias ? softmax_xent_kernel<true, true> : softmax_xent_kernel<true, false>)
+            : (bias ? softmax_xent_kernel<false, true> : softmax_xent_kernel<false, false>);
+    cudaError_t e = launch(k, dim3((unsigned)B), dim3(SX_THREADS), s, pdl, logits, bias, labels,
+                           row_loss, loss, dlogits, B, C);
+    if (e != cudaSuccess || B == 1)
         return e;
     return launch(mean_kernel, dim3(1), dim3(32), s, pdl, (const float *)row_loss, loss, B);
 }
@@ -550,7 +624,8 @@ extern "C" cudaError_t mlp_adamw_step_count_inc(int *step, cudaStream_t s, int p
 template <int NB, bool VEC, bool MASK>
 static __global__ void __cluster_dims__(GB_CLUSTER, 1, 1) __launch_bounds__(GB_TX *GB_TY)
     gemv_bwd_kernel(float *__restrict__ dx, const float *__restrict__ dy,
-                    const float *__restrict__ W, const float *__restrict__ mask, int out, int in)
+                    const float *__restrict__ W, const float *__restrict__ mask, float scale,
+                    int out, int in)
 {
     __shared__ __align__(16) float red[GB_TY][NB][GB_COLS];
     __shared__ float part[NB * GB_COLS];
@@ -626,8 +701,8 @@ static __global__ void __cluster_dims__(GB_CLUSTER, 1, 1) __launch_bounds__(GB_T
             sum += *cluster.map_shared_rank(&part[o], q);
         const int gc = blockIdx.y * GB_COLS + c;
         if (gc < in) {
-            if (MASK && !(mask[(size_t)b * in + gc] > 0.f))
-                sum = 0.f;
+            if (MASK)
+                sum = mask[(size_t)b * in + gc] > 0.f ? scale * sum : 0.f;
             dx[(size_t)b * in + gc] = sum;
         }
     }
@@ -636,38 +711,39 @@ static __global__ void __cluster_dims__(GB_CLUSTER, 1, 1) __launch_bounds__(GB_T
 
 template <int NB>
 static cudaError_t gemv_bwd_nb(float *dx, const float *dy, const float *W, const float *mask,
-                               int out, int in, cudaStream_t s, int pdl)
+                               float scale, int out, int in, cudaStream_t s, int pdl)
 {
     const dim3 grid(GB_CLUSTER, (unsigned)((in + GB_COLS - 1) / GB_COLS));
     const dim3 block(GB_TX, GB_TY);
     const bool vec = in % 4 == 0 && aligned16(W);
     if (vec && mask)
-        return launch(gemv_bwd_kernel<NB, true, true>, grid, block, s, pdl, dx, dy, W, mask, out,
-                      in);
+        return launch(gemv_bwd_kernel<NB, true, true>, grid, block, s, pdl, dx, dy, W, mask, scale,
+                      out, in);
     if (vec)
-        return launch(gemv_bwd_kernel<NB, true, false>, grid, block, s, pdl, dx, dy, W, mask, out,
-                      in);
+        return launch(gemv_bwd_kernel<NB, true, false>, grid, block, s, pdl, dx, dy, W, mask, scale,
+                      out, in);
     if (mask)
-        return launch(gemv_bwd_kernel<NB, false, true>, grid, block, s, pdl, dx, dy, W, mask, out,
-                      in);
-    return launch(gemv_bwd_kernel<NB, false, false>, grid, block, s, pdl, dx, dy, W, mask, out,
-                  in);
+        return launch(gemv_bwd_kernel<NB, false, true>, grid, block, s, pdl, dx, dy, W, mask, scale,
+                      out, in);
+    return launch(gemv_bwd_kernel<NB, false, false>, grid, block, s, pdl, dx, dy, W, mask, scale,
+                      out, in);
 }
 
 extern "C" cudaError_t mlp_gemv_bwd(float *dx, const float *dy, const float *W, const float *mask,
-                                    int B, int out, int in, cudaStream_t s, int pdl)
+                                    float scale, int B, int out, int in, cudaStream_t s, int pdl)
 {
-    if (!dx || !dy || !W || out < 1 || in < 1 || (in + GB_COLS - 1) / GB_COLS > 65535)
+    if (!dx || !dy || !W || out < 1 || in < 1 || (in + GB_COLS - 1) / GB_COLS > 65535 ||
+        !(scale > 0.f) || !isfinite(scale))
         return cudaErrorInvalidValue;
     switch (B) {
-    case 1: return gemv_bwd_nb<1>(dx, dy, W, mask, out, in, s, pdl);
-    case 2: return gemv_bwd_nb<2>(dx, dy, W, mask, out, in, s, pdl);
-    case 3: return gemv_bwd_nb<3>(dx, dy, W, mask, out, in, s, pdl);
-    case 4: return gemv_bwd_nb<4>(dx, dy, W, mask, out, in, s, pdl);
-    case 5: return gemv_bwd_nb<5>(dx, dy, W, mask, out, in, s, pdl);
-    case 6: return gemv_bwd_nb<6>(dx, dy, W, mask, out, in, s, pdl);
-    case 7: return gemv_bwd_nb<7>(dx, dy, W, mask, out, in, s, pdl);
-    case 8: return gemv_bwd_nb<8>(dx, dy, W, mask, out, in, s, pdl);
+    case 1: return gemv_bwd_nb<1>(dx, dy, W, mask, scale, out, in, s, pdl);
+    case 2: return gemv_bwd_nb<2>(dx, dy, W, mask, scale, out, in, s, pdl);
+    case 3: return gemv_bwd_nb<3>(dx, dy, W, mask, scale, out, in, s, pdl);
+    case 4: return gemv_bwd_nb<4>(dx, dy, W, mask, scale, out, in, s, pdl);
+    case 5: return gemv_bwd_nb<5>(dx, dy, W, mask, scale, out, in, s, pdl);
+    case 6: return gemv_bwd_nb<6>(dx, dy, W, mask, scale, out, in, s, pdl);
+    case 7: return gemv_bwd_nb<7>(dx, dy, W, mask, scale, out, in, s, pdl);
+    case 8: return gemv_bwd_nb<8>(dx, dy, W, mask, scale, out, in, s, pdl);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -761,22 +837,35 @@ extern "C" cudaError_t mlp_outer_acc(float *dW, float *db, const float *dy, cons
 }
 
 /* ---- bias gradient at any batch --------------------------------------------------
- * db[o] = sum_b dy[b][o], one thread per output, b in order (the same order
- * as outer_acc's fused bias sum). Bytes: 4*B*out read (B=256, out=1024:
- * 1 MiB, coalesced across o). Bound: latency of B dependent adds per thread
- * at large B (~0.5 us at B=256), launch latency below.
+ * db[o] = sum_b dy[b][o] (the large-batch path). A block owns 32 columns;
+ * its 32 x 32 threads split the rows into 32 strided groups (thread row g
+ * sums rows g, g+32, ... in order, each warp reading 128 contiguous bytes
+ * of a row), then row 0 adds the 32 partial sums in group order: a fixed
+ * order, so db is deterministic. Bytes: 4*B*out read (B=256, out=1024:
+ * 1 MiB, coalesced). Bound: latency; 8 dependent loads per thread at
+ * B=256 instead of the 256 of one thread per column.
  */
-static __global__ void __launch_bounds__(EW_THREADS)
+#define BG_TILE 32
+
+static __global__ void __launch_bounds__(BG_TILE *BG_TILE)
     bias_grad_kernel(float *__restrict__ db, const float *__restrict__ dy, int B, int out)
 {
+    __shared__ float part[BG_TILE][BG_TILE + 1];
     pdl_begin();
-    const int o = blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= out)
-        return;
-    float sum = dy[o];
-    for (int b = 1; b < B; b++)
-        sum += dy[(size_t)b * out + o];
-    db[o] = sum;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int o = blockIdx.x * BG_TILE + tx;
+    float sum = 0.f;
+    if (o < out)
+        for (int b = ty; b < B; b += BG_TILE)
+            sum += dy[(size_t)b * out + o];
+    part[ty][tx] = sum;
+    __syncthreads();
+    if (ty == 0 && o < out) {
+        float t = part[0][tx];
+        for (int g = 1; g < BG_TILE; g++)
+            t += part[g][tx];
+        db[o] = t;
+    }
 }
 
 extern "C" cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out, cudaStream_t s,
@@ -784,6 +873,122 @@ extern "C" cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out,
 {
     if (!db || !dy || B < 1 || out < 1)
         return cudaErrorInvalidValue;
-    return launch(bias_grad_kernel, dim3((unsigned)((out + EW_THREADS - 1) / EW_THREADS)),
-                  dim3(EW_THREADS), s, pdl, db, dy, B, out);
+    return launch(bias_grad_kernel, dim3((unsigned)((out + BG_TILE - 1) / BG_TILE)),
+                  dim3(BG_TILE, BG_TILE), s, pdl, db, dy, B, out);
+}
+
+/* ---- Linear forward at small batch, bias and activation fused --------------------
+ * y[b][o] = act(sum_i W[o][i] x[b][i] + bias[o]), B <= 8. cuBLAS's GEMV-like
+ * kernel for this takes ~2.6 us at B=1 and a 128x32 SGEMM tile ~6.8 us at
+ * B=8, plus ~1 us for a separate bias kernel; here one warp owns one output
+ * feature, reads its 4 KiB row of W once (each lane 8 float4 loads issued
+ * before any is used: the whole of W is in flight at once), takes x from
+ * L1/L2 (B rows of 4 KiB, shared by every warp of the SM), and sums in a
+ * fixed order (per lane, then a butterfly), so y is deterministic.
+ * Bytes: 4*out*in of W (4 MiB) + small; FLOPs 2*B*out*in.
+ * Bound: HBM (or L2, when W is still there) bandwidth plus one round of
+ * load latency: ~2 us for 1024x1024.
+ * Lane b writes row b's value, so the stores spread over the warp.
+ */
+#define LF_THREADS 256
+#define LF_WARPS (LF_THREADS / 32)
+#define LF_UNROLL 8
+
+template <int NB, bool VEC, bool RELU, bool DROP>
+static __global__ void __launch_bounds__(LF_THREADS)
+    linear_fwd_kernel(float *__restrict__ y, const float *__restrict__ W,
+                      const float *__restrict__ bias, const float *__restrict__ x, int out, int in,
+                      dropout_arg dr)
+{
+    pdl_begin();
+    const int lane = threadIdx.x % 32;
+    const int o = blockIdx.x * LF_WARPS + (int)threadIdx.x / 32;
+    if (o >= out)
+        return; /* whole warps only: no block-wide barrier below */
+    const float *w = W + (size_t)o * in;
+    float acc[NB];
+#pragma unroll
+    for (int b = 0; b < NB; b++)
+        acc[b] = 0.f;
+    for (int c0 = lane * 4; c0 < in; c0 += 32 * 4 * LF_UNROLL) {
+        float4 wv[LF_UNROLL];
+#pragma unroll
+        for (int u = 0; u < LF_UNROLL; u++)
+            wv[u] = load4<VEC>(w, c0 + u * 128, in);
+#pragma unroll
+        for (int u = 0; u < LF_UNROLL; u++) {
+            const int c = c0 + u * 128;
+            if (c >= in)
+                break;
+#pragma unroll
+            for (int b = 0; b < NB; b++) {
+                const float4 xv = load4<VEC>(x + (size_t)b * in, c, in);
+                acc[b] = fmaf(wv[u].x, xv.x, acc[b]);
+                acc[b] = fmaf(wv[u].y, xv.y, acc[b]);
+                acc[b] = fmaf(wv[u].z, xv.z, acc[b]);
+                acc[b] = fmaf(wv[u].w, xv.w, acc[b]);
+            }
+        }
+    }
+    const float bo = bias[o];
+#pragma unroll
+    for (int b = 0; b < NB; b++) {
+        float v = warp_sum(acc[b]) + bo;
+        if (lane == b) {
+            if (RELU)
+                v = relu(v);
+            if (DROP) {
+                const size_t e = (size_t)b * out + o;
+                v = dropout_apply(v, dropout_bits(dr, e / 4).v[e % 4], dr);
+            }
+            y[(size_t)b * out + o] = v;
+        }
+    }
+}
+
+template <int NB>
+static cudaError_t linear_fwd_nb(float *y, const float *W, const float *bias, const float *x,
+                                 int out, int in, int relu_on, const mlp_dropout *dr,
+                                 cudaStream_t s, int pdl)
+{
+    const dim3 grid((unsigned)((out + LF_WARPS - 1) / LF_WARPS));
+    const bool vec = in % 4 == 0 && aligned16(W) && aligned16(x);
+    const dropout_arg d = dropout_of(dr);
+#define LF_LAUNCH(V, R, D)                                                                         \
+    return launch(linear_fwd_kernel<NB, V, R, D>, grid, dim3(LF_THREADS), s, pdl, y, W, bias, x,  \
+                  out, in, d)
+    if (dr) {
+        if (vec)
+            LF_LAUNCH(true, true, true);
+        LF_LAUNCH(false, true, true);
+    }
+    if (relu_on) {
+        if (vec)
+            LF_LAUNCH(true, true, false);
+        LF_LAUNCH(false, true, false);
+    }
+    if (vec)
+        LF_LAUNCH(true, false, false);
+    LF_LAUNCH(false, false, false);
+#undef LF_LAUNCH
+}
+
+extern "C" cudaError_t mlp_linear_fwd(float *y, const float *W, const float *bias, const float *x,
+                                      int B, int out, int in, int relu_on, const mlp_dropout *dr,
+                                      cudaStream_t s, int pdl)
+{
+    if (!y || !W || !bias || !x || out < 1 || in < 1 || (void *)y == (const void *)x ||
+        !dropout_ok(dr) || (dr && !relu_on))
+        return cudaErrorInvalidValue;
+    switch (B) {
+    case 1: return linear_fwd_nb<1>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
+    case 2: return linear_fwd_nb<2>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
+    case 3: return linear_fwd_nb<3>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
+    case 4: return linear_fwd_nb<4>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
+    case 5: return linear_fwd_nb<5>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
+    case 6: return linear_fwd_nb<6>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
+    case 7: return linear_fwd_nb<7>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
+    case 8: return linear_fwd_nb<8>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
+    default: return cudaErrorInvalidValue;
+    }
 }

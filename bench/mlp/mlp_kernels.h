@@ -26,14 +26,47 @@
 
 #include <stddef.h>
 
+#include <stdint.h>
+
 #include <cuda_runtime_api.h>
+
+#include <cgr/cgr.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The largest batch the small-batch kernels (gemv_bwd, outer_acc) take. */
+/* The largest batch the small-batch kernels (linear_fwd, gemv_bwd, outer_acc) take. */
 #define MLP_SMALL_B_MAX 8
+
+/**
+ * Inverted dropout after a ReLU, with graph-safe random numbers: element e
+ * (= row * cols + col) of a layer's [rows][cols] output is dropped when
+ * cgr_philox_uniform(word e % 4 of cgr_philox4x32(seed, offset + sub + e / 4, 0))
+ * < p, and kept ones are scaled by 1 / (1 - p). seed and offset are read
+ * on the device from *state (cgr_ctx_philox), so a graph replay draws new
+ * masks; sub is baked in. A layer uses ceil(rows * cols / 4) counters.
+ */
+typedef struct mlp_dropout {
+    const cgr_philox_state *state; /**< device memory */
+    uint64_t sub;                  /**< first counter of this layer */
+    float p;                       /**< drop probability, 0 < p < 1 */
+} mlp_dropout;
+
+/**
+ * Linear forward at small batch, bias and activation fused (B <= MLP_SMALL_B_MAX):
+ *   y[b][o] = act(sum_i W[o][i] x[b][i] + bias[o])
+ * act: ReLU when relu != 0, then dropout when dr != NULL (requires relu).
+ * One warp per output feature reads W's row once; W [out][in], x [B][in],
+ * y [B][out] (may not alias x).
+ */
+cudaError_t mlp_linear_fwd(float *y, const float *W, const float *bias, const float *x, int B,
+                           int out, int in, int relu, const mlp_dropout *dr, cudaStream_t s,
+                           int pdl);
+
+/** y[r][c] = dropout(max(y[r][c] + b[c], 0)), in place (the large-batch path). */
+cudaError_t mlp_bias_relu_dropout_fwd(float *y, const float *b, int rows, int cols,
+                                      const mlp_dropout *dr, cudaStream_t s, int pdl);
 
 /** y[r][c] = max(y[r][c] + b[c], 0), in place. */
 cudaError_t mlp_bias_relu_fwd(float *y, const float *b, int rows, int cols, cudaStream_t s,
@@ -43,26 +76,33 @@ cudaError_t mlp_bias_relu_fwd(float *y, const float *b, int rows, int cols, cuda
 cudaError_t mlp_bias_fwd(float *y, const float *b, int rows, int cols, cudaStream_t s, int pdl);
 
 /**
- * dy[r][c] = y[r][c] > 0 ? dy[r][c] : 0, in place. y is the ReLU's output
- * (y > 0 exactly where its input was > 0).
+ * dy[r][c] = y[r][c] > 0 ? scale * dy[r][c] : 0, in place. y is the ReLU's
+ * (and dropout's) output: y > 0 exactly where the ReLU's input was > 0 and
+ * dropout kept the unit, so the mask needs no random numbers again. scale
+ * is 1 / (1 - p) after dropout, else 1 (exact: the product is dy itself).
  */
-cudaError_t mlp_relu_bwd(float *dy, const float *y, int rows, int cols, cudaStream_t s, int pdl);
+cudaError_t mlp_relu_bwd(float *dy, const float *y, float scale, int rows, int cols,
+                         cudaStream_t s, int pdl);
 
 /**
  * Softmax cross-entropy, forward and backward in one pass over the logits.
  *
- * logits [B][C]; labels [B] in [0, C); row_loss [B] (scratch, receives the
- * per-row losses); loss [1] receives the mean over the batch; dlogits [B][C]
- * receives d(mean loss)/d(logits) = (softmax - onehot) / B. dlogits may not
- * alias logits.
+ * logits [B][C], plus bias [C] when bias != NULL (the last Linear's bias,
+ * fused here: the logits themselves are never stored); labels [B] in
+ * [0, C); row_loss [B] (scratch, receives the per-row losses); loss [1]
+ * receives the mean over the batch; dlogits [B][C] receives
+ * d(mean loss)/d(logits) = (softmax - onehot) / B. dlogits may not alias
+ * logits.
  *
  * A label outside [0, C) is a caller bug and does not crash: that row's loss
  * is NaN (so the mean is NaN and shows up in the loss read back every
  * step) and its dlogits row is zero (so the parameters stay finite).
  *
- * One launch when B <= 32; two (rows, then a one-warp mean) above that.
+ * One block per row; one launch when B == 1, two (rows, then a one-warp
+ * mean) above that.
  */
-cudaError_t mlp_softmax_xent_fwd_bwd(const float *logits, const int *labels, float *row_loss,
+cudaError_t mlp_softmax_xent_fwd_bwd(const float *logits, const float *bias, const int *labels,
+                                     float *row_loss,
                                      float *loss, float *dlogits, int B, int C, cudaStream_t s,
                                      int pdl);
 
@@ -86,13 +126,14 @@ cudaError_t mlp_adamw_step_count_inc(int *step, cudaStream_t s, int pdl);
 
 /**
  * Data gradient of a Linear layer at small batch, dx = dy W:
- *   dx[b][i] = sum_o dy[b][o] * W[o][i]          (B <= MLP_SMALL_B_MAX)
- * and, when mask != NULL, the ReLU backward of the layer below fused in:
- *   dx[b][i] = mask[b][i] > 0 ? dx[b][i] : 0     (mask [B][in]).
+ *   dx[b][i] = sum_o dy[b][o] * W[o][i]                   (B <= MLP_SMALL_B_MAX)
+ * and, when mask != NULL, the ReLU (and dropout) backward of the layer
+ * below fused in, as in mlp_relu_bwd():
+ *   dx[b][i] = mask[b][i] > 0 ? scale * dx[b][i] : 0      (mask [B][in]).
  * dy [B][out], W [out][in], dx [B][in] (overwritten).
  */
-cudaError_t mlp_gemv_bwd(float *dx, const float *dy, const float *W, const float *mask, int B,
-                         int out, int in, cudaStream_t s, int pdl);
+cudaError_t mlp_gemv_bwd(float *dx, const float *dy, const float *W, const float *mask,
+                         float scale, int B, int out, int in, cudaStream_t s, int pdl);
 
 /**
  * Weight (and optionally bias) gradient of a Linear layer at small batch:
@@ -103,7 +144,11 @@ cudaError_t mlp_gemv_bwd(float *dx, const float *dy, const float *W, const float
 cudaError_t mlp_outer_acc(float *dW, float *db, const float *dy, const float *x, int B, int out,
                           int in, cudaStream_t s, int pdl);
 
-/** db[o] = sum_b dy[b][o] for any B (same summation order as mlp_outer_acc). */
+/**
+ * db[o] = sum_b dy[b][o] for any B (the large-batch path): each of 32 row
+ * groups sums rows g, g + 32, ... in order, then the 32 partial sums are
+ * added in group order, so the result is deterministic.
+ */
 cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out, cudaStream_t s, int pdl);
 
 #ifdef __cplusplus

@@ -51,6 +51,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <cgr/cgr_philox.h>
+
 #include "mlp.h"
 #include "mlp_kernels.h"
 #include "mlp_ref.h"
@@ -362,13 +364,16 @@ static void test_relu_bwd(rng *r)
                 float *dd = dmalloc((n + 4) * 4), *dy = dmalloc((n + 4) * 4);
                 up(dd + mis, hd, n * 4);
                 up(dy + mis, hy, n * 4);
-                CUDA_OK(mlp_relu_bwd(dd + mis, dy + mis, B, C, stream, pdl));
+                /* every other case with dropout's 1/(1-p) scale */
+                const float scale = k % 2 ? 1.f / (1.f - 0.1f) : 1.f;
+                CUDA_OK(mlp_relu_bwd(dd + mis, dy + mis, scale, B, C, stream, pdl));
                 down(out, dd + mis, n * 4);
                 double *want = xmalloc(n * sizeof *want);
                 for (size_t i = 0; i < n; i++)
-                    want[i] = hy[i] > 0.f ? (double)hd[i] : 0.0;
+                    want[i] = hy[i] > 0.f ? (double)scale * (double)hd[i] : 0.0;
                 char what[64];
-                snprintf(what, sizeof what, "B=%d cols=%d%s", B, C, mis ? " misaligned" : "");
+                snprintf(what, sizeof what, "B=%d cols=%d%s scale=%g", B, C,
+                         mis ? " misaligned" : "", (double)scale);
                 compare(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
                 free(want);
                 free(hd);
@@ -379,11 +384,19 @@ static void test_relu_bwd(rng *r)
             }
 }
 
-/* One softmax-xent case; bad_row >= 0 puts label `bad_label` there. */
-static void softmax_case(rng *r, group *g, int B, int C, int pdl, int bad_row, int bad_label)
+/*
+ * One softmax-xent case; bad_row >= 0 puts label `bad_label` there; with
+ * `bias` the kernel adds a random bias vector to the logits as it reads them.
+ */
+static void softmax_case(rng *r, group *g, int B, int C, int pdl, int bad_row, int bad_label,
+                         int bias)
 {
     const size_t n = (size_t)B * C;
     float *hl = xmalloc(n * 4), *hd = xmalloc(n * 4), *hrl = xmalloc((size_t)B * 4);
+    float *hb = xmalloc((size_t)C * 4);
+    fill(r, hb, (size_t)C, 1.f);
+    float *db = dmalloc((size_t)C * 4);
+    up(db, hb, (size_t)C * 4);
     int *lab = xmalloc((size_t)B * sizeof(int));
     fill(r, hl, n, 8.f); /* +-8: peaked rows, and exp underflows nothing */
     for (int b = 0; b < B; b++)
@@ -398,21 +411,26 @@ static void softmax_case(rng *r, group *g, int B, int C, int pdl, int bad_row, i
     poison(dd, n * 4);
     poison(drl, (size_t)B * 4);
     poison(dloss, 4);
-    CUDA_OK(mlp_softmax_xent_fwd_bwd(dl, dlab, drl, dloss, dd, B, C, stream, pdl));
+    CUDA_OK(mlp_softmax_xent_fwd_bwd(dl, bias ? db : NULL, dlab, drl, dloss, dd, B, C, stream,
+                                     pdl));
     float loss;
     down(hd, dd, n * 4);
     down(hrl, drl, (size_t)B * 4);
     down(&loss, dloss, 4);
 
-    double *logits = to_double(hl, n), *want = xmalloc(n * sizeof(double)),
+    double *logits = to_double(hl, n);
+    if (bias)
+        for (size_t i = 0; i < n; i++)
+            logits[i] += (double)hb[i % (size_t)C];
+    double *want = xmalloc(n * sizeof(double)),
            *wrl = xmalloc((size_t)B * sizeof(double));
     const double wl = mlp_ref_softmax_xent(logits, lab, B, C, want, wrl);
     double mx = 0.0;
     for (size_t i = 0; i < n; i++)
         mx = fabs(want[i]) > mx ? fabs(want[i]) : mx;
     char what[96];
-    snprintf(what, sizeof what, "B=%d C=%d pdl=%d%s dlogits", B, C, pdl,
-             bad_row >= 0 ? " bad label" : "");
+    snprintf(what, sizeof what, "B=%d C=%d pdl=%d%s%s dlogits", B, C, pdl,
+             bad_row >= 0 ? " bad label" : "", bias ? " bias" : "");
     compare(g, what, hd, want, NULL, n, 1e-5, 1e-6 * mx, 0.0);
     snprintf(what, sizeof what, "B=%d C=%d row_loss", B, C);
     compare(g, what, hrl, wrl, NULL, (size_t)B, 1e-5, 1e-6, 0.0);
@@ -425,6 +443,8 @@ static void softmax_case(rng *r, group *g, int B, int C, int pdl, int bad_row, i
     free(hd);
     free(hrl);
     free(lab);
+    free(hb);
+    CUDA_OK(cudaFree(db));
     CUDA_OK(cudaFree(dl));
     CUDA_OK(cudaFree(dd));
     CUDA_OK(cudaFree(drl));
@@ -438,12 +458,199 @@ static void test_softmax(rng *r)
                                    {256, 1000}, {100, 37}, {8, 10}, {1, 1}, {5, 3}};
     group *g = grp("softmax_xent_fwd_bwd");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        softmax_case(r, g, cases[i][0], cases[i][1], (int)(i % 2), -1, 0);
+        for (int bias = 0; bias <= 1; bias++)
+            softmax_case(r, g, cases[i][0], cases[i][1], (int)(i % 2), -1, 0, bias);
     /* Labels out of range: NaN loss, zero gradient row, no crash. */
     group *gb = grp("softmax_xent bad label");
-    softmax_case(r, gb, 3, 1000, 0, 1, 1000);
-    softmax_case(r, gb, 40, 1000, 1, 7, -1);
-    softmax_case(r, gb, 1, 37, 0, 0, 37);
+    softmax_case(r, gb, 3, 1000, 0, 1, 1000, 0);
+    softmax_case(r, gb, 40, 1000, 1, 7, -1, 1);
+    softmax_case(r, gb, 1, 37, 0, 0, 37, 1);
+}
+
+/* ---- dropout ------------------------------------------------------------------------- */
+
+#define DROP_P 0.1f
+
+/* A Philox state in device memory, as cgr_ctx_philox() would hand out. */
+static cgr_philox_state *philox_dev(uint64_t seed, uint64_t offset)
+{
+    const cgr_philox_state h = {seed, offset};
+    cgr_philox_state *d = dmalloc(sizeof h);
+    up(d, &h, sizeof h);
+    return d;
+}
+
+/* The host's decision for element e of a layer, by mlp_dropout's contract. */
+static int host_dropped(const cgr_philox_state *st, uint64_t sub, size_t e, float p)
+{
+    const cgr_philox4 r = cgr_philox4x32(st->seed, st->offset + sub + e / 4, 0);
+    return cgr_philox_uniform(r.v[e % 4]) < p;
+}
+
+/*
+ * Dropped elements must be exactly 0, whatever the tolerance of the value
+ * check; also counts them, so that the rate can be checked.
+ */
+static void check_dropped(group *g, const char *what, const float *got, const unsigned char *drop,
+                          size_t n, size_t *n_dropped)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (drop[i]) {
+            (*n_dropped)++;
+            bad += got[i] != 0.f;
+        }
+    }
+    if (bad)
+        fprintf(stderr, "FAIL %s: %s: %zu dropped elements are not 0\n", g->name, what, bad);
+    grp_case(g, bad == 0, bad ? INFINITY : 0.0);
+}
+
+/* The observed drop rate of n decisions is within 5 sigma of p. */
+static void check_rate(group *g, size_t dropped, size_t n, double p)
+{
+    const double rate = (double)dropped / (double)n, sigma = sqrt(p * (1.0 - p) / (double)n);
+    const double worst = fabs(rate - p) / (5.0 * sigma);
+    if (worst > 1.0)
+        fprintf(stderr, "FAIL %s: drop rate %.5f over %zu, expected %.3f\n", g->name, rate, n, p);
+    grp_case(g, worst <= 1.0, worst);
+    snprintf(g->note, sizeof g->note, "drop rate %.4f of %zu", rate, n);
+}
+
+static void test_bias_relu_dropout(rng *r)
+{
+    static const int Bs[] = {1, 3, 8, 256};
+    static const int Cs[] = {1024, 1000, 37};
+    group *g = grp("bias_relu_dropout_fwd");
+    group *gr = grp("bias_relu_dropout rate");
+    size_t dropped = 0, total = 0;
+    int k = 0;
+    for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
+        for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
+            for (int mis = 0; mis <= 1; mis++, k++) {
+                const int B = Bs[bi], C = Cs[ci], pdl = k % 2;
+                const size_t n = (size_t)B * C;
+                const cgr_philox_state hs = {rng_next(r), rng_next(r) >> 8};
+                const uint64_t sub = rng_next(r) >> 40;
+                cgr_philox_state *ds = philox_dev(hs.seed, hs.offset);
+                const mlp_dropout dr = {ds, sub, DROP_P};
+                float *hy = xmalloc(n * 4), *hb = xmalloc((size_t)C * 4), *out = xmalloc(n * 4);
+                fill(r, hy, n, 1.f);
+                fill(r, hb, (size_t)C, 1.f);
+                float *dy = dmalloc((n + 4) * 4), *db = dmalloc(((size_t)C + 4) * 4);
+                up(dy + mis, hy, n * 4);
+                up(db + mis, hb, (size_t)C * 4);
+                CUDA_OK(mlp_bias_relu_dropout_fwd(dy + mis, db + mis, B, C, &dr, stream, pdl));
+                down(out, dy + mis, n * 4);
+                double *want = xmalloc(n * sizeof *want);
+                unsigned char *drop = xmalloc(n);
+                const float scale = 1.f / (1.f - DROP_P);
+                for (size_t i = 0; i < n; i++) {
+                    const double v = (double)hy[i] + (double)hb[i % (size_t)C];
+                    drop[i] = (unsigned char)host_dropped(&hs, sub, i, DROP_P);
+                    want[i] = v < 0.0 || drop[i] ? 0.0 : v * (double)scale;
+                }
+                total += n;
+                char what[64];
+                snprintf(what, sizeof what, "B=%d cols=%d%s pdl=%d", B, C,
+                         mis ? " misaligned" : "", pdl);
+                compare(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
+                check_dropped(g, what, out, drop, n, &dropped);
+                free(want);
+                free(drop);
+                free(hy);
+                free(hb);
+                free(out);
+                CUDA_OK(cudaFree(dy));
+                CUDA_OK(cudaFree(db));
+                CUDA_OK(cudaFree(ds));
+            }
+    check_rate(gr, dropped, total, DROP_P);
+}
+
+/* mlp_linear_fwd: act 0 none, 1 ReLU, 2 ReLU + dropout. */
+static void test_linear_fwd(rng *r)
+{
+    static const int Bs[] = {1, 2, 3, 8};
+    /* out, in, misaligned W and x */
+    static const int shapes[][3] = {{1024, 1024, 0}, {1000, 1024, 0}, {37, 100, 0},
+                                    {50, 37, 0},     {8, 5, 0},       {64, 2000, 0},
+                                    {64, 64, 1}};
+    group *g = grp("linear_fwd"), *gd = grp("linear_fwd bitwise (rerun, pdl)");
+    group *gr = grp("linear_fwd dropout rate");
+    size_t dropped = 0, total = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
+            for (int act = 0; act <= 2; act++) {
+                const int out = shapes[si][0], in = shapes[si][1], mis = shapes[si][2];
+                const int B = Bs[bi];
+                const size_t nw = (size_t)out * in, ny = (size_t)B * out, nx = (size_t)B * in;
+                float *hW = xmalloc(nw * 4), *hx = xmalloc(nx * 4), *hb = xmalloc((size_t)out * 4);
+                float *o1 = xmalloc(ny * 4), *o2 = xmalloc(ny * 4), *o3 = xmalloc(ny * 4);
+                fill(r, hW, nw, 0.05f);
+                fill(r, hx, nx, 1.f);
+                fill(r, hb, (size_t)out, 0.5f);
+                float *dW = dmalloc((nw + 4) * 4), *dx = dmalloc((nx + 4) * 4),
+                      *db = dmalloc((size_t)out * 4), *dy = dmalloc(ny * 4);
+                up(dW + mis, hW, nw * 4);
+                up(dx + mis, hx, nx * 4);
+                up(db, hb, (size_t)out * 4);
+                const cgr_philox_state hs = {rng_next(r), rng_next(r) >> 8};
+                const uint64_t sub = rng_next(r) >> 40;
+                cgr_philox_state *ds = philox_dev(hs.seed, hs.offset);
+                const mlp_dropout dr = {ds, sub, DROP_P};
+                const mlp_dropout *drp = act == 2 ? &dr : NULL;
+                for (int v = 0; v < 3; v++) {
+                    poison(dy, ny * 4);
+                    CUDA_OK(mlp_linear_fwd(dy, dW + mis, db, dx + mis, B, out, in, act > 0, drp,
+                                           stream, v == 2));
+                    down(v == 0 ? o1 : v == 1 ? o2 : o3, dy, ny * 4);
+                }
+                double *want = xmalloc(ny * 8), *wabs = xmalloc(ny * 8);
+                unsigned char *drop = xmalloc(ny);
+                const float scale = act == 2 ? 1.f / (1.f - DROP_P) : 1.f;
+                for (int b = 0; b < B; b++)
+                    for (int o = 0; o < out; o++) {
+                        double z = (double)hb[o], za = fabs((double)hb[o]);
+                        for (int i = 0; i < in; i++) {
+                            const double t = (double)hW[(size_t)o * in + i] *
+                                             (double)hx[(size_t)b * in + i];
+                            z += t;
+                            za += fabs(t);
+                        }
+                        const size_t e = (size_t)b * out + o;
+                        drop[e] = act == 2 && host_dropped(&hs, sub, e, DROP_P);
+                        if (act > 0 && z < 0.0)
+                            z = 0.0;
+                        want[e] = drop[e] ? 0.0 : z * (double)scale;
+                        wabs[e] = za * (double)scale;
+                    }
+                char what[96];
+                snprintf(what, sizeof what, "B=%d out=%d in=%d act=%d%s", B, out, in, act,
+                         mis ? " misaligned" : "");
+                compare(g, what, o1, want, wabs, ny, 1e-4, 0.0, 1e-4);
+                if (act == 2) {
+                    total += ny;
+                    check_dropped(g, what, o1, drop, ny, &dropped);
+                }
+                same_bits(gd, what, o1, o2, ny * 4);
+                same_bits(gd, what, o1, o3, ny * 4);
+                free(want);
+                free(wabs);
+                free(drop);
+                free(hW);
+                free(hx);
+                free(hb);
+                free(o1);
+                free(o2);
+                free(o3);
+                CUDA_OK(cudaFree(dW));
+                CUDA_OK(cudaFree(dx));
+                CUDA_OK(cudaFree(db));
+                CUDA_OK(cudaFree(dy));
+                CUDA_OK(cudaFree(ds));
+            }
+    check_rate(gr, dropped, total, DROP_P);
 }
 
 static void test_gemv_bwd(rng *r)
@@ -471,14 +678,16 @@ static void test_gemv_bwd(rng *r)
                 up(ddy, hdy, ny * 4);
                 up(dm, hm, nx * 4);
                 const float *mask = use_mask ? dm : NULL;
+                /* with the mask, half the cases use dropout's 1/(1-p) scale */
+                const float scale = use_mask && bi % 2 ? 1.f / (1.f - 0.1f) : 1.f;
                 poison(ddx, nx * 4);
-                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, B, out, in, stream, 0));
+                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, scale, B, out, in, stream, 0));
                 down(o1, ddx, nx * 4);
                 poison(ddx, nx * 4);
-                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, B, out, in, stream, 0));
+                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, scale, B, out, in, stream, 0));
                 down(o2, ddx, nx * 4);
                 poison(ddx, nx * 4);
-                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, B, out, in, stream, 1));
+                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, scale, B, out, in, stream, 1));
                 down(o3, ddx, nx * 4);
 
                 double *W = to_double(hW, nw), *dy = to_double(hdy, ny);
@@ -487,9 +696,13 @@ static void test_gemv_bwd(rng *r)
                 for (size_t i = 0; i < nx; i++)
                     m[i] = hm[i] > 0.f;
                 mlp_ref_gemv_bwd(want, wabs, dy, W, use_mask ? m : NULL, B, out, in);
+                for (size_t i = 0; i < nx; i++) {
+                    want[i] *= (double)scale;
+                    wabs[i] *= (double)scale;
+                }
                 char what[96];
-                snprintf(what, sizeof what, "B=%d out=%d in=%d%s%s", B, out, in,
-                         use_mask ? " mask" : "", mis ? " misaligned" : "");
+                snprintf(what, sizeof what, "B=%d out=%d in=%d%s%s scale=%g", B, out, in,
+                         use_mask ? " mask" : "", mis ? " misaligned" : "", (double)scale);
                 compare(g, what, o1, want, wabs, nx, 1e-4, 0.0, 1e-4);
                 same_bits(gd, what, o1, o2, nx * 4);
                 same_bits(gd, what, o1, o3, nx * 4);
@@ -1048,11 +1261,12 @@ typedef struct kctx {
 static cudaError_t kenqueue(const kctx *k, int pdl)
 {
     switch (k->id) {
-    case 0: return mlp_gemv_bwd(k->a, k->b, k->c, k->d, k->B, 1024, 1024, stream, pdl);
+    case 0: return mlp_gemv_bwd(k->a, k->b, k->c, k->d, 1.f, k->B, 1024, 1024, stream, pdl);
     case 1: return mlp_outer_acc(k->a, k->e, k->b, k->d, k->B, 1024, 1024, stream, pdl);
     case 2:
         return mlp_adamw_fused(k->a, k->b, k->c, k->d, k->n, k->step, 1e-3f, 0.9f, 0.999f, 1e-8f,
                                0.01f, stream, pdl);
+    case 4: return mlp_linear_fwd(k->a, k->c, k->e, k->b, k->B, 1024, 1024, 1, NULL, stream, pdl);
     default: return mlp_bias_relu_fwd(k->a, k->b, k->B, 1024, stream, pdl);
     }
 }
@@ -1170,6 +1384,13 @@ static void timing(void)
         }
         k.id = 3;
         printf("  bias_relu_fwd 1024 B=%d pdl=1: %.2f us\n", B, time_graph_of(&k, 20, 20, 1));
+        /* linear_fwd: y = a, W = c, bias = e, x = b */
+        k.id = 4;
+        for (int pdl = 0; pdl <= 1; pdl++) {
+            const double us = time_graph_of(&k, 20, 20, pdl);
+            printf("  linear_fwd 1024x1024 B=%d pdl=%d: %.2f us (%.0f GB/s of W)\n", B, pdl, us,
+                   4.0 * 1024 * 1024 / us * 1e-3);
+        }
     }
     kctx k = {2, 1, a, b, cc, d, e, step, n};
     const double us = time_graph_of(&k, 5, 10, 1);
@@ -1242,6 +1463,8 @@ int main(int argc, char **argv)
     rng r = rng_make(SEED);
     printf("(a) kernels vs fp64 reference\n");
     test_bias_act(&r);
+    test_bias_relu_dropout(&r);
+    test_linear_fwd(&r);
     test_relu_bwd(&r);
     test_softmax(&r);
     test_gemv_bwd(&r);
