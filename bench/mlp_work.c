@@ -61,6 +61,10 @@ static int mlp_setup(void *user, cgr_runtime *rt)
         CK(cudaMemset(*bufs[i], 0, bytes));
     }
     CGR_CK(cgr_persistent_alloc(rt, sizeof(int), (void **)&u->dev.step));
+    /* Weight gradients in a parallel branch (mlp.h): a side stream and its events. */
+    CK(cudaStreamCreateWithFlags(&u->dev.side, cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&u->dev.ev_fork, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&u->dev.ev_join, cudaEventDisableTiming));
     CK(cudaMemset(u->dev.step, 0, sizeof(int)));
     CK(cudaMemcpy(u->dev.params, u->host_params, bytes, cudaMemcpyHostToDevice));
     return 0;
@@ -82,7 +86,17 @@ static void mlp_fill(void *user, bench_rng *r, void *const *inputs)
 static void mlp_teardown(void *user)
 {
     mlp_user *u = user;
-    memset(&u->dev, 0, sizeof u->dev); /* freed with the runtime */
+    /* Teardown cannot fail the run; a failed destroy is reported and leaks a handle. */
+    cudaError_t e = cudaSuccess;
+    if (u->dev.side && e == cudaSuccess)
+        e = cudaStreamDestroy(u->dev.side);
+    if (u->dev.ev_fork && e == cudaSuccess)
+        e = cudaEventDestroy(u->dev.ev_fork);
+    if (u->dev.ev_join && e == cudaSuccess)
+        e = cudaEventDestroy(u->dev.ev_join);
+    if (e != cudaSuccess)
+        fprintf(stderr, "cgr-bench: W-mlp teardown: %s\n", cudaGetErrorString(e));
+    memset(&u->dev, 0, sizeof u->dev); /* the buffers are freed with the runtime */
 }
 
 int mlp_workload(int B, int variant, workload *w)

@@ -233,7 +233,7 @@ int mlp_scratch_sizes(const mlp_cfg *cfg, mlp_scratch *sizes)
         total += round_up(sizes->act_bytes[l], MLP_SCRATCH_ALIGN);
     }
     sizes->dbuf_bytes = B * (size_t)max_features(&L) * sizeof(float);
-    total += 2 * round_up(sizes->dbuf_bytes, MLP_SCRATCH_ALIGN);
+    total += (size_t)L.n_layers * round_up(sizes->dbuf_bytes, MLP_SCRATCH_ALIGN);
     sizes->row_loss_bytes = B * sizeof(float);
     total += round_up(sizes->row_loss_bytes, MLP_SCRATCH_ALIGN);
     sizes->total_bytes = total;
@@ -253,7 +253,7 @@ int mlp_scratch_carve(const mlp_cfg *cfg, void *base, mlp_bufs *b)
         b->act[l] = (float *)(void *)p;
         p += round_up(sz.act_bytes[l], MLP_SCRATCH_ALIGN);
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < sz.n_act; i++) {
         b->dbuf[i] = (float *)(void *)p;
         p += round_up(sz.dbuf_bytes, MLP_SCRATCH_ALIGN);
     }
@@ -273,10 +273,14 @@ static int check_bufs(const mlp_cfg *cfg, const mlp_layout *L, const mlp_bufs *b
         if (!b->act[l])
             return fail("mlp: act[%d] is NULL", l);
     if (training) {
-        if (!b->grads || !b->m || !b->v || !b->step || !b->labels || !b->loss || !b->dbuf[0] ||
-            !b->dbuf[1] || !b->row_loss)
-            return fail("mlp: a training buffer is NULL (grads, m, v, step, labels, loss, "
-                        "dbuf or row_loss)");
+        if (!b->grads || !b->m || !b->v || !b->step || !b->labels || !b->loss || !b->row_loss)
+            return fail("mlp: a training buffer is NULL (grads, m, v, step, labels, loss or "
+                        "row_loss)");
+        for (int l = 0; l < L->n_layers; l++)
+            if (!b->dbuf[l])
+                return fail("mlp: dbuf[%d] is NULL", l);
+        if (b->side && (!b->ev_fork || !b->ev_join))
+            return fail("mlp: a side stream needs both events (ev_fork, ev_join)");
         if (((uintptr_t)b->grads | (uintptr_t)b->m | (uintptr_t)b->v) % 16 != 0)
             return fail("mlp: grads, m and v must be 16-byte aligned");
         if (cfg->dropout > 0.f && !b->rng)
@@ -373,16 +377,18 @@ int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cu
 
     MLP_TRY(forward(cfg, &L, b, h, s, pdl, 1));
 
-    /* Loss and dlogits (into dbuf[0]); the last bias is added here above small B. */
-    float *dy = b->dbuf[0];
+    /* Loss and dlogits (into dbuf[last]); the last bias is added here above small B. */
+    float *dy = b->dbuf[last];
+    /* Weight gradients on the side stream: small batch only (cuBLAS's handle has one stream). */
+    const int branch = small && b->side;
     MLP_CUDA(mlp_softmax_xent_fwd_bwd(b->act[last], small ? NULL : b->params + L.b_off[last],
                                       b->labels, b->row_loss, b->loss, dy, B, L.out[last], s,
                                       pdl));
 
     /*
-     * Backward, top layer first. dy holds d(loss)/d(layer l's pre-activation
-     * output); the layer's input is a = act[l-1] (x for l = 0), whose
-     * post-ReLU values also give the ReLU mask of layer l-1.
+     * Backward, top layer first. dy = dbuf[l] holds d(loss)/d(layer l's
+     * pre-activation output); the layer's input is a = act[l-1] (x for
+     * l = 0), whose post-ReLU values also give the ReLU mask of layer l-1.
      */
     for (int l = last; l >= 0; l--) {
         const int in = L.in[l], out = L.out[l];
@@ -390,8 +396,14 @@ int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cu
         float *dW = b->grads + L.w_off[l];
         float *db = b->grads + L.b_off[l];
         const float *a = l == 0 ? b->x : b->act[l - 1];
-        float *dx = dy == b->dbuf[0] ? b->dbuf[1] : b->dbuf[0];
-        if (small) {
+        float *dx = l > 0 ? b->dbuf[l - 1] : NULL;
+        if (branch) {
+            MLP_CUDA(cudaEventRecord(b->ev_fork, s));
+            MLP_CUDA(cudaStreamWaitEvent(b->side, b->ev_fork, 0));
+            MLP_CUDA(mlp_outer_acc(dW, db, dy, a, B, out, in, b->side, pdl));
+            if (l > 0)
+                MLP_CUDA(mlp_gemv_bwd(dx, dy, W, a, keep_scale, B, out, in, s, pdl));
+        } else if (small) {
             MLP_CUDA(mlp_outer_acc(dW, db, dy, a, B, out, in, s, pdl));
             if (l > 0)
                 MLP_CUDA(mlp_gemv_bwd(dx, dy, W, a, keep_scale, B, out, in, s, pdl));
@@ -408,6 +420,10 @@ int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cu
             }
         }
         dy = dx;
+    }
+    if (branch) {
+        MLP_CUDA(cudaEventRecord(b->ev_join, b->side));
+        MLP_CUDA(cudaStreamWaitEvent(s, b->ev_join, 0));
     }
 
     MLP_CUDA(mlp_adamw_fused(b->params, b->grads, b->m, b->v, L.n_floats, b->step, cfg->lr,

@@ -105,7 +105,13 @@ int mlp_init_params(const mlp_cfg *cfg, float *params, uint64_t seed);
 typedef struct mlp_scratch {
     int n_act;                          /**< = n_layers */
     size_t act_bytes[MLP_MAX_LAYERS];   /**< act[l]: B * out[l] floats (layer l's output) */
-    size_t dbuf_bytes;                  /**< each of dbuf[0], dbuf[1]: B * max feature count */
+    /**
+     * Each of dbuf[0 .. n_act-1]: B * max feature count. The backward pass
+     * writes each layer's output gradient to its own buffer, so a weight
+     * gradient running on the side stream may still read it while the main
+     * stream moves on (no ping-pong reuse).
+     */
+    size_t dbuf_bytes;
     size_t row_loss_bytes;              /**< B floats */
     /** All of the above in one block, each rounded up to MLP_SCRATCH_ALIGN. */
     size_t total_bytes;
@@ -136,12 +142,24 @@ typedef struct mlp_bufs {
     float *loss;       /**< 1 float: this step's mean loss (before the update) */
     /* Scratch (mlp_scratch). */
     float *act[MLP_MAX_LAYERS]; /**< act[l]: [B][out[l]]; act[n_layers-1] holds the logits */
-    float *dbuf[2];             /**< gradient ping-pong buffers */
+    float *dbuf[MLP_MAX_LAYERS]; /**< dbuf[l]: d(loss)/d(layer l's output) */
     float *row_loss;            /**< [B] */
     /* Dropout only (cfg.dropout > 0): the step's Philox state in device
      * memory and the first of its mlp_dropout_counters() counters. */
     const cgr_philox_state *rng;
     uint64_t rng_sub;
+    /*
+     * Optional (side == NULL: everything on the step's stream). At small
+     * batch each layer's weight gradient (mlp_outer_acc) does not feed the
+     * data gradient chain, so it runs on `side`, forked after the layer's
+     * output gradient is ready (ev_fork) and joined once before AdamW
+     * (ev_join). Captured into a graph, the two chains become parallel
+     * branches: the weight gradients leave the critical path. side must be
+     * a non-blocking stream of the same device; the events may be reused
+     * from step to step.
+     */
+    cudaStream_t side;
+    cudaEvent_t ev_fork, ev_join;
 } mlp_bufs;
 
 /**

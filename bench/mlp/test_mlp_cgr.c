@@ -21,8 +21,10 @@
  *       units; the drop rate is p within 5 sigma. With (b), replay k
  *       equals eager step k for the same seed.
  *
- * The step exposes its hidden activations as extra outputs (device-to-
- * device copies inside the step) so the test can see them.
+ * The step runs as cgr-bench runs it: PDL on and, at small batch, the
+ * weight gradients on a side stream (parallel graph branches). It exposes
+ * its hidden activations as extra outputs (device-to-device copies inside
+ * the step) so the test can see them.
  */
 #include <math.h>
 #include <stdio.h>
@@ -102,6 +104,9 @@ static void run_open(run *r, int B, float dropout, int capture, int warmup,
     o.capture = capture;
     o.warmup_runs = warmup;
     ASSERT_OK(cgr_runtime_create(&r->rt, &o));
+    CUDA_OK(cudaStreamCreateWithFlags(&m->dev.side, cudaStreamNonBlocking));
+    CUDA_OK(cudaEventCreateWithFlags(&m->dev.ev_fork, cudaEventDisableTiming));
+    CUDA_OK(cudaEventCreateWithFlags(&m->dev.ev_join, cudaEventDisableTiming));
     const size_t bytes = m->L.n_floats * sizeof(float);
     float **bufs[4] = {&m->dev.params, &m->dev.grads, &m->dev.m, &m->dev.v};
     for (int i = 0; i < 4; i++) {
@@ -129,6 +134,9 @@ static void run_open(run *r, int B, float dropout, int capture, int warmup,
 static void run_close(run *r)
 {
     ASSERT_OK(cgr_runtime_destroy(&r->rt));
+    CUDA_OK(cudaStreamDestroy(r->m.dev.side));
+    CUDA_OK(cudaEventDestroy(r->m.dev.ev_fork));
+    CUDA_OK(cudaEventDestroy(r->m.dev.ev_join));
 }
 
 /* The batch of step k: fresh random data, the same in every run. */

@@ -162,6 +162,16 @@ static void on_alarm(int sig)
 /* ---- helpers ----------------------------------------------------------------------- */
 
 static cudaStream_t stream;
+/* The side stream and events of mlp_bufs (weight gradients in a parallel branch). */
+static cudaStream_t side_stream;
+static cudaEvent_t ev_fork, ev_join;
+
+static void use_side(mlp_bufs *b)
+{
+    b->side = side_stream;
+    b->ev_fork = ev_fork;
+    b->ev_join = ev_join;
+}
 static cublasHandle_t blas;
 
 static void *xmalloc(size_t n)
@@ -1169,11 +1179,13 @@ static void test_train(int B, int small_max)
  * the step's fixed input buffers before each launch). Returns the final
  * params, the per-step losses and the device step count.
  */
-static void trajectory(int B, int small_max, int pdl, int graph, int steps, float *params,
-                       float *losses, int *count)
+static void trajectory(int B, int small_max, int pdl, int graph, int side, int steps,
+                       float *params, float *losses, int *count)
 {
     run r;
     run_create(&r, B, small_max);
+    if (side)
+        use_side(&r.b);
     float *hx = xmalloc((size_t)B * r.cfg.in_dim * 4);
     int *hl = xmalloc((size_t)B * sizeof(int));
     cudaGraph_t gr = NULL;
@@ -1215,12 +1227,14 @@ static void test_bitwise(int B, int small_max)
     enum { STEPS = 5 };
     static const struct {
         const char *name;
-        int pdl, graph;
+        int pdl, graph, side;
     } variants[] = {
-        {"determinism (rerun)", 0, 0},
-        {"pdl=1 == pdl=0", 1, 0},
-        {"graph replay == eager", 0, 1},
-        {"graph+pdl replay == eager", 1, 1},
+        {"determinism (rerun)", 0, 0, 0},
+        {"pdl=1 == pdl=0", 1, 0, 0},
+        {"graph replay == eager", 0, 1, 0},
+        {"graph+pdl replay == eager", 1, 1, 0},
+        {"side stream == eager", 1, 0, 1},
+        {"graph+pdl+side == eager", 1, 1, 1},
     };
     mlp_cfg c;
     mlp_layout L;
@@ -1229,12 +1243,13 @@ static void test_bitwise(int B, int small_max)
     float *p0 = xmalloc(L.n_floats * 4), *p1 = xmalloc(L.n_floats * 4);
     float l0[STEPS], l1[STEPS];
     int c0 = -1, c1 = -1;
-    trajectory(B, small_max, 0, 0, STEPS, p0, l0, &c0);
+    trajectory(B, small_max, 0, 0, 0, STEPS, p0, l0, &c0);
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         char name[64];
         snprintf(name, sizeof name, "%s, B=%d", variants[v].name, B);
         group *g = grp(name);
-        trajectory(B, small_max, variants[v].pdl, variants[v].graph, STEPS, p1, l1, &c1);
+        trajectory(B, small_max, variants[v].pdl, variants[v].graph, variants[v].side, STEPS, p1,
+                   l1, &c1);
         same_bits(g, "params after 5 steps", p0, p1, L.n_floats * 4);
         same_bits(g, "losses of 5 steps", l0, l1, sizeof l0);
         const int ok = c0 == STEPS && c1 == STEPS;
@@ -1302,10 +1317,12 @@ static double time_graph_of(const kctx *k, int per, int reps, int pdl)
     return 1000.0 * ms / ((double)per * reps);
 }
 
-static double time_step_graph(int B, int pdl, int reps)
+static double time_step_graph(int B, int pdl, int side, int reps)
 {
     run r;
     run_create(&r, B, MLP_SMALL_B_MAX);
+    if (side)
+        use_side(&r.b);
     float *hx = xmalloc((size_t)B * r.cfg.in_dim * 4);
     int *hl = xmalloc((size_t)B * sizeof(int));
     upload_batch(&r, 0, hx, hl);
@@ -1345,8 +1362,10 @@ static void timing(void)
     printf("\ntiming (information only; GPU time inside CUDA graphs, back-to-back, inputs "
            "L2-warm):\n");
     for (int B = 1; B <= 8; B += 7)
-        printf("  whole step B=%d: %.1f us (pdl=0), %.1f us (pdl=1)\n", B,
-               time_step_graph(B, 0, 200), time_step_graph(B, 1, 200));
+        printf("  whole step B=%d: %.1f us (pdl=0), %.1f us (pdl=1), %.1f us (pdl=1, weight "
+               "gradients on a side stream)\n",
+               B, time_step_graph(B, 0, 0, 200), time_step_graph(B, 1, 0, 200),
+               time_step_graph(B, 1, 1, 200));
 
     mlp_cfg c;
     mlp_layout L;
@@ -1451,6 +1470,9 @@ int main(int argc, char **argv)
            prop.multiProcessorCount);
     CUDA_OK(cudaSetDevice(0));
     CUDA_OK(cudaStreamCreate(&stream));
+    CUDA_OK(cudaStreamCreateWithFlags(&side_stream, cudaStreamNonBlocking));
+    CUDA_OK(cudaEventCreateWithFlags(&ev_fork, cudaEventDisableTiming));
+    CUDA_OK(cudaEventCreateWithFlags(&ev_join, cudaEventDisableTiming));
     CUBLAS_OK(cublasCreate(&blas));
     CUBLAS_OK(cublasSetStream(blas, stream));
     /* An explicit workspace (after SetStream, which resets it), so capture
@@ -1489,6 +1511,9 @@ int main(int argc, char **argv)
     CUBLAS_OK(cublasDestroy(blas));
     CUDA_OK(cudaFree(ws));
     CUDA_OK(cudaStreamDestroy(stream));
+    CUDA_OK(cudaStreamDestroy(side_stream));
+    CUDA_OK(cudaEventDestroy(ev_fork));
+    CUDA_OK(cudaEventDestroy(ev_join));
     const int failed = print_table();
     printf("%s\n", failed ? "FAIL" : "PASS");
     return failed ? 1 : 0;
