@@ -1,3 +1,5 @@
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,11 +45,8 @@ static cgr_status load_one(const char *name, void **out)
     return CGR_STATUS_OK;
 }
 
-static cgr_status load_vmm(void)
+static cgr_status load_all(void)
 {
-    if (vmm.gran)
-        return CGR_STATUS_OK;
-    /* Written once; racing threads store the same values. */
     CGR_TRY(load_one("cuMemAddressReserve", (void **)&vmm.reserve));
     CGR_TRY(load_one("cuMemAddressFree", (void **)&vmm.addr_free));
     CGR_TRY(load_one("cuMemCreate", (void **)&vmm.create));
@@ -56,6 +55,33 @@ static cgr_status load_vmm(void)
     CGR_TRY(load_one("cuMemUnmap", (void **)&vmm.unmap));
     CGR_TRY(load_one("cuMemSetAccess", (void **)&vmm.access));
     CGR_TRY(load_one("cuMemGetAllocationGranularity", (void **)&vmm.gran));
+    return CGR_STATUS_OK;
+}
+
+/*
+ * The table is the library's one piece of process-wide state. Threads that
+ * create runtimes at the same time must not fill it concurrently (a data
+ * race, even when they store the same values), so it is filled once under
+ * pthread_once, which also publishes it to every later reader. Its outcome
+ * is kept: the entry points of a driver do not come and go.
+ */
+static pthread_once_t vmm_once = PTHREAD_ONCE_INIT;
+static cgr_status vmm_status;
+static char vmm_error[512];
+
+static void load_vmm_once(void)
+{
+    vmm_status = load_all();
+    if (vmm_status != CGR_STATUS_OK)
+        snprintf(vmm_error, sizeof vmm_error, "%s", cgr_last_error());
+}
+
+static cgr_status load_vmm(void)
+{
+    if (pthread_once(&vmm_once, load_vmm_once) != 0)
+        return CGR_FAIL(CGR_STATUS_CUDA_ERROR, "pthread_once failed loading the VMM entry points");
+    if (vmm_status != CGR_STATUS_OK)
+        return CGR_FAIL(vmm_status, "loading the driver's VMM entry points: %s", vmm_error);
     return CGR_STATUS_OK;
 }
 

@@ -54,7 +54,13 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
         CGR_CUDA_TRY_GOTO(cudaEventCreateWithFlags(&s->done[k], cudaEventDisableTiming), st, fail);
     memset(host, 0, pinned);
     CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, slots * 16, (void **)&s->sig_dev), st, fail);
-    CGR_CUDA_TRY_GOTO(cudaMemset(s->sig_dev, 0, slots * 16), st, fail);
+    /*
+     * On the runtime's stream, which orders it before every graph that
+     * reads the counters. Not cudaMemset: the legacy default stream waits
+     * for every blocking stream, and touching it while another thread's
+     * runtime captures fails that capture (docs/threading.md).
+     */
+    CGR_CUDA_TRY_GOTO(cudaMemsetAsync(s->sig_dev, 0, slots * 16, rt->stream), st, fail);
     s->stats.pinned_bytes = pinned;
     rt->pinned_bytes += pinned;
     return CGR_STATUS_OK;

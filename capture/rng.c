@@ -55,19 +55,22 @@ cgr_status cgr__philox_finish(cgr_ctx *c)
 CGR_API cgr_status cgr_step_set_seed(cgr_step *s, uint64_t seed)
 {
     CGR_TRY(cgr__check_step(s, "cgr_step_set_seed"));
+    /* Locked: the copy must not land inside another thread's capture of the stream. */
+    CGR_TRY(cgr__lock(s->rt, "cgr_step_set_seed"));
     s->philox_init.seed = seed;
     s->philox_init.offset = 0;
-    if (!s->philox_dev)
-        return CGR_STATUS_OK;
+    cgr_status st = CGR_STATUS_OK;
     int prev = 0;
-    CGR_TRY(cgr__device_enter(s->rt, &prev));
-    /* Stream-ordered, so it lands between the runs before and after it. */
-    cudaError_t e = cudaMemcpyAsync(s->philox_dev, &s->philox_init, sizeof s->philox_init,
-                                    cudaMemcpyHostToDevice, s->rt->stream);
-    cgr__device_leave(prev);
-    if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaMemcpyAsync (seed)", __FILE__, __LINE__);
-    return CGR_STATUS_OK;
+    if (s->philox_dev && (st = cgr__device_enter(s->rt, &prev)) == CGR_STATUS_OK) {
+        /* Stream-ordered, so it lands between the runs before and after it. */
+        cudaError_t e = cudaMemcpyAsync(s->philox_dev, &s->philox_init, sizeof s->philox_init,
+                                        cudaMemcpyHostToDevice, s->rt->stream);
+        cgr__device_leave(prev);
+        if (e != cudaSuccess)
+            st = cgr__cuda_fail((int)e, "cudaMemcpyAsync (seed)", __FILE__, __LINE__);
+    }
+    cgr__unlock(s->rt);
+    return st;
 }
 
 void cgr__philox_free(cgr_step *s)

@@ -4,6 +4,7 @@
 #ifndef CGR_INTERNAL_H
 #define CGR_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
@@ -43,6 +44,14 @@ struct cgr_runtime {
     uint64_t replays, captures, eager_runs;
     double capture_us;
     size_t pinned_bytes;
+    /*
+     * Serializes every public call that reads or changes the runtime's or
+     * its steps' state, and everything enqueued on `stream` outside a step
+     * function (docs/threading.md). One stream means the work is serialized
+     * on the GPU anyway; the lock only keeps the host side consistent, so an
+     * uncontended lock/unlock pair per call is all it costs.
+     */
+    pthread_mutex_t lock;
 };
 
 /* What cgr_ctx_alloc does during one run of a step. */
@@ -115,9 +124,24 @@ struct cgr_step {
     uint64_t philox_per_run;
     int philox_known;
     cgr_step_stats stats;
+    /* Threads (all under rt->lock; docs/threading.md). */
+    pthread_t acquirer;  /* holder of the slot from cgr_step_acquire, while ring.acquired */
+    uint32_t waiters;    /* threads inside cgr_step_wait with the lock let go */
 };
 
 /* ---- lib/ ---- */
+/*
+ * Takes rt->lock. Fails with CGR_STATUS_WRONG_STATE, without blocking, when
+ * the calling thread already holds a runtime lock: it is inside a step
+ * function or a log callback, where only cgr_ctx_* calls are allowed.
+ */
+cgr_status cgr__lock(cgr_runtime *rt, const char *fn);
+void cgr__unlock(cgr_runtime *rt);
+/* 1 when another thread holds s's acquired slot or waits on s (lock held). */
+int cgr__step_busy(const cgr_step *s);
+/* Destroys a step (rt->lock held, s not busy). *destroyed is 0 only when
+ * the device could not be made current; the step is then left as it was. */
+cgr_status cgr__step_destroy_locked(cgr_step *s, int *destroyed);
 cgr_status cgr__check_runtime(const cgr_runtime *rt, const char *fn);
 cgr_status cgr__check_step(const cgr_step *s, const char *fn);
 cgr_status cgr__check_ctx(const cgr_ctx *c, const char *fn);

@@ -45,6 +45,35 @@ cgr_status cgr__check_runtime(const cgr_runtime *rt, const char *fn)
     return CGR_STATUS_OK;
 }
 
+/*
+ * The runtime lock (docs/threading.md). Step functions and log callbacks
+ * run with it held, so a cgr call from one of them would deadlock on a
+ * plain mutex. tls_held remembers, per thread, that the thread is inside
+ * a locked call: the inner call then fails with WRONG_STATE instead. It
+ * also refuses a second runtime's lock there, which keeps two threads from
+ * ever taking two runtime locks in opposite orders.
+ */
+static _Thread_local const cgr_runtime *tls_held;
+
+cgr_status cgr__lock(cgr_runtime *rt, const char *fn)
+{
+    if (tls_held)
+        return CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                        "%s: called from inside a step function or a log callback, where only "
+                        "cgr_ctx_* calls and cgr_launch_kernel are allowed",
+                        fn);
+    /* A default mutex cannot fail here: it is initialized and not held by this thread. */
+    (void)pthread_mutex_lock(&rt->lock);
+    tls_held = rt;
+    return CGR_STATUS_OK;
+}
+
+void cgr__unlock(cgr_runtime *rt)
+{
+    tls_held = NULL;
+    (void)pthread_mutex_unlock(&rt->lock);
+}
+
 cgr_status cgr__device_enter(const cgr_runtime *rt, int *prev)
 {
     CGR_CUDA_TRY(cudaGetDevice(prev));
@@ -105,9 +134,14 @@ CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
     if (!rt)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_runtime_create: host allocation");
     rt->opt = o;
+    if (pthread_mutex_init(&rt->lock, NULL) != 0) {
+        free(rt);
+        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_runtime_create: pthread_mutex_init");
+    }
     int prev = 0;
     cgr_status st = cgr__device_enter(rt, &prev);
     if (st != CGR_STATUS_OK) {
+        pthread_mutex_destroy(&rt->lock);
         free(rt);
         return st;
     }
@@ -137,6 +171,7 @@ fail:
         cudaStreamDestroy(rt->stream);
     cgr__arena_destroy(&rt->arena);
     cgr__device_leave(prev);
+    pthread_mutex_destroy(&rt->lock);
     free(rt);
     return st;
 }
@@ -147,19 +182,39 @@ CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **prt)
         return CGR_STATUS_OK;
     cgr_runtime *rt = *prt;
     CGR_TRY(cgr__check_runtime(rt, "cgr_runtime_destroy"));
+    CGR_TRY(cgr__lock(rt, "cgr_runtime_destroy"));
+    /*
+     * A thread still inside cgr_step_wait, or holding an acquired slot,
+     * would touch freed memory: refuse and change nothing. Threads that may
+     * still *start* a call on this runtime cannot be detected; the caller
+     * must have stopped them (docs/threading.md).
+     */
+    for (const cgr_step *s = rt->steps; s; s = s->next) {
+        if (cgr__step_busy(s)) {
+            cgr__unlock(rt);
+            return CGR_FAIL(CGR_STATUS_BUSY,
+                            "cgr_runtime_destroy: another thread is waiting on step '%s' or "
+                            "holds its acquired slot",
+                            s->name);
+        }
+    }
     int prev = 0;
-    CGR_TRY(cgr__device_enter(rt, &prev));
-    cgr_status st = CGR_STATUS_OK;
+    cgr_status st = cgr__device_enter(rt, &prev);
+    if (st != CGR_STATUS_OK) {
+        cgr__unlock(rt);
+        return st;
+    }
     cudaError_t e = cudaStreamSynchronize(rt->stream);
     if (e != cudaSuccess)
         st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
     while (rt->steps) {
         cgr_step *s = rt->steps;
-        cgr_status ss = cgr_step_destroy(&s);
+        int destroyed = 0;
+        cgr_status ss = cgr__step_destroy_locked(s, &destroyed);
         if (ss != CGR_STATUS_OK && st == CGR_STATUS_OK)
             st = ss;
-        if (s) /* destroy refused; unlink so we cannot loop forever */
-            rt->steps = rt->steps->next;
+        if (!destroyed) /* refused; unlink so we cannot loop forever */
+            rt->steps = s->next;
     }
     cgr__handles_destroy(rt);
     cudaMemPoolDestroy(rt->trace_pool);
@@ -168,6 +223,8 @@ CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **prt)
     cudaStreamDestroy(rt->stream);
     rt->magic = CGR__MAGIC_DEAD;
     cgr__device_leave(prev);
+    cgr__unlock(rt);
+    pthread_mutex_destroy(&rt->lock);
     free(rt);
     *prt = NULL;
     return st;
@@ -187,10 +244,14 @@ CGR_API cgr_status cgr_persistent_alloc(cgr_runtime *rt, size_t bytes, void **ou
     CGR_TRY(cgr__check_runtime(rt, "cgr_persistent_alloc"));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_persistent_alloc: out is NULL");
+    CGR_TRY(cgr__lock(rt, "cgr_persistent_alloc"));
     int prev = 0;
-    CGR_TRY(cgr__device_enter(rt, &prev));
-    cgr_status st = cgr__persist_alloc(&rt->persist, bytes, out);
-    cgr__device_leave(prev);
+    cgr_status st = cgr__device_enter(rt, &prev);
+    if (st == CGR_STATUS_OK) {
+        st = cgr__persist_alloc(&rt->persist, bytes, out);
+        cgr__device_leave(prev);
+    }
+    cgr__unlock(rt);
     return st;
 }
 
@@ -199,6 +260,9 @@ CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stat
     CGR_TRY(cgr__check_runtime(rt, "cgr_runtime_get_stats"));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_runtime_get_stats: out is NULL");
+    /* The lock is runtime state, not part of the value the caller passed as const. */
+    cgr_runtime *mrt = (cgr_runtime *)rt;
+    CGR_TRY(cgr__lock(mrt, "cgr_runtime_get_stats"));
     memset(out, 0, sizeof *out);
     out->steps = rt->n_steps;
     out->replays = rt->replays;
@@ -214,5 +278,6 @@ CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stat
     }
     out->persistent_bytes = rt->persist.bytes;
     out->pinned_bytes = rt->pinned_bytes;
+    cgr__unlock(mrt);
     return CGR_STATUS_OK;
 }

@@ -65,15 +65,20 @@ CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, c
     cgr__trace_init(&s->trace);
     s->stats.mode = CGR_MODE_WARMUP;
 
-    int prev = 0;
-    cgr_status st = cgr__device_enter(rt, &prev);
+    /* The I/O buffers come from the runtime's persistent table and pinned count. */
+    cgr_status st = cgr__lock(rt, "cgr_step_create");
     if (st != CGR_STATUS_OK) {
         free(s);
         return st;
     }
-    st = cgr__step_alloc_io(s);
-    cgr__device_leave(prev);
+    int prev = 0;
+    st = cgr__device_enter(rt, &prev);
+    if (st == CGR_STATUS_OK) {
+        st = cgr__step_alloc_io(s);
+        cgr__device_leave(prev);
+    }
     if (st != CGR_STATUS_OK) {
+        cgr__unlock(rt);
         free(s);
         return st;
     }
@@ -83,18 +88,24 @@ CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, c
     rt->n_steps++;
     cgr__log(rt, CGR_LOG_DEBUG, "step '%s': %d inputs, %d outputs, %zu pinned bytes", s->name,
              s->n_in, s->n_out, (size_t)s->stats.pinned_bytes);
+    cgr__unlock(rt);
     *out = s;
     return CGR_STATUS_OK;
 }
 
-CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
+int cgr__step_busy(const cgr_step *s)
 {
-    if (!ps || !*ps)
-        return CGR_STATUS_OK;
-    cgr_step *s = *ps;
-    CGR_TRY(cgr__check_step(s, "cgr_step_destroy"));
+    /* The slot's holder is only recorded by cgr_step_acquire; cgr_step_run
+     * acquires and commits inside one locked section, invisible to others. */
+    return s->waiters > 0 ||
+           (s->ring.acquired && !pthread_equal(s->acquirer, pthread_self()));
+}
+
+cgr_status cgr__step_destroy_locked(cgr_step *s, int *destroyed)
+{
     cgr_runtime *rt = s->rt;
     int prev = 0;
+    *destroyed = 0;
     CGR_TRY(cgr__device_enter(rt, &prev));
     cgr_status st = CGR_STATUS_OK;
     /* The step's graphs may still be running on the stream. */
@@ -110,7 +121,31 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
     s->magic = CGR__MAGIC_DEAD;
     cgr__device_leave(prev);
     free(s);
-    *ps = NULL;
+    *destroyed = 1;
+    return st;
+}
+
+CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
+{
+    if (!ps || !*ps)
+        return CGR_STATUS_OK;
+    cgr_step *s = *ps;
+    CGR_TRY(cgr__check_step(s, "cgr_step_destroy"));
+    cgr_runtime *rt = s->rt;
+    CGR_TRY(cgr__lock(rt, "cgr_step_destroy"));
+    /* Freeing the events and slots under a waiting thread would crash it. */
+    if (cgr__step_busy(s)) {
+        cgr__unlock(rt);
+        return CGR_FAIL(CGR_STATUS_BUSY,
+                        "cgr_step_destroy: another thread is waiting on step '%s' or holds its "
+                        "acquired slot",
+                        s->name);
+    }
+    int destroyed = 0;
+    cgr_status st = cgr__step_destroy_locked(s, &destroyed);
+    cgr__unlock(rt);
+    if (destroyed)
+        *ps = NULL;
     return st;
 }
 
@@ -119,6 +154,9 @@ CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
     CGR_TRY(cgr__check_step(s, "cgr_step_get_stats"));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_get_stats: out is NULL");
+    /* A consistent snapshot: counters move together under the lock. */
+    CGR_TRY(cgr__lock(s->rt, "cgr_step_get_stats"));
     *out = s->stats;
+    cgr__unlock(s->rt);
     return CGR_STATUS_OK;
 }

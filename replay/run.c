@@ -3,8 +3,14 @@
  * machine, waiting and reading outputs.
  *
  * The replay path is kept to what cannot be avoided: a handle check, the
- * ring check, the device check and one cudaGraphLaunch. The slot's event
- * is recorded by a node inside the graph, so no second API call is needed.
+ * runtime lock, the ring check, the device check and one cudaGraphLaunch.
+ * The slot's event is recorded by a node inside the graph, so no second
+ * API call is needed.
+ *
+ * Threads (docs/threading.md): every entry point here holds rt->lock while
+ * it reads or changes step state, and submitting holds it throughout, so a
+ * capture on the runtime's stream never sees another thread's launch.
+ * Only waiting lets go of the lock while it blocks.
  */
 #include <string.h>
 
@@ -41,6 +47,18 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
                 sizeof ss->capture_error - 1);
     }
     if (ss->mode == CGR_MODE_WARMUP && ss->warmup_runs >= (uint64_t)rt->opt.warmup_runs) {
+        /*
+         * Capture records the slot-0 event inside the graph. CUDA forbids
+         * synchronizing an event that takes part in a capture, and another
+         * thread inside cgr_step_wait may be doing just that with this
+         * step's events; so capture only while nobody waits on the step.
+         * A single-threaded caller never has a waiter here.
+         */
+        if (s->waiters > 0)
+            return CGR_FAIL(CGR_STATUS_BUSY,
+                            "step '%s' is due for capture while another thread waits on it; "
+                            "nothing was launched, try again",
+                            s->name);
         cgr_status st = cgr__capture(s);
         if (st == CGR_STATUS_CAPTURE_FAILED) {
             /* Keep the reason; later runs of this step run eagerly. */
@@ -84,6 +102,7 @@ static cgr_status launch_acquired(cgr_step *s, uint64_t ticket)
     return cgr__ring_commit(&s->ring, ticket);
 }
 
+/* rt->lock held. */
 static cgr_status acquire(cgr_step *s, uint64_t *ticket, uint32_t *slot, const char *fn)
 {
     cgr_status st = cgr__ring_acquire(&s->ring, ticket, slot);
@@ -93,6 +112,17 @@ static cgr_status acquire(cgr_step *s, uint64_t *ticket, uint32_t *slot, const c
                         "call cgr_step_wait() on run %llu first",
                         fn, s->ring.slots, s->name,
                         (unsigned long long)(s->ring.launched - s->ring.slots));
+    /*
+     * Held by another thread: it is about to launch, so this is "try
+     * again" (BUSY), not a misuse by the caller. Held by this thread: the
+     * caller forgot its own cgr_step_launch.
+     */
+    if (st == CGR_STATUS_WRONG_STATE && s->ring.acquired &&
+        !pthread_equal(s->acquirer, pthread_self()))
+        return CGR_FAIL(CGR_STATUS_BUSY,
+                        "%s: another thread holds an acquired slot of step '%s' and has not "
+                        "launched it yet",
+                        fn, s->name);
     if (st == CGR_STATUS_WRONG_STATE)
         return CGR_FAIL(st, "%s: a slot of step '%s' is acquired and not launched yet", fn,
                         s->name);
@@ -114,14 +144,19 @@ CGR_API cgr_status cgr_step_run(cgr_step *s, const void *const *inputs, uint64_t
     }
     uint64_t t;
     uint32_t slot;
-    CGR_TRY(acquire(s, &t, &slot, "cgr_step_run"));
-    unsigned char *host = cgr__slot_host(s, slot);
-    for (int i = 0; i < s->n_in; i++)
-        memcpy(host + s->in[i].slot_offset, inputs[i], s->in[i].bytes);
-    CGR_TRY(launch_acquired(s, t));
-    if (ticket)
+    /* One locked section from acquire to commit: no other thread ever sees this slot acquired. */
+    CGR_TRY(cgr__lock(s->rt, "cgr_step_run"));
+    cgr_status st = acquire(s, &t, &slot, "cgr_step_run");
+    if (st == CGR_STATUS_OK) {
+        unsigned char *host = cgr__slot_host(s, slot);
+        for (int i = 0; i < s->n_in; i++)
+            memcpy(host + s->in[i].slot_offset, inputs[i], s->in[i].bytes);
+        st = launch_acquired(s, t);
+    }
+    cgr__unlock(s->rt);
+    if (st == CGR_STATUS_OK && ticket)
         *ticket = t;
-    return CGR_STATUS_OK;
+    return st;
 }
 
 CGR_API cgr_status cgr_step_acquire(cgr_step *s, cgr_slot *out)
@@ -131,7 +166,12 @@ CGR_API cgr_status cgr_step_acquire(cgr_step *s, cgr_slot *out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_acquire: slot is NULL");
     uint64_t t;
     uint32_t slot;
-    CGR_TRY(acquire(s, &t, &slot, "cgr_step_acquire"));
+    CGR_TRY(cgr__lock(s->rt, "cgr_step_acquire"));
+    cgr_status st = acquire(s, &t, &slot, "cgr_step_acquire");
+    if (st == CGR_STATUS_OK)
+        s->acquirer = pthread_self();
+    cgr__unlock(s->rt);
+    CGR_TRY(st);
     memset(out, 0, sizeof *out);
     out->ticket = t;
     unsigned char *host = cgr__slot_host(s, slot);
@@ -145,15 +185,25 @@ CGR_API cgr_status cgr_step_launch(cgr_step *s, const cgr_slot *slot)
     CGR_TRY(cgr__check_step(s, "cgr_step_launch"));
     if (!slot)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_launch: slot is NULL");
+    CGR_TRY(cgr__lock(s->rt, "cgr_step_launch"));
+    cgr_status st;
     if (!s->ring.acquired)
-        return CGR_FAIL(CGR_STATUS_WRONG_STATE,
-                        "cgr_step_launch: no slot of step '%s' is acquired", s->name);
-    if (slot->ticket != s->ring.launched)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_step_launch: slot is for run %llu, the acquired one is run %llu",
-                        (unsigned long long)slot->ticket,
-                        (unsigned long long)s->ring.launched);
-    return launch_acquired(s, slot->ticket);
+        st = CGR_FAIL(CGR_STATUS_WRONG_STATE, "cgr_step_launch: no slot of step '%s' is acquired",
+                      s->name);
+    else if (!pthread_equal(s->acquirer, pthread_self()))
+        /* The acquiring thread may still be writing the inputs. */
+        st = CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                      "cgr_step_launch: the acquired slot of step '%s' belongs to another "
+                      "thread; acquire and launch on the same thread",
+                      s->name);
+    else if (slot->ticket != s->ring.launched)
+        st = CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                      "cgr_step_launch: slot is for run %llu, the acquired one is run %llu",
+                      (unsigned long long)slot->ticket, (unsigned long long)s->ring.launched);
+    else
+        st = launch_acquired(s, slot->ticket);
+    cgr__unlock(s->rt);
+    return st;
 }
 
 /*
@@ -165,13 +215,18 @@ CGR_API cgr_status cgr_step_launch(cgr_step *s, const cgr_slot *slot)
  * the wait blocks on the run's event, which also
  * reports a failed run instead of spinning forever on a flag that will
  * never come.
+ *
+ * Runs without rt->lock, on what the caller read under it: whether the
+ * run publishes a flag (kind) and which value (want). If other threads
+ * meanwhile retire this run and launch a later one on the slot, the flag
+ * only grows and the event's new record completes later, so the wait can
+ * only last longer, never end before this run has.
  */
-static cgr_status wait_slot(cgr_step *s, uint32_t slot)
+static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want)
 {
     double spin_us = (double)s->rt->opt.wait_spin_us;
-    if (s->sig_kind[slot] && spin_us > 0.0) {
+    if (kind && spin_us > 0.0) {
         uint64_t *flag = (uint64_t *)cgr__slot_host(s, slot);
-        uint64_t want = s->sig_expect[slot];
         double start = 0.0;
         for (unsigned i = 1;; i++) {
             if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) >= want)
@@ -186,35 +241,84 @@ static cgr_status wait_slot(cgr_step *s, uint32_t slot)
         }
     }
     CGR_CUDA_TRY(cudaEventSynchronize(s->done[slot]));
-    if (s->sig_kind[slot] &&
-        __atomic_load_n((uint64_t *)cgr__slot_host(s, slot), __ATOMIC_ACQUIRE) < s->sig_expect[slot])
+    if (kind && __atomic_load_n((uint64_t *)cgr__slot_host(s, slot), __ATOMIC_ACQUIRE) < want)
         return CGR_FAIL(CGR_STATUS_CUDA_ERROR,
                         "step '%s': a run on slot %u finished without publishing its outputs",
                         s->name, slot);
     return CGR_STATUS_OK;
 }
 
+/*
+ * Waits for `ticket`, with rt->lock let go while blocking so that other
+ * threads can launch meanwhile. `waiters` keeps the step's events and
+ * slots alive (destroy refuses) and postpones its capture until then.
+ */
+static cgr_status wait_ticket(cgr_step *s, uint64_t ticket, const char *fn)
+{
+    cgr_runtime *rt = s->rt;
+    CGR_TRY(cgr__lock(rt, fn));
+    if (cgr__ring_check_wait(&s->ring, ticket) != CGR_STATUS_OK) {
+        uint64_t launched = s->ring.launched;
+        cgr__unlock(rt);
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "%s: run %llu of step '%s' was never launched (%llu so far)", fn,
+                        (unsigned long long)ticket, s->name, (unsigned long long)launched);
+    }
+    if (ticket < s->ring.waited) {
+        cgr__unlock(rt);
+        return CGR_STATUS_OK;
+    }
+    /* waited <= ticket < launched, so the slot's last run is this ticket's. */
+    uint32_t slot = cgr__ring_slot(&s->ring, ticket);
+    int kind = s->sig_kind[slot];
+    uint64_t want = s->sig_expect[slot];
+    s->waiters++;
+    cgr__unlock(rt);
+    cgr_status st = wait_slot(s, slot, kind, want);
+    /* Cannot fail: this thread held no lock after the unlock above. */
+    (void)cgr__lock(rt, fn);
+    s->waiters--;
+    if (st == CGR_STATUS_OK)
+        cgr__ring_mark_waited(&s->ring, ticket);
+    cgr__unlock(rt);
+    return st;
+}
+
 CGR_API cgr_status cgr_step_wait(cgr_step *s, uint64_t ticket)
 {
     CGR_TRY(cgr__check_step(s, "cgr_step_wait"));
-    if (cgr__ring_check_wait(&s->ring, ticket) != CGR_STATUS_OK)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_step_wait: run %llu of step '%s' was never launched (%llu so far)",
-                        (unsigned long long)ticket, s->name,
-                        (unsigned long long)s->ring.launched);
-    if (ticket < s->ring.waited)
-        return CGR_STATUS_OK;
-    CGR_TRY(wait_slot(s, cgr__ring_slot(&s->ring, ticket)));
-    cgr__ring_mark_waited(&s->ring, ticket);
-    return CGR_STATUS_OK;
+    return wait_ticket(s, ticket, "cgr_step_wait");
 }
 
 CGR_API cgr_status cgr_step_sync(cgr_step *s)
 {
     CGR_TRY(cgr__check_step(s, "cgr_step_sync"));
-    if (s->ring.launched == 0)
+    CGR_TRY(cgr__lock(s->rt, "cgr_step_sync"));
+    uint64_t launched = s->ring.launched;
+    cgr__unlock(s->rt);
+    if (launched == 0)
         return CGR_STATUS_OK;
-    return cgr_step_wait(s, s->ring.launched - 1);
+    return wait_ticket(s, launched - 1, "cgr_step_sync");
+}
+
+/* Where output `index` of waited run `ticket` is; rt->lock held. */
+static cgr_status output_at(cgr_step *s, uint64_t ticket, int index, const char *fn,
+                            const unsigned char **data)
+{
+    if (index < 0 || index >= s->n_out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: index %d, step '%s' has %d outputs", fn,
+                        index, s->name, s->n_out);
+    cgr_status st = cgr__ring_check_output(&s->ring, ticket);
+    if (st == CGR_STATUS_WRONG_STATE)
+        return CGR_FAIL(st, "%s: run %llu of step '%s' was not waited for", fn,
+                        (unsigned long long)ticket, s->name);
+    if (st != CGR_STATUS_OK)
+        return CGR_FAIL(st,
+                        "%s: run %llu of step '%s' was never launched or its slot was reused by "
+                        "a later run",
+                        fn, (unsigned long long)ticket, s->name);
+    *data = cgr__slot_host(s, cgr__ring_slot(&s->ring, ticket)) + s->out[index].slot_offset;
+    return CGR_STATUS_OK;
 }
 
 CGR_API cgr_status cgr_step_output(cgr_step *s, uint64_t ticket, int index, const void **data,
@@ -223,21 +327,37 @@ CGR_API cgr_status cgr_step_output(cgr_step *s, uint64_t ticket, int index, cons
     CGR_TRY(cgr__check_step(s, "cgr_step_output"));
     if (!data)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_output: data is NULL");
-    if (index < 0 || index >= s->n_out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_step_output: index %d, step '%s' has %d outputs", index, s->name,
-                        s->n_out);
-    cgr_status st = cgr__ring_check_output(&s->ring, ticket);
-    if (st == CGR_STATUS_WRONG_STATE)
-        return CGR_FAIL(st, "cgr_step_output: run %llu of step '%s' was not waited for",
-                        (unsigned long long)ticket, s->name);
-    if (st != CGR_STATUS_OK)
-        return CGR_FAIL(st,
-                        "cgr_step_output: run %llu of step '%s' was never launched or its slot "
-                        "was reused by a later run",
-                        (unsigned long long)ticket, s->name);
-    *data = cgr__slot_host(s, cgr__ring_slot(&s->ring, ticket)) + s->out[index].slot_offset;
+    const unsigned char *p = NULL;
+    CGR_TRY(cgr__lock(s->rt, "cgr_step_output"));
+    cgr_status st = output_at(s, ticket, index, "cgr_step_output", &p);
+    cgr__unlock(s->rt);
+    CGR_TRY(st);
+    *data = p;
     if (bytes)
         *bytes = s->out[index].bytes;
     return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_step_copy_output(cgr_step *s, uint64_t ticket, int index, void *dst,
+                                        size_t capacity)
+{
+    CGR_TRY(cgr__check_step(s, "cgr_step_copy_output"));
+    if (!dst)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_copy_output: dst is NULL");
+    const unsigned char *p = NULL;
+    CGR_TRY(cgr__lock(s->rt, "cgr_step_copy_output"));
+    cgr_status st = output_at(s, ticket, index, "cgr_step_copy_output", &p);
+    if (st == CGR_STATUS_OK && capacity < s->out[index].bytes)
+        st = CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                      "cgr_step_copy_output: output %d of step '%s' has %zu bytes, dst holds %zu",
+                      index, s->name, s->out[index].bytes, capacity);
+    /*
+     * Copying under the lock is the point: no thread can launch the run
+     * that reuses this slot until the copy is done, so the bytes are this
+     * run's, all of them.
+     */
+    if (st == CGR_STATUS_OK)
+        memcpy(dst, p, s->out[index].bytes);
+    cgr__unlock(s->rt);
+    return st;
 }

@@ -11,6 +11,12 @@
  * struct tags that the CUDA headers themselves use, so a cgr_stream is a
  * cudaStream_t, and the handles returned by cgr_ctx_cublas() and
  * cgr_ctx_cudnn() are a cublasHandle_t and a cudnnHandle_t.
+ *
+ * Threads: runtimes share no state, so each thread may own one. A runtime
+ * may also be shared: a per-runtime lock serializes the calls that touch
+ * it, and a call that conflicts with another thread's use of the same step
+ * returns CGR_STATUS_BUSY (try again) instead of corrupting it.
+ * docs/threading.md has the rules.
  */
 #ifndef CGR_H
 #define CGR_H
@@ -54,7 +60,7 @@ typedef struct cudnnContext *cgr_cudnn_handle;
     X(CAPTURE_FAILED, 9, "the step could not be captured into a CUDA graph")               \
     X(TRACE_MISMATCH, 10, "the step's scratch requests differ from its warm-up")           \
     X(ARENA_LIMIT, 11, "the scratch plan needs more than the arena limit allows")          \
-    X(BUSY, 12, "every staging slot holds a result that was not waited for")               \
+    X(BUSY, 12, "every staging slot holds an unwaited result, or another thread uses the step") \
     X(STEP_FAILED, 13, "the user's step function returned an error")                       \
     X(WRONG_STATE, 14, "the call is not allowed in the current state")
 
@@ -164,7 +170,9 @@ CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
 /**
  * Waits for the runtime's stream, destroys every step still registered and
  * releases all device and pinned memory. Accepts NULL and *rt == NULL;
- * sets *rt to NULL.
+ * sets *rt to NULL. CGR_STATUS_BUSY (and nothing freed) while another
+ * thread waits on one of its steps or holds an acquired slot; no other
+ * thread may start a call on the runtime once this is called.
  */
 CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **rt);
 /** The runtime's stream (a cudaStream_t). */
@@ -211,7 +219,9 @@ CGR_API cgr_status cgr_step_desc_init(cgr_step_desc *desc);
 CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_step **out);
 /**
  * Waits for the step's work, then frees its graphs, buffers and slots.
- * Accepts NULL and *step == NULL; sets *step to NULL.
+ * Accepts NULL and *step == NULL; sets *step to NULL. CGR_STATUS_BUSY (and
+ * nothing freed) while another thread waits on the step or holds its
+ * acquired slot.
  */
 CGR_API cgr_status cgr_step_destroy(cgr_step **step);
 
@@ -236,10 +246,16 @@ typedef struct cgr_slot {
 /**
  * Fast path, part 1: reserves the next staging slot and returns pointers
  * into its pinned memory. Write the inputs there, then call
- * cgr_step_launch(). Only one slot may be acquired at a time.
+ * cgr_step_launch() from the same thread. Only one slot may be acquired at
+ * a time: CGR_STATUS_WRONG_STATE when this thread already holds it,
+ * CGR_STATUS_BUSY when another thread does.
  */
 CGR_API cgr_status cgr_step_acquire(cgr_step *step, cgr_slot *slot);
-/** Fast path, part 2: runs the step on the slot from cgr_step_acquire(). */
+/**
+ * Fast path, part 2: runs the step on the slot from cgr_step_acquire().
+ * CGR_STATUS_WRONG_STATE when the slot was acquired by another thread. On
+ * any failure nothing is launched and the slot is given back.
+ */
 CGR_API cgr_status cgr_step_launch(cgr_step *step, const cgr_slot *slot);
 
 /**
@@ -252,10 +268,21 @@ CGR_API cgr_status cgr_step_wait(cgr_step *step, uint64_t ticket);
 CGR_API cgr_status cgr_step_sync(cgr_step *step);
 /**
  * Pinned host copy of output `index` of a waited run. *bytes (may be NULL)
- * receives its size.
+ * receives its size. CGR_STATUS_INVALID_ARGUMENT when the run's slot was
+ * already reused by a later run.
  */
 CGR_API cgr_status cgr_step_output(cgr_step *step, uint64_t ticket, int index, const void **data,
                                    size_t *bytes);
+/**
+ * Copies output `index` of a waited run into dst (capacity >= its size).
+ * Same checks as cgr_step_output(), but the copy is made under the
+ * runtime's lock, so when several threads run the same step no later run
+ * can overwrite the slot while it is being read: on CGR_STATUS_OK every
+ * byte is this run's; CGR_STATUS_INVALID_ARGUMENT means the slot was
+ * reused first and the result is gone.
+ */
+CGR_API cgr_status cgr_step_copy_output(cgr_step *step, uint64_t ticket, int index, void *dst,
+                                        size_t capacity);
 
 /** How the step currently runs. */
 typedef enum cgr_step_mode {
@@ -306,7 +333,7 @@ CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stat
 /**
  * Persistent device memory (weights, optimizer state): 256-byte aligned,
  * never moved and never reused while the runtime lives. Not for use inside
- * a step function.
+ * a step function (CGR_STATUS_WRONG_STATE there).
  */
 CGR_API cgr_status cgr_persistent_alloc(cgr_runtime *rt, size_t bytes, void **out);
 
