@@ -12,7 +12,10 @@ null or absent, and entries with an "error" key are shown as failed.
 Only workloads present in both files are listed (--all lists every one).
 Workload names are compared case-insensitively, with a leading "W-" dropped
 and "_" read as "-" (so "W-mlp", "w_mlp" and "mlp" match); "batch" is accepted
-for "B".
+for "B". cgr-bench marks its variants with "+" suffixes: "+drop" is the
+dropout workload (torch's "mlp-dropout"), and any other suffix ("+pdl") is a
+way of running the same workload, shown as its own row against the same
+torch figures.
 
 For every workload and B it prints p50 wall us of cgr's graph mode (and its
 eager mode, if present), of torch eager and torch graph, GPU busy us, and two
@@ -38,10 +41,20 @@ import sys
 
 
 def norm_workload(name):
+    """'W-mlp+pdl+drop' -> 'mlp-dropout+pdl'; 'W_cnn' -> 'cnn'."""
     w = str(name).strip().lower().replace("_", "-")
     if w.startswith("w-"):
         w = w[2:]
-    return w
+    base, *flags = w.split("+")
+    if "drop" in flags:
+        base += "-dropout"
+    rest = [f for f in flags if f != "drop"]
+    return "+".join([base] + rest)
+
+
+def base_workload(w):
+    """The torch workload a (normalized) cgr workload is compared with."""
+    return w.split("+")[0]
 
 
 def p50_of(wall):
@@ -91,6 +104,8 @@ def load(path, label):
         table[key] = {
             "p50": None if "error" in r else p50_of(r.get("wall_us")),
             "busy": None if "error" in r else num_or_none(r.get("busy_us")),
+            # cgr-bench only: the union of the kernel intervals (PDL overlaps them)
+            "busy_u": None if "error" in r else num_or_none(r.get("busy_union_us")),
             "error": r.get("error"),
         }
     if skipped:
@@ -116,15 +131,15 @@ def build_rows(cgr, torch, cgr_mode, cgr_eager_mode, t_eager_mode, t_graph_mode,
     pairs = {(w, b) for (w, b, _) in list(cgr) + list(torch)}
     if not show_all:
         # Only workloads that both runs measured (cgr-bench also has W-chain etc.).
-        common = {w for (w, _, _) in cgr} & {w for (w, _, _) in torch}
-        pairs = {(w, b) for (w, b) in pairs if w in common}
+        torch_names = {w for (w, _, _) in torch}
+        pairs = {(w, b) for (w, b, _) in cgr if base_workload(w) in torch_names}
     pairs = sorted(pairs)
     rows = []
     for w, b in pairs:
         cg = cgr.get((w, b, cgr_mode), {})
         ce = cgr.get((w, b, cgr_eager_mode), {})
-        te = torch.get((w, b, t_eager_mode), {})
-        tg = torch.get((w, b, t_graph_mode), {})
+        te = torch.get((base_workload(w), b, t_eager_mode), {})
+        tg = torch.get((base_workload(w), b, t_graph_mode), {})
         errors = []
         for name, e in (("cgr " + cgr_mode, cg), ("cgr " + cgr_eager_mode, ce),
                         ("torch " + t_eager_mode, te), ("torch " + t_graph_mode, tg)):
@@ -138,11 +153,13 @@ def build_rows(cgr, torch, cgr_mode, cgr_eager_mode, t_eager_mode, t_graph_mode,
             "torch_eager_p50": te.get("p50"),
             "torch_graph_p50": tg.get("p50"),
             "cgr_graph_busy": cg.get("busy"),
+            "cgr_graph_busy_u": cg.get("busy_u"),
             "torch_eager_busy": te.get("busy"),
             "torch_graph_busy": tg.get("busy"),
             "cgr_vs_torch_eager": ratio(te.get("p50"), cg.get("p50")),
             "cgr_vs_torch_graph": ratio(tg.get("p50"), cg.get("p50")),
             "cgr_overhead": ratio(cg.get("p50"), cg.get("busy")),
+            "cgr_overhead_u": ratio(cg.get("p50"), cg.get("busy_u")),
             "torch_graph_overhead": ratio(tg.get("p50"), tg.get("busy")),
             "errors": errors,
         })
@@ -151,7 +168,7 @@ def build_rows(cgr, torch, cgr_mode, cgr_eager_mode, t_eager_mode, t_graph_mode,
 
 COLUMNS = [
     # header, key, width, format
-    ("workload", "workload", 12, None),
+    ("workload", "workload", 16, None),
     ("B", "B", 5, None),
     ("cgr graph", "cgr_graph_p50", 10, "%.1f"),
     ("cgr eager", "cgr_eager_p50", 10, "%.1f"),
@@ -160,8 +177,10 @@ COLUMNS = [
     ("vs t.eager", "cgr_vs_torch_eager", 10, "%.2fx"),
     ("vs t.graph", "cgr_vs_torch_graph", 10, "%.2fx"),
     ("cgr busy", "cgr_graph_busy", 9, "%.1f"),
+    ("cgr busy-u", "cgr_graph_busy_u", 10, "%.1f"),
     ("t.graph busy", "torch_graph_busy", 12, "%.1f"),
     ("cgr wall/busy", "cgr_overhead", 13, "%.2f"),
+    ("cgr wall/busy-u", "cgr_overhead_u", 15, "%.2f"),
     ("t.graph wall/busy", "torch_graph_overhead", 17, "%.2f"),
 ]
 
@@ -169,7 +188,8 @@ COLUMNS = [
 def print_text(rows, out):
     head = " ".join(h.rjust(wd) if i > 0 else h.ljust(wd)
                     for i, (h, _, wd, _) in enumerate(COLUMNS))
-    out.write("p50 wall us per step; ratios = torch p50 / cgr graph p50 (> 1: cgr faster)\n")
+    out.write("p50 wall us per step; ratios = torch p50 / cgr graph p50 (> 1: cgr faster)\n"
+              "busy: sum of kernel and memcpy durations; busy-u: their union on the timeline\n")
     out.write(head + "\n" + "-" * len(head) + "\n")
     for r in rows:
         cells = []
@@ -215,9 +235,14 @@ def main(argv=None):
     if args.workload:
         keep = {norm_workload(w) for w in args.workload.split(",") if w.strip()}
         torch_t = {k: v for k, v in torch_t.items() if k[0] in keep}
-        cgr_t = {k: v for k, v in cgr_t.items() if k[0] in keep}
+        cgr_t = {k: v for k, v in cgr_t.items() if base_workload(k[0]) in keep}
 
     td, cd = torch_meta.get("device"), cgr_meta.get("device")
+    # cgr-bench writes the device as an object; torch_peer.py as its name.
+    if isinstance(td, dict):
+        td = td.get("name")
+    if isinstance(cd, dict):
+        cd = cd.get("name")
     if td or cd:
         print("devices: torch %s; cgr %s" % (td or "?", cd or "?"))
         if td and cd and str(td).strip() != str(cd).strip():
