@@ -3,8 +3,9 @@
 # gpu suite under compute-sanitizer memcheck, and cgr-bench's default suite.
 # Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is printed last.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads]
-# --workloads also runs `cgr-bench cnn --profile --trace` and the PyTorch peer
-# script on the same GPU, and compares the two.
+# --workloads also runs `cgr-bench mlp --profile` (W-mlp, all batch sizes and
+# variants), `cgr-bench cnn --profile --trace` and the PyTorch peer script on
+# the same GPU, and compares them.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/cgr-gpu-check}
@@ -49,13 +50,16 @@ if [ "${result[build]}" = ok ]; then
         tail -n 14 "$OUT/bench-pdl.log"
     fi
     if [ $workloads = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
+        "$b/bench/cgr-bench" mlp --profile --json "$OUT/bench-mlp.json" \
+            >"$OUT/bench-mlp.log" 2>&1 || result[bench]=FAILED
+        grep -A14 "==== cgr-bench summary" "$OUT/bench-mlp.log"
         "$b/bench/cgr-bench" cnn --profile --trace "$OUT/trace.json" --json "$OUT/bench-cnn.json" \
             >"$OUT/bench-cnn.log" 2>&1 || result[bench]=FAILED
-        tail -n 40 "$OUT/bench-cnn.log"
-        PYTHONUNBUFFERED=1 python3 bench/peer/torch_peer.py --workload mlp,cnn \
+        grep -A6 "==== cgr-bench summary" "$OUT/bench-cnn.log"
+        PYTHONUNBUFFERED=1 python3 bench/peer/torch_peer.py --workload mlp,mlp-dropout,cnn \
             --json "$OUT/torch.json" >"$OUT/torch.log" 2>&1 && result[torch]=ok || result[torch]=FAILED
-        tail -n 25 "$OUT/torch.log"
-        python3 bench/peer/compare.py --torch "$OUT/torch.json" --cgr "$OUT/bench-cnn.json" 2>&1 | tail -n 20
+        python3 bench/peer/compare.py --torch "$OUT/torch.json" --cgr "$OUT/bench-mlp.json" \
+            --cgr "$OUT/bench-cnn.json" 2>&1 | tail -n 20
     fi
 fi
 cp "$b/meson-logs/testlog.txt" "$OUT/" 2>/dev/null

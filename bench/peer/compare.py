@@ -28,7 +28,7 @@ so a ratio above 1 means cgr's replay is that many times faster.
 
 Usage:
   python3 bench/peer/compare.py --torch torch_peer.json --cgr cgr_bench.json \\
-      [--cgr-mode graph] [--json comparison.json] [--markdown]
+      [--cgr more.json ...] [--cgr-mode graph] [--json comparison.json] [--markdown]
 
 Exit status: 0 when at least one workload/B pair could be compared, 1 when
 none could, 2 on unreadable input.
@@ -218,7 +218,8 @@ def print_markdown(rows, out):
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Compare cgr-bench and torch_peer.py results.")
     ap.add_argument("--torch", required=True, help="torch_peer.py JSON")
-    ap.add_argument("--cgr", required=True, help="cgr-bench JSON (common schema)")
+    ap.add_argument("--cgr", required=True, action="append",
+                    help="cgr-bench JSON (common schema); may be given more than once")
     ap.add_argument("--cgr-mode", default="graph", help="cgr's replay mode name (default graph)")
     ap.add_argument("--cgr-eager-mode", default="eager", help="cgr's eager mode name (default eager)")
     ap.add_argument("--torch-eager-mode", default="eager")
@@ -231,7 +232,11 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     torch_t, torch_meta = load(args.torch, "torch")
-    cgr_t, cgr_meta = load(args.cgr, "cgr")
+    cgr_t, cgr_meta = {}, {}
+    for path in args.cgr:
+        t, m = load(path, "cgr")
+        cgr_t.update(t)
+        cgr_meta = cgr_meta or m
     if args.workload:
         keep = {norm_workload(w) for w in args.workload.split(",") if w.strip()}
         torch_t = {k: v for k, v in torch_t.items() if k[0] in keep}
