@@ -50,12 +50,16 @@ const char *mlp_last_error(void)
     return last_error;
 }
 
+/* The kernels launch through cgr_launch_kernel(), which keeps the CUDA error's
+ * details in cgr_last_error() and reports cudaErrorLaunchFailure. */
 #define MLP_CUDA(expr)                                                                     \
     do {                                                                                   \
         cudaError_t e_ = (expr);                                                           \
         if (e_ != cudaSuccess)                                                             \
-            return fail("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #expr,                   \
-                        cudaGetErrorName(e_), cudaGetErrorString(e_));                     \
+            return fail("%s:%d: %s: %s (%s)%s%s", __FILE__, __LINE__, #expr,               \
+                        cudaGetErrorName(e_), cudaGetErrorString(e_),                      \
+                        e_ == cudaErrorLaunchFailure ? ": " : "",                          \
+                        e_ == cudaErrorLaunchFailure ? cgr_last_error() : "");             \
     } while (0)
 
 #define MLP_CUBLAS(expr)                                                                   \

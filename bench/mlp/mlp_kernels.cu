@@ -52,27 +52,31 @@ static __device__ __forceinline__ void pdl_begin(void)
 
 /*
  * One launch path for both modes, so that pdl=0 and pdl=1 run the very same
- * kernel with the same grid: only the attribute differs.
+ * kernel with the same grid: only the attribute differs. It goes through
+ * cgr_launch_kernel(), cgr's helper for programmatic dependent launch. The
+ * arguments are first converted to the kernel's exact parameter types,
+ * because the helper takes their addresses. A failure comes back as
+ * cudaErrorLaunchFailure, with cgr_last_error() naming the CUDA error.
  */
+template <typename... KArgs>
+static cudaError_t launch_exact(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s,
+                                int pdl, KArgs... args)
+{
+    void *argv[] = {(void *)&args..., nullptr};
+    cgr_launch_cfg cfg;
+    cfg.grid[0] = grid.x, cfg.grid[1] = grid.y, cfg.grid[2] = grid.z;
+    cfg.block[0] = block.x, cfg.block[1] = block.y, cfg.block[2] = block.z;
+    cfg.shared_bytes = 0;
+    cfg.pdl = pdl;
+    const cgr_status st = cgr_launch_kernel(s, (const void *)kernel, &cfg, argv);
+    return st == CGR_STATUS_OK ? cudaSuccess : cudaErrorLaunchFailure;
+}
+
 template <typename... KArgs, typename... Args>
 static cudaError_t launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s,
                           int pdl, Args... args)
 {
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1] = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = s;
-    if (pdl) {
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-    }
-    cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args...);
-    cudaError_t last = cudaGetLastError();
-    return e != cudaSuccess ? e : last;
+    return launch_exact<KArgs...>(kernel, grid, block, s, pdl, static_cast<KArgs>(args)...);
 }
 
 static bool aligned16(const void *p)
