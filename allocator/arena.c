@@ -8,6 +8,7 @@
 
 #include "arena.h"
 #include "check.h"
+#include "fault.h"
 
 /* Driver VMM entry points, fetched once per process through the runtime. */
 typedef CUresult (*fn_reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
@@ -87,8 +88,11 @@ static cgr_status load_vmm(void)
 
 static cgr_status drv_fail(CUresult r, const char *expr, int line)
 {
-    cgr_status s = r == CUDA_ERROR_OUT_OF_MEMORY ? CGR_STATUS_OUT_OF_MEMORY : CGR_STATUS_CUDA_ERROR;
-    return cgr__fail(s, __FILE__, line, "%s failed: CUresult %d", expr, (int)r);
+    /* No cuGetErrorName without linking libcuda; name the one code callers act on. */
+    int oom = r == CUDA_ERROR_OUT_OF_MEMORY;
+    return cgr__fail(oom ? CGR_STATUS_OUT_OF_MEMORY : CGR_STATUS_CUDA_ERROR, __FILE__, line,
+                     "%s failed: CUresult %d%s", expr, (int)r,
+                     oom ? " (CUDA_ERROR_OUT_OF_MEMORY)" : "");
 }
 
 #define DRV_TRY(expr)                                                                      \
@@ -153,9 +157,14 @@ cgr_status cgr__arena_ensure(cgr__arena *a, size_t bytes)
     CUmemAllocationProp prop;
     device_prop(&prop, a->device);
     CUmemGenericAllocationHandle h = 0;
-    DRV_TRY(vmm.create(&h, grow, &prop, 0));
+    /* Both sites count every growth ('|', not '||'), see fault.h. */
+    CUresult r = (CGR__FAULT(CGR__FAULT_DEVICE_ALLOC) | CGR__FAULT(CGR__FAULT_ARENA_CREATE))
+                     ? CUDA_ERROR_OUT_OF_MEMORY
+                     : vmm.create(&h, grow, &prop, 0);
+    if (r != CUDA_SUCCESS)
+        return drv_fail(r, "cuMemCreate", __LINE__);
     CUdeviceptr at = (CUdeviceptr)(a->base + a->mapped);
-    CUresult r = vmm.map(at, grow, 0, h, 0);
+    r = CGR__FAULT(CGR__FAULT_ARENA_MAP) ? CUDA_ERROR_OUT_OF_MEMORY : vmm.map(at, grow, 0, h, 0);
     if (r != CUDA_SUCCESS) {
         vmm.release(h);
         return drv_fail(r, "cuMemMap", __LINE__);

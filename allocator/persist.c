@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include "check.h"
+#include "fault.h"
 #include "persist.h"
 
 cgr_status cgr__persist_alloc(cgr__persist *p, size_t bytes, void **out)
@@ -25,7 +26,10 @@ cgr_status cgr__persist_alloc(cgr__persist *p, size_t bytes, void **out)
      * accounting honest about what the allocation really occupies. */
     size_t rounded = (bytes + 255) & ~(size_t)255;
     void *ptr = NULL;
-    CGR_CUDA_TRY(cudaMalloc(&ptr, rounded));
+    cudaError_t e = CGR__FAULT(CGR__FAULT_DEVICE_ALLOC) ? cudaErrorMemoryAllocation
+                                                         : cudaMalloc(&ptr, rounded);
+    if (e != cudaSuccess)
+        return cgr__cuda_fail((int)e, "cudaMalloc(&ptr, rounded)", __FILE__, __LINE__);
     p->ptrs[p->n] = ptr;
     p->sizes[p->n] = rounded;
     p->n++;

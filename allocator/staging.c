@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "fault.h"
 #include "internal.h"
 
 static size_t align_up(size_t v)
@@ -44,9 +45,15 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
     for (int i = 0; i < s->n_out; i++)
         CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, s->out[i].bytes, &s->out[i].dev), st, fail);
     void *host = NULL;
-    CGR_CUDA_TRY_GOTO(cudaHostAlloc(&host, pinned, cudaHostAllocMapped | cudaHostAllocPortable),
-                      st, fail);
+    cudaError_t e = CGR__FAULT(CGR__FAULT_PINNED_ALLOC)
+                        ? cudaErrorMemoryAllocation
+                        : cudaHostAlloc(&host, pinned, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+        st = cgr__cuda_fail((int)e, "cudaHostAlloc (staging slots)", __FILE__, __LINE__);
+        goto fail;
+    }
     s->pinned = host;
+    CGR__FAULT_PINNED(pinned, +1);
     void *dev = NULL;
     CGR_CUDA_TRY_GOTO(cudaHostGetDevicePointer(&dev, host, 0), st, fail);
     s->pinned_dev = dev;
@@ -78,8 +85,10 @@ void cgr__step_free_io(cgr_step *s)
             cudaEventDestroy(s->done[k]);
         s->done[k] = NULL;
     }
-    if (s->pinned)
+    if (s->pinned) {
+        CGR__FAULT_PINNED(s->slot_stride * s->ring.slots, -1);
         cudaFreeHost(s->pinned);
+    }
     cgr__persist_free(&rt->persist, s->sig_dev);
     s->sig_dev = NULL;
     rt->pinned_bytes -= s->stats.pinned_bytes;

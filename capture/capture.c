@@ -24,6 +24,7 @@
  */
 #include <string.h>
 
+#include "fault.h"
 #include "internal.h"
 #include "stage.h"
 #include "trace.h"
@@ -183,7 +184,18 @@ static cgr_status instantiate_all(cgr_step *s, cudaGraph_t g, io_nodes *io)
     cgr_status st = CGR_STATUS_OK;
     for (uint32_t k = 0; k < s->ring.slots; k++) {
         CGR_TRY_GOTO(patch_for_slot(s, io, k), st, fail);
-        CGR_CUDA_TRY_GOTO(cudaGraphInstantiate(&s->exec[k], g, 0), st, fail);
+        /*
+         * Stored only on success: CUDA does not say what a failed call leaves
+         * in its out pointer, and the fail path destroys whatever exec[] holds.
+         */
+        cudaGraphExec_t exec = NULL;
+        cudaError_t e = CGR__FAULT(CGR__FAULT_INSTANTIATE) ? cudaErrorInvalidValue
+                                                            : cudaGraphInstantiate(&exec, g, 0);
+        if (e != cudaSuccess) {
+            st = cgr__cuda_fail((int)e, "cudaGraphInstantiate", __FILE__, __LINE__);
+            goto fail;
+        }
+        s->exec[k] = exec;
         /* Upload now so the first replay does not pay for it. */
         CGR_CUDA_TRY_GOTO(cudaGraphUpload(s->exec[k], s->rt->stream), st, fail);
     }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "internal.h"
 
 cgr_status cgr__check_ctx(const cgr_ctx *c, const char *fn)
@@ -99,6 +100,11 @@ static cgr_status ctx_error(cgr_ctx *c, cgr_status s)
     return s;
 }
 
+cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s)
+{
+    return ctx_error(c, s);
+}
+
 static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
 {
     cgr_step *s = c->step;
@@ -112,7 +118,9 @@ static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
         s->trace_ptrs_cap = cap;
     }
     void *ptr = NULL;
-    cudaError_t e = cudaMallocFromPoolAsync(&ptr, bytes, c->rt->trace_pool, c->rt->stream);
+    cudaError_t e = CGR__FAULT(CGR__FAULT_DEVICE_ALLOC)
+                        ? cudaErrorMemoryAllocation
+                        : cudaMallocFromPoolAsync(&ptr, bytes, c->rt->trace_pool, c->rt->stream);
     if (e != cudaSuccess)
         return ctx_error(c, cgr__cuda_fail((int)e, "cudaMallocFromPoolAsync", __FILE__, __LINE__));
     cgr_status st = cgr__trace_alloc(&s->trace, bytes, &id);
@@ -141,6 +149,16 @@ static cgr_status planned_alloc(cgr_ctx *c, size_t bytes, void **out)
                                      "warm-up asked %zu bytes at event %u",
                                      c->step->name, i, bytes, c->clock, t->bufs[i].size,
                                      t->bufs[i].start));
+    if (c->mode == CGR__CTX_CAPTURE && CGR__FAULT(CGR__FAULT_CAPTURE_INVALIDATE)) {
+        /*
+         * Test builds only: invalidate the capture the way an illegal call
+         * hidden in the step would (a host synchronization of the captured
+         * stream), and drop that call's own error, so that the rest of the
+         * step meets an invalidated capture, as it would in real life.
+         */
+        (void)cudaStreamSynchronize(c->rt->stream);
+        (void)cudaGetLastError();
+    }
     *out = (void *)(c->rt->arena.base + t->bufs[i].offset);
     c->next++;
     c->clock++;

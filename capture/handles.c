@@ -7,10 +7,16 @@
  * (a scratch request like any other, so it is planned and shared by all
  * steps); cublasSetWorkspace must follow cublasSetStream, which resets it,
  * so the stream is set once at creation and never again.
+ *
+ * A failure here is cgr's, not the step's, so it fails the run with its own
+ * status (cgr__ctx_fail): CUBLAS_ERROR or CUDNN_ERROR, or OUT_OF_MEMORY for
+ * an allocation failure, whatever the step function then returns. A handle
+ * is kept only once it is fully set up, so the next run starts afresh.
  */
 #include <cublas_v2.h>
 
 #include "cgr_config.h"
+#include "fault.h"
 #include "internal.h"
 
 #if CGR_HAVE_CUDNN
@@ -33,18 +39,29 @@ CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
             return CGR_FAIL(CGR_STATUS_WRONG_STATE,
                             "cgr_ctx_cublas: first called during capture; call it on every run");
         cublasHandle_t h = NULL;
-        CGR_CUBLAS_TRY(cublasCreate(&h));
-        cublasStatus_t e = cublasSetStream(h, rt->stream);
+        cublasStatus_t e =
+            CGR__FAULT(CGR__FAULT_CUBLAS) ? CUBLAS_STATUS_NOT_INITIALIZED : cublasCreate(&h);
+        if (e != CUBLAS_STATUS_SUCCESS)
+            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasCreate", __FILE__, __LINE__));
+        e = CGR__FAULT(CGR__FAULT_CUBLAS) ? CUBLAS_STATUS_EXECUTION_FAILED
+                                          : cublasSetStream(h, rt->stream);
         if (e != CUBLAS_STATUS_SUCCESS) {
             cublasDestroy(h);
-            return cgr__cublas_fail((int)e, "cublasSetStream", __FILE__, __LINE__);
+            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream", __FILE__,
+                                                     __LINE__));
         }
         rt->cublas = h;
     }
     if (!c->cublas_bound) {
         void *ws = NULL;
-        CGR_TRY(cgr_ctx_alloc(c, CGR__CUBLAS_WORKSPACE, &ws));
-        CGR_CUBLAS_TRY(cublasSetWorkspace((cublasHandle_t)rt->cublas, ws, CGR__CUBLAS_WORKSPACE));
+        CGR_TRY(cgr_ctx_alloc(c, CGR__CUBLAS_WORKSPACE, &ws)); /* fails the run itself */
+        cublasStatus_t e =
+            CGR__FAULT(CGR__FAULT_CUBLAS)
+                ? CUBLAS_STATUS_EXECUTION_FAILED
+                : cublasSetWorkspace((cublasHandle_t)rt->cublas, ws, CGR__CUBLAS_WORKSPACE);
+        if (e != CUBLAS_STATUS_SUCCESS)
+            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetWorkspace", __FILE__,
+                                                     __LINE__));
         c->cublas_bound = 1;
     }
     *out = (cgr_cublas_handle)rt->cublas;
@@ -63,11 +80,16 @@ CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
             return CGR_FAIL(CGR_STATUS_WRONG_STATE,
                             "cgr_ctx_cudnn: first called during capture; call it on every run");
         cudnnHandle_t h = NULL;
-        CGR_CUDNN_TRY(cudnnCreate(&h));
-        cudnnStatus_t e = cudnnSetStream(h, rt->stream);
+        cudnnStatus_t e =
+            CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_NOT_INITIALIZED : cudnnCreate(&h);
+        if (e != CUDNN_STATUS_SUCCESS)
+            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnCreate", __FILE__, __LINE__));
+        e = CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_EXECUTION_FAILED
+                                         : cudnnSetStream(h, rt->stream);
         if (e != CUDNN_STATUS_SUCCESS) {
             cudnnDestroy(h);
-            return cgr__cudnn_fail((int)e, "cudnnSetStream", __FILE__, __LINE__);
+            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnSetStream", __FILE__,
+                                                    __LINE__));
         }
         rt->cudnn = h;
     }

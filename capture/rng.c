@@ -22,11 +22,20 @@ CGR_API cgr_status cgr_ctx_philox(cgr_ctx *c, uint64_t count, const cgr_philox_s
         if (c->mode == CGR__CTX_CAPTURE)
             return CGR_FAIL(CGR_STATUS_WRONG_STATE,
                             "cgr_ctx_philox: first called during capture; call it on every run");
+        /* cgr's own failures fail the run with their status (internal.h). */
         void *p = NULL;
-        CGR_TRY(cgr__persist_alloc(&c->rt->persist, sizeof(cgr_philox_state), &p));
+        cgr_status st = cgr__persist_alloc(&c->rt->persist, sizeof(cgr_philox_state), &p);
+        if (st != CGR_STATUS_OK)
+            return cgr__ctx_fail(c, st);
+        cudaError_t e = cudaMemcpyAsync(p, &s->philox_init, sizeof s->philox_init,
+                                        cudaMemcpyHostToDevice, c->rt->stream);
+        if (e != cudaSuccess) {
+            /* Not kept: a state that was never seeded would be used as is by the next run. */
+            cgr__persist_free(&c->rt->persist, p);
+            return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaMemcpyAsync (seed)", __FILE__,
+                                                   __LINE__));
+        }
         s->philox_dev = p;
-        CGR_CUDA_TRY(cudaMemcpyAsync(p, &s->philox_init, sizeof s->philox_init,
-                                     cudaMemcpyHostToDevice, c->rt->stream));
     }
     *state = s->philox_dev;
     *sub = c->philox_used;

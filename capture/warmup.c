@@ -12,14 +12,16 @@ static cgr_status plan_trace(cgr_step *s)
 {
     cgr_runtime *rt = s->rt;
     size_t peak = 0, lower = 0;
-    CGR_TRY(cgr__plan(s->trace.bufs, s->trace.n, CGR__ALIGN, &peak, &lower));
-    CGR_TRY(cgr__arena_ensure(&rt->arena, peak));
     /*
      * The tracing pool's memory is only needed for that first run: once the
-     * stream has drained its frees, give it back to the device.
+     * stream has drained its frees, give it back to the device. Before the
+     * arena grows, not after: growing may fail for want of exactly that
+     * memory, and a failed growth must not leave the pool holding it.
      */
     CGR_CUDA_TRY(cudaStreamSynchronize(rt->stream));
     CGR_CUDA_TRY(cudaMemPoolTrimTo(rt->trace_pool, 0));
+    CGR_TRY(cgr__plan(s->trace.bufs, s->trace.n, CGR__ALIGN, &peak, &lower));
+    CGR_TRY(cgr__arena_ensure(&rt->arena, peak));
     s->planned = 1;
     s->stats.scratch_requests = s->trace.n;
     s->stats.scratch_peak = peak;
@@ -38,7 +40,21 @@ static cgr_status run_eager(cgr_step *s, uint32_t slot)
         CGR_CUDA_TRY(cudaMemcpyAsync(s->in[i].dev, host + s->in[i].slot_offset, s->in[i].bytes,
                                      cudaMemcpyHostToDevice, rt->stream));
     int tracing = !s->planned;
-    CGR_TRY(cgr__call_step(s, tracing ? CGR__CTX_TRACE : CGR__CTX_PLANNED));
+    cgr_status st = cgr__call_step(s, tracing ? CGR__CTX_TRACE : CGR__CTX_PLANNED);
+    if (st != CGR_STATUS_OK) {
+        if (tracing) {
+            /*
+             * The next run traces again from scratch. Do not keep this run's
+             * pool memory meanwhile (after an out-of-memory error least of
+             * all). The run's own error is the one reported, so this cleanup
+             * neither fails nor touches the message.
+             */
+            if (cudaStreamSynchronize(rt->stream) == cudaSuccess)
+                (void)cudaMemPoolTrimTo(rt->trace_pool, 0);
+            (void)cudaGetLastError();
+        }
+        return st;
+    }
     if (tracing)
         CGR_TRY(plan_trace(s));
     unsigned char *out = cgr__slot_host(s, slot);

@@ -194,5 +194,12 @@ void cgr__philox_free(cgr_step *s);
 cudaError_t cgr__philox_advance(cgr_philox_state *st, uint64_t n, cudaStream_t stream);
 /* Calls the user's step function with a context in `mode`. */
 cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode);
+/*
+ * Fails the run of `c` with `s` (the first failure of the run stands) and
+ * returns `s`. For failures of cgr's own work inside a step (scratch, the
+ * library handles, the RNG state): the run then reports that status and its
+ * message, not CGR_STATUS_STEP_FAILED, since the step itself did nothing wrong.
+ */
+cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s);
 
 #endif

@@ -190,7 +190,10 @@ typedef struct cgr_tensor_desc {
  * A step function. It enqueues one step of GPU work on cgr_ctx_stream(ctx)
  * and nothing else: no host synchronization, no cudaMalloc/cudaFree (use
  * cgr_ctx_alloc), no reading device data on the host (make it an output).
- * Anything but CGR_STATUS_OK makes the run fail with CGR_STATUS_STEP_FAILED.
+ * Anything but CGR_STATUS_OK makes the run fail with CGR_STATUS_STEP_FAILED,
+ * except after a cgr_ctx_* call failed on cgr's side (scratch, the cuBLAS or
+ * cuDNN handle, the RNG state): then the run fails with that call's status
+ * (e.g. CGR_STATUS_OUT_OF_MEMORY, CGR_STATUS_CUBLAS_ERROR) and message.
  * It must make the same scratch requests, in the same order, on every call.
  */
 typedef cgr_status (*cgr_step_fn)(cgr_ctx *ctx, void *user);
