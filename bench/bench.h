@@ -22,6 +22,8 @@ typedef struct bench_config {
     const char *trace_path; /* Chrome/Perfetto trace of the workloads' profiled steps */
     unsigned timeout_s;  /* watchdog base per mode; more is added per step */
     const char *json_path;
+    int stats;           /* --stats: print cgr's runtime and step stats after each workload */
+    long soak_steps;     /* replays of the soak suite (--soak-steps) */
 } bench_config;
 
 /* ---- chain suite ---- */
@@ -124,6 +126,11 @@ int staging_suite(const bench_config *cfg, bench_results *res);
 int mlp_suite(const bench_config *cfg, bench_results *res, const int *batches, int n);
 /* W-cnn at the given batch sizes (through cgr, eager vs graph). */
 int cnn_suite(const bench_config *cfg, bench_results *res, const int *batches, int n);
+/*
+ * The soak suite (soak_bench.c): prints its own table (and JSON to
+ * cfg->json_path) and returns the exit status: 0 pass, 1 growth or mismatch.
+ */
+int soak_suite(const bench_config *cfg, const bench_results *res);
 /* Measures the clocks' own overhead into res->timer. */
 void timer_overhead(const bench_config *cfg, bench_results *res);
 

@@ -366,6 +366,10 @@ static int cgr_mode_run(void *ctx, mode_result *r)
     TRY_GOTO(cgr_finish(m, r), out);
     rc = 0;
 out:
+    if (m->rt && m->e->cfg->stats) {
+        printf("cgr stats, chain N=%d, %s:\n", m->e->n, m->name);
+        bench_print_stats(m->rt, (const cgr_step *const *)&m->step, m->step ? 1 : 0);
+    }
     if (m->step)
         bench_cgr_failed(cgr_step_destroy(&m->step), "cgr_step_destroy", __FILE__, __LINE__);
     if (m->rt)

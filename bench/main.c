@@ -1,8 +1,9 @@
 /*
  * cgr-bench: command line, device checks and the suite runner.
  *
- *   cgr-bench [chain|staging|default] [--device N] [--steps S] [--warmup W]
- *             [--json FILE] [--quick] [--timeout SEC]
+ *   cgr-bench [chain|staging|mlp|cnn|soak|default] [--device N] [--steps S]
+ *             [--warmup W] [--json FILE] [--quick] [--timeout SEC] [--stats]
+ *             [--soak-steps N]
  *
  * Exit status: 0 all modes ran and every checked value was right; 1 a mode
  * failed, a value was wrong or the watchdog fired; 2 no usable CUDA device;
@@ -25,7 +26,7 @@
 #define BENCH_GPU_ARCH "90"
 #endif
 
-typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING, SUITE_MLP, SUITE_CNN } suite_id;
+typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING, SUITE_MLP, SUITE_CNN, SUITE_SOAK } suite_id;
 
 static void usage(FILE *f)
 {
@@ -41,6 +42,9 @@ static void usage(FILE *f)
           "  cnn        W-cnn (B = 1, 8, 32) through cgr: eager vs graph, GPU busy time\n"
           "  default    chain, staging, then W-mlp and W-cnn at B = 1 (what runs when no\n"
           "             suite is given)\n"
+          "  soak       1,000,000 replays with fresh inputs and a shape change every\n"
+          "             10,000 steps: fails on > 1 MiB growth of host RSS, device memory\n"
+          "             or pinned bytes, or on any output unlike an eager run's\n"
           "options:\n"
           "  --device N      CUDA device ordinal (default 0)\n"
           "  --steps S       timed steps per mode (default 1000, at least 200)\n"
@@ -52,6 +56,8 @@ static void usage(FILE *f)
           "  --pdl           chain kernels launched with programmatic dependent launch\n"
           "                  (cgr_launch_kernel with pdl = 1), in every mode\n"
           "  --timeout SEC   watchdog per mode, plus an allowance per step (default 60)\n"
+          "  --stats         print cgr's runtime and step stats after each workload\n"
+          "  --soak-steps N  replays of the soak suite (default 1000000)\n"
           "  -h, --help      this text\n",
           f);
 }
@@ -84,7 +90,7 @@ static int parse_suite(const char *arg, suite_id *suite, int *have_suite)
         const char *name;
         suite_id id;
     } suites[] = {{"default", SUITE_DEFAULT}, {"chain", SUITE_CHAIN}, {"staging", SUITE_STAGING},
-                   {"mlp", SUITE_MLP}, {"cnn", SUITE_CNN}};
+                   {"mlp", SUITE_MLP}, {"cnn", SUITE_CNN}, {"soak", SUITE_SOAK}};
     if (*have_suite) {
         fprintf(stderr, "cgr-bench: more than one suite given ('%s')\n", arg);
         return -1;
@@ -122,6 +128,12 @@ static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
             cfg->pdl = 1;
         } else if (!strcmp(a, "--profile")) {
             cfg->profile = 1;
+        } else if (!strcmp(a, "--stats")) {
+            cfg->stats = 1;
+        } else if (is_opt(a, "--soak-steps")) {
+            TRY(parse_int("--soak-steps", option_value(argc, argv, &i, a, 12), 1, 2000000000L,
+                          &v));
+            cfg->soak_steps = v;
         } else if (is_opt(a, "--trace")) {
             cfg->trace_path = option_value(argc, argv, &i, a, 7);
             if (!cfg->trace_path || !cfg->trace_path[0]) {
@@ -333,7 +345,8 @@ int main(int argc, char **argv)
 {
     /* Line-buffered, so a watchdog exit or a killed run keeps what was printed. */
     setvbuf(stdout, NULL, _IOLBF, 0);
-    bench_config cfg = {.device = 0, .steps = 1000, .warmup = 50, .timeout_s = 60};
+    bench_config cfg = {.device = 0, .steps = 1000, .warmup = 50, .timeout_s = 60,
+                        .soak_steps = 1000000};
     suite_id suite = SUITE_DEFAULT;
     int pr = parse_args(argc, argv, &cfg, &suite);
     if (pr != 0) {
@@ -355,6 +368,9 @@ int main(int argc, char **argv)
         return rc;
 
     print_header(&res);
+    /* The soak is no timed comparison: it prints and judges its own results. */
+    if (suite == SUITE_SOAK)
+        return soak_suite(&cfg, &res);
     run_suites(&cfg, &res, suite);
     report_chain(&res);
     report_staging(&res);

@@ -100,6 +100,55 @@ int float_matches(float got, float want)
     return fabsf(got - want) <= 1e-6f * fabsf(want);
 }
 
+static double mib(uint64_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+static const char *mode_name(cgr_step_mode m)
+{
+    return m == CGR_MODE_GRAPH ? "graph" : m == CGR_MODE_EAGER ? "eager (fallback)" : "warm-up";
+}
+
+void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int n_steps)
+{
+    cgr_runtime_stats r;
+    if (cgr_runtime_get_stats(rt, &r) != CGR_STATUS_OK) {
+        printf("  cgr stats: unavailable (%s)\n", cgr_last_error());
+        return;
+    }
+    printf("  cgr runtime: %llu step%s, %llu replays, %llu eager runs (warm-up included), "
+           "%llu captures in %.1f us\n",
+           (unsigned long long)r.steps, r.steps == 1 ? "" : "s", (unsigned long long)r.replays,
+           (unsigned long long)r.eager_runs, (unsigned long long)r.captures, r.capture_us);
+    printf("               arena %.2f MiB mapped, largest plan %.3f MiB (lower bound %.3f MiB); "
+           "persistent %.3f MiB, pinned %.3f MiB\n",
+           mib(r.arena_reserved), mib(r.arena_planned), mib(r.arena_lower_bound),
+           mib(r.persistent_bytes), mib(r.pinned_bytes));
+    for (int i = 0; i < n_steps; i++) {
+        cgr_step_stats s;
+        if (!steps[i] || cgr_step_get_stats(steps[i], &s) != CGR_STATUS_OK) {
+            printf("  step %d: stats unavailable (%s)\n", i, cgr_last_error());
+            continue;
+        }
+        printf("  step %-2d      %s; %llu runs = %llu warm-up + %llu replays + %llu eager\n", i,
+               mode_name(s.mode), (unsigned long long)s.runs, (unsigned long long)s.warmup_runs,
+               (unsigned long long)s.replays, (unsigned long long)s.eager_runs);
+        printf("               %llu captures (%llu failed), last %.1f us; graph %llu nodes "
+               "(%llu kernel, %llu memcpy)\n",
+               (unsigned long long)s.captures, (unsigned long long)s.capture_failures,
+               s.capture_us, (unsigned long long)s.graph_nodes,
+               (unsigned long long)s.graph_kernel_nodes, (unsigned long long)s.graph_memcpy_nodes);
+        printf("               I/O %llu zero-copy + %llu memcpy tensors; scratch %llu requests, "
+               "plan %.3f MiB (lower bound %.3f MiB); pinned %.3f MiB\n",
+               (unsigned long long)s.zero_copy_tensors, (unsigned long long)s.memcpy_tensors,
+               (unsigned long long)s.scratch_requests, mib(s.scratch_peak),
+               mib(s.scratch_lower_bound), mib(s.pinned_bytes));
+        if (s.capture_error[0])
+            printf("               capture error: %s\n", s.capture_error);
+    }
+}
+
 int capture_begin(cudaStream_t s)
 {
     (void)cudaGetLastError();

@@ -82,6 +82,13 @@ void rng_fill(bench_rng *r, float *x, size_t n);
 /* True when got equals want exactly or within 1e-6 relative. */
 int float_matches(float got, float want);
 
+/*
+ * cgr-bench --stats: prints cgr_runtime_get_stats of rt and
+ * cgr_step_get_stats of steps[0..n_steps) to stdout as a readable block.
+ * Call it after a workload's last step and before destroying the runtime.
+ */
+void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int n_steps);
+
 /* ---- graph capture --------------------------------------------------- */
 
 /* Begins a thread-local capture on s (the mode cgr itself uses). */

@@ -1,0 +1,463 @@
+/*
+ * cgr-bench soak: a million replays on one runtime, looking for slow leaks
+ * and silent corruption.
+ *
+ * The workload is a two-layer MLP forward pass (D = 256, weights in
+ * persistent memory, the hidden layer in scratch) at batch sizes 1, 4, 16
+ * and 64. Every step gets fresh random inputs, written straight into the
+ * acquired pinned slot; the batch size changes every SOAK_PHASE steps.
+ * The host fills step k + 1 while the GPU runs step k.
+ *
+ * Changing shape. Dynamic dims (issue 4) are not built yet, so each batch
+ * size has its own fixed-shape step on the same runtime (they share its
+ * arena), and a shape change switches steps. Two functions are all that
+ * knows this: batch_of() (the schedule) and step_for() (which step runs a
+ * batch size). With dynamic dims, step_for() returns the one step and the
+ * launch passes the batch size as its dynamic dim.
+ *
+ * What is checked:
+ * - leaks: host RSS (/proc/self/statm), device memory in use
+ *   (cudaMemGetInfo) and pinned bytes (cgr_runtime_get_stats), sampled
+ *   after warm-up, every SOAK_SAMPLE steps and at the end; growth from
+ *   after warm-up to the end above 1 MiB on any of them fails;
+ * - corruption: every SOAK_CHECK-th output is compared bit for bit with an
+ *   eager run (a second runtime, cgr_options.capture = 0) of the same
+ *   inputs; in warm-up both are also compared with the host. The kernels
+ *   are deterministic (soak_kernels.cu), so any difference fails.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "bench.h"
+#include "json.h"
+#include "soak.h"
+#include "util.h"
+
+#define SOAK_D 256
+#define SOAK_SHAPES 4
+#define SOAK_PHASE 10000L   /* steps between shape changes */
+#define SOAK_CHECK 10000L   /* every this many steps one output is checked */
+#define SOAK_SAMPLE 100000L /* steps between memory samples */
+#define SOAK_WARMUP 100     /* warm-up steps per shape */
+#define SOAK_LIMIT ((int64_t)1 << 20) /* allowed growth per figure: 1 MiB */
+#define SOAK_MAX_SAMPLES 64
+
+static const int soak_batches[SOAK_SHAPES] = {1, 4, 16, 64};
+
+/* Weights, shared by every step of a runtime (persistent allocations). */
+typedef struct soak_model {
+    float *w1, *b1, *w2, *b2;
+} soak_model;
+
+/* x[B,D] -> h = relu(x W1 + b1) (scratch) -> y = h W2 + b2. */
+static cgr_status soak_step_fn(cgr_ctx *ctx, void *user)
+{
+    const soak_model *m = user;
+    const cgr_tensor_desc *d;
+    cgr_stream st;
+    float *x, *y, *h;
+    cgr_status s;
+    if ((s = cgr_ctx_stream(ctx, &st)) || (s = cgr_ctx_input_desc(ctx, 0, &d)) ||
+        (s = cgr_ctx_input(ctx, 0, (void **)&x)) || (s = cgr_ctx_output(ctx, 0, (void **)&y)))
+        return s;
+    int B = (int)d->dims[0];
+    if ((s = cgr_ctx_alloc(ctx, (size_t)B * SOAK_D * sizeof(float), (void **)&h)))
+        return s;
+    if (soak_layer(h, x, m->w1, m->b1, B, SOAK_D, 1, st) != cudaSuccess ||
+        soak_layer(y, h, m->w2, m->b2, B, SOAK_D, 0, st) != cudaSuccess)
+        return CGR_STATUS_CUDA_ERROR;
+    return cgr_ctx_free(ctx, h);
+}
+
+/* One runtime with a step per shape. */
+typedef struct soak_rt {
+    cgr_runtime *rt;
+    soak_model m;
+    cgr_step *steps[SOAK_SHAPES];
+} soak_rt;
+
+typedef struct soak_sample {
+    long step;
+    int64_t rss, device, pinned;
+} soak_sample;
+
+typedef struct soak {
+    const bench_config *cfg;
+    long steps;
+    soak_rt graph, eager;
+    float *host_w1, *host_b1, *host_w2, *host_b2;
+    float saved_x[64 * SOAK_D]; /* inputs of the run being checked */
+    float want[64 * SOAK_D];
+    bench_rng rng;
+    long checks, mismatches;
+    soak_sample samples[SOAK_MAX_SAMPLES];
+    int n_samples;
+    double wall_s;
+} soak;
+
+/* ---- shape schedule (the two places that know shapes are separate steps) ---- */
+
+static int batch_of(long k)
+{
+    return (int)((k / SOAK_PHASE) % SOAK_SHAPES);
+}
+
+static cgr_step *step_for(soak_rt *r, int shape)
+{
+    return r->steps[shape];
+}
+
+/* ---- setup ----------------------------------------------------------------- */
+
+static int upload(cgr_runtime *rt, const float *host, size_t n, float **dev)
+{
+    cgr_stream st;
+    CGR_CK(cgr_persistent_alloc(rt, n * sizeof(float), (void **)dev));
+    CGR_CK(cgr_runtime_stream(rt, &st));
+    CK(cudaMemcpyAsync(*dev, host, n * sizeof(float), cudaMemcpyHostToDevice, st));
+    CK(cudaStreamSynchronize(st));
+    return 0;
+}
+
+static int rt_setup(soak *s, soak_rt *r, int capture)
+{
+    cgr_options o;
+    CGR_CK(cgr_options_init(&o));
+    o.device = s->cfg->device;
+    o.capture = capture;
+    CGR_CK(cgr_runtime_create(&r->rt, &o));
+    TRY(upload(r->rt, s->host_w1, (size_t)SOAK_D * SOAK_D, &r->m.w1));
+    TRY(upload(r->rt, s->host_b1, SOAK_D, &r->m.b1));
+    TRY(upload(r->rt, s->host_w2, (size_t)SOAK_D * SOAK_D, &r->m.w2));
+    TRY(upload(r->rt, s->host_b2, SOAK_D, &r->m.b2));
+    for (int i = 0; i < SOAK_SHAPES; i++) {
+        cgr_tensor_desc in, out;
+        memset(&in, 0, sizeof in);
+        in.name = "x";
+        in.dtype = CGR_DTYPE_F32;
+        in.rank = 2;
+        in.dims[0] = soak_batches[i];
+        in.dims[1] = SOAK_D;
+        out = in;
+        out.name = "y";
+        char name[32];
+        snprintf(name, sizeof name, "soak B=%d", soak_batches[i]);
+        cgr_step_desc d;
+        CGR_CK(cgr_step_desc_init(&d));
+        d.name = name;
+        d.inputs = &in;
+        d.n_inputs = 1;
+        d.outputs = &out;
+        d.n_outputs = 1;
+        d.fn = soak_step_fn;
+        d.user = &r->m;
+        CGR_CK(cgr_step_create(r->rt, &d, &r->steps[i]));
+    }
+    return 0;
+}
+
+static void rt_teardown(soak_rt *r)
+{
+    if (r->rt)
+        bench_cgr_failed(cgr_runtime_destroy(&r->rt), "cgr_runtime_destroy", __FILE__, __LINE__);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- checks ---------------------------------------------------------------- */
+
+/* The same arithmetic as soak_layer on the host, bit for bit (fmaf, same order). */
+static void host_layer(float *y, const float *x, const float *w, const float *b, int B, int relu)
+{
+    for (int i = 0; i < B; i++)
+        for (int j = 0; j < SOAK_D; j++) {
+            float acc = b[j];
+            for (int k = 0; k < SOAK_D; k++)
+                acc = fmaf(x[(size_t)i * SOAK_D + k], w[(size_t)k * SOAK_D + j], acc);
+            y[(size_t)i * SOAK_D + j] = relu && acc < 0.0f ? 0.0f : acc;
+        }
+}
+
+static int compare(const char *what, long k, int B, const float *got, const float *want)
+{
+    size_t n = (size_t)B * SOAK_D;
+    if (memcmp(got, want, n * sizeof(float)) == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof(float)) != 0) {
+            bench_error("soak step %ld (B=%d): %s differs at [%zu]: %.9g, expected %.9g", k, B,
+                        what, i, got[i], want[i]);
+            break;
+        }
+    return 1;
+}
+
+/*
+ * Compares the graph output of step k (waited for) with an eager run of
+ * the same inputs (s->saved_x), and with the host when `host` is set.
+ */
+static int check_step(soak *s, long k, int shape, cgr_step *g, uint64_t ticket, int host)
+{
+    int B = soak_batches[shape];
+    const void *got = NULL, *ref = NULL;
+    CGR_CK(cgr_step_output(g, ticket, 0, &got, NULL));
+    cgr_step *e = step_for(&s->eager, shape);
+    const void *ins[1] = {s->saved_x};
+    uint64_t t;
+    CGR_CK(cgr_step_run(e, ins, &t));
+    CGR_CK(cgr_step_wait(e, t));
+    CGR_CK(cgr_step_output(e, t, 0, &ref, NULL));
+    s->checks++;
+    int bad = compare("graph vs eager", k, B, got, ref);
+    if (host) {
+        static float h[64 * SOAK_D];
+        host_layer(h, s->saved_x, s->host_w1, s->host_b1, B, 1);
+        host_layer(s->want, h, s->host_w2, s->host_b2, B, 0);
+        bad |= compare("eager vs host", k, B, ref, s->want);
+    }
+    s->mismatches += bad;
+    return 0;
+}
+
+/* ---- memory samples ---------------------------------------------------------- */
+
+static int64_t host_rss(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = -1, resident = -1;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+            resident = -1;
+        fclose(f);
+    }
+    return resident < 0 ? -1 : (int64_t)resident * (int64_t)sysconf(_SC_PAGESIZE);
+}
+
+static int take_sample(soak *s, long step)
+{
+    soak_sample *x = &s->samples[s->n_samples < SOAK_MAX_SAMPLES ? s->n_samples++
+                                                                 : SOAK_MAX_SAMPLES - 1];
+    size_t free_b = 0, total_b = 0;
+    CK(cudaMemGetInfo(&free_b, &total_b));
+    cgr_runtime_stats a, b;
+    CGR_CK(cgr_runtime_get_stats(s->graph.rt, &a));
+    CGR_CK(cgr_runtime_get_stats(s->eager.rt, &b));
+    x->step = step;
+    x->rss = host_rss();
+    x->device = (int64_t)(total_b - free_b);
+    x->pinned = (int64_t)(a.pinned_bytes + b.pinned_bytes);
+    printf("  %10ld  %14.2f  %16.2f  %11.3f\n", step, (double)x->rss / 1048576.0,
+           (double)x->device / 1048576.0, (double)x->pinned / 1048576.0);
+    return 0;
+}
+
+/* ---- the loop ---------------------------------------------------------------- */
+
+/* A launched run not yet waited for. */
+typedef struct pending {
+    cgr_step *step;
+    uint64_t ticket;
+    long k;
+    int shape, check, host;
+} pending;
+
+static int retire(soak *s, pending *p)
+{
+    if (!p->step)
+        return 0;
+    CGR_CK(cgr_step_wait(p->step, p->ticket));
+    if (p->check)
+        TRY(check_step(s, p->k, p->shape, p->step, p->ticket, p->host));
+    p->step = NULL;
+    return 0;
+}
+
+/*
+ * Steps [k0, k1) of the schedule. Step k is launched before step k - 1 is
+ * waited for, so the host fills one slot while the GPU works on the other.
+ * `check_every` > 0 checks step k when (k + 1) % check_every == 0: the last
+ * step of a phase, a replay. In warm-up, `host` adds the host comparison.
+ */
+static int run_range(soak *s, long k0, long k1, long (*sched)(long), long check_every, int host)
+{
+    pending prev = {0};
+    for (long k = k0; k < k1; k++) {
+        int shape = (int)sched(k);
+        cgr_step *st = step_for(&s->graph, shape);
+        /* A shape change: the last run of the old step is retired first. */
+        if (prev.step && prev.step != st)
+            TRY(retire(s, &prev));
+        int B = soak_batches[shape];
+        cgr_slot slot;
+        CGR_CK(cgr_step_acquire(st, &slot));
+        rng_fill(&s->rng, slot.inputs[0], (size_t)B * SOAK_D);
+        int check = check_every > 0 && (k + 1) % check_every == 0;
+        if (check)
+            memcpy(s->saved_x, slot.inputs[0], (size_t)B * SOAK_D * sizeof(float));
+        CGR_CK(cgr_step_launch(st, &slot));
+        TRY(retire(s, &prev));
+        prev = (pending){st, slot.ticket, k, shape, check, host};
+    }
+    return retire(s, &prev);
+}
+
+static long sched_main(long k)
+{
+    return batch_of(k);
+}
+
+/* Warm-up: SOAK_WARMUP steps per shape, the last of each checked with the host. */
+static long sched_warmup(long k)
+{
+    return (k / SOAK_WARMUP) % SOAK_SHAPES;
+}
+
+static int soak_body(soak *s)
+{
+    TRY(rt_setup(s, &s->graph, 1));
+    TRY(rt_setup(s, &s->eager, 0));
+    watchdog_arm("soak: warm-up", s->cfg->timeout_s);
+    int rc = run_range(s, 0, (long)SOAK_WARMUP * SOAK_SHAPES, sched_warmup, SOAK_WARMUP, 1);
+    watchdog_disarm();
+    TRY(rc);
+    for (int i = 0; i < SOAK_SHAPES; i++) {
+        cgr_step_stats ss;
+        CGR_CK(cgr_step_get_stats(s->graph.steps[i], &ss));
+        if (ss.mode != CGR_MODE_GRAPH) {
+            bench_error("soak B=%d is not replaying a graph after warm-up: %s", soak_batches[i],
+                        ss.capture_error);
+            return -1;
+        }
+    }
+    long warm_checks = s->checks;
+    printf("soak: %ld replays, fresh inputs every step, batch switched every %ld steps among "
+           "B = 1, 4, 16, 64 (D = %d, one fixed-shape step each); every %ld-th output checked "
+           "bitwise against eager\n",
+           s->steps, SOAK_PHASE, SOAK_D, SOAK_CHECK);
+    printf("  %10s  %14s  %16s  %11s\n", "step", "host RSS MiB", "device used MiB",
+           "pinned MiB");
+    TRY(take_sample(s, 0));
+    double t0 = now_us();
+    for (long k = 0; k < s->steps; k += SOAK_SAMPLE) {
+        long end = k + SOAK_SAMPLE < s->steps ? k + SOAK_SAMPLE : s->steps;
+        /* Re-armed per chunk: a hang shows within a chunk's budget (0.2 ms a step is 10x slack). */
+        watchdog_arm("soak", s->cfg->timeout_s + (unsigned)((end - k) / 5000));
+        rc = run_range(s, k, end, sched_main, SOAK_CHECK, 0);
+        watchdog_disarm();
+        TRY(rc);
+        TRY(take_sample(s, end));
+    }
+    s->wall_s = (now_us() - t0) * 1e-6;
+    printf("  %ld outputs checked (%ld in warm-up, also against the host), %ld mismatches\n",
+           s->checks, warm_checks, s->mismatches);
+    if (s->cfg->stats) {
+        printf("  graph runtime:\n");
+        bench_print_stats(s->graph.rt, (const cgr_step *const *)s->graph.steps, SOAK_SHAPES);
+        printf("  eager reference runtime:\n");
+        bench_print_stats(s->eager.rt, (const cgr_step *const *)s->eager.steps, SOAK_SHAPES);
+    }
+    return 0;
+}
+
+static void write_json(const soak *s, const bench_results *res, int64_t g[3], int pass)
+{
+    FILE *f = fopen(s->cfg->json_path, "w");
+    if (!f) {
+        bench_error("cannot write %s", s->cfg->json_path);
+        return;
+    }
+    json_writer w;
+    json_init(&w, f);
+    json_begin_object(&w, NULL);
+    json_string(&w, "suite", "soak");
+    json_string(&w, "device_name", res->device_name);
+    json_int(&w, "steps", s->steps);
+    json_int(&w, "phase_steps", SOAK_PHASE);
+    json_begin_array(&w, "batches");
+    for (int i = 0; i < SOAK_SHAPES; i++)
+        json_int(&w, NULL, soak_batches[i]);
+    json_end_array(&w);
+    json_number(&w, "wall_s", s->wall_s);
+    json_number(&w, "us_per_step", s->steps ? s->wall_s * 1e6 / (double)s->steps : 0.0);
+    json_int(&w, "checks", s->checks);
+    json_int(&w, "mismatches", s->mismatches);
+    json_begin_array(&w, "samples");
+    for (int i = 0; i < s->n_samples; i++) {
+        json_begin_object(&w, NULL);
+        json_int(&w, "step", s->samples[i].step);
+        json_int(&w, "host_rss_bytes", s->samples[i].rss);
+        json_int(&w, "device_used_bytes", s->samples[i].device);
+        json_int(&w, "pinned_bytes", s->samples[i].pinned);
+        json_end_object(&w);
+    }
+    json_end_array(&w);
+    json_begin_object(&w, "growth_bytes");
+    json_int(&w, "host_rss", g[0]);
+    json_int(&w, "device_used", g[1]);
+    json_int(&w, "pinned", g[2]);
+    json_end_object(&w);
+    json_int(&w, "growth_limit_bytes", SOAK_LIMIT);
+    json_bool(&w, "pass", pass);
+    json_end_object(&w);
+    if (json_finish(&w) != 0)
+        bench_error("writing %s failed", s->cfg->json_path);
+    fclose(f);
+}
+
+int soak_suite(const bench_config *cfg, const bench_results *res)
+{
+    static soak s; /* large buffers: off the stack */
+    memset(&s, 0, sizeof s);
+    s.cfg = cfg;
+    s.steps = cfg->soak_steps;
+    rng_seed(&s.rng, 0x50a4ULL);
+    size_t ww = (size_t)SOAK_D * SOAK_D;
+    s.host_w1 = malloc(ww * sizeof(float));
+    s.host_w2 = malloc(ww * sizeof(float));
+    s.host_b1 = malloc(SOAK_D * sizeof(float));
+    s.host_b2 = malloc(SOAK_D * sizeof(float));
+    int rc = 1;
+    if (!s.host_w1 || !s.host_w2 || !s.host_b1 || !s.host_b2) {
+        bench_error("soak: out of host memory");
+        goto out;
+    }
+    /* Scaled so activations stay O(1): x and W uniform in [-1, 1), W / sqrt(D). */
+    rng_fill(&s.rng, s.host_w1, ww);
+    rng_fill(&s.rng, s.host_w2, ww);
+    rng_fill(&s.rng, s.host_b1, SOAK_D);
+    rng_fill(&s.rng, s.host_b2, SOAK_D);
+    for (size_t i = 0; i < ww; i++) {
+        s.host_w1[i] *= 0.0625f;
+        s.host_w2[i] *= 0.0625f;
+    }
+    if (soak_body(&s) != 0)
+        goto out;
+    soak_sample *a = &s.samples[0], *z = &s.samples[s.n_samples - 1];
+    int64_t g[3] = {z->rss - a->rss, z->device - a->device, z->pinned - a->pinned};
+    int grew = a->rss < 0 || z->rss < 0 || g[0] > SOAK_LIMIT || g[1] > SOAK_LIMIT ||
+               g[2] > SOAK_LIMIT;
+    int pass = !grew && s.mismatches == 0;
+    printf("  growth from after warm-up to the end: host RSS %+.3f MiB, device %+.3f MiB, "
+           "pinned %+.3f MiB (limit +1 MiB each)\n",
+           (double)g[0] / 1048576.0, (double)g[1] / 1048576.0, (double)g[2] / 1048576.0);
+    printf("  %.1f s, %.2f us per step (launch, fill and wait pipelined; checks included)\n",
+           s.wall_s, s.steps ? s.wall_s * 1e6 / (double)s.steps : 0.0);
+    printf("soak: %s\n", pass ? "PASS" : grew ? "FAIL (memory grew)" : "FAIL (outputs differ)");
+    if (cfg->json_path)
+        write_json(&s, res, g, pass);
+    rc = pass ? 0 : 1;
+out:
+    if (rc != 0 && s.n_samples == 0)
+        fprintf(stderr, "cgr-bench: soak failed: %s\n", bench_last_error());
+    rt_teardown(&s.graph);
+    rt_teardown(&s.eager);
+    free(s.host_w1);
+    free(s.host_w2);
+    free(s.host_b1);
+    free(s.host_b2);
+    return rc;
+}
