@@ -195,6 +195,10 @@ static int work_mode_run(void *ctx, mode_result *mr)
     TRY_GOTO(profile_pass(c, j->r), out);
     rc = 0;
 out:
+    if (c->cfg->stats && c->rt) {
+        printf("cgr stats, %s B=%d %s:\n", w->name, w->B, c->capture ? "graph" : "eager");
+        bench_print_stats(c->rt, (const cgr_step *const *)&c->step, c->step ? 1 : 0);
+    }
     if (c->rt)
         bench_cgr_failed(cgr_runtime_destroy(&c->rt), "cgr_runtime_destroy", __FILE__, __LINE__);
     c->step = NULL;
