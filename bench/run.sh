@@ -6,6 +6,7 @@ set -eu
 cd "$(dirname "$0")/.."
 builddir=${CGR_BUILD_DIR:-build}
 bash tests/build.sh
-# The default suite, then W-chain again with programmatic dependent launch.
-"$builddir/bench/cgr-bench" default --device 0 "$@"
-exec "$builddir/bench/cgr-bench" chain --pdl --device 0
+# The default suite (W-chain, staging, W-mlp and W-cnn at small batch); it
+# ends with one summary table. `cgr-bench chain --pdl` repeats W-chain with
+# programmatic dependent launch.
+exec "$builddir/bench/cgr-bench" default --device 0 "$@"

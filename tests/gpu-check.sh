@@ -2,21 +2,25 @@
 # One call on the GPU machine: build, run the unit/headers/gpu suites, the
 # gpu suite under compute-sanitizer memcheck, and cgr-bench's default suite.
 # Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is printed last.
-#   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads]
+#   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
+#                      [--sanitizers]
 # --workloads also runs `cgr-bench mlp --profile` (W-mlp, all batch sizes and
 # variants), `cgr-bench cnn --profile --trace` and the PyTorch peer script on
-# the same GPU, and compares them.
+# the same GPU, and compares them. --soak runs `cgr-bench soak` (1,000,000
+# replays); --sanitizers adds the racecheck and initcheck setups.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/cgr-gpu-check}
 mkdir -p "$OUT"
-memcheck=1 bench=1 quick="" workloads=0
+memcheck=1 bench=1 quick="" workloads=0 soak=0 sanitizers=0
 for a in "$@"; do
     case "$a" in
     --no-memcheck) memcheck=0 ;;
     --no-bench) bench=0 ;;
     --quick-bench) quick="--quick" ;;
     --workloads) workloads=1 ;;
+    --soak) soak=1 ;;
+    --sanitizers) sanitizers=1 ;;
     esac
 done
 b=build-gpu
@@ -40,6 +44,18 @@ if [ "${result[build]}" = ok ]; then
         meson test -C "$b" --setup memcheck --suite gpu --print-errorlogs \
             >"$OUT/memcheck.log" 2>&1 && result[memcheck]=ok || result[memcheck]=FAILED
         grep -E "^ *[0-9]+/[0-9]+ |ERROR SUMMARY" "$OUT/memcheck.log" | head -20
+    fi
+    if [ $sanitizers = 1 ]; then
+        for tool in racecheck initcheck; do
+            meson test -C "$b" --setup $tool --suite gpu --print-errorlogs \
+                >"$OUT/$tool.log" 2>&1 && result[$tool]=ok || result[$tool]=FAILED
+            grep -E "^ *[0-9]+/[0-9]+ " "$OUT/$tool.log" | head -20
+        done
+    fi
+    if [ $soak = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
+        "$b/bench/cgr-bench" soak --json "$OUT/soak.json" >"$OUT/soak.log" 2>&1 \
+            && result[soak]=ok || result[soak]=FAILED
+        tail -n 20 "$OUT/soak.log"
     fi
     if [ $bench = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
         "$b/bench/cgr-bench" default $quick --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 \
@@ -72,6 +88,6 @@ tmp=$(mktemp /tmp/cgr-all.XXXXXX.tgz)
 echo
 echo "== gpu-check summary =="
 cat "$OUT/gpu.txt"
-for k in build tests memcheck bench torch; do
+for k in build tests memcheck racecheck initcheck soak bench torch; do
     printf '%-10s %s\n' "$k" "${result[$k]:-skipped}"
 done
