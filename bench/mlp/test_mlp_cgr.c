@@ -424,8 +424,7 @@ static void test_graph_eager(int B, float dropout, const float *params0)
 int main(void)
 {
     require_gpu();
-    const char *san = getenv("CGR_TEST_SANITIZER");
-    const int sanitizer = san && strcmp(san, "0") != 0;
+    const int sanitizer = under_sanitizer(NULL);
     if (sanitizer) {
         STEPS = 12;
         printf("under a sanitizer (CGR_TEST_SANITIZER): %d steps, B = 1 only\n", STEPS);

@@ -1,3 +1,4 @@
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
@@ -67,4 +68,12 @@ cgr_tensor_desc tensor1(const char *name, cgr_dtype t, int64_t d0)
     cgr_tensor_desc d = tensor2(name, t, d0, 1);
     d.rank = 1;
     return d;
+}
+
+int under_sanitizer(const char *tool)
+{
+    const char *v = getenv("CGR_TEST_SANITIZER");
+    if (!v || !*v || strcmp(v, "0") == 0)
+        return 0;
+    return !tool || strcmp(v, tool) == 0;
 }

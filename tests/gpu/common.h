@@ -13,6 +13,12 @@
 /* Exits 77 (skip) with a reason when no usable GPU is present. */
 void require_gpu(void);
 
+/*
+ * 1 when the test runs under compute-sanitizer's `tool` (the meson setups
+ * set CGR_TEST_SANITIZER to the tool's name); tool NULL: under any tool.
+ */
+int under_sanitizer(const char *tool);
+
 /* xorshift64*: fresh, reproducible random data; never zeros. */
 typedef struct rng {
     uint64_t s;

@@ -80,6 +80,12 @@ int main(void)
         long long diff = (long long)free0 - (long long)free1;
         printf("cycle %d: free before %zu, after %zu, difference %lld bytes\n", i, free0, free1,
                diff);
+        /* initcheck keeps device memory of its own for the allocations it tracks. */
+        if (under_sanitizer("initcheck")) {
+            printf("under initcheck: the exact device-memory check is left to plain runs and "
+                   "memcheck\n");
+            continue;
+        }
         if (diff > 0)
             TEST_FAIL_("cycle %d leaked %lld bytes of device memory", i, diff);
     }

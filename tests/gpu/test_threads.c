@@ -21,7 +21,7 @@
  *     deadlock on the runtime's lock.
  *
  * Under compute-sanitizer everything is far slower, so the counts shrink:
- * the meson sanitizer setups set CGR_TEST_SANITIZER=1; CGR_TEST_SCALE=F
+ * the meson sanitizer setups set CGR_TEST_SANITIZER (to the tool's name); CGR_TEST_SCALE=F
  * (0 < F <= 1) scales them by hand.
  *
  * No thread touches the legacy default stream (cudaMemcpy, cudaMemset) or
