@@ -13,6 +13,7 @@
 
 #include "bench.h"
 #include "mlp/mlp.h"
+#include "mlp/mlp_cgr.h"
 #include "work.h"
 
 typedef struct mlp_user {
@@ -29,22 +30,11 @@ static cgr_status mlp_step(cgr_ctx *ctx, void *user)
     mlp_user *u = user;
     cgr_cublas_handle h;
     cgr_stream s;
-    void *x, *labels, *loss, *scratch;
-    cgr_status st;
-    if ((st = cgr_ctx_cublas(ctx, &h)) || (st = cgr_ctx_stream(ctx, &s)) ||
-        (st = cgr_ctx_input(ctx, 0, &x)) || (st = cgr_ctx_input(ctx, 1, &labels)) ||
-        (st = cgr_ctx_output(ctx, 0, &loss)) ||
-        (st = cgr_ctx_alloc(ctx, u->scratch.total_bytes, &scratch)))
+    mlp_bufs b;
+    cgr_status st = mlp_cgr_bind(ctx, &u->cfg, u->scratch.total_bytes, &u->dev, &b, &h, &s);
+    if (st != CGR_STATUS_OK)
         return st;
-    mlp_bufs b = u->dev;
-    b.x = x;
-    b.labels = labels;
-    b.loss = loss;
-    if (u->cfg.dropout > 0.f &&
-        (st = cgr_ctx_philox(ctx, mlp_dropout_counters(&u->cfg), &b.rng, &b.rng_sub)))
-        return st;
-    if (mlp_scratch_carve(&u->cfg, scratch, &b) != 0 ||
-        mlp_step_enqueue(&u->cfg, &b, h, s, u->pdl) != 0) {
+    if (mlp_step_enqueue(&u->cfg, &b, h, s, u->pdl) != 0) {
         fprintf(stderr, "cgr-bench: W-mlp: %s\n", mlp_last_error());
         return CGR_STATUS_CUDA_ERROR;
     }
@@ -54,19 +44,10 @@ static cgr_status mlp_step(cgr_ctx *ctx, void *user)
 static int mlp_setup(void *user, cgr_runtime *rt)
 {
     mlp_user *u = user;
-    size_t bytes = u->lay.n_floats * sizeof(float);
-    float **bufs[4] = {&u->dev.params, &u->dev.grads, &u->dev.m, &u->dev.v};
-    for (int i = 0; i < 4; i++) {
-        CGR_CK(cgr_persistent_alloc(rt, bytes, (void **)bufs[i]));
-        CK(cudaMemset(*bufs[i], 0, bytes));
+    if (mlp_cgr_state_create(rt, &u->cfg, u->host_params, &u->dev) != 0) {
+        bench_error("W-mlp setup: %s", mlp_last_error());
+        return -1;
     }
-    CGR_CK(cgr_persistent_alloc(rt, sizeof(int), (void **)&u->dev.step));
-    /* Weight gradients in a parallel branch (mlp.h): a side stream and its events. */
-    CK(cudaStreamCreateWithFlags(&u->dev.side, cudaStreamNonBlocking));
-    CK(cudaEventCreateWithFlags(&u->dev.ev_fork, cudaEventDisableTiming));
-    CK(cudaEventCreateWithFlags(&u->dev.ev_join, cudaEventDisableTiming));
-    CK(cudaMemset(u->dev.step, 0, sizeof(int)));
-    CK(cudaMemcpy(u->dev.params, u->host_params, bytes, cudaMemcpyHostToDevice));
     return 0;
 }
 
@@ -86,16 +67,9 @@ static void mlp_fill(void *user, bench_rng *r, void *const *inputs)
 static void mlp_teardown(void *user)
 {
     mlp_user *u = user;
-    /* Teardown cannot fail the run; a failed destroy is reported and leaks a handle. */
-    cudaError_t e = cudaSuccess;
-    if (u->dev.side && e == cudaSuccess)
-        e = cudaStreamDestroy(u->dev.side);
-    if (u->dev.ev_fork && e == cudaSuccess)
-        e = cudaEventDestroy(u->dev.ev_fork);
-    if (u->dev.ev_join && e == cudaSuccess)
-        e = cudaEventDestroy(u->dev.ev_join);
-    if (e != cudaSuccess)
-        fprintf(stderr, "cgr-bench: W-mlp teardown: %s\n", cudaGetErrorString(e));
+    /* Teardown cannot fail the run; a failure is reported and leaks a handle. */
+    if (mlp_cgr_state_release(&u->dev) != 0)
+        fprintf(stderr, "cgr-bench: W-mlp teardown: %s\n", mlp_last_error());
     memset(&u->dev, 0, sizeof u->dev); /* the buffers are freed with the runtime */
 }
 

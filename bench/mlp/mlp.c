@@ -33,10 +33,7 @@
 
 static _Thread_local char last_error[512];
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
-static int fail(const char *fmt, ...)
+int mlp_set_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -44,6 +41,9 @@ static int fail(const char *fmt, ...)
     va_end(ap);
     return -1;
 }
+
+/* Every failure here sets the message and returns -1. */
+#define fail mlp_set_error
 
 const char *mlp_last_error(void)
 {

@@ -197,6 +197,12 @@ int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cu
 /** The calling thread's last error message ("" when none). */
 const char *mlp_last_error(void);
 
+/** Sets the calling thread's message (printf-style) and returns -1. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+int mlp_set_error(const char *fmt, ...);
+
 #ifdef __cplusplus
 }
 #endif

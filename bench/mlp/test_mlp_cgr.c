@@ -35,6 +35,7 @@
 #include "cgr/cgr_philox.h"
 #include "common.h"
 #include "mlp.h"
+#include "mlp_cgr.h"
 #include "mlp_ref.h"
 
 enum { MAX_STEPS = 200, REF_STEPS = 3 };
@@ -56,21 +57,9 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
     model *m = user;
     cgr_cublas_handle h;
     cgr_stream s;
-    void *x, *labels, *loss, *scratch;
-    STEP_TRY(cgr_ctx_cublas(ctx, &h));
-    STEP_TRY(cgr_ctx_stream(ctx, &s));
-    STEP_TRY(cgr_ctx_input(ctx, 0, &x));
-    STEP_TRY(cgr_ctx_input(ctx, 1, &labels));
-    STEP_TRY(cgr_ctx_output(ctx, 0, &loss));
-    STEP_TRY(cgr_ctx_alloc(ctx, m->scratch.total_bytes, &scratch));
-    mlp_bufs b = m->dev;
-    b.x = x;
-    b.labels = labels;
-    b.loss = loss;
-    if (m->cfg.dropout > 0.f)
-        STEP_TRY(cgr_ctx_philox(ctx, mlp_dropout_counters(&m->cfg), &b.rng, &b.rng_sub));
-    if (mlp_scratch_carve(&m->cfg, scratch, &b) != 0 ||
-        mlp_step_enqueue(&m->cfg, &b, h, s, 1) != 0) {
+    mlp_bufs b;
+    STEP_TRY(mlp_cgr_bind(ctx, &m->cfg, m->scratch.total_bytes, &m->dev, &b, &h, &s));
+    if (mlp_step_enqueue(&m->cfg, &b, h, s, 1) != 0) {
         fprintf(stderr, "test_mlp_cgr: %s\n", mlp_last_error());
         return CGR_STATUS_CUDA_ERROR;
     }
@@ -107,18 +96,8 @@ static void run_open(run *r, int B, float dropout, int capture, int warmup,
     o.capture = capture;
     o.warmup_runs = warmup;
     ASSERT_OK(cgr_runtime_create(&r->rt, &o));
-    CUDA_OK(cudaStreamCreateWithFlags(&m->dev.side, cudaStreamNonBlocking));
-    CUDA_OK(cudaEventCreateWithFlags(&m->dev.ev_fork, cudaEventDisableTiming));
-    CUDA_OK(cudaEventCreateWithFlags(&m->dev.ev_join, cudaEventDisableTiming));
-    const size_t bytes = m->L.n_floats * sizeof(float);
-    float **bufs[4] = {&m->dev.params, &m->dev.grads, &m->dev.m, &m->dev.v};
-    for (int i = 0; i < 4; i++) {
-        ASSERT_OK(cgr_persistent_alloc(r->rt, bytes, (void **)bufs[i]));
-        CUDA_OK(cudaMemset(*bufs[i], 0, bytes));
-    }
-    ASSERT_OK(cgr_persistent_alloc(r->rt, sizeof(int), (void **)&m->dev.step));
-    CUDA_OK(cudaMemset(m->dev.step, 0, sizeof(int)));
-    CUDA_OK(cudaMemcpy(m->dev.params, params0, bytes, cudaMemcpyHostToDevice));
+    if (mlp_cgr_state_create(r->rt, &m->cfg, params0, &m->dev) != 0)
+        TEST_FAIL_("%s", mlp_last_error());
 
     cgr_tensor_desc in[2] = {tensor2("x", CGR_DTYPE_F32, B, m->cfg.in_dim),
                              tensor1("labels", CGR_DTYPE_I32, B)};
@@ -137,9 +116,8 @@ static void run_open(run *r, int B, float dropout, int capture, int warmup,
 static void run_close(run *r)
 {
     ASSERT_OK(cgr_runtime_destroy(&r->rt));
-    CUDA_OK(cudaStreamDestroy(r->m.dev.side));
-    CUDA_OK(cudaEventDestroy(r->m.dev.ev_fork));
-    CUDA_OK(cudaEventDestroy(r->m.dev.ev_join));
+    if (mlp_cgr_state_release(&r->m.dev) != 0)
+        TEST_FAIL_("%s", mlp_last_error());
 }
 
 /* The batch of step k: fresh random data, the same in every run. */
