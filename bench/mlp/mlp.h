@@ -17,8 +17,8 @@
  *   16-byte aligned) and the step count (one int);
  * - the step's input x, labels and output loss;
  * - scratch (mlp_scratch_sizes()): one activation buffer per layer, kept
- *   from the forward pass for the backward pass, two gradient ping-pong
- *   buffers and the per-row losses.
+ *   from the forward pass for the backward pass, one output-gradient
+ *   buffer per layer and the per-row losses.
  * mlp_step_enqueue() then only enqueues work: no synchronization, no
  * allocation, no host reads of device data, so a step can be captured into
  * a CUDA graph and replayed (the step count, read and advanced on the
