@@ -366,6 +366,26 @@ static __device__ __forceinline__ float block_reduce(float v, float *sh)
     return r;
 }
 
+/* Logit c of a row (float4 c: logits 4c..4c+3), with the bias added when BIAS. */
+template <bool BIAS>
+static __device__ __forceinline__ float4 logit4(const float *__restrict__ x,
+                                                const float *__restrict__ bias, int c)
+{
+    float4 v = reinterpret_cast<const float4 *>(x)[c];
+    if (BIAS) {
+        const float4 bb = reinterpret_cast<const float4 *>(bias)[c];
+        v.x += bb.x, v.y += bb.y, v.z += bb.z, v.w += bb.w;
+    }
+    return v;
+}
+
+template <bool BIAS>
+static __device__ __forceinline__ float logit1(const float *__restrict__ x,
+                                               const float *__restrict__ bias, int c)
+{
+    return x[c] + (BIAS ? bias[c] : 0.f);
+}
+
 template <bool VEC, bool BIAS>
 static __global__ void __launch_bounds__(SX_THREADS)
     softmax_xent_kernel(const float *__restrict__ logits, const float *__restrict__ bias,
@@ -385,14 +405,10 @@ static __global__ void __launch_bounds__(SX_THREADS)
     float mx = -INFINITY;
     for (int c = threadIdx.x; c < n; c += SX_THREADS) {
         if (VEC) {
-            float4 v = reinterpret_cast<const float4 *>(x)[c];
-            if (BIAS) {
-                const float4 bb = reinterpret_cast<const float4 *>(bias)[c];
-                v.x += bb.x, v.y += bb.y, v.z += bb.z, v.w += bb.w;
-            }
+            const float4 v = logit4<BIAS>(x, bias, c);
             mx = fmaxf(mx, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
         } else {
-            mx = fmaxf(mx, x[c] + (BIAS ? bias[c] : 0.f));
+            mx = fmaxf(mx, logit1<BIAS>(x, bias, c));
         }
     }
     mx = block_reduce<true>(mx, sh);
@@ -400,14 +416,10 @@ static __global__ void __launch_bounds__(SX_THREADS)
     float sum = 0.f;
     for (int c = threadIdx.x; c < n; c += SX_THREADS) {
         if (VEC) {
-            float4 v = reinterpret_cast<const float4 *>(x)[c];
-            if (BIAS) {
-                const float4 bb = reinterpret_cast<const float4 *>(bias)[c];
-                v.x += bb.x, v.y += bb.y, v.z += bb.z, v.w += bb.w;
-            }
+            const float4 v = logit4<BIAS>(x, bias, c);
             sum += expf(v.x - mx) + expf(v.y - mx) + expf(v.z - mx) + expf(v.w - mx);
         } else {
-            sum += expf(x[c] + (BIAS ? bias[c] : 0.f) - mx);
+            sum += expf(logit1<BIAS>(x, bias, c) - mx);
         }
     }
     sum = block_reduce<false>(sum, sh);
@@ -415,11 +427,7 @@ static __global__ void __launch_bounds__(SX_THREADS)
     /* (softmax - onehot) / B; a bad label's row gets no gradient. */
     for (int c = threadIdx.x; c < n; c += SX_THREADS) {
         if (VEC) {
-            float4 v = reinterpret_cast<const float4 *>(x)[c];
-            if (BIAS) {
-                const float4 bb = reinterpret_cast<const float4 *>(bias)[c];
-                v.x += bb.x, v.y += bb.y, v.z += bb.z, v.w += bb.w;
-            }
+            const float4 v = logit4<BIAS>(x, bias, c);
             float4 d;
             d.x = (expf(v.x - mx) / sum - (4 * c + 0 == label ? 1.f : 0.f)) / fb;
             d.y = (expf(v.y - mx) / sum - (4 * c + 1 == label ? 1.f : 0.f)) / fb;
@@ -427,7 +435,7 @@ static __global__ void __launch_bounds__(SX_THREADS)
             d.w = (expf(v.w - mx) / sum - (4 * c + 3 == label ? 1.f : 0.f)) / fb;
             reinterpret_cast<float4 *>(dx)[c] = ok ? d : make_float4(0.f, 0.f, 0.f, 0.f);
         } else {
-            const float v = x[c] + (BIAS ? bias[c] : 0.f);
+            const float v = logit1<BIAS>(x, bias, c);
             const float d = (expf(v - mx) / sum - (c == label ? 1.f : 0.f)) / fb;
             dx[c] = ok ? d : 0.f;
         }
@@ -435,7 +443,7 @@ static __global__ void __launch_bounds__(SX_THREADS)
 
     if (threadIdx.x == 0) {
         /* -log softmax[label] = log(sum) - (x[label] - max) */
-        const float xl = ok ? x[label] + (BIAS ? bias[label] : 0.f) : 0.f;
+        const float xl = ok ? logit1<BIAS>(x, bias, label) : 0.f;
         const float rl = ok ? logf(sum) - (xl - mx) : __int_as_float(0x7fc00000);
         row_loss[r] = rl;
         if (B == 1)
