@@ -18,7 +18,6 @@
 
 typedef struct mlp_user {
     mlp_cfg cfg;
-    mlp_layout lay;
     mlp_scratch scratch;
     float *host_params;
     int pdl;
@@ -83,8 +82,9 @@ int mlp_workload(int B, int variant, workload *w)
     mlp_cfg_default(&u->cfg, B);
     if (variant & MLP_VARIANT_DROPOUT)
         u->cfg.dropout = 0.1f;
-    if (mlp_layout_init(&u->lay, &u->cfg) != 0 || mlp_scratch_sizes(&u->cfg, &u->scratch) != 0 ||
-        !(u->host_params = malloc(u->lay.n_floats * sizeof(float))) ||
+    mlp_layout lay;
+    if (mlp_layout_init(&lay, &u->cfg) != 0 || mlp_scratch_sizes(&u->cfg, &u->scratch) != 0 ||
+        !(u->host_params = malloc(lay.n_floats * sizeof(float))) ||
         mlp_init_params(&u->cfg, u->host_params, 0x5eedULL) != 0) {
         bench_error("W-mlp setup: %s", mlp_last_error());
         free(u->host_params);
