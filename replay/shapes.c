@@ -31,17 +31,40 @@ static int shapes_ok(const cgr__shapes *m)
            m->cache.entries != NULL;
 }
 
+/* A bounded text buffer; a cut text ends in "...". */
+typedef struct text_out {
+    char *buf;
+    size_t cap;
+    size_t len;
+} text_out;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void put(text_out *o, const char *fmt, ...)
+{
+    if (o->len + 1 >= o->cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= o->cap - o->len) {
+        o->len = o->cap - 1;
+        memcpy(o->buf + o->cap - 4, "...", 3);
+    } else {
+        o->len += (size_t)n;
+    }
+}
+
 /* Copies src, cutting it to cap - 1 characters that end in "..." when too long. */
 static void copy_text(char *dst, size_t cap, const char *src)
 {
-    size_t n = strlen(src);
-    if (n < cap) {
-        memcpy(dst, src, n + 1);
-        return;
-    }
-    memcpy(dst, src, cap - 1);
-    dst[cap - 1] = '\0';
-    memcpy(dst + cap - 4, "...", 3);
+    text_out o = {dst, cap, 0};
+    dst[0] = '\0';
+    put(&o, "%s", src);
 }
 
 /* ---- init ------------------------------------------------------------------------- */
@@ -237,34 +260,6 @@ static void record_new_shape(cgr__shapes *m)
         m->last_new[i] = m->cur.dims[i];
     }
     m->new_count++;
-}
-
-/* A bounded text buffer; a cut text ends in "...". */
-typedef struct text_out {
-    char *buf;
-    size_t cap;
-    size_t len;
-} text_out;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void put(text_out *o, const char *fmt, ...)
-{
-    if (o->len + 1 >= o->cap)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= o->cap - o->len) {
-        o->len = o->cap - 1;
-        memcpy(o->buf + o->cap - 4, "...", 3);
-    } else {
-        o->len += (size_t)n;
-    }
 }
 
 static void put_dim_name(text_out *o, const cgr__shapes *m, uint32_t i)
