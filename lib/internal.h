@@ -202,4 +202,14 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode);
  */
 cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s);
 
+/* ---- comm/ (multi-GPU) ---- */
+/*
+ * Called by replay/run.c after every capture attempt of a step, with the
+ * attempt's status (CGR_STATUS_OK when the graph was made). With an NCCL
+ * communicator attached, every rank learns whether all ranks captured and
+ * the result is the same on all of them, so that no rank launches a graph
+ * whose collectives a peer will never join. Without one it returns local.
+ */
+cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local);
+
 #endif

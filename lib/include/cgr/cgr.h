@@ -149,6 +149,22 @@ typedef struct cgr_options {
                                     written there as a Graphviz DOT file */
     cgr_log_fn log_fn;         /**< NULL: log lines go to stderr, when the level asks */
     void *log_user;            /**< passed to log_fn */
+    /*
+     * Shape changes (steps with dynamic dims; docs/shapes.md). Each step
+     * keeps its own graph cache; warmup_runs above applies to every new
+     * shape.
+     */
+    int shape_cache_entries;   /**< graphs cached per step, 1..4096; default 16 */
+    size_t shape_cache_bytes;  /**< byte budget of a step's cached graphs (their estimated
+                                    size, see cgr_shape_info.bytes); 0 (default): none */
+    int churn_shapes;          /**< churn guard: this many new shapes (K) ... 0: guard off;
+                                    0..64; default 8 */
+    int churn_window;          /**< ... within this many runs (W >= K) make uncached shapes
+                                    run eagerly; default 64 */
+    int churn_stable;          /**< runs without a new shape (S >= 1) before capturing
+                                    again; default 32 */
+    int shape_spare;           /**< 1: keep one evicted executable as a spare for update in
+                                    place (outside the byte budget); default 0 */
     unsigned char reserved[64];/**< must be zero */
 } cgr_options;
 
@@ -186,6 +202,37 @@ typedef struct cgr_tensor_desc {
     int64_t dims[CGR_MAX_RANK];     /**< each >= 1 */
 } cgr_tensor_desc;
 
+/** Most dynamic dims a step may declare. */
+#define CGR_MAX_DYN_DIMS 8
+/** Most sizes in a bucket list. */
+#define CGR_MAX_BUCKETS 64
+
+/**
+ * A dynamic dim of a step, for example the batch size of a serving step.
+ * Each run gives its true value; cgr rounds it up to a bucket, pads the
+ * inputs to the bucket, and keeps one graph per combination of buckets.
+ */
+typedef struct cgr_dyn_dim {
+    const char *name;        /**< for messages ("batch"); non-empty, unique in the step */
+    const int64_t *buckets;  /**< strictly increasing sizes, the first >= 1 (copied);
+                                  NULL: the powers of two below max, then max */
+    int n_buckets;           /**< 1..CGR_MAX_BUCKETS with a list; 0 without */
+    int64_t max;             /**< the largest size; with a list it must equal the last one */
+} cgr_dyn_dim;
+
+/**
+ * Where a dynamic dim appears: axis `axis` of inputs[tensor] (output 0) or
+ * outputs[tensor] (output 1). The tensor's declared dims[axis] must equal
+ * the dim's max: tensors are declared at their largest shape, which sizes
+ * their device buffers and staging slots once for all buckets.
+ */
+typedef struct cgr_dim_use {
+    int dim;     /**< index into cgr_step_desc.dyn_dims */
+    int output;  /**< 0: an input, 1: an output */
+    int tensor;  /**< index into inputs or outputs */
+    int axis;    /**< 0..rank-1; each (output, tensor, axis) at most once */
+} cgr_dim_use;
+
 /**
  * A step function. It enqueues one step of GPU work on cgr_ctx_stream(ctx)
  * and nothing else: no host synchronization, no cudaMalloc/cudaFree (use
@@ -208,6 +255,16 @@ typedef struct cgr_step_desc {
     int n_outputs;                  /**< 0..CGR_MAX_TENSORS */
     cgr_step_fn fn;                 /**< required */
     void *user;                     /**< passed to fn */
+    /* Dynamic dims (optional; docs/shapes.md). Without them the step has one shape. */
+    const cgr_dyn_dim *dyn_dims;    /**< n_dyn_dims entries (copied) */
+    int n_dyn_dims;                 /**< 0..CGR_MAX_DYN_DIMS */
+    const cgr_dim_use *dim_uses;    /**< n_dim_uses entries; every dim used at least once */
+    int n_dim_uses;                 /**< 0..CGR_MAX_TENSORS * CGR_MAX_RANK */
+    /**
+     * Value the padding of input i is filled with, converted to its dtype;
+     * NULL (default): zeros. Only read when the step has dynamic dims.
+     */
+    const double *input_pad;
     unsigned char reserved[64];     /**< must be zero */
 } cgr_step_desc;
 
@@ -240,6 +297,21 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **step);
  */
 CGR_API cgr_status cgr_step_run(cgr_step *step, const void *const *inputs, uint64_t *ticket);
 
+/**
+ * cgr_step_run() for a step with dynamic dims: dims[j] is the true value of
+ * dyn_dims[j] for this run (1..its max), and each input holds its tensor
+ * packed at the true shape (row-major, the dynamic axes at their true
+ * sizes). cgr pads each input up to the bucket in the staging slot and
+ * makes the true dims readable through cgr_ctx_dim(). A bucket seen before
+ * replays its graph; a new one warms up, then captures (or updates a
+ * cached executable in place), unless the churn guard or a failed capture
+ * makes it run eagerly: cgr_step_run_action() says which happened.
+ * CGR_STATUS_INVALID_ARGUMENT (nothing launched) when dims is NULL or a
+ * value is out of range. cgr_step_run() on such a step is refused.
+ */
+CGR_API cgr_status cgr_step_run_dims(cgr_step *step, const int64_t *dims,
+                                     const void *const *inputs, uint64_t *ticket);
+
 /** A pinned staging slot handed to the caller for the zero-copy path. */
 typedef struct cgr_slot {
     uint64_t ticket;                      /**< the run this slot will belong to */
@@ -260,6 +332,13 @@ CGR_API cgr_status cgr_step_acquire(cgr_step *step, cgr_slot *slot);
  * any failure nothing is launched and the slot is given back.
  */
 CGR_API cgr_status cgr_step_launch(cgr_step *step, const cgr_slot *slot);
+/**
+ * cgr_step_launch() for a step with dynamic dims: the caller wrote each
+ * input into slot->inputs[i] packed at the true shape given by dims (as
+ * for cgr_step_run_dims); cgr pads it in place. Same errors as both.
+ */
+CGR_API cgr_status cgr_step_launch_dims(cgr_step *step, const cgr_slot *slot,
+                                        const int64_t *dims);
 
 /**
  * Blocks until run `ticket` (and every earlier run of the step) has
@@ -271,7 +350,8 @@ CGR_API cgr_status cgr_step_wait(cgr_step *step, uint64_t ticket);
 CGR_API cgr_status cgr_step_sync(cgr_step *step);
 /**
  * Pinned host copy of output `index` of a waited run. *bytes (may be NULL)
- * receives its size. CGR_STATUS_INVALID_ARGUMENT when the run's slot was
+ * receives its size. For a step with dynamic dims the output is packed at
+ * the run's true shape and *bytes is that size. CGR_STATUS_INVALID_ARGUMENT when the run's slot was
  * already reused by a later run.
  */
 CGR_API cgr_status cgr_step_output(cgr_step *step, uint64_t ticket, int index, const void **data,
@@ -330,6 +410,89 @@ typedef struct cgr_runtime_stats {
     uint64_t pinned_bytes;      /**< all pinned staging */
 } cgr_runtime_stats;
 
+/** What one run of a step did. */
+typedef enum cgr_run_action {
+    CGR_RUN_REPLAY = 0, /**< launched a cached graph */
+    CGR_RUN_WARMUP,     /**< eager warm-up run of a new shape */
+    CGR_RUN_CAPTURE,    /**< captured and instantiated a new graph, then launched it */
+    CGR_RUN_UPDATE,     /**< captured, updated a cached executable in place, launched it */
+    CGR_RUN_EAGER       /**< ran eagerly: capture disabled or failed, churn guard, too large */
+} cgr_run_action;
+
+/** "replay", "warmup", "capture", "update", "eager"; "invalid" otherwise. */
+CGR_API const char *cgr_run_action_name(cgr_run_action a);
+
+/**
+ * What run `ticket` did. Valid until its staging slot is reused (the run
+ * staging_slots tickets later); CGR_STATUS_INVALID_ARGUMENT after that or
+ * for a ticket never launched.
+ */
+CGR_API cgr_status cgr_step_run_action(const cgr_step *step, uint64_t ticket,
+                                       cgr_run_action *out);
+
+/** Why a shape runs eagerly. */
+typedef enum cgr_eager_reason {
+    CGR_EAGER_NONE = 0,
+    CGR_EAGER_CHURN,          /**< the churn guard is tripped and the shape is not cached */
+    CGR_EAGER_CAPTURE_FAILED, /**< the shape's capture failed (or capture is disabled) */
+    CGR_EAGER_TOO_LARGE,      /**< its graph alone exceeds shape_cache_bytes */
+    CGR_EAGER_REASONS
+} cgr_eager_reason;
+
+/** Shape-change counters of one step. Set struct_size = sizeof before the call. */
+typedef struct cgr_shape_stats {
+    size_t struct_size;
+    uint64_t runs;                 /**< = hits + misses */
+    uint64_t hits;                 /**< runs that replayed a cached graph */
+    uint64_t misses;
+    uint64_t new_shapes;           /**< shapes the churn guard saw as new */
+    uint64_t warmup_runs;
+    uint64_t captures;             /**< graphs made (instantiated or updated) */
+    uint64_t capture_failures;
+    uint64_t updates;              /**< graphs made by cudaGraphExecUpdate */
+    uint64_t update_failures;
+    uint64_t update_failures_by_reason[16]; /**< by cudaGraphExecUpdateResult; [15]: others */
+    uint64_t evictions;
+    uint64_t eager_runs;
+    uint64_t eager_by_reason[CGR_EAGER_REASONS];
+    uint64_t churn_activations;
+    uint64_t churn_recoveries;
+    double capture_us;             /**< stream capture, summed */
+    double instantiate_us;         /**< instantiate + upload, summed over instantiated graphs */
+    double update_us;              /**< update + upload, summed over updated graphs */
+    double last_capture_us;        /**< of the latest capture */
+    double last_make_us;           /**< its instantiate or update (+ upload) */
+    uint32_t entries;              /**< graphs cached now */
+    uint64_t bytes;                /**< their estimated bytes */
+    uint64_t arena_bytes;          /**< the runtime's arena, shared by all steps and shapes */
+    uint64_t scratch_peak;         /**< largest scratch plan among this step's shapes */
+    char last_update_error[256];   /**< why the latest update failed; "" if none */
+    char churn_warning[512];       /**< the latest churn guard warning; "" if none */
+} cgr_shape_stats;
+
+/** One shape of a step, from cgr_step_shape_at(). Set struct_size first. */
+typedef struct cgr_shape_info {
+    size_t struct_size;
+    int n_dims;                     /**< the step's dynamic dims */
+    int64_t dims[CGR_MAX_DYN_DIMS]; /**< bucketed values */
+    int cached;                     /**< 1: a cached graph; 0: a shape that runs eagerly */
+    uint64_t replays;               /**< cached: replays so far */
+    uint64_t last_use;              /**< cached: the step's run count at its latest use */
+    uint64_t bytes;                 /**< cached: estimated bytes of its executables (4 KiB
+                                         per node per staging slot: CUDA reports none) */
+    uint64_t eager_runs;            /**< not cached: eager runs */
+    cgr_eager_reason reason;        /**< not cached: why */
+    char text[256];                 /**< not cached: the capture error or the sizes */
+} cgr_shape_info;
+
+CGR_API cgr_status cgr_step_get_shape_stats(const cgr_step *step, cgr_shape_stats *out);
+/**
+ * Shape `index` of the step: cached graphs first, most recently used
+ * first, then the shapes that run eagerly for good.
+ * CGR_STATUS_INVALID_ARGUMENT when index is past the last one.
+ */
+CGR_API cgr_status cgr_step_shape_at(const cgr_step *step, int index, cgr_shape_info *out);
+
 CGR_API cgr_status cgr_step_get_stats(const cgr_step *step, cgr_step_stats *out);
 CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stats *out);
 
@@ -348,9 +511,9 @@ CGR_API cgr_status cgr_ctx_stream(const cgr_ctx *ctx, cgr_stream *out);
 CGR_API cgr_status cgr_ctx_input(const cgr_ctx *ctx, int index, void **out);
 /** Static device buffer of output `index`. */
 CGR_API cgr_status cgr_ctx_output(const cgr_ctx *ctx, int index, void **out);
-/** Declared shape of input `index`. */
+/** Shape of input `index` in this run: the bucket shape for a step with dynamic dims. */
 CGR_API cgr_status cgr_ctx_input_desc(const cgr_ctx *ctx, int index, const cgr_tensor_desc **out);
-/** Declared shape of output `index`. */
+/** Shape of output `index` in this run (as cgr_ctx_input_desc). */
 CGR_API cgr_status cgr_ctx_output_desc(const cgr_ctx *ctx, int index, const cgr_tensor_desc **out);
 /**
  * Scratch memory for this run, 256-byte aligned. During capture and replay
@@ -394,6 +557,19 @@ CGR_API cgr_status cgr_ctx_philox(cgr_ctx *ctx, uint64_t count, const cgr_philox
  * it applies to the runs launched after this call). The default seed is 0.
  */
 CGR_API cgr_status cgr_step_set_seed(cgr_step *step, uint64_t seed);
+
+/**
+ * Dynamic dim `index` of this run. *bucket (may be NULL) is the size the
+ * run is shaped for: use it for launch shapes, loops and scratch sizes, and
+ * read tensors at their bucket shape (cgr_ctx_input_desc() gives it).
+ * *true_value (may be NULL) is the run's true size, for eager decisions
+ * only: a graph bakes in what the step did while captured, and replays
+ * serve every size of the bucket. *dev (may be NULL) points at the true
+ * value in device memory (an int64_t at a fixed address, written by the
+ * graph's input staging on every run), for kernels that mask the padding.
+ */
+CGR_API cgr_status cgr_ctx_dim(const cgr_ctx *ctx, int index, int64_t *bucket,
+                               int64_t *true_value, const int64_t **dev);
 
 /** 1 while the step is being captured, 0 in eager runs. */
 CGR_API int cgr_ctx_is_capturing(const cgr_ctx *ctx);
