@@ -23,7 +23,8 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
 {
     cgr_runtime *rt = s->rt;
     cgr_status st = CGR_STATUS_OK;
-    /* The slot's completion flag word comes first (replay/run.c). */
+    /* The slot's completion flag word comes first (replay/run.c), then the
+     * run's true dims at CGR__SLOT_DIMS_OFFSET, inside the same 256 bytes. */
     size_t off = CGR__ALIGN;
     for (int i = 0; i < s->n_in; i++) {
         s->in[i].slot_offset = off;
@@ -61,6 +62,13 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
         CGR_CUDA_TRY_GOTO(cudaEventCreateWithFlags(&s->done[k], cudaEventDisableTiming), st, fail);
     memset(host, 0, pinned);
     CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, slots * 16, (void **)&s->sig_dev), st, fail);
+    if (s->n_dyn) {
+        /* The run's true dims, where kernels read them (cgr_ctx_dim). */
+        CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, CGR_MAX_DYN_DIMS * sizeof(int64_t),
+                                        (void **)&s->dims_dev), st, fail);
+        CGR_CUDA_TRY_GOTO(cudaMemsetAsync(s->dims_dev, 0, CGR_MAX_DYN_DIMS * sizeof(int64_t),
+                                          rt->stream), st, fail);
+    }
     /*
      * On the runtime's stream, which orders it before every graph that
      * reads the counters. Not cudaMemset: the legacy default stream waits
@@ -91,6 +99,8 @@ void cgr__step_free_io(cgr_step *s)
     }
     cgr__persist_free(&rt->persist, s->sig_dev);
     s->sig_dev = NULL;
+    cgr__persist_free(&rt->persist, s->dims_dev);
+    s->dims_dev = NULL;
     rt->pinned_bytes -= s->stats.pinned_bytes;
     s->stats.pinned_bytes = 0;
     s->pinned = s->pinned_dev = NULL;

@@ -22,6 +22,8 @@
  * price is N instantiations at capture time. docs/staging.md has the
  * measurements behind this choice.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fault.h"
@@ -39,7 +41,12 @@ typedef struct io_nodes {
     cudaGraphNode_t ev_node;
 } io_nodes;
 
-/* Splits tensors by size and fills the zero-copy lists for `slot`. */
+/*
+ * Splits tensors by size and fills the zero-copy lists for `slot`. Sizes
+ * are the current shape's (its bucket), and a step with dynamic dims also
+ * moves the run's true dims from the slot to their device buffer in the
+ * input kernel, so every replay sees its own run's dims.
+ */
 static void plan_io(const cgr_step *s, uint32_t slot, size_t zero_copy_max, io_nodes *io)
 {
     unsigned char *dev = cgr__slot_dev(s, slot);
@@ -48,22 +55,28 @@ static void plan_io(const cgr_step *s, uint32_t slot, size_t zero_copy_max, io_n
     io->n_min = io->n_mout = 0;
     for (int i = 0; i < s->n_in; i++) {
         const cgr__tensor *t = &s->in[i];
-        if (t->bytes <= zero_copy_max) {
+        if (t->cur_bytes <= zero_copy_max) {
             int k = io->zin.n++;
             io->zin.src[k] = dev + t->slot_offset;
             io->zin.dst[k] = t->dev;
-            io->zin.bytes[k] = t->bytes;
+            io->zin.bytes[k] = t->cur_bytes;
         } else {
             io->min[io->n_min++] = i;
         }
     }
+    if (s->n_dyn) {
+        int k = io->zin.n++;
+        io->zin.src[k] = dev + CGR__SLOT_DIMS_OFFSET;
+        io->zin.dst[k] = s->dims_dev;
+        io->zin.bytes[k] = (size_t)s->n_dyn * sizeof(int64_t);
+    }
     for (int i = 0; i < s->n_out; i++) {
         const cgr__tensor *t = &s->out[i];
-        if (t->bytes <= zero_copy_max) {
+        if (t->cur_bytes <= zero_copy_max) {
             int k = io->zout.n++;
             io->zout.src[k] = t->dev;
             io->zout.dst[k] = dev + t->slot_offset;
-            io->zout.bytes[k] = t->bytes;
+            io->zout.bytes[k] = t->cur_bytes;
         } else {
             io->mout[io->n_mout++] = i;
         }
@@ -101,7 +114,7 @@ static cgr_status record_inputs(cgr_step *s, io_nodes *io)
     const unsigned char *host = cgr__slot_host(s, 0);
     for (int k = 0; k < io->n_min; k++) {
         const cgr__tensor *t = &s->in[io->min[k]];
-        CGR_CUDA_TRY(cudaMemcpyAsync(t->dev, host + t->slot_offset, t->bytes,
+        CGR_CUDA_TRY(cudaMemcpyAsync(t->dev, host + t->slot_offset, t->cur_bytes,
                                      cudaMemcpyHostToDevice, st));
         CGR_TRY(last_node(st, &io->min_node[k]));
     }
@@ -114,7 +127,7 @@ static cgr_status record_outputs(cgr_step *s, io_nodes *io)
     unsigned char *host = cgr__slot_host(s, 0);
     for (int k = 0; k < io->n_mout; k++) {
         const cgr__tensor *t = &s->out[io->mout[k]];
-        CGR_CUDA_TRY(cudaMemcpyAsync(host + t->slot_offset, t->dev, t->bytes,
+        CGR_CUDA_TRY(cudaMemcpyAsync(host + t->slot_offset, t->dev, t->cur_bytes,
                                      cudaMemcpyDeviceToHost, st));
         CGR_TRY(last_node(st, &io->mout_node[k]));
     }
@@ -158,60 +171,134 @@ static cgr_status patch_for_slot(cgr_step *s, io_nodes *io, uint32_t slot)
     for (int k = 0; k < io->n_min; k++) {
         const cgr__tensor *t = &s->in[io->min[k]];
         CGR_CUDA_TRY(cudaGraphMemcpyNodeSetParams1D(io->min_node[k], t->dev,
-                                                    host + t->slot_offset, t->bytes,
+                                                    host + t->slot_offset, t->cur_bytes,
                                                     cudaMemcpyHostToDevice));
     }
     for (int k = 0; k < io->n_mout; k++) {
         const cgr__tensor *t = &s->out[io->mout[k]];
         CGR_CUDA_TRY(cudaGraphMemcpyNodeSetParams1D(io->mout_node[k], host + t->slot_offset,
-                                                    t->dev, t->bytes, cudaMemcpyDeviceToHost));
+                                                    t->dev, t->cur_bytes,
+                                                    cudaMemcpyDeviceToHost));
     }
     CGR_CUDA_TRY(cudaGraphEventRecordNodeSetEvent(io->ev_node, s->done[slot]));
     return CGR_STATUS_OK;
 }
 
-void cgr__release_graphs(cgr_step *s)
+/* Estimated bytes of one node's executable state; CUDA reports none (docs/shapes.md). */
+#define CGR__EXEC_NODE_BYTES 4096
+
+void cgr__graph_free(cgr__graph *g)
 {
-    for (int k = 0; k < CGR_MAX_SLOTS; k++) {
-        if (s->exec[k])
-            cudaGraphExecDestroy(s->exec[k]);
-        s->exec[k] = NULL;
-    }
+    if (!g)
+        return;
+    /* CUDA frees an executable that is still running once it completes. */
+    for (int k = 0; k < CGR_MAX_SLOTS; k++)
+        if (g->exec[k])
+            cudaGraphExecDestroy(g->exec[k]);
+    free(g);
 }
 
-static cgr_status instantiate_all(cgr_step *s, cudaGraph_t g, io_nodes *io)
+/* Stats of a finished graph, from the capture's template. */
+static cgr_status graph_finish(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *out)
 {
-    cgr_status st = CGR_STATUS_OK;
+    size_t nodes = 0;
+    CGR_CUDA_TRY(cudaGraphGetNodes(g, NULL, &nodes));
+    out->nodes = nodes;
+    out->zero_copy_tensors = (uint64_t)(io->zin.n + io->zout.n - (s->n_dyn ? 1 : 0));
+    out->memcpy_tensors = (uint64_t)(io->n_min + io->n_mout);
+    out->flag = io->zout.n > 0;
+    out->bytes = (size_t)nodes * s->ring.slots * CGR__EXEC_NODE_BYTES;
+    return CGR_STATUS_OK;
+}
+
+/* One executable per slot from the template, into out->exec[]. */
+static cgr_status instantiate_all(cgr_step *s, cudaGraph_t g, io_nodes *io, cgr__graph *out)
+{
     for (uint32_t k = 0; k < s->ring.slots; k++) {
-        CGR_TRY_GOTO(patch_for_slot(s, io, k), st, fail);
+        CGR_TRY(patch_for_slot(s, io, k));
         /*
          * Stored only on success: CUDA does not say what a failed call leaves
-         * in its out pointer, and the fail path destroys whatever exec[] holds.
+         * in its out pointer, and the caller destroys whatever exec[] holds.
          */
         cudaGraphExec_t exec = NULL;
         cudaError_t e = CGR__FAULT(CGR__FAULT_INSTANTIATE) ? cudaErrorInvalidValue
                                                             : cudaGraphInstantiate(&exec, g, 0);
-        if (e != cudaSuccess) {
-            st = cgr__cuda_fail((int)e, "cudaGraphInstantiate", __FILE__, __LINE__);
-            goto fail;
-        }
-        s->exec[k] = exec;
+        if (e != cudaSuccess)
+            return cgr__cuda_fail((int)e, "cudaGraphInstantiate", __FILE__, __LINE__);
+        out->exec[k] = exec;
         /* Upload now so the first replay does not pay for it. */
-        CGR_CUDA_TRY_GOTO(cudaGraphUpload(s->exec[k], s->rt->stream), st, fail);
+        CGR_CUDA_TRY(cudaGraphUpload(out->exec[k], s->rt->stream));
     }
-    size_t nodes = 0;
-    CGR_CUDA_TRY_GOTO(cudaGraphGetNodes(g, NULL, &nodes), st, fail);
-    s->stats.graph_nodes = nodes;
-    s->stats.zero_copy_tensors = (uint64_t)(io->zin.n + io->zout.n);
-    s->sig_flag = io->zout.n > 0;
-    s->stats.memcpy_tensors = (uint64_t)(io->n_min + io->n_mout);
-    return CGR_STATUS_OK;
-fail:
-    cgr__release_graphs(s);
-    return st;
+    return graph_finish(s, g, io, out);
 }
 
-static cgr_status capture(cgr_step *s)
+/*
+ * Updates the offered graph's executables to the template, slot by slot.
+ * Launches already enqueued keep running what they were launched with; the
+ * update applies from the next launch on. A refusal (different topology,
+ * say) returns CGR_STATUS_CAPTURE_FAILED with the reason in *result; the
+ * offer may then be half updated, and the caller frees it.
+ */
+static cgr_status update_all(cgr_step *s, cudaGraph_t g, io_nodes *io, cgr__graph *offer,
+                             int *result, char *text, size_t text_size)
+{
+    for (uint32_t k = 0; k < s->ring.slots; k++) {
+        CGR_TRY(patch_for_slot(s, io, k));
+        cudaGraphExecUpdateResultInfo info;
+        memset(&info, 0, sizeof info);
+        cudaError_t e = cudaGraphExecUpdate(offer->exec[k], g, &info);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            *result = (int)info.result;
+            snprintf(text, text_size, "cudaGraphExecUpdate on slot %u: %s (update result %d)", k,
+                     cudaGetErrorString(e), (int)info.result);
+            return CGR_STATUS_CAPTURE_FAILED;
+        }
+        CGR_CUDA_TRY(cudaGraphUpload(offer->exec[k], s->rt->stream));
+    }
+    return graph_finish(s, g, io, offer);
+}
+
+/* Turns the captured template into a graph: update the offer, or instantiate. */
+static cgr_status make_graph(cgr_step *s, cudaGraph_t g, io_nodes *io, cgr__graph *offer,
+                             cgr__capture_out *out)
+{
+    double t0 = cgr__now_us();
+    if (offer) {
+        cgr__range_push("cgr update");
+        cgr_status st = update_all(s, g, io, offer, &out->update_result, out->update_text,
+                                   sizeof out->update_text);
+        cgr__range_pop();
+        if (st == CGR_STATUS_OK) {
+            out->graph = offer;
+            out->updated = 1;
+            out->make_us = cgr__now_us() - t0;
+            return st;
+        }
+        if (st != CGR_STATUS_CAPTURE_FAILED)
+            return st;
+        out->update_failed = 1;
+        cgr__log(s->rt, CGR_LOG_INFO, "step '%s': %s; instantiating instead", s->name,
+                 out->update_text);
+        t0 = cgr__now_us();
+    }
+    cgr__graph *ng = calloc(1, sizeof *ng);
+    if (!ng)
+        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "graph table of step '%s'", s->name);
+    cgr__range_push("cgr instantiate");
+    cgr_status st = instantiate_all(s, g, io, ng);
+    cgr__range_pop();
+    if (st != CGR_STATUS_OK) {
+        cgr__graph_free(ng);
+        return st;
+    }
+    out->graph = ng;
+    out->make_us = cgr__now_us() - t0;
+    return CGR_STATUS_OK;
+}
+
+static cgr_status capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
+                          cgr__capture_out *out)
 {
     cgr_runtime *rt = s->rt;
     double t0 = cgr__now_us();
@@ -226,7 +313,7 @@ static cgr_status capture(cgr_step *s)
     memset(&f, 0, sizeof f);
     f.body = record_inputs(s, &io);
     if (f.body == CGR_STATUS_OK)
-        f.body = cgr__call_step(s, CGR__CTX_CAPTURE);
+        f.body = cgr__call_step(s, CGR__CTX_CAPTURE, plan);
     /*
      * Read the step's own CUDA error now: the first illegal call (say
      * cudaMalloc -> cudaErrorStreamCaptureUnsupported) is the useful one,
@@ -254,26 +341,28 @@ static cgr_status capture(cgr_step *s)
         cudaGraphDestroy(g);
         return CGR_FAIL(f.body, "%s", f.body_msg);
     }
-    cgr__graph_report(s, g);
-    cgr__range_push("cgr instantiate");
-    cgr_status st = instantiate_all(s, g, &io);
-    cgr__range_pop();
+    out->capture_us = cgr__now_us() - t0;
+    cgr__graph node_counts;
+    memset(&node_counts, 0, sizeof node_counts);
+    cgr__graph_report(s, g, &node_counts);
+    cgr_status st = make_graph(s, g, &io, offer, out);
     cudaGraphDestroy(g);
     if (st != CGR_STATUS_OK)
         return st;
-    s->stats.capture_us = cgr__now_us() - t0;
-    s->stats.captures++;
-    rt->captures++;
-    rt->capture_us += s->stats.capture_us;
-    cgr__log(rt, CGR_LOG_INFO, "step '%s' captured: %llu nodes, %u executables, %.1f us", s->name,
-             (unsigned long long)s->stats.graph_nodes, s->ring.slots, s->stats.capture_us);
+    out->graph->kernel_nodes = node_counts.kernel_nodes;
+    out->graph->memcpy_nodes = node_counts.memcpy_nodes;
+    cgr__log(rt, CGR_LOG_INFO,
+             "step '%s' captured: %llu nodes, %u executables %s, capture %.1f us + %.1f us",
+             s->name, (unsigned long long)out->graph->nodes, s->ring.slots,
+             out->updated ? "updated in place" : "instantiated", out->capture_us, out->make_us);
     return CGR_STATUS_OK;
 }
 
-cgr_status cgr__capture(cgr_step *s)
+cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer, cgr__capture_out *out)
 {
+    memset(out, 0, sizeof *out);
     cgr__range_push("cgr capture");
-    cgr_status st = capture(s);
+    cgr_status st = capture(s, plan, offer, out);
     cgr__range_pop();
     return st;
 }

@@ -73,7 +73,7 @@ CGR_API cgr_status cgr_ctx_input_desc(const cgr_ctx *c, int index, const cgr_ten
     CGR_TRY(tensor_at(c, "cgr_ctx_input_desc", 0, index, &t));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_input_desc: out is NULL");
-    *out = &t->desc;
+    *out = &t->cur;
     return CGR_STATUS_OK;
 }
 
@@ -83,7 +83,24 @@ CGR_API cgr_status cgr_ctx_output_desc(const cgr_ctx *c, int index, const cgr_te
     CGR_TRY(tensor_at(c, "cgr_ctx_output_desc", 1, index, &t));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_output_desc: out is NULL");
-    *out = &t->desc;
+    *out = &t->cur;
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_ctx_dim(const cgr_ctx *c, int index, int64_t *bucket,
+                               int64_t *true_value, const int64_t **dev)
+{
+    CGR_TRY(cgr__check_ctx(c, "cgr_ctx_dim"));
+    const cgr_step *s = c->step;
+    if (index < 0 || index >= s->n_dyn)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_dim: index %d, step '%s' has %d "
+                        "dynamic dims", index, s->name, s->n_dyn);
+    if (bucket)
+        *bucket = s->cur_bucket[index];
+    if (true_value)
+        *true_value = s->cur_true[index];
+    if (dev)
+        *dev = s->dims_dev + index;
     return CGR_STATUS_OK;
 }
 
@@ -107,7 +124,7 @@ cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s)
 
 static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
 {
-    cgr_step *s = c->step;
+    cgr__shape_plan *s = c->plan;
     size_t id;
     if (s->trace.n == s->trace_ptrs_cap) {
         size_t cap = s->trace_ptrs_cap ? s->trace_ptrs_cap * 2 : 32;
@@ -135,7 +152,7 @@ static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
 
 static cgr_status planned_alloc(cgr_ctx *c, size_t bytes, void **out)
 {
-    const cgr__trace *t = &c->step->trace;
+    const cgr__trace *t = &c->plan->trace;
     size_t i = c->next;
     if (i >= t->n)
         return ctx_error(c, CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
@@ -187,10 +204,11 @@ CGR_API cgr_status cgr_ctx_free(cgr_ctx *c, void *ptr)
     if (c->error != CGR_STATUS_OK)
         return CGR_FAIL(c->error, "cgr_ctx_free: an earlier scratch request of this run failed");
     cgr_step *s = c->step;
-    cgr__trace *t = &s->trace;
+    cgr__shape_plan *pl = c->plan;
+    cgr__trace *t = &pl->trace;
     if (c->mode == CGR__CTX_TRACE) {
         for (size_t i = 0; i < t->n; i++) {
-            if (s->trace_ptrs[i] == ptr && t->bufs[i].end == UINT32_MAX) {
+            if (pl->trace_ptrs[i] == ptr && t->bufs[i].end == UINT32_MAX) {
                 CGR_TRY(cgr__trace_free(t, i));
                 cudaError_t e = cudaFreeAsync(ptr, c->rt->stream);
                 if (e != cudaSuccess)
@@ -222,23 +240,24 @@ CGR_API cgr_status cgr_ctx_free(cgr_ctx *c, void *ptr)
 /* Releases what a tracing run left allocated; those buffers live to the end. */
 static void trace_finish(cgr_ctx *c)
 {
-    cgr_step *s = c->step;
+    cgr__shape_plan *s = c->plan;
     for (size_t i = 0; i < s->trace.n; i++)
         if (s->trace.bufs[i].end == UINT32_MAX)
             cudaFreeAsync(s->trace_ptrs[i], c->rt->stream);
     cgr__trace_close(&s->trace);
 }
 
-cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode)
+cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan)
 {
     cgr_ctx c;
     memset(&c, 0, sizeof c);
     c.magic = CGR__MAGIC_CTX;
     c.rt = s->rt;
     c.step = s;
+    c.plan = plan;
     c.mode = mode;
     if (mode == CGR__CTX_TRACE)
-        cgr__trace_reset(&s->trace);
+        cgr__trace_reset(&plan->trace);
     /* Whatever the step's own cgr calls report becomes part of our message. */
     cgr_clear_error();
     cgr_status fs = s->fn(&c, s->user);
@@ -254,9 +273,9 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode)
         return CGR_FAIL(CGR_STATUS_STEP_FAILED, "step '%s' returned %s%s%s", s->name,
                         cgr_status_name(fs), detail[0] ? " after: " : "", detail);
     }
-    if (mode != CGR__CTX_TRACE && c.next != s->trace.n)
+    if (mode != CGR__CTX_TRACE && c.next != plan->trace.n)
         return CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
                         "step '%s' made %zu scratch requests, warm-up made %zu", s->name, c.next,
-                        s->trace.n);
+                        plan->trace.n);
     return cgr__philox_finish(&c);
 }

@@ -9,7 +9,7 @@
 
 #include "internal.h"
 
-void cgr__graph_report(cgr_step *s, cudaGraph_t g)
+void cgr__graph_report(cgr_step *s, cudaGraph_t g, cgr__graph *out)
 {
     cgr_runtime *rt = s->rt;
     size_t n = 0;
@@ -34,8 +34,9 @@ void cgr__graph_report(cgr_step *s, cudaGraph_t g)
         free(nodes);
     }
     (void)cudaGetLastError();
-    s->stats.graph_kernel_nodes = kernels;
-    s->stats.graph_memcpy_nodes = copies;
+    out->nodes = n;
+    out->kernel_nodes = kernels;
+    out->memcpy_nodes = copies;
     cgr__log(rt, CGR_LOG_INFO,
              "step '%s' graph: %zu nodes (%llu kernel, %llu memcpy, %llu event, %llu other)",
              s->name, n, (unsigned long long)kernels, (unsigned long long)copies,
@@ -44,8 +45,9 @@ void cgr__graph_report(cgr_step *s, cudaGraph_t g)
     if (!dir || !dir[0])
         return;
     char path[1024];
+    /* One file per capture: a step with dynamic dims captures once per shape. */
     snprintf(path, sizeof path, "%s/cgr-%s-%llu.dot", dir, s->name,
-             (unsigned long long)s->stats.captures + 1);
+             (unsigned long long)(s->stats.captures + s->stats.capture_failures + 1));
     cudaError_t e = cudaGraphDebugDotPrint(g, path, cudaGraphDebugDotFlagsVerbose);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();

@@ -46,15 +46,17 @@ CGR_API cgr_status cgr_ctx_philox(cgr_ctx *c, uint64_t count, const cgr_philox_s
 cgr_status cgr__philox_finish(cgr_ctx *c)
 {
     cgr_step *s = c->step;
-    if (!s->philox_known) {
-        s->philox_per_run = c->philox_used;
-        s->philox_known = 1;
-    } else if (c->philox_used != s->philox_per_run) {
+    /* Per shape: a graph bakes the advance in, and a bigger bucket may draw more. */
+    cgr__shape_plan *p = c->plan;
+    if (!p->philox_known) {
+        p->philox_per_run = c->philox_used;
+        p->philox_known = 1;
+    } else if (c->philox_used != p->philox_per_run) {
         return CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
-                        "step '%s' reserved %llu Philox counters, its first run %llu; a step "
-                        "must reserve the same on every run",
+                        "step '%s' reserved %llu Philox counters, its first run of this shape "
+                        "%llu; a step must reserve the same on every run of a shape",
                         s->name, (unsigned long long)c->philox_used,
-                        (unsigned long long)s->philox_per_run);
+                        (unsigned long long)p->philox_per_run);
     }
     if (c->philox_used)
         CGR_CUDA_TRY(cgr__philox_advance(s->philox_dev, c->philox_used, c->rt->stream));

@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
         total += chunks_of(l.bytes[t]);
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x; c < total; c += stride) {
-        /* Find the tensor holding chunk c; at most CGR_MAX_TENSORS steps. */
+        /* Find the tensor holding chunk c; at most CGR__COPY_MAX steps. */
         int t = 0;
         size_t first = 0;
         while (c >= first + chunks_of(l.bytes[t])) {

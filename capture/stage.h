@@ -22,12 +22,15 @@
 extern "C" {
 #endif
 
+/* Every tensor of a direction, plus the run's true dims on the way in. */
+#define CGR__COPY_MAX (CGR_MAX_TENSORS + 1)
+
 /** Copies to make in one launch; passed to the kernel by value. */
 typedef struct cgr__copy_list {
     int n;
-    const void *src[CGR_MAX_TENSORS];
-    void *dst[CGR_MAX_TENSORS];
-    size_t bytes[CGR_MAX_TENSORS];
+    const void *src[CGR__COPY_MAX];
+    void *dst[CGR__COPY_MAX];
+    size_t bytes[CGR__COPY_MAX];
     /*
      * Completion signal, all NULL when unused. Once every copy of the launch
      * is visible to the host, the last block to finish increments *seq and

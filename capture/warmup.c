@@ -1,14 +1,34 @@
 /*
- * Eager runs: the warm-up runs before capture, and the fallback for steps
- * whose capture failed. The first warm-up traces the scratch requests and
- * plans them; every later eager run already uses the planned addresses, so
- * a warm-up also proves the plan on real work before a graph bakes it in.
+ * Eager runs: the warm-up runs of each new shape before its capture, and
+ * the runs of shapes that do not replay a graph. The first run of a shape
+ * traces its scratch requests and plans them; every later eager run of it
+ * already uses the planned addresses, so a warm-up also proves the plan on
+ * real work before a graph bakes it in.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
 #include "trace.h"
 
-/* Plans the trace of the first warm-up and backs it with arena memory. */
-static cgr_status plan_trace(cgr_step *s)
+void cgr__plan_reset(cgr__shape_plan *p)
+{
+    cgr__trace_reset(&p->trace);
+    p->planned = 0;
+    p->peak = p->lower = 0;
+    p->philox_per_run = 0;
+    p->philox_known = 0;
+}
+
+void cgr__plan_destroy(cgr__shape_plan *p)
+{
+    cgr__trace_destroy(&p->trace);
+    free(p->trace_ptrs);
+    memset(p, 0, sizeof *p);
+}
+
+/* Plans the trace of a shape's first run and backs it with arena memory. */
+static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
 {
     cgr_runtime *rt = s->rt;
     size_t peak = 0, lower = 0;
@@ -20,27 +40,36 @@ static cgr_status plan_trace(cgr_step *s)
      */
     CGR_CUDA_TRY(cudaStreamSynchronize(rt->stream));
     CGR_CUDA_TRY(cudaMemPoolTrimTo(rt->trace_pool, 0));
-    CGR_TRY(cgr__plan(s->trace.bufs, s->trace.n, CGR__ALIGN, &peak, &lower));
+    CGR_TRY(cgr__plan(p->trace.bufs, p->trace.n, CGR__ALIGN, &peak, &lower));
+    /* Every shape is laid out from the arena's base: the arena only grows to the largest plan. */
     CGR_TRY(cgr__arena_ensure(&rt->arena, peak));
-    s->planned = 1;
-    s->stats.scratch_requests = s->trace.n;
+    p->planned = 1;
+    p->peak = peak;
+    p->lower = lower;
+    s->stats.scratch_requests = p->trace.n;
     s->stats.scratch_peak = peak;
     s->stats.scratch_lower_bound = lower;
+    if (peak > s->scratch_peak_max)
+        s->scratch_peak_max = peak;
     cgr__log(rt, CGR_LOG_DEBUG, "step '%s': %zu scratch requests planned into %zu bytes "
-             "(lower bound %zu), arena %zu bytes", s->name, s->trace.n, peak, lower,
+             "(lower bound %zu), arena %zu bytes", s->name, p->trace.n, peak, lower,
              rt->arena.mapped);
     return CGR_STATUS_OK;
 }
 
-static cgr_status run_eager(cgr_step *s, uint32_t slot)
+static cgr_status run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
 {
     cgr_runtime *rt = s->rt;
     const unsigned char *host = cgr__slot_host(s, slot);
     for (int i = 0; i < s->n_in; i++)
-        CGR_CUDA_TRY(cudaMemcpyAsync(s->in[i].dev, host + s->in[i].slot_offset, s->in[i].bytes,
-                                     cudaMemcpyHostToDevice, rt->stream));
-    int tracing = !s->planned;
-    cgr_status st = cgr__call_step(s, tracing ? CGR__CTX_TRACE : CGR__CTX_PLANNED);
+        CGR_CUDA_TRY(cudaMemcpyAsync(s->in[i].dev, host + s->in[i].slot_offset,
+                                     s->in[i].cur_bytes, cudaMemcpyHostToDevice, rt->stream));
+    if (s->n_dyn)
+        CGR_CUDA_TRY(cudaMemcpyAsync(s->dims_dev, host + CGR__SLOT_DIMS_OFFSET,
+                                     (size_t)s->n_dyn * sizeof(int64_t), cudaMemcpyHostToDevice,
+                                     rt->stream));
+    int tracing = !p->planned;
+    cgr_status st = cgr__call_step(s, tracing ? CGR__CTX_TRACE : CGR__CTX_PLANNED, p);
     if (st != CGR_STATUS_OK) {
         if (tracing) {
             /*
@@ -56,19 +85,19 @@ static cgr_status run_eager(cgr_step *s, uint32_t slot)
         return st;
     }
     if (tracing)
-        CGR_TRY(plan_trace(s));
+        CGR_TRY(plan_trace(s, p));
     unsigned char *out = cgr__slot_host(s, slot);
     for (int i = 0; i < s->n_out; i++)
-        CGR_CUDA_TRY(cudaMemcpyAsync(out + s->out[i].slot_offset, s->out[i].dev, s->out[i].bytes,
-                                     cudaMemcpyDeviceToHost, rt->stream));
+        CGR_CUDA_TRY(cudaMemcpyAsync(out + s->out[i].slot_offset, s->out[i].dev,
+                                     s->out[i].cur_bytes, cudaMemcpyDeviceToHost, rt->stream));
     CGR_CUDA_TRY(cudaEventRecord(s->done[slot], rt->stream));
     return CGR_STATUS_OK;
 }
 
-cgr_status cgr__run_eager(cgr_step *s, uint32_t slot)
+cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
 {
-    cgr__range_push(s->planned ? "cgr eager run" : "cgr warm-up (tracing)");
-    cgr_status st = run_eager(s, slot);
+    cgr__range_push(p->planned ? "cgr eager run" : "cgr warm-up (tracing)");
+    cgr_status st = run_eager(s, slot, p);
     cgr__range_pop();
     return st;
 }

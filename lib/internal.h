@@ -15,6 +15,7 @@
 #include "persist.h"
 #include "planner.h"
 #include "ring.h"
+#include "shapes.h"
 
 /*
  * Handles carry a magic word so a destroyed or foreign pointer is refused
@@ -61,10 +62,46 @@ typedef enum cgr__ctx_mode {
     CGR__CTX_CAPTURE    /* capture: planned addresses, baked into the graph */
 } cgr__ctx_mode;
 
+/*
+ * Scratch of one shape: the trace of its first warm-up and the planned
+ * arena offsets (planner.h). Every shape is planned from the arena's base,
+ * so all shapes and steps of a runtime share one arena as large as the
+ * largest plan: their graphs never run at the same time (one stream).
+ */
+typedef struct cgr__shape_plan {
+    cgr__trace trace;
+    void **trace_ptrs;    /* real pointers of the tracing run, by request */
+    size_t trace_ptrs_cap;
+    int planned;
+    size_t peak, lower;
+    /* Philox counters one run reserves (capture/rng.c), fixed by the first run. */
+    uint64_t philox_per_run;
+    int philox_known;
+} cgr__shape_plan;
+
+/* A captured shape: one executable per staging slot (capture.c says why). */
+typedef struct cgr__graph {
+    cudaGraphExec_t exec[CGR_MAX_SLOTS];
+    int flag;                 /* its output staging publishes a completion flag */
+    uint64_t nodes, kernel_nodes, memcpy_nodes;
+    uint64_t zero_copy_tensors, memcpy_tensors;
+    size_t bytes;             /* estimate charged to the cache's byte budget */
+} cgr__graph;
+
+/* Plans of shapes that run eagerly (churn guard, failed capture), by signature. */
+#define CGR__EAGER_PLANS 16
+typedef struct cgr__eager_plan {
+    cgr__sig sig;
+    int live;
+    uint64_t last_use;
+    cgr__shape_plan plan;
+} cgr__eager_plan;
+
 struct cgr_ctx {
     uint32_t magic;
     struct cgr_runtime *rt;
     struct cgr_step *step;
+    cgr__shape_plan *plan;     /* this run's shape */
     cgr__ctx_mode mode;
     size_t next;         /* index of the next scratch request */
     uint32_t clock;      /* alloc/free events so far in this run */
@@ -75,12 +112,26 @@ struct cgr_ctx {
 
 /* A step input or output. */
 typedef struct cgr__tensor {
-    cgr_tensor_desc desc;
+    cgr_tensor_desc desc; /* as declared: the largest shape */
     char name[64];
-    size_t bytes;
+    size_t bytes;         /* at the declared shape: sizes the buffer and slot space */
     void *dev;            /* static device buffer */
     size_t slot_offset;   /* offset inside each pinned slot */
+    int8_t dyn[CGR_MAX_RANK]; /* dynamic dim on each axis, -1 for none */
+    int n_dyn_axes;
+    cgr_tensor_desc cur;  /* this run's shape (the bucket), what the step sees */
+    size_t cur_bytes;
+    unsigned char pad[8]; /* padding value, one element in the tensor's dtype */
+    int pad_nonzero;
 } cgr__tensor;
+
+/* What a staging slot's run was, for its outputs and cgr_step_run_action. */
+typedef struct cgr__slot_run {
+    uint8_t action;                         /* cgr_run_action */
+    int64_t true_dims[CGR_MAX_DYN_DIMS];
+    int64_t bucket[CGR_MAX_DYN_DIMS];
+    uint64_t compacted;                     /* ticket + 1 whose outputs are packed */
+} cgr__slot_run;
 
 struct cgr_step {
     uint32_t magic;
@@ -110,19 +161,27 @@ struct cgr_step {
     uint64_t sig_expect[CGR_MAX_SLOTS];   /* flag value that run will publish */
     uint64_t sig_runs[CGR_MAX_SLOTS];     /* flag-publishing runs launched per slot */
     cgr__ring ring;
-    /* Scratch: the trace of the first warm-up, with planned offsets. */
-    cgr__trace trace;
-    void **trace_ptrs;  /* real pointers of the tracing run, by request */
-    size_t trace_ptrs_cap;
-    int planned;
-    /* Replay: one executable per slot (see capture.c for why). */
-    cudaGraphExec_t exec[CGR_MAX_SLOTS];
-    /* Graph-safe RNG (capture/rng.c): device state, its host mirror for
-     * (re)seeding, and the counters one run reserves (fixed after run 1). */
+    /*
+     * Shapes (replay/shapes.h decides what each run does). A step without
+     * dynamic dims has one shape and takes the same path.
+     */
+    int n_dyn;
+    char dyn_name[CGR_MAX_DYN_DIMS][64];
+    int64_t dyn_max[CGR_MAX_DYN_DIMS];
+    cgr__shapes shapes;
+    cgr__shape_plan pending[CGR__SHAPES_MAX_PENDING]; /* by warm-up record */
+    cgr__eager_plan eager[CGR__EAGER_PLANS];
+    uint64_t eager_clock;
+    int64_t *dims_dev;                  /* the run's true dims on the device */
+    int64_t cur_true[CGR_MAX_DYN_DIMS]; /* this run's, for cgr_ctx_dim */
+    int64_t cur_bucket[CGR_MAX_DYN_DIMS];
+    cgr__slot_run slot_run[CGR_MAX_SLOTS];
+    size_t scratch_peak_max;            /* largest plan among its shapes */
+    double last_capture_us, last_make_us; /* of the latest capture */
+    /* Graph-safe RNG (capture/rng.c): device state and its host mirror for
+     * (re)seeding. */
     cgr_philox_state *philox_dev;
     cgr_philox_state philox_init;
-    uint64_t philox_per_run;
-    int philox_known;
     cgr_step_stats stats;
     /* Threads (all under rt->lock; docs/threading.md). */
     pthread_t acquirer;  /* holder of the slot from cgr_step_acquire, while ring.acquired */
@@ -154,6 +213,9 @@ double cgr__now_us(void);
 cgr_status cgr__validate_options(const cgr_options *opt);
 cgr_status cgr__validate_step_desc(const cgr_step_desc *d);
 cgr_status cgr__tensor_bytes(const cgr_tensor_desc *t, size_t *bytes);
+/* Bucket policy of dyn_dims[j] (validated); and one padding element in a dtype. */
+cgr_status cgr__dyn_policy(const cgr_dyn_dim *dd, int j, cgr__bucket_policy *p);
+cgr_status cgr__pad_bytes(cgr_dtype t, double v, unsigned char out[8], int *nonzero);
 
 /* ---- allocator/ ---- */
 cgr_status cgr__step_alloc_io(cgr_step *s);
@@ -167,15 +229,36 @@ static inline unsigned char *cgr__slot_dev(const cgr_step *s, uint32_t slot)
     return s->pinned_dev + (size_t)slot * s->slot_stride;
 }
 
+/* Offset of the true dims inside each pinned slot (after the flag word). */
+#define CGR__SLOT_DIMS_OFFSET 128
+
 /* ---- capture/ ---- */
-/* Runs the step eagerly on `slot` (warm-up or fallback). */
-cgr_status cgr__run_eager(cgr_step *s, uint32_t slot);
-/* Captures the step and instantiates one executable per slot. */
-cgr_status cgr__capture(cgr_step *s);
-void cgr__release_graphs(cgr_step *s);
-/* Counts the graph's nodes by type into the step's stats, logs a summary
- * and writes a DOT file when a dump directory is set (capture/dump.c). */
-void cgr__graph_report(cgr_step *s, cudaGraph_t g);
+/* Runs the step eagerly on `slot` (warm-up or fallback) with scratch from `plan`,
+ * tracing and planning it on its first run. */
+cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *plan);
+/* What a capture made (capture.c). */
+typedef struct cgr__capture_out {
+    cgr__graph *graph;    /* the new graph, or the offered one when updated */
+    int updated;
+    int update_failed;    /* the offered executable refused the update */
+    int update_result;    /* its cudaGraphExecUpdateResult */
+    char update_text[200];
+    double capture_us, make_us;
+} cgr__capture_out;
+/*
+ * Captures the step's current shape with scratch from `plan`. With `offer`,
+ * first tries cudaGraphExecUpdate on its executables; when that fails, says
+ * so in out and instantiates a new graph (the offer is then the caller's to
+ * free). On failure out->graph is NULL.
+ */
+cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer, cgr__capture_out *out);
+/* Destroys a graph's executables (in-flight ones are freed by CUDA once done) and frees it. */
+void cgr__graph_free(cgr__graph *g);
+void cgr__plan_reset(cgr__shape_plan *p);
+void cgr__plan_destroy(cgr__shape_plan *p);
+/* Counts the graph's nodes by type into `out`, logs a summary and writes a
+ * DOT file when a dump directory is set (capture/dump.c). */
+void cgr__graph_report(cgr_step *s, cudaGraph_t g, cgr__graph *out);
 /* What went wrong in a capture, gathered by capture.c for diagnose.c. */
 typedef struct cgr__capture_fault {
     int seen_err;        /* cudaGetLastError() right after the step returned */
@@ -192,8 +275,8 @@ cgr_status cgr__philox_finish(cgr_ctx *c);
 void cgr__philox_free(cgr_step *s);
 /* offset += n on the device (capture/rng_kernels.cu). */
 cudaError_t cgr__philox_advance(cgr_philox_state *st, uint64_t n, cudaStream_t stream);
-/* Calls the user's step function with a context in `mode`. */
-cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode);
+/* Calls the user's step function with a context in `mode` and scratch from `plan`. */
+cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan);
 /*
  * Fails the run of `c` with `s` (the first failure of the run stands) and
  * returns `s`. For failures of cgr's own work inside a step (scratch, the
@@ -201,6 +284,14 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode);
  * message, not CGR_STATUS_STEP_FAILED, since the step itself did nothing wrong.
  */
 cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s);
+
+/* ---- replay/ ---- */
+/* Decides and carries out one run on `slot` (replay/dispatch.c); rt->lock held.
+ * true_dims: n_dyn values, validated by the caller (NULL when n_dyn is 0). */
+cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims);
+/* Packs a waited run's outputs to their true shape (once per run); rt->lock held. */
+void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket);
+size_t cgr__output_bytes(const cgr_step *s, uint32_t slot, int index);
 
 /* ---- comm/ (multi-GPU) ---- */
 /*

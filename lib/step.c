@@ -26,6 +26,70 @@ static void copy_tensor(cgr__tensor *dst, const cgr_tensor_desc *src)
     for (int i = src->rank; i < CGR_MAX_RANK; i++)
         dst->desc.dims[i] = 1;
     cgr__tensor_bytes(&dst->desc, &dst->bytes);
+    memset(dst->dyn, -1, sizeof dst->dyn);
+    /* Until a run says otherwise the step is at its declared shape. */
+    dst->cur = dst->desc;
+    dst->cur_bytes = dst->bytes;
+}
+
+/*
+ * Dynamic dims: names, maxima, which tensor axes they size, padding values,
+ * and the shape manager that decides what each run does. A step without
+ * dynamic dims gets a manager too, with no dims: its one shape warms up,
+ * captures and replays through the same code.
+ */
+static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
+{
+    const cgr_options *o = &s->rt->opt;
+    s->n_dyn = d->n_dyn_dims;
+    cgr__shapes_dim_desc dims[CGR_MAX_DYN_DIMS];
+    memset(dims, 0, sizeof dims);
+    for (int j = 0; j < s->n_dyn; j++) {
+        const cgr_dyn_dim *dd = &d->dyn_dims[j];
+        strncpy(s->dyn_name[j], dd->name, sizeof s->dyn_name[j] - 1);
+        s->dyn_max[j] = dd->max;
+        CGR_TRY(cgr__dyn_policy(dd, j, &dims[j].policy));
+        dims[j].name = s->dyn_name[j];
+        /* The manager keys dims by (tensor, axis); any unique pair will do. */
+        dims[j].tensor = j / CGR_MAX_RANK;
+        dims[j].axis = j % CGR_MAX_RANK;
+    }
+    for (int u = 0; u < d->n_dim_uses; u++) {
+        const cgr_dim_use *x = &d->dim_uses[u];
+        cgr__tensor *t = x->output ? &s->out[x->tensor] : &s->in[x->tensor];
+        t->dyn[x->axis] = (int8_t)x->dim;
+        t->n_dyn_axes++;
+    }
+    if (s->n_dyn && d->input_pad)
+        for (int i = 0; i < s->n_in; i++)
+            CGR_TRY(cgr__pad_bytes(s->in[i].desc.dtype, d->input_pad[i], s->in[i].pad,
+                                   &s->in[i].pad_nonzero));
+    cgr__shapes_config cfg;
+    cgr__shapes_config_init(&cfg);
+    cfg.step = (uint64_t)(uintptr_t)s;
+    cfg.dims = dims;
+    cfg.n_dims = (uint32_t)s->n_dyn;
+    cfg.warmup_runs = (uint32_t)o->warmup_runs;
+    cfg.max_entries = (uint32_t)o->shape_cache_entries;
+    cfg.max_bytes = o->shape_cache_bytes;
+    cfg.churn_k = (uint32_t)o->churn_shapes;
+    cfg.churn_window = (uint64_t)o->churn_window;
+    cfg.churn_stable = (uint64_t)o->churn_stable;
+    cfg.keep_spare = o->shape_spare;
+    return cgr__shapes_init(&s->shapes, &cfg);
+}
+
+/* Frees every graph the step still holds and its scratch plans. */
+static void release_shapes(cgr_step *s)
+{
+    cgr__cache_evicted e;
+    while (cgr__shapes_drain(&s->shapes, &e) == CGR_STATUS_OK)
+        cgr__graph_free(e.payload);
+    cgr__shapes_destroy(&s->shapes);
+    for (uint32_t i = 0; i < CGR__SHAPES_MAX_PENDING; i++)
+        cgr__plan_destroy(&s->pending[i]);
+    for (int i = 0; i < CGR__EAGER_PLANS; i++)
+        cgr__plan_destroy(&s->eager[i].plan);
 }
 
 static void unlink_step(cgr_runtime *rt, cgr_step *s)
@@ -62,12 +126,18 @@ CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, c
     for (int i = 0; i < s->n_out; i++)
         copy_tensor(&s->out[i], &desc->outputs[i]);
     cgr__ring_init(&s->ring, (uint32_t)rt->opt.staging_slots);
-    cgr__trace_init(&s->trace);
     s->stats.mode = CGR_MODE_WARMUP;
+    cgr_status st0 = setup_shapes(s, desc);
+    if (st0 != CGR_STATUS_OK) {
+        release_shapes(s);
+        free(s);
+        return st0;
+    }
 
     /* The I/O buffers come from the runtime's persistent table and pinned count. */
     cgr_status st = cgr__lock(rt, "cgr_step_create");
     if (st != CGR_STATUS_OK) {
+        release_shapes(s);
         free(s);
         return st;
     }
@@ -79,6 +149,7 @@ CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, c
     }
     if (st != CGR_STATUS_OK) {
         cgr__unlock(rt);
+        release_shapes(s);
         free(s);
         return st;
     }
@@ -112,11 +183,9 @@ cgr_status cgr__step_destroy_locked(cgr_step *s, int *destroyed)
     cudaError_t e = cudaStreamSynchronize(rt->stream);
     if (e != cudaSuccess)
         st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
-    cgr__release_graphs(s);
+    release_shapes(s);
     cgr__philox_free(s);
     cgr__step_free_io(s);
-    cgr__trace_destroy(&s->trace);
-    free(s->trace_ptrs);
     unlink_step(rt, s);
     s->magic = CGR__MAGIC_DEAD;
     cgr__device_leave(prev);

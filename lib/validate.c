@@ -3,8 +3,10 @@
  * suite covers every rule on a machine without a GPU. Each failure names
  * the field and the accepted range.
  */
+#include <math.h>
 #include <string.h>
 
+#include "bucket.h"
 #include "internal.h"
 
 #define CGR__NAME_MAX 63
@@ -35,6 +37,11 @@ CGR_API cgr_status cgr_options_init(cgr_options *opt)
     opt->zero_copy_max_bytes = 16 * CGR__MIB;
     opt->wait_spin_us = 200;
     opt->capture = 1;
+    /* W-serve's 7 buckets fit with room to spare; docs/shapes.md has the guard's reasoning. */
+    opt->shape_cache_entries = 16;
+    opt->churn_shapes = 8;
+    opt->churn_window = 64;
+    opt->churn_stable = 32;
     return CGR_STATUS_OK;
 }
 
@@ -73,6 +80,22 @@ cgr_status cgr__validate_options(const cgr_options *o)
     if (o->wait_spin_us > 1000000)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.wait_spin_us is %u, must be <= 1000000", o->wait_spin_us);
+    if (o->shape_cache_entries < 1 || o->shape_cache_entries > 4096)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_options.shape_cache_entries is %d, must be 1..4096",
+                        o->shape_cache_entries);
+    if (o->churn_shapes < 0 || o->churn_shapes > 64)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_options.churn_shapes is %d, must be 0..64 (0: guard off)",
+                        o->churn_shapes);
+    if (o->churn_shapes > 0 && (o->churn_window < o->churn_shapes || o->churn_stable < 1))
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_options.churn_window is %d and churn_stable %d: the window must be "
+                        ">= churn_shapes (%d) and churn_stable >= 1",
+                        o->churn_window, o->churn_stable, o->churn_shapes);
+    if (o->shape_spare != 0 && o->shape_spare != 1)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_options.shape_spare is %d, must be 0 or 1", o->shape_spare);
     if (!all_zero(o->reserved, sizeof o->reserved))
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options.reserved must be zero");
     return CGR_STATUS_OK;
@@ -149,6 +172,185 @@ static int same_name(const cgr_tensor_desc *a, const cgr_tensor_desc *b)
     return strcmp(a->name, b->name) == 0;
 }
 
+/* A dynamic dim's bucket policy, or why it is refused. */
+cgr_status cgr__dyn_policy(const cgr_dyn_dim *dd, int j, cgr__bucket_policy *p)
+{
+    if (!dd->name || !dd->name[0] || strlen(dd->name) > CGR__NAME_MAX)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "dyn_dims[%d].name is NULL, empty or longer than %d characters", j,
+                        CGR__NAME_MAX);
+    if (dd->buckets) {
+        if (dd->n_buckets < 1 || dd->n_buckets > CGR_MAX_BUCKETS)
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "dyn_dims[%d] (\"%s\"): n_buckets is %d, must be 1..%d", j, dd->name,
+                            dd->n_buckets, CGR_MAX_BUCKETS);
+        if (cgr__bucket_init_list(p, dd->buckets, (uint32_t)dd->n_buckets) != CGR_STATUS_OK)
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "dyn_dims[%d] (\"%s\"): buckets must be strictly increasing and "
+                            "start at >= 1", j, dd->name);
+        if (dd->max != dd->buckets[dd->n_buckets - 1])
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "dyn_dims[%d] (\"%s\"): max is %lld but the last bucket is %lld", j,
+                            dd->name, (long long)dd->max,
+                            (long long)dd->buckets[dd->n_buckets - 1]);
+        return CGR_STATUS_OK;
+    }
+    if (dd->n_buckets != 0)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "dyn_dims[%d] (\"%s\"): n_buckets is %d without a bucket list", j,
+                        dd->name, dd->n_buckets);
+    if (dd->max < 1)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "dyn_dims[%d] (\"%s\"): max is %lld, must be >= 1", j, dd->name,
+                        (long long)dd->max);
+    return cgr__bucket_init_pow2(p, dd->max);
+}
+
+/* One element of `value` in dtype t, or INVALID_ARGUMENT when it does not fit. */
+cgr_status cgr__pad_bytes(cgr_dtype t, double v, unsigned char out[8], int *nonzero)
+{
+    unsigned char b[8] = {0};
+    switch (t) {
+    case CGR_DTYPE_F32: {
+        float f = (float)v;
+        memcpy(b, &f, 4);
+        break;
+    }
+    case CGR_DTYPE_F64:
+        memcpy(b, &v, 8);
+        break;
+    case CGR_DTYPE_F16:
+    case CGR_DTYPE_BF16: {
+        /* From float's bits, rounding to nearest even; NaN stays a quiet NaN. */
+        float f = (float)v;
+        uint32_t x;
+        memcpy(&x, &f, 4);
+        uint16_t h;
+        if (t == CGR_DTYPE_BF16) {
+            h = isnan(f) ? (uint16_t)((x >> 16) | 0x40)
+                         : (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+        } else {
+            uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+            if (ax > 0x7f800000u)
+                h = (uint16_t)(sign | 0x7e00u);
+            else if (ax >= 0x47800000u) /* >= 65536 after rounding: inf */
+                h = (uint16_t)(sign | 0x7c00u);
+            else if (ax < 0x38800000u) { /* subnormal half (or zero) */
+                float m = fabsf(f) * 16777216.0f; /* 2^24: units of the smallest subnormal */
+                h = (uint16_t)(sign | (uint32_t)nearbyintf(m));
+            } else {
+                uint32_t r = ax + 0x0fffu + ((ax >> 13) & 1u);
+                h = (uint16_t)(sign | ((r - 0x38000000u) >> 13));
+            }
+        }
+        memcpy(b, &h, 2);
+        break;
+    }
+    case CGR_DTYPE_I32:
+    case CGR_DTYPE_I64:
+    case CGR_DTYPE_U8: {
+        double lo = t == CGR_DTYPE_U8 ? 0.0 : t == CGR_DTYPE_I32 ? -2147483648.0
+                                                                 : -9223372036854775808.0;
+        double hi = t == CGR_DTYPE_U8 ? 255.0 : t == CGR_DTYPE_I32 ? 2147483647.0
+                                                                   : 9223372036854774784.0;
+        if (!(v == floor(v)) || v < lo || v > hi)
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "padding value %g is not a %s", v, cgr_dtype_name(t));
+        if (t == CGR_DTYPE_U8)
+            b[0] = (unsigned char)v;
+        else if (t == CGR_DTYPE_I32) {
+            int32_t i = (int32_t)v;
+            memcpy(b, &i, 4);
+        } else {
+            int64_t i = (int64_t)v;
+            memcpy(b, &i, 8);
+        }
+        break;
+    }
+    default:
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "dtype %d is not a cgr_dtype", (int)t);
+    }
+    memcpy(out, b, 8);
+    *nonzero = !all_zero(b, 8);
+    return CGR_STATUS_OK;
+}
+
+static cgr_status check_dyn(const cgr_step_desc *d)
+{
+    if (d->n_dyn_dims < 0 || d->n_dyn_dims > CGR_MAX_DYN_DIMS)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.n_dyn_dims is %d, must be "
+                        "0..%d", d->n_dyn_dims, CGR_MAX_DYN_DIMS);
+    if (d->n_dyn_dims > 0 && !d->dyn_dims)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_step_desc.dyn_dims is NULL but n_dyn_dims is %d", d->n_dyn_dims);
+    if (d->n_dim_uses < 0 || d->n_dim_uses > CGR_MAX_TENSORS * CGR_MAX_RANK)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.n_dim_uses is %d, must be "
+                        "0..%d", d->n_dim_uses, CGR_MAX_TENSORS * CGR_MAX_RANK);
+    if (d->n_dim_uses > 0 && !d->dim_uses)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_step_desc.dim_uses is NULL but n_dim_uses is %d", d->n_dim_uses);
+    for (int j = 0; j < d->n_dyn_dims; j++) {
+        cgr__bucket_policy p;
+        CGR_TRY(cgr__dyn_policy(&d->dyn_dims[j], j, &p));
+        for (int k = 0; k < j; k++)
+            if (strcmp(d->dyn_dims[k].name, d->dyn_dims[j].name) == 0)
+                return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                                "dynamic dim name \"%s\" is used twice", d->dyn_dims[j].name);
+    }
+    unsigned used = 0;
+    for (int u = 0; u < d->n_dim_uses; u++) {
+        const cgr_dim_use *x = &d->dim_uses[u];
+        if (x->dim < 0 || x->dim >= d->n_dyn_dims)
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "dim_uses[%d].dim is %d, the step has %d dynamic dims", u, x->dim,
+                            d->n_dyn_dims);
+        if (x->output != 0 && x->output != 1)
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "dim_uses[%d].output is %d, must be 0 "
+                            "or 1", u, x->output);
+        int n = x->output ? d->n_outputs : d->n_inputs;
+        if (x->tensor < 0 || x->tensor >= n)
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "dim_uses[%d].tensor is %d, the step "
+                            "has %d %s", u, x->tensor, n, x->output ? "outputs" : "inputs");
+        const cgr_tensor_desc *t = x->output ? &d->outputs[x->tensor] : &d->inputs[x->tensor];
+        if (x->axis < 0 || x->axis >= t->rank)
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "dim_uses[%d].axis is %d, tensor \"%s\" has rank %d", u, x->axis,
+                            t->name, t->rank);
+        const cgr_dyn_dim *dd = &d->dyn_dims[x->dim];
+        if (t->dims[x->axis] != dd->max)
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "tensor \"%s\" dims[%d] is %lld but dynamic dim \"%s\" has max "
+                            "%lld: declare tensors at their largest shape",
+                            t->name, x->axis, (long long)t->dims[x->axis], dd->name,
+                            (long long)dd->max);
+        for (int k = 0; k < u; k++) {
+            const cgr_dim_use *y = &d->dim_uses[k];
+            if (y->output == x->output && y->tensor == x->tensor && y->axis == x->axis)
+                return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                                "dim_uses[%d] and [%d] both name axis %d of tensor \"%s\"", k,
+                                u, x->axis, t->name);
+        }
+        used |= 1u << x->dim;
+    }
+    for (int j = 0; j < d->n_dyn_dims; j++)
+        if (!(used & (1u << j)))
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "dynamic dim \"%s\" is not used by any tensor (dim_uses)",
+                            d->dyn_dims[j].name);
+    if (d->n_dyn_dims > 0 && d->input_pad) {
+        for (int i = 0; i < d->n_inputs; i++) {
+            unsigned char b[8];
+            int nz;
+            cgr_status st = cgr__pad_bytes(d->inputs[i].dtype, d->input_pad[i], b, &nz);
+            if (st != CGR_STATUS_OK) {
+                cgr__error_append("input_pad[%d] (input \"%s\")", i, d->inputs[i].name);
+                return st;
+            }
+        }
+    }
+    return CGR_STATUS_OK;
+}
+
 cgr_status cgr__validate_step_desc(const cgr_step_desc *d)
 {
     if (d->struct_size != sizeof *d)
@@ -177,7 +379,7 @@ cgr_status cgr__validate_step_desc(const cgr_step_desc *d)
                                 "tensor name \"%s\" is used twice in the step", a->name);
         }
     }
-    return CGR_STATUS_OK;
+    return check_dyn(d);
 }
 
 CGR_API cgr_status cgr_step_desc_init(cgr_step_desc *desc)

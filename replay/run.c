@@ -15,83 +15,15 @@
 #include <string.h>
 
 #include "internal.h"
-#include "trace.h"
-
-/* One graph launch on `slot`, noting how its completion will be signalled. */
-static cgr_status replay(cgr_step *s, uint32_t slot)
-{
-    cgr__range_push("cgr replay");
-    cudaError_t e = cudaGraphLaunch(s->exec[slot], s->rt->stream);
-    cgr__range_pop();
-    if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaGraphLaunch", __FILE__, __LINE__);
-    s->sig_kind[slot] = (uint8_t)s->sig_flag;
-    if (s->sig_flag)
-        s->sig_expect[slot] = ++s->sig_runs[slot];
-    s->stats.replays++;
-    s->rt->replays++;
-    return CGR_STATUS_OK;
-}
-
-/* Launches run `ticket` on `slot` in whatever mode the step is in. */
-static cgr_status submit(cgr_step *s, uint32_t slot)
-{
-    cgr_runtime *rt = s->rt;
-    cgr_step_stats *ss = &s->stats;
-    if (ss->mode == CGR_MODE_GRAPH)
-        return replay(s, slot);
-    if (ss->mode == CGR_MODE_WARMUP && ss->warmup_runs >= (uint64_t)rt->opt.warmup_runs &&
-        !rt->opt.capture) {
-        ss->mode = CGR_MODE_EAGER;
-        strncpy(ss->capture_error, "capture disabled (cgr_options.capture = 0)",
-                sizeof ss->capture_error - 1);
-    }
-    if (ss->mode == CGR_MODE_WARMUP && ss->warmup_runs >= (uint64_t)rt->opt.warmup_runs) {
-        /*
-         * Capture records the slot-0 event inside the graph. CUDA forbids
-         * synchronizing an event that takes part in a capture, and another
-         * thread inside cgr_step_wait may be doing just that with this
-         * step's events; so capture only while nobody waits on the step.
-         * A single-threaded caller never has a waiter here.
-         */
-        if (s->waiters > 0)
-            return CGR_FAIL(CGR_STATUS_BUSY,
-                            "step '%s' is due for capture while another thread waits on it; "
-                            "nothing was launched, try again",
-                            s->name);
-        cgr_status st = cgr__capture(s);
-        if (st == CGR_STATUS_CAPTURE_FAILED) {
-            /* Keep the reason; later runs of this step run eagerly. */
-            ss->mode = CGR_MODE_EAGER;
-            ss->capture_failures++;
-            strncpy(ss->capture_error, cgr_last_error(), sizeof ss->capture_error - 1);
-            cgr__log(rt, CGR_LOG_WARN, "step '%s' runs eagerly: %s", s->name, ss->capture_error);
-            return st;
-        }
-        if (st != CGR_STATUS_OK)
-            return st;
-        ss->mode = CGR_MODE_GRAPH;
-        ss->capture_error[0] = '\0';
-        return replay(s, slot);
-    }
-    CGR_TRY(cgr__run_eager(s, slot));
-    s->sig_kind[slot] = 0;
-    if (ss->mode == CGR_MODE_WARMUP)
-        ss->warmup_runs++;
-    else
-        ss->eager_runs++;
-    rt->eager_runs++;
-    return CGR_STATUS_OK;
-}
 
 /* Submits the acquired slot and commits or cancels it. */
-static cgr_status launch_acquired(cgr_step *s, uint64_t ticket)
+static cgr_status launch_acquired(cgr_step *s, uint64_t ticket, const int64_t *dims)
 {
     uint32_t slot = cgr__ring_slot(&s->ring, ticket);
     int prev = 0;
     cgr_status st = cgr__device_enter(s->rt, &prev);
     if (st == CGR_STATUS_OK) {
-        st = submit(s, slot);
+        st = cgr__dispatch(s, slot, dims);
         cgr__device_leave(prev);
     }
     if (st != CGR_STATUS_OK) {
@@ -129,34 +61,83 @@ static cgr_status acquire(cgr_step *s, uint64_t *ticket, uint32_t *slot, const c
     return st;
 }
 
-CGR_API cgr_status cgr_step_run(cgr_step *s, const void *const *inputs, uint64_t *ticket)
+/*
+ * The run's dims: none for a fixed-shape step, else each in 1..its max.
+ * Checked before anything is acquired, so bad dims change nothing.
+ */
+static cgr_status check_dims(const cgr_step *s, const int64_t *dims, int given, const char *fn)
 {
-    CGR_TRY(cgr__check_step(s, "cgr_step_run"));
+    if (!given) {
+        if (s->n_dyn)
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "%s: step '%s' has %d dynamic dims; run it with %s_dims()", fn,
+                            s->name, s->n_dyn, fn);
+        return CGR_STATUS_OK;
+    }
+    if (s->n_dyn && !dims)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s_dims: dims is NULL but step '%s' has "
+                        "%d dynamic dims", fn, s->name, s->n_dyn);
+    for (int j = 0; j < s->n_dyn; j++)
+        if (dims[j] < 1 || dims[j] > s->dyn_max[j])
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "%s_dims: dims[%d] (\"%s\") is %lld, must be 1..%lld", fn, j,
+                            s->dyn_name[j], (long long)dims[j], (long long)s->dyn_max[j]);
+    return CGR_STATUS_OK;
+}
+
+/* Bytes of input i packed at the run's true dims. */
+static size_t input_bytes(const cgr_step *s, int i, const int64_t *dims)
+{
+    const cgr__tensor *t = &s->in[i];
+    if (!t->n_dyn_axes)
+        return t->bytes;
+    size_t n = cgr_dtype_size(t->desc.dtype);
+    for (int a = 0; a < t->desc.rank; a++)
+        n *= (size_t)(t->dyn[a] >= 0 ? dims[t->dyn[a]] : t->desc.dims[a]);
+    return n;
+}
+
+static cgr_status run_inputs(cgr_step *s, const int64_t *dims, int given,
+                             const void *const *inputs, uint64_t *ticket, const char *fn)
+{
+    CGR_TRY(cgr__check_step(s, fn));
+    CGR_TRY(check_dims(s, dims, given, fn));
     if (s->n_in > 0) {
         if (!inputs)
             return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                            "cgr_step_run: inputs is NULL but step '%s' has %d inputs", s->name,
+                            "%s: inputs is NULL but step '%s' has %d inputs", fn, s->name,
                             s->n_in);
         for (int i = 0; i < s->n_in; i++)
             if (!inputs[i])
-                return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                                "cgr_step_run: inputs[%d] (\"%s\") is NULL", i, s->in[i].name);
+                return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: inputs[%d] (\"%s\") is NULL",
+                                fn, i, s->in[i].name);
     }
     uint64_t t;
     uint32_t slot;
     /* One locked section from acquire to commit: no other thread ever sees this slot acquired. */
-    CGR_TRY(cgr__lock(s->rt, "cgr_step_run"));
-    cgr_status st = acquire(s, &t, &slot, "cgr_step_run");
+    CGR_TRY(cgr__lock(s->rt, fn));
+    cgr_status st = acquire(s, &t, &slot, fn);
     if (st == CGR_STATUS_OK) {
         unsigned char *host = cgr__slot_host(s, slot);
         for (int i = 0; i < s->n_in; i++)
-            memcpy(host + s->in[i].slot_offset, inputs[i], s->in[i].bytes);
-        st = launch_acquired(s, t);
+            memcpy(host + s->in[i].slot_offset, inputs[i], input_bytes(s, i, dims));
+        st = launch_acquired(s, t, dims);
     }
     cgr__unlock(s->rt);
     if (st == CGR_STATUS_OK && ticket)
         *ticket = t;
     return st;
+}
+
+CGR_API cgr_status cgr_step_run(cgr_step *s, const void *const *inputs, uint64_t *ticket)
+{
+    return run_inputs(s, NULL, 0, inputs, ticket, "cgr_step_run");
+}
+
+CGR_API cgr_status cgr_step_run_dims(cgr_step *s, const int64_t *dims, const void *const *inputs,
+                                     uint64_t *ticket)
+{
+    return run_inputs(s, dims, 1, inputs, ticket, "cgr_step_run");
 }
 
 CGR_API cgr_status cgr_step_acquire(cgr_step *s, cgr_slot *out)
@@ -180,11 +161,12 @@ CGR_API cgr_status cgr_step_acquire(cgr_step *s, cgr_slot *out)
     return CGR_STATUS_OK;
 }
 
-CGR_API cgr_status cgr_step_launch(cgr_step *s, const cgr_slot *slot)
+static cgr_status launch_slot(cgr_step *s, const cgr_slot *slot, const int64_t *dims, int given)
 {
     CGR_TRY(cgr__check_step(s, "cgr_step_launch"));
     if (!slot)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_launch: slot is NULL");
+    CGR_TRY(check_dims(s, dims, given, "cgr_step_launch"));
     CGR_TRY(cgr__lock(s->rt, "cgr_step_launch"));
     cgr_status st;
     if (!s->ring.acquired)
@@ -201,9 +183,19 @@ CGR_API cgr_status cgr_step_launch(cgr_step *s, const cgr_slot *slot)
                       "cgr_step_launch: slot is for run %llu, the acquired one is run %llu",
                       (unsigned long long)slot->ticket, (unsigned long long)s->ring.launched);
     else
-        st = launch_acquired(s, slot->ticket);
+        st = launch_acquired(s, slot->ticket, dims);
     cgr__unlock(s->rt);
     return st;
+}
+
+CGR_API cgr_status cgr_step_launch(cgr_step *s, const cgr_slot *slot)
+{
+    return launch_slot(s, slot, NULL, 0);
+}
+
+CGR_API cgr_status cgr_step_launch_dims(cgr_step *s, const cgr_slot *slot, const int64_t *dims)
+{
+    return launch_slot(s, slot, dims, 1);
 }
 
 /*
@@ -303,7 +295,7 @@ CGR_API cgr_status cgr_step_sync(cgr_step *s)
 
 /* Where output `index` of waited run `ticket` is; rt->lock held. */
 static cgr_status output_at(cgr_step *s, uint64_t ticket, int index, const char *fn,
-                            const unsigned char **data)
+                            const unsigned char **data, size_t *bytes)
 {
     if (index < 0 || index >= s->n_out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: index %d, step '%s' has %d outputs", fn,
@@ -317,7 +309,10 @@ static cgr_status output_at(cgr_step *s, uint64_t ticket, int index, const char 
                         "%s: run %llu of step '%s' was never launched or its slot was reused by "
                         "a later run",
                         fn, (unsigned long long)ticket, s->name);
-    *data = cgr__slot_host(s, cgr__ring_slot(&s->ring, ticket)) + s->out[index].slot_offset;
+    uint32_t slot = cgr__ring_slot(&s->ring, ticket);
+    cgr__outputs_compact(s, slot, ticket);
+    *data = cgr__slot_host(s, slot) + s->out[index].slot_offset;
+    *bytes = cgr__output_bytes(s, slot, index);
     return CGR_STATUS_OK;
 }
 
@@ -328,13 +323,14 @@ CGR_API cgr_status cgr_step_output(cgr_step *s, uint64_t ticket, int index, cons
     if (!data)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_output: data is NULL");
     const unsigned char *p = NULL;
+    size_t n = 0;
     CGR_TRY(cgr__lock(s->rt, "cgr_step_output"));
-    cgr_status st = output_at(s, ticket, index, "cgr_step_output", &p);
+    cgr_status st = output_at(s, ticket, index, "cgr_step_output", &p, &n);
     cgr__unlock(s->rt);
     CGR_TRY(st);
     *data = p;
     if (bytes)
-        *bytes = s->out[index].bytes;
+        *bytes = n;
     return CGR_STATUS_OK;
 }
 
@@ -345,19 +341,20 @@ CGR_API cgr_status cgr_step_copy_output(cgr_step *s, uint64_t ticket, int index,
     if (!dst)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_copy_output: dst is NULL");
     const unsigned char *p = NULL;
+    size_t n = 0;
     CGR_TRY(cgr__lock(s->rt, "cgr_step_copy_output"));
-    cgr_status st = output_at(s, ticket, index, "cgr_step_copy_output", &p);
-    if (st == CGR_STATUS_OK && capacity < s->out[index].bytes)
+    cgr_status st = output_at(s, ticket, index, "cgr_step_copy_output", &p, &n);
+    if (st == CGR_STATUS_OK && capacity < n)
         st = CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                       "cgr_step_copy_output: output %d of step '%s' has %zu bytes, dst holds %zu",
-                      index, s->name, s->out[index].bytes, capacity);
+                      index, s->name, n, capacity);
     /*
      * Copying under the lock is the point: no thread can launch the run
      * that reuses this slot until the copy is done, so the bytes are this
      * run's, all of them.
      */
     if (st == CGR_STATUS_OK)
-        memcpy(dst, p, s->out[index].bytes);
+        memcpy(dst, p, n);
     cgr__unlock(s->rt);
     return st;
 }

@@ -1,0 +1,311 @@
+/*
+ * What one run of a step does: the shape manager (shapes.h) decides, this
+ * file carries it out.
+ *
+ *   REPLAY   launch the cached graph's executable for the slot
+ *   WARMUP   eager run of a new shape (the first traces its scratch)
+ *   CAPTURE  capture the shape; update an offered executable in place or
+ *            instantiate; cache it; launch it
+ *   EAGER    eager run (churn guard, failed capture, too large)
+ *
+ * A step without dynamic dims has one shape and goes through the same
+ * path: warm-up runs, one capture, replays. Everything runs under rt->lock
+ * (replay/run.c), so a capture on the runtime's stream never meets another
+ * thread's launch.
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "shape_io.h"
+#include "trace.h"
+
+/* The dims of tensor t at the run's true or bucket values. */
+static void tensor_dims(const cgr__tensor *t, const int64_t *vals, int64_t *out)
+{
+    for (int a = 0; a < t->desc.rank; a++)
+        out[a] = t->dyn[a] >= 0 ? vals[t->dyn[a]] : t->desc.dims[a];
+}
+
+/* Every tensor's shape for this run (what the step sees), from the bucket. */
+static void apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_dims)
+{
+    memcpy(s->cur_bucket, bucket, (size_t)s->n_dyn * sizeof *bucket);
+    memcpy(s->cur_true, true_dims, (size_t)s->n_dyn * sizeof *true_dims);
+    for (int side = 0; side < 2; side++) {
+        int n = side ? s->n_out : s->n_in;
+        for (int i = 0; i < n; i++) {
+            cgr__tensor *t = side ? &s->out[i] : &s->in[i];
+            if (!t->n_dyn_axes)
+                continue;
+            tensor_dims(t, bucket, t->cur.dims);
+            t->cur_bytes = cgr__shape_bytes(t->desc.rank, t->cur.dims,
+                                            cgr_dtype_size(t->desc.dtype));
+        }
+    }
+}
+
+/* Spreads the slot's packed inputs to the bucket and stores the true dims. */
+static void stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims)
+{
+    unsigned char *host = cgr__slot_host(s, slot);
+    memcpy(host + CGR__SLOT_DIMS_OFFSET, true_dims, (size_t)s->n_dyn * sizeof *true_dims);
+    for (int i = 0; i < s->n_in; i++) {
+        const cgr__tensor *t = &s->in[i];
+        if (!t->n_dyn_axes)
+            continue;
+        int64_t td[CGR_MAX_RANK];
+        tensor_dims(t, true_dims, td);
+        cgr__shape_pad(host + t->slot_offset, t->desc.rank, td, t->cur.dims,
+                       cgr_dtype_size(t->desc.dtype), t->pad, !t->pad_nonzero);
+    }
+}
+
+/* The scratch plan for an eagerly run shape: found by signature, or a recycled one. */
+static cgr__shape_plan *eager_plan(cgr_step *s, const cgr__sig *sig)
+{
+    int victim = 0;
+    for (int i = 0; i < CGR__EAGER_PLANS; i++) {
+        cgr__eager_plan *e = &s->eager[i];
+        if (e->live && cgr__sig_equal(&e->sig, sig)) {
+            e->last_use = ++s->eager_clock;
+            return &e->plan;
+        }
+        if (!e->live || (s->eager[victim].live && e->last_use < s->eager[victim].last_use))
+            victim = i;
+    }
+    cgr__eager_plan *e = &s->eager[victim];
+    e->sig = *sig;
+    e->live = 1;
+    e->last_use = ++s->eager_clock;
+    cgr__plan_reset(&e->plan);
+    return &e->plan;
+}
+
+static cgr_status launch_graph(cgr_step *s, const cgr__graph *g, uint32_t slot)
+{
+    cgr__range_push("cgr replay");
+    cudaError_t e = cudaGraphLaunch(g->exec[slot], s->rt->stream);
+    cgr__range_pop();
+    if (e != cudaSuccess)
+        return cgr__cuda_fail((int)e, "cudaGraphLaunch", __FILE__, __LINE__);
+    s->sig_kind[slot] = (uint8_t)g->flag;
+    if (g->flag)
+        s->sig_expect[slot] = ++s->sig_runs[slot];
+    return CGR_STATUS_OK;
+}
+
+static cgr_status eager_run(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
+{
+    CGR_TRY(cgr__run_eager(s, slot, p));
+    s->sig_kind[slot] = 0;
+    s->rt->eager_runs++;
+    return CGR_STATUS_OK;
+}
+
+/* A capture that failed for good (or is disabled): the shape runs eagerly from now on. */
+static void capture_refused(cgr_step *s, const char *why, int failed)
+{
+    cgr_step_stats *ss = &s->stats;
+    ss->mode = CGR_MODE_EAGER;
+    ss->capture_failures += (uint64_t)failed;
+    strncpy(ss->capture_error, why, sizeof ss->capture_error - 1);
+    ss->capture_error[sizeof ss->capture_error - 1] = '\0';
+    (void)cgr__shapes_capture_failed(&s->shapes, ss->capture_error);
+    cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name,
+             ss->capture_error);
+}
+
+/* Takes the offered executable out of the cache after a failed (or undone) update. */
+static void drop_offer(cgr_step *s, int reason, const char *text)
+{
+    cgr__cache_evicted victim;
+    if (cgr__shapes_update_failed(&s->shapes, reason, text, &victim) == CGR_STATUS_OK)
+        cgr__graph_free(victim.payload);
+}
+
+static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
+                              uint8_t *action)
+{
+    cgr_runtime *rt = s->rt;
+    cgr_step_stats *ss = &s->stats;
+    cgr__shape_plan *plan = &s->pending[d->pending];
+    if (!rt->opt.capture) {
+        capture_refused(s, "capture disabled (cgr_options.capture = 0)", 0);
+        *action = CGR_RUN_EAGER;
+        CGR_TRY(eager_run(s, slot, eager_plan(s, d->sig)));
+        ss->eager_runs++;
+        return CGR_STATUS_OK;
+    }
+    /*
+     * Capture records the slot events inside the graph. CUDA forbids
+     * synchronizing an event that takes part in a capture, and another
+     * thread inside cgr_step_wait may be doing just that with this step's
+     * events; so capture only while nobody waits on the step.
+     */
+    if (s->waiters > 0) {
+        (void)cgr__shapes_capture_cancel(&s->shapes);
+        return CGR_FAIL(CGR_STATUS_BUSY,
+                        "step '%s' is due for capture while another thread waits on it; "
+                        "nothing was launched, try again",
+                        s->name);
+    }
+    if (!plan->planned) {
+        /* Its warm-ups failed before they planned the scratch: warm up again first. */
+        (void)cgr__shapes_capture_cancel(&s->shapes);
+        *action = CGR_RUN_WARMUP;
+        CGR_TRY(eager_run(s, slot, plan));
+        ss->warmup_runs++;
+        return CGR_STATUS_OK;
+    }
+    cgr__capture_out co;
+    cgr_status local = cgr__capture(s, plan, d->payload, &co);
+    cgr_status st = cgr__comm_after_capture(rt, s, local);
+    if (co.update_failed)
+        drop_offer(s, co.update_result, co.update_text);
+    if (st != CGR_STATUS_OK) {
+        if (local == CGR_STATUS_OK) {
+            /* Made here but refused by a peer: undo it, an updated offer included. */
+            if (co.updated)
+                drop_offer(s, -1, "a peer rank could not capture this shape");
+            else
+                cgr__graph_free(co.graph);
+        }
+        if (st == CGR_STATUS_CAPTURE_FAILED)
+            capture_refused(s, cgr_last_error(), 1);
+        else
+            (void)cgr__shapes_capture_cancel(&s->shapes);
+        return st;
+    }
+    cgr__graph *g = co.graph;
+    cgr__shapes_capture_result r;
+    memset(&r, 0, sizeof r);
+    r.payload = g;
+    r.bytes = g->bytes;
+    r.updated = co.updated;
+    r.capture_us = co.capture_us;
+    r.instantiate_us = co.updated ? 0.0 : co.make_us;
+    r.update_us = co.updated ? co.make_us : 0.0;
+    cgr__shapes_outcome oc;
+    if (cgr__shapes_capture_done(&s->shapes, &r, &oc) != CGR_STATUS_OK) {
+        /* Cannot happen with the arguments above; do not leak the graph if it does. */
+        if (!co.updated)
+            cgr__graph_free(g);
+        (void)cgr__shapes_capture_cancel(&s->shapes);
+        return CGR_FAIL(CGR_STATUS_WRONG_STATE, "step '%s': the shape manager refused a "
+                        "finished capture", s->name);
+    }
+    /* Launch first: a graph refused as too large is freed below, after its one run. */
+    cgr_status ls = launch_graph(s, g, slot);
+    for (uint32_t i = 0; i < oc.n_freed; i++)
+        cgr__graph_free(oc.freed[i].payload);
+    if (!oc.cached)
+        cgr__log(rt, CGR_LOG_WARN, "step '%s': this shape's graph (%zu bytes) exceeds "
+                 "shape_cache_bytes; it runs eagerly from now on", s->name, g->bytes);
+    CGR_TRY(ls);
+    *action = co.updated ? CGR_RUN_UPDATE : CGR_RUN_CAPTURE;
+    ss->mode = CGR_MODE_GRAPH;
+    ss->capture_error[0] = '\0';
+    ss->captures++;
+    ss->replays++;
+    ss->capture_us = co.capture_us + co.make_us;
+    s->last_capture_us = co.capture_us;
+    s->last_make_us = co.make_us;
+    ss->graph_nodes = g->nodes;
+    ss->graph_kernel_nodes = g->kernel_nodes;
+    ss->graph_memcpy_nodes = g->memcpy_nodes;
+    ss->zero_copy_tensors = g->zero_copy_tensors;
+    ss->memcpy_tensors = g->memcpy_tensors;
+    rt->captures++;
+    rt->replays++;
+    rt->capture_us += ss->capture_us;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims)
+{
+    cgr_step_stats *ss = &s->stats;
+    cgr__shapes_decision d;
+    cgr_status st = cgr__shapes_decide(&s->shapes, true_dims, &d);
+    if (st != CGR_STATUS_OK)
+        return CGR_FAIL(st, "step '%s': the shape manager refused the run (%s)", s->name,
+                        cgr_status_name(st));
+    if (s->n_dyn) {
+        apply_shape(s, d.dims, d.true_dims);
+        stage_inputs(s, slot, d.true_dims);
+    }
+    cgr__slot_run *sr = &s->slot_run[slot];
+    uint8_t action = CGR_RUN_REPLAY;
+    switch (d.action) {
+    case CGR__SHAPES_REPLAY:
+        st = launch_graph(s, d.payload, slot);
+        if (st == CGR_STATUS_OK) {
+            ss->replays++;
+            s->rt->replays++;
+            ss->mode = CGR_MODE_GRAPH;
+        }
+        break;
+    case CGR__SHAPES_WARMUP: {
+        cgr__shape_plan *p = &s->pending[d.pending];
+        if (d.warmup_run == 1)
+            cgr__plan_reset(p);
+        action = CGR_RUN_WARMUP;
+        st = eager_run(s, slot, p);
+        if (st == CGR_STATUS_OK) {
+            ss->warmup_runs++;
+            if (ss->mode != CGR_MODE_EAGER)
+                ss->mode = ss->captures ? CGR_MODE_GRAPH : CGR_MODE_WARMUP;
+        }
+        break;
+    }
+    case CGR__SHAPES_CAPTURE:
+        st = capture_run(s, slot, &d, &action);
+        break;
+    case CGR__SHAPES_EAGER:
+    default:
+        if (d.churn_tripped)
+            cgr__log(s->rt, CGR_LOG_WARN, "%s", cgr__shapes_warning(&s->shapes));
+        action = CGR_RUN_EAGER;
+        st = eager_run(s, slot, eager_plan(s, d.sig));
+        if (st == CGR_STATUS_OK)
+            ss->eager_runs++;
+        break;
+    }
+    if (st != CGR_STATUS_OK)
+        return st;
+    sr->action = action;
+    memcpy(sr->true_dims, d.true_dims, (size_t)s->n_dyn * sizeof(int64_t));
+    memcpy(sr->bucket, d.dims, (size_t)s->n_dyn * sizeof(int64_t));
+    sr->compacted = 0;
+    return CGR_STATUS_OK;
+}
+
+/* Packs the outputs of the waited run `ticket` on `slot` to their true shape, once. */
+void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket)
+{
+    cgr__slot_run *sr = &s->slot_run[slot];
+    if (!s->n_dyn || sr->compacted == ticket + 1)
+        return;
+    unsigned char *host = cgr__slot_host(s, slot);
+    for (int i = 0; i < s->n_out; i++) {
+        const cgr__tensor *t = &s->out[i];
+        if (!t->n_dyn_axes)
+            continue;
+        int64_t td[CGR_MAX_RANK], bd[CGR_MAX_RANK];
+        tensor_dims(t, sr->true_dims, td);
+        tensor_dims(t, sr->bucket, bd);
+        cgr__shape_compact(host + t->slot_offset, t->desc.rank, td, bd,
+                           cgr_dtype_size(t->desc.dtype));
+    }
+    sr->compacted = ticket + 1;
+}
+
+/* Bytes of output `index` of the run on `slot` at its true shape. */
+size_t cgr__output_bytes(const cgr_step *s, uint32_t slot, int index)
+{
+    const cgr__tensor *t = &s->out[index];
+    if (!s->n_dyn || !t->n_dyn_axes)
+        return t->bytes;
+    int64_t td[CGR_MAX_RANK];
+    tensor_dims(t, s->slot_run[slot].true_dims, td);
+    return cgr__shape_bytes(t->desc.rank, td, cgr_dtype_size(t->desc.dtype));
+}

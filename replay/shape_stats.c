@@ -1,0 +1,161 @@
+/*
+ * What a step says about its shapes: the action of each run, the shape
+ * manager's counters and the list of shapes (public API in cgr.h).
+ * Everything is read under rt->lock, so one snapshot is consistent.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+_Static_assert(CGR__SHAPES_TEXT_MAX == sizeof(((cgr_shape_info *)0)->text),
+               "cgr_shape_info.text holds a shape manager text");
+
+CGR_API const char *cgr_run_action_name(cgr_run_action a)
+{
+    static const char *names[] = {"replay", "warmup", "capture", "update", "eager"};
+    return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "invalid";
+}
+
+CGR_API cgr_status cgr_step_run_action(const cgr_step *s, uint64_t ticket, cgr_run_action *out)
+{
+    CGR_TRY(cgr__check_step(s, "cgr_step_run_action"));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_run_action: out is NULL");
+    cgr_runtime *rt = s->rt;
+    CGR_TRY(cgr__lock(rt, "cgr_step_run_action"));
+    /* The slot remembers its latest run only. */
+    uint64_t launched = s->ring.launched;
+    int ok = ticket < launched && launched - ticket <= s->ring.slots;
+    if (ok)
+        *out = (cgr_run_action)s->slot_run[cgr__ring_slot(&s->ring, ticket)].action;
+    cgr__unlock(rt);
+    if (!ok)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_step_run_action: run %llu of step '%s' was never launched or its "
+                        "slot was reused (%llu launched, %u slots)",
+                        (unsigned long long)ticket, s->name, (unsigned long long)launched,
+                        s->ring.slots);
+    return CGR_STATUS_OK;
+}
+
+/* The public struct's size must be the one this build knows (later ones may grow it). */
+static cgr_status check_size(size_t got, size_t want, const char *fn)
+{
+    if (got != want)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "%s: struct_size is %zu, expected %zu (set it to sizeof the struct)", fn,
+                        got, want);
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_step_get_shape_stats(const cgr_step *s, cgr_shape_stats *out)
+{
+    CGR_TRY(cgr__check_step(s, "cgr_step_get_shape_stats"));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_get_shape_stats: out is NULL");
+    CGR_TRY(check_size(out->struct_size, sizeof *out, "cgr_step_get_shape_stats"));
+    cgr_runtime *rt = s->rt;
+    CGR_TRY(cgr__lock(rt, "cgr_step_get_shape_stats"));
+    cgr__shapes_stats m;
+    cgr_status st = cgr__shapes_get_stats(&s->shapes, &m);
+    if (st == CGR_STATUS_OK) {
+        memset(out, 0, sizeof *out);
+        out->struct_size = sizeof *out;
+        out->runs = m.runs;
+        out->hits = m.hits;
+        out->misses = m.misses;
+        out->new_shapes = m.new_shapes;
+        out->warmup_runs = m.warmup_runs;
+        out->captures = m.captures;
+        out->capture_failures = m.capture_failures;
+        out->updates = m.updates;
+        out->update_failures = m.update_failures;
+        for (int i = 0; i < 16 && i < (int)CGR__SHAPES_UPDATE_REASONS; i++)
+            out->update_failures_by_reason[i] = m.update_failures_by_reason[i];
+        out->evictions = m.evictions;
+        out->eager_runs = m.eager_runs;
+        out->eager_by_reason[CGR_EAGER_CHURN] = m.eager_by_reason[CGR__SHAPES_REASON_CHURN];
+        out->eager_by_reason[CGR_EAGER_CAPTURE_FAILED] =
+            m.eager_by_reason[CGR__SHAPES_REASON_CAPTURE_FAILED];
+        out->eager_by_reason[CGR_EAGER_TOO_LARGE] = m.eager_by_reason[CGR__SHAPES_REASON_TOO_LARGE];
+        out->churn_activations = m.churn_activations;
+        out->churn_recoveries = m.churn_recoveries;
+        out->capture_us = m.capture_us;
+        out->instantiate_us = m.instantiate_us;
+        out->update_us = m.update_us;
+        out->last_capture_us = s->last_capture_us;
+        out->last_make_us = s->last_make_us;
+        out->entries = m.entries;
+        out->bytes = m.bytes;
+        out->arena_bytes = rt->arena.mapped;
+        out->scratch_peak = s->scratch_peak_max;
+        strncpy(out->last_update_error, cgr__shapes_update_error(&s->shapes),
+                sizeof out->last_update_error - 1);
+        strncpy(out->churn_warning, cgr__shapes_warning(&s->shapes),
+                sizeof out->churn_warning - 1);
+    }
+    cgr__unlock(rt);
+    if (st != CGR_STATUS_OK)
+        return CGR_FAIL(st, "cgr_step_get_shape_stats: step '%s' has no shape manager", s->name);
+    return CGR_STATUS_OK;
+}
+
+static cgr_eager_reason public_reason(cgr__shapes_reason r)
+{
+    switch (r) {
+    case CGR__SHAPES_REASON_CHURN:
+        return CGR_EAGER_CHURN;
+    case CGR__SHAPES_REASON_CAPTURE_FAILED:
+        return CGR_EAGER_CAPTURE_FAILED;
+    case CGR__SHAPES_REASON_TOO_LARGE:
+        return CGR_EAGER_TOO_LARGE;
+    default:
+        return CGR_EAGER_NONE;
+    }
+}
+
+CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_info *out)
+{
+    CGR_TRY(cgr__check_step(s, "cgr_step_shape_at"));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_shape_at: out is NULL");
+    CGR_TRY(check_size(out->struct_size, sizeof *out, "cgr_step_shape_at"));
+    if (index < 0)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_shape_at: index %d", index);
+    cgr_runtime *rt = s->rt;
+    CGR_TRY(cgr__lock(rt, "cgr_step_shape_at"));
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->n_dims = s->n_dyn;
+    int k = 0, found = 0;
+    const cgr__cache *c = cgr__shapes_cache(&s->shapes);
+    for (uint32_t i = cgr__cache_first(c); i != CGR__CACHE_NONE && !found;
+         i = cgr__cache_next(c, i), k++) {
+        if (k != index)
+            continue;
+        const cgr__cache_entry *e = cgr__cache_entry_at(c, i);
+        memcpy(out->dims, e->sig.dims, (size_t)s->n_dyn * sizeof(int64_t));
+        out->cached = 1;
+        out->replays = e->hits;
+        out->last_use = e->last_use;
+        out->bytes = e->bytes;
+        found = 1;
+    }
+    for (uint32_t i = 0; i < CGR__SHAPES_MAX_NOGRAPH && !found; i++) {
+        const cgr__shapes_nograph *g = cgr__shapes_nograph_at(&s->shapes, i);
+        if (!g || k++ != index)
+            continue;
+        memcpy(out->dims, g->sig.dims, (size_t)s->n_dyn * sizeof(int64_t));
+        out->eager_runs = g->runs;
+        out->reason = public_reason(g->reason);
+        /* Both hold 256 bytes; the manager's text always ends in a NUL. */
+        memcpy(out->text, g->text, sizeof out->text);
+        out->text[sizeof out->text - 1] = '\0';
+        found = 1;
+    }
+    cgr__unlock(rt);
+    if (!found)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_step_shape_at: index %d, step '%s' has %d shapes", index, s->name, k);
+    return CGR_STATUS_OK;
+}
