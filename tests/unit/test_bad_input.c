@@ -60,6 +60,31 @@ static cgr_step_desc desc(void)
     return d;
 }
 
+/* A step with one dynamic dim, "batch" (buckets 1, 2, 4), on axis 0 of a and c. */
+static const int64_t batch_buckets[3] = {1, 2, 4};
+static cgr_dyn_dim dyn[2];
+static cgr_dim_use uses[2];
+
+static cgr_step_desc dyn_desc(void)
+{
+    cgr_step_desc d = desc();
+    memset(dyn, 0, sizeof dyn);
+    dyn[0].name = "batch";
+    dyn[0].buckets = batch_buckets;
+    dyn[0].n_buckets = 3;
+    dyn[0].max = 4;
+    dyn[1] = dyn[0];
+    dyn[1].name = "other";
+    cgr_dim_use a = {0, 0, 0, 0}, c = {0, 1, 0, 0};
+    uses[0] = a;
+    uses[1] = c;
+    d.dyn_dims = dyn;
+    d.n_dyn_dims = 1;
+    d.dim_uses = uses;
+    d.n_dim_uses = 2;
+    return d;
+}
+
 static char long_name[80];
 /* Handles that are not live: zeroed memory, and one marked destroyed. */
 static uint32_t fake_handle[64];
@@ -203,7 +228,60 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
     X(desc_step_name_long, INVALID_ARGUMENT, "step name",                                  \
       cgr_step_desc d = desc(); d.name = long_name; return cgr__validate_step_desc(&d);)   \
     X(desc_reserved, INVALID_ARGUMENT, "reserved",                                         \
-      cgr_step_desc d = desc(); d.reserved[0] = 7; return cgr__validate_step_desc(&d);)
+      cgr_step_desc d = desc(); d.reserved[0] = 7; return cgr__validate_step_desc(&d);)    \
+    X(opt_shape_cache_zero, INVALID_ARGUMENT, "shape_cache_entries",                       \
+      cgr_options o = opts(); o.shape_cache_entries = 0; return create(&o);)               \
+    X(opt_churn_too_many, INVALID_ARGUMENT, "churn_shapes",                                \
+      cgr_options o = opts(); o.churn_shapes = 65; return create(&o);)                     \
+    X(opt_churn_window_short, INVALID_ARGUMENT, "churn_window",                            \
+      cgr_options o = opts(); o.churn_window = o.churn_shapes - 1; return create(&o);)     \
+    X(opt_shape_spare, INVALID_ARGUMENT, "shape_spare",                                    \
+      cgr_options o = opts(); o.shape_spare = 2; return create(&o);)                       \
+    X(dyn_too_many_dims, INVALID_ARGUMENT, "n_dyn_dims",                                   \
+      cgr_step_desc d = dyn_desc(); d.n_dyn_dims = CGR_MAX_DYN_DIMS + 1;                   \
+      return cgr__validate_step_desc(&d);)                                                 \
+    X(dyn_dims_null, INVALID_ARGUMENT, "dyn_dims is NULL",                                 \
+      cgr_step_desc d = dyn_desc(); d.dyn_dims = NULL; return cgr__validate_step_desc(&d);) \
+    X(dyn_name_empty, INVALID_ARGUMENT, "name",                                            \
+      cgr_step_desc d = dyn_desc(); dyn[0].name = ""; return cgr__validate_step_desc(&d);) \
+    X(dyn_buckets_unsorted, INVALID_ARGUMENT, "increasing",                                \
+      static const int64_t b[3] = {1, 4, 2}; cgr_step_desc d = dyn_desc();                 \
+      dyn[0].buckets = b; dyn[0].max = 2; return cgr__validate_step_desc(&d);)             \
+    X(dyn_max_not_last, INVALID_ARGUMENT, "last bucket",                                   \
+      cgr_step_desc d = dyn_desc(); dyn[0].max = 8; return cgr__validate_step_desc(&d);)   \
+    X(dyn_pow2_max_zero, INVALID_ARGUMENT, "max",                                          \
+      cgr_step_desc d = dyn_desc(); dyn[0].buckets = NULL; dyn[0].n_buckets = 0;           \
+      dyn[0].max = 0; return cgr__validate_step_desc(&d);)                                 \
+    X(dyn_duplicate_name, INVALID_ARGUMENT, "used twice",                                  \
+      cgr_step_desc d = dyn_desc(); dyn[1].name = "batch"; d.n_dyn_dims = 2;               \
+      return cgr__validate_step_desc(&d);)                                                 \
+    X(dyn_unused, INVALID_ARGUMENT, "not used",                                            \
+      cgr_step_desc d = dyn_desc(); d.n_dyn_dims = 2; return cgr__validate_step_desc(&d);) \
+    X(dyn_use_bad_axis, INVALID_ARGUMENT, "axis",                                          \
+      cgr_step_desc d = dyn_desc(); uses[1].axis = 2; return cgr__validate_step_desc(&d);) \
+    X(dyn_use_not_max, INVALID_ARGUMENT, "largest shape",                                  \
+      cgr_step_desc d = dyn_desc(); uses[1].axis = 1; return cgr__validate_step_desc(&d);) \
+    X(dyn_use_twice, INVALID_ARGUMENT, "both name",                                        \
+      cgr_step_desc d = dyn_desc(); uses[1] = uses[0]; return cgr__validate_step_desc(&d);) \
+    X(dyn_use_bad_tensor, INVALID_ARGUMENT, "tensor",                                      \
+      cgr_step_desc d = dyn_desc(); uses[1].tensor = 1; return cgr__validate_step_desc(&d);) \
+    X(dyn_pad_not_integer, INVALID_ARGUMENT, "padding value",                              \
+      static const double pad[2] = {0.0, 0.5}; cgr_step_desc d = dyn_desc();               \
+      tensors[1].dtype = CGR_DTYPE_I32; d.input_pad = pad;                                 \
+      return cgr__validate_step_desc(&d);)                                                 \
+    X(step_run_dims_null, INVALID_ARGUMENT, "cgr_step_run",                                \
+      int64_t b = 1; return cgr_step_run_dims(NULL, &b, NULL, NULL);)                      \
+    X(step_launch_dims_dead, INVALID_HANDLE, "destroyed",                                  \
+      cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_launch_dims(DEAD_STEP, &sl, NULL);) \
+    X(step_run_action_null, INVALID_ARGUMENT, "NULL",                                      \
+      cgr_run_action a; return cgr_step_run_action(NULL, 0, &a);)                          \
+    X(step_shape_stats_dead, INVALID_HANDLE, "destroyed",                                  \
+      cgr_shape_stats st; st.struct_size = sizeof st;                                      \
+      return cgr_step_get_shape_stats(DEAD_STEP, &st);)                                    \
+    X(step_shape_at_null, INVALID_ARGUMENT, "NULL",                                        \
+      cgr_shape_info si; si.struct_size = sizeof si; return cgr_step_shape_at(NULL, 0, &si);) \
+    X(ctx_dim_outside_step, INVALID_HANDLE, "inside the step",                             \
+      int64_t b; return cgr_ctx_dim(FAKE_CTX, 0, &b, NULL, NULL);)
 
 #define CASE_FN(name, status, word, ...)                                                   \
     static cgr_status case_##name(void)                                                    \
@@ -238,6 +316,9 @@ int main(void)
             TEST_FAIL_("case %s: message \"%s\" lacks \"%s\"", cases[i].name, cgr_last_error(),
                        cases[i].word);
     }
+    /* The fixtures the dynamic-dim cases start from are valid themselves. */
+    cgr_step_desc good = dyn_desc();
+    ASSERT_OK(cgr__validate_step_desc(&good));
     /* Destroying NULL is allowed and leaves the pointer NULL. */
     cgr_runtime *rt = NULL;
     cgr_step *st = NULL;
