@@ -146,6 +146,55 @@ void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int 
                mib(s.scratch_lower_bound), mib(s.pinned_bytes));
         if (s.capture_error[0])
             printf("               capture error: %s\n", s.capture_error);
+        bench_print_shape_stats(steps[i]);
+    }
+}
+
+void bench_print_shape_stats(const cgr_step *step)
+{
+    cgr_shape_stats h;
+    h.struct_size = sizeof h;
+    if (cgr_step_get_shape_stats(step, &h) != CGR_STATUS_OK) {
+        printf("               shape stats unavailable (%s)\n", cgr_last_error());
+        return;
+    }
+    printf("               shapes: %llu hits, %llu misses; %llu captures (%llu updated in "
+           "place, %llu updates failed, %llu capture failures), %llu evictions; %llu eager "
+           "(churn %llu, capture failed %llu, too large %llu); churn guard %llu trips, "
+           "%llu recoveries\n",
+           (unsigned long long)h.hits, (unsigned long long)h.misses,
+           (unsigned long long)h.captures, (unsigned long long)h.updates,
+           (unsigned long long)h.update_failures, (unsigned long long)h.capture_failures,
+           (unsigned long long)h.evictions, (unsigned long long)h.eager_runs,
+           (unsigned long long)h.eager_by_reason[CGR_EAGER_CHURN],
+           (unsigned long long)h.eager_by_reason[CGR_EAGER_CAPTURE_FAILED],
+           (unsigned long long)h.eager_by_reason[CGR_EAGER_TOO_LARGE],
+           (unsigned long long)h.churn_activations, (unsigned long long)h.churn_recoveries);
+    printf("               capture %.1f us, instantiate %.1f us, update %.1f us (totals); "
+           "%u cached, %.3f MiB est.; arena %.2f MiB\n",
+           h.capture_us, h.instantiate_us, h.update_us, h.entries, mib(h.bytes),
+           mib(h.arena_bytes));
+    if (h.last_update_error[0])
+        printf("               last update failure: %s\n", h.last_update_error);
+    if (h.churn_warning[0])
+        printf("               churn warning: %s\n", h.churn_warning);
+    for (int k = 0;; k++) {
+        cgr_shape_info si;
+        si.struct_size = sizeof si;
+        if (cgr_step_shape_at(step, k, &si) != CGR_STATUS_OK)
+            break;
+        char dims[160];
+        int n = 0;
+        dims[0] = '\0';
+        for (int j = 0; j < si.n_dims && n < (int)sizeof dims - 24; j++)
+            n += snprintf(dims + n, sizeof dims - (size_t)n, "%s%lld", j ? "," : "",
+                          (long long)si.dims[j]);
+        if (si.cached)
+            printf("               shape [%s]: graph, %llu replays, last use %llu\n", dims,
+                   (unsigned long long)si.replays, (unsigned long long)si.last_use);
+        else
+            printf("               shape [%s]: eager (%llu runs): %s\n", dims,
+                   (unsigned long long)si.eager_runs, si.text);
     }
 }
 

@@ -216,6 +216,7 @@ CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **prt)
         if (!destroyed) /* refused; unlink so we cannot loop forever */
             rt->steps = s->next;
     }
+    cgr__comm_release(rt);
     cgr__handles_destroy(rt);
     cudaMemPoolDestroy(rt->trace_pool);
     cgr__arena_destroy(&rt->arena);
@@ -271,8 +272,9 @@ CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stat
     out->capture_us = rt->capture_us;
     out->arena_reserved = rt->arena.mapped;
     for (const cgr_step *s = rt->steps; s; s = s->next) {
-        if (s->stats.scratch_peak > out->arena_planned)
-            out->arena_planned = s->stats.scratch_peak;
+        /* The largest plan of any shape of any step: what the shared arena must hold. */
+        if (s->scratch_peak_max > out->arena_planned)
+            out->arena_planned = s->scratch_peak_max;
         if (s->stats.scratch_lower_bound > out->arena_lower_bound)
             out->arena_lower_bound = s->stats.scratch_lower_bound;
     }
