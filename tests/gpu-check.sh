@@ -3,16 +3,18 @@
 # gpu suite under compute-sanitizer memcheck, and cgr-bench's default suite.
 # Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is printed last.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
-#                      [--sanitizers]
+#                      [--sanitizers] [--shapes] [--ddp]
 # --workloads also runs `cgr-bench mlp --profile` (W-mlp, all batch sizes and
 # variants), `cgr-bench cnn --profile --trace` and the PyTorch peer script on
 # the same GPU, and compares them. --soak runs `cgr-bench soak` (1,000,000
-# replays); --sanitizers adds the racecheck and initcheck setups.
+# replays); --sanitizers adds the racecheck and initcheck setups. --shapes
+# runs `cgr-bench serve --stats` (W-serve) and `cgr-bench newshape` (capture
+# against update in place); --ddp runs `cgr-bench ddp --nproc 2` (2 GPUs).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/cgr-gpu-check}
 mkdir -p "$OUT"
-memcheck=1 bench=1 quick="" workloads=0 soak=0 sanitizers=0
+memcheck=1 bench=1 quick="" workloads=0 soak=0 sanitizers=0 shapes=0 ddp=0
 for a in "$@"; do
     case "$a" in
     --no-memcheck) memcheck=0 ;;
@@ -21,6 +23,8 @@ for a in "$@"; do
     --workloads) workloads=1 ;;
     --soak) soak=1 ;;
     --sanitizers) sanitizers=1 ;;
+    --shapes) shapes=1 ;;
+    --ddp) ddp=1 ;;
     esac
 done
 b=build-gpu
@@ -65,6 +69,19 @@ if [ "${result[build]}" = ok ]; then
             >"$OUT/bench-pdl.log" 2>&1 || result[bench]=FAILED
         tail -n 14 "$OUT/bench-pdl.log"
     fi
+    if [ $shapes = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
+        "$b/bench/cgr-bench" serve --stats $quick --json "$OUT/bench-serve.json" \
+            >"$OUT/bench-serve.log" 2>&1 && result[shapes]=ok || result[shapes]=FAILED
+        tail -n 40 "$OUT/bench-serve.log"
+        "$b/bench/cgr-bench" newshape $quick --json "$OUT/bench-newshape.json" \
+            >"$OUT/bench-newshape.log" 2>&1 || result[shapes]=FAILED
+        tail -n 20 "$OUT/bench-newshape.log"
+    fi
+    if [ $ddp = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
+        "$b/bench/cgr-bench" ddp --nproc 2 $quick --json "$OUT/bench-ddp.json" \
+            >"$OUT/bench-ddp.log" 2>&1 && result[ddp]=ok || result[ddp]=FAILED
+        tail -n 30 "$OUT/bench-ddp.log"
+    fi
     if [ $workloads = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
         "$b/bench/cgr-bench" mlp --profile --json "$OUT/bench-mlp.json" \
             >"$OUT/bench-mlp.log" 2>&1 || result[bench]=FAILED
@@ -88,6 +105,6 @@ tmp=$(mktemp /tmp/cgr-all.XXXXXX.tgz)
 echo
 echo "== gpu-check summary =="
 cat "$OUT/gpu.txt"
-for k in build tests memcheck racecheck initcheck soak bench torch; do
+for k in build tests memcheck racecheck initcheck soak shapes ddp bench torch; do
     printf '%-10s %s\n' "$k" "${result[$k]:-skipped}"
 done
