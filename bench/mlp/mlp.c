@@ -385,9 +385,21 @@ int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cu
     float *dy = b->dbuf[last];
     /* Weight gradients on the side stream: small batch only (cuBLAS's handle has one stream). */
     const int branch = small && b->side;
-    MLP_CUDA(mlp_softmax_xent_fwd_bwd(b->act[last], small ? NULL : b->params + L.b_off[last],
-                                      b->labels, b->row_loss, b->loss, dy, B, L.out[last], s,
-                                      pdl));
+    /*
+     * A padded batch (b->true_batch) is masked here and only here. The loss
+     * kernel gives rows >= T a zero dlogits row. Every gradient below is
+     * linear in dlogits row by row: dx = dy W (mlp_gemv_bwd or a GEMM) and
+     * the ReLU/dropout backward (a mask times a scale) keep a zero row zero,
+     * so each padded row's dy is zero at every layer; dW = dy^T a and
+     * db = sum_b dy (mlp_outer_acc, mlp_bias_grad or a GEMM) then get 0 * a
+     * = 0 from it, as long as a is finite, which the padded rows' inputs
+     * (zeros, or any finite fill) and activations are. So the gradients are
+     * the T real rows' alone, on the small-batch and the cuBLAS path alike;
+     * the padded rows' forward work is wasted, not wrong.
+     */
+    MLP_CUDA(mlp_softmax_xent_masked(b->act[last], small ? NULL : b->params + L.b_off[last],
+                                     b->labels, b->true_batch, b->row_loss, b->loss, dy, B,
+                                     L.out[last], s, pdl));
 
     /*
      * Backward, top layer first. dy = dbuf[l] holds d(loss)/d(layer l's

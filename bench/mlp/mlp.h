@@ -144,6 +144,16 @@ typedef struct mlp_bufs {
     float *act[MLP_MAX_LAYERS]; /**< act[l]: [B][out[l]]; act[n_layers-1] holds the logits */
     float *dbuf[MLP_MAX_LAYERS]; /**< dbuf[l]: d(loss)/d(layer l's output) */
     float *row_loss;            /**< [B] */
+    /*
+     * Padded batches (cgr's dynamic dims; optional). NULL: all B rows are
+     * real. Otherwise it points at T, the number of real rows, in device
+     * memory (cgr_ctx_dim()'s `dev`), with B = cfg.batch the bucket the
+     * step is shaped for: rows >= T of x and labels are padding, the loss
+     * is the mean over the T real rows, and the gradients are those of the
+     * T real rows alone (mlp_softmax_xent_masked). Read on the device only,
+     * so one captured graph serves every T up to B.
+     */
+    const int64_t *true_batch;
     /* Dropout only (cfg.dropout > 0): the step's Philox state in device
      * memory and the first of its mlp_dropout_counters() counters. */
     const cgr_philox_state *rng;
@@ -186,10 +196,11 @@ int mlp_forward_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h,
  *
  * Kernels per step at B <= small_batch_max: 5 Linear forwards (bias, ReLU
  * and dropout fused), 1 loss kernel (the last bias fused; plus a mean
- * kernel when B > 1), 5 weight+bias gradient and 4 data-gradient kernels,
- * AdamW and its step count: 17 at B = 1. Above small_batch_max: 5 forward
- * GEMMs + 4 bias kernels, the loss and its mean, 9 backward GEMMs, 5
- * bias-gradient and 4 ReLU-backward kernels, AdamW and its step count: 31.
+ * kernel when B > 1 or b->true_batch is set), 5 weight+bias gradient and
+ * 4 data-gradient kernels, AdamW and its step count: 17 at B = 1. Above
+ * small_batch_max: 5 forward GEMMs + 4 bias kernels, the loss and its mean,
+ * 9 backward GEMMs, 5 bias-gradient and 4 ReLU-backward kernels, AdamW and
+ * its step count: 31.
  */
 int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cudaStream_t s,
                      int pdl);

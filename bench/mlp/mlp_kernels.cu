@@ -332,6 +332,18 @@ extern "C" cudaError_t mlp_relu_bwd(float *dy, const float *y, float scale, int 
  * Bound: latency. A block spreads a row over 256 threads, so each pass is
  * one round of loads (one float4 per thread at C = 1000), not the chain of
  * 8 that one warp per row needed; rows run on separate SMs.
+ *
+ * Padded batches (true_batch != NULL; cgr's dynamic dims): the launch is
+ * shaped for B rows (the bucket), and T = *true_batch, read on the device
+ * after pdl_begin() (cgr's staging writes it earlier in the graph), says
+ * how many of them are real. Rows >= T get row_loss 0 and a zero dlogits
+ * row and read nothing else; real rows divide by T; the mean kernel
+ * averages rows 0..T-1. Every gradient upstream of a zero dlogits row is
+ * zero (mlp.c explains why), so the step's parameter gradients are those
+ * of the T real rows alone. The mean kernel always runs then, even at
+ * B = 1, so every bucket's graph has the same nodes (an update in place
+ * needs the same topology). With true_batch == NULL nothing changes: the
+ * same instructions run on the same values.
  */
 #define SX_THREADS 256
 #define SX_WARPS (SX_THREADS / 32)
@@ -386,21 +398,49 @@ static __device__ __forceinline__ float logit1(const float *__restrict__ x,
     return x[c] + (BIAS ? bias[c] : 0.f);
 }
 
+/*
+ * The real rows of a padded batch of B: *true_batch clamped to [1, B], so
+ * that a corrupt value can neither divide by zero nor read past the batch;
+ * B when true_batch is NULL.
+ */
+static __device__ __forceinline__ int rows_real(const int64_t *true_batch, int B)
+{
+    if (!true_batch)
+        return B;
+    const int64_t t = *true_batch;
+    return t < 1 ? 1 : t > B ? B : (int)t;
+}
+
 template <bool VEC, bool BIAS>
 static __global__ void __launch_bounds__(SX_THREADS)
     softmax_xent_kernel(const float *__restrict__ logits, const float *__restrict__ bias,
-                        const int *__restrict__ labels, float *__restrict__ row_loss,
-                        float *__restrict__ loss, float *__restrict__ dlogits, int B, int C)
+                        const int *__restrict__ labels, const int64_t *__restrict__ true_batch,
+                        float *__restrict__ row_loss, float *__restrict__ loss,
+                        float *__restrict__ dlogits, int B, int C)
 {
     __shared__ float sh[SX_WARPS + 1];
     pdl_begin();
     const int r = blockIdx.x;
-    const float *x = logits + (size_t)r * C;
+    const int T = rows_real(true_batch, B);
     float *dx = dlogits + (size_t)r * C;
+    const int n = VEC ? C / 4 : C;
+    if (r >= T) {
+        /* A padded row: no loss, no gradient (the whole block leaves, so no
+         * barrier below is left waiting). */
+        for (int c = threadIdx.x; c < n; c += SX_THREADS) {
+            if (VEC)
+                reinterpret_cast<float4 *>(dx)[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+            else
+                dx[c] = 0.f;
+        }
+        if (threadIdx.x == 0)
+            row_loss[r] = 0.f;
+        return;
+    }
+    const float *x = logits + (size_t)r * C;
     const int label = labels[r];
     const bool ok = label >= 0 && label < C;
-    const float fb = (float)B;
-    const int n = VEC ? C / 4 : C;
+    const float fb = (float)T;
 
     float mx = -INFINITY;
     for (int c = threadIdx.x; c < n; c += SX_THREADS) {
@@ -446,18 +486,42 @@ static __global__ void __launch_bounds__(SX_THREADS)
         const float xl = ok ? logit1<BIAS>(x, bias, label) : 0.f;
         const float rl = ok ? logf(sum) - (xl - mx) : __int_as_float(0x7fc00000);
         row_loss[r] = rl;
-        if (B == 1)
+        if (B == 1 && !true_batch)
             *loss = rl; /* the mean of one row, as warp_mean would give it */
     }
 }
 
+/* *out = mean of vals[0..n), or of its first *true_batch values (clamped as above). */
 static __global__ void __launch_bounds__(32)
-    mean_kernel(const float *__restrict__ vals, float *__restrict__ out, int n)
+    mean_kernel(const float *__restrict__ vals, float *__restrict__ out, int n,
+                const int64_t *__restrict__ true_batch)
 {
     pdl_begin();
-    const float m = warp_mean(vals, n, (int)threadIdx.x);
+    const float m = warp_mean(vals, rows_real(true_batch, n), (int)threadIdx.x);
     if (threadIdx.x == 0)
         *out = m;
+}
+
+extern "C" cudaError_t mlp_softmax_xent_masked(const float *logits, const float *bias,
+                                               const int *labels, const int64_t *true_batch,
+                                               float *row_loss, float *loss, float *dlogits, int B,
+                                               int C, cudaStream_t s, int pdl)
+{
+    if (!logits || !labels || !row_loss || !loss || !dlogits || B < 1 || C < 1 ||
+        logits == dlogits)
+        return cudaErrorInvalidValue;
+    const bool vec = C % 4 == 0 && aligned16(logits) && aligned16(dlogits) &&
+                     (!bias || aligned16(bias));
+    void (*k)(const float *, const float *, const int *, const int64_t *, float *, float *,
+              float *, int, int) =
+        vec ? (bias ? softmax_xent_kernel<true, true> : softmax_xent_kernel<true, false>)
+            : (bias ? softmax_xent_kernel<false, true> : softmax_xent_kernel<false, false>);
+    cudaError_t e = launch(k, dim3((unsigned)B), dim3(SX_THREADS), s, pdl, logits, bias, labels,
+                           true_batch, row_loss, loss, dlogits, B, C);
+    if (e != cudaSuccess || (B == 1 && !true_batch))
+        return e;
+    return launch(mean_kernel, dim3(1), dim3(32), s, pdl, (const float *)row_loss, loss, B,
+                  true_batch);
 }
 
 extern "C" cudaError_t mlp_softmax_xent_fwd_bwd(const float *logits, const float *bias,
@@ -465,19 +529,8 @@ extern "C" cudaError_t mlp_softmax_xent_fwd_bwd(const float *logits, const float
                                                 float *dlogits, int B, int C, cudaStream_t s,
                                                 int pdl)
 {
-    if (!logits || !labels || !row_loss || !loss || !dlogits || B < 1 || C < 1 ||
-        logits == dlogits)
-        return cudaErrorInvalidValue;
-    const bool vec = C % 4 == 0 && aligned16(logits) && aligned16(dlogits) &&
-                     (!bias || aligned16(bias));
-    void (*k)(const float *, const float *, const int *, float *, float *, float *, int, int) =
-        vec ? (bias ? softmax_xent_kernel<true, true> : softmax_xent_kernel<true, false>)
-            : (bias ? softmax_xent_kernel<false, true> : softmax_xent_kernel<false, false>);
-    cudaError_t e = launch(k, dim3((unsigned)B), dim3(SX_THREADS), s, pdl, logits, bias, labels,
-                           row_loss, loss, dlogits, B, C);
-    if (e != cudaSuccess || B == 1)
-        return e;
-    return launch(mean_kernel, dim3(1), dim3(32), s, pdl, (const float *)row_loss, loss, B);
+    return mlp_softmax_xent_masked(logits, bias, labels, NULL, row_loss, loss, dlogits, B, C, s,
+                                   pdl);
 }
 
 /* ---- AdamW --------------------------------------------------------------------

@@ -22,6 +22,29 @@
  *       units; the drop rate is p within 5 sigma. With (b), replay k
  *       equals eager step k for the same seed.
  *
+ *
+ * With a dynamic batch (mlp_cgr_dyn_*: tensors declared at the largest
+ * bucket, each run given its true batch T, the loss masked to the T real
+ * rows through cgr_ctx_dim's device pointer):
+ *   (d) float64 reference: buckets {8, 16, 32}, one warm-up run per shape,
+ *       11 steps at T = 5, 7, 3, 13, 9, 16, 27, 17, 32, 6, 14 (a warm-up, a
+ *       capture and a replay per bucket, then replays): cgr's action on
+ *       each run is the expected one, the step function saw T's bucket and
+ *       T, the outputs come back at T rows, and the loss and parameters
+ *       match float64 training on the T real rows alone (limits as in (a)).
+ *   (e) graph == eager: 50 steps (12 under a sanitizer) at T drawn from
+ *       1..32 give bitwise the same loss curve, first hidden activations
+ *       (T rows) at every step, and final parameters, moments and step
+ *       count as the same step run with capture = 0; every run's action
+ *       follows docs/shapes.md (warm-ups, one capture per bucket, then
+ *       replays) and the shape stats agree.
+ *   (f) update in place: the same with a one-graph cache, so each change of
+ *       bucket evicts the graph and offers it for cudaGraphExecUpdate. On
+ *       the small-batch buckets {2, 4, 8} (same topology) at least one
+ *       update must happen, and the results stay bitwise equal to eager.
+ *       The cuBLAS-path buckets {16, 32} are run the same way, without
+ *       requiring updates (cuBLAS's kernel choice decides the topology).
+ *
  * The step runs as cgr-bench runs it: PDL on and, at small batch, the
  * weight gradients on a side stream (parallel graph branches). It exposes
  * its hidden activations as extra outputs (device-to-device copies inside
@@ -399,6 +422,450 @@ static void test_graph_eager(int B, float dropout, const float *params0)
     trajectory_free(&e, c.n_hidden);
 }
 
+/* ---- dynamic batch: (d) float64 reference, (e) graph == eager, (f) update in place ---- */
+
+enum { DYN_MAX_STEPS = 50, DYN_MAX_BUCKETS = 4 };
+
+/* A W-mlp step with a dynamic batch (mlp_cgr_dyn_*), its hidden activations as outputs. */
+typedef struct dyn_model {
+    mlp_cfg cfg; /* batch = Bmax, the largest bucket */
+    mlp_layout L;
+    mlp_bufs dev;
+    int n_hidden;
+    /* What the step function saw in its latest call, and how often it ran. */
+    int64_t seen_bucket, seen_true;
+    long calls;
+} dyn_model;
+
+static cgr_status dyn_step_fn(cgr_ctx *ctx, void *user)
+{
+    dyn_model *m = user;
+    cgr_cublas_handle h;
+    cgr_stream s;
+    mlp_cfg rc; /* m->cfg shaped for this run's bucket */
+    mlp_bufs b;
+    int64_t tv = 0;
+    STEP_TRY(mlp_cgr_bind_dyn(ctx, &m->cfg, &m->dev, &rc, &b, &h, &s));
+    STEP_TRY(cgr_ctx_dim(ctx, 0, NULL, &tv, NULL));
+    m->seen_bucket = rc.batch;
+    m->seen_true = tv;
+    m->calls++;
+    if (mlp_step_enqueue(&rc, &b, h, s, 1) != 0) {
+        fprintf(stderr, "test_mlp_cgr: %s\n", mlp_last_error());
+        return CGR_STATUS_CUDA_ERROR;
+    }
+    /* The bucket's rows; cgr hands back the true batch's. */
+    for (int l = 0; l < m->n_hidden; l++) {
+        void *out;
+        STEP_TRY(cgr_ctx_output(ctx, 1 + l, &out));
+        STEP_CUDA(cudaMemcpyAsync(out, b.act[l], (size_t)rc.batch * m->L.out[l] * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, s));
+    }
+    return CGR_STATUS_OK;
+}
+
+typedef struct dyn_run {
+    dyn_model m;
+    cgr_runtime *rt;
+    cgr_step *step;
+    int64_t buckets[DYN_MAX_BUCKETS];
+    int n_buckets;
+} dyn_run;
+
+static void dyn_open(dyn_run *r, const int64_t *buckets, int nb, int capture, int warmup,
+                     int cache_entries, const float *params0)
+{
+    memset(r, 0, sizeof *r);
+    ASSERT(nb >= 1 && nb <= DYN_MAX_BUCKETS);
+    memcpy(r->buckets, buckets, (size_t)nb * sizeof *buckets);
+    r->n_buckets = nb;
+    dyn_model *m = &r->m;
+    mlp_cfg_default(&m->cfg, (int)buckets[nb - 1]);
+    ASSERT_EQ(mlp_layout_init(&m->L, &m->cfg), 0);
+    m->n_hidden = m->cfg.n_hidden;
+
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.capture = capture;
+    o.warmup_runs = warmup;
+    o.shape_cache_entries = cache_entries;
+    /* The tests switch buckets on purpose, far more often than the guard allows. */
+    o.churn_shapes = 0;
+    ASSERT_OK(cgr_runtime_create(&r->rt, &o));
+    if (mlp_cgr_state_create(r->rt, &m->cfg, params0, &m->dev) != 0)
+        TEST_FAIL_("%s", mlp_last_error());
+
+    mlp_cgr_dyn d;
+    if (mlp_cgr_dyn_init(&d, &m->cfg, buckets, nb) != 0)
+        TEST_FAIL_("%s", mlp_last_error());
+    static const char *names[] = {"act0", "act1", "act2", "act3", "act4", "act5", "act6"};
+    for (int l = 0; l < m->n_hidden; l++)
+        ASSERT_EQ(mlp_cgr_dyn_add_batch_output(&d, names[l], m->L.out[l]), 1 + l);
+    cgr_step_desc desc;
+    ASSERT_OK(cgr_step_desc_init(&desc));
+    mlp_cgr_dyn_desc(&d, "W-mlp dyn", dyn_step_fn, m, &desc);
+    ASSERT_OK(cgr_step_create(r->rt, &desc, &r->step));
+    ASSERT_OK(cgr_step_set_seed(r->step, SEED));
+}
+
+static void dyn_close(dyn_run *r)
+{
+    ASSERT_OK(cgr_runtime_destroy(&r->rt));
+    if (mlp_cgr_state_release(&r->m.dev) != 0)
+        TEST_FAIL_("%s", mlp_last_error());
+}
+
+/* The smallest bucket that holds T (what cgr must round T up to). */
+static int64_t bucket_in(const int64_t *buckets, int nb, int64_t T)
+{
+    for (int i = 0; i < nb; i++)
+        if (T <= buckets[i])
+            return buckets[i];
+    TEST_FAIL_("true batch %lld above the largest bucket", (long long)T);
+}
+
+static int64_t bucket_of(const dyn_run *r, int64_t T)
+{
+    return bucket_in(r->buckets, r->n_buckets, T);
+}
+
+/*
+ * Runs step k at true batch T (inputs packed at T rows, fresh random data
+ * that depends on k only); loss and acts (n_hidden arrays of at least
+ * T * hidden floats) receive its outputs, *action what cgr did. Also checks
+ * that the outputs come back at the true batch, and that the step function,
+ * when cgr called it, was shaped for T's bucket and saw T.
+ */
+static void dyn_step(dyn_run *r, int k, int64_t T, float *x, int *labels, float *loss,
+                     float **acts, cgr_run_action *action)
+{
+    dyn_model *m = &r->m;
+    mlp_cfg c = m->cfg;
+    c.batch = (int)T;
+    make_batch(&c, k, x, labels);
+    const void *inputs[2] = {x, labels};
+    const long calls = m->calls;
+    uint64_t ticket = 0;
+    ASSERT_OK(cgr_step_run_dims(r->step, &T, inputs, &ticket));
+    ASSERT_OK(cgr_step_wait(r->step, ticket));
+    ASSERT_OK(cgr_step_run_action(r->step, ticket, action));
+    /*
+     * A replay is one graph launch: the step function does not run. An
+     * eager run (warm-up or not) calls it exactly once; a capture at least
+     * once. Whenever it ran, it was shaped for T's bucket and saw T.
+     */
+    if (*action == CGR_RUN_REPLAY)
+        ASSERT_EQ(m->calls, calls);
+    else if (*action == CGR_RUN_WARMUP || *action == CGR_RUN_EAGER)
+        ASSERT_EQ(m->calls, calls + 1);
+    else
+        ASSERT_GE(m->calls, calls + 1);
+    if (m->calls != calls) {
+        ASSERT_EQ(m->seen_bucket, bucket_of(r, T));
+        ASSERT_EQ(m->seen_true, T);
+    }
+    const void *data;
+    size_t bytes;
+    ASSERT_OK(cgr_step_output(r->step, ticket, 0, &data, &bytes));
+    ASSERT_EQ(bytes, sizeof(float));
+    memcpy(loss, data, sizeof(float));
+    for (int l = 0; l < m->n_hidden; l++) {
+        ASSERT_OK(cgr_step_output(r->step, ticket, 1 + l, &data, &bytes));
+        ASSERT_EQ(bytes, (size_t)T * m->L.out[l] * sizeof(float));
+        memcpy(acts[l], data, bytes);
+    }
+}
+
+/*
+ * What cgr should do on each run, from docs/shapes.md: a bucket in the
+ * cache (at most `entries`, least recently used evicted) replays; another
+ * one runs `warmup` eager warm-ups (counted per bucket until it is
+ * captured), then captures: by an update in place when the cache is full
+ * by count (the LRU entry is offered) or an instantiation. An evicted
+ * bucket is new again. Returns the expected action, with CGR_RUN_UPDATE
+ * meaning "CAPTURE or UPDATE" (an update may fail and fall back).
+ */
+typedef struct action_model {
+    int entries, warmup, n;
+    int64_t cache[DYN_MAX_BUCKETS]; /* most recently used first */
+    int64_t warm_bucket[DYN_MAX_BUCKETS];
+    int warm[DYN_MAX_BUCKETS];
+} action_model;
+
+static int warm_slot(action_model *a, int64_t b)
+{
+    for (int i = 0; i < DYN_MAX_BUCKETS; i++)
+        if (a->warm_bucket[i] == b)
+            return i;
+    for (int i = 0; i < DYN_MAX_BUCKETS; i++)
+        if (a->warm_bucket[i] == 0) {
+            a->warm_bucket[i] = b;
+            a->warm[i] = 0;
+            return i;
+        }
+    TEST_FAIL_("%s", "action model: too many buckets");
+}
+
+static cgr_run_action model_next(action_model *a, int64_t b)
+{
+    for (int i = 0; i < a->n; i++) {
+        if (a->cache[i] == b) {
+            memmove(&a->cache[1], &a->cache[0], (size_t)i * sizeof a->cache[0]);
+            a->cache[0] = b;
+            return CGR_RUN_REPLAY;
+        }
+    }
+    const int w = warm_slot(a, b);
+    if (a->warm[w] < a->warmup) {
+        a->warm[w]++;
+        return CGR_RUN_WARMUP;
+    }
+    a->warm_bucket[w] = 0;
+    const int full = a->n == a->entries;
+    if (full)
+        a->n--; /* the least recently used leaves; it will warm up again */
+    memmove(&a->cache[1], &a->cache[0], (size_t)a->n * sizeof a->cache[0]);
+    a->cache[0] = b;
+    a->n++;
+    return full ? CGR_RUN_UPDATE : CGR_RUN_CAPTURE;
+}
+
+/* (d) The first steps through every bucket against float64 training at the true batch. */
+static void test_dyn_reference(const float *params0, int sanitizer)
+{
+    static const int64_t buckets[] = {8, 16, 32};
+    /* warmup_runs = 1: per bucket a warm-up, a capture and a replay, each at its own T. */
+    static const int64_t seq[] = {5, 7, 3, 13, 9, 16, 27, 17, 32, 6, 14};
+    static const cgr_run_action want[] = {
+        CGR_RUN_WARMUP, CGR_RUN_CAPTURE, CGR_RUN_REPLAY, CGR_RUN_WARMUP,
+        CGR_RUN_CAPTURE, CGR_RUN_REPLAY, CGR_RUN_WARMUP, CGR_RUN_CAPTURE,
+        CGR_RUN_REPLAY, CGR_RUN_REPLAY, CGR_RUN_REPLAY};
+    const int n_steps = sanitizer ? 6 : (int)(sizeof seq / sizeof seq[0]);
+    dyn_run r;
+    dyn_open(&r, buckets, 3, 1, 1, 16, params0);
+    const dyn_model *m = &r.m;
+    const size_t n = m->L.n_floats, nb = n * sizeof(float), bmax = (size_t)m->cfg.batch;
+    float *p = malloc(nb), *mm = malloc(nb), *vv = malloc(nb);
+    float *x = malloc(bmax * m->cfg.in_dim * sizeof(float));
+    int *labels = malloc(bmax * sizeof(int));
+    float *acts[MLP_MAX_LAYERS] = {0};
+    for (int l = 0; l < m->n_hidden; l++) {
+        acts[l] = malloc(bmax * m->L.out[l] * sizeof(float));
+        ASSERT(acts[l] != NULL);
+    }
+    ASSERT(p && mm && vv && x && labels);
+    double worst_loss = 0.0, worst_param = 0.0;
+    for (int k = 0; k < n_steps; k++) {
+        const int64_t T = seq[k];
+        ASSERT_OK(cgr_step_sync(r.step));
+        down(p, m->dev.params, nb);
+        down(mm, m->dev.m, nb);
+        down(vv, m->dev.v, nb);
+        /* The reference trains on the T real rows only, from the GPU's state. */
+        mlp_cfg rc = m->cfg;
+        rc.batch = (int)T;
+        mlp_ref ref;
+        ASSERT_EQ(mlp_ref_init(&ref, &rc, p), 0);
+        mlp_ref_set_state(&ref, p, mm, vv, k);
+        float loss;
+        cgr_run_action act;
+        dyn_step(&r, k, T, x, labels, &loss, acts, &act);
+        if (act != want[k])
+            TEST_FAIL_("step %d (T=%lld): cgr did '%s', expected '%s'", k + 1, (long long)T,
+                       cgr_run_action_name(act), cgr_run_action_name(want[k]));
+        long hinted = 0;
+        const double wl = mlp_ref_step(&ref, x, labels, (const float *const *)acts, 1e-4, &hinted);
+        const double el = fabs((double)loss - wl) / fabs(wl);
+        if (!(el <= 1e-4))
+            TEST_FAIL_("dyn step %d (T=%lld, %s): loss %.9g, float64 at the true batch %.9g "
+                       "(rel %.3g > 1e-4)",
+                       k + 1, (long long)T, cgr_run_action_name(act), (double)loss, wl, el);
+        worst_loss = el > worst_loss ? el : worst_loss;
+        ASSERT_OK(cgr_step_sync(r.step));
+        down(p, m->dev.params, nb);
+        for (int l = 0; l < m->L.n_layers; l++) {
+            const double ew = norm_rel(p + m->L.w_off[l], ref.p + m->L.w_off[l],
+                                       (size_t)m->L.out[l] * (size_t)m->L.in[l]);
+            const double eb = norm_rel(p + m->L.b_off[l], ref.p + m->L.b_off[l],
+                                       (size_t)m->L.out[l]);
+            if (!(ew <= 1e-4 && eb <= 1e-4))
+                TEST_FAIL_("dyn step %d (T=%lld, %s) layer %d: params off float64 training on "
+                           "the true batch: weight %.3g, bias %.3g (norm-wise, limit 1e-4)",
+                           k + 1, (long long)T, cgr_run_action_name(act), l, ew, eb);
+            worst_param = ew > worst_param ? ew : worst_param;
+            worst_param = eb > worst_param ? eb : worst_param;
+        }
+        int count = -1;
+        down(&count, m->dev.step, sizeof count);
+        ASSERT_EQ(count, k + 1);
+        mlp_ref_free(&ref);
+    }
+    cgr_shape_stats ss;
+    memset(&ss, 0, sizeof ss);
+    ss.struct_size = sizeof ss;
+    ASSERT_OK(cgr_step_get_shape_stats(r.step, &ss));
+    const int n_buckets_seen = sanitizer ? 2 : 3;
+    ASSERT_U64_EQ(ss.captures, n_buckets_seen);
+    ASSERT_U64_EQ(ss.updates, 0);
+    ASSERT_U64_EQ(ss.runs, n_steps);
+    printf("dyn fp64 buckets {8,16,32}: %d steps at true batches 5..32 (warm-up, capture, "
+           "replay per bucket): worst loss rel err %.2e, worst param norm-wise rel err %.2e "
+           "(limits 1e-4)\n",
+           n_steps, worst_loss, worst_param);
+    for (int l = 0; l < m->n_hidden; l++)
+        free(acts[l]);
+    free(p);
+    free(mm);
+    free(vv);
+    free(x);
+    free(labels);
+    dyn_close(&r);
+}
+
+/* One dynamic run over a T sequence: the loss curve, act0 of every step, the final state. */
+typedef struct dyn_traj {
+    float loss[DYN_MAX_STEPS];
+    float *act0; /* step k's act0 (T_k rows) at offset k * Bmax * hidden */
+    float *params, *m, *v;
+    int count;
+    cgr_run_action action[DYN_MAX_STEPS];
+    cgr_shape_stats ss;
+} dyn_traj;
+
+static void dyn_traj_run(dyn_traj *t, const int64_t *buckets, int nb, int cache_entries,
+                         int warmup, int capture, const int64_t *seq, int steps,
+                         const float *params0)
+{
+    dyn_run r;
+    dyn_open(&r, buckets, nb, capture, warmup, cache_entries, params0);
+    const dyn_model *m = &r.m;
+    const size_t bmax = (size_t)m->cfg.batch, a0 = bmax * m->L.out[0];
+    const size_t nbytes = m->L.n_floats * sizeof(float);
+    t->act0 = calloc((size_t)steps * a0, sizeof(float));
+    t->params = malloc(nbytes);
+    t->m = malloc(nbytes);
+    t->v = malloc(nbytes);
+    float *x = malloc(bmax * m->cfg.in_dim * sizeof(float));
+    int *labels = malloc(bmax * sizeof(int));
+    float *acts[MLP_MAX_LAYERS] = {0};
+    for (int l = 0; l < m->n_hidden; l++) {
+        acts[l] = malloc(bmax * m->L.out[l] * sizeof(float));
+        ASSERT(acts[l] != NULL);
+    }
+    ASSERT(t->act0 && t->params && t->m && t->v && x && labels);
+    for (int k = 0; k < steps; k++) {
+        dyn_step(&r, k, seq[k], x, labels, &t->loss[k], acts, &t->action[k]);
+        memcpy(t->act0 + (size_t)k * a0, acts[0], (size_t)seq[k] * m->L.out[0] * sizeof(float));
+    }
+    ASSERT_OK(cgr_step_sync(r.step));
+    down(t->params, m->dev.params, nbytes);
+    down(t->m, m->dev.m, nbytes);
+    down(t->v, m->dev.v, nbytes);
+    down(&t->count, m->dev.step, sizeof t->count);
+    memset(&t->ss, 0, sizeof t->ss);
+    t->ss.struct_size = sizeof t->ss;
+    ASSERT_OK(cgr_step_get_shape_stats(r.step, &t->ss));
+    for (int l = 0; l < m->n_hidden; l++)
+        free(acts[l]);
+    free(x);
+    free(labels);
+    dyn_close(&r);
+}
+
+static void dyn_traj_free(dyn_traj *t)
+{
+    free(t->act0);
+    free(t->params);
+    free(t->m);
+    free(t->v);
+}
+
+/*
+ * (e), (f): the same T sequence through graphs (capture = 1) and eagerly
+ * (capture = 0): bitwise equal loss curves, first hidden activations at
+ * every step, final parameters, moments and step count. The graph run's
+ * actions follow the model above, run by run.
+ */
+static void test_dyn_graph_eager(const char *what, const int64_t *buckets, int nb,
+                                 int cache_entries, const int64_t *seq, int steps,
+                                 const float *params0, int want_updates)
+{
+    enum { WARMUP = 2 };
+    dyn_traj g, e;
+    memset(&g, 0, sizeof g);
+    memset(&e, 0, sizeof e);
+    dyn_traj_run(&g, buckets, nb, cache_entries, WARMUP, 1, seq, steps, params0);
+    dyn_traj_run(&e, buckets, nb, cache_entries, WARMUP, 0, seq, steps, params0);
+
+    action_model am;
+    memset(&am, 0, sizeof am);
+    am.entries = cache_entries;
+    am.warmup = WARMUP;
+    int n_capture_points = 0, n_updates = 0, n_replays = 0;
+    for (int k = 0; k < steps; k++) {
+        const cgr_run_action w = model_next(&am, bucket_in(buckets, nb, seq[k]));
+        const cgr_run_action a = g.action[k];
+        const int ok = w == CGR_RUN_UPDATE ? a == CGR_RUN_UPDATE || a == CGR_RUN_CAPTURE : a == w;
+        if (!ok)
+            TEST_FAIL_("%s: graph run, step %d (T=%lld): cgr did '%s', expected '%s'", what,
+                       k + 1, (long long)seq[k], cgr_run_action_name(a),
+                       w == CGR_RUN_UPDATE ? "update or capture" : cgr_run_action_name(w));
+        n_capture_points += w == CGR_RUN_UPDATE || w == CGR_RUN_CAPTURE;
+        n_updates += a == CGR_RUN_UPDATE;
+        n_replays += a == CGR_RUN_REPLAY;
+        /* capture = 0: every run is eager, none captures or replays. */
+        if (e.action[k] == CGR_RUN_REPLAY || e.action[k] == CGR_RUN_CAPTURE ||
+            e.action[k] == CGR_RUN_UPDATE)
+            TEST_FAIL_("%s: eager run, step %d: cgr did '%s'", what, k + 1,
+                       cgr_run_action_name(e.action[k]));
+    }
+    ASSERT_U64_EQ(g.ss.captures, n_capture_points);
+    ASSERT_U64_EQ(g.ss.updates, n_updates);
+    ASSERT_U64_EQ(g.ss.hits, n_replays);
+    ASSERT_U64_EQ(e.ss.captures, 0);
+    if (g.ss.update_failures)
+        printf("%s: %llu update(s) failed and were instantiated instead; last reason: %s\n",
+               what, (unsigned long long)g.ss.update_failures, g.ss.last_update_error);
+    if (want_updates && n_updates == 0)
+        TEST_FAIL_("%s: no update in place over %d capture(s) (%llu failed: %s)", what,
+                   n_capture_points, (unsigned long long)g.ss.update_failures,
+                   g.ss.last_update_error);
+
+    mlp_cfg c;
+    mlp_cfg_default(&c, (int)buckets[nb - 1]);
+    mlp_layout L;
+    ASSERT_EQ(mlp_layout_init(&L, &c), 0);
+    const size_t nbytes = L.n_floats * sizeof(float), a0 = (size_t)c.batch * L.out[0];
+    const int Bmax = c.batch;
+    same("dyn loss curves", (int)buckets[nb - 1], 0.f, g.loss, e.loss,
+         (size_t)steps * sizeof g.loss[0]);
+    for (int k = 0; k < steps; k++)
+        same("dyn first hidden activations", (int)seq[k], 0.f, g.act0 + (size_t)k * a0,
+             e.act0 + (size_t)k * a0, (size_t)seq[k] * L.out[0] * sizeof(float));
+    same("dyn parameters", Bmax, 0.f, g.params, e.params, nbytes);
+    same("dyn first moments", Bmax, 0.f, g.m, e.m, nbytes);
+    same("dyn second moments", Bmax, 0.f, g.v, e.v, nbytes);
+    ASSERT_EQ(g.count, steps);
+    ASSERT_EQ(e.count, steps);
+    for (int k = 0; k < steps; k++)
+        ASSERT(isfinite(g.loss[k]));
+    printf("dyn graph == eager, %s: %d steps bitwise (loss %.6f -> %.6f); %d captures of which "
+           "%d updates in place, %d replays\n",
+           what, steps, (double)g.loss[0], (double)g.loss[steps - 1], n_capture_points,
+           n_updates, n_replays);
+    dyn_traj_free(&g);
+    dyn_traj_free(&e);
+}
+
+/* A true-batch sequence: `first` as given, then uniform in 1..max from a fixed seed. */
+static void make_seq(int64_t *seq, int steps, const int64_t *first, int n_first, int64_t max,
+                     uint64_t seed)
+{
+    rng g = {seed};
+    for (int k = 0; k < steps; k++)
+        seq[k] = k < n_first ? first[k] : 1 + (int64_t)(rng_next(&g) % (uint64_t)max);
+}
+
 int main(void)
 {
     require_gpu();
@@ -423,6 +890,35 @@ int main(void)
         test_graph_eager(Bs[i], 0.f, params0);
         test_graph_eager(Bs[i], DROP_P, params0);
     }
+
+    /* Dynamic batch. */
+    test_dyn_reference(params0, sanitizer);
+    const int dyn_steps = sanitizer ? 12 : DYN_MAX_STEPS;
+    int64_t seq[DYN_MAX_STEPS];
+    static const int64_t b3[] = {8, 16, 32}, first3[] = {5, 13, 27};
+    make_seq(seq, dyn_steps, first3, 3, 32, 0x1234abcdULL);
+    test_dyn_graph_eager("buckets {8,16,32}, cache 16", b3, 3, 16, seq, dyn_steps, params0, 0);
+    /*
+     * Cache of one graph: every change of bucket evicts the cached graph,
+     * and the new bucket's capture is offered it for an update in place.
+     * Buckets 2, 4 and 8 all take the small-batch path, whose graphs have
+     * the same nodes and edges (only kernel functions and launch shapes
+     * differ), so the updates must succeed.
+     */
+    static const int64_t bs[] = {2, 4, 8}, firsts[] = {3, 3, 3, 7, 7, 7, 2, 2, 2, 5, 5, 5};
+    make_seq(seq, dyn_steps, firsts, 12, 8, 0x5678ef01ULL);
+    test_dyn_graph_eager("small-path buckets {2,4,8}, cache 1 (update in place)", bs, 3, 1, seq,
+                         dyn_steps, params0, 1);
+    if (!sanitizer) {
+        /* The cuBLAS path: whether cuBLAS picks kernels that keep the topology is its call. */
+        static const int64_t bl[] = {16, 32}, firstl[] = {13, 13, 13, 27, 27, 27};
+        make_seq(seq, dyn_steps, firstl, 6, 32, 0x9abc2345ULL);
+        for (int k = 6; k < dyn_steps; k++)
+            seq[k] = seq[k] < 9 ? seq[k] + 8 : seq[k]; /* keep to buckets 16 and 32 */
+        test_dyn_graph_eager("cuBLAS-path buckets {16,32}, cache 1", bl, 2, 1, seq, dyn_steps,
+                             params0, 0);
+    }
+
     free(params0);
     printf("PASS\n");
     return 0;

@@ -13,6 +13,13 @@
  *   (e) the step captured once into a CUDA graph and replayed gives bitwise
  *       the same as eager steps (so it is capturable and its device-side
  *       step count advances on replay);
+ *   (f) padded batches (mlp_bufs.true_batch, cgr's dynamic dims): the
+ *       masked loss kernel against the fp64 reference over the real rows
+ *       (padded rows exactly 0, T = B bitwise the unmasked kernel, device
+ *       values outside [1, B] clamped); 3 training steps at bucket B with T
+ *       real rows and random padding against fp64 training on the T rows
+ *       alone, on the custom and the cuBLAS backward; one graph replayed
+ *       with a different T each step equals eager steps bitwise;
  *   then, for information only, GPU times of the step graph and of the
  *   custom kernels (skip with --no-timing or MLP_TEST_NO_TIMING=1).
  *
@@ -475,6 +482,132 @@ static void test_softmax(rng *r)
     softmax_case(r, gb, 3, 1000, 0, 1, 1000, 0);
     softmax_case(r, gb, 40, 1000, 1, 7, -1, 1);
     softmax_case(r, gb, 1, 37, 0, 0, 37, 1);
+}
+
+/*
+ * mlp_softmax_xent_masked with a padded batch: B rows launched, T = *tb
+ * of them real (tb as stored; the kernel clamps it to [1, B], and want_T is
+ * what it should use). The padded rows hold random logits and labels, one
+ * of them out of range, so any row the mask misses shows: rows >= want_T
+ * must come out exactly 0 in row_loss and dlogits, rows below must match
+ * the fp64 reference over those rows alone (dlogits / want_T), and the loss
+ * their mean. With want_T == B the result must also be bitwise that of
+ * the unmasked kernel (true_batch == NULL).
+ */
+static void softmax_masked_case(rng *r, group *g, int B, int64_t tb, int want_T, int C, int pdl,
+                                int bias)
+{
+    const size_t n = (size_t)B * C;
+    float *hl = xmalloc(n * 4), *hd = xmalloc(n * 4), *hrl = xmalloc((size_t)B * 4);
+    float *hb = xmalloc((size_t)C * 4);
+    int *lab = xmalloc((size_t)B * sizeof(int));
+    fill(r, hb, (size_t)C, 1.f);
+    fill(r, hl, n, 8.f);
+    for (int b = 0; b < B; b++)
+        lab[b] = (int)(rng_next(r) % (uint64_t)C);
+    if (want_T < B)
+        lab[B - 1] = C; /* a bad label in a padded row: must not turn the loss into NaN */
+    float *dl = dmalloc(n * 4), *dd = dmalloc(n * 4), *drl = dmalloc((size_t)B * 4),
+          *dloss = dmalloc(4), *db = dmalloc((size_t)C * 4);
+    int *dlab = dmalloc((size_t)B * sizeof(int));
+    int64_t *dtb = dmalloc(sizeof(int64_t));
+    up(dl, hl, n * 4);
+    up(db, hb, (size_t)C * 4);
+    up(dlab, lab, (size_t)B * sizeof(int));
+    up(dtb, &tb, sizeof tb);
+    poison(dd, n * 4);
+    poison(drl, (size_t)B * 4);
+    poison(dloss, 4);
+    CUDA_OK(mlp_softmax_xent_masked(dl, bias ? db : NULL, dlab, dtb, drl, dloss, dd, B, C, stream,
+                                    pdl));
+    float loss;
+    down(hd, dd, n * 4);
+    down(hrl, drl, (size_t)B * 4);
+    down(&loss, dloss, 4);
+
+    const size_t nt = (size_t)want_T * C;
+    double *logits = to_double(hl, nt);
+    if (bias)
+        for (size_t i = 0; i < nt; i++)
+            logits[i] += (double)hb[i % (size_t)C];
+    double *want = xmalloc(nt * sizeof(double)), *wrl = xmalloc((size_t)want_T * sizeof(double));
+    const double wl = mlp_ref_softmax_xent(logits, lab, want_T, C, want, wrl);
+    double mx = 0.0;
+    for (size_t i = 0; i < nt; i++)
+        mx = fabs(want[i]) > mx ? fabs(want[i]) : mx;
+    char what[112];
+    snprintf(what, sizeof what, "B=%d T=%lld C=%d pdl=%d%s real dlogits", B, (long long)tb, C,
+             pdl, bias ? " bias" : "");
+    compare(g, what, hd, want, NULL, nt, 1e-5, 1e-6 * mx, 0.0);
+    snprintf(what, sizeof what, "B=%d T=%lld C=%d real row_loss", B, (long long)tb, C);
+    compare(g, what, hrl, wrl, NULL, (size_t)want_T, 1e-5, 1e-6, 0.0);
+    snprintf(what, sizeof what, "B=%d T=%lld C=%d mean over the real rows", B, (long long)tb, C);
+    compare(g, what, &loss, &wl, NULL, 1, 1e-5, 0.0, 0.0);
+    /* Padded rows: exactly zero, bit for bit (+0.0f), in both outputs. */
+    size_t nonzero = 0;
+    for (size_t i = nt; i < n; i++)
+        nonzero += hd[i] != 0.f || signbit(hd[i]);
+    for (int b = want_T; b < B; b++)
+        nonzero += hrl[b] != 0.f || signbit(hrl[b]);
+    if (nonzero)
+        fprintf(stderr, "FAIL %s: B=%d T=%lld: %zu padded outputs are not +0\n", g->name, B,
+                (long long)tb, nonzero);
+    grp_case(g, nonzero == 0, nonzero ? INFINITY : 0.0);
+    if (want_T == B) {
+        float *ud = xmalloc(n * 4), *url = xmalloc((size_t)B * 4), uloss;
+        poison(dd, n * 4);
+        poison(drl, (size_t)B * 4);
+        poison(dloss, 4);
+        CUDA_OK(mlp_softmax_xent_fwd_bwd(dl, bias ? db : NULL, dlab, drl, dloss, dd, B, C, stream,
+                                         pdl));
+        down(ud, dd, n * 4);
+        down(url, drl, (size_t)B * 4);
+        down(&uloss, dloss, 4);
+        snprintf(what, sizeof what, "B=%d T=B == unmasked: dlogits", B);
+        same_bits(g, what, hd, ud, n * 4);
+        snprintf(what, sizeof what, "B=%d T=B == unmasked: row_loss", B);
+        same_bits(g, what, hrl, url, (size_t)B * 4);
+        snprintf(what, sizeof what, "B=%d T=B == unmasked: loss", B);
+        same_bits(g, what, &loss, &uloss, 4);
+        free(ud);
+        free(url);
+    }
+    free(logits);
+    free(want);
+    free(wrl);
+    free(hl);
+    free(hd);
+    free(hrl);
+    free(hb);
+    free(lab);
+    CUDA_OK(cudaFree(dl));
+    CUDA_OK(cudaFree(dd));
+    CUDA_OK(cudaFree(drl));
+    CUDA_OK(cudaFree(dloss));
+    CUDA_OK(cudaFree(db));
+    CUDA_OK(cudaFree(dlab));
+    CUDA_OK(cudaFree(dtb));
+}
+
+static void test_softmax_masked(rng *r)
+{
+    /* B (the bucket), T as stored on the device, the T the kernel must use, C. */
+    static const struct {
+        int B;
+        int64_t tb;
+        int T, C;
+    } cases[] = {
+        {8, 5, 5, 1000},    {8, 1, 1, 1000},     {1, 1, 1, 1000},     {16, 13, 13, 1000},
+        {32, 27, 27, 1000}, {32, 32, 32, 1000},  {33, 1, 1, 1000},    {256, 200, 200, 1000},
+        {8, 3, 3, 37},      {40, 17, 17, 10},    {5, 5, 5, 3},
+        /* Out of range on the device: clamped to [1, B] instead of dividing by 0. */
+        {8, 0, 1, 1000},    {8, -7, 1, 1000},    {8, 9, 8, 1000},     {4, INT64_MAX, 4, 37},
+    };
+    group *g = grp("softmax_xent masked (padded)");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int bias = 0; bias <= 1; bias++)
+            softmax_masked_case(r, g, cases[i].B, cases[i].tb, cases[i].T, cases[i].C,
+                                (int)((i + (size_t)bias) % 2), bias);
 }
 
 /* ---- dropout ------------------------------------------------------------------------- */
@@ -1093,17 +1226,36 @@ static int check_tensor(group *g, const char *what, const float *gpu_p, const fl
  * in near-zero gradients into updates of up to lr, and the next forward
  * pass then sees different weights.
  */
-static void test_train(int B, int small_max)
+static void test_train_rows(int B, int T, int small_max)
 {
     const int steps = 3;
     char name[64];
-    snprintf(name, sizeof name, "train vs fp64, B=%d %s", B,
-             B <= small_max ? "custom bwd" : "cuBLAS bwd");
+    if (T)
+        snprintf(name, sizeof name, "train padded B=%d T=%d vs fp64, %s", B, T,
+                 B <= small_max ? "custom bwd" : "cuBLAS bwd");
+    else
+        snprintf(name, sizeof name, "train vs fp64, B=%d %s", B,
+                 B <= small_max ? "custom bwd" : "cuBLAS bwd");
     group *g = grp(name);
     run r;
     run_create(&r, B, small_max);
+    /*
+     * A padded batch (T > 0): the step is shaped for B rows, of which the
+     * first T are real, and the reference trains on those T rows alone. The
+     * padded rows hold random data (make_batch fills all B), which the
+     * masked loss must keep out of the loss and every gradient.
+     */
+    int64_t *dtb = NULL;
+    mlp_cfg ref_cfg = r.cfg;
+    if (T) {
+        const int64_t t64 = T;
+        dtb = dmalloc(sizeof(int64_t));
+        up(dtb, &t64, sizeof t64);
+        r.b.true_batch = dtb;
+        ref_cfg.batch = T;
+    }
     mlp_ref ref;
-    if (mlp_ref_init(&ref, &r.cfg, r.params0) != 0)
+    if (mlp_ref_init(&ref, &ref_cfg, r.params0) != 0)
         die("mlp_ref_init: out of host memory");
     const mlp_layout *L = &r.L;
     const size_t nb = L->n_floats * sizeof(float);
@@ -1170,7 +1322,14 @@ static void test_train(int B, int small_max)
     free(hx);
     free(hl);
     mlp_ref_free(&ref);
+    if (dtb)
+        CUDA_OK(cudaFree(dtb));
     run_destroy(&r);
+}
+
+static void test_train(int B, int small_max)
+{
+    test_train_rows(B, 0, small_max);
 }
 
 /*
@@ -1180,12 +1339,19 @@ static void test_train(int B, int small_max)
  * params, the per-step losses and the device step count.
  */
 static void trajectory(int B, int small_max, int pdl, int graph, int side, int steps,
-                       float *params, float *losses, int *count)
+                       const int64_t *tseq, float *params, float *losses, int *count)
 {
     run r;
     run_create(&r, B, small_max);
     if (side)
         use_side(&r.b);
+    /* tseq: step k has tseq[k] real rows of B, written to the device before it runs. */
+    int64_t *dtb = NULL;
+    if (tseq) {
+        dtb = dmalloc(sizeof(int64_t));
+        up(dtb, &tseq[0], sizeof(int64_t));
+        r.b.true_batch = dtb;
+    }
     float *hx = xmalloc((size_t)B * r.cfg.in_dim * 4);
     int *hl = xmalloc((size_t)B * sizeof(int));
     cudaGraph_t gr = NULL;
@@ -1202,6 +1368,9 @@ static void trajectory(int B, int small_max, int pdl, int graph, int side, int s
     }
     for (int k = 0; k < steps; k++) {
         upload_batch(&r, k, hx, hl);
+        if (tseq)
+            CUDA_OK(cudaMemcpyAsync(dtb, &tseq[k], sizeof(int64_t), cudaMemcpyHostToDevice,
+                                    stream));
         if (graph)
             CUDA_OK(cudaGraphLaunch(exec, stream));
         else
@@ -1216,6 +1385,8 @@ static void trajectory(int B, int small_max, int pdl, int graph, int side, int s
         CUDA_OK(cudaGraphExecDestroy(exec));
     if (gr)
         CUDA_OK(cudaGraphDestroy(gr));
+    if (dtb)
+        CUDA_OK(cudaFree(dtb));
     free(hx);
     free(hl);
     run_destroy(&r);
@@ -1243,13 +1414,13 @@ static void test_bitwise(int B, int small_max)
     float *p0 = xmalloc(L.n_floats * 4), *p1 = xmalloc(L.n_floats * 4);
     float l0[STEPS], l1[STEPS];
     int c0 = -1, c1 = -1;
-    trajectory(B, small_max, 0, 0, 0, STEPS, p0, l0, &c0);
+    trajectory(B, small_max, 0, 0, 0, STEPS, NULL, p0, l0, &c0);
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         char name[64];
         snprintf(name, sizeof name, "%s, B=%d", variants[v].name, B);
         group *g = grp(name);
-        trajectory(B, small_max, variants[v].pdl, variants[v].graph, variants[v].side, STEPS, p1,
-                   l1, &c1);
+        trajectory(B, small_max, variants[v].pdl, variants[v].graph, variants[v].side, STEPS,
+                   NULL, p1, l1, &c1);
         same_bits(g, "params after 5 steps", p0, p1, L.n_floats * 4);
         same_bits(g, "losses of 5 steps", l0, l1, sizeof l0);
         const int ok = c0 == STEPS && c1 == STEPS;
@@ -1260,6 +1431,42 @@ static void test_bitwise(int B, int small_max)
         snprintf(g->note, sizeof g->note, "loss %.6f -> %.6f", (double)l0[0],
                  (double)l0[STEPS - 1]);
     }
+    free(p0);
+    free(p1);
+}
+
+/*
+ * A padded batch in one graph: captured once (with the first T), then
+ * replayed with a different number of real rows each step, only the device
+ * value changing, against eager steps on the same T sequence: bitwise equal
+ * (the graph reads T on the device, as cgr's dynamic-dim replays do). And
+ * the losses differ from step to step's T: a graph that baked T in would
+ * not match eager.
+ */
+static void test_bitwise_padded(int B, int small_max, const int64_t *tseq)
+{
+    enum { STEPS = 5 };
+    char name[64];
+    snprintf(name, sizeof name, "padded graph+pdl+side == eager, B=%d", B);
+    group *g = grp(name);
+    mlp_cfg c;
+    mlp_layout L;
+    mlp_cfg_default(&c, B);
+    MLP_OK(mlp_layout_init(&L, &c));
+    float *p0 = xmalloc(L.n_floats * 4), *p1 = xmalloc(L.n_floats * 4);
+    float l0[STEPS], l1[STEPS];
+    int c0 = -1, c1 = -1;
+    trajectory(B, small_max, 0, 0, 0, STEPS, tseq, p0, l0, &c0);
+    trajectory(B, small_max, 1, 1, 1, STEPS, tseq, p1, l1, &c1);
+    same_bits(g, "params after 5 steps", p0, p1, L.n_floats * 4);
+    same_bits(g, "losses of 5 steps", l0, l1, sizeof l0);
+    const int ok = c0 == STEPS && c1 == STEPS;
+    if (!ok)
+        fprintf(stderr, "FAIL %s: device step counts %d and %d, expected %d\n", name, c0, c1,
+                STEPS);
+    grp_case(g, ok, ok ? 0.0 : INFINITY);
+    snprintf(g->note, sizeof g->note, "T = %lld %lld %lld %lld %lld", (long long)tseq[0],
+             (long long)tseq[1], (long long)tseq[2], (long long)tseq[3], (long long)tseq[4]);
     free(p0);
     free(p1);
 }
@@ -1495,6 +1702,7 @@ int main(int argc, char **argv)
     test_linear_fwd(&r);
     test_relu_bwd(&r);
     test_softmax(&r);
+    test_softmax_masked(&r);
     test_gemv_bwd(&r);
     test_outer_acc(&r);
     test_bias_grad(&r);
@@ -1506,12 +1714,21 @@ int main(int argc, char **argv)
     test_train(8, 0); /* the cuBLAS backward at the same batch */
     if (!sanitizer)
         test_train(32, MLP_SMALL_B_MAX);
+    /* Padded batches (cgr's dynamic dims): the custom and the cuBLAS backward. */
+    test_train_rows(8, 5, MLP_SMALL_B_MAX);
+    test_train_rows(8, 3, 0);
+    if (!sanitizer)
+        test_train_rows(32, 27, MLP_SMALL_B_MAX);
 
     printf("(c-e) bitwise: rerun, pdl, graph replay\n");
     test_bitwise(1, MLP_SMALL_B_MAX);
     test_bitwise(8, MLP_SMALL_B_MAX);
     if (!sanitizer)
         test_bitwise(32, MLP_SMALL_B_MAX);
+    static const int64_t t8[5] = {5, 3, 8, 1, 7}, t32[5] = {27, 17, 32, 9, 20};
+    test_bitwise_padded(8, MLP_SMALL_B_MAX, t8);
+    if (!sanitizer)
+        test_bitwise_padded(32, MLP_SMALL_B_MAX, t32);
     else
         printf("under a sanitizer (CGR_TEST_SANITIZER): B = 32 and the timing left out\n");
 
