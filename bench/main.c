@@ -1,7 +1,7 @@
 /*
  * cgr-bench: command line, device checks and the suite runner.
  *
- *   cgr-bench [chain|staging|mlp|cnn|soak|newshape|default] [--device N] [--steps S]
+ *   cgr-bench [chain|staging|mlp|cnn|soak|newshape|serve|default] [--device N] [--steps S]
  *             [--warmup W] [--json FILE] [--quick] [--timeout SEC] [--stats]
  *             [--soak-steps N]
  *
@@ -18,6 +18,7 @@
 #include "bench.h"
 #include "chain.h"
 #include "newshape.h"
+#include "serve/serve.h"
 #include "util.h"
 
 #define EXIT_NO_DEVICE 2
@@ -27,7 +28,8 @@
 #define BENCH_GPU_ARCH "90"
 #endif
 
-typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING, SUITE_MLP, SUITE_CNN, SUITE_SOAK, SUITE_NEWSHAPE } suite_id;
+typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING, SUITE_MLP, SUITE_CNN, SUITE_SOAK, SUITE_NEWSHAPE,
+                        SUITE_SERVE } suite_id;
 
 static void usage(FILE *f)
 {
@@ -49,6 +51,10 @@ static void usage(FILE *f)
           "  newshape   a new shape of the W-mlp training step (dynamic batch): capture +\n"
           "             instantiate, and capture + update in place, warm-up excluded,\n"
           "             against issue 4's bars (1.5 ms, 0.3 ms)\n"
+          "  serve      W-serve: 10,000 requests (2,000 with --quick), batch uniform in\n"
+          "             1..64, one step with buckets {1,2,...,64}: graphs vs eager,\n"
+          "             latency p50/p99 per bucket, throughput, GPU busy per bucket\n"
+          "             (CUPTI), issue 4's bars as PASS/MISS; fails only on wrong outputs\n"
           "options:\n"
           "  --device N      CUDA device ordinal (default 0)\n"
           "  --steps S       timed steps per mode (default 1000, at least 200)\n"
@@ -95,7 +101,7 @@ static int parse_suite(const char *arg, suite_id *suite, int *have_suite)
         suite_id id;
     } suites[] = {{"default", SUITE_DEFAULT}, {"chain", SUITE_CHAIN}, {"staging", SUITE_STAGING},
                    {"mlp", SUITE_MLP}, {"cnn", SUITE_CNN}, {"soak", SUITE_SOAK},
-                   {"newshape", SUITE_NEWSHAPE}};
+                   {"newshape", SUITE_NEWSHAPE}, {"serve", SUITE_SERVE}};
     if (*have_suite) {
         fprintf(stderr, "cgr-bench: more than one suite given ('%s')\n", arg);
         return -1;
@@ -379,6 +385,9 @@ int main(int argc, char **argv)
     /* So is the new-shape suite (newshape.h). */
     if (suite == SUITE_NEWSHAPE)
         return newshape_suite(&cfg, &res);
+    /* W-serve prints and judges its own results too (serve/serve.h). */
+    if (suite == SUITE_SERVE)
+        return serve_suite(&cfg, &res);
     run_suites(&cfg, &res, suite);
     report_chain(&res);
     report_staging(&res);

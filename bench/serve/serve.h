@@ -1,0 +1,79 @@
+/*
+ * W-serve (DESIGN.md, Workloads): a serving loop on the W-mlp forward pass
+ * plus softmax, through one cgr step with a dynamic batch.
+ *
+ *   x[B][1024] -> 4 x (Linear 1024->1024 + bias + ReLU)
+ *              -> Linear 1024->1000 + bias -> softmax -> probs[B][1000]
+ *
+ * B is the request's batch, 1..64, bucketed to {1, 2, 4, 8, 16, 32, 64}:
+ * the step is declared at x[64][1024] and probs[64][1000] with the batch
+ * as dynamic dim "batch" on axis 0 of both. It computes at the bucket's
+ * size (W-mlp's forward, bench/mlp: its fused small-batch kernels up to 8
+ * rows, cuBLAS fp32 GEMMs with default math, no TF32, above), and the
+ * softmax reads the true batch from device memory and skips the padded
+ * rows. Weights are persistent cgr allocations, activations cgr scratch.
+ *
+ * serve_step.c holds the model and the step, serve_bench.c the suite.
+ */
+#ifndef BENCH_SERVE_H
+#define BENCH_SERVE_H
+
+#include <stdint.h>
+
+#include "cgr/cgr.h"
+#include "mlp/mlp.h"
+
+#define SERVE_MAX_BATCH 64
+#define SERVE_N_BUCKETS 7
+
+/** The batch buckets, {1, 2, 4, 8, 16, 32, 64}. */
+extern const int64_t serve_buckets[SERVE_N_BUCKETS];
+/** Index into serve_buckets of the smallest bucket that holds batch B (1..64). */
+int serve_bucket_index(int B);
+
+/** The model's host side: sizes, layout and the initial parameters. */
+typedef struct serve_model {
+    mlp_cfg cfg;        /**< W-mlp's sizes (cfg.batch is set per bucket in the step) */
+    mlp_layout L;
+    float *host_params; /**< L.n_floats floats, from mlp_init_params (never zero) */
+} serve_model;
+
+/** Builds the model with W-mlp's deterministic initialization; 0, or -1 (reported). */
+int serve_model_init(serve_model *m);
+void serve_model_free(serve_model *m);
+
+/** One runtime serving the model: its step and the parameters in its persistent memory. */
+typedef struct serve_rt {
+    const serve_model *model;
+    int pdl;            /**< our kernels with programmatic dependent launch */
+    cgr_runtime *rt;
+    cgr_step *step;
+    float *dev_params;  /**< persistent, on rt */
+} serve_rt;
+
+/**
+ * Creates the runtime (capture = 1: graphs; 0: every run eager), uploads
+ * the parameters and creates the step. 0, or -1 (reported); on failure
+ * whatever was made is released by serve_rt_destroy().
+ */
+int serve_rt_create(serve_rt *r, const serve_model *m, int device, int capture, int pdl);
+void serve_rt_destroy(serve_rt *r);
+
+/**
+ * The reference for one row, in double precision on the host: the
+ * probabilities (SERVE classes = 1000) of input row x (1024 floats).
+ */
+void serve_ref_row(const serve_model *m, const float *x, double *probs);
+
+struct bench_config;
+struct bench_results;
+/**
+ * cgr-bench serve: runs the request sequence with graphs and eagerly,
+ * checks sampled outputs, profiles each bucket's graph, prints the report
+ * and the bars (and JSON to cfg->json_path). Returns the exit status: 0
+ * when everything ran and every checked output was right (a missed bar is
+ * reported, not an error), 1 otherwise.
+ */
+int serve_suite(const struct bench_config *cfg, const struct bench_results *res);
+
+#endif

@@ -1,0 +1,714 @@
+/*
+ * cgr-bench serve: W-serve (serve.h), the serving loop of issue 4.
+ *
+ * The request sequence: 10,000 requests (2,000 with --quick), batch sizes
+ * uniform in 1..64 from a fixed seed, each with fresh random inputs
+ * written by the host. It runs twice, on two runtimes: with graphs (cgr's
+ * default: per new bucket, warm-up runs, one capture, then replays) and
+ * eagerly (cgr_options.capture = 0), same step, same inputs, same order.
+ *
+ * One request, closed loop (the next is submitted only after this one's
+ * output was read):
+ *   untimed  cgr_step_acquire, then the host writes the request's inputs
+ *            into the pinned slot, packed at the true batch (cgr's fast
+ *            path, as in the other workload suites);
+ *   timed    cgr_step_launch_dims + cgr_step_wait + cgr_step_output: from
+ *            submission to the probabilities in host memory (cgr pads the
+ *            input to the bucket, stages it in the graph, and packs the
+ *            output back to the true batch);
+ *   untimed  the client reads the output: every 100th request's is kept
+ *            and compared bit for bit with the eager run of the same
+ *            request, and the first replayed request of each bucket is
+ *            checked against a float64 host reference (first and last row).
+ *
+ * Figures: latency p50/p99 per request overall and per bucket; throughput
+ * (requests/s and rows/s over the summed request latencies, so input
+ * generation is not counted) overall and for requests of batch <= 8;
+ * captures, updates, evictions and arena bytes from cgr's shape stats.
+ * "Steady" figures leave out the first pass over the buckets: every
+ * request up to the last one that did not replay in the graph run (the
+ * same requests are left out of the eager run's steady figures).
+ *
+ * GPU busy time per bucket comes from a separate, profiled pass after
+ * both timed passes (CUPTI slows every later launch, so it must not
+ * overlap them): 50 replays per bucket with batches drawn from the
+ * bucket's range, the busy time being the summed kernel and memcpy
+ * durations per replay (DESIGN.md's definition) and, beside it, the union
+ * of their intervals.
+ *
+ * Bars (issue 4), printed as PASS or MISS, misses included:
+ *   throughput of requests with batch <= 8 >= 1.5 x eager's;
+ *   p50 per request <= 1.15 x the GPU busy time of its bucket's graph;
+ *   p99 <= 1.3 x p50 per bucket, after the first pass over the buckets;
+ *   captures <= 7 over the whole sequence.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "json.h"
+#include "serve.h"
+#include "util.h"
+
+#if BENCH_HAVE_PROF
+#include "prof.h"
+#endif
+
+#define SERVE_REQUESTS 10000
+#define SERVE_REQUESTS_QUICK 2000
+#define SERVE_SAMPLE_EVERY 100 /* graph vs eager, bitwise */
+#define SERVE_PROF_STEPS 50
+#define SERVE_BATCH_SEED 0x5e7e0001ULL
+#define SERVE_INPUT_SEED 0x5e7e0002ULL
+#define SERVE_MAX_BARS 20
+
+enum { MODE_GRAPH = 0, MODE_EAGER, MODES };
+static const char *const mode_names[MODES] = {"graph", "eager"};
+
+/* Latency figures of one set of requests. */
+typedef struct lat_stats {
+    long n;
+    long rows;
+    double p50, p99, mean, sum_us;
+    double req_per_s, rows_per_s;
+} lat_stats;
+
+typedef struct bucket_fig {
+    lat_stats lat[MODES];        /* steady requests of this bucket */
+    int prof_ok;
+    double busy_us, busy_union_us, kernels, memcpys;
+} bucket_fig;
+
+typedef struct bar {
+    char name[96];
+    double value, limit;
+    int ge;       /* 1: the bar is value >= limit; 0: value <= limit */
+    int measured; /* 0: the figure is missing (no profiler, no request in the bucket) */
+    int pass;
+} bar;
+
+typedef struct serve_run {
+    const bench_config *cfg;
+    int n;                   /* requests */
+    int *batch;              /* [n] */
+    double *lat[MODES];      /* [n] us */
+    unsigned char *action;   /* [n] graph run's cgr_run_action */
+    float **sample;          /* [n / SAMPLE_EVERY + 1] graph outputs kept for the eager check */
+    int steady_from;         /* first request after the first pass over the buckets */
+    long samples_checked, sample_mismatches;
+    int host_checked[SERVE_N_BUCKETS];
+    long host_checks, host_mismatches;
+    double host_worst_rel;
+    double wall_s[MODES];
+    cgr_shape_stats shape[MODES];
+    cgr_runtime_stats rts[MODES];
+    lat_stats overall[MODES], overall_steady[MODES], small[MODES];
+    bucket_fig bk[SERVE_N_BUCKETS];
+    bar bars[SERVE_MAX_BARS];
+    int n_bars;
+    int prof_tried;
+    char prof_note[512];
+} serve_run;
+
+/* ---- the request sequence ------------------------------------------------------------- */
+
+/* splitmix64: the batch sizes, independent of the input stream. */
+static uint64_t next_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void make_batches(serve_run *r)
+{
+    uint64_t s = SERVE_BATCH_SEED;
+    for (int i = 0; i < r->n; i++)
+        r->batch[i] = 1 + (int)(next_u64(&s) % SERVE_MAX_BATCH);
+}
+
+static int is_sample(int i)
+{
+    return i % SERVE_SAMPLE_EVERY == 0;
+}
+
+/* ---- statistics ------------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Percentile q (0..1) of sorted v[0..n), linear interpolation. */
+static double pct(const double *v, long n, double q)
+{
+    if (n <= 0)
+        return NAN;
+    double pos = q * (double)(n - 1);
+    long lo = (long)pos;
+    if (lo >= n - 1)
+        return v[n - 1];
+    return v[lo] + (pos - (double)lo) * (v[lo + 1] - v[lo]);
+}
+
+/*
+ * Figures of mode m's requests i in [from, n) that pass `keep` (bucket
+ * index >= 0: only that bucket; max_batch > 0: only batches up to it).
+ */
+static int lat_figures(const serve_run *r, int m, int from, int bucket, int max_batch,
+                       double *scratch, lat_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    long k = 0;
+    for (int i = from; i < r->n; i++) {
+        int B = r->batch[i];
+        if ((bucket >= 0 && serve_bucket_index(B) != bucket) || (max_batch > 0 && B > max_batch))
+            continue;
+        scratch[k++] = r->lat[m][i];
+        out->rows += B;
+        out->sum_us += r->lat[m][i];
+    }
+    out->n = k;
+    if (k == 0) {
+        out->p50 = out->p99 = out->mean = out->req_per_s = out->rows_per_s = NAN;
+        return 0;
+    }
+    qsort(scratch, (size_t)k, sizeof *scratch, cmp_double);
+    out->p50 = pct(scratch, k, 0.50);
+    out->p99 = pct(scratch, k, 0.99);
+    out->mean = out->sum_us / (double)k;
+    out->req_per_s = (double)k / (out->sum_us * 1e-6);
+    out->rows_per_s = (double)out->rows / (out->sum_us * 1e-6);
+    return 0;
+}
+
+/* ---- checks ---------------------------------------------------------------------------- */
+
+/* Row r of a request's output against the float64 reference of its input row. */
+static void host_check_row(serve_run *r, const serve_model *m, int req, int row, const float *x,
+                           const float *probs)
+{
+    static double ref[1000];
+    const int C = m->cfg.classes;
+    serve_ref_row(m, x, ref);
+    double sum = 0.0, worst = 0.0;
+    int bad = -1;
+    for (int c = 0; c < C; c++) {
+        double d = fabs((double)probs[c] - ref[c]);
+        double rel = d / ref[c];
+        if (rel > worst)
+            worst = rel;
+        /* fp32 through five 1024-long dot products: ~1e-6 relative; 1e-4 leaves room. */
+        if (d > 1e-4 * ref[c] + 1e-9 && bad < 0)
+            bad = c;
+        sum += probs[c];
+    }
+    if (worst > r->host_worst_rel)
+        r->host_worst_rel = worst;
+    r->host_checks++;
+    if (bad >= 0 || fabs(sum - 1.0) > 1e-4) {
+        r->host_mismatches++;
+        bench_error("W-serve request %d (B=%d) row %d: probs[%d] = %.9g, float64 reference "
+                    "%.9g; row sum %.9g",
+                    req, r->batch[req], row, bad < 0 ? 0 : bad, probs[bad < 0 ? 0 : bad],
+                    ref[bad < 0 ? 0 : bad], sum);
+    }
+}
+
+/* ---- one pass over the request sequence -------------------------------------------------- */
+
+static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m)
+{
+    const int in_dim = model->cfg.in_dim, C = model->cfg.classes;
+    static float row_first[1024], row_last[1024];
+    bench_rng rng;
+    rng_seed(&rng, SERVE_INPUT_SEED);
+    double t_start = now_us();
+    for (int i = 0; i < r->n; i++) {
+        const int B = r->batch[i];
+        const int64_t dims[1] = {B};
+        cgr_slot slot;
+        CGR_CK(cgr_step_acquire(srt->step, &slot));
+        rng_fill(&rng, slot.inputs[0], (size_t)B * in_dim);
+        if (m == MODE_GRAPH) {
+            memcpy(row_first, slot.inputs[0], sizeof row_first);
+            memcpy(row_last, (const float *)slot.inputs[0] + (size_t)(B - 1) * in_dim,
+                   sizeof row_last);
+        }
+
+        const void *out = NULL;
+        size_t bytes = 0;
+        double t0 = now_us();
+        CGR_CK(cgr_step_launch_dims(srt->step, &slot, dims));
+        CGR_CK(cgr_step_wait(srt->step, slot.ticket));
+        CGR_CK(cgr_step_output(srt->step, slot.ticket, 0, &out, &bytes));
+        r->lat[m][i] = now_us() - t0;
+
+        if (bytes != (size_t)B * C * sizeof(float)) {
+            bench_error("W-serve %s request %d (B=%d): output of %zu bytes, expected %zu",
+                        mode_names[m], i, B, bytes, (size_t)B * C * sizeof(float));
+            return -1;
+        }
+        cgr_run_action a;
+        CGR_CK(cgr_step_run_action(srt->step, slot.ticket, &a));
+        if (m == MODE_GRAPH) {
+            r->action[i] = (unsigned char)a;
+            int bi = serve_bucket_index(B);
+            if (a == CGR_RUN_REPLAY && !r->host_checked[bi]) {
+                r->host_checked[bi] = 1;
+                host_check_row(r, model, i, 0, row_first, out);
+                host_check_row(r, model, i, B - 1, row_last,
+                               (const float *)out + (size_t)(B - 1) * C);
+            }
+            if (is_sample(i)) {
+                float *keep = malloc(bytes);
+                if (!keep) {
+                    bench_error("W-serve: out of host memory");
+                    return -1;
+                }
+                memcpy(keep, out, bytes);
+                r->sample[i / SERVE_SAMPLE_EVERY] = keep;
+            }
+        } else {
+            if (a != CGR_RUN_EAGER && a != CGR_RUN_WARMUP) {
+                bench_error("W-serve eager request %d (B=%d) ran as %s", i, B,
+                            cgr_run_action_name(a));
+                return -1;
+            }
+            if (is_sample(i) && r->sample[i / SERVE_SAMPLE_EVERY]) {
+                r->samples_checked++;
+                if (memcmp(r->sample[i / SERVE_SAMPLE_EVERY], out, bytes) != 0) {
+                    r->sample_mismatches++;
+                    bench_error("W-serve request %d (B=%d): graph and eager outputs differ", i,
+                                B);
+                }
+            }
+        }
+    }
+    r->wall_s[m] = (now_us() - t_start) * 1e-6;
+    r->shape[m].struct_size = sizeof r->shape[m];
+    CGR_CK(cgr_step_get_shape_stats(srt->step, &r->shape[m]));
+    CGR_CK(cgr_runtime_get_stats(srt->rt, &r->rts[m]));
+    return 0;
+}
+
+/* ---- GPU busy time per bucket (a separate, profiled pass) -------------------------------- */
+
+#if BENCH_HAVE_PROF
+static int one_request(serve_rt *srt, bench_rng *rng, int B, int in_dim, cgr_run_action *a)
+{
+    const int64_t dims[1] = {B};
+    cgr_slot slot;
+    CGR_CK(cgr_step_acquire(srt->step, &slot));
+    rng_fill(rng, slot.inputs[0], (size_t)B * in_dim);
+    CGR_CK(cgr_step_launch_dims(srt->step, &slot, dims));
+    CGR_CK(cgr_step_wait(srt->step, slot.ticket));
+    CGR_CK(cgr_step_run_action(srt->step, slot.ticket, a));
+    return 0;
+}
+
+static int profile_buckets(serve_run *r, const serve_model *model, serve_rt *srt)
+{
+    prof *p = NULL;
+    char err[256];
+    r->prof_tried = 1;
+    if (prof_create(&p, err, sizeof err) != PROF_OK) {
+        snprintf(r->prof_note, sizeof r->prof_note, "no GPU busy times: %s", err);
+        return 0;
+    }
+    bench_rng rng;
+    rng_seed(&rng, SERVE_INPUT_SEED ^ 0xb05eULL);
+    uint64_t s = SERVE_BATCH_SEED ^ 0xb05eULL;
+    int rc = 0;
+    for (int b = 0; b < SERVE_N_BUCKETS && rc == 0; b++) {
+        const int lo = b == 0 ? 1 : (int)serve_buckets[b - 1] + 1, hi = (int)serve_buckets[b];
+        cgr_run_action a;
+        /* One request outside the window keeps the previous window's flush out of this one. */
+        if ((rc = one_request(srt, &rng, hi, model->cfg.in_dim, &a)) != 0)
+            break;
+        char label[64];
+        snprintf(label, sizeof label, "W-serve bucket %d", hi);
+        if (prof_begin(p, label) != PROF_OK) {
+            snprintf(r->prof_note, sizeof r->prof_note, "profiling failed: %s", prof_errmsg(p));
+            break;
+        }
+        int replays = 0;
+        for (int k = 0; k < SERVE_PROF_STEPS && rc == 0; k++) {
+            int B = lo + (int)(next_u64(&s) % (uint64_t)(hi - lo + 1));
+            rc = one_request(srt, &rng, B, model->cfg.in_dim, &a);
+            replays += a == CGR_RUN_REPLAY;
+        }
+        if (rc != 0 || bench_cuda_failed(cudaDeviceSynchronize(), "cudaDeviceSynchronize",
+                                         __FILE__, __LINE__)) {
+            rc = -1;
+            break;
+        }
+        prof_window w;
+        if (prof_end(p, SERVE_PROF_STEPS, &w) != PROF_OK) {
+            snprintf(r->prof_note, sizeof r->prof_note, "profiling %s failed: %s", label,
+                     prof_errmsg(p));
+            continue;
+        }
+        if (replays != SERVE_PROF_STEPS) {
+            bench_error("W-serve bucket %d: %d of %d profiled requests replayed", hi, replays,
+                        SERVE_PROF_STEPS);
+            rc = -1;
+            break;
+        }
+        bucket_fig *f = &r->bk[b];
+        f->prof_ok = 1;
+        f->busy_us = w.busy_us;
+        f->busy_union_us = w.busy_union_us;
+        f->kernels = w.kernels_per_step;
+        f->memcpys = w.memcpys_per_step;
+        if (w.dropped)
+            snprintf(r->prof_note, sizeof r->prof_note,
+                     "CUPTI dropped %llu records in bucket %d: its busy time is too low",
+                     (unsigned long long)w.dropped, hi);
+        if (r->cfg->trace_path)
+            prof_trace_add(p, label, b + 1);
+    }
+    if (rc == 0 && r->cfg->trace_path && prof_trace_write(p, r->cfg->trace_path) != PROF_OK)
+        fprintf(stderr, "cgr-bench: writing the trace %s failed: %s\n", r->cfg->trace_path,
+                prof_errmsg(p));
+    prof_destroy(&p);
+    return rc;
+}
+#else
+static int profile_buckets(serve_run *r, const serve_model *model, serve_rt *srt)
+{
+    (void)model;
+    (void)srt;
+    r->prof_tried = 1;
+    snprintf(r->prof_note, sizeof r->prof_note, "built without CUPTI: no GPU busy times");
+    return 0;
+}
+#endif
+
+/* ---- figures, bars and the report ---------------------------------------------------------- */
+
+static void add_bar(serve_run *r, const char *name, double value, int ge, double limit,
+                    int measured)
+{
+    if (r->n_bars >= SERVE_MAX_BARS)
+        return;
+    bar *b = &r->bars[r->n_bars++];
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->value = value;
+    b->limit = limit;
+    b->ge = ge;
+    b->measured = measured && isfinite(value);
+    b->pass = b->measured && (ge ? value >= limit : value <= limit);
+}
+
+static int compute_figures(serve_run *r)
+{
+    double *scratch = malloc((size_t)r->n * sizeof *scratch);
+    if (!scratch) {
+        bench_error("W-serve: out of host memory");
+        return -1;
+    }
+    /* The first pass over the buckets ends with the graph run's last non-replay. */
+    r->steady_from = 0;
+    for (int i = 0; i < r->n; i++)
+        if (r->action[i] != CGR_RUN_REPLAY)
+            r->steady_from = i + 1;
+    for (int m = 0; m < MODES; m++) {
+        lat_figures(r, m, 0, -1, 0, scratch, &r->overall[m]);
+        lat_figures(r, m, r->steady_from, -1, 0, scratch, &r->overall_steady[m]);
+        lat_figures(r, m, r->steady_from, -1, 8, scratch, &r->small[m]);
+        for (int b = 0; b < SERVE_N_BUCKETS; b++)
+            lat_figures(r, m, r->steady_from, b, 0, scratch, &r->bk[b].lat[m]);
+    }
+    free(scratch);
+
+    char name[96];
+    add_bar(r, "throughput, batch <= 8: graph / eager >= 1.5",
+            r->small[MODE_GRAPH].req_per_s / r->small[MODE_EAGER].req_per_s, 1, 1.5, 1);
+    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
+        const bucket_fig *f = &r->bk[b];
+        snprintf(name, sizeof name, "bucket %2lld: p50 / GPU busy <= 1.15",
+                 (long long)serve_buckets[b]);
+        add_bar(r, name, f->lat[MODE_GRAPH].p50 / f->busy_us, 0, 1.15, f->prof_ok);
+    }
+    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
+        const lat_stats *l = &r->bk[b].lat[MODE_GRAPH];
+        snprintf(name, sizeof name, "bucket %2lld: p99 / p50 <= 1.3 (steady)",
+                 (long long)serve_buckets[b]);
+        add_bar(r, name, l->p99 / l->p50, 0, 1.3, l->n > 0);
+    }
+    add_bar(r, "captures <= 7", (double)r->shape[MODE_GRAPH].captures, 0, 7.0, 1);
+    return 0;
+}
+
+static void print_lat_row(const char *what, const lat_stats *g, const lat_stats *e)
+{
+    printf("  %-22s %6ld  %9.1f %9.1f  %9.1f %9.1f  %9.0f %9.0f  %11.0f %11.0f  %6.2f\n", what,
+           g->n, g->p50, g->p99, e->p50, e->p99, g->req_per_s, e->req_per_s, g->rows_per_s,
+           e->rows_per_s, g->req_per_s / e->req_per_s);
+}
+
+static void report(const serve_run *r, const bench_results *res)
+{
+    const cgr_shape_stats *g = &r->shape[MODE_GRAPH];
+    printf("\nW-serve: %d requests, batch uniform in 1..64 (seed %#llx), buckets "
+           "{1,2,4,8,16,32,64}, fresh inputs per request; closed loop; latency = launch + wait "
+           "+ output, in us%s\n",
+           r->n, (unsigned long long)SERVE_BATCH_SEED, r->cfg->pdl ? "; PDL on" : "");
+    printf("  first pass over the buckets: requests 0..%d (left out of the steady figures)\n",
+           r->steady_from - 1);
+    printf("  %-22s %6s  %9s %9s  %9s %9s  %9s %9s  %11s %11s  %6s\n", "requests", "n",
+           "graph p50", "p99", "eager p50", "p99", "graph r/s", "eager r/s", "graph rows/s",
+           "eager rows/s", "speed");
+    print_lat_row("all", &r->overall[MODE_GRAPH], &r->overall[MODE_EAGER]);
+    print_lat_row("steady", &r->overall_steady[MODE_GRAPH], &r->overall_steady[MODE_EAGER]);
+    print_lat_row("steady, batch <= 8", &r->small[MODE_GRAPH], &r->small[MODE_EAGER]);
+    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
+        char what[32];
+        snprintf(what, sizeof what, "steady, bucket %lld", (long long)serve_buckets[b]);
+        print_lat_row(what, &r->bk[b].lat[MODE_GRAPH], &r->bk[b].lat[MODE_EAGER]);
+    }
+    printf("\n  per bucket graph, profiled pass (%d replays each): GPU busy per replay\n",
+           SERVE_PROF_STEPS);
+    printf("  %6s  %9s %9s  %8s %8s  %9s  %10s %10s\n", "bucket", "busy", "busy-u", "kernels",
+           "memcpys", "graph p50", "p50/busy", "p50/busy-u");
+    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
+        const bucket_fig *f = &r->bk[b];
+        if (!f->prof_ok) {
+            printf("  %6lld  %9s\n", (long long)serve_buckets[b], "-");
+            continue;
+        }
+        printf("  %6lld  %9.1f %9.1f  %8.1f %8.1f  %9.1f  %10.3f %10.3f\n",
+               (long long)serve_buckets[b], f->busy_us, f->busy_union_us, f->kernels, f->memcpys,
+               f->lat[MODE_GRAPH].p50, f->lat[MODE_GRAPH].p50 / f->busy_us,
+               f->lat[MODE_GRAPH].p50 / f->busy_union_us);
+    }
+    if (r->prof_note[0])
+        printf("  %s\n", r->prof_note);
+    printf("\n  graph runtime: %llu captures (%llu by update in place), %llu evictions, %llu "
+           "eager runs; arena %.3f MiB (largest scratch plan %.3f MiB); capture %.0f us + "
+           "instantiate %.0f us in all\n",
+           (unsigned long long)g->captures, (unsigned long long)g->updates,
+           (unsigned long long)g->evictions, (unsigned long long)g->eager_runs,
+           (double)g->arena_bytes / 1048576.0, (double)g->scratch_peak / 1048576.0,
+           g->capture_us, g->instantiate_us);
+    printf("  eager runtime: arena %.3f MiB\n",
+           (double)r->shape[MODE_EAGER].arena_bytes / 1048576.0);
+    printf("  loop wall time (input generation and checks included): graph %.2f s, eager "
+           "%.2f s\n",
+           r->wall_s[MODE_GRAPH], r->wall_s[MODE_EAGER]);
+    printf("  checks: %ld sampled outputs graph vs eager bitwise, %ld differ; %ld rows against "
+           "float64, %ld wrong (worst relative error %.2e)\n",
+           r->samples_checked, r->sample_mismatches, r->host_checks, r->host_mismatches,
+           r->host_worst_rel);
+    int met = 0, measured = 0;
+    printf("\n  bars (issue 4), on %s:\n", res->device_name);
+    for (int i = 0; i < r->n_bars; i++) {
+        const bar *b = &r->bars[i];
+        if (!b->measured)
+            printf("    NOT MEASURED  %s\n", b->name);
+        else
+            printf("    %-12s  %-44s %8.3f\n", b->pass ? "PASS" : "MISS", b->name, b->value);
+        measured += b->measured;
+        met += b->pass;
+    }
+    printf("  %d of %d bars met (%d measured)\n", met, r->n_bars, measured);
+}
+
+static void json_lat(json_writer *w, const char *key, const lat_stats *l)
+{
+    json_begin_object(w, key);
+    json_int(w, "requests", l->n);
+    json_int(w, "rows", l->rows);
+    json_number(w, "p50_us", l->p50);
+    json_number(w, "p99_us", l->p99);
+    json_number(w, "mean_us", l->mean);
+    json_number(w, "requests_per_s", l->req_per_s);
+    json_number(w, "rows_per_s", l->rows_per_s);
+    json_end_object(w);
+}
+
+static void json_modes(json_writer *w, const char *key, const lat_stats *l)
+{
+    json_begin_object(w, key);
+    for (int m = 0; m < MODES; m++)
+        json_lat(w, mode_names[m], &l[m]);
+    json_end_object(w);
+}
+
+static int write_json(const serve_run *r, const bench_results *res, int pass)
+{
+    FILE *f = fopen(r->cfg->json_path, "w");
+    if (!f) {
+        bench_error("cannot write %s", r->cfg->json_path);
+        return -1;
+    }
+    json_writer w;
+    json_init(&w, f);
+    json_begin_object(&w, NULL);
+    json_string(&w, "suite", "serve");
+    json_string(&w, "device_name", res->device_name);
+    json_int(&w, "requests", r->n);
+    json_bool(&w, "quick", r->cfg->quick);
+    json_bool(&w, "pdl", r->cfg->pdl);
+    json_int(&w, "batch_seed", (long long)SERVE_BATCH_SEED);
+    json_begin_array(&w, "buckets");
+    for (int b = 0; b < SERVE_N_BUCKETS; b++)
+        json_int(&w, NULL, serve_buckets[b]);
+    json_end_array(&w);
+    json_int(&w, "steady_from", r->steady_from);
+    json_modes(&w, "all", r->overall);
+    json_modes(&w, "steady", r->overall_steady);
+    json_modes(&w, "steady_batch_le8", r->small);
+    json_begin_array(&w, "per_bucket");
+    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
+        const bucket_fig *bf = &r->bk[b];
+        json_begin_object(&w, NULL);
+        json_int(&w, "bucket", serve_buckets[b]);
+        json_modes(&w, "steady", bf->lat);
+        if (bf->prof_ok) {
+            json_number(&w, "busy_us", bf->busy_us);
+            json_number(&w, "busy_union_us", bf->busy_union_us);
+            json_number(&w, "kernels_per_replay", bf->kernels);
+            json_number(&w, "memcpys_per_replay", bf->memcpys);
+            json_number(&w, "p50_over_busy", bf->lat[MODE_GRAPH].p50 / bf->busy_us);
+        } else {
+            json_null(&w, "busy_us");
+        }
+        json_end_object(&w);
+    }
+    json_end_array(&w);
+    const cgr_shape_stats *g = &r->shape[MODE_GRAPH];
+    json_begin_object(&w, "graph_shape_stats");
+    json_int(&w, "runs", (long long)g->runs);
+    json_int(&w, "hits", (long long)g->hits);
+    json_int(&w, "misses", (long long)g->misses);
+    json_int(&w, "warmup_runs", (long long)g->warmup_runs);
+    json_int(&w, "captures", (long long)g->captures);
+    json_int(&w, "updates", (long long)g->updates);
+    json_int(&w, "update_failures", (long long)g->update_failures);
+    json_int(&w, "evictions", (long long)g->evictions);
+    json_int(&w, "eager_runs", (long long)g->eager_runs);
+    json_number(&w, "capture_us", g->capture_us);
+    json_number(&w, "instantiate_us", g->instantiate_us);
+    json_number(&w, "update_us", g->update_us);
+    json_int(&w, "arena_bytes", (long long)g->arena_bytes);
+    json_int(&w, "scratch_peak", (long long)g->scratch_peak);
+    json_end_object(&w);
+    json_int(&w, "graph_arena_reserved", (long long)r->rts[MODE_GRAPH].arena_reserved);
+    json_int(&w, "graph_arena_planned", (long long)r->rts[MODE_GRAPH].arena_planned);
+    json_int(&w, "eager_arena_bytes", (long long)r->shape[MODE_EAGER].arena_bytes);
+    json_number(&w, "graph_wall_s", r->wall_s[MODE_GRAPH]);
+    json_number(&w, "eager_wall_s", r->wall_s[MODE_EAGER]);
+    json_int(&w, "samples_checked", r->samples_checked);
+    json_int(&w, "sample_mismatches", r->sample_mismatches);
+    json_int(&w, "host_checks", r->host_checks);
+    json_int(&w, "host_mismatches", r->host_mismatches);
+    json_number(&w, "host_worst_rel", r->host_worst_rel);
+    json_begin_array(&w, "bars");
+    for (int i = 0; i < r->n_bars; i++) {
+        const bar *b = &r->bars[i];
+        json_begin_object(&w, NULL);
+        json_string(&w, "name", b->name);
+        json_number(&w, "value", b->value);
+        json_number(&w, "limit", b->limit);
+        json_string(&w, "sense", b->ge ? ">=" : "<=");
+        json_bool(&w, "measured", b->measured);
+        json_bool(&w, "pass", b->pass);
+        json_end_object(&w);
+    }
+    json_end_array(&w);
+    json_bool(&w, "pass", pass);
+    json_end_object(&w);
+    int rc = json_finish(&w);
+    if (fclose(f) != 0 || rc != 0) {
+        bench_error("writing %s failed", r->cfg->json_path);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the suite ------------------------------------------------------------------------------ */
+
+static int serve_body(serve_run *r, const serve_model *model, serve_rt rts[MODES],
+                      const bench_results *res)
+{
+    for (int m = 0; m < MODES; m++) {
+        TRY(serve_rt_create(&rts[m], model, r->cfg->device, m == MODE_GRAPH, r->cfg->pdl));
+        char label[32];
+        snprintf(label, sizeof label, "serve: %s pass", mode_names[m]);
+        /* A generous 2 ms a request on top of the base: a hang still shows within minutes. */
+        watchdog_arm(label, r->cfg->timeout_s + (unsigned)(r->n / 500));
+        int rc = run_pass(r, model, &rts[m], m);
+        watchdog_disarm();
+        TRY(rc);
+        fprintf(stderr, "cgr-bench: serve %s pass: %d requests in %.2f s\n", mode_names[m], r->n,
+                r->wall_s[m]);
+    }
+    watchdog_arm("serve: profiled pass", r->cfg->timeout_s);
+    int rc = profile_buckets(r, model, &rts[MODE_GRAPH]);
+    watchdog_disarm();
+    TRY(rc);
+    TRY(compute_figures(r));
+    report(r, res);
+    if (r->cfg->stats)
+        for (int m = 0; m < MODES; m++) {
+            /* Runtime, step and shape counters, and every shape with its replays and last use. */
+            printf("\ncgr stats, W-serve %s:\n", mode_names[m]);
+            bench_print_stats(rts[m].rt, (const cgr_step *const *)&rts[m].step, 1);
+        }
+    return 0;
+}
+
+int serve_suite(const bench_config *cfg, const bench_results *res)
+{
+    static serve_run r; /* large: off the stack */
+    memset(&r, 0, sizeof r);
+    r.cfg = cfg;
+    r.n = cfg->quick ? SERVE_REQUESTS_QUICK : SERVE_REQUESTS;
+    serve_model model;
+    serve_rt rts[MODES];
+    memset(rts, 0, sizeof rts);
+    int rc = 1, body = -1;
+    const int n_samples = r.n / SERVE_SAMPLE_EVERY + 1;
+    r.batch = malloc((size_t)r.n * sizeof *r.batch);
+    r.action = malloc((size_t)r.n);
+    r.sample = calloc((size_t)n_samples, sizeof *r.sample);
+    for (int m = 0; m < MODES; m++)
+        r.lat[m] = malloc((size_t)r.n * sizeof *r.lat[m]);
+    if (!r.batch || !r.action || !r.sample || !r.lat[0] || !r.lat[1]) {
+        bench_error("W-serve: out of host memory");
+        goto out;
+    }
+    if (serve_model_init(&model) != 0)
+        goto out;
+    make_batches(&r);
+    body = serve_body(&r, &model, rts, res);
+    int pass = body == 0 && r.sample_mismatches == 0 && r.host_mismatches == 0 &&
+               r.samples_checked > 0 && r.host_checks > 0;
+    if (body == 0)
+        printf("serve: %s\n", pass ? "PASS (outputs right; bars as listed above)"
+                                   : "FAIL (outputs differ or were not checked)");
+    if (cfg->json_path && body == 0 && write_json(&r, res, pass) != 0)
+        pass = 0;
+    rc = pass ? 0 : 1;
+    serve_model_free(&model);
+out:
+    if (rc != 0 && body != 0)
+        fprintf(stderr, "cgr-bench: serve failed: %s\n", bench_last_error());
+    for (int m = 0; m < MODES; m++) {
+        serve_rt_destroy(&rts[m]);
+        free(r.lat[m]);
+    }
+    if (r.sample)
+        for (int i = 0; i < n_samples; i++)
+            free(r.sample[i]);
+    free(r.sample);
+    free(r.action);
+    free(r.batch);
+    return rc;
+}
