@@ -588,8 +588,10 @@ static void part_eviction(void)
     const int rounds = g_sanitizer ? 2 : 4;
     const uint64_t remakes = 3 * (uint64_t)rounds - 2;
 
-    /* By count: two entries. */
+    /* By count: two entries. Every visit after an eviction is a new shape to the
+     * churn guard (12 within 36 runs would trip it); this part is about eviction. */
     cgr_options o = options(1, 2);
+    o.churn_shapes = 0;
     env e;
     env_make(&e, &o, NULL, 0, 0);
     rotate(&e, rounds, CGR_RUN_UPDATE);
@@ -613,6 +615,7 @@ static void part_eviction(void)
     }
     env_free(&e);
     o = options(1, 16);
+    o.churn_shapes = 0;
     o.shape_cache_bytes = (size_t)total - 1;
     env_make(&e, &o, NULL, 0, 0);
     rotate(&e, rounds, CGR_RUN_CAPTURE);
