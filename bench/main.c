@@ -1,9 +1,9 @@
 /*
  * cgr-bench: command line, device checks and the suite runner.
  *
- *   cgr-bench [chain|staging|mlp|cnn|soak|newshape|serve|default] [--device N] [--steps S]
+ *   cgr-bench [chain|staging|mlp|cnn|soak|newshape|serve|ddp|default] [--device N] [--steps S]
  *             [--warmup W] [--json FILE] [--quick] [--timeout SEC] [--stats]
- *             [--soak-steps N]
+ *             [--soak-steps N] [--nproc N]
  *
  * Exit status: 0 all modes ran and every checked value was right; 1 a mode
  * failed, a value was wrong or the watchdog fired; 2 no usable CUDA device;
@@ -19,6 +19,9 @@
 #include "chain.h"
 #include "newshape.h"
 #include "serve/serve.h"
+#if BENCH_HAVE_DDP
+#include "ddp/ddp_bench.h"
+#endif
 #include "util.h"
 
 #define EXIT_NO_DEVICE 2
@@ -29,7 +32,10 @@
 #endif
 
 typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING, SUITE_MLP, SUITE_CNN, SUITE_SOAK, SUITE_NEWSHAPE,
-                        SUITE_SERVE } suite_id;
+                        SUITE_SERVE, SUITE_DDP } suite_id;
+
+/* --nproc: ranks of the ddp suite. */
+static int g_nproc = 2;
 
 static void usage(FILE *f)
 {
@@ -55,6 +61,10 @@ static void usage(FILE *f)
           "             1..64, one step with buckets {1,2,...,64}: graphs vs eager,\n"
           "             latency p50/p99 per bucket, throughput, GPU busy per bucket\n"
           "             (CUPTI), issue 4's bars as PASS/MISS; fails only on wrong outputs\n"
+          "  ddp        W-ddp: W-mlp data-parallel on --nproc GPUs (B = 1, 32 per GPU),\n"
+          "             one process per GPU, NCCL all-reduce inside the graph: single-GPU\n"
+          "             graph vs DDP eager vs DDP graph, weak-scaling efficiency; with\n"
+          "             RANK/WORLD_SIZE/LOCAL_RANK set, runs as one rank (docs/multigpu.md)\n"
           "options:\n"
           "  --device N      CUDA device ordinal (default 0)\n"
           "  --steps S       timed steps per mode (default 1000, at least 200)\n"
@@ -68,6 +78,7 @@ static void usage(FILE *f)
           "  --timeout SEC   watchdog per mode, plus an allowance per step (default 60)\n"
           "  --stats         print cgr's runtime and step stats after each workload\n"
           "  --soak-steps N  replays of the soak suite (default 1000000)\n"
+          "  --nproc N       GPUs (processes) of the ddp suite (default 2)\n"
           "  -h, --help      this text\n",
           f);
 }
@@ -101,7 +112,7 @@ static int parse_suite(const char *arg, suite_id *suite, int *have_suite)
         suite_id id;
     } suites[] = {{"default", SUITE_DEFAULT}, {"chain", SUITE_CHAIN}, {"staging", SUITE_STAGING},
                    {"mlp", SUITE_MLP}, {"cnn", SUITE_CNN}, {"soak", SUITE_SOAK},
-                   {"newshape", SUITE_NEWSHAPE}, {"serve", SUITE_SERVE}};
+                   {"newshape", SUITE_NEWSHAPE}, {"serve", SUITE_SERVE}, {"ddp", SUITE_DDP}};
     if (*have_suite) {
         fprintf(stderr, "cgr-bench: more than one suite given ('%s')\n", arg);
         return -1;
@@ -141,6 +152,9 @@ static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
             cfg->profile = 1;
         } else if (!strcmp(a, "--stats")) {
             cfg->stats = 1;
+        } else if (is_opt(a, "--nproc")) {
+            TRY(parse_int("--nproc", option_value(argc, argv, &i, a, 7), 1, 64, &v));
+            g_nproc = (int)v;
         } else if (is_opt(a, "--soak-steps")) {
             TRY(parse_int("--soak-steps", option_value(argc, argv, &i, a, 12), 1, 2000000000L,
                           &v));
@@ -368,6 +382,15 @@ int main(int argc, char **argv)
     static bench_results res; /* large (every mode's result): kept off the stack */
     memset(&res, 0, sizeof res);
     res.cfg = cfg;
+    /* W-ddp forks its ranks before any CUDA call, so it starts before the device probe. */
+    if (suite == SUITE_DDP) {
+#if BENCH_HAVE_DDP
+        return ddp_suite(&cfg, g_nproc);
+#else
+        fprintf(stderr, "cgr-bench: no W-ddp: cgr-bench was built without NCCL\n");
+        return EXIT_NO_DEVICE;
+#endif
+    }
     watchdog_install();
 
     watchdog_arm("device start-up", cfg.timeout_s);

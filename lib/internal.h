@@ -45,6 +45,7 @@ struct cgr_runtime {
     uint64_t replays, captures, eager_runs;
     double capture_us;
     size_t pinned_bytes;
+    struct cgr__comm *comm;     /* attached NCCL communicator (comm/comm.h); NULL: none */
     /*
      * Serializes every public call that reads or changes the runtime's or
      * its steps' state, and everything enqueued on `stream` outside a step
@@ -302,5 +303,8 @@ size_t cgr__output_bytes(const cgr_step *s, uint32_t slot, int index);
  * whose collectives a peer will never join. Without one it returns local.
  */
 cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local);
+/* Releases rt's NCCL attachment, if any (the user's communicator is left alone);
+ * called by cgr_runtime_destroy once the steps and their graphs are gone. */
+void cgr__comm_release(cgr_runtime *rt);
 
 #endif

@@ -442,6 +442,8 @@ int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cu
         MLP_CUDA(cudaStreamWaitEvent(s, b->ev_join, 0));
     }
 
+    if (b->grad_hook)
+        MLP_TRY(b->grad_hook(b->grad_hook_user, b->grads, L.n_floats, s));
     MLP_CUDA(mlp_adamw_fused(b->params, b->grads, b->m, b->v, L.n_floats, b->step, cfg->lr,
                              cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay, s, pdl));
     MLP_CUDA(mlp_adamw_step_count_inc(b->step, s, pdl));

@@ -170,6 +170,14 @@ typedef struct mlp_bufs {
      */
     cudaStream_t side;
     cudaEvent_t ev_fork, ev_join;
+    /*
+     * Optional (NULL: none): called by mlp_step_enqueue once every gradient
+     * of the step is in grads (the side stream joined) and before AdamW
+     * reads them, to enqueue more work on s, e.g. the data-parallel
+     * all-reduce of bench/ddp. Returns 0, or -1 with mlp_set_error().
+     */
+    int (*grad_hook)(void *user, float *grads, size_t n_floats, cudaStream_t s);
+    void *grad_hook_user;
 } mlp_bufs;
 
 /**

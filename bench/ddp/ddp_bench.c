@@ -1,0 +1,397 @@
+/*
+ * cgr-bench ddp: W-ddp on `--nproc` GPUs (DESIGN.md, Workloads; issue 5).
+ *
+ * Each rank is its own process on its own GPU (boot.h). At each per-GPU
+ * batch B (1 and 32) every rank measures, in this order and on the same
+ * input sequence:
+ *   single  the graphed single-GPU W-mlp step at batch B (no collective):
+ *           the weak-scaling baseline;
+ *   eager   W-ddp with cgr_options.capture = 0: every kernel and the
+ *           all-reduce launched one by one;
+ *   graph   W-ddp captured by cgr: one launch per step, all-reduce inside.
+ * Steps are timed as in the other suites (timing.h): fresh random inputs
+ * written into the acquired pinned slot outside the clocks, then launch +
+ * wait; median, p10 and p90 of --steps steps after --warmup steps. Rank 0
+ * prints its figures; the all-reduce keeps the ranks in step, so every
+ * rank's step time is the same to within noise.
+ *
+ * Weak-scaling efficiency = single / graph at the same per-GPU batch. The
+ * bars (issue 5): graph <= 1.15 x single at B = 32 (efficiency >= 87 %),
+ * and eager >= 4 x graph at B = 1.
+ *
+ * Checked: after warm-up the graphed modes replay (mode GRAPH), and the
+ * eager and graphed W-ddp runs end with bitwise equal parameters.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nccl.h>
+
+#include "bench.h"
+#include "boot.h"
+#include "ddp.h"
+#include "ddp_bench.h"
+#include "json.h"
+#include "mlp/mlp.h"
+
+#define EXIT_NO_DEVICE 2
+
+enum { DDP_SINGLE = 0, DDP_EAGER, DDP_GRAPH, DDP_MODES };
+static const char *const mode_names[DDP_MODES] = {"single_graph", "ddp_eager", "ddp_graph"};
+
+#define DDP_MAX_B 4
+
+typedef struct ddp_result {
+    int B;
+    mode_result mode[DDP_MODES];
+    uint64_t params_hash[DDP_MODES];
+    int eager_equals_graph; /* -1 unknown */
+} ddp_result;
+
+typedef struct ddp_job {
+    const bench_config *cfg;
+    int nproc;
+    /* Filled by each rank in its own process. */
+    ncclComm_t comm;
+    ddp_rank_info who;
+    char device_name[256];
+    int n;
+    ddp_result res[DDP_MAX_B];
+} ddp_job;
+
+/* One mode's measurement state. */
+typedef struct ddp_run {
+    ddp_model model;
+    cgr_runtime *rt;
+    cgr_step *step;
+    cgr_slot slot;
+    uint64_t ticket;
+    uint64_t rng;
+    int capture;
+} ddp_run;
+
+static int r_prepare(void *self, long k)
+{
+    ddp_run *r = self;
+    (void)k;
+    CGR_CK(cgr_step_acquire(r->step, &r->slot));
+    ddp_fill(&r->rng, &r->model.cfg, r->slot.inputs[0], r->slot.inputs[1]);
+    return 0;
+}
+
+static int r_submit(void *self, long k)
+{
+    ddp_run *r = self;
+    (void)k;
+    CGR_CK(cgr_step_launch(r->step, &r->slot));
+    r->ticket = r->slot.ticket;
+    return 0;
+}
+
+static int r_wait(void *self, long k)
+{
+    ddp_run *r = self;
+    (void)k;
+    CGR_CK(cgr_step_wait(r->step, r->ticket));
+    const void *loss = NULL;
+    CGR_CK(cgr_step_output(r->step, r->ticket, 0, &loss, NULL));
+    if (!isfinite(*(const float *)loss)) {
+        bench_error("W-ddp B=%d: the loss is %g", r->model.cfg.batch, *(const float *)loss);
+        return CHECK_WRONG;
+    }
+    return 0;
+}
+
+static int r_after_warmup(void *self)
+{
+    ddp_run *r = self;
+    cgr_step_stats s;
+    CGR_CK(cgr_step_get_stats(r->step, &s));
+    cgr_step_mode want = r->capture ? CGR_MODE_GRAPH : CGR_MODE_EAGER;
+    if (s.mode != want) {
+        bench_error("W-ddp B=%d: step mode %d after warm-up, expected %d: %s",
+                    r->model.cfg.batch, (int)s.mode, (int)want, s.capture_error);
+        return -1;
+    }
+    return 0;
+}
+
+static uint64_t fnv64(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* One mode at batch B: a fresh runtime, measured, then the parameters hashed. */
+static int run_one(ddp_job *job, int B, int mode, const float *params0, mode_result *mr,
+                   uint64_t *hash)
+{
+    const bench_config *cfg = job->cfg;
+    ddp_run r;
+    memset(&r, 0, sizeof r);
+    int rc = -1;
+    mlp_cfg mc;
+    mlp_cfg_default(&mc, B);
+    if (ddp_model_init(&r.model, &mc, 1, mode != DDP_SINGLE) != 0) {
+        bench_error("W-ddp: %s", mlp_last_error());
+        return -1;
+    }
+    r.capture = mode != DDP_EAGER;
+    r.rng = ddp_seed(0xda7a0000u + (uint64_t)B, job->who.rank);
+    cgr_options o;
+    CGR_CK(cgr_options_init(&o));
+    o.device = job->who.local_rank;
+    o.capture = r.capture;
+    CGR_CK(cgr_runtime_create(&r.rt, &o));
+    if (r.model.nccl)
+        CGR_CK_GOTO(cgr_runtime_attach_nccl(r.rt, job->comm, NULL), out);
+    if (ddp_model_setup(&r.model, r.rt, params0) != 0) {
+        bench_error("W-ddp: %s", mlp_last_error());
+        goto out;
+    }
+    ddp_io io;
+    cgr_step_desc d;
+    ddp_step_desc(&r.model, mode == DDP_SINGLE ? "W-mlp" : "W-ddp", &io, &d);
+    CGR_CK_GOTO(cgr_step_create(r.rt, &d, &r.step), out);
+    step_ops ops = {r_prepare, r_submit, r_wait, NULL, r_after_warmup};
+    TRY_GOTO(measure(&ops, &r, cfg->warmup, cfg->steps, mr), out);
+    if (cfg->stats) {
+        printf("cgr stats, rank %d, W-ddp B=%d %s:\n", job->who.rank, B, mode_names[mode]);
+        bench_print_stats(r.rt, (const cgr_step *const *)&r.step, 1);
+    }
+    size_t bytes = r.model.n_floats * sizeof(float);
+    float *host = malloc(bytes);
+    if (!host) {
+        bench_error("W-ddp: out of host memory");
+        goto out;
+    }
+    cudaError_t e = cudaMemcpy(host, r.model.dev.params, bytes, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        *hash = fnv64(host, bytes);
+    free(host);
+    CK_GOTO(e, out);
+    rc = 0;
+out:
+    if (r.rt) {
+        /* The runtime (and its graphs) goes before the communicator ever does. */
+        bench_cgr_failed(cgr_runtime_destroy(&r.rt), "cgr_runtime_destroy", __FILE__, __LINE__);
+        ddp_model_teardown(&r.model);
+    }
+    return rc;
+}
+
+static void print_table(const ddp_job *job)
+{
+    const bench_config *c = job->cfg;
+    printf("\nW-ddp: W-mlp data-parallel on %d GPUs (%s), one process per GPU, gradients "
+           "all-reduced (sum, then x 1/%d) inside the step; rank 0's figures, median wall us "
+           "per step of %d after %d warm-up\n",
+           job->who.world, job->device_name, job->who.world, c->steps, c->warmup);
+    printf("%-4s | %12s | %12s | %12s | %10s | %10s | %12s | %s\n", "B/GPU", "single graph",
+           "DDP eager", "DDP graph", "graph/1GPU", "efficiency", "eager/graph", "host us (graph)");
+    for (int i = 0; i < job->n; i++) {
+        const ddp_result *r = &job->res[i];
+        const mode_result *s = &r->mode[DDP_SINGLE], *e = &r->mode[DDP_EAGER],
+                          *g = &r->mode[DDP_GRAPH];
+        double ratio = g->wall.median / s->wall.median;
+        double speed = e->wall.median / g->wall.median;
+        printf("%-5d | %12.1f | %12.1f | %12.1f | %9.3fx | %9.1f%% | %11.2fx | %.1f\n", r->B,
+               s->wall.median, e->wall.median, g->wall.median, ratio, 100.0 / ratio, speed,
+               g->cpu.median);
+    }
+    printf("bars (2 x H200): DDP graph <= 1.15 x single graph at B = 32; DDP eager >= 4 x DDP "
+           "graph at B = 1\n");
+    for (int i = 0; i < job->n; i++) {
+        const ddp_result *r = &job->res[i];
+        double ratio = r->mode[DDP_GRAPH].wall.median / r->mode[DDP_SINGLE].wall.median;
+        double speed = r->mode[DDP_EAGER].wall.median / r->mode[DDP_GRAPH].wall.median;
+        if (r->B == 32)
+            printf("  B = 32: graph / single = %.3f: %s\n", ratio, ratio <= 1.15 ? "met" : "MISSED");
+        if (r->B == 1)
+            printf("  B = 1: eager / graph = %.2f: %s\n", speed, speed >= 4.0 ? "met" : "MISSED");
+        printf("  B = %d: eager and graphed W-ddp parameters after the run: %s\n", r->B,
+               r->eager_equals_graph == 1   ? "bitwise equal"
+               : r->eager_equals_graph == 0 ? "DIFFERENT"
+                                            : "not compared");
+    }
+}
+
+static void json_mode_result(json_writer *w, const char *key, const mode_result *m)
+{
+    json_begin_object(w, key);
+    json_bool(w, "ran", m->ran && !m->failed);
+    json_int(w, "steps", m->steps);
+    json_int(w, "warmup", m->warmup);
+    json_number(w, "wall_median_us", m->wall.median);
+    json_number(w, "wall_p10_us", m->wall.p10);
+    json_number(w, "wall_p90_us", m->wall.p90);
+    json_number(w, "host_cpu_median_us", m->cpu.median);
+    if (m->error[0])
+        json_string(w, "error", m->error);
+    json_end_object(w);
+}
+
+static int write_json(const ddp_job *job, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        bench_error("cannot write %s", path);
+        return -1;
+    }
+    json_writer w;
+    json_init(&w, f);
+    json_begin_object(&w, NULL);
+    json_string(&w, "suite", "ddp");
+    json_string(&w, "cgr_version", CGR_VERSION_STRING);
+    json_string(&w, "device_name", job->device_name);
+    json_int(&w, "world", job->who.world);
+    json_begin_array(&w, "results");
+    for (int i = 0; i < job->n; i++) {
+        const ddp_result *r = &job->res[i];
+        json_begin_object(&w, NULL);
+        json_int(&w, "batch_per_gpu", r->B);
+        for (int m = 0; m < DDP_MODES; m++)
+            json_mode_result(&w, mode_names[m], &r->mode[m]);
+        double ratio = r->mode[DDP_GRAPH].wall.median / r->mode[DDP_SINGLE].wall.median;
+        json_number(&w, "graph_over_single", ratio);
+        json_number(&w, "weak_scaling_efficiency", 1.0 / ratio);
+        json_number(&w, "eager_over_graph",
+                    r->mode[DDP_EAGER].wall.median / r->mode[DDP_GRAPH].wall.median);
+        json_int(&w, "eager_equals_graph", r->eager_equals_graph);
+        json_end_object(&w);
+    }
+    json_end_array(&w);
+    json_end_object(&w);
+    int bad = json_finish(&w) != 0;
+    bad |= fclose(f) != 0;
+    return bad ? -1 : 0;
+}
+
+/* The body of every rank (boot.h): no CUDA call happened in this process before. */
+static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *user)
+{
+    ddp_job *job = user;
+    const bench_config *cfg = job->cfg;
+    job->who = *who;
+    watchdog_install();
+    watchdog_arm("W-ddp: device and communicator start-up", cfg->timeout_s);
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || who->local_rank >= count ||
+        cudaSetDevice(who->local_rank) != cudaSuccess) {
+        fprintf(stderr, "cgr-bench: rank %d: no usable CUDA device %d (%s)\n", who->rank,
+                who->local_rank, e != cudaSuccess ? cudaGetErrorString(e) : "not present");
+        return EXIT_NO_DEVICE;
+    }
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, who->local_rank) == cudaSuccess)
+        snprintf(job->device_name, sizeof job->device_name, "%s", p.name);
+    ncclResult_t r = ncclCommInitRank(&job->comm, who->world, *id, who->rank);
+    watchdog_disarm();
+    if (r != ncclSuccess) {
+        fprintf(stderr, "cgr-bench: rank %d: ncclCommInitRank: %s\n", who->rank,
+                ncclGetErrorString(r));
+        return 1;
+    }
+    ddp_id_done(who);
+
+    static const int batches[] = {1, 32};
+    int failed = 0;
+    job->n = 0;
+    for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+        const int B = batches[b];
+        ddp_result *res = &job->res[job->n++];
+        memset(res, 0, sizeof *res);
+        res->B = B;
+        res->eager_equals_graph = -1;
+        mlp_cfg mc;
+        mlp_cfg_default(&mc, B);
+        mlp_layout L;
+        float *params0 = NULL;
+        if (mlp_layout_init(&L, &mc) != 0 || !(params0 = malloc(L.n_floats * sizeof(float))) ||
+            mlp_init_params(&mc, params0, 0x5eedULL) != 0) {
+            fprintf(stderr, "cgr-bench: W-ddp setup: %s\n", mlp_last_error());
+            free(params0);
+            return 1;
+        }
+        for (int m = 0; m < DDP_MODES; m++) {
+            mode_result *mr = &res->mode[m];
+            mode_result_init(mr, mode_names[m]);
+            char label[96];
+            snprintf(label, sizeof label, "W-ddp B=%d %s (rank %d)", B, mode_names[m],
+                     who->rank);
+            bench_clear_error();
+            /* The same watchdog budget as the single-GPU workloads (work_bench.c). */
+            watchdog_arm(label, mode_budget_s(cfg, 5.0));
+            int rc = run_one(job, B, m, params0, mr, &res->params_hash[m]);
+            watchdog_disarm();
+            if (rc != 0) {
+                mode_result_fail(mr);
+                failed = 1;
+            }
+            if (who->rank == 0)
+                fprintf(stderr, "cgr-bench: %-36s %s %9.2f us\n", label,
+                        mr->ran && !mr->failed ? "wall" : "FAILED", mr->wall.median);
+        }
+        free(params0);
+        if (res->mode[DDP_EAGER].ran && res->mode[DDP_GRAPH].ran) {
+            res->eager_equals_graph =
+                res->params_hash[DDP_EAGER] == res->params_hash[DDP_GRAPH];
+            if (!res->eager_equals_graph) {
+                fprintf(stderr, "cgr-bench: rank %d: W-ddp B=%d: eager and graphed parameters "
+                                "differ\n", who->rank, B);
+                failed = 1;
+            }
+        }
+        if (failed)
+            break; /* a rank that stops makes its peers' collectives fail; stop together */
+    }
+    if (who->rank == 0 && job->n > 0) {
+        print_table(job);
+        if (cfg->json_path && write_json(job, cfg->json_path) != 0)
+            failed = 1;
+    }
+    /* Every runtime (and graph) is gone, so NCCL's destroy does not wait on any. */
+    r = ncclCommDestroy(job->comm);
+    if (r != ncclSuccess) {
+        fprintf(stderr, "cgr-bench: rank %d: ncclCommDestroy: %s\n", who->rank,
+                ncclGetErrorString(r));
+        failed = 1;
+    }
+    return failed ? 1 : 0;
+}
+
+int ddp_suite(const bench_config *cfg, int nproc)
+{
+    static ddp_job job; /* large; one per process (each rank has its own copy) */
+    memset(&job, 0, sizeof job);
+    job.cfg = cfg;
+    job.nproc = nproc;
+    ddp_rank_info who;
+    int env = ddp_rank_from_env(&who);
+    if (env < 0)
+        return 64;
+    /* A whole job may take a while: setup, 3 modes x 2 batches of steps. */
+    unsigned total_s = 6 * mode_budget_s(cfg, 5.0) + cfg->timeout_s;
+    if (env == 1) {
+        /* Started by a launcher (torchrun style): this process is one rank. */
+        return ddp_run_from_env(&who, cfg->timeout_s, rank_main, &job);
+    }
+    int gpus = ddp_probe_gpus();
+    if (gpus < nproc) {
+        fprintf(stderr,
+                "cgr-bench: no usable CUDA device for W-ddp (--nproc %d needs %d GPUs, %d "
+                "found)\n",
+                nproc, nproc, gpus < 0 ? 0 : gpus);
+        return EXIT_NO_DEVICE;
+    }
+    int rc = ddp_launch_local(nproc, total_s, rank_main, &job);
+    return rc == 0 ? 0 : rc == EXIT_NO_DEVICE ? EXIT_NO_DEVICE : 1;
+}

@@ -1,0 +1,116 @@
+/*
+ * Internal state of a runtime's NCCL attachment (cgr_nccl.h), shared by
+ * comm.c (attach, detach, the context call), agree.c (the capture
+ * agreement) and wait.c (bounded waits on peers).
+ *
+ * Why a private communicator. The agreement after a capture is an eager
+ * collective, and the user's communicator also carries the collectives
+ * captured into graphs and those of eager warm-up runs. NCCL allows
+ * captured and uncaptured operations on one communicator, but each
+ * operation's captured-or-not must be the same on every rank, and any
+ * interleaving of ours with the user's own eager collectives would have
+ * to match across ranks too. On a communicator of its own cgr's
+ * operations can never pair with the user's. It is also non-blocking
+ * (ncclConfig_t.blocking = 0), whatever the user's is, so every wait on
+ * it is bounded and ends in ncclCommAbort of that communicator alone,
+ * never of the user's.
+ */
+#ifndef CGR_COMM_H
+#define CGR_COMM_H
+
+#include "cgr_config.h"
+#include "internal.h"
+
+#if CGR_HAVE_NCCL
+#include <nccl.h>
+
+/* Steps that used the communicator, remembered per runtime. */
+#define CGR__COMM_MAX_STEPS 64
+/* Words each rank contributes to one agreement (int64 each). */
+#define CGR__AGREE_WORDS 8
+
+/* What an agreement is about (word 0 of a record). */
+enum { CGR__AGREE_ATTACH = 1, CGR__AGREE_CAPTURE = 2 };
+
+struct cgr__comm {
+    ncclComm_t user;           /* the application's; never destroyed by cgr */
+    /*
+     * cgr's own, split off `user` at attach time. NCCL writes it from its
+     * own thread when the user's communicator is non-blocking, so it lives
+     * here, on the heap, and a split that times out leaves this struct
+     * allocated (a small leak) rather than let NCCL write freed memory.
+     */
+    ncclComm_t priv;
+    int rank, world, device;
+    unsigned timeout_ms;
+    int broken;                /* priv aborted after a failure: agreements fail at once */
+    char broken_why[300];
+    cudaStream_t stream;       /* priv's operations (never captured) */
+    cudaEvent_t done;          /* end of the last exchange */
+    int64_t *dev;              /* [WORDS] this rank's record, then [world][WORDS] gathered */
+    int64_t *host;             /* pinned, the same layout */
+    uint64_t agreements;       /* capture agreements so far (the same on every rank) */
+    const cgr_step *steps[CGR__COMM_MAX_STEPS]; /* steps that called cgr_ctx_nccl */
+    int n_steps;
+    int all_steps;             /* the table overflowed: agree on every capture */
+};
+
+/* Records a failed NCCL call (with NCCL's last-error text) and returns CGR_STATUS_CUDA_ERROR. */
+cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, int line);
+
+#define CGR_NCCL_TRY(expr)                                                                 \
+    do {                                                                                   \
+        ncclResult_t r_ = (expr);                                                          \
+        if (r_ != ncclSuccess && r_ != ncclInProgress)                                     \
+            return cgr__nccl_fail(r_, #expr, __FILE__, __LINE__);                          \
+    } while (0)
+
+#define CGR_NCCL_TRY_GOTO(expr, st, label)                                                 \
+    do {                                                                                   \
+        ncclResult_t r_ = (expr);                                                          \
+        if (r_ != ncclSuccess && r_ != ncclInProgress) {                                   \
+            (st) = cgr__nccl_fail(r_, #expr, __FILE__, __LINE__);                          \
+            goto label;                                                                    \
+        }                                                                                  \
+    } while (0)
+
+/* ---- wait.c ---- */
+/* One poll interval: yields at first, sleeps 50 us once *spins passes a few thousand. */
+void cgr__comm_pause(unsigned *spins);
+/* Deadline timeout_ms from now, in cgr__now_us() time. */
+double cgr__comm_deadline(unsigned timeout_ms);
+/*
+ * Waits until a non-blocking communicator leaves ncclInProgress (an init,
+ * split, finalize or enqueue completed), failing on an NCCL error or past
+ * the deadline. `what` names the operation in messages.
+ */
+cgr_status cgr__comm_wait_ready(ncclComm_t comm, double deadline, unsigned timeout_ms,
+                                const char *what);
+/* Waits for c->done, watching priv for errors; bounded like cgr__comm_wait_ready. */
+cgr_status cgr__comm_wait_done(struct cgr__comm *c, double deadline, const char *what);
+/*
+ * Aborts priv (ncclCommAbort: local, never waits for peers) and marks the
+ * attachment broken with `why`, so later agreements fail at once.
+ */
+void cgr__comm_break(struct cgr__comm *c, const char *why);
+
+/* ---- agree.c ---- */
+/*
+ * One agreement: every rank contributes mine[CGR__AGREE_WORDS]; on success
+ * *all points at the [world][CGR__AGREE_WORDS] records, in rank order
+ * (valid until the next exchange). Bounded by c->timeout_ms; on failure
+ * priv is aborted and c is broken.
+ */
+cgr_status cgr__comm_exchange(struct cgr__comm *c, const int64_t *mine, const int64_t **all);
+/* The attach-time agreement: the ranks' warm-up counts and capture settings must match. */
+cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c);
+
+/* ---- comm.c ---- */
+/* 1 when s called cgr_ctx_nccl in some run (or the table overflowed). */
+int cgr__comm_step_uses(const struct cgr__comm *c, const cgr_step *s);
+/* 64-bit FNV-1a of a string: steps are told apart across ranks by name. */
+uint64_t cgr__comm_hash(const char *s);
+
+#endif /* CGR_HAVE_NCCL */
+
+#endif

@@ -1,0 +1,105 @@
+/*
+ * Bounded waits on peers (docs/multigpu.md, "Nothing hangs").
+ *
+ * A rank that crashed, hangs or never reaches the matching call would keep
+ * a blocking NCCL call, or a stream synchronize behind a collective,
+ * waiting forever. cgr therefore only waits on its private communicator,
+ * which is non-blocking: calls return ncclInProgress at once, and cgr
+ * polls ncclCommGetAsyncError (for the host side) and a CUDA event (for
+ * the device side) until the work is done, NCCL reports an error, or the
+ * deadline passes. Past the deadline the private communicator is aborted,
+ * which also makes its kernels still waiting on a peer exit.
+ *
+ * Polling: a few thousand sched_yield()s first (an agreement between
+ * healthy ranks takes tens of microseconds), then 50 us sleeps, so a long
+ * wait for a slow peer does not burn a core.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <sched.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "comm.h"
+
+#if CGR_HAVE_NCCL
+
+void cgr__comm_pause(unsigned *spins)
+{
+    if (*spins < 4096) {
+        ++*spins;
+        sched_yield();
+        return;
+    }
+    struct timespec ts = {0, 50 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+double cgr__comm_deadline(unsigned timeout_ms)
+{
+    return cgr__now_us() + 1000.0 * (double)timeout_ms;
+}
+
+static cgr_status timed_out(const char *what, unsigned timeout_ms)
+{
+    return CGR_FAIL(CGR_STATUS_CUDA_ERROR,
+                    "NCCL: %s did not complete within %u ms (cgr_nccl_options.timeout_ms): a peer "
+                    "rank may have failed, exited, or not made the matching call",
+                    what, timeout_ms);
+}
+
+cgr_status cgr__comm_wait_ready(ncclComm_t comm, double deadline, unsigned timeout_ms,
+                                const char *what)
+{
+    unsigned spins = 0;
+    for (;;) {
+        ncclResult_t async = ncclSuccess;
+        ncclResult_t r = ncclCommGetAsyncError(comm, &async);
+        if (r != ncclSuccess)
+            return cgr__nccl_fail(r, "ncclCommGetAsyncError", __FILE__, __LINE__);
+        if (async == ncclSuccess)
+            return CGR_STATUS_OK;
+        if (async != ncclInProgress) {
+            cgr__nccl_fail(async, what, __FILE__, __LINE__);
+            return CGR_STATUS_CUDA_ERROR;
+        }
+        if (cgr__now_us() > deadline)
+            return timed_out(what, timeout_ms);
+        cgr__comm_pause(&spins);
+    }
+}
+
+cgr_status cgr__comm_wait_done(struct cgr__comm *c, double deadline, const char *what)
+{
+    unsigned spins = 0;
+    for (;;) {
+        cudaError_t e = cudaEventQuery(c->done);
+        if (e == cudaSuccess)
+            return CGR_STATUS_OK;
+        if (e != cudaErrorNotReady)
+            return cgr__cuda_fail((int)e, "cudaEventQuery (NCCL agreement)", __FILE__, __LINE__);
+        /* A peer that went away shows up here (ncclRemoteError, a system error). */
+        ncclResult_t async = ncclSuccess;
+        ncclResult_t r = ncclCommGetAsyncError(c->priv, &async);
+        if (r != ncclSuccess)
+            return cgr__nccl_fail(r, "ncclCommGetAsyncError", __FILE__, __LINE__);
+        if (async != ncclSuccess && async != ncclInProgress)
+            return cgr__nccl_fail(async, what, __FILE__, __LINE__);
+        if (cgr__now_us() > deadline)
+            return timed_out(what, c->timeout_ms);
+        cgr__comm_pause(&spins);
+    }
+}
+
+void cgr__comm_break(struct cgr__comm *c, const char *why)
+{
+    if (!c->broken)
+        snprintf(c->broken_why, sizeof c->broken_why, "%s", why);
+    c->broken = 1;
+    if (c->priv) {
+        /* Local: it stops this rank's operations on priv, never waits for peers. */
+        (void)ncclCommAbort(c->priv);
+        c->priv = NULL;
+    }
+}
+
+#endif /* CGR_HAVE_NCCL */

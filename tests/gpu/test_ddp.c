@@ -1,0 +1,432 @@
+/*
+ * W-ddp through cgr on 2 GPUs (issue 5), with a small W-mlp (hidden 256).
+ *
+ * The test forks its 2 ranks itself (bench/ddp/boot.h: one process per
+ * GPU, NCCL's unique id through a pipe) before any CUDA call, and each
+ * rank checks:
+ *   A. at per-GPU batch B = 1 (W-mlp's small-batch kernels) and B = 16
+ *      (its cuBLAS path): 50 graphed W-ddp steps end with parameters
+ *      bitwise equal to 50 eager W-ddp steps on the same data; rank 0
+ *      also trains the single-GPU step on the concatenated batch 2B (each
+ *      step's x and labels are rank 0's batch, then rank 1's) on its GPU,
+ *      and the W-ddp parameters must equal it within 1e-5 relative,
+ *      norm-wise. Bad uses of the API are refused on the way.
+ *   B. a capture that fails on rank 1 only (its step calls
+ *      cudaStreamSynchronize while cgr captures it): both ranks' capture
+ *      runs return CGR_STATUS_CAPTURE_FAILED naming rank 1, and the
+ *      following eager runs still train both ranks alike;
+ *   C. a capture agreement that rank 1 never joins ends on rank 0 within
+ *      cgr_nccl_options.timeout_ms (3 s here) with an error, not a hang.
+ * The parent compares the ranks' parameter hashes (shared memory): they
+ * must be bitwise identical after A and after B. Every process also has
+ * an alarm(), so a hang fails the test instead of stalling it.
+ *
+ * Exits 77 (skipped) without NCCL or with fewer than 2 GPUs.
+ */
+/* MAP_ANONYMOUS (the shared results page) is not in POSIX 2008. */
+#define _DEFAULT_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#if !TEST_HAVE_NCCL
+
+int main(void)
+{
+    printf("SKIP: cgr was built without NCCL\n");
+    return TEST_SKIP;
+}
+
+#else
+
+#include <sys/mman.h>
+
+#include <nccl.h>
+
+#include "cgr/cgr_nccl.h"
+#include "ddp/boot.h"
+#include "ddp/ddp.h"
+#include "mlp/mlp.h"
+
+#define WORLD 2
+#define STEPS 50
+#define N_B 2
+static const int batches[N_B] = {1, 16};
+
+/* What the ranks report to the parent. */
+typedef struct shared {
+    uint64_t hash_a[N_B][WORLD];  /* parameters after A (graphed W-ddp) */
+    double rel_err[N_B];          /* rank 0: W-ddp vs single GPU on 2B */
+    uint64_t hash_b[WORLD];       /* parameters after B's eager steps */
+    int saw_failure[WORLD];       /* B: the capture run failed as expected */
+    int c_done;                   /* C: rank 0 got its timeout */
+    double c_ms;                  /* ... after this long */
+} shared;
+
+static uint64_t fnv64(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static void small_cfg(mlp_cfg *c, int B)
+{
+    mlp_cfg_default(c, B);
+    c->in_dim = 512;
+    c->hidden = 256;
+}
+
+#define RANK_LOG(who, ...)                                                                 \
+    do {                                                                                   \
+        printf("[rank %d] ", (who)->rank);                                                 \
+        printf(__VA_ARGS__);                                                               \
+        printf("\n");                                                                      \
+        fflush(stdout);                                                                    \
+    } while (0)
+
+typedef struct rank_ctx {
+    const ddp_rank_info *who;
+    ncclComm_t comm;
+    shared *sh;
+} rank_ctx;
+
+static cgr_runtime *new_runtime(const rank_ctx *rc, int capture)
+{
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.device = rc->who->local_rank;
+    o.capture = capture;
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    return rt;
+}
+
+/*
+ * Trains `steps` steps of the model for cfg (nccl: W-ddp on rc->comm;
+ * otherwise single GPU) from params0 and copies the final parameters to
+ * out. concat: the step's batch is the concatenation of every rank's
+ * batch of the per-rank config `rank_cfg` (the single-GPU reference);
+ * otherwise this rank's own batches.
+ */
+static void train(const rank_ctx *rc, const mlp_cfg *cfg, const mlp_cfg *rank_cfg, int nccl,
+                  int capture, int concat, const float *params0, float *out)
+{
+    ddp_model m;
+    ASSERT_EQ(ddp_model_init(&m, cfg, 1, nccl), 0);
+    cgr_runtime *rt = new_runtime(rc, capture);
+    if (nccl) {
+        cgr_nccl_options no;
+        ASSERT_OK(cgr_nccl_options_init(&no));
+        ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
+        /* One communicator per runtime. */
+        ASSERT_STATUS(cgr_runtime_attach_nccl(rt, rc->comm, &no), CGR_STATUS_WRONG_STATE);
+        int r = -1, w = -1;
+        ASSERT_OK(cgr_runtime_nccl_rank(rt, &r, &w));
+        ASSERT_EQ(r, rc->who->rank);
+        ASSERT_EQ(w, WORLD);
+    }
+    ASSERT_EQ(ddp_model_setup(&m, rt, params0), 0);
+    ddp_io io;
+    cgr_step_desc d;
+    ddp_step_desc(&m, nccl ? "W-ddp" : "W-mlp", &io, &d);
+    cgr_step *st = NULL;
+    ASSERT_OK(cgr_step_create(rt, &d, &st));
+
+    const size_t xb = (size_t)rank_cfg->batch * (size_t)rank_cfg->in_dim;
+    float *x = malloc(sizeof(float) * xb * WORLD);
+    int *labels = malloc(sizeof(int) * (size_t)rank_cfg->batch * WORLD);
+    ASSERT(x && labels);
+    uint64_t seeds[WORLD];
+    for (int r = 0; r < WORLD; r++)
+        seeds[r] = ddp_seed(0x7e57u + (uint64_t)rank_cfg->batch, r);
+    for (int k = 0; k < STEPS; k++) {
+        if (concat) {
+            for (int r = 0; r < WORLD; r++)
+                ddp_fill(&seeds[r], rank_cfg, x + (size_t)r * xb, labels + r * rank_cfg->batch);
+        } else {
+            ddp_fill(&seeds[rc->who->rank], rank_cfg, x, labels);
+        }
+        const void *in[2] = {x, labels};
+        uint64_t t = 0;
+        ASSERT_OK(cgr_step_run(st, in, &t));
+        ASSERT_OK(cgr_step_wait(st, t));
+        float loss = NAN;
+        ASSERT_OK(cgr_step_copy_output(st, t, 0, &loss, sizeof loss));
+        if (!isfinite(loss))
+            TEST_FAIL_("rank %d step %d: loss %g", rc->who->rank, k, loss);
+    }
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(st, &ss));
+    ASSERT_EQ(ss.mode, capture ? CGR_MODE_GRAPH : CGR_MODE_EAGER);
+    ASSERT_EQ(ss.captures, capture ? 1 : 0);
+    ASSERT(cudaMemcpy(out, m.dev.params, m.n_floats * sizeof(float), cudaMemcpyDeviceToHost) ==
+           cudaSuccess);
+    if (nccl && capture) {
+        /* Detaching leaves the graph as it is; detaching twice is refused. */
+        ASSERT_OK(cgr_runtime_detach_nccl(rt));
+        ASSERT_STATUS(cgr_runtime_detach_nccl(rt), CGR_STATUS_WRONG_STATE);
+        /* A runtime with a captured step cannot get a communicator any more (no peer asked). */
+        ASSERT_STATUS(cgr_runtime_attach_nccl(rt, rc->comm, NULL), CGR_STATUS_WRONG_STATE);
+    }
+    free(x);
+    free(labels);
+    /* The runtime and its graphs go before the communicator ever does. */
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    ddp_model_teardown(&m);
+}
+
+static double rel_norm_diff(const float *a, const float *ref, size_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)ref[i];
+        num += d * d;
+        den += (double)ref[i] * (double)ref[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : INFINITY;
+}
+
+static void part_a(const rank_ctx *rc)
+{
+    for (int bi = 0; bi < N_B; bi++) {
+        const int B = batches[bi];
+        mlp_cfg cfg;
+        small_cfg(&cfg, B);
+        mlp_layout L;
+        ASSERT_EQ(mlp_layout_init(&L, &cfg), 0);
+        const size_t n = L.n_floats;
+        float *p0 = malloc(n * sizeof(float)), *pg = malloc(n * sizeof(float)),
+              *pe = malloc(n * sizeof(float));
+        ASSERT(p0 && pg && pe);
+        ASSERT_EQ(mlp_init_params(&cfg, p0, 0x5eedULL), 0);
+
+        train(rc, &cfg, &cfg, 1, 1, 0, p0, pg);
+        train(rc, &cfg, &cfg, 1, 0, 0, p0, pe);
+        if (memcmp(pg, pe, n * sizeof(float)) != 0)
+            TEST_FAIL_("rank %d B=%d: graphed and eager W-ddp parameters differ after %d steps",
+                       rc->who->rank, B, STEPS);
+        rc->sh->hash_a[bi][rc->who->rank] = fnv64(pg, n * sizeof(float));
+        RANK_LOG(rc->who, "B=%d: %d graphed W-ddp steps == %d eager ones, bitwise", B, STEPS,
+                 STEPS);
+
+        if (rc->who->rank == 0) {
+            mlp_cfg big;
+            small_cfg(&big, WORLD * B);
+            float *ps = malloc(n * sizeof(float));
+            ASSERT(ps);
+            train(rc, &big, &cfg, 0, 1, 1, p0, ps);
+            double e = rel_norm_diff(pg, ps, n);
+            rc->sh->rel_err[bi] = e;
+            RANK_LOG(rc->who, "B=%d: W-ddp vs single GPU at batch %d: %.3g relative (norm-wise)",
+                     B, WORLD * B, e);
+            if (!(e <= 1e-5))
+                TEST_FAIL_("B=%d: W-ddp parameters differ from single-GPU training on the "
+                           "concatenated batch by %.3g relative (limit 1e-5)",
+                           B, e);
+            free(ps);
+        }
+        free(p0);
+        free(pg);
+        free(pe);
+    }
+}
+
+/* B: rank 1's capture fails; both ranks must fail that run, then train on eagerly. */
+static void part_b(const rank_ctx *rc)
+{
+    mlp_cfg cfg;
+    small_cfg(&cfg, 1);
+    mlp_layout L;
+    ASSERT_EQ(mlp_layout_init(&L, &cfg), 0);
+    float *p = malloc(L.n_floats * sizeof(float));
+    ASSERT(p);
+    ASSERT_EQ(mlp_init_params(&cfg, p, 0x5eedULL), 0);
+    ddp_model m;
+    ASSERT_EQ(ddp_model_init(&m, &cfg, 1, 1), 0);
+    m.fail_capture = rc->who->rank == 1;
+    cgr_runtime *rt = new_runtime(rc, 1);
+    cgr_nccl_options no;
+    ASSERT_OK(cgr_nccl_options_init(&no));
+    no.timeout_ms = 20000;
+    ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
+    ASSERT_EQ(ddp_model_setup(&m, rt, p), 0);
+    ddp_io io;
+    cgr_step_desc d;
+    ddp_step_desc(&m, "W-ddp-faulty", &io, &d);
+    cgr_step *st = NULL;
+    ASSERT_OK(cgr_step_create(rt, &d, &st));
+    float x[512];
+    int label = 0;
+    uint64_t seed = ddp_seed(0xfa17u, rc->who->rank);
+    for (int k = 0; k < 6; k++) {
+        ddp_fill(&seed, &cfg, x, &label);
+        const void *in[2] = {x, &label};
+        uint64_t t = 0;
+        cgr_status s = cgr_step_run(st, in, &t);
+        if (k == 2) {
+            /* The capture run (2 warm-ups by default). */
+            if (s != CGR_STATUS_CAPTURE_FAILED)
+                TEST_FAIL_("rank %d: the capture run returned %s, expected "
+                           "CGR_STATUS_CAPTURE_FAILED (%s)",
+                           rc->who->rank, cgr_status_name(s), cgr_last_error());
+            const char *msg = cgr_last_error();
+            RANK_LOG(rc->who, "capture run: %s", msg);
+            if (!strstr(msg, "rank 1"))
+                TEST_FAIL_("rank %d: the message does not name rank 1: %s", rc->who->rank, msg);
+            if (rc->who->rank == 1 && !strstr(msg, "this rank's failure"))
+                TEST_FAIL_("rank 1: the message lacks its own reason: %s", msg);
+            rc->sh->saw_failure[rc->who->rank] = 1;
+            continue;
+        }
+        ASSERT_OK(s);
+        ASSERT_OK(cgr_step_wait(st, t));
+    }
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(st, &ss));
+    ASSERT_EQ(ss.mode, CGR_MODE_EAGER);
+    ASSERT_EQ(ss.captures, 0);
+    ASSERT(cudaMemcpy(p, m.dev.params, m.n_floats * sizeof(float), cudaMemcpyDeviceToHost) ==
+           cudaSuccess);
+    rc->sh->hash_b[rc->who->rank] = fnv64(p, m.n_floats * sizeof(float));
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    ddp_model_teardown(&m);
+    free(p);
+}
+
+/* C: a step that uses the communicator but enqueues no collective; only rank 0 runs it. */
+static cgr_status lonely_step(cgr_ctx *ctx, void *user)
+{
+    (void)user;
+    cgr_nccl_comm c;
+    cgr_status s = cgr_ctx_nccl(ctx, &c);
+    if (s != CGR_STATUS_OK)
+        return s;
+    float *out;
+    cgr_stream st;
+    if ((s = cgr_ctx_output(ctx, 0, (void **)&out)) || (s = cgr_ctx_stream(ctx, &st)))
+        return s;
+    return cudaMemsetAsync(out, 0, sizeof(float), st) == cudaSuccess ? CGR_STATUS_OK
+                                                                      : CGR_STATUS_CUDA_ERROR;
+}
+
+static void part_c(const rank_ctx *rc)
+{
+    cgr_runtime *rt = new_runtime(rc, 1);
+    cgr_nccl_options no;
+    ASSERT_OK(cgr_nccl_options_init(&no));
+    no.timeout_ms = 3000;
+    ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
+    if (rc->who->rank == 0) {
+        cgr_tensor_desc out = {.name = "y", .dtype = CGR_DTYPE_F32, .rank = 0};
+        cgr_step_desc d;
+        ASSERT_OK(cgr_step_desc_init(&d));
+        d.name = "lonely";
+        d.outputs = &out;
+        d.n_outputs = 1;
+        d.fn = lonely_step;
+        cgr_step *st = NULL;
+        ASSERT_OK(cgr_step_create(rt, &d, &st));
+        for (int k = 0; k < 2; k++) {
+            uint64_t t = 0;
+            ASSERT_OK(cgr_step_run(st, NULL, &t));
+            ASSERT_OK(cgr_step_wait(st, t));
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        cgr_status s = cgr_step_run(st, NULL, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
+        RANK_LOG(rc->who, "agreement nobody joins: %s after %.0f ms: %s", cgr_status_name(s), ms,
+                 cgr_last_error());
+        if (s == CGR_STATUS_OK)
+            TEST_FAIL_("%s", "a capture agreement without the peer succeeded");
+        if (ms > 20000.0)
+            TEST_FAIL_("the agreement took %.0f ms to give up (timeout 3000 ms)", ms);
+        /* The runtime fails fast from now on instead of waiting again. */
+        s = cgr_step_run(st, NULL, NULL);
+        ASSERT(s != CGR_STATUS_OK);
+        rc->sh->c_done = 1;
+        rc->sh->c_ms = ms;
+    } else {
+        /* Alive, attached, but never joining: rank 0 must time out, not hang. */
+        sleep(6);
+    }
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
+static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *user)
+{
+    alarm(240); /* SIGALRM's default action ends a hung rank; the parent then fails */
+    rank_ctx rc = {who, NULL, user};
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < WORLD)
+        TEST_FAIL_("rank %d: %d GPUs", who->rank, n);
+    ASSERT(cudaSetDevice(who->local_rank) == cudaSuccess);
+    ASSERT_EQ(cgr_has_nccl(), 1);
+    ncclResult_t r = ncclCommInitRank(&rc.comm, who->world, *id, who->rank);
+    if (r != ncclSuccess)
+        TEST_FAIL_("rank %d: ncclCommInitRank: %s", who->rank, ncclGetErrorString(r));
+
+    /* Refused without touching the peers. */
+    cgr_runtime *rt = new_runtime(&rc, 1);
+    ASSERT_STATUS(cgr_runtime_attach_nccl(rt, NULL, NULL), CGR_STATUS_INVALID_ARGUMENT);
+    cgr_nccl_options bad;
+    ASSERT_OK(cgr_nccl_options_init(&bad));
+    bad.timeout_ms = 0;
+    ASSERT_STATUS(cgr_runtime_attach_nccl(rt, rc.comm, &bad), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_runtime_detach_nccl(rt), CGR_STATUS_WRONG_STATE);
+    ASSERT_STATUS(cgr_runtime_nccl_rank(rt, NULL, NULL), CGR_STATUS_WRONG_STATE);
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+
+    part_a(&rc);
+    part_b(&rc);
+    part_c(&rc);
+    r = ncclCommDestroy(rc.comm);
+    if (r != ncclSuccess)
+        TEST_FAIL_("rank %d: ncclCommDestroy: %s", who->rank, ncclGetErrorString(r));
+    RANK_LOG(who, "done");
+    return 0;
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    alarm(280);
+    int gpus = ddp_probe_gpus();
+    if (gpus < WORLD) {
+        printf("SKIP: W-ddp needs %d GPUs, %d usable\n", WORLD, gpus < 0 ? 0 : gpus);
+        return TEST_SKIP;
+    }
+    shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT(sh != MAP_FAILED);
+    memset(sh, 0, sizeof *sh);
+    int rc = ddp_launch_local(WORLD, 260, rank_main, sh);
+    if (rc != 0)
+        TEST_FAIL_("a rank failed (status %d); its messages are above", rc);
+    for (int bi = 0; bi < N_B; bi++) {
+        ASSERT_U64_EQ(sh->hash_a[bi][0], sh->hash_a[bi][1]);
+        printf("B=%d: both ranks' parameters bitwise identical after %d graphed steps; vs "
+               "single GPU %.3g\n",
+               batches[bi], STEPS, sh->rel_err[bi]);
+    }
+    ASSERT(sh->saw_failure[0] && sh->saw_failure[1]);
+    ASSERT_U64_EQ(sh->hash_b[0], sh->hash_b[1]);
+    printf("a capture failing on rank 1 failed both ranks' capture run; eager steps after it "
+           "kept the ranks bitwise identical\n");
+    ASSERT(sh->c_done);
+    printf("an agreement the peer never joined ended after %.0f ms (timeout 3000 ms)\n",
+           sh->c_ms);
+    return 0;
+}
+
+#endif
