@@ -1,6 +1,7 @@
 /* W-ddp: the data-parallel W-mlp step (ddp.h). */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <nccl.h>
 
@@ -70,10 +71,18 @@ static int allreduce_grads(void *user, float *grads, size_t n, cudaStream_t s)
     ddp_model *m = user;
     ncclResult_t r = ncclAllReduce(grads, grads, n, ncclFloat, ncclSum, m->comm, s);
     if (r == ncclInProgress) {
-        /* A non-blocking communicator: the call must be enqueued before anything follows. */
+        /*
+         * A non-blocking communicator: the call must be enqueued before
+         * anything follows. Bounded, so a lost peer cannot hang the step here.
+         */
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         ncclResult_t async = ncclInProgress;
-        while (async == ncclInProgress && ncclCommGetAsyncError(m->comm, &async) == ncclSuccess)
-            ;
+        while (async == ncclInProgress && ncclCommGetAsyncError(m->comm, &async) == ncclSuccess) {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (t.tv_sec - t0.tv_sec > 60)
+                return mlp_set_error("ddp: ncclAllReduce still in progress after 60 s");
+        }
         r = async;
     }
     if (r != ncclSuccess)
