@@ -46,6 +46,8 @@ static const char *const mode_names[DDP_MODES] = {"single_graph", "ddp_eager", "
 typedef struct ddp_result {
     int B;
     mode_result mode[DDP_MODES];
+    bench_stats allreduce;  /* the gradient's all-reduce alone, graphed, wall us */
+    int allreduce_ran;
     uint64_t params_hash[DDP_MODES];
     int eager_equals_graph; /* -1 unknown */
 } ddp_result;
@@ -58,6 +60,7 @@ typedef struct ddp_job {
     ddp_rank_info who;
     char device_name[256];
     int n;
+    size_t n_floats;  /* floats all-reduced per step */
     ddp_result res[DDP_MAX_B];
 } ddp_job;
 
@@ -206,6 +209,15 @@ static void print_table(const ddp_job *job)
                s->wall.median, e->wall.median, g->wall.median, ratio, 100.0 / ratio, speed,
                g->cpu.median);
     }
+    for (int i = 0; i < job->n; i++) {
+        const ddp_result *r = &job->res[i];
+        if (r->allreduce_ran)
+            printf("B = %d: the gradient's all-reduce alone (one-node graph, %.1f MB): %.1f us "
+                   "(p10 %.1f, p90 %.1f); DDP graph - single graph: %.1f us\n",
+                   r->B, 4e-6 * (double)job->n_floats, r->allreduce.median, r->allreduce.p10,
+                   r->allreduce.p90,
+                   r->mode[DDP_GRAPH].wall.median - r->mode[DDP_SINGLE].wall.median);
+    }
     printf("bars (2 x H200): DDP graph <= 1.15 x single graph at B = 32; DDP eager >= 4 x DDP "
            "graph at B = 1\n");
     for (int i = 0; i < job->n; i++) {
@@ -265,6 +277,8 @@ static int write_json(const ddp_job *job, const char *path)
         json_number(&w, "eager_over_graph",
                     r->mode[DDP_EAGER].wall.median / r->mode[DDP_GRAPH].wall.median);
         json_int(&w, "eager_equals_graph", r->eager_equals_graph);
+        if (r->allreduce_ran)
+            json_number(&w, "allreduce_alone_median_us", r->allreduce.median);
         json_end_object(&w);
     }
     json_end_array(&w);
@@ -272,6 +286,57 @@ static int write_json(const ddp_job *job, const char *path)
     int bad = json_finish(&w) != 0;
     bad |= fclose(f) != 0;
     return bad ? -1 : 0;
+}
+
+/*
+ * The floor under the DDP step: the same all-reduce (n floats, sum) as a
+ * one-node graph, launched and waited for like a step, on the same
+ * communicator (captured only, like the step's). Both ranks run it.
+ */
+static int time_allreduce(ddp_job *job, const float *params0, size_t n, bench_stats *out)
+{
+    const bench_config *c = job->cfg;
+    cudaStream_t s = NULL;
+    float *buf = NULL;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    double *t = malloc(sizeof(double) * (size_t)c->steps);
+    int rc = -1;
+    if (!t)
+        return -1;
+    /* Real values, not zeros: the initial parameters. */
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaMalloc((void **)&buf, n * sizeof(float)) != cudaSuccess ||
+        cudaMemcpy(buf, params0, n * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+        goto out;
+    ncclResult_t nr = ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, job->comm, s);
+    cudaError_t ce = cudaStreamEndCapture(s, &g);
+    if (nr != ncclSuccess || ce != cudaSuccess ||
+        cudaGraphInstantiate(&ge, g, 0) != cudaSuccess)
+        goto out;
+    for (int k = 0; k < c->warmup + c->steps; k++) {
+        double t0 = now_us();
+        if (cudaGraphLaunch(ge, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess)
+            goto out;
+        if (k >= c->warmup)
+            t[k - c->warmup] = now_us() - t0;
+    }
+    stats_compute(t, c->steps, out);
+    rc = 0;
+out:
+    if (rc != 0)
+        fprintf(stderr, "cgr-bench: rank %d: timing the all-reduce alone failed (%s)\n",
+                job->who.rank, cudaGetErrorString(cudaGetLastError()));
+    if (ge)
+        cudaGraphExecDestroy(ge);
+    if (g)
+        cudaGraphDestroy(g);
+    cudaFree(buf);
+    if (s)
+        cudaStreamDestroy(s);
+    free(t);
+    return rc;
 }
 
 /* The body of every rank (boot.h): no CUDA call happened in this process before. */
@@ -321,6 +386,7 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
             free(params0);
             return 1;
         }
+        job->n_floats = L.n_floats;
         for (int m = 0; m < DDP_MODES; m++) {
             mode_result *mr = &res->mode[m];
             mode_result_init(mr, mode_names[m]);
@@ -339,6 +405,11 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
             if (who->rank == 0)
                 fprintf(stderr, "cgr-bench: %-36s %s %9.2f us\n", label,
                         mr->ran && !mr->failed ? "wall" : "FAILED", mr->wall.median);
+        }
+        if (!failed) {
+            watchdog_arm("W-ddp: the all-reduce alone", mode_budget_s(cfg, 5.0));
+            res->allreduce_ran = time_allreduce(job, params0, L.n_floats, &res->allreduce) == 0;
+            watchdog_disarm();
         }
         free(params0);
         if (res->mode[DDP_EAGER].ran && res->mode[DDP_GRAPH].ran) {
