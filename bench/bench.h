@@ -152,6 +152,18 @@ void report_staging(const bench_results *res);
 void report_summary(const bench_results *res);
 void report_work(const bench_results *res);
 int report_json(const bench_results *res, const char *path);
+/*
+ * A suite that writes its own JSON file (serve, newshape, soak): opens path
+ * into *w and begins the top object with "suite" and "device_name". 0, or
+ * -1 (reported) when the file cannot be opened.
+ */
+struct json_writer;
+int report_suite_json_open(struct json_writer *w, const char *path, const char *suite,
+                           const char *device_name);
+/* Ends the top object and closes the file: 0, or -1 (reported) when anything failed to write. */
+int report_suite_json_close(struct json_writer *w, const char *path);
+/* s as an object under key: median, p10, p90, mean, min, max; all null unless ok. */
+void report_json_stats(struct json_writer *w, const char *key, const bench_stats *s, int ok);
 /* 1 when any mode failed or produced a wrong value. */
 int results_failed(const bench_results *res);
 

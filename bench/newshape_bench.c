@@ -227,15 +227,6 @@ static int ns_capture(ns_model *m, cgr_step *step, const ns_bucket *b, cgr_run_a
     return -1;
 }
 
-static void ns_stats(double *v, int n, bench_stats *out)
-{
-    if (n > 0) {
-        stats_compute(v, n, out);
-    } else {
-        out->median = out->p10 = out->p90 = out->mean = out->min = out->max = NAN;
-    }
-}
-
 /* ---- (a) capture + instantiate, then (c) the step at each bucket -------------------- */
 
 static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_pair *p)
@@ -272,9 +263,9 @@ static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_pair *p)
         }
     }
     for (int k = 0; k < 2; k++) {
-        ns_stats(cap[k], S->reps, &p->b[k].capture);
-        ns_stats(make[k], S->reps, &p->b[k].instantiate);
-        ns_stats(tot[k], S->reps, &p->b[k].total);
+        stats_compute(cap[k], S->reps, &p->b[k].capture);
+        stats_compute(make[k], S->reps, &p->b[k].instantiate);
+        stats_compute(tot[k], S->reps, &p->b[k].total);
     }
     p->ran_instantiate = 1;
 
@@ -302,7 +293,7 @@ static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_pair *p)
             if (i >= warm)
                 wall[i - warm] = us;
         }
-        ns_stats(wall, steps, &p->b[k].step);
+        stats_compute(wall, steps, &p->b[k].step);
     }
     free(wall);
     p->ran_step = 1;
@@ -349,9 +340,9 @@ static int ns_update(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_pair *p)
     p->failures = (int)ss.update_failures;
     memcpy(p->by_reason, ss.update_failures_by_reason, sizeof p->by_reason);
     snprintf(p->last_update_error, sizeof p->last_update_error, "%s", ss.last_update_error);
-    ns_stats(cap, n, &p->ucapture);
-    ns_stats(upd, n, &p->update);
-    ns_stats(tot, n, &p->utotal);
+    stats_compute(cap, n, &p->ucapture);
+    stats_compute(upd, n, &p->update);
+    stats_compute(tot, n, &p->utotal);
     p->ran_update = 1;
     CGR_CK(cgr_step_destroy(&step));
     return 0;
@@ -447,29 +438,16 @@ static void ns_print(const ns_suite *S)
     }
 }
 
+/* Statistics over the repetitions (NaN, written as null, when none ran). */
 static void json_stats(json_writer *w, const char *key, const bench_stats *s)
 {
-    json_begin_object(w, key);
-    json_number(w, "median", s->median);
-    json_number(w, "p10", s->p10);
-    json_number(w, "p90", s->p90);
-    json_number(w, "min", s->min);
-    json_number(w, "max", s->max);
-    json_end_object(w);
+    report_json_stats(w, key, s, 1);
 }
 
 static int ns_json(const ns_suite *S, const bench_results *res)
 {
-    FILE *f = fopen(S->cfg->json_path, "w");
-    if (!f) {
-        bench_error("cannot write %s", S->cfg->json_path);
-        return -1;
-    }
     json_writer w;
-    json_init(&w, f);
-    json_begin_object(&w, NULL);
-    json_string(&w, "suite", "newshape");
-    json_string(&w, "device_name", res->device_name);
+    TRY(report_suite_json_open(&w, S->cfg->json_path, "newshape", res->device_name));
     json_string(&w, "workload", "W-mlp training step, dynamic batch, pdl");
     json_int(&w, "repetitions", S->reps);
     json_int(&w, "warmup_runs_per_shape", NS_WARMUP_RUNS);
@@ -521,13 +499,7 @@ static int ns_json(const ns_suite *S, const bench_results *res)
     }
     json_end_array(&w);
     json_bool(&w, "failed", S->failed);
-    json_end_object(&w);
-    const int bad = json_finish(&w) != 0;
-    if (fclose(f) != 0 || bad) {
-        bench_error("writing %s failed", S->cfg->json_path);
-        return -1;
-    }
-    return 0;
+    return report_suite_json_close(&w, S->cfg->json_path);
 }
 
 /* ---- the suite ------------------------------------------------------------------------ */

@@ -10,6 +10,7 @@
 #include "bench.h"
 #include "cgr/cgr.h"
 #include "json.h"
+#include "util.h"
 
 /* ---- derived figures ------------------------------------------------------ */
 
@@ -481,7 +482,7 @@ void report_summary(const bench_results *res)
 
 /* ---- JSON ------------------------------------------------------------ */
 
-static void json_stats(json_writer *w, const char *key, const bench_stats *s, int ok)
+void report_json_stats(json_writer *w, const char *key, const bench_stats *s, int ok)
 {
     json_begin_object(w, key);
     json_number(w, "median", ok ? s->median : NAN);
@@ -505,8 +506,8 @@ static void json_mode(json_writer *w, const mode_result *r, int n_kernels, const
     json_int(w, "warmup", r->warmup);
     json_int(w, "steps", r->steps);
     json_int(w, "checked_steps", r->verified);
-    json_stats(w, "wall_us", &r->wall, ok);
-    json_stats(w, "host_cpu_us", &r->cpu, ok);
+    report_json_stats(w, "wall_us", &r->wall, ok);
+    report_json_stats(w, "host_cpu_us", &r->cpu, ok);
     if (n_kernels > 0)
         json_number(w, "per_kernel_us", wall_med(r) / n_kernels);
     if (ci && ci->valid) {
@@ -622,6 +623,32 @@ static void json_header(json_writer *w, const bench_results *res)
 }
 
 static void json_work(json_writer *w, const bench_results *res);
+
+int report_suite_json_open(json_writer *w, const char *path, const char *suite,
+                           const char *device_name)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        bench_error("cannot write %s", path);
+        return -1;
+    }
+    json_init(w, f);
+    json_begin_object(w, NULL);
+    json_string(w, "suite", suite);
+    json_string(w, "device_name", device_name);
+    return 0;
+}
+
+int report_suite_json_close(json_writer *w, const char *path)
+{
+    json_end_object(w);
+    const int rc = json_finish(w);
+    if (fclose(w->f) != 0 || rc != 0) {
+        bench_error("writing %s failed", path);
+        return -1;
+    }
+    return 0;
+}
 
 int report_json(const bench_results *res, const char *path)
 {
@@ -739,8 +766,8 @@ static void json_work(json_writer *w, const bench_results *res)
             json_int(w, "B", r->B);
             json_string(w, "mode", modes[m]);
             json_bool(w, "ok", ok);
-            json_stats(w, "wall_us", &x->m.wall, ok);
-            json_stats(w, "cpu_us", &x->m.cpu, ok);
+            report_json_stats(w, "wall_us", &x->m.wall, ok);
+            report_json_stats(w, "cpu_us", &x->m.cpu, ok);
             if (x->prof_ok) {
                 json_number(w, "busy_us", x->busy_us);
                 json_number(w, "busy_union_us", x->busy_union_us);

@@ -365,16 +365,9 @@ static int soak_body(soak *s)
 
 static void write_json(const soak *s, const bench_results *res, int64_t g[3], int pass)
 {
-    FILE *f = fopen(s->cfg->json_path, "w");
-    if (!f) {
-        bench_error("cannot write %s", s->cfg->json_path);
-        return;
-    }
     json_writer w;
-    json_init(&w, f);
-    json_begin_object(&w, NULL);
-    json_string(&w, "suite", "soak");
-    json_string(&w, "device_name", res->device_name);
+    if (report_suite_json_open(&w, s->cfg->json_path, "soak", res->device_name) != 0)
+        return;
     json_int(&w, "steps", s->steps);
     json_int(&w, "phase_steps", SOAK_PHASE);
     json_begin_array(&w, "batches");
@@ -405,7 +398,7 @@ static void write_json(const soak *s, const bench_results *res, int64_t g[3], in
     json_end_object(&w);
     if (json_finish(&w) != 0)
         bench_error("writing %s failed", s->cfg->json_path);
-    fclose(f);
+    fclose(w.f);
 }
 
 int soak_suite(const bench_config *cfg, const bench_results *res)

@@ -32,7 +32,12 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double percentile(const double *sorted, int n, double p)
+void stats_sort(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+}
+
+double stats_percentile(const double *sorted, int n, double p)
 {
     double pos = p * (double)(n - 1);
     int lo = (int)floor(pos);
@@ -47,13 +52,13 @@ void stats_compute(double *v, int n, bench_stats *out)
         out->median = out->p10 = out->p90 = out->mean = out->min = out->max = NAN;
         return;
     }
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    stats_sort(v, n);
     double sum = 0.0;
     for (int i = 0; i < n; i++)
         sum += v[i];
-    out->median = percentile(v, n, 0.5);
-    out->p10 = percentile(v, n, 0.1);
-    out->p90 = percentile(v, n, 0.9);
+    out->median = stats_percentile(v, n, 0.5);
+    out->p10 = stats_percentile(v, n, 0.1);
+    out->p90 = stats_percentile(v, n, 0.9);
     out->mean = sum / n;
     out->min = v[0];
     out->max = v[n - 1];

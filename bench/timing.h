@@ -22,6 +22,10 @@ typedef struct bench_stats {
 
 /* Sorts v[0..n) and fills *out (percentiles by linear interpolation). */
 void stats_compute(double *v, int n, bench_stats *out);
+/* Sorts v[0..n) in increasing order (as stats_compute does). */
+void stats_sort(double *v, int n);
+/* Percentile p (0..1) of sorted[0..n), n >= 1, by linear interpolation (as stats_compute). */
+double stats_percentile(const double *sorted, int n, double p);
 
 /* What one measured mode produced. */
 typedef struct mode_result {

@@ -75,6 +75,31 @@ typedef struct model {
     int n_hidden;
 } model;
 
+/* The names of outputs 1.. (the hidden activations). */
+static const char *const act_names[] = {"act0", "act1", "act2", "act3", "act4", "act5", "act6"};
+
+/*
+ * The training step as cgr-bench enqueues it (PDL on), then the first
+ * n_hidden layers' activations, c->batch rows of L->out[l] floats each,
+ * copied to outputs 1.. for the test to see.
+ */
+static cgr_status step_with_acts(cgr_ctx *ctx, const mlp_cfg *c, const mlp_layout *L,
+                                 int n_hidden, const mlp_bufs *b, cgr_cublas_handle h,
+                                 cgr_stream s)
+{
+    if (mlp_step_enqueue(c, b, h, s, 1) != 0) {
+        fprintf(stderr, "test_mlp_cgr: %s\n", mlp_last_error());
+        return CGR_STATUS_CUDA_ERROR;
+    }
+    for (int l = 0; l < n_hidden; l++) {
+        void *out;
+        STEP_TRY(cgr_ctx_output(ctx, 1 + l, &out));
+        STEP_CUDA(cudaMemcpyAsync(out, b->act[l], (size_t)c->batch * L->out[l] * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, s));
+    }
+    return CGR_STATUS_OK;
+}
+
 static cgr_status step_fn(cgr_ctx *ctx, void *user)
 {
     model *m = user;
@@ -82,17 +107,26 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
     cgr_stream s;
     mlp_bufs b;
     STEP_TRY(mlp_cgr_bind(ctx, &m->cfg, m->scratch.total_bytes, &m->dev, &b, &h, &s));
-    if (mlp_step_enqueue(&m->cfg, &b, h, s, 1) != 0) {
-        fprintf(stderr, "test_mlp_cgr: %s\n", mlp_last_error());
-        return CGR_STATUS_CUDA_ERROR;
-    }
-    for (int l = 0; l < m->n_hidden; l++) {
-        void *out;
-        STEP_TRY(cgr_ctx_output(ctx, 1 + l, &out));
-        STEP_CUDA(cudaMemcpyAsync(out, b.act[l], m->scratch.act_bytes[l],
-                                  cudaMemcpyDeviceToDevice, s));
-    }
-    return CGR_STATUS_OK;
+    /* c->batch * L->out[l] floats is m->scratch.act_bytes[l] (mlp_scratch_sizes). */
+    return step_with_acts(ctx, &m->cfg, &m->L, m->n_hidden, &b, h, s);
+}
+
+/* A runtime with options o, holding the model's persistent state (from params0) in *dev. */
+static cgr_runtime *runtime_open(const cgr_options *o, const mlp_cfg *cfg, const float *params0,
+                                 mlp_bufs *dev)
+{
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, o));
+    if (mlp_cgr_state_create(rt, cfg, params0, dev) != 0)
+        TEST_FAIL_("%s", mlp_last_error());
+    return rt;
+}
+
+static void runtime_close(cgr_runtime **rt, mlp_bufs *dev)
+{
+    ASSERT_OK(cgr_runtime_destroy(rt));
+    if (mlp_cgr_state_release(dev) != 0)
+        TEST_FAIL_("%s", mlp_last_error());
 }
 
 /* One training run: a runtime, the model's persistent state and its step. */
@@ -118,9 +152,7 @@ static void run_open(run *r, int B, float dropout, int capture, int warmup,
     ASSERT_OK(cgr_options_init(&o));
     o.capture = capture;
     o.warmup_runs = warmup;
-    ASSERT_OK(cgr_runtime_create(&r->rt, &o));
-    if (mlp_cgr_state_create(r->rt, &m->cfg, params0, &m->dev) != 0)
-        TEST_FAIL_("%s", mlp_last_error());
+    r->rt = runtime_open(&o, &m->cfg, params0, &m->dev);
 
     cgr_tensor_desc in[2] = {tensor2("x", CGR_DTYPE_F32, B, m->cfg.in_dim),
                              tensor1("labels", CGR_DTYPE_I32, B)};
@@ -129,18 +161,15 @@ static void run_open(run *r, int B, float dropout, int capture, int warmup,
     out[0].name = "loss";
     out[0].dtype = CGR_DTYPE_F32;
     out[0].rank = 0;
-    static const char *names[] = {"act0", "act1", "act2", "act3", "act4", "act5", "act6"};
     for (int l = 0; l < m->n_hidden; l++)
-        out[1 + l] = tensor2(names[l], CGR_DTYPE_F32, B, m->L.out[l]);
+        out[1 + l] = tensor2(act_names[l], CGR_DTYPE_F32, B, m->L.out[l]);
     r->step = make_step(r->rt, "W-mlp", in, 2, out, 1 + m->n_hidden, step_fn, m);
     ASSERT_OK(cgr_step_set_seed(r->step, SEED));
 }
 
 static void run_close(run *r)
 {
-    ASSERT_OK(cgr_runtime_destroy(&r->rt));
-    if (mlp_cgr_state_release(&r->m.dev) != 0)
-        TEST_FAIL_("%s", mlp_last_error());
+    runtime_close(&r->rt, &r->m.dev);
 }
 
 /* The batch of step k: fresh random data, the same in every run. */
@@ -150,6 +179,25 @@ static void make_batch(const mlp_cfg *c, int k, float *x, int *labels)
     rng_fill(&g, x, (size_t)c->batch * c->in_dim);
     for (int b = 0; b < c->batch; b++)
         labels[b] = (int)(rng_next(&g) % (uint64_t)c->classes);
+}
+
+/*
+ * The outputs of a finished run: the loss into *loss, and each hidden
+ * layer's activations, which must be rows * L->out[l] floats, into acts[l].
+ */
+static void read_outputs(cgr_step *step, uint64_t ticket, const mlp_layout *L, int n_hidden,
+                         size_t rows, float *loss, float **acts)
+{
+    const void *data;
+    size_t bytes;
+    ASSERT_OK(cgr_step_output(step, ticket, 0, &data, &bytes));
+    ASSERT_EQ(bytes, sizeof(float));
+    memcpy(loss, data, sizeof(float));
+    for (int l = 0; l < n_hidden; l++) {
+        ASSERT_OK(cgr_step_output(step, ticket, 1 + l, &data, &bytes));
+        ASSERT_EQ(bytes, rows * L->out[l] * sizeof(float));
+        memcpy(acts[l], data, bytes);
+    }
 }
 
 /*
@@ -164,21 +212,28 @@ static void run_step(run *r, int k, float *x, int *labels, float *loss, float **
     uint64_t ticket = 0;
     ASSERT_OK(cgr_step_run(r->step, inputs, &ticket));
     ASSERT_OK(cgr_step_wait(r->step, ticket));
-    const void *data;
-    size_t bytes;
-    ASSERT_OK(cgr_step_output(r->step, ticket, 0, &data, &bytes));
-    ASSERT_EQ(bytes, sizeof(float));
-    memcpy(loss, data, sizeof(float));
-    for (int l = 0; l < m->n_hidden; l++) {
-        ASSERT_OK(cgr_step_output(r->step, ticket, 1 + l, &data, &bytes));
-        ASSERT_EQ(bytes, m->scratch.act_bytes[l]);
-        memcpy(acts[l], data, bytes);
-    }
+    /* B rows of L.out[l] floats: m->scratch.act_bytes[l] (mlp_scratch_sizes). */
+    read_outputs(r->step, ticket, &m->L, m->n_hidden, (size_t)m->cfg.batch, loss, acts);
 }
 
 static void down(void *h, const void *d, size_t n)
 {
     CUDA_OK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
+}
+
+/*
+ * Once the step is idle: the GPU's parameters and AdamW moments, nb bytes
+ * each, into p, m and v (m and v may be NULL).
+ */
+static void down_state(cgr_step *step, const mlp_bufs *dev, float *p, float *m, float *v,
+                       size_t nb)
+{
+    ASSERT_OK(cgr_step_sync(step));
+    down(p, dev->params, nb);
+    if (m)
+        down(m, dev->m, nb);
+    if (v)
+        down(v, dev->v, nb);
 }
 
 static float **alloc_acts(const model *m)
@@ -212,6 +267,22 @@ static double norm_rel(const float *got, const double *want, size_t n)
     return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
+/*
+ * Layer by layer, the norm-wise error of the GPU's parameters p against the
+ * reference's: the weights' in ew[l], the biases' in eb[l]; *worst is raised
+ * to the largest (a NaN leaves it as it is).
+ */
+static void params_err(const mlp_layout *L, const float *p, const double *ref, double *ew,
+                       double *eb, double *worst)
+{
+    for (int l = 0; l < L->n_layers; l++) {
+        ew[l] = norm_rel(p + L->w_off[l], ref + L->w_off[l], (size_t)L->out[l] * (size_t)L->in[l]);
+        eb[l] = norm_rel(p + L->b_off[l], ref + L->b_off[l], (size_t)L->out[l]);
+        *worst = ew[l] > *worst ? ew[l] : *worst;
+        *worst = eb[l] > *worst ? eb[l] : *worst;
+    }
+}
+
 static void test_reference(int B, const float *params0)
 {
     run r;
@@ -228,10 +299,7 @@ static void test_reference(int B, const float *params0)
     double worst_loss = 0.0, worst_param = 0.0;
     for (int k = 0; k < REF_STEPS; k++) {
         /* The reference starts from the GPU's state before this step. */
-        ASSERT_OK(cgr_step_sync(r.step));
-        down(p, m->dev.params, nb);
-        down(mm, m->dev.m, nb);
-        down(vv, m->dev.v, nb);
+        down_state(r.step, &m->dev, p, mm, vv, nb);
         mlp_ref_set_state(&ref, p, mm, vv, k);
         float loss;
         run_step(&r, k, x, labels, &loss, acts);
@@ -243,20 +311,14 @@ static void test_reference(int B, const float *params0)
             TEST_FAIL_("B=%d step %d: loss %.9g, float64 %.9g (rel %.3g > 1e-4)", B, k + 1,
                        (double)loss, want, el);
         worst_loss = el > worst_loss ? el : worst_loss;
-        ASSERT_OK(cgr_step_sync(r.step));
-        down(p, m->dev.params, nb);
-        for (int l = 0; l < m->L.n_layers; l++) {
-            const double ew = norm_rel(p + m->L.w_off[l], ref.p + m->L.w_off[l],
-                                       (size_t)m->L.out[l] * (size_t)m->L.in[l]);
-            const double eb = norm_rel(p + m->L.b_off[l], ref.p + m->L.b_off[l],
-                                       (size_t)m->L.out[l]);
-            if (ew > 1e-4 || eb > 1e-4)
+        down_state(r.step, &m->dev, p, NULL, NULL, nb);
+        double ew[MLP_MAX_LAYERS], eb[MLP_MAX_LAYERS];
+        params_err(&m->L, p, ref.p, ew, eb, &worst_param);
+        for (int l = 0; l < m->L.n_layers; l++)
+            if (ew[l] > 1e-4 || eb[l] > 1e-4)
                 TEST_FAIL_("B=%d step %d layer %d: params off the float64 reference: weight "
                            "%.3g, bias %.3g (norm-wise, limit 1e-4)",
-                           B, k + 1, l, ew, eb);
-            worst_param = ew > worst_param ? ew : worst_param;
-            worst_param = eb > worst_param ? eb : worst_param;
-        }
+                           B, k + 1, l, ew[l], eb[l]);
         int count = -1;
         down(&count, m->dev.step, sizeof count);
         ASSERT_EQ(count, k + 1);
@@ -312,10 +374,7 @@ static void trajectory_run(trajectory *t, int B, float dropout, int capture,
         ASSERT(t->acts_last[l] != NULL);
         memcpy(t->acts_last[l], acts[l], m->scratch.act_bytes[l]);
     }
-    ASSERT_OK(cgr_step_sync(r.step));
-    down(t->params, m->dev.params, nb);
-    down(t->m, m->dev.m, nb);
-    down(t->v, m->dev.v, nb);
+    down_state(r.step, &m->dev, t->params, t->m, t->v, nb);
     down(&t->count, m->dev.step, sizeof t->count);
     cgr_step_stats st;
     ASSERT_OK(cgr_step_get_stats(r.step, &st));
@@ -450,18 +509,8 @@ static cgr_status dyn_step_fn(cgr_ctx *ctx, void *user)
     m->seen_bucket = rc.batch;
     m->seen_true = tv;
     m->calls++;
-    if (mlp_step_enqueue(&rc, &b, h, s, 1) != 0) {
-        fprintf(stderr, "test_mlp_cgr: %s\n", mlp_last_error());
-        return CGR_STATUS_CUDA_ERROR;
-    }
     /* The bucket's rows; cgr hands back the true batch's. */
-    for (int l = 0; l < m->n_hidden; l++) {
-        void *out;
-        STEP_TRY(cgr_ctx_output(ctx, 1 + l, &out));
-        STEP_CUDA(cudaMemcpyAsync(out, b.act[l], (size_t)rc.batch * m->L.out[l] * sizeof(float),
-                                  cudaMemcpyDeviceToDevice, s));
-    }
-    return CGR_STATUS_OK;
+    return step_with_acts(ctx, &rc, &m->L, m->n_hidden, &b, h, s);
 }
 
 typedef struct dyn_run {
@@ -491,16 +540,13 @@ static void dyn_open(dyn_run *r, const int64_t *buckets, int nb, int capture, in
     o.shape_cache_entries = cache_entries;
     /* The tests switch buckets on purpose, far more often than the guard allows. */
     o.churn_shapes = 0;
-    ASSERT_OK(cgr_runtime_create(&r->rt, &o));
-    if (mlp_cgr_state_create(r->rt, &m->cfg, params0, &m->dev) != 0)
-        TEST_FAIL_("%s", mlp_last_error());
+    r->rt = runtime_open(&o, &m->cfg, params0, &m->dev);
 
     mlp_cgr_dyn d;
     if (mlp_cgr_dyn_init(&d, &m->cfg, buckets, nb) != 0)
         TEST_FAIL_("%s", mlp_last_error());
-    static const char *names[] = {"act0", "act1", "act2", "act3", "act4", "act5", "act6"};
     for (int l = 0; l < m->n_hidden; l++)
-        ASSERT_EQ(mlp_cgr_dyn_add_batch_output(&d, names[l], m->L.out[l]), 1 + l);
+        ASSERT_EQ(mlp_cgr_dyn_add_batch_output(&d, act_names[l], m->L.out[l]), 1 + l);
     cgr_step_desc desc;
     ASSERT_OK(cgr_step_desc_init(&desc));
     mlp_cgr_dyn_desc(&d, "W-mlp dyn", dyn_step_fn, m, &desc);
@@ -510,9 +556,35 @@ static void dyn_open(dyn_run *r, const int64_t *buckets, int nb, int capture, in
 
 static void dyn_close(dyn_run *r)
 {
-    ASSERT_OK(cgr_runtime_destroy(&r->rt));
-    if (mlp_cgr_state_release(&r->m.dev) != 0)
-        TEST_FAIL_("%s", mlp_last_error());
+    runtime_close(&r->rt, &r->m.dev);
+}
+
+/* Host buffers for a dynamic run's inputs and hidden activations, at the largest bucket. */
+typedef struct dyn_io {
+    float *x;
+    int *labels;
+    float *acts[MLP_MAX_LAYERS];
+} dyn_io;
+
+static void dyn_io_alloc(dyn_io *io, const dyn_model *m)
+{
+    const size_t bmax = (size_t)m->cfg.batch;
+    memset(io, 0, sizeof *io);
+    io->x = malloc(bmax * m->cfg.in_dim * sizeof(float));
+    io->labels = malloc(bmax * sizeof(int));
+    ASSERT(io->x && io->labels);
+    for (int l = 0; l < m->n_hidden; l++) {
+        io->acts[l] = malloc(bmax * m->L.out[l] * sizeof(float));
+        ASSERT(io->acts[l] != NULL);
+    }
+}
+
+static void dyn_io_free(dyn_io *io, const dyn_model *m)
+{
+    for (int l = 0; l < m->n_hidden; l++)
+        free(io->acts[l]);
+    free(io->x);
+    free(io->labels);
 }
 
 /* The smallest bucket that holds T (what cgr must round T up to). */
@@ -564,16 +636,7 @@ static void dyn_step(dyn_run *r, int k, int64_t T, float *x, int *labels, float 
         ASSERT_EQ(m->seen_bucket, bucket_of(r, T));
         ASSERT_EQ(m->seen_true, T);
     }
-    const void *data;
-    size_t bytes;
-    ASSERT_OK(cgr_step_output(r->step, ticket, 0, &data, &bytes));
-    ASSERT_EQ(bytes, sizeof(float));
-    memcpy(loss, data, sizeof(float));
-    for (int l = 0; l < m->n_hidden; l++) {
-        ASSERT_OK(cgr_step_output(r->step, ticket, 1 + l, &data, &bytes));
-        ASSERT_EQ(bytes, (size_t)T * m->L.out[l] * sizeof(float));
-        memcpy(acts[l], data, bytes);
-    }
+    read_outputs(r->step, ticket, &m->L, m->n_hidden, (size_t)T, loss, acts);
 }
 
 /*
@@ -644,23 +707,15 @@ static void test_dyn_reference(const float *params0, int sanitizer)
     dyn_run r;
     dyn_open(&r, buckets, 3, 1, 1, 16, params0);
     const dyn_model *m = &r.m;
-    const size_t n = m->L.n_floats, nb = n * sizeof(float), bmax = (size_t)m->cfg.batch;
+    const size_t n = m->L.n_floats, nb = n * sizeof(float);
     float *p = malloc(nb), *mm = malloc(nb), *vv = malloc(nb);
-    float *x = malloc(bmax * m->cfg.in_dim * sizeof(float));
-    int *labels = malloc(bmax * sizeof(int));
-    float *acts[MLP_MAX_LAYERS] = {0};
-    for (int l = 0; l < m->n_hidden; l++) {
-        acts[l] = malloc(bmax * m->L.out[l] * sizeof(float));
-        ASSERT(acts[l] != NULL);
-    }
-    ASSERT(p && mm && vv && x && labels);
+    dyn_io io;
+    dyn_io_alloc(&io, m);
+    ASSERT(p && mm && vv);
     double worst_loss = 0.0, worst_param = 0.0;
     for (int k = 0; k < n_steps; k++) {
         const int64_t T = seq[k];
-        ASSERT_OK(cgr_step_sync(r.step));
-        down(p, m->dev.params, nb);
-        down(mm, m->dev.m, nb);
-        down(vv, m->dev.v, nb);
+        down_state(r.step, &m->dev, p, mm, vv, nb);
         /* The reference trains on the T real rows only, from the GPU's state. */
         mlp_cfg rc = m->cfg;
         rc.batch = (int)T;
@@ -669,32 +724,27 @@ static void test_dyn_reference(const float *params0, int sanitizer)
         mlp_ref_set_state(&ref, p, mm, vv, k);
         float loss;
         cgr_run_action act;
-        dyn_step(&r, k, T, x, labels, &loss, acts, &act);
+        dyn_step(&r, k, T, io.x, io.labels, &loss, io.acts, &act);
         if (act != want[k])
             TEST_FAIL_("step %d (T=%lld): cgr did '%s', expected '%s'", k + 1, (long long)T,
                        cgr_run_action_name(act), cgr_run_action_name(want[k]));
         long hinted = 0;
-        const double wl = mlp_ref_step(&ref, x, labels, (const float *const *)acts, 1e-4, &hinted);
+        const double wl =
+            mlp_ref_step(&ref, io.x, io.labels, (const float *const *)io.acts, 1e-4, &hinted);
         const double el = fabs((double)loss - wl) / fabs(wl);
         if (!(el <= 1e-4))
             TEST_FAIL_("dyn step %d (T=%lld, %s): loss %.9g, float64 at the true batch %.9g "
                        "(rel %.3g > 1e-4)",
                        k + 1, (long long)T, cgr_run_action_name(act), (double)loss, wl, el);
         worst_loss = el > worst_loss ? el : worst_loss;
-        ASSERT_OK(cgr_step_sync(r.step));
-        down(p, m->dev.params, nb);
-        for (int l = 0; l < m->L.n_layers; l++) {
-            const double ew = norm_rel(p + m->L.w_off[l], ref.p + m->L.w_off[l],
-                                       (size_t)m->L.out[l] * (size_t)m->L.in[l]);
-            const double eb = norm_rel(p + m->L.b_off[l], ref.p + m->L.b_off[l],
-                                       (size_t)m->L.out[l]);
-            if (!(ew <= 1e-4 && eb <= 1e-4))
+        down_state(r.step, &m->dev, p, NULL, NULL, nb);
+        double ew[MLP_MAX_LAYERS], eb[MLP_MAX_LAYERS];
+        params_err(&m->L, p, ref.p, ew, eb, &worst_param);
+        for (int l = 0; l < m->L.n_layers; l++)
+            if (!(ew[l] <= 1e-4 && eb[l] <= 1e-4))
                 TEST_FAIL_("dyn step %d (T=%lld, %s) layer %d: params off float64 training on "
                            "the true batch: weight %.3g, bias %.3g (norm-wise, limit 1e-4)",
-                           k + 1, (long long)T, cgr_run_action_name(act), l, ew, eb);
-            worst_param = ew > worst_param ? ew : worst_param;
-            worst_param = eb > worst_param ? eb : worst_param;
-        }
+                           k + 1, (long long)T, cgr_run_action_name(act), l, ew[l], eb[l]);
         int count = -1;
         down(&count, m->dev.step, sizeof count);
         ASSERT_EQ(count, k + 1);
@@ -712,13 +762,10 @@ static void test_dyn_reference(const float *params0, int sanitizer)
            "replay per bucket): worst loss rel err %.2e, worst param norm-wise rel err %.2e "
            "(limits 1e-4)\n",
            n_steps, worst_loss, worst_param);
-    for (int l = 0; l < m->n_hidden; l++)
-        free(acts[l]);
+    dyn_io_free(&io, m);
     free(p);
     free(mm);
     free(vv);
-    free(x);
-    free(labels);
     dyn_close(&r);
 }
 
@@ -745,30 +792,20 @@ static void dyn_traj_run(dyn_traj *t, const int64_t *buckets, int nb, int cache_
     t->params = malloc(nbytes);
     t->m = malloc(nbytes);
     t->v = malloc(nbytes);
-    float *x = malloc(bmax * m->cfg.in_dim * sizeof(float));
-    int *labels = malloc(bmax * sizeof(int));
-    float *acts[MLP_MAX_LAYERS] = {0};
-    for (int l = 0; l < m->n_hidden; l++) {
-        acts[l] = malloc(bmax * m->L.out[l] * sizeof(float));
-        ASSERT(acts[l] != NULL);
-    }
-    ASSERT(t->act0 && t->params && t->m && t->v && x && labels);
+    dyn_io io;
+    dyn_io_alloc(&io, m);
+    ASSERT(t->act0 && t->params && t->m && t->v);
     for (int k = 0; k < steps; k++) {
-        dyn_step(&r, k, seq[k], x, labels, &t->loss[k], acts, &t->action[k]);
-        memcpy(t->act0 + (size_t)k * a0, acts[0], (size_t)seq[k] * m->L.out[0] * sizeof(float));
+        dyn_step(&r, k, seq[k], io.x, io.labels, &t->loss[k], io.acts, &t->action[k]);
+        memcpy(t->act0 + (size_t)k * a0, io.acts[0],
+               (size_t)seq[k] * m->L.out[0] * sizeof(float));
     }
-    ASSERT_OK(cgr_step_sync(r.step));
-    down(t->params, m->dev.params, nbytes);
-    down(t->m, m->dev.m, nbytes);
-    down(t->v, m->dev.v, nbytes);
+    down_state(r.step, &m->dev, t->params, t->m, t->v, nbytes);
     down(&t->count, m->dev.step, sizeof t->count);
     memset(&t->ss, 0, sizeof t->ss);
     t->ss.struct_size = sizeof t->ss;
     ASSERT_OK(cgr_step_get_shape_stats(r.step, &t->ss));
-    for (int l = 0; l < m->n_hidden; l++)
-        free(acts[l]);
-    free(x);
-    free(labels);
+    dyn_io_free(&io, m);
     dyn_close(&r);
 }
 

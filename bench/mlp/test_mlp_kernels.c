@@ -213,6 +213,14 @@ static void poison(void *d, size_t n)
     CUDA_OK(cudaMemset(d, 0xff, n));
 }
 
+/* An int64 in device memory: a true batch, where the kernels read it. */
+static int64_t *dev_int64(int64_t v)
+{
+    int64_t *d = dmalloc(sizeof v);
+    up(d, &v, sizeof v);
+    return d;
+}
+
 static void sync_ok(void)
 {
     CUDA_OK(cudaStreamSynchronize(stream));
@@ -402,71 +410,136 @@ static void test_relu_bwd(rng *r)
 }
 
 /*
+ * One softmax-xent case's inputs and buffers, shared by the unmasked and the
+ * masked (padded) tests: B rows of C random logits (+-8: peaked rows, and
+ * exp underflows nothing), a random bias vector and random labels, label
+ * `bad_label` at row bad_row when bad_row >= 0; on the device the same, and
+ * outputs for xent_run() to poison. hd, hrl and loss hold the outputs of
+ * the run under test, for xent_check().
+ */
+typedef struct xent_fix {
+    int B, C;
+    size_t n; /* B * C */
+    float *hl, *hb, *hd, *hrl, loss;
+    int *lab;
+    float *dl, *db, *dd, *drl, *dloss;
+    int *dlab;
+} xent_fix;
+
+static void xent_setup(rng *r, xent_fix *f, int B, int C, int bad_row, int bad_label)
+{
+    f->B = B;
+    f->C = C;
+    f->n = (size_t)B * C;
+    f->hl = xmalloc(f->n * 4);
+    f->hd = xmalloc(f->n * 4);
+    f->hrl = xmalloc((size_t)B * 4);
+    f->hb = xmalloc((size_t)C * 4);
+    f->lab = xmalloc((size_t)B * sizeof(int));
+    fill(r, f->hb, (size_t)C, 1.f);
+    fill(r, f->hl, f->n, 8.f);
+    for (int b = 0; b < B; b++)
+        f->lab[b] = (int)(rng_next(r) % (uint64_t)C);
+    if (bad_row >= 0)
+        f->lab[bad_row] = bad_label;
+    f->dl = dmalloc(f->n * 4);
+    f->db = dmalloc((size_t)C * 4);
+    f->dd = dmalloc(f->n * 4);
+    f->drl = dmalloc((size_t)B * 4);
+    f->dloss = dmalloc(4);
+    f->dlab = dmalloc((size_t)B * sizeof(int));
+    up(f->dl, f->hl, f->n * 4);
+    up(f->db, f->hb, (size_t)C * 4);
+    up(f->dlab, f->lab, (size_t)B * sizeof(int));
+}
+
+static void xent_free(xent_fix *f)
+{
+    free(f->hl);
+    free(f->hd);
+    free(f->hrl);
+    free(f->hb);
+    free(f->lab);
+    CUDA_OK(cudaFree(f->dl));
+    CUDA_OK(cudaFree(f->db));
+    CUDA_OK(cudaFree(f->dd));
+    CUDA_OK(cudaFree(f->drl));
+    CUDA_OK(cudaFree(f->dloss));
+    CUDA_OK(cudaFree(f->dlab));
+}
+
+/*
+ * One launch on poisoned outputs, copied back to hd, hrl and loss: the
+ * masked kernel with true batch *dtb when dtb is not NULL, the unmasked one
+ * (mlp_softmax_xent_fwd_bwd) otherwise; with `bias` the kernel adds the
+ * bias vector to the logits as it reads them.
+ */
+static void xent_run(const xent_fix *f, const int64_t *dtb, int bias, int pdl, float *hd,
+                     float *hrl, float *loss)
+{
+    const float *db = bias ? f->db : NULL;
+    poison(f->dd, f->n * 4);
+    poison(f->drl, (size_t)f->B * 4);
+    poison(f->dloss, 4);
+    if (dtb)
+        CUDA_OK(mlp_softmax_xent_masked(f->dl, db, f->dlab, dtb, f->drl, f->dloss, f->dd, f->B,
+                                        f->C, stream, pdl));
+    else
+        CUDA_OK(mlp_softmax_xent_fwd_bwd(f->dl, db, f->dlab, f->drl, f->dloss, f->dd, f->B, f->C,
+                                         stream, pdl));
+    down(hd, f->dd, f->n * 4);
+    down(hrl, f->drl, (size_t)f->B * 4);
+    down(loss, f->dloss, 4);
+}
+
+/*
+ * f->hd, f->hrl and f->loss over the first T rows against the fp64
+ * reference over those rows alone: dlogits within 1e-5 plus 1e-6 * max|ref|,
+ * row losses 1e-5 plus 1e-6, the mean loss 1e-5. `id` names the case in the
+ * messages ("B=8 C=1000"), `detail` follows it in the dlogits one
+ * (" pdl=1 bias"); `real` says the rows are the real ones of a padded batch.
+ */
+static void xent_check(group *g, const xent_fix *f, int T, int bias, const char *id,
+                       const char *detail, int real)
+{
+    const size_t nt = (size_t)T * f->C;
+    double *logits = to_double(f->hl, nt);
+    if (bias)
+        for (size_t i = 0; i < nt; i++)
+            logits[i] += (double)f->hb[i % (size_t)f->C];
+    double *want = xmalloc(nt * sizeof(double)), *wrl = xmalloc((size_t)T * sizeof(double));
+    const double wl = mlp_ref_softmax_xent(logits, f->lab, T, f->C, want, wrl);
+    double mx = 0.0;
+    for (size_t i = 0; i < nt; i++)
+        mx = fabs(want[i]) > mx ? fabs(want[i]) : mx;
+    char what[160];
+    snprintf(what, sizeof what, "%s%s%s dlogits", id, detail, real ? " real" : "");
+    compare(g, what, f->hd, want, NULL, nt, 1e-5, 1e-6 * mx, 0.0);
+    snprintf(what, sizeof what, "%s%s row_loss", id, real ? " real" : "");
+    compare(g, what, f->hrl, wrl, NULL, (size_t)T, 1e-5, 1e-6, 0.0);
+    snprintf(what, sizeof what, "%s %s", id, real ? "mean over the real rows" : "mean loss");
+    compare(g, what, &f->loss, &wl, NULL, 1, 1e-5, 0.0, 0.0);
+    free(logits);
+    free(want);
+    free(wrl);
+}
+
+/*
  * One softmax-xent case; bad_row >= 0 puts label `bad_label` there; with
  * `bias` the kernel adds a random bias vector to the logits as it reads them.
  */
 static void softmax_case(rng *r, group *g, int B, int C, int pdl, int bad_row, int bad_label,
                          int bias)
 {
-    const size_t n = (size_t)B * C;
-    float *hl = xmalloc(n * 4), *hd = xmalloc(n * 4), *hrl = xmalloc((size_t)B * 4);
-    float *hb = xmalloc((size_t)C * 4);
-    fill(r, hb, (size_t)C, 1.f);
-    float *db = dmalloc((size_t)C * 4);
-    up(db, hb, (size_t)C * 4);
-    int *lab = xmalloc((size_t)B * sizeof(int));
-    fill(r, hl, n, 8.f); /* +-8: peaked rows, and exp underflows nothing */
-    for (int b = 0; b < B; b++)
-        lab[b] = (int)(rng_next(r) % (uint64_t)C);
-    if (bad_row >= 0)
-        lab[bad_row] = bad_label;
-    float *dl = dmalloc(n * 4), *dd = dmalloc(n * 4), *drl = dmalloc((size_t)B * 4),
-          *dloss = dmalloc(4);
-    int *dlab = dmalloc((size_t)B * sizeof(int));
-    up(dl, hl, n * 4);
-    up(dlab, lab, (size_t)B * sizeof(int));
-    poison(dd, n * 4);
-    poison(drl, (size_t)B * 4);
-    poison(dloss, 4);
-    CUDA_OK(mlp_softmax_xent_fwd_bwd(dl, bias ? db : NULL, dlab, drl, dloss, dd, B, C, stream,
-                                     pdl));
-    float loss;
-    down(hd, dd, n * 4);
-    down(hrl, drl, (size_t)B * 4);
-    down(&loss, dloss, 4);
-
-    double *logits = to_double(hl, n);
-    if (bias)
-        for (size_t i = 0; i < n; i++)
-            logits[i] += (double)hb[i % (size_t)C];
-    double *want = xmalloc(n * sizeof(double)),
-           *wrl = xmalloc((size_t)B * sizeof(double));
-    const double wl = mlp_ref_softmax_xent(logits, lab, B, C, want, wrl);
-    double mx = 0.0;
-    for (size_t i = 0; i < n; i++)
-        mx = fabs(want[i]) > mx ? fabs(want[i]) : mx;
-    char what[96];
-    snprintf(what, sizeof what, "B=%d C=%d pdl=%d%s%s dlogits", B, C, pdl,
-             bad_row >= 0 ? " bad label" : "", bias ? " bias" : "");
-    compare(g, what, hd, want, NULL, n, 1e-5, 1e-6 * mx, 0.0);
-    snprintf(what, sizeof what, "B=%d C=%d row_loss", B, C);
-    compare(g, what, hrl, wrl, NULL, (size_t)B, 1e-5, 1e-6, 0.0);
-    snprintf(what, sizeof what, "B=%d C=%d mean loss", B, C);
-    compare(g, what, &loss, &wl, NULL, 1, 1e-5, 0.0, 0.0);
-    free(logits);
-    free(want);
-    free(wrl);
-    free(hl);
-    free(hd);
-    free(hrl);
-    free(lab);
-    free(hb);
-    CUDA_OK(cudaFree(db));
-    CUDA_OK(cudaFree(dl));
-    CUDA_OK(cudaFree(dd));
-    CUDA_OK(cudaFree(drl));
-    CUDA_OK(cudaFree(dloss));
-    CUDA_OK(cudaFree(dlab));
+    xent_fix f;
+    xent_setup(r, &f, B, C, bad_row, bad_label);
+    xent_run(&f, NULL, bias, pdl, f.hd, f.hrl, &f.loss);
+    char id[48], detail[48];
+    snprintf(id, sizeof id, "B=%d C=%d", B, C);
+    snprintf(detail, sizeof detail, " pdl=%d%s%s", pdl, bad_row >= 0 ? " bad label" : "",
+             bias ? " bias" : "");
+    xent_check(g, &f, B, bias, id, detail, 0);
+    xent_free(&f);
 }
 
 static void test_softmax(rng *r)
@@ -497,96 +570,39 @@ static void test_softmax(rng *r)
 static void softmax_masked_case(rng *r, group *g, int B, int64_t tb, int want_T, int C, int pdl,
                                 int bias)
 {
-    const size_t n = (size_t)B * C;
-    float *hl = xmalloc(n * 4), *hd = xmalloc(n * 4), *hrl = xmalloc((size_t)B * 4);
-    float *hb = xmalloc((size_t)C * 4);
-    int *lab = xmalloc((size_t)B * sizeof(int));
-    fill(r, hb, (size_t)C, 1.f);
-    fill(r, hl, n, 8.f);
-    for (int b = 0; b < B; b++)
-        lab[b] = (int)(rng_next(r) % (uint64_t)C);
-    if (want_T < B)
-        lab[B - 1] = C; /* a bad label in a padded row: must not turn the loss into NaN */
-    float *dl = dmalloc(n * 4), *dd = dmalloc(n * 4), *drl = dmalloc((size_t)B * 4),
-          *dloss = dmalloc(4), *db = dmalloc((size_t)C * 4);
-    int *dlab = dmalloc((size_t)B * sizeof(int));
-    int64_t *dtb = dmalloc(sizeof(int64_t));
-    up(dl, hl, n * 4);
-    up(db, hb, (size_t)C * 4);
-    up(dlab, lab, (size_t)B * sizeof(int));
-    up(dtb, &tb, sizeof tb);
-    poison(dd, n * 4);
-    poison(drl, (size_t)B * 4);
-    poison(dloss, 4);
-    CUDA_OK(mlp_softmax_xent_masked(dl, bias ? db : NULL, dlab, dtb, drl, dloss, dd, B, C, stream,
-                                    pdl));
-    float loss;
-    down(hd, dd, n * 4);
-    down(hrl, drl, (size_t)B * 4);
-    down(&loss, dloss, 4);
-
-    const size_t nt = (size_t)want_T * C;
-    double *logits = to_double(hl, nt);
-    if (bias)
-        for (size_t i = 0; i < nt; i++)
-            logits[i] += (double)hb[i % (size_t)C];
-    double *want = xmalloc(nt * sizeof(double)), *wrl = xmalloc((size_t)want_T * sizeof(double));
-    const double wl = mlp_ref_softmax_xent(logits, lab, want_T, C, want, wrl);
-    double mx = 0.0;
-    for (size_t i = 0; i < nt; i++)
-        mx = fabs(want[i]) > mx ? fabs(want[i]) : mx;
-    char what[112];
-    snprintf(what, sizeof what, "B=%d T=%lld C=%d pdl=%d%s real dlogits", B, (long long)tb, C,
-             pdl, bias ? " bias" : "");
-    compare(g, what, hd, want, NULL, nt, 1e-5, 1e-6 * mx, 0.0);
-    snprintf(what, sizeof what, "B=%d T=%lld C=%d real row_loss", B, (long long)tb, C);
-    compare(g, what, hrl, wrl, NULL, (size_t)want_T, 1e-5, 1e-6, 0.0);
-    snprintf(what, sizeof what, "B=%d T=%lld C=%d mean over the real rows", B, (long long)tb, C);
-    compare(g, what, &loss, &wl, NULL, 1, 1e-5, 0.0, 0.0);
+    xent_fix f;
+    /* With padding, a bad label in a padded row: it must not turn the loss into NaN. */
+    xent_setup(r, &f, B, C, want_T < B ? B - 1 : -1, C);
+    int64_t *dtb = dev_int64(tb);
+    xent_run(&f, dtb, bias, pdl, f.hd, f.hrl, &f.loss);
+    char id[64], detail[48], what[112];
+    snprintf(id, sizeof id, "B=%d T=%lld C=%d", B, (long long)tb, C);
+    snprintf(detail, sizeof detail, " pdl=%d%s", pdl, bias ? " bias" : "");
+    xent_check(g, &f, want_T, bias, id, detail, 1);
     /* Padded rows: exactly zero, bit for bit (+0.0f), in both outputs. */
     size_t nonzero = 0;
-    for (size_t i = nt; i < n; i++)
-        nonzero += hd[i] != 0.f || signbit(hd[i]);
+    for (size_t i = (size_t)want_T * C; i < f.n; i++)
+        nonzero += f.hd[i] != 0.f || signbit(f.hd[i]);
     for (int b = want_T; b < B; b++)
-        nonzero += hrl[b] != 0.f || signbit(hrl[b]);
+        nonzero += f.hrl[b] != 0.f || signbit(f.hrl[b]);
     if (nonzero)
         fprintf(stderr, "FAIL %s: B=%d T=%lld: %zu padded outputs are not +0\n", g->name, B,
                 (long long)tb, nonzero);
     grp_case(g, nonzero == 0, nonzero ? INFINITY : 0.0);
     if (want_T == B) {
-        float *ud = xmalloc(n * 4), *url = xmalloc((size_t)B * 4), uloss;
-        poison(dd, n * 4);
-        poison(drl, (size_t)B * 4);
-        poison(dloss, 4);
-        CUDA_OK(mlp_softmax_xent_fwd_bwd(dl, bias ? db : NULL, dlab, drl, dloss, dd, B, C, stream,
-                                         pdl));
-        down(ud, dd, n * 4);
-        down(url, drl, (size_t)B * 4);
-        down(&uloss, dloss, 4);
+        float *ud = xmalloc(f.n * 4), *url = xmalloc((size_t)B * 4), uloss;
+        xent_run(&f, NULL, bias, pdl, ud, url, &uloss);
         snprintf(what, sizeof what, "B=%d T=B == unmasked: dlogits", B);
-        same_bits(g, what, hd, ud, n * 4);
+        same_bits(g, what, f.hd, ud, f.n * 4);
         snprintf(what, sizeof what, "B=%d T=B == unmasked: row_loss", B);
-        same_bits(g, what, hrl, url, (size_t)B * 4);
+        same_bits(g, what, f.hrl, url, (size_t)B * 4);
         snprintf(what, sizeof what, "B=%d T=B == unmasked: loss", B);
-        same_bits(g, what, &loss, &uloss, 4);
+        same_bits(g, what, &f.loss, &uloss, 4);
         free(ud);
         free(url);
     }
-    free(logits);
-    free(want);
-    free(wrl);
-    free(hl);
-    free(hd);
-    free(hrl);
-    free(hb);
-    free(lab);
-    CUDA_OK(cudaFree(dl));
-    CUDA_OK(cudaFree(dd));
-    CUDA_OK(cudaFree(drl));
-    CUDA_OK(cudaFree(dloss));
-    CUDA_OK(cudaFree(db));
-    CUDA_OK(cudaFree(dlab));
     CUDA_OK(cudaFree(dtb));
+    xent_free(&f);
 }
 
 static void test_softmax_masked(rng *r)
@@ -1248,9 +1264,7 @@ static void test_train_rows(int B, int T, int small_max)
     int64_t *dtb = NULL;
     mlp_cfg ref_cfg = r.cfg;
     if (T) {
-        const int64_t t64 = T;
-        dtb = dmalloc(sizeof(int64_t));
-        up(dtb, &t64, sizeof t64);
+        dtb = dev_int64(T);
         r.b.true_batch = dtb;
         ref_cfg.batch = T;
     }
@@ -1348,8 +1362,7 @@ static void trajectory(int B, int small_max, int pdl, int graph, int side, int s
     /* tseq: step k has tseq[k] real rows of B, written to the device before it runs. */
     int64_t *dtb = NULL;
     if (tseq) {
-        dtb = dmalloc(sizeof(int64_t));
-        up(dtb, &tseq[0], sizeof(int64_t));
+        dtb = dev_int64(tseq[0]);
         r.b.true_batch = dtb;
     }
     float *hx = xmalloc((size_t)B * r.cfg.in_dim * 4);
@@ -1392,8 +1405,18 @@ static void trajectory(int B, int small_max, int pdl, int graph, int side, int s
     run_destroy(&r);
 }
 
-/* (c), (d), (e) for one batch size: every variant against eager pdl=0. */
-static void test_bitwise(int B, int small_max)
+/*
+ * (c), (d), (e) for one batch size: every variant against eager pdl=0.
+ *
+ * With tseq (5 values), a padded batch in one graph: only the last variant
+ * (graph + pdl + side), captured once (with the first T), then replayed
+ * with a different number of real rows each step, only the device value
+ * changing, against eager steps on the same T sequence: bitwise equal (the
+ * graph reads T on the device, as cgr's dynamic-dim replays do). And the
+ * losses differ from step to step's T: a graph that baked T in would not
+ * match eager.
+ */
+static void test_bitwise_rows(int B, int small_max, const int64_t *tseq)
 {
     enum { STEPS = 5 };
     static const struct {
@@ -1407,48 +1430,7 @@ static void test_bitwise(int B, int small_max)
         {"side stream == eager", 1, 0, 1},
         {"graph+pdl+side == eager", 1, 1, 1},
     };
-    mlp_cfg c;
-    mlp_layout L;
-    mlp_cfg_default(&c, B);
-    MLP_OK(mlp_layout_init(&L, &c));
-    float *p0 = xmalloc(L.n_floats * 4), *p1 = xmalloc(L.n_floats * 4);
-    float l0[STEPS], l1[STEPS];
-    int c0 = -1, c1 = -1;
-    trajectory(B, small_max, 0, 0, 0, STEPS, NULL, p0, l0, &c0);
-    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
-        char name[64];
-        snprintf(name, sizeof name, "%s, B=%d", variants[v].name, B);
-        group *g = grp(name);
-        trajectory(B, small_max, variants[v].pdl, variants[v].graph, variants[v].side, STEPS,
-                   NULL, p1, l1, &c1);
-        same_bits(g, "params after 5 steps", p0, p1, L.n_floats * 4);
-        same_bits(g, "losses of 5 steps", l0, l1, sizeof l0);
-        const int ok = c0 == STEPS && c1 == STEPS;
-        if (!ok)
-            fprintf(stderr, "FAIL %s: device step counts %d and %d, expected %d\n", name, c0, c1,
-                    STEPS);
-        grp_case(g, ok, ok ? 0.0 : INFINITY);
-        snprintf(g->note, sizeof g->note, "loss %.6f -> %.6f", (double)l0[0],
-                 (double)l0[STEPS - 1]);
-    }
-    free(p0);
-    free(p1);
-}
-
-/*
- * A padded batch in one graph: captured once (with the first T), then
- * replayed with a different number of real rows each step, only the device
- * value changing, against eager steps on the same T sequence: bitwise equal
- * (the graph reads T on the device, as cgr's dynamic-dim replays do). And
- * the losses differ from step to step's T: a graph that baked T in would
- * not match eager.
- */
-static void test_bitwise_padded(int B, int small_max, const int64_t *tseq)
-{
-    enum { STEPS = 5 };
-    char name[64];
-    snprintf(name, sizeof name, "padded graph+pdl+side == eager, B=%d", B);
-    group *g = grp(name);
+    const size_t n_variants = sizeof variants / sizeof variants[0];
     mlp_cfg c;
     mlp_layout L;
     mlp_cfg_default(&c, B);
@@ -1457,18 +1439,34 @@ static void test_bitwise_padded(int B, int small_max, const int64_t *tseq)
     float l0[STEPS], l1[STEPS];
     int c0 = -1, c1 = -1;
     trajectory(B, small_max, 0, 0, 0, STEPS, tseq, p0, l0, &c0);
-    trajectory(B, small_max, 1, 1, 1, STEPS, tseq, p1, l1, &c1);
-    same_bits(g, "params after 5 steps", p0, p1, L.n_floats * 4);
-    same_bits(g, "losses of 5 steps", l0, l1, sizeof l0);
-    const int ok = c0 == STEPS && c1 == STEPS;
-    if (!ok)
-        fprintf(stderr, "FAIL %s: device step counts %d and %d, expected %d\n", name, c0, c1,
-                STEPS);
-    grp_case(g, ok, ok ? 0.0 : INFINITY);
-    snprintf(g->note, sizeof g->note, "T = %lld %lld %lld %lld %lld", (long long)tseq[0],
-             (long long)tseq[1], (long long)tseq[2], (long long)tseq[3], (long long)tseq[4]);
+    for (size_t v = tseq ? n_variants - 1 : 0; v < n_variants; v++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%s, B=%d", tseq ? "padded " : "", variants[v].name, B);
+        group *g = grp(name);
+        trajectory(B, small_max, variants[v].pdl, variants[v].graph, variants[v].side, STEPS,
+                   tseq, p1, l1, &c1);
+        same_bits(g, "params after 5 steps", p0, p1, L.n_floats * 4);
+        same_bits(g, "losses of 5 steps", l0, l1, sizeof l0);
+        const int ok = c0 == STEPS && c1 == STEPS;
+        if (!ok)
+            fprintf(stderr, "FAIL %s: device step counts %d and %d, expected %d\n", name, c0, c1,
+                    STEPS);
+        grp_case(g, ok, ok ? 0.0 : INFINITY);
+        if (tseq)
+            snprintf(g->note, sizeof g->note, "T = %lld %lld %lld %lld %lld", (long long)tseq[0],
+                     (long long)tseq[1], (long long)tseq[2], (long long)tseq[3],
+                     (long long)tseq[4]);
+        else
+            snprintf(g->note, sizeof g->note, "loss %.6f -> %.6f", (double)l0[0],
+                     (double)l0[STEPS - 1]);
+    }
     free(p0);
     free(p1);
+}
+
+static void test_bitwise(int B, int small_max)
+{
+    test_bitwise_rows(B, small_max, NULL);
 }
 
 /* ---- timing (information only) --------------------------------------------------------------- */
@@ -1726,9 +1724,9 @@ int main(int argc, char **argv)
     if (!sanitizer)
         test_bitwise(32, MLP_SMALL_B_MAX);
     static const int64_t t8[5] = {5, 3, 8, 1, 7}, t32[5] = {27, 17, 32, 9, 20};
-    test_bitwise_padded(8, MLP_SMALL_B_MAX, t8);
+    test_bitwise_rows(8, MLP_SMALL_B_MAX, t8);
     if (!sanitizer)
-        test_bitwise_padded(32, MLP_SMALL_B_MAX, t32);
+        test_bitwise_rows(32, MLP_SMALL_B_MAX, t32);
     else
         printf("under a sanitizer (CGR_TEST_SANITIZER): B = 32 and the timing left out\n");
 

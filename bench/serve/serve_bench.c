@@ -137,24 +137,6 @@ static int is_sample(int i)
 
 /* ---- statistics ------------------------------------------------------------------------ */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Percentile q (0..1) of sorted v[0..n), linear interpolation. */
-static double pct(const double *v, long n, double q)
-{
-    if (n <= 0)
-        return NAN;
-    double pos = q * (double)(n - 1);
-    long lo = (long)pos;
-    if (lo >= n - 1)
-        return v[n - 1];
-    return v[lo] + (pos - (double)lo) * (v[lo + 1] - v[lo]);
-}
-
 /*
  * Figures of mode m's requests i in [from, n) that pass `keep` (bucket
  * index >= 0: only that bucket; max_batch > 0: only batches up to it).
@@ -177,9 +159,10 @@ static int lat_figures(const serve_run *r, int m, int from, int bucket, int max_
         out->p50 = out->p99 = out->mean = out->req_per_s = out->rows_per_s = NAN;
         return 0;
     }
-    qsort(scratch, (size_t)k, sizeof *scratch, cmp_double);
-    out->p50 = pct(scratch, k, 0.50);
-    out->p99 = pct(scratch, k, 0.99);
+    /* Percentiles as every other cgr-bench figure computes them (timing.c). */
+    stats_sort(scratch, (int)k);
+    out->p50 = stats_percentile(scratch, (int)k, 0.50);
+    out->p99 = stats_percentile(scratch, (int)k, 0.99);
     out->mean = out->sum_us / (double)k;
     out->req_per_s = (double)k / (out->sum_us * 1e-6);
     out->rows_per_s = (double)out->rows / (out->sum_us * 1e-6);
@@ -542,16 +525,8 @@ static void json_modes(json_writer *w, const char *key, const lat_stats *l)
 
 static int write_json(const serve_run *r, const bench_results *res, int pass)
 {
-    FILE *f = fopen(r->cfg->json_path, "w");
-    if (!f) {
-        bench_error("cannot write %s", r->cfg->json_path);
-        return -1;
-    }
     json_writer w;
-    json_init(&w, f);
-    json_begin_object(&w, NULL);
-    json_string(&w, "suite", "serve");
-    json_string(&w, "device_name", res->device_name);
+    TRY(report_suite_json_open(&w, r->cfg->json_path, "serve", res->device_name));
     json_int(&w, "requests", r->n);
     json_bool(&w, "quick", r->cfg->quick);
     json_bool(&w, "pdl", r->cfg->pdl);
@@ -623,13 +598,7 @@ static int write_json(const serve_run *r, const bench_results *res, int pass)
     }
     json_end_array(&w);
     json_bool(&w, "pass", pass);
-    json_end_object(&w);
-    int rc = json_finish(&w);
-    if (fclose(f) != 0 || rc != 0) {
-        bench_error("writing %s failed", r->cfg->json_path);
-        return -1;
-    }
-    return 0;
+    return report_suite_json_close(&w, r->cfg->json_path);
 }
 
 /* ---- the suite ------------------------------------------------------------------------------ */

@@ -233,6 +233,11 @@ typedef struct run_out {
     int called; /* the step function ran (not a replay) */
 } run_out;
 
+/* Where a run is checked from, for failure messages: "line 123". */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define HERE "line " STR(__LINE__)
+
 /*
  * Runs the step at batch B on fresh inputs. On success checks every
  * output: y bitwise equal to the reference and packed at the true size,
@@ -240,7 +245,7 @@ typedef struct run_out {
  * the true batch the device held, and the true and bucket values the step
  * function was given (when it ran).
  */
-static run_out run_checked(env *e, int B, int line)
+static run_out run_checked(env *e, int B, const char *where)
 {
     static float x[MAXB * K], want[MAXB * M];
     rng_fill(&g_rng, x, (size_t)B * K);
@@ -258,8 +263,8 @@ static run_out run_checked(env *e, int B, int line)
     const int bk = bucket_of(B);
     if (o.called) {
         if (e->m.last_true != B || e->m.last_bucket != bk)
-            TEST_FAIL_("line %d: B=%d: the step function got true %lld, bucket %lld (want %d)",
-                       line, B, (long long)e->m.last_true, (long long)e->m.last_bucket, bk);
+            TEST_FAIL_("%s: B=%d: the step function got true %lld, bucket %lld (want %d)",
+                       where, B, (long long)e->m.last_true, (long long)e->m.last_bucket, bk);
     }
 
     const float *y, *xs;
@@ -272,37 +277,55 @@ static run_out run_checked(env *e, int B, int line)
     ASSERT_EQ(bx, (size_t)MAXB * K * sizeof(float));
     ASSERT_EQ(bt, sizeof(int64_t));
     if (*tb != B)
-        TEST_FAIL_("line %d: B=%d (%s): the device held true batch %lld", line, B,
+        TEST_FAIL_("%s: B=%d (%s): the device held true batch %lld", where, B,
                    cgr_run_action_name(o.action), (long long)*tb);
     reference(x, B, want);
     if (memcmp(y, want, by) != 0)
         for (int i = 0; i < B * M; i++)
             if (memcmp(&y[i], &want[i], sizeof(float)) != 0)
-                TEST_FAIL_("line %d: B=%d (%s): y[%d][%d] = %.9g, reference %.9g", line, B,
+                TEST_FAIL_("%s: B=%d (%s): y[%d][%d] = %.9g, reference %.9g", where, B,
                            cgr_run_action_name(o.action), i / M, i % M, y[i], want[i]);
     for (int i = 0; i < MAXB * K; i++) {
         int r = i / K;
         float w = r < B ? x[i] : r < bk ? e->pad : SENTINEL;
         if (memcmp(&xs[i], &w, sizeof(float)) != 0)
-            TEST_FAIL_("line %d: B=%d (%s, bucket %d): the step saw x[%d][%d] = %.9g, expected "
+            TEST_FAIL_("%s: B=%d (%s, bucket %d): the step saw x[%d][%d] = %.9g, expected "
                        "%.9g (%s)",
-                       line, B, cgr_run_action_name(o.action), bk, r, i % K, xs[i], w,
+                       where, B, cgr_run_action_name(o.action), bk, r, i % K, xs[i], w,
                        r < B ? "input" : r < bk ? "padding" : "past the bucket");
     }
     return o;
 }
 
 /* One run that must succeed with the given action. */
-#define EXPECT_RUN(e, B, want) expect_run_((e), (B), (want), __LINE__)
-static void expect_run_(env *e, int B, cgr_run_action want, int line)
+#define EXPECT_RUN(e, B, want) expect_run_((e), (B), (want), HERE)
+static void expect_run_(env *e, int B, cgr_run_action want, const char *where)
 {
-    run_out o = run_checked(e, B, line);
+    run_out o = run_checked(e, B, where);
     if (o.status != CGR_STATUS_OK)
-        TEST_FAIL_("line %d: B=%d: cgr_step_run_dims returned %s (%s)", line, B,
+        TEST_FAIL_("%s: B=%d: cgr_step_run_dims returned %s (%s)", where, B,
                    cgr_status_name(o.status), cgr_last_error());
     if (o.action != want)
-        TEST_FAIL_("line %d: B=%d: the run was %s, expected %s", line, B,
+        TEST_FAIL_("%s: B=%d: the run was %s, expected %s", where, B,
                    cgr_run_action_name(o.action), cgr_run_action_name(want));
+}
+
+/* One run of a script: batch B, which must succeed with action `want`. */
+typedef struct expect {
+    int B;
+    cgr_run_action want;
+} expect;
+
+/* A script's runs in order; a failure names the script's line and the run's place in it. */
+#define EXPECT_RUNS(e, script)                                                             \
+    expect_runs_((e), (script), sizeof(script) / sizeof((script)[0]), __LINE__)
+static void expect_runs_(env *e, const expect *script, size_t n, int line)
+{
+    for (size_t i = 0; i < n; i++) {
+        char where[48];
+        snprintf(where, sizeof where, "line %d, run %zu", line, i + 1);
+        expect_run_(e, script[i].B, script[i].want, where);
+    }
 }
 
 /* ---- stats ------------------------------------------------------------------------------ */
@@ -473,7 +496,7 @@ static void part_sizes(void)
     int runs_of[MAXB + 1] = {0};
     for (size_t k = 0; k < sizeof eager_sizes / sizeof eager_sizes[0]; k++) {
         int B = eager_sizes[k];
-        run_out r = run_checked(&e, B, __LINE__);
+        run_out r = run_checked(&e, B, HERE);
         ASSERT_OK(r.status);
         ASSERT(r.called);
         if (r.action != CGR_RUN_EAGER &&
@@ -492,22 +515,18 @@ static void part_sizes(void)
 /* A cache of one graph: every new bucket updates the cached executable in place. */
 static void part_update(void)
 {
+    static const expect script[] = {
+        {1, CGR_RUN_WARMUP}, {1, CGR_RUN_CAPTURE}, {1, CGR_RUN_REPLAY},
+        /* The update: bucket 1's executable becomes bucket 2's. */
+        {2, CGR_RUN_WARMUP}, {2, CGR_RUN_UPDATE}, {2, CGR_RUN_REPLAY},
+        {3, CGR_RUN_WARMUP}, {4, CGR_RUN_UPDATE}, {3, CGR_RUN_REPLAY}, {4, CGR_RUN_REPLAY},
+        /* Bucket 1, evicted by the update, is new again. */
+        {1, CGR_RUN_WARMUP}, {1, CGR_RUN_UPDATE}, {1, CGR_RUN_REPLAY},
+    };
     cgr_options o = options(1, 1);
     env e;
     env_make(&e, &o, NULL, 0, 0); /* padding: zeros */
-    EXPECT_RUN(&e, 1, CGR_RUN_WARMUP);
-    EXPECT_RUN(&e, 1, CGR_RUN_CAPTURE);
-    EXPECT_RUN(&e, 1, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 2, CGR_RUN_WARMUP);
-    EXPECT_RUN(&e, 2, CGR_RUN_UPDATE); /* bucket 1's executable becomes bucket 2's */
-    EXPECT_RUN(&e, 2, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 3, CGR_RUN_WARMUP);
-    EXPECT_RUN(&e, 4, CGR_RUN_UPDATE);
-    EXPECT_RUN(&e, 3, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 4, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 1, CGR_RUN_WARMUP); /* evicted by the update: new again */
-    EXPECT_RUN(&e, 1, CGR_RUN_UPDATE);
-    EXPECT_RUN(&e, 1, CGR_RUN_REPLAY);
+    EXPECT_RUNS(&e, script);
     cgr_shape_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.captures, 4);
     ASSERT_U64_EQ(s.updates, 3);
@@ -534,27 +553,29 @@ static void part_update(void)
  */
 static void part_topology(void)
 {
+    static const expect to32[] = {
+        {16, CGR_RUN_WARMUP}, {9, CGR_RUN_CAPTURE}, {13, CGR_RUN_REPLAY},
+        /* Bucket 32: the update was tried, failed, then instantiate. */
+        {17, CGR_RUN_WARMUP}, {31, CGR_RUN_CAPTURE},
+    };
+    static const expect to64_to16[] = {
+        {20, CGR_RUN_REPLAY},
+        /* 32 -> 64: same kernels, an update. */
+        {64, CGR_RUN_WARMUP}, {40, CGR_RUN_UPDATE}, {63, CGR_RUN_REPLAY},
+        /* 64 -> 16: one kernel fewer, the update fails again. */
+        {10, CGR_RUN_WARMUP}, {16, CGR_RUN_CAPTURE}, {11, CGR_RUN_REPLAY},
+    };
     cgr_options o = options(1, 1);
     env e;
     env_make(&e, &o, NULL, 0, 32);
-    EXPECT_RUN(&e, 16, CGR_RUN_WARMUP);
-    EXPECT_RUN(&e, 9, CGR_RUN_CAPTURE);
-    EXPECT_RUN(&e, 13, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 17, CGR_RUN_WARMUP);
-    EXPECT_RUN(&e, 31, CGR_RUN_CAPTURE); /* the update was tried, failed, then instantiate */
+    EXPECT_RUNS(&e, to32);
     cgr_shape_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.update_failures, 1);
     ASSERT_U64_EQ(s.update_failures_by_reason[cudaGraphExecUpdateErrorTopologyChanged], 1);
     ASSERT_U64_EQ(s.updates, 0);
     ASSERT(s.last_update_error[0] != '\0');
     printf("topology: update 16 -> 32 failed as expected: %s\n", s.last_update_error);
-    EXPECT_RUN(&e, 20, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 64, CGR_RUN_WARMUP);
-    EXPECT_RUN(&e, 40, CGR_RUN_UPDATE); /* 32 -> 64: same kernels */
-    EXPECT_RUN(&e, 63, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 10, CGR_RUN_WARMUP);
-    EXPECT_RUN(&e, 16, CGR_RUN_CAPTURE); /* 64 -> 16: one kernel fewer, fails again */
-    EXPECT_RUN(&e, 11, CGR_RUN_REPLAY);
+    EXPECT_RUNS(&e, to64_to16);
     s = shape_stats(&e);
     ASSERT_U64_EQ(s.update_failures, 2);
     ASSERT_U64_EQ(s.update_failures_by_reason[cudaGraphExecUpdateErrorTopologyChanged], 2);
@@ -638,21 +659,20 @@ static void part_eviction(void)
  */
 static void part_uncapturable(void)
 {
+    /* Bucket 4 captures and replays; 16 (and 9, 15 in it) runs eagerly. */
+    static const expect around[] = {
+        {3, CGR_RUN_WARMUP}, {4, CGR_RUN_CAPTURE}, {16, CGR_RUN_EAGER}, {3, CGR_RUN_REPLAY},
+        {9, CGR_RUN_EAGER},  {4, CGR_RUN_REPLAY},  {15, CGR_RUN_EAGER},
+    };
     cgr_options o = options(1, 16);
     env e;
     env_make(&e, &o, NULL, 16, 0);
     EXPECT_RUN(&e, 10, CGR_RUN_WARMUP);
-    run_out r = run_checked(&e, 12, __LINE__);
+    run_out r = run_checked(&e, 12, HERE);
     ASSERT_STATUS(r.status, CGR_STATUS_CAPTURE_FAILED);
     ASSERT(r.called);
     printf("uncapturable: %s\n", cgr_last_error());
-    EXPECT_RUN(&e, 3, CGR_RUN_WARMUP);
-    EXPECT_RUN(&e, 4, CGR_RUN_CAPTURE);
-    EXPECT_RUN(&e, 16, CGR_RUN_EAGER);
-    EXPECT_RUN(&e, 3, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 9, CGR_RUN_EAGER);
-    EXPECT_RUN(&e, 4, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 15, CGR_RUN_EAGER);
+    EXPECT_RUNS(&e, around);
 
     cgr_shape_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.capture_failures, 1);
@@ -684,16 +704,30 @@ static void part_uncapturable(void)
  */
 static void part_churn(void)
 {
+    /* New shapes 1 and 2. */
+    static const expect two_new[] = {
+        {1, CGR_RUN_WARMUP}, {1, CGR_RUN_CAPTURE}, {1, CGR_RUN_REPLAY}, {2, CGR_RUN_WARMUP},
+    };
+    /*
+     * While tripped: bucket 1, cached, still replays (stable 1); 7 is a new
+     * shape (bucket 8), the stable count restarts; 8 stable 1, 1 stable 2,
+     * 5 stable 3; 6 stable 4: recovered, and bucket 8 warms up. Then 2
+     * captures, warmed up before the trip; 4 warms up (its tripped run was
+     * no warm-up) and captures; all replay.
+     */
+    static const expect tripped[] = {
+        {1, CGR_RUN_REPLAY},  {7, CGR_RUN_EAGER},   {8, CGR_RUN_EAGER},  {1, CGR_RUN_REPLAY},
+        {5, CGR_RUN_EAGER},   {6, CGR_RUN_WARMUP},  {8, CGR_RUN_CAPTURE},
+        {2, CGR_RUN_CAPTURE}, {4, CGR_RUN_WARMUP},  {4, CGR_RUN_CAPTURE},
+        {3, CGR_RUN_REPLAY},  {2, CGR_RUN_REPLAY},  {7, CGR_RUN_REPLAY},
+    };
     cgr_options o = options(1, 16);
     o.churn_shapes = 3;
     o.churn_window = 10;
     o.churn_stable = 4;
     env e;
     env_make(&e, &o, NULL, 0, 0);
-    EXPECT_RUN(&e, 1, CGR_RUN_WARMUP); /* new shape 1 */
-    EXPECT_RUN(&e, 1, CGR_RUN_CAPTURE);
-    EXPECT_RUN(&e, 1, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 2, CGR_RUN_WARMUP); /* new shape 2 */
+    EXPECT_RUNS(&e, two_new);
     cgr_shape_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.churn_activations, 0);
     ASSERT(s.churn_warning[0] == '\0');
@@ -702,19 +736,7 @@ static void part_churn(void)
     ASSERT_U64_EQ(s.churn_activations, 1);
     ASSERT(strstr(s.churn_warning, "batch") != NULL);
     printf("churn: %s\n", s.churn_warning);
-    EXPECT_RUN(&e, 1, CGR_RUN_REPLAY); /* cached: still replays (stable 1) */
-    EXPECT_RUN(&e, 7, CGR_RUN_EAGER);  /* new shape (bucket 8): stable count restarts */
-    EXPECT_RUN(&e, 8, CGR_RUN_EAGER);  /* stable 1 */
-    EXPECT_RUN(&e, 1, CGR_RUN_REPLAY); /* stable 2 */
-    EXPECT_RUN(&e, 5, CGR_RUN_EAGER);  /* stable 3 */
-    EXPECT_RUN(&e, 6, CGR_RUN_WARMUP); /* stable 4: recovered, bucket 8 warms up */
-    EXPECT_RUN(&e, 8, CGR_RUN_CAPTURE);
-    EXPECT_RUN(&e, 2, CGR_RUN_CAPTURE); /* warmed up before the trip */
-    EXPECT_RUN(&e, 4, CGR_RUN_WARMUP);  /* its tripped run was no warm-up */
-    EXPECT_RUN(&e, 4, CGR_RUN_CAPTURE);
-    EXPECT_RUN(&e, 3, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 2, CGR_RUN_REPLAY);
-    EXPECT_RUN(&e, 7, CGR_RUN_REPLAY);
+    EXPECT_RUNS(&e, tripped);
     s = shape_stats(&e);
     ASSERT_U64_EQ(s.churn_activations, 1);
     ASSERT_U64_EQ(s.churn_recoveries, 1);
