@@ -414,9 +414,14 @@ static int compute_figures(serve_run *r)
             r->small[MODE_GRAPH].req_per_s / r->small[MODE_EAGER].req_per_s, 1, 1.5, 1);
     for (int b = 0; b < SERVE_N_BUCKETS; b++) {
         const bucket_fig *f = &r->bk[b];
-        snprintf(name, sizeof name, "bucket %2lld: p50 / GPU busy <= 1.15",
+        /*
+         * Against the union of kernel intervals: with PDL, kernels overlap and
+         * the summed busy time counts the overlap twice, which would pass the
+         * bar for nothing (0.8 measured on the H200). Without PDL the two agree.
+         */
+        snprintf(name, sizeof name, "bucket %2lld: p50 / GPU busy-u <= 1.15",
                  (long long)serve_buckets[b]);
-        add_bar(r, name, f->lat[MODE_GRAPH].p50 / f->busy_us, 0, 1.15, f->prof_ok);
+        add_bar(r, name, f->lat[MODE_GRAPH].p50 / f->busy_union_us, 0, 1.15, f->prof_ok);
     }
     for (int b = 0; b < SERVE_N_BUCKETS; b++) {
         const lat_stats *l = &r->bk[b].lat[MODE_GRAPH];
