@@ -179,7 +179,6 @@ struct cgr_step {
     cgr__slot_run slot_run[CGR_MAX_SLOTS];
     size_t scratch_peak_max;            /* largest plan among its shapes */
     double last_capture_us, last_make_us; /* of the latest capture */
-    uint64_t captures_disabled;         /* shapes refused because cgr_options.capture = 0 */
     /* Graph-safe RNG (capture/rng.c): device state and its host mirror for
      * (re)seeding. */
     cgr_philox_state *philox_dev;

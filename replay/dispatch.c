@@ -131,7 +131,6 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     cgr__shape_plan *plan = &s->pending[d->pending];
     if (!rt->opt.capture) {
         capture_refused(s, "capture disabled (cgr_options.capture = 0)", 0);
-        s->captures_disabled++; /* the manager counts it as failed; the stats do not */
         *action = CGR_RUN_EAGER;
         CGR_TRY(eager_run(s, slot, eager_plan(s, d->sig)));
         ss->eager_runs++;

@@ -67,7 +67,7 @@ CGR_API cgr_status cgr_step_get_shape_stats(const cgr_step *s, cgr_shape_stats *
         out->new_shapes = m.new_shapes;
         out->warmup_runs = m.warmup_runs;
         out->captures = m.captures;
-        out->capture_failures = m.capture_failures - s->captures_disabled;
+        out->capture_failures = m.capture_failures;
         out->updates = m.updates;
         out->update_failures = m.update_failures;
         for (int i = 0; i < 16 && i < (int)CGR__SHAPES_UPDATE_REASONS; i++)
