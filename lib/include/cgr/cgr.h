@@ -448,7 +448,9 @@ typedef struct cgr_shape_stats {
     uint64_t new_shapes;           /**< shapes the churn guard saw as new */
     uint64_t warmup_runs;
     uint64_t captures;             /**< graphs made (instantiated or updated) */
-    uint64_t capture_failures;
+    uint64_t capture_failures;     /**< shapes whose capture failed; with capture = 0 each
+                                        shape counts one here when it would have been
+                                        captured (its reason text says so) */
     uint64_t updates;              /**< graphs made by cudaGraphExecUpdate */
     uint64_t update_failures;
     uint64_t update_failures_by_reason[16]; /**< by cudaGraphExecUpdateResult; [15]: others */
