@@ -43,6 +43,18 @@ static cgr_status validate_options(const cgr_nccl_options *o, const char *fn)
     return CGR_STATUS_OK;
 }
 
+/* The argument checks cgr_runtime_attach_nccl makes with or without NCCL. */
+static cgr_status check_attach(cgr_runtime *rt, cgr_nccl_comm comm, const cgr_nccl_options *opt,
+                               const char *fn)
+{
+    CGR_TRY(cgr__check_runtime(rt, fn));
+    if (!comm)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: comm is NULL", fn);
+    if (opt)
+        CGR_TRY(validate_options(opt, fn));
+    return CGR_STATUS_OK;
+}
+
 CGR_API cgr_status cgr_nccl_options_init(cgr_nccl_options *opt)
 {
     if (!opt)
@@ -292,16 +304,12 @@ CGR_API cgr_status cgr_runtime_attach_nccl(cgr_runtime *rt, cgr_nccl_comm comm,
                                            const cgr_nccl_options *opt)
 {
     const char *fn = "cgr_runtime_attach_nccl";
-    CGR_TRY(cgr__check_runtime(rt, fn));
-    if (!comm)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: comm is NULL", fn);
+    CGR_TRY(check_attach(rt, comm, opt, fn));
     cgr_nccl_options o;
-    if (opt) {
-        CGR_TRY(validate_options(opt, fn));
+    if (opt)
         o = *opt;
-    } else {
+    else
         cgr_nccl_options_init(&o);
-    }
     const char *env = getenv("CGR_NCCL_TIMEOUT_MS");
     if (env && env[0]) {
         char *end = NULL;
@@ -399,11 +407,7 @@ CGR_API cgr_status cgr_runtime_attach_nccl(cgr_runtime *rt, cgr_nccl_comm comm,
                                            const cgr_nccl_options *opt)
 {
     const char *fn = "cgr_runtime_attach_nccl";
-    CGR_TRY(cgr__check_runtime(rt, fn));
-    if (!comm)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: comm is NULL", fn);
-    if (opt)
-        CGR_TRY(validate_options(opt, fn));
+    CGR_TRY(check_attach(rt, comm, opt, fn));
     return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: no multi-GPU support%s", fn, NOT_BUILT);
 }
 

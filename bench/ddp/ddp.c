@@ -159,3 +159,14 @@ void ddp_fill(uint64_t *state, const mlp_cfg *cfg, float *x, int *labels)
     for (int i = 0; i < cfg->batch; i++)
         labels[i] = (int)(next_u64(state) % (uint64_t)cfg->classes);
 }
+
+uint64_t ddp_hash(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}

@@ -121,17 +121,6 @@ static int r_after_warmup(void *self)
     return 0;
 }
 
-static uint64_t fnv64(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /* One mode at batch B: a fresh runtime, measured, then the parameters hashed. */
 static int run_one(ddp_job *job, int B, int mode, const float *params0, mode_result *mr,
                    uint64_t *hash)
@@ -177,7 +166,7 @@ static int run_one(ddp_job *job, int B, int mode, const float *params0, mode_res
     }
     cudaError_t e = cudaMemcpy(host, r.model.dev.params, bytes, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess)
-        *hash = fnv64(host, bytes);
+        *hash = ddp_hash(host, bytes);
     free(host);
     CK_GOTO(e, out);
     rc = 0;

@@ -76,17 +76,6 @@ typedef struct shared {
     double c_ms;                  /* ... after this long */
 } shared;
 
-static uint64_t fnv64(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static void small_cfg(mlp_cfg *c, int B)
 {
     mlp_cfg_default(c, B);
@@ -244,7 +233,7 @@ static void part_a(const rank_ctx *rc)
         if (memcmp(pg, pe, n * sizeof(float)) != 0)
             TEST_FAIL_("rank %d B=%d: graphed and eager W-ddp parameters differ after %d steps",
                        rc->who->rank, B, STEPS);
-        rc->sh->hash_a[bi][rc->who->rank] = fnv64(pg, n * sizeof(float));
+        rc->sh->hash_a[bi][rc->who->rank] = ddp_hash(pg, n * sizeof(float));
         RANK_LOG(rc->who, "B=%d: %d graphed W-ddp steps == %d eager ones, bitwise", B, STEPS,
                  STEPS);
 
@@ -351,7 +340,7 @@ static void part_b(const rank_ctx *rc)
     ASSERT_EQ(ss.captures, 0);
     ASSERT(cudaMemcpy(p, m.dev.params, m.n_floats * sizeof(float), cudaMemcpyDeviceToHost) ==
            cudaSuccess);
-    rc->sh->hash_b[rc->who->rank] = fnv64(p, m.n_floats * sizeof(float));
+    rc->sh->hash_b[rc->who->rank] = ddp_hash(p, m.n_floats * sizeof(float));
     ASSERT_OK(cgr_runtime_destroy(&rt));
     ddp_model_teardown(&m);
     free(p);
