@@ -241,7 +241,8 @@ typedef struct cgr_dim_use {
  * except after a cgr_ctx_* call failed on cgr's side (scratch, the cuBLAS or
  * cuDNN handle, the RNG state): then the run fails with that call's status
  * (e.g. CGR_STATUS_OUT_OF_MEMORY, CGR_STATUS_CUBLAS_ERROR) and message.
- * It must make the same scratch requests, in the same order, on every call.
+ * It must make the same scratch requests, in the same order, on every call
+ * (for a step with dynamic dims: on every call with the same buckets).
  */
 typedef cgr_status (*cgr_step_fn)(cgr_ctx *ctx, void *user);
 
