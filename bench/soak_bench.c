@@ -3,17 +3,18 @@
  * and silent corruption.
  *
  * The workload is a two-layer MLP forward pass (D = 256, weights in
- * persistent memory, the hidden layer in scratch) at batch sizes 1, 4, 16
- * and 64. Every step gets fresh random inputs, written straight into the
- * acquired pinned slot; the batch size changes every SOAK_PHASE steps.
- * The host fills step k + 1 while the GPU runs step k.
+ * persistent memory, the hidden layer in scratch) as one step with a
+ * dynamic batch (buckets 1, 4, 16, 64), run at true batches 1, 3, 13 and
+ * 50, so three of the four pad their input. Every step gets fresh random
+ * inputs, written straight into the acquired pinned slot; the batch
+ * changes every SOAK_PHASE steps. The host fills step k + 1 while the GPU
+ * runs step k.
  *
- * Changing shape. Dynamic dims (issue 4) are not built yet, so each batch
- * size has its own fixed-shape step on the same runtime (they share its
- * arena), and a shape change switches steps. Two functions are all that
- * knows this: batch_of() (the schedule) and step_for() (which step runs a
- * batch size). With dynamic dims, step_for() returns the one step and the
- * launch passes the batch size as its dynamic dim.
+ * Changing shape. The graph runtime caches two graphs per step, so every
+ * change to a bucket not among the last two used warms that shape up
+ * again, evicts the least recently used graph and updates its executable
+ * in place (docs/shapes.md): a million runs go through about a hundred
+ * evictions and updates, which is where a leak would show.
  *
  * What is checked:
  * - leaks: host RSS (/proc/self/statm), device memory in use
@@ -47,7 +48,11 @@
 #define SOAK_LIMIT ((int64_t)1 << 20) /* allowed growth per figure: 1 MiB */
 #define SOAK_MAX_SAMPLES 64
 
-static const int soak_batches[SOAK_SHAPES] = {1, 4, 16, 64};
+static const int64_t soak_buckets[SOAK_SHAPES] = {1, 4, 16, 64};
+/* The true batch run in each bucket: all but the first pad. */
+static const int soak_batches[SOAK_SHAPES] = {1, 3, 13, 50};
+/* Graphs the graph runtime keeps: fewer than the shapes, so they rotate. */
+#define SOAK_CACHE 2
 
 /* Weights, shared by every step of a runtime (persistent allocations). */
 typedef struct soak_model {
@@ -74,11 +79,11 @@ static cgr_status soak_step_fn(cgr_ctx *ctx, void *user)
     return cgr_ctx_free(ctx, h);
 }
 
-/* One runtime with a step per shape. */
+/* One runtime with the step. */
 typedef struct soak_rt {
     cgr_runtime *rt;
     soak_model m;
-    cgr_step *steps[SOAK_SHAPES];
+    cgr_step *step;
 } soak_rt;
 
 typedef struct soak_sample {
@@ -95,21 +100,17 @@ typedef struct soak {
     float want[64 * SOAK_D];
     bench_rng rng;
     long checks, mismatches;
+    uint64_t replays, updates, evictions; /* the graph step's, at the end */
     soak_sample samples[SOAK_MAX_SAMPLES];
     int n_samples;
     double wall_s;
 } soak;
 
-/* ---- shape schedule (the two places that know shapes are separate steps) ---- */
+/* ---- shape schedule ---------------------------------------------------------- */
 
 static int batch_of(long k)
 {
     return (int)((k / SOAK_PHASE) % SOAK_SHAPES);
-}
-
-static cgr_step *step_for(soak_rt *r, int shape)
-{
-    return r->steps[shape];
 }
 
 /* ---- setup ----------------------------------------------------------------- */
@@ -130,34 +131,38 @@ static int rt_setup(soak *s, soak_rt *r, int capture)
     CGR_CK(cgr_options_init(&o));
     o.device = s->cfg->device;
     o.capture = capture;
+    o.shape_cache_entries = SOAK_CACHE;
     CGR_CK(cgr_runtime_create(&r->rt, &o));
     TRY(upload(r->rt, s->host_w1, (size_t)SOAK_D * SOAK_D, &r->m.w1));
     TRY(upload(r->rt, s->host_b1, SOAK_D, &r->m.b1));
     TRY(upload(r->rt, s->host_w2, (size_t)SOAK_D * SOAK_D, &r->m.w2));
     TRY(upload(r->rt, s->host_b2, SOAK_D, &r->m.b2));
-    for (int i = 0; i < SOAK_SHAPES; i++) {
-        cgr_tensor_desc in, out;
-        memset(&in, 0, sizeof in);
-        in.name = "x";
-        in.dtype = CGR_DTYPE_F32;
-        in.rank = 2;
-        in.dims[0] = soak_batches[i];
-        in.dims[1] = SOAK_D;
-        out = in;
-        out.name = "y";
-        char name[32];
-        snprintf(name, sizeof name, "soak B=%d", soak_batches[i]);
-        cgr_step_desc d;
-        CGR_CK(cgr_step_desc_init(&d));
-        d.name = name;
-        d.inputs = &in;
-        d.n_inputs = 1;
-        d.outputs = &out;
-        d.n_outputs = 1;
-        d.fn = soak_step_fn;
-        d.user = &r->m;
-        CGR_CK(cgr_step_create(r->rt, &d, &r->steps[i]));
-    }
+    cgr_tensor_desc in, out;
+    memset(&in, 0, sizeof in);
+    in.name = "x";
+    in.dtype = CGR_DTYPE_F32;
+    in.rank = 2;
+    in.dims[0] = soak_buckets[SOAK_SHAPES - 1];
+    in.dims[1] = SOAK_D;
+    out = in;
+    out.name = "y";
+    const cgr_dyn_dim batch = {"batch", soak_buckets, SOAK_SHAPES,
+                               soak_buckets[SOAK_SHAPES - 1]};
+    const cgr_dim_use uses[2] = {{0, 0, 0, 0}, {0, 1, 0, 0}};
+    cgr_step_desc d;
+    CGR_CK(cgr_step_desc_init(&d));
+    d.name = "soak";
+    d.inputs = &in;
+    d.n_inputs = 1;
+    d.outputs = &out;
+    d.n_outputs = 1;
+    d.fn = soak_step_fn;
+    d.user = &r->m;
+    d.dyn_dims = &batch;
+    d.n_dyn_dims = 1;
+    d.dim_uses = uses;
+    d.n_dim_uses = 2;
+    CGR_CK(cgr_step_create(r->rt, &d, &r->step));
     return 0;
 }
 
@@ -203,16 +208,24 @@ static int compare(const char *what, long k, int B, const float *got, const floa
 static int check_step(soak *s, long k, int shape, cgr_step *g, uint64_t ticket, int host)
 {
     int B = soak_batches[shape];
+    const int64_t dims[1] = {B};
     const void *got = NULL, *ref = NULL;
-    CGR_CK(cgr_step_output(g, ticket, 0, &got, NULL));
-    cgr_step *e = step_for(&s->eager, shape);
+    size_t got_bytes = 0, ref_bytes = 0;
+    CGR_CK(cgr_step_output(g, ticket, 0, &got, &got_bytes));
+    cgr_step *e = s->eager.step;
     const void *ins[1] = {s->saved_x};
     uint64_t t;
-    CGR_CK(cgr_step_run(e, ins, &t));
+    CGR_CK(cgr_step_run_dims(e, dims, ins, &t));
     CGR_CK(cgr_step_wait(e, t));
-    CGR_CK(cgr_step_output(e, t, 0, &ref, NULL));
+    CGR_CK(cgr_step_output(e, t, 0, &ref, &ref_bytes));
     s->checks++;
-    int bad = compare("graph vs eager", k, B, got, ref);
+    /* Outputs come back at the true batch, not the bucket. */
+    int bad = got_bytes != (size_t)B * SOAK_D * sizeof(float) || ref_bytes != got_bytes;
+    if (bad)
+        bench_error("soak step %ld (B=%d): output bytes %zu (graph) and %zu (eager), expected "
+                    "%zu", k, B, got_bytes, ref_bytes, (size_t)B * SOAK_D * sizeof(float));
+    else
+        bad = compare("graph vs eager", k, B, got, ref);
     if (host) {
         static float h[64 * SOAK_D];
         host_layer(h, s->saved_x, s->host_w1, s->host_b1, B, 1);
@@ -287,18 +300,17 @@ static int run_range(soak *s, long k0, long k1, long (*sched)(long), long check_
     pending prev = {0};
     for (long k = k0; k < k1; k++) {
         int shape = (int)sched(k);
-        cgr_step *st = step_for(&s->graph, shape);
-        /* A shape change: the last run of the old step is retired first. */
-        if (prev.step && prev.step != st)
-            TRY(retire(s, &prev));
+        cgr_step *st = s->graph.step;
         int B = soak_batches[shape];
+        const int64_t dims[1] = {B};
         cgr_slot slot;
         CGR_CK(cgr_step_acquire(st, &slot));
+        /* Packed at the true batch; cgr pads it to the bucket in place. */
         rng_fill(&s->rng, slot.inputs[0], (size_t)B * SOAK_D);
         int check = check_every > 0 && (k + 1) % check_every == 0;
         if (check)
             memcpy(s->saved_x, slot.inputs[0], (size_t)B * SOAK_D * sizeof(float));
-        CGR_CK(cgr_step_launch(st, &slot));
+        CGR_CK(cgr_step_launch_dims(st, &slot, dims));
         TRY(retire(s, &prev));
         prev = (pending){st, slot.ticket, k, shape, check, host};
     }
@@ -324,20 +336,20 @@ static int soak_body(soak *s)
     int rc = run_range(s, 0, (long)SOAK_WARMUP * SOAK_SHAPES, sched_warmup, SOAK_WARMUP, 1);
     watchdog_disarm();
     TRY(rc);
-    for (int i = 0; i < SOAK_SHAPES; i++) {
-        cgr_step_stats ss;
-        CGR_CK(cgr_step_get_stats(s->graph.steps[i], &ss));
-        if (ss.mode != CGR_MODE_GRAPH) {
-            bench_error("soak B=%d is not replaying a graph after warm-up: %s", soak_batches[i],
-                        ss.capture_error);
-            return -1;
-        }
+    cgr_shape_stats h0;
+    h0.struct_size = sizeof h0;
+    CGR_CK(cgr_step_get_shape_stats(s->graph.step, &h0));
+    if (h0.captures < SOAK_SHAPES || h0.entries != SOAK_CACHE || h0.eager_runs != 0) {
+        bench_error("soak: after warm-up %llu captures, %u cached graphs, %llu eager runs; "
+                    "expected %d, %d, 0", (unsigned long long)h0.captures, h0.entries,
+                    (unsigned long long)h0.eager_runs, SOAK_SHAPES, SOAK_CACHE);
+        return -1;
     }
     long warm_checks = s->checks;
-    printf("soak: %ld replays, fresh inputs every step, batch switched every %ld steps among "
-           "B = 1, 4, 16, 64 (D = %d, one fixed-shape step each); every %ld-th output checked "
-           "bitwise against eager\n",
-           s->steps, SOAK_PHASE, SOAK_D, SOAK_CHECK);
+    printf("soak: %ld runs of one step with a dynamic batch, fresh inputs every step, the batch "
+           "switched every %ld steps among 1, 3, 13, 50 (buckets 1, 4, 16, 64; D = %d), %d "
+           "graphs cached; every %ld-th output checked bitwise against eager\n",
+           s->steps, SOAK_PHASE, SOAK_D, SOAK_CACHE, SOAK_CHECK);
     printf("  %10s  %14s  %16s  %11s\n", "step", "host RSS MiB", "device used MiB",
            "pinned MiB");
     TRY(take_sample(s, 0));
@@ -354,11 +366,22 @@ static int soak_body(soak *s)
     s->wall_s = (now_us() - t0) * 1e-6;
     printf("  %ld outputs checked (%ld in warm-up, also against the host), %ld mismatches\n",
            s->checks, warm_checks, s->mismatches);
+    cgr_shape_stats h;
+    h.struct_size = sizeof h;
+    CGR_CK(cgr_step_get_shape_stats(s->graph.step, &h));
+    s->replays = h.hits;
+    s->updates = h.updates;
+    s->evictions = h.evictions;
+    printf("  graph runtime: %llu replays, %llu captures (%llu updated in place, %llu updates "
+           "failed), %llu evictions, %llu eager warm-up runs\n",
+           (unsigned long long)h.hits, (unsigned long long)h.captures,
+           (unsigned long long)h.updates, (unsigned long long)h.update_failures,
+           (unsigned long long)h.evictions, (unsigned long long)h.warmup_runs);
     if (s->cfg->stats) {
         printf("  graph runtime:\n");
-        bench_print_stats(s->graph.rt, (const cgr_step *const *)s->graph.steps, SOAK_SHAPES);
+        bench_print_stats(s->graph.rt, (const cgr_step *const *)&s->graph.step, 1);
         printf("  eager reference runtime:\n");
-        bench_print_stats(s->eager.rt, (const cgr_step *const *)s->eager.steps, SOAK_SHAPES);
+        bench_print_stats(s->eager.rt, (const cgr_step *const *)&s->eager.step, 1);
     }
     return 0;
 }
@@ -374,8 +397,16 @@ static void write_json(const soak *s, const bench_results *res, int64_t g[3], in
     for (int i = 0; i < SOAK_SHAPES; i++)
         json_int(&w, NULL, soak_batches[i]);
     json_end_array(&w);
+    json_begin_array(&w, "buckets");
+    for (int i = 0; i < SOAK_SHAPES; i++)
+        json_int(&w, NULL, soak_buckets[i]);
+    json_end_array(&w);
+    json_int(&w, "graphs_cached", SOAK_CACHE);
     json_number(&w, "wall_s", s->wall_s);
     json_number(&w, "us_per_step", s->steps ? s->wall_s * 1e6 / (double)s->steps : 0.0);
+    json_int(&w, "replays", (long long)s->replays);
+    json_int(&w, "updates_in_place", (long long)s->updates);
+    json_int(&w, "evictions", (long long)s->evictions);
     json_int(&w, "checks", s->checks);
     json_int(&w, "mismatches", s->mismatches);
     json_begin_array(&w, "samples");
