@@ -194,13 +194,19 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         return CGR_FAIL(CGR_STATUS_WRONG_STATE, "step '%s': the shape manager refused a "
                         "finished capture", s->name);
     }
-    /* Launch first: a graph refused as too large is freed below, after its one run. */
+    /*
+     * Launch first: a graph refused as too large is in the freed list and
+     * goes below, after its one run (CUDA frees a running executable once it
+     * is done). Its counts are copied before that.
+     */
     cgr_status ls = launch_graph(s, g, slot);
+    const cgr__graph made = *g;
     for (uint32_t i = 0; i < oc.n_freed; i++)
         cgr__graph_free(oc.freed[i].payload);
+    g = NULL;
     if (!oc.cached)
         cgr__log(rt, CGR_LOG_WARN, "step '%s': this shape's graph (%zu bytes) exceeds "
-                 "shape_cache_bytes; it runs eagerly from now on", s->name, g->bytes);
+                 "shape_cache_bytes; it runs eagerly from now on", s->name, made.bytes);
     CGR_TRY(ls);
     *action = co.updated ? CGR_RUN_UPDATE : CGR_RUN_CAPTURE;
     ss->mode = CGR_MODE_GRAPH;
@@ -210,11 +216,11 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     ss->capture_us = co.capture_us + co.make_us;
     s->last_capture_us = co.capture_us;
     s->last_make_us = co.make_us;
-    ss->graph_nodes = g->nodes;
-    ss->graph_kernel_nodes = g->kernel_nodes;
-    ss->graph_memcpy_nodes = g->memcpy_nodes;
-    ss->zero_copy_tensors = g->zero_copy_tensors;
-    ss->memcpy_tensors = g->memcpy_tensors;
+    ss->graph_nodes = made.nodes;
+    ss->graph_kernel_nodes = made.kernel_nodes;
+    ss->graph_memcpy_nodes = made.memcpy_nodes;
+    ss->zero_copy_tensors = made.zero_copy_tensors;
+    ss->memcpy_tensors = made.memcpy_tensors;
     rt->captures++;
     rt->replays++;
     rt->capture_us += ss->capture_us;
