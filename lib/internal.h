@@ -293,6 +293,9 @@ cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims);
 /* Packs a waited run's outputs to their true shape (once per run); rt->lock held. */
 void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket);
 size_t cgr__output_bytes(const cgr_step *s, uint32_t slot, int index);
+/* Bytes of a tensor with its dynamic axes at vals (the step's n_dyn values;
+ * unused when the tensor has none). */
+size_t cgr__tensor_bytes_at(const cgr__tensor *t, const int64_t *vals);
 
 /* ---- comm/ (multi-GPU) ---- */
 /*

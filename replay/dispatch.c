@@ -26,6 +26,15 @@ static void tensor_dims(const cgr__tensor *t, const int64_t *vals, int64_t *out)
         out[a] = t->dyn[a] >= 0 ? vals[t->dyn[a]] : t->desc.dims[a];
 }
 
+size_t cgr__tensor_bytes_at(const cgr__tensor *t, const int64_t *vals)
+{
+    if (!t->n_dyn_axes)
+        return t->bytes;
+    int64_t d[CGR_MAX_RANK];
+    tensor_dims(t, vals, d);
+    return cgr__shape_bytes(t->desc.rank, d, cgr_dtype_size(t->desc.dtype));
+}
+
 /* Every tensor's shape for this run (what the step sees), from the bucket. */
 static void apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_dims)
 {
@@ -38,8 +47,7 @@ static void apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_
             if (!t->n_dyn_axes)
                 continue;
             tensor_dims(t, bucket, t->cur.dims);
-            t->cur_bytes = cgr__shape_bytes(t->desc.rank, t->cur.dims,
-                                            cgr_dtype_size(t->desc.dtype));
+            t->cur_bytes = cgr__tensor_bytes_at(t, bucket);
         }
     }
 }
@@ -308,10 +316,5 @@ void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket)
 /* Bytes of output `index` of the run on `slot` at its true shape. */
 size_t cgr__output_bytes(const cgr_step *s, uint32_t slot, int index)
 {
-    const cgr__tensor *t = &s->out[index];
-    if (!s->n_dyn || !t->n_dyn_axes)
-        return t->bytes;
-    int64_t td[CGR_MAX_RANK];
-    tensor_dims(t, s->slot_run[slot].true_dims, td);
-    return cgr__shape_bytes(t->desc.rank, td, cgr_dtype_size(t->desc.dtype));
+    return cgr__tensor_bytes_at(&s->out[index], s->slot_run[slot].true_dims);
 }

@@ -85,18 +85,6 @@ static cgr_status check_dims(const cgr_step *s, const int64_t *dims, int given, 
     return CGR_STATUS_OK;
 }
 
-/* Bytes of input i packed at the run's true dims. */
-static size_t input_bytes(const cgr_step *s, int i, const int64_t *dims)
-{
-    const cgr__tensor *t = &s->in[i];
-    if (!t->n_dyn_axes)
-        return t->bytes;
-    size_t n = cgr_dtype_size(t->desc.dtype);
-    for (int a = 0; a < t->desc.rank; a++)
-        n *= (size_t)(t->dyn[a] >= 0 ? dims[t->dyn[a]] : t->desc.dims[a]);
-    return n;
-}
-
 static cgr_status run_inputs(cgr_step *s, const int64_t *dims, int given,
                              const void *const *inputs, uint64_t *ticket, const char *fn)
 {
@@ -120,7 +108,8 @@ static cgr_status run_inputs(cgr_step *s, const int64_t *dims, int given,
     if (st == CGR_STATUS_OK) {
         unsigned char *host = cgr__slot_host(s, slot);
         for (int i = 0; i < s->n_in; i++)
-            memcpy(host + s->in[i].slot_offset, inputs[i], input_bytes(s, i, dims));
+            memcpy(host + s->in[i].slot_offset, inputs[i],
+                   cgr__tensor_bytes_at(&s->in[i], dims));
         st = launch_acquired(s, t, dims);
     }
     cgr__unlock(s->rt);
