@@ -275,9 +275,16 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, io_nodes *io, cgr__grap
             out->make_us = cgr__now_us() - t0;
             return st;
         }
-        if (st != CGR_STATUS_CAPTURE_FAILED)
-            return st;
+        /*
+         * Any failure may leave the offer half updated, so it must never be
+         * replayed again: the caller drops it whatever the error was.
+         */
         out->update_failed = 1;
+        if (st != CGR_STATUS_CAPTURE_FAILED) {
+            out->update_result = -1;
+            snprintf(out->update_text, sizeof out->update_text, "%s", cgr_last_error());
+            return st;
+        }
         cgr__log(s->rt, CGR_LOG_INFO, "step '%s': %s; instantiating instead", s->name,
                  out->update_text);
         t0 = cgr__now_us();

@@ -241,8 +241,8 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *plan);
 typedef struct cgr__capture_out {
     cgr__graph *graph;    /* the new graph, or the offered one when updated */
     int updated;
-    int update_failed;    /* the offered executable refused the update */
-    int update_result;    /* its cudaGraphExecUpdateResult */
+    int update_failed;    /* updating the offer failed: it is the caller's to drop */
+    int update_result;    /* its cudaGraphExecUpdateResult; -1 for another error */
     char update_text[200];
     double capture_us, make_us;
 } cgr__capture_out;
