@@ -330,10 +330,15 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
             CGR_STATUS_OK)
             return CGR_STATUS_INVALID_ARGUMENT;
 
-    /* From here on nothing can fail. */
-    (void)cgr__sig_init(&m->cur, m->step, m->n_dims, bucketed);
-    if (m->n_dims > 0)
+    /*
+     * From here on nothing can fail. Without dynamic dims the signature is
+     * the one init built and never changes: rebuilding it (a 1 KiB struct)
+     * on every replay of a fixed-shape step would be wasted work.
+     */
+    if (m->n_dims > 0) {
+        (void)cgr__sig_init(&m->cur, m->step, m->n_dims, bucketed);
         memcpy(m->true_dims, true_dims, (size_t)m->n_dims * sizeof true_dims[0]);
+    }
     m->runs++;
     m->stats.runs++;
     memset(out, 0, sizeof *out);
