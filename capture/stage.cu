@@ -26,6 +26,10 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
     /* With programmatic dependent launch the kernel may start before the
      * step's last kernel is done: wait for its writes before reading. */
     cudaGridDependencySynchronize();
+    /* Let a PDL successor be scheduled now: it still waits (its own
+     * cudaGridDependencySynchronize) for this grid to finish and its writes
+     * to land, but its launch latency hides behind this copy. */
+    cudaTriggerProgrammaticLaunchCompletion();
     size_t total = 0;
     for (int t = 0; t < l.n; t++)
         total += chunks_of(l.bytes[t]);
