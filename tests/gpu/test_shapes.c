@@ -25,6 +25,9 @@
  *             to instantiating; within it the update succeeds
  *   eviction  three buckets rotated through a cache of two, bounded by
  *             count (update in place) and by bytes (re-capture)
+ *   too large a byte budget below one graph: the capturing run launches its
+ *             graph once (exact results), the shape then runs eagerly
+ *             with the reason listed, and nothing is cached
  *   uncapturable  bucket 16 syncs its stream while captured: that run fails,
  *             the shape runs eagerly from then on, the others replay
  *   churn     K = 3 new shapes within W = 10 runs trip the guard, S = 4
@@ -653,6 +656,42 @@ static void part_eviction(void)
 }
 
 /*
+ * shape_cache_bytes = 1: no graph fits. The run that captures launches the
+ * graph it made once (the result is exact), then frees it; every later run
+ * of that shape is eager with reason TOO_LARGE, and so is each new shape
+ * after its own capture.
+ */
+static void part_too_large(void)
+{
+    static const expect script[] = {
+        {3, CGR_RUN_WARMUP}, {4, CGR_RUN_CAPTURE}, {3, CGR_RUN_EAGER}, {4, CGR_RUN_EAGER},
+        {2, CGR_RUN_WARMUP}, {2, CGR_RUN_CAPTURE}, {2, CGR_RUN_EAGER}, {3, CGR_RUN_EAGER},
+    };
+    cgr_options o = options(1, 16);
+    o.shape_cache_bytes = 1;
+    env e;
+    env_make(&e, &o, NULL, 0, 0);
+    EXPECT_RUNS(&e, script);
+    cgr_shape_stats s = shape_stats(&e);
+    ASSERT_U64_EQ(s.captures, 2);
+    ASSERT_U64_EQ(s.hits, 0);
+    ASSERT_U64_EQ(s.eager_runs, 4);
+    ASSERT_U64_EQ(s.eager_by_reason[CGR_EAGER_TOO_LARGE], 4);
+    ASSERT_EQ(s.entries, 0);
+    ASSERT_U64_EQ(s.bytes, 0);
+    int cached;
+    ASSERT_EQ(count_shapes(&e, &cached), 2);
+    ASSERT_EQ(cached, 0);
+    cgr_shape_info info;
+    ASSERT(find_shape(&e, 4, &info));
+    ASSERT_EQ(info.reason, CGR_EAGER_TOO_LARGE);
+    ASSERT_U64_EQ(info.eager_runs, 3);
+    ASSERT(strstr(info.text, "budget") != NULL);
+    printf("too large: %s\n", info.text);
+    env_free(&e);
+}
+
+/*
  * Bucket 16 synchronizes its stream while being captured: that run fails
  * and launches nothing, bucket 16 runs eagerly from then on with the
  * reason listed, and bucket 4 captures and replays around it.
@@ -794,6 +833,7 @@ int main(void)
     part_update();
     part_topology();
     part_eviction();
+    part_too_large();
     part_uncapturable();
     part_churn();
     part_arena();
