@@ -946,7 +946,7 @@ extern "C" cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out,
  * y[b][o] = act(sum_i W[o][i] x[b][i] + bias[o]), B <= 8. cuBLAS's GEMV-like
  * kernel for this takes ~2.6 us at B=1 and a 128x32 SGEMM tile ~6.8 us at
  * B=8, plus ~1 us for a separate bias kernel; here one warp owns one output
- * feature, reads its 4 KiB row of W once (each lane 8 float4 loads issued
+ * feature (two from LF_PAIR_MIN rows, below), reads its 4 KiB row of W once (each lane 8 float4 loads issued
  * before any is used: the whole of W is in flight at once), takes x from
  * L1/L2 (B rows of 4 KiB, shared by every warp of the SM), and sums in a
  * fixed order (per lane, then a butterfly), so y is deterministic.
@@ -958,28 +958,47 @@ extern "C" cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out,
 #define LF_THREADS 256
 #define LF_WARPS (LF_THREADS / 32)
 #define LF_UNROLL 8
+/*
+ * From LF_PAIR_MIN rows up a warp owns two output features (RPW = 2, in
+ * blocks of LF_WARPS / 2 warps, so the grid keeps one block per SM): each
+ * x float4 it loads then feeds both rows. At B = 8 a one-row warp issues
+ * 8 W loads and 64 x loads per lane (x: 32 KiB per warp, 256 KiB per SM
+ * from L1), and the kernel took 5.3 us against 3.1 at B = 1 on the H200.
+ * Pairing halves the x loads: W-serve's bucket-8 graph (five of these
+ * layers) went from 40.6 to 36.3 us of GPU time, measured in one run;
+ * pairing at 3 or 4 rows made bucket 4 slower (30.2 -> 31.9 us), where
+ * the extra warps' latency hiding is worth more. Each output's sum is
+ * formed in the same order either way, so both shapes give identical bits.
+ */
+#define LF_PAIR_MIN 5
 
-template <int NB, bool VEC, bool RELU, bool DROP>
-static __global__ void __launch_bounds__(LF_THREADS)
+template <int NB, bool VEC, bool RELU, bool DROP, int RPW>
+static __global__ void __launch_bounds__(LF_THREADS / RPW)
     linear_fwd_kernel(float *__restrict__ y, const float *__restrict__ W,
                       const float *__restrict__ bias, const float *__restrict__ x, int out, int in,
                       dropout_arg dr)
 {
     pdl_begin();
     const int lane = threadIdx.x % 32;
-    const int o = blockIdx.x * LF_WARPS + (int)threadIdx.x / 32;
-    if (o >= out)
+    const int o0 = (blockIdx.x * (LF_WARPS / RPW) + (int)threadIdx.x / 32) * RPW;
+    if (o0 >= out)
         return; /* whole warps only: no block-wide barrier below */
-    const float *w = W + (size_t)o * in;
-    float acc[NB];
+    float acc[RPW][NB];
 #pragma unroll
-    for (int b = 0; b < NB; b++)
-        acc[b] = 0.f;
+    for (int r = 0; r < RPW; r++)
+#pragma unroll
+        for (int b = 0; b < NB; b++)
+            acc[r][b] = 0.f;
     for (int c0 = lane * 4; c0 < in; c0 += 32 * 4 * LF_UNROLL) {
-        float4 wv[LF_UNROLL];
+        float4 wv[RPW][LF_UNROLL];
 #pragma unroll
-        for (int u = 0; u < LF_UNROLL; u++)
-            wv[u] = load4<VEC>(w, c0 + u * 128, in);
+        for (int r = 0; r < RPW; r++) {
+            /* A missing second row (odd out) reads row o0 again and is never stored. */
+            const float *w = W + (size_t)(o0 + r < out ? o0 + r : o0) * in;
+#pragma unroll
+            for (int u = 0; u < LF_UNROLL; u++)
+                wv[r][u] = load4<VEC>(w, c0 + u * 128, in);
+        }
 #pragma unroll
         for (int u = 0; u < LF_UNROLL; u++) {
             const int c = c0 + u * 128;
@@ -988,25 +1007,34 @@ static __global__ void __launch_bounds__(LF_THREADS)
 #pragma unroll
             for (int b = 0; b < NB; b++) {
                 const float4 xv = load4<VEC>(x + (size_t)b * in, c, in);
-                acc[b] = fmaf(wv[u].x, xv.x, acc[b]);
-                acc[b] = fmaf(wv[u].y, xv.y, acc[b]);
-                acc[b] = fmaf(wv[u].z, xv.z, acc[b]);
-                acc[b] = fmaf(wv[u].w, xv.w, acc[b]);
+#pragma unroll
+                for (int r = 0; r < RPW; r++) {
+                    acc[r][b] = fmaf(wv[r][u].x, xv.x, acc[r][b]);
+                    acc[r][b] = fmaf(wv[r][u].y, xv.y, acc[r][b]);
+                    acc[r][b] = fmaf(wv[r][u].z, xv.z, acc[r][b]);
+                    acc[r][b] = fmaf(wv[r][u].w, xv.w, acc[r][b]);
+                }
             }
         }
     }
-    const float bo = bias[o];
 #pragma unroll
-    for (int b = 0; b < NB; b++) {
-        float v = warp_sum(acc[b]) + bo;
-        if (lane == b) {
-            if (RELU)
-                v = relu(v);
-            if (DROP) {
-                const size_t e = (size_t)b * out + o;
-                v = dropout_apply(v, dropout_bits(dr, e / 4).v[e % 4], dr);
+    for (int r = 0; r < RPW; r++) {
+        const int o = o0 + r;
+        if (o >= out)
+            break;
+        const float bo = bias[o];
+#pragma unroll
+        for (int b = 0; b < NB; b++) {
+            float v = warp_sum(acc[r][b]) + bo;
+            if (lane == b) {
+                if (RELU)
+                    v = relu(v);
+                if (DROP) {
+                    const size_t e = (size_t)b * out + o;
+                    v = dropout_apply(v, dropout_bits(dr, e / 4).v[e % 4], dr);
+                }
+                y[(size_t)b * out + o] = v;
             }
-            y[(size_t)b * out + o] = v;
         }
     }
 }
@@ -1016,12 +1044,15 @@ static cudaError_t linear_fwd_nb(float *y, const float *W, const float *bias, co
                                  int out, int in, int relu_on, const mlp_dropout *dr,
                                  cudaStream_t s, int pdl)
 {
-    const dim3 grid((unsigned)((out + LF_WARPS - 1) / LF_WARPS));
+    constexpr int RPW = NB >= LF_PAIR_MIN ? 2 : 1;
+    const int per_block = LF_WARPS / RPW * RPW; /* outputs per block: LF_WARPS either way */
+    const dim3 grid((unsigned)((out + per_block - 1) / per_block));
+    const dim3 block(LF_THREADS / RPW);
     const bool vec = in % 4 == 0 && aligned16(W) && aligned16(x);
     const dropout_arg d = dropout_of(dr);
 #define LF_LAUNCH(V, R, D)                                                                         \
-    return launch(linear_fwd_kernel<NB, V, R, D>, grid, dim3(LF_THREADS), s, pdl, y, W, bias, x,  \
-                  out, in, d)
+    return launch(linear_fwd_kernel<NB, V, R, D, RPW>, grid, block, s, pdl, y, W, bias, x, out,    \
+                  in, d)
     if (dr) {
         if (vec)
             LF_LAUNCH(true, true, true);

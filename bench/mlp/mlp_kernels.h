@@ -57,8 +57,8 @@ typedef struct mlp_dropout {
  * Linear forward at small batch, bias and activation fused (B <= MLP_SMALL_B_MAX):
  *   y[b][o] = act(sum_i W[o][i] x[b][i] + bias[o])
  * act: ReLU when relu != 0, then dropout when dr != NULL (requires relu).
- * One warp per output feature reads W's row once; W [out][in], x [B][in],
- * y [B][out] (may not alias x).
+ * One warp per output feature (two from 5 rows up) reads W's rows once;
+ * W [out][in], x [B][in], y [B][out] (may not alias x).
  */
 cudaError_t mlp_linear_fwd(float *y, const float *W, const float *bias, const float *x, int B,
                            int out, int in, int relu, const mlp_dropout *dr, cudaStream_t s,
