@@ -18,6 +18,7 @@ typedef struct bench_config {
     int warmup;          /* warm-up steps per mode (>= 20) */
     int quick;           /* only N = 100 for the chain suite */
     int pdl;             /* chain kernels use programmatic dependent launch */
+    int no_pdl;          /* W-serve's kernels without it (serve's default is with) */
     int profile;         /* print the top kernels of each graphed workload */
     const char *trace_path; /* Chrome/Perfetto trace of the workloads' profiled steps */
     unsigned timeout_s;  /* watchdog base per mode; more is added per step */

@@ -77,6 +77,8 @@ static void usage(FILE *f)
           "  --trace FILE    Chrome/Perfetto trace of the workloads' profiled steps\n"
           "  --pdl           chain kernels launched with programmatic dependent launch\n"
           "                  (cgr_launch_kernel with pdl = 1), in every mode\n"
+          "  --no-pdl        W-serve's kernels without programmatic dependent launch\n"
+          "                  (serve uses it by default)\n"
           "  --timeout SEC   watchdog per mode, plus an allowance per step (default 60)\n"
           "  --stats         print cgr's runtime and step stats after each workload\n"
           "  --soak-steps N  replays of the soak suite (default 1000000)\n"
@@ -150,6 +152,8 @@ static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
             cfg->quick = 1;
         } else if (!strcmp(a, "--pdl")) {
             cfg->pdl = 1;
+        } else if (!strcmp(a, "--no-pdl")) {
+            cfg->no_pdl = 1;
         } else if (!strcmp(a, "--profile")) {
             cfg->profile = 1;
         } else if (!strcmp(a, "--stats")) {

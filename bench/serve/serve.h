@@ -49,6 +49,7 @@ typedef struct serve_rt {
     cgr_runtime *rt;
     cgr_step *step;
     float *dev_params;  /**< persistent, on rt */
+    int slots;          /**< the step's staging slots: requests that can be in flight */
 } serve_rt;
 
 /**
@@ -64,6 +65,31 @@ void serve_rt_destroy(serve_rt *r);
  * probabilities (SERVE classes = 1000) of input row x (1024 floats).
  */
 void serve_ref_row(const serve_model *m, const float *x, double *probs);
+
+/* ---- requests in flight (serve_pipe.c) ---- */
+
+#define SERVE_PIPE_POOL_ROWS 256  /* random input rows the requests take theirs from */
+#define SERVE_PIPE_HASH_EVERY 16  /* every 16th request's first and last row are hashed */
+
+typedef struct serve_pipe_result {
+    long n, rows;       /**< requests and rows submitted */
+    long replays;       /**< requests that replayed a graph */
+    double wall_us;     /**< first acquire to last output */
+    double req_per_s, rows_per_s;
+} serve_pipe_result;
+
+/**
+ * Runs requests from..n-1 (those with batch <= max_batch when max_batch >
+ * 0) with up to srt->slots in flight: a request is staged and launched
+ * while earlier ones run, and the oldest is retired (waited, its output
+ * read) only when every slot is taken. Inputs are rows of `pool`
+ * (SERVE_PIPE_POOL_ROWS x in_dim floats). hashes (optional, n /
+ * SERVE_PIPE_HASH_EVERY + 1 entries) gets the hash of the first and last
+ * output row of every 16th request. 0, or -1 (reported).
+ */
+int serve_pipe_pass(serve_rt *srt, const int *batch, int from, int n, int max_batch,
+                    const float *pool, int in_dim, int classes, uint64_t *hashes,
+                    serve_pipe_result *out);
 
 struct bench_config;
 struct bench_results;

@@ -100,6 +100,7 @@ int serve_rt_create(serve_rt *r, const serve_model *m, int device, int capture, 
     o.device = device;
     o.capture = capture;
     CGR_CK(cgr_runtime_create(&r->rt, &o));
+    r->slots = o.staging_slots;
     cgr_stream st;
     const size_t bytes = m->L.n_floats * sizeof(float);
     CGR_CK(cgr_persistent_alloc(r->rt, bytes, (void **)&r->dev_params));
