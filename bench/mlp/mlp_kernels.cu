@@ -946,10 +946,11 @@ extern "C" cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out,
  * y[b][o] = act(sum_i W[o][i] x[b][i] + bias[o]), B <= 8. cuBLAS's GEMV-like
  * kernel for this takes ~2.6 us at B=1 and a 128x32 SGEMM tile ~6.8 us at
  * B=8, plus ~1 us for a separate bias kernel; here one warp owns one output
- * feature (two from LF_PAIR_MIN rows, below), reads its 4 KiB row of W once (each lane 8 float4 loads issued
- * before any is used: the whole of W is in flight at once), takes x from
- * L1/L2 (B rows of 4 KiB, shared by every warp of the SM), and sums in a
- * fixed order (per lane, then a butterfly), so y is deterministic.
+ * feature (two from LF_PAIR_MIN rows, below), reads its 4 KiB row of W
+ * once (each lane 8 float4 loads issued before any is used: the whole of W
+ * is in flight at once), takes x from L1/L2 (B rows of 4 KiB, shared by
+ * every warp of the SM), and sums in a fixed order (per lane, then a
+ * butterfly), so y is deterministic.
  * Bytes: 4*out*in of W (4 MiB) + small; FLOPs 2*B*out*in.
  * Bound: HBM (or L2, when W is still there) bandwidth plus one round of
  * load latency: ~2 us for 1024x1024.

@@ -549,7 +549,8 @@ static void report(const serve_run *r, const bench_results *res)
     printf("\nW-serve: %d requests, batch uniform in 1..64 (seed %#llx), buckets "
            "{1,2,4,8,16,32,64}, fresh inputs per request; closed loop; latency = launch + wait "
            "+ output, in us%s\n",
-           r->n, (unsigned long long)SERVE_BATCH_SEED, r->cfg->no_pdl ? "; PDL off (--no-pdl)" : "; PDL on");
+           r->n, (unsigned long long)SERVE_BATCH_SEED,
+           r->cfg->no_pdl ? "; PDL off (--no-pdl)" : "; PDL on");
     printf("  first pass over the buckets: requests 0..%d (left out of the steady figures)\n",
            r->steady_from - 1);
     printf("  %-22s %6s  %9s %9s  %9s %9s  %9s %9s  %11s %11s  %6s\n", "requests", "n",
@@ -578,7 +579,8 @@ static void report(const serve_run *r, const bench_results *res)
            r->small[MODE_GRAPH].req_per_s / r->small[MODE_EAGER].req_per_s);
     printf("\n  per bucket graph, profiled pass (%d replays each): GPU busy per replay\n",
            SERVE_PROF_STEPS);
-    printf("  (launch: p50 of the host time inside cgr_step_launch_dims alone, within graph p50)\n");
+    printf("  (launch: p50 of the host time inside cgr_step_launch_dims alone, part of graph "
+           "p50)\n");
     printf("  %6s  %9s %9s  %8s %8s  %9s %7s  %10s %10s\n", "bucket", "busy", "busy-u", "kernels",
            "memcpys", "graph p50", "launch", "p50/busy", "p50/busy-u");
     for (int b = 0; b < SERVE_N_BUCKETS; b++) {

@@ -394,6 +394,19 @@ static int count_shapes(const env *e, int *cached)
     return n;
 }
 
+/* Shape `bk` is listed as running eagerly for `reason`, `runs` times, with a reason text. */
+static cgr_shape_info expect_eager_shape(const env *e, int64_t bk, cgr_eager_reason reason,
+                                         uint64_t runs)
+{
+    cgr_shape_info info;
+    ASSERT(find_shape(e, bk, &info));
+    ASSERT_EQ(info.cached, 0);
+    ASSERT_EQ(info.reason, reason);
+    ASSERT_U64_EQ(info.eager_runs, runs);
+    ASSERT(info.text[0] != '\0');
+    return info;
+}
+
 /* ---- the parts -------------------------------------------------------------------------- */
 
 /*
@@ -675,17 +688,14 @@ static void part_too_large(void)
     cgr_shape_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.captures, 2);
     ASSERT_U64_EQ(s.hits, 0);
+    ASSERT_U64_EQ(s.eager_by_reason[CGR_EAGER_TOO_LARGE], s.eager_runs);
     ASSERT_U64_EQ(s.eager_runs, 4);
-    ASSERT_U64_EQ(s.eager_by_reason[CGR_EAGER_TOO_LARGE], 4);
     ASSERT_EQ(s.entries, 0);
     ASSERT_U64_EQ(s.bytes, 0);
     int cached;
     ASSERT_EQ(count_shapes(&e, &cached), 2);
     ASSERT_EQ(cached, 0);
-    cgr_shape_info info;
-    ASSERT(find_shape(&e, 4, &info));
-    ASSERT_EQ(info.reason, CGR_EAGER_TOO_LARGE);
-    ASSERT_U64_EQ(info.eager_runs, 3);
+    cgr_shape_info info = expect_eager_shape(&e, 4, CGR_EAGER_TOO_LARGE, 3);
     ASSERT(strstr(info.text, "budget") != NULL);
     printf("too large: %s\n", info.text);
     env_free(&e);
@@ -716,15 +726,10 @@ static void part_uncapturable(void)
     cgr_shape_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.capture_failures, 1);
     ASSERT_U64_EQ(s.captures, 1);
+    ASSERT_U64_EQ(s.eager_by_reason[CGR_EAGER_CAPTURE_FAILED], s.eager_runs);
     ASSERT_U64_EQ(s.eager_runs, 3);
-    ASSERT_U64_EQ(s.eager_by_reason[CGR_EAGER_CAPTURE_FAILED], 3);
     ASSERT_U64_EQ(s.hits, 2);
-    cgr_shape_info info;
-    ASSERT(find_shape(&e, 16, &info));
-    ASSERT_EQ(info.cached, 0);
-    ASSERT_EQ(info.reason, CGR_EAGER_CAPTURE_FAILED);
-    ASSERT_U64_EQ(info.eager_runs, 3);
-    ASSERT(info.text[0] != '\0');
+    cgr_shape_info info = expect_eager_shape(&e, 16, CGR_EAGER_CAPTURE_FAILED, 3);
     printf("uncapturable: bucket 16 listed as eager: %s\n", info.text);
     ASSERT(find_shape(&e, 4, &info));
     ASSERT_EQ(info.cached, 1);
