@@ -13,7 +13,8 @@
  * softmax reads the true batch from device memory and skips the padded
  * rows. Weights are persistent cgr allocations, activations cgr scratch.
  *
- * serve_step.c holds the model and the step, serve_bench.c the suite.
+ * serve_step.c holds the model and the step, serve_bench.c the suite,
+ * serve_pipe.c the passes with requests in flight.
  */
 #ifndef BENCH_SERVE_H
 #define BENCH_SERVE_H
