@@ -197,8 +197,9 @@ struct cgr_step {
  */
 cgr_status cgr__lock(cgr_runtime *rt, const char *fn);
 void cgr__unlock(cgr_runtime *rt);
-/* 1 when another thread holds s's acquired slot or waits on s (lock held). */
-int cgr__step_busy(const cgr_step *s);
+/* CGR_STATUS_BUSY, reported as from `fn`, when another thread holds s's
+ * acquired slot or waits on s; else OK (lock held). */
+cgr_status cgr__step_check_idle(const cgr_step *s, const char *fn);
 /* Destroys a step (rt->lock held, s not busy). *destroyed is 0 only when
  * the device could not be made current; the step is then left as it was. */
 cgr_status cgr__step_destroy_locked(cgr_step *s, int *destroyed);

@@ -190,12 +190,10 @@ CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **prt)
      * must have stopped them (docs/threading.md).
      */
     for (const cgr_step *s = rt->steps; s; s = s->next) {
-        if (cgr__step_busy(s)) {
+        cgr_status busy = cgr__step_check_idle(s, "cgr_runtime_destroy");
+        if (busy != CGR_STATUS_OK) {
             cgr__unlock(rt);
-            return CGR_FAIL(CGR_STATUS_BUSY,
-                            "cgr_runtime_destroy: another thread is waiting on step '%s' or "
-                            "holds its acquired slot",
-                            s->name);
+            return busy;
         }
     }
     int prev = 0;

@@ -164,12 +164,15 @@ CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, c
     return CGR_STATUS_OK;
 }
 
-int cgr__step_busy(const cgr_step *s)
+cgr_status cgr__step_check_idle(const cgr_step *s, const char *fn)
 {
     /* The slot's holder is only recorded by cgr_step_acquire; cgr_step_run
      * acquires and commits inside one locked section, invisible to others. */
-    return s->waiters > 0 ||
-           (s->ring.acquired && !pthread_equal(s->acquirer, pthread_self()));
+    if (s->waiters > 0 || (s->ring.acquired && !pthread_equal(s->acquirer, pthread_self())))
+        return CGR_FAIL(CGR_STATUS_BUSY,
+                        "%s: another thread is waiting on step '%s' or holds its acquired slot",
+                        fn, s->name);
+    return CGR_STATUS_OK;
 }
 
 cgr_status cgr__step_destroy_locked(cgr_step *s, int *destroyed)
@@ -203,15 +206,13 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
     cgr_runtime *rt = s->rt;
     CGR_TRY(cgr__lock(rt, "cgr_step_destroy"));
     /* Freeing the events and slots under a waiting thread would crash it. */
-    if (cgr__step_busy(s)) {
+    cgr_status st = cgr__step_check_idle(s, "cgr_step_destroy");
+    if (st != CGR_STATUS_OK) {
         cgr__unlock(rt);
-        return CGR_FAIL(CGR_STATUS_BUSY,
-                        "cgr_step_destroy: another thread is waiting on step '%s' or holds its "
-                        "acquired slot",
-                        s->name);
+        return st;
     }
     int destroyed = 0;
-    cgr_status st = cgr__step_destroy_locked(s, &destroyed);
+    st = cgr__step_destroy_locked(s, &destroyed);
     cgr__unlock(rt);
     if (destroyed)
         *ps = NULL;

@@ -76,7 +76,6 @@ typedef struct serve_pipe_result {
     long n, rows;       /**< requests and rows submitted */
     long replays;       /**< requests that replayed a graph */
     double wall_us;     /**< first acquire to last output */
-    double req_per_s, rows_per_s;
 } serve_pipe_result;
 
 /**

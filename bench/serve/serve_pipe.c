@@ -108,7 +108,5 @@ int serve_pipe_pass(serve_rt *srt, const int *batch, int from, int n, int max_ba
         count--;
     }
     out->wall_us = now_us() - t0;
-    out->req_per_s = out->n ? (double)out->n / (out->wall_us * 1e-6) : 0.0;
-    out->rows_per_s = out->n ? (double)out->rows / (out->wall_us * 1e-6) : 0.0;
     return 0;
 }
