@@ -730,7 +730,8 @@ static void test_bias_relu_dropout(rng *r)
 /* mlp_linear_fwd: act 0 none, 1 ReLU, 2 ReLU + dropout. */
 static void test_linear_fwd(rng *r)
 {
-    static const int Bs[] = {1, 2, 3, 8};
+    /* 5 and 7: the two-features-per-warp kernel (from 5 rows) at odd row counts too. */
+    static const int Bs[] = {1, 2, 3, 5, 7, 8};
     /* out, in, misaligned W and x */
     static const int shapes[][3] = {{1024, 1024, 0}, {1000, 1024, 0}, {37, 100, 0},
                                     {50, 37, 0},     {8, 5, 0},       {64, 2000, 0},
