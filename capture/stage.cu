@@ -30,6 +30,11 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
      * cudaGridDependencySynchronize) for this grid to finish and its writes
      * to land, but its launch latency hides behind this copy. */
     cudaTriggerProgrammaticLaunchCompletion();
+    /* The run count, read now so that its latency hides behind the copy. Only
+     * the previous run's last block wrote it, and that run has ended. */
+    unsigned long long runs = 0;
+    if (l.flag && threadIdx.x == 0)
+        runs = *l.seq;
     size_t total = 0;
     for (int t = 0; t < l.n; t++)
         total += chunks_of(l.bytes[t]);
@@ -53,23 +58,35 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
                 dst[i] = src[i];
         }
     }
-    if (l.flag) {
-        /*
-         * The last block to arrive publishes completion. Every thread first
-         * makes its own stores visible system-wide, so when the counter
-         * says all blocks are done, all outputs are visible to the host
-         * before the flag is (the pattern of CUDA's threadfence reduction).
-         */
-        __threadfence_system();
-        __syncthreads();
-        if (threadIdx.x == 0 && atomicAdd(l.arrive, 1u) == gridDim.x - 1) {
-            *l.arrive = 0;
-            unsigned long long v = *l.seq + 1;
-            *l.seq = v;
-            __threadfence_system();
-            *(volatile unsigned long long *)l.flag = v;
-        }
+    if (!l.flag)
+        return;
+    /*
+     * Publish completion: the host must see every block's stores before it
+     * sees the flag. The barrier orders the block's stores before thread
+     * 0's system-scope fence, which is cumulative, so one fence per block
+     * makes all of them visible to the host (the pattern of cooperative
+     * groups' grid sync, at system scope). With one block that fence is
+     * all it takes. With more, the last block to count itself in (an
+     * acquire fence after the counter) has seen every other block's fence,
+     * and only it writes the flag.
+     *
+     * Measured on the H200 (W-serve's output copy, CUPTI, median of 50
+     * replays, one run each way): with a system fence in every thread, then
+     * the counter and a second system fence, a 1-block grid took 4.67 us
+     * and an 8-block grid 6.05 us; this way 3.87 and 4.67 us.
+     */
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    __threadfence_system();
+    if (gridDim.x > 1) {
+        if (atomicAdd(l.arrive, 1u) != gridDim.x - 1)
+            return;
+        __threadfence();
+        *l.arrive = 0; /* for the next run; kernel boundaries order it */
     }
+    *l.seq = runs + 1;
+    *(volatile unsigned long long *)l.flag = runs + 1;
 }
 
 extern "C" unsigned cgr__stage_blocks(const cgr__copy_list *l)

@@ -323,7 +323,7 @@ static const float one = 1.0f, zero = 0.0f;
  * loss kernel, which adds it as it reads the logits (one launch fewer).
  */
 static int forward(const mlp_cfg *cfg, const mlp_layout *L, const mlp_bufs *b, cublasHandle_t h,
-                   cudaStream_t s, int pdl, int training)
+                   cudaStream_t s, int pdl, int training, int w_early)
 {
     const int B = cfg->batch;
     const int small = B <= cfg->small_batch_max;
@@ -340,7 +340,8 @@ static int forward(const mlp_cfg *cfg, const mlp_layout *L, const mlp_bufs *b, c
         if (drp)
             sub += layer_counters(cfg, L, l);
         if (small) {
-            MLP_CUDA(mlp_linear_fwd(b->act[l], W, bias, a, B, out, in, hidden, drp, s, pdl));
+            MLP_CUDA(mlp_linear_fwd(b->act[l], W, bias, a, B, out, in, hidden, drp, s, pdl,
+                                    w_early));
             continue;
         }
         /* act[l]^T [out x B] = W [out x in] . a^T [in x B] (column-major view) */
@@ -357,13 +358,13 @@ static int forward(const mlp_cfg *cfg, const mlp_layout *L, const mlp_bufs *b, c
 }
 
 int mlp_forward_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cudaStream_t s,
-                        int pdl)
+                        int pdl, int w_early)
 {
     mlp_layout L;
     MLP_TRY(mlp_layout_init(&L, cfg));
     MLP_TRY(check_bufs(cfg, &L, b, 0));
     MLP_TRY(check_handle(h, s));
-    return forward(cfg, &L, b, h, s, pdl, 0);
+    return forward(cfg, &L, b, h, s, pdl, 0, w_early);
 }
 
 int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cudaStream_t s,
@@ -379,7 +380,9 @@ int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cu
     /* 1 / (1 - p) for the kept units' gradients; exactly 1 without dropout. */
     const float keep_scale = cfg->dropout > 0.f ? 1.f / (1.f - cfg->dropout) : 1.f;
 
-    MLP_TRY(forward(cfg, &L, b, h, s, pdl, 1));
+    /* Not w_early: this step's AdamW writes the weights, and with PDL the
+     * next step's first layer could otherwise read them before it ends. */
+    MLP_TRY(forward(cfg, &L, b, h, s, pdl, 1, 0));
 
     /* Loss and dlogits (into dbuf[last]); the last bias is added here above small B. */
     float *dy = b->dbuf[last];

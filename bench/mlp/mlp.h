@@ -191,10 +191,12 @@ int mlp_scratch_carve(const mlp_cfg *cfg, void *base, mlp_bufs *b);
  * Enqueues the forward pass only, leaving the logits, bias included, in
  * b->act[n_layers - 1] (the serving path; no dropout). Reads b->params,
  * b->x; writes b->act. h must be bound to stream s (cublasSetStream) with
- * the host pointer mode.
+ * the host pointer mode. w_early = 1 promises that b->params is not written
+ * while the pass may run, and lets the small-batch layers load their
+ * weights before the PDL wait (mlp_linear_fwd); 0 otherwise.
  */
 int mlp_forward_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cudaStream_t s,
-                        int pdl);
+                        int pdl, int w_early);
 
 /**
  * Enqueues one whole training step on s: forward, loss (into b->loss),

@@ -945,69 +945,148 @@ extern "C" cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out,
 /* ---- Linear forward at small batch, bias and activation fused --------------------
  * y[b][o] = act(sum_i W[o][i] x[b][i] + bias[o]), B <= 8. cuBLAS's GEMV-like
  * kernel for this takes ~2.6 us at B=1 and a 128x32 SGEMM tile ~6.8 us at
- * B=8, plus ~1 us for a separate bias kernel; here one warp owns one output
- * feature (two from LF_PAIR_MIN rows, below), reads its 4 KiB row of W
- * once (each lane 8 float4 loads issued before any is used: the whole of W
- * is in flight at once), takes x from L1/L2 (B rows of 4 KiB, shared by
- * every warp of the SM), and sums in a fixed order (per lane, then a
- * butterfly), so y is deterministic.
- * Bytes: 4*out*in of W (4 MiB) + small; FLOPs 2*B*out*in.
- * Bound: HBM (or L2, when W is still there) bandwidth plus one round of
- * load latency: ~2 us for 1024x1024.
- * Lane b writes row b's value, so the stores spread over the warp.
+ * B=8, plus ~1 us for a separate bias kernel. Here one warp owns one output
+ * feature (two from LF_PAIR_MIN rows, below) and reads its 4 KiB row of W
+ * once, each lane issuing its 8 float4 loads before using any, so all of W
+ * is in flight at once. Bytes: 4*out*in of W (4 MiB) + small; FLOPs
+ * 2*B*out*in: HBM or L2 bandwidth plus a round of load latency, ~2 us.
+ *
+ * Inside a chain of dependent launches (a graph, PDL) what decides the time
+ * is the latency after the previous kernel ends, not the bandwidth. A chain
+ * of five of these layers in one graph (PDL on, median of 7 x 300 replays
+ * on the H200) measured, in us per chain at B = 1 / 2 / 4 / 8:
+ *   16.0 / 16.5 / 20.6 / 25.9  the first version (bias read after the sums,
+ *                              x from global memory, one butterfly per sum);
+ *   11.5 / 14.2 / 19.6 / 27.3  bias read at the start;
+ *   ~10.9 / ~11.6 / ~13.6 / ~21.2 plus x staged in shared memory and the
+ *                              sums' butterflies split (below);
+ *    9.8 / 10.8 / 12.6 / 20.6  plus W and bias loaded before the PDL wait
+ *                              (w_early: inference only, see mlp_kernels.h).
+ * All four give identical bits.
+ *
+ * x: the block stages LF_COLS columns of all B rows in shared memory with
+ * one load per thread per float4 (one round of L2 latency), then every warp
+ * reads its x from there. Read from global memory, a warp's x loads come in
+ * LF_UNROLL dependent rounds.
+ *
+ * Sums: each (row, batch) pair's partial sums are spread over the 32 lanes.
+ * warp_sum_split() adds them with the same tree as warp_sum() (partners
+ * 16, 8, 4, 2, 1 lanes apart), so the bits are the same, but at each level
+ * a lane keeps half of the sums and sends the other half, so P sums cost
+ * P - 1 + 5 - log2(P) shuffles instead of 5 P, and the lane that ends up
+ * with a sum stores it.
+ *
+ * Every sum has a fixed order (per lane in column order, then the tree), so
+ * y is deterministic and does not depend on B, RPW or w_early.
  */
 #define LF_THREADS 256
 #define LF_WARPS (LF_THREADS / 32)
 #define LF_UNROLL 8
+#define LF_COLS (32 * 4 * LF_UNROLL) /* columns of one pass: 1024 */
 /*
  * From LF_PAIR_MIN rows up a warp owns two output features (RPW = 2, in
  * blocks of LF_WARPS / 2 warps, so the grid keeps one block per SM): each
- * x float4 it loads then feeds both rows. At B = 8 a one-row warp issues
- * 8 W loads and 64 x loads per lane (x: 32 KiB per warp, 256 KiB per SM
- * from L1), and the kernel took 5.3 us against 3.1 at B = 1 on the H200.
- * Pairing halves the x loads: W-serve's bucket-8 graph (five of these
- * layers) went from 40.6 to 36.3 us of GPU time, measured in one run;
- * pairing at 3 or 4 rows made bucket 4 slower (30.2 -> 31.9 us), where
- * the extra warps' latency hiding is worth more. Each output's sum is
- * formed in the same order either way, so both shapes give identical bits.
+ * x float4 it reads then feeds both rows. With x from global memory this
+ * took W-serve's bucket-8 graph from 40.6 to 36.3 us of GPU time; pairing
+ * at 3 or 4 rows made bucket 4 slower (30.2 -> 31.9 us), where the extra
+ * warps' latency hiding is worth more.
  */
 #define LF_PAIR_MIN 5
 
+static constexpr __host__ __device__ int pow2_at_least(int n)
+{
+    return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2);
+}
+
+static constexpr __host__ __device__ int log2_of(int p)
+{
+    return p <= 1 ? 0 : 1 + log2_of(p / 2);
+}
+
+/*
+ * P (a power of two <= 32) sums at once: on entry v[j] is this lane's part
+ * of sum j; on return v[0] holds the whole of sum j on the lanes that
+ * return j, and the other lanes return -1. Same additions as warp_sum(),
+ * in the same tree.
+ */
+template <int P>
+static __device__ __forceinline__ int warp_sum_split(float (&v)[P], int lane)
+{
+    int n = P, j = 0;
+#pragma unroll
+    for (int k = 16; k >= 1; k >>= 1) {
+        if (n > 1) {
+            const bool up = lane & k;
+#pragma unroll
+            for (int i = 0; i < P / 2; i++) {
+                if (i < n / 2) {
+                    const float send = up ? v[i] : v[i + n / 2];
+                    const float keep = up ? v[i + n / 2] : v[i];
+                    v[i] = keep + __shfl_xor_sync(0xffffffffu, send, k);
+                }
+            }
+            if (up)
+                j += n / 2;
+            n /= 2;
+        } else {
+            v[0] += __shfl_xor_sync(0xffffffffu, v[0], k);
+        }
+    }
+    /* Lanes that differ only in the bits of the unsplit levels hold the same sum. */
+    return (lane & ((1 << (5 - log2_of(P))) - 1)) == 0 ? j : -1;
+}
+
+/* The grid is about one block per SM, so registers are not what limits
+ * occupancy: the ", 1" lets ptxas use them (it held NB = 8 to 128 and spilled). */
 template <int NB, bool VEC, bool RELU, bool DROP, int RPW>
-static __global__ void __launch_bounds__(LF_THREADS / RPW)
+static __global__ void __launch_bounds__(LF_THREADS / RPW, 1)
     linear_fwd_kernel(float *__restrict__ y, const float *__restrict__ W,
                       const float *__restrict__ bias, const float *__restrict__ x, int out, int in,
-                      dropout_arg dr)
+                      dropout_arg dr, int w_early)
 {
-    pdl_begin();
+    constexpr int T = LF_THREADS / RPW, N = NB * RPW, P = pow2_at_least(N);
+    __shared__ float4 xs[NB][LF_COLS / 4];
     const int lane = threadIdx.x % 32;
-    const int o0 = (blockIdx.x * (LF_WARPS / RPW) + (int)threadIdx.x / 32) * RPW;
-    if (o0 >= out)
-        return; /* whole warps only: no block-wide barrier below */
+    const int o0 = (blockIdx.x * (T / 32) + (int)threadIdx.x / 32) * RPW;
+    if (!w_early)
+        pdl_begin();
+    /* Every warp stays to the end (block barriers below): a row past `out`
+     * reads row out - 1 and is never stored. */
+    const float *wr[RPW];
+    float bo[RPW];
+#pragma unroll
+    for (int r = 0; r < RPW; r++) {
+        const int o = o0 + r < out ? o0 + r : out - 1;
+        wr[r] = W + (size_t)o * in;
+        bo[r] = bias[o];
+    }
     float acc[RPW][NB];
 #pragma unroll
     for (int r = 0; r < RPW; r++)
 #pragma unroll
         for (int b = 0; b < NB; b++)
             acc[r][b] = 0.f;
-    for (int c0 = lane * 4; c0 < in; c0 += 32 * 4 * LF_UNROLL) {
+    for (int c0 = 0; c0 < in; c0 += LF_COLS) {
         float4 wv[RPW][LF_UNROLL];
 #pragma unroll
-        for (int r = 0; r < RPW; r++) {
-            /* A missing second row (odd out) reads row o0 again and is never stored. */
-            const float *w = W + (size_t)(o0 + r < out ? o0 + r : o0) * in;
+        for (int r = 0; r < RPW; r++)
 #pragma unroll
             for (int u = 0; u < LF_UNROLL; u++)
-                wv[r][u] = load4<VEC>(w, c0 + u * 128, in);
+                wv[r][u] = load4<VEC>(wr[r], c0 + lane * 4 + u * 128, in);
+        if (w_early && c0 == 0)
+            pdl_begin(); /* W and bias are on their way; x is the previous kernel's output */
+        for (int k = threadIdx.x; k < NB * (LF_COLS / 4); k += T) {
+            const int b = k / (LF_COLS / 4), q = k % (LF_COLS / 4);
+            xs[b][q] = load4<VEC>(x + (size_t)b * in, c0 + q * 4, in);
         }
+        __syncthreads();
+        /* Columns past `in` are zeros in both W and x: adding 0 * 0 to a sum
+         * that starts at +0 leaves its bits alone. */
 #pragma unroll
         for (int u = 0; u < LF_UNROLL; u++) {
-            const int c = c0 + u * 128;
-            if (c >= in)
-                break;
 #pragma unroll
             for (int b = 0; b < NB; b++) {
-                const float4 xv = load4<VEC>(x + (size_t)b * in, c, in);
+                const float4 xv = xs[b][lane + u * 32];
 #pragma unroll
                 for (int r = 0; r < RPW; r++) {
                     acc[r][b] = fmaf(wv[r][u].x, xv.x, acc[r][b]);
@@ -1017,43 +1096,46 @@ static __global__ void __launch_bounds__(LF_THREADS / RPW)
                 }
             }
         }
+        __syncthreads(); /* xs is refilled by the next pass */
     }
+    float v[P];
 #pragma unroll
-    for (int r = 0; r < RPW; r++) {
-        const int o = o0 + r;
-        if (o >= out)
-            break;
-        const float bo = bias[o];
+    for (int j = 0; j < P; j++)
+        v[j] = j < N ? acc[j / NB][j % NB] : 0.f;
+    const int j = warp_sum_split<P>(v, lane);
+    if (j < 0 || j >= N)
+        return;
+    const int r = j / NB, b = j % NB, o = o0 + r;
+    if (o >= out)
+        return;
+    float bias_r = bo[0]; /* bo[r] with a run-time r would live in local memory */
 #pragma unroll
-        for (int b = 0; b < NB; b++) {
-            float v = warp_sum(acc[r][b]) + bo;
-            if (lane == b) {
-                if (RELU)
-                    v = relu(v);
-                if (DROP) {
-                    const size_t e = (size_t)b * out + o;
-                    v = dropout_apply(v, dropout_bits(dr, e / 4).v[e % 4], dr);
-                }
-                y[(size_t)b * out + o] = v;
-            }
-        }
+    for (int k = 1; k < RPW; k++)
+        bias_r = r == k ? bo[k] : bias_r;
+    float t = v[0] + bias_r;
+    if (RELU)
+        t = relu(t);
+    if (DROP) {
+        const size_t e = (size_t)b * out + o;
+        t = dropout_apply(t, dropout_bits(dr, e / 4).v[e % 4], dr);
     }
+    y[(size_t)b * out + o] = t;
 }
 
 template <int NB>
 static cudaError_t linear_fwd_nb(float *y, const float *W, const float *bias, const float *x,
                                  int out, int in, int relu_on, const mlp_dropout *dr,
-                                 cudaStream_t s, int pdl)
+                                 cudaStream_t s, int pdl, int w_early)
 {
     constexpr int RPW = NB >= LF_PAIR_MIN ? 2 : 1;
-    const int per_block = LF_WARPS / RPW * RPW; /* outputs per block: LF_WARPS either way */
-    const dim3 grid((unsigned)((out + per_block - 1) / per_block));
+    const dim3 grid((unsigned)((out + LF_WARPS - 1) / LF_WARPS)); /* LF_WARPS rows per block */
     const dim3 block(LF_THREADS / RPW);
     const bool vec = in % 4 == 0 && aligned16(W) && aligned16(x);
     const dropout_arg d = dropout_of(dr);
+    const int early = w_early ? 1 : 0;
 #define LF_LAUNCH(V, R, D)                                                                         \
     return launch(linear_fwd_kernel<NB, V, R, D, RPW>, grid, block, s, pdl, y, W, bias, x, out,    \
-                  in, d)
+                  in, d, early)
     if (dr) {
         if (vec)
             LF_LAUNCH(true, true, true);
@@ -1072,20 +1154,20 @@ static cudaError_t linear_fwd_nb(float *y, const float *W, const float *bias, co
 
 extern "C" cudaError_t mlp_linear_fwd(float *y, const float *W, const float *bias, const float *x,
                                       int B, int out, int in, int relu_on, const mlp_dropout *dr,
-                                      cudaStream_t s, int pdl)
+                                      cudaStream_t s, int pdl, int w_early)
 {
     if (!y || !W || !bias || !x || out < 1 || in < 1 || (void *)y == (const void *)x ||
         !dropout_ok(dr) || (dr && !relu_on))
         return cudaErrorInvalidValue;
     switch (B) {
-    case 1: return linear_fwd_nb<1>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
-    case 2: return linear_fwd_nb<2>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
-    case 3: return linear_fwd_nb<3>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
-    case 4: return linear_fwd_nb<4>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
-    case 5: return linear_fwd_nb<5>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
-    case 6: return linear_fwd_nb<6>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
-    case 7: return linear_fwd_nb<7>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
-    case 8: return linear_fwd_nb<8>(y, W, bias, x, out, in, relu_on, dr, s, pdl);
+    case 1: return linear_fwd_nb<1>(y, W, bias, x, out, in, relu_on, dr, s, pdl, w_early);
+    case 2: return linear_fwd_nb<2>(y, W, bias, x, out, in, relu_on, dr, s, pdl, w_early);
+    case 3: return linear_fwd_nb<3>(y, W, bias, x, out, in, relu_on, dr, s, pdl, w_early);
+    case 4: return linear_fwd_nb<4>(y, W, bias, x, out, in, relu_on, dr, s, pdl, w_early);
+    case 5: return linear_fwd_nb<5>(y, W, bias, x, out, in, relu_on, dr, s, pdl, w_early);
+    case 6: return linear_fwd_nb<6>(y, W, bias, x, out, in, relu_on, dr, s, pdl, w_early);
+    case 7: return linear_fwd_nb<7>(y, W, bias, x, out, in, relu_on, dr, s, pdl, w_early);
+    case 8: return linear_fwd_nb<8>(y, W, bias, x, out, in, relu_on, dr, s, pdl, w_early);
     default: return cudaErrorInvalidValue;
     }
 }

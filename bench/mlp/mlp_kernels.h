@@ -59,10 +59,17 @@ typedef struct mlp_dropout {
  * act: ReLU when relu != 0, then dropout when dr != NULL (requires relu).
  * One warp per output feature (two from 5 rows up) reads W's rows once;
  * W [out][in], x [B][in], y [B][out] (may not alias x).
+ *
+ * w_early = 1 promises that nothing writes W or bias while this kernel may
+ * run (inference with fixed weights). With pdl = 1 the kernel then loads
+ * them before it waits for the previous kernel, so the load overlaps that
+ * kernel's work. Never set it where an earlier kernel that can still be
+ * running updates the weights (an optimizer step launched with PDL): the
+ * kernel would read the old values. The result's bits do not depend on it.
  */
 cudaError_t mlp_linear_fwd(float *y, const float *W, const float *bias, const float *x, int B,
                            int out, int in, int relu, const mlp_dropout *dr, cudaStream_t s,
-                           int pdl);
+                           int pdl, int w_early);
 
 /** y[r][c] = dropout(max(y[r][c] + b[c], 0)), in place (the large-batch path). */
 cudaError_t mlp_bias_relu_dropout_fwd(float *y, const float *b, int rows, int cols,

@@ -731,12 +731,12 @@ static void test_bias_relu_dropout(rng *r)
 static void test_linear_fwd(rng *r)
 {
     /* 5 and 7: the two-features-per-warp kernel (from 5 rows) at odd row counts too. */
-    static const int Bs[] = {1, 2, 3, 5, 7, 8};
+    static const int Bs[] = {1, 2, 3, 4, 5, 7, 8};
     /* out, in, misaligned W and x */
     static const int shapes[][3] = {{1024, 1024, 0}, {1000, 1024, 0}, {37, 100, 0},
                                     {50, 37, 0},     {8, 5, 0},       {64, 2000, 0},
                                     {64, 64, 1}};
-    group *g = grp("linear_fwd"), *gd = grp("linear_fwd bitwise (rerun, pdl)");
+    group *g = grp("linear_fwd"), *gd = grp("linear_fwd bitwise (rerun, pdl, pdl + w_early)");
     group *gr = grp("linear_fwd dropout rate");
     size_t dropped = 0, total = 0;
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
@@ -746,7 +746,9 @@ static void test_linear_fwd(rng *r)
                 const int B = Bs[bi];
                 const size_t nw = (size_t)out * in, ny = (size_t)B * out, nx = (size_t)B * in;
                 float *hW = xmalloc(nw * 4), *hx = xmalloc(nx * 4), *hb = xmalloc((size_t)out * 4);
-                float *o1 = xmalloc(ny * 4), *o2 = xmalloc(ny * 4), *o3 = xmalloc(ny * 4);
+                float *got[4];
+                for (int v = 0; v < 4; v++)
+                    got[v] = xmalloc(ny * 4);
                 fill(r, hW, nw, 0.05f);
                 fill(r, hx, nx, 1.f);
                 fill(r, hb, (size_t)out, 0.5f);
@@ -760,11 +762,12 @@ static void test_linear_fwd(rng *r)
                 cgr_philox_state *ds = philox_dev(hs.seed, hs.offset);
                 const mlp_dropout dr = {ds, sub, DROP_P};
                 const mlp_dropout *drp = act == 2 ? &dr : NULL;
-                for (int v = 0; v < 3; v++) {
+                /* plain, plain again, PDL, PDL with the weights loaded before the wait */
+                for (int v = 0; v < 4; v++) {
                     poison(dy, ny * 4);
                     CUDA_OK(mlp_linear_fwd(dy, dW + mis, db, dx + mis, B, out, in, act > 0, drp,
-                                           stream, v == 2));
-                    down(v == 0 ? o1 : v == 1 ? o2 : o3, dy, ny * 4);
+                                           stream, v >= 2, v == 3));
+                    down(got[v], dy, ny * 4);
                 }
                 double *want = xmalloc(ny * 8), *wabs = xmalloc(ny * 8);
                 unsigned char *drop = xmalloc(ny);
@@ -788,22 +791,21 @@ static void test_linear_fwd(rng *r)
                 char what[96];
                 snprintf(what, sizeof what, "B=%d out=%d in=%d act=%d%s", B, out, in, act,
                          mis ? " misaligned" : "");
-                compare(g, what, o1, want, wabs, ny, 1e-4, 0.0, 1e-4);
+                compare(g, what, got[0], want, wabs, ny, 1e-4, 0.0, 1e-4);
                 if (act == 2) {
                     total += ny;
-                    check_dropped(g, what, o1, drop, ny, &dropped);
+                    check_dropped(g, what, got[0], drop, ny, &dropped);
                 }
-                same_bits(gd, what, o1, o2, ny * 4);
-                same_bits(gd, what, o1, o3, ny * 4);
+                for (int v = 1; v < 4; v++)
+                    same_bits(gd, what, got[0], got[v], ny * 4);
                 free(want);
                 free(wabs);
                 free(drop);
                 free(hW);
                 free(hx);
                 free(hb);
-                free(o1);
-                free(o2);
-                free(o3);
+                for (int v = 0; v < 4; v++)
+                    free(got[v]);
                 CUDA_OK(cudaFree(dW));
                 CUDA_OK(cudaFree(dx));
                 CUDA_OK(cudaFree(db));
@@ -811,6 +813,67 @@ static void test_linear_fwd(rng *r)
                 CUDA_OK(cudaFree(ds));
             }
     check_rate(gr, dropped, total, DROP_P);
+}
+
+/*
+ * Two layers in a row, the second launched with PDL and w_early, so it
+ * loads W2 before it waits for the first layer and must still read the
+ * first layer's output only after the wait: against the same chain without
+ * PDL, bit for bit, over repeated runs with the output poisoned between.
+ */
+static void test_linear_fwd_chain(rng *r)
+{
+    static const int Bs[] = {1, 2, 4, 8};
+    const int n = 1024;
+    group *g = grp("linear_fwd chain (pdl + w_early after a layer)");
+    float *hW = xmalloc((size_t)2 * n * n * 4), *hb = xmalloc((size_t)2 * n * 4);
+    float *hx = xmalloc((size_t)8 * n * 4), *ref = xmalloc((size_t)8 * n * 4);
+    float *got = xmalloc((size_t)8 * n * 4);
+    fill(r, hW, (size_t)2 * n * n, 0.05f);
+    fill(r, hb, (size_t)2 * n, 0.5f);
+    fill(r, hx, (size_t)8 * n, 1.f);
+    float *dW = dmalloc((size_t)2 * n * n * 4), *db = dmalloc((size_t)2 * n * 4);
+    float *dx = dmalloc((size_t)8 * n * 4), *dh = dmalloc((size_t)8 * n * 4);
+    float *dy = dmalloc((size_t)8 * n * 4);
+    up(dW, hW, (size_t)2 * n * n * 4);
+    up(db, hb, (size_t)2 * n * 4);
+    up(dx, hx, (size_t)8 * n * 4);
+    for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++) {
+        const int B = Bs[bi];
+        const size_t bytes = (size_t)B * n * 4;
+        for (int run = 0; run < 6; run++) {
+            const int fast = run > 0;
+            poison(dh, bytes);
+            poison(dy, bytes);
+            CUDA_OK(mlp_linear_fwd(dh, dW, db, dx, B, n, n, 1, NULL, stream, fast, fast));
+            CUDA_OK(mlp_linear_fwd(dy, dW + (size_t)n * n, db + n, dh, B, n, n, 0, NULL, stream,
+                                   fast, fast));
+            down(run == 0 ? ref : got, dy, bytes);
+            if (run == 0) {
+                size_t bad = 0; /* poison left in place: NaN */
+                for (size_t i = 0; i < (size_t)B * n; i++)
+                    bad += !isfinite(ref[i]);
+                if (bad)
+                    fprintf(stderr, "FAIL %s: B=%d: the plain chain left %zu outputs unwritten\n",
+                            g->name, B, bad);
+                grp_case(g, bad == 0, bad ? INFINITY : 0.0);
+                continue;
+            }
+            char what[48];
+            snprintf(what, sizeof what, "B=%d run %d", B, run);
+            same_bits(g, what, ref, got, bytes);
+        }
+    }
+    free(hW);
+    free(hb);
+    free(hx);
+    free(ref);
+    free(got);
+    CUDA_OK(cudaFree(dW));
+    CUDA_OK(cudaFree(db));
+    CUDA_OK(cudaFree(dx));
+    CUDA_OK(cudaFree(dh));
+    CUDA_OK(cudaFree(dy));
 }
 
 static void test_gemv_bwd(rng *r)
@@ -1487,7 +1550,8 @@ static cudaError_t kenqueue(const kctx *k, int pdl)
     case 2:
         return mlp_adamw_fused(k->a, k->b, k->c, k->d, k->n, k->step, 1e-3f, 0.9f, 0.999f, 1e-8f,
                                0.01f, stream, pdl);
-    case 4: return mlp_linear_fwd(k->a, k->c, k->e, k->b, k->B, 1024, 1024, 1, NULL, stream, pdl);
+    case 4:
+        return mlp_linear_fwd(k->a, k->c, k->e, k->b, k->B, 1024, 1024, 1, NULL, stream, pdl, 0);
     default: return mlp_bias_relu_fwd(k->a, k->b, k->B, 1024, stream, pdl);
     }
 }
@@ -1699,6 +1763,7 @@ int main(int argc, char **argv)
     test_bias_act(&r);
     test_bias_relu_dropout(&r);
     test_linear_fwd(&r);
+    test_linear_fwd_chain(&r);
     test_relu_bwd(&r);
     test_softmax(&r);
     test_softmax_masked(&r);

@@ -78,7 +78,8 @@ static cgr_status serve_step_fn(cgr_ctx *ctx, void *user)
     for (int l = 0; l < m->L.n_layers; l++)
         b.act[l] = act[l % 2];
     const int last = m->L.n_layers - 1;
-    if (mlp_forward_enqueue(&cfg, &b, h, s, r->pdl) != 0) {
+    /* The weights never change while serving: w_early = 1. */
+    if (mlp_forward_enqueue(&cfg, &b, h, s, r->pdl, 1) != 0) {
         fprintf(stderr, "cgr-bench: W-serve: %s\n", mlp_last_error());
         return CGR_STATUS_CUDA_ERROR;
     }
