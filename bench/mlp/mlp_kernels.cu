@@ -953,16 +953,19 @@ extern "C" cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out,
  *
  * Inside a chain of dependent launches (a graph, PDL) what decides the time
  * is the latency after the previous kernel ends, not the bandwidth. A chain
- * of five of these layers in one graph (PDL on, median of 7 x 300 replays
- * on the H200) measured, in us per chain at B = 1 / 2 / 4 / 8:
- *   16.0 / 16.5 / 20.6 / 25.9  the first version (bias read after the sums,
- *                              x from global memory, one butterfly per sum);
- *   11.5 / 14.2 / 19.6 / 27.3  bias read at the start;
- *   ~10.9 / ~11.6 / ~13.6 / ~21.2 plus x staged in shared memory and the
- *                              sums' butterflies split (below);
- *    9.8 / 10.8 / 12.6 / 20.6  plus W and bias loaded before the PDL wait
- *                              (w_early: inference only, see mlp_kernels.h).
- * All four give identical bits.
+ * of five of these layers in one graph (PDL on, 1024 wide, median of 7 x
+ * 300 replays on the H200; fifth session, two processes) measured, in us
+ * per chain at B = 1 / 2 / 4 / 8:
+ *   16.0 / 16.5 / 20.6 / 25.9  the fourth session's kernel (bias read after
+ *                              the sums, x from global memory, one butterfly
+ *                              per sum);
+ *   11.5 / 14.2 / 19.6 / 27.3  the same with the bias read at the start;
+ *    9.9 / 11.9 / 12.7 / 17.1  this kernel: also x staged in shared memory
+ *                              and the sums' butterflies split (below);
+ *    9.4 / 10.6 / 11.6 / 16.6  this kernel with w_early (W and bias loaded
+ *                              before the PDL wait; inference only, see
+ *                              mlp_kernels.h).
+ * All give identical bits.
  *
  * x: the block stages LF_COLS columns of all B rows in shared memory with
  * one load per thread per float4 (one round of L2 latency), then every warp
