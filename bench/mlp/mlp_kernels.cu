@@ -26,6 +26,17 @@
  * when this one exits: the next kernel's launch latency then hides behind
  * this kernel's work. The trigger carries no memory guarantee and needs
  * none, because the next kernel waits for full completion anyway.
+ * (mlp_linear_fwd with w_early is the one exception: it loads the weights,
+ * which nothing writes, before the wait.)
+ *
+ * So no kernel here takes a `const T *__restrict__` parameter. const plus
+ * restrict promise the compiler that the memory does not change while the
+ * kernel runs; it may then read it through the non-coherent path and move
+ * those loads ahead of cudaGridDependencySynchronize(), before the previous
+ * kernel has written it. Seen in the fifth session: a Linear kernel whose
+ * x was const __restrict__ gave W-serve outputs off by up to 3 % from the
+ * float64 reference, and graph and eager runs that differed, until x lost
+ * the qualifier; the PTX of this file now has no ld.global.nc.
  */
 #include <math.h>
 #include <stdint.h>
@@ -94,7 +105,7 @@ static unsigned grid_for(size_t items, unsigned threads, unsigned max_blocks)
 
 /* Four consecutive floats row[c..c+3]; zeros past n. VEC: one 16-byte load. */
 template <bool VEC>
-static __device__ __forceinline__ float4 load4(const float *__restrict__ row, int c, int n)
+static __device__ __forceinline__ float4 load4(const float *row, int c, int n)
 {
     if (VEC)
         return c < n ? *reinterpret_cast<const float4 *>(row + c) : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -199,7 +210,7 @@ static __device__ __forceinline__ float dropout_apply(float v, uint32_t bits, co
  */
 template <bool RELU, bool DROP>
 static __global__ void __launch_bounds__(EW_THREADS)
-    bias_act_kernel(float *__restrict__ y, const float *__restrict__ b, int rows, int cols, int vec,
+    bias_act_kernel(float *__restrict__ y, const float *b, int rows, int cols, int vec,
                     dropout_arg dr)
 {
     pdl_begin();
@@ -284,7 +295,7 @@ extern "C" cudaError_t mlp_bias_relu_dropout_fwd(float *y, const float *b, int r
  * Bound: HBM/L2 bandwidth at large B, latency below.
  */
 static __global__ void __launch_bounds__(EW_THREADS)
-    relu_bwd_kernel(float *__restrict__ dy, const float *__restrict__ y, float scale, size_t n,
+    relu_bwd_kernel(float *__restrict__ dy, const float *y, float scale, size_t n,
                     int vec)
 {
     pdl_begin();
@@ -380,8 +391,8 @@ static __device__ __forceinline__ float block_reduce(float v, float *sh)
 
 /* Logit c of a row (float4 c: logits 4c..4c+3), with the bias added when BIAS. */
 template <bool BIAS>
-static __device__ __forceinline__ float4 logit4(const float *__restrict__ x,
-                                                const float *__restrict__ bias, int c)
+static __device__ __forceinline__ float4 logit4(const float *x,
+                                                const float *bias, int c)
 {
     float4 v = reinterpret_cast<const float4 *>(x)[c];
     if (BIAS) {
@@ -392,8 +403,8 @@ static __device__ __forceinline__ float4 logit4(const float *__restrict__ x,
 }
 
 template <bool BIAS>
-static __device__ __forceinline__ float logit1(const float *__restrict__ x,
-                                               const float *__restrict__ bias, int c)
+static __device__ __forceinline__ float logit1(const float *x,
+                                               const float *bias, int c)
 {
     return x[c] + (BIAS ? bias[c] : 0.f);
 }
@@ -413,8 +424,8 @@ static __device__ __forceinline__ int rows_real(const int64_t *true_batch, int B
 
 template <bool VEC, bool BIAS>
 static __global__ void __launch_bounds__(SX_THREADS)
-    softmax_xent_kernel(const float *__restrict__ logits, const float *__restrict__ bias,
-                        const int *__restrict__ labels, const int64_t *__restrict__ true_batch,
+    softmax_xent_kernel(const float *logits, const float *bias,
+                        const int *labels, const int64_t *true_batch,
                         float *__restrict__ row_loss, float *__restrict__ loss,
                         float *__restrict__ dlogits, int B, int C)
 {
@@ -493,8 +504,8 @@ static __global__ void __launch_bounds__(SX_THREADS)
 
 /* *out = mean of vals[0..n), or of its first *true_batch values (clamped as above). */
 static __global__ void __launch_bounds__(32)
-    mean_kernel(const float *__restrict__ vals, float *__restrict__ out, int n,
-                const int64_t *__restrict__ true_batch)
+    mean_kernel(const float *vals, float *__restrict__ out, int n,
+                const int64_t *true_batch)
 {
     pdl_begin();
     const float m = warp_mean(vals, rows_real(true_batch, n), (int)threadIdx.x);
@@ -579,8 +590,8 @@ static __device__ __forceinline__ float adamw_elem(float p, float g, float *m, f
 
 template <bool VEC>
 static __global__ void __launch_bounds__(ADAMW_THREADS)
-    adamw_kernel(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ m,
-                 float *__restrict__ v, size_t n, const int *__restrict__ step, float lr,
+    adamw_kernel(float *__restrict__ p, const float *g, float *__restrict__ m,
+                 float *__restrict__ v, size_t n, const int *step, float lr,
                  float beta1, float beta2, float eps, float wd)
 {
     pdl_begin();
@@ -688,8 +699,8 @@ extern "C" cudaError_t mlp_adamw_step_count_inc(int *step, cudaStream_t s, int p
 
 template <int NB, bool VEC, bool MASK>
 static __global__ void __cluster_dims__(GB_CLUSTER, 1, 1) __launch_bounds__(GB_TX *GB_TY)
-    gemv_bwd_kernel(float *__restrict__ dx, const float *__restrict__ dy,
-                    const float *__restrict__ W, const float *__restrict__ mask, float scale,
+    gemv_bwd_kernel(float *__restrict__ dx, const float *dy,
+                    const float *W, const float *mask, float scale,
                     int out, int in)
 {
     __shared__ __align__(16) float red[GB_TY][NB][GB_COLS];
@@ -829,8 +840,8 @@ extern "C" cudaError_t mlp_gemv_bwd(float *dx, const float *dy, const float *W, 
 
 template <int NB, bool VEC>
 static __global__ void __launch_bounds__(OA_THREADS)
-    outer_acc_kernel(float *__restrict__ dW, float *__restrict__ db, const float *__restrict__ dy,
-                     const float *__restrict__ x, int out, int in)
+    outer_acc_kernel(float *__restrict__ dW, float *__restrict__ db, const float *dy,
+                     const float *x, int out, int in)
 {
     pdl_begin();
     const int r0 = blockIdx.y * OA_ROWS;
@@ -913,7 +924,7 @@ extern "C" cudaError_t mlp_outer_acc(float *dW, float *db, const float *dy, cons
 #define BG_TILE 32
 
 static __global__ void __launch_bounds__(BG_TILE *BG_TILE)
-    bias_grad_kernel(float *__restrict__ db, const float *__restrict__ dy, int B, int out)
+    bias_grad_kernel(float *__restrict__ db, const float *dy, int B, int out)
 {
     __shared__ float part[BG_TILE][BG_TILE + 1];
     pdl_begin();
@@ -945,56 +956,42 @@ extern "C" cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out,
 /* ---- Linear forward at small batch, bias and activation fused --------------------
  * y[b][o] = act(sum_i W[o][i] x[b][i] + bias[o]), B <= 8. cuBLAS's GEMV-like
  * kernel for this takes ~2.6 us at B=1 and a 128x32 SGEMM tile ~6.8 us at
- * B=8, plus ~1 us for a separate bias kernel. Here one warp owns one output
- * feature (two from LF_PAIR_MIN rows, below) and reads its 4 KiB row of W
- * once, each lane issuing its 8 float4 loads before using any, so all of W
- * is in flight at once. Bytes: 4*out*in of W (4 MiB) + small; FLOPs
- * 2*B*out*in: HBM or L2 bandwidth plus a round of load latency, ~2 us.
+ * B=8, plus ~1 us for a separate bias kernel. Bytes: 4*out*in of W (4 MiB)
+ * + small; FLOPs 2*B*out*in: HBM or L2 bandwidth plus a round of load
+ * latency, ~2 us alone.
+ *
+ * A block owns LF_ROWS output features and splits the columns among its
+ * warps: in each pass of LF_COLS columns, lane l of warp w takes the four
+ * columns at (w * 32 + l) * 4, loads them from the block's LF_ROWS rows of
+ * W and from the B rows of x (so x crosses from L2 once per block, and W is
+ * in flight all at once), and keeps LF_ROWS x B partial sums. The warp then
+ * adds its partial sums across lanes (warp_sum_split) and the block across
+ * warps, in warp order, through shared memory; one thread per output adds
+ * the bias, applies the activation and stores.
  *
  * Inside a chain of dependent launches (a graph, PDL) what decides the time
  * is the latency after the previous kernel ends, not the bandwidth. A chain
- * of five of these layers in one graph (PDL on, 1024 wide, median of 7 x
- * 300 replays on the H200; fifth session, two processes) measured, in us
- * per chain at B = 1 / 2 / 4 / 8:
- *   16.0 / 16.5 / 20.6 / 25.9  the fourth session's kernel (bias read after
- *                              the sums, x from global memory, one butterfly
- *                              per sum);
- *   11.5 / 14.2 / 19.6 / 27.3  the same with the bias read at the start;
- *    9.9 / 11.9 / 12.7 / 17.1  this kernel: also x staged in shared memory
- *                              and the sums' butterflies split (below);
- *    9.4 / 10.6 / 11.6 / 16.6  this kernel with w_early (W and bias loaded
+ * of five 1024-wide layers in one graph (PDL on, median of 7 x 300 replays
+ * on the H200, fifth session), in us per chain at B = 1 / 2 / 4 / 8:
+ *   16.0 / 16.5 / 20.6 / 25.9  the fourth session's kernel (one warp per
+ *                              output feature, the bias read after the sums,
+ *                              x from global memory by every warp);
+ *   10.0 / 12.0 / 12.9 / 17.3  the same with the bias read first, x staged in
+ *                              shared memory and split sums (one run later);
+ *    9.7 / 10.5 / 11.5 / 13.7  this kernel (same run);
+ *    8.3 /  8.7 / 10.2 / 12.3  this kernel with w_early (W and bias loaded
  *                              before the PDL wait; inference only, see
  *                              mlp_kernels.h).
- * All give identical bits.
  *
- * x: the block stages LF_COLS columns of all B rows in shared memory with
- * one load per thread per float4 (one round of L2 latency), then every warp
- * reads its x from there. Read from global memory, a warp's x loads come in
- * LF_UNROLL dependent rounds.
- *
- * Sums: each (row, batch) pair's partial sums are spread over the 32 lanes.
- * warp_sum_split() adds them with the same tree as warp_sum() (partners
- * 16, 8, 4, 2, 1 lanes apart), so the bits are the same, but at each level
- * a lane keeps half of the sums and sends the other half, so P sums cost
- * P - 1 + 5 - log2(P) shuffles instead of 5 P, and the lane that ends up
- * with a sum stores it.
- *
- * Every sum has a fixed order (per lane in column order, then the tree), so
- * y is deterministic and does not depend on B, RPW or w_early.
+ * Every sum has a fixed order: per lane over the passes in column order
+ * (four columns at a time), then across lanes in warp_sum()'s tree, then
+ * across warps in warp order. So y is deterministic, and the same for
+ * every B, pdl and w_early.
  */
 #define LF_THREADS 256
 #define LF_WARPS (LF_THREADS / 32)
-#define LF_UNROLL 8
-#define LF_COLS (32 * 4 * LF_UNROLL) /* columns of one pass: 1024 */
-/*
- * From LF_PAIR_MIN rows up a warp owns two output features (RPW = 2, in
- * blocks of LF_WARPS / 2 warps, so the grid keeps one block per SM): each
- * x float4 it reads then feeds both rows. With x from global memory this
- * took W-serve's bucket-8 graph from 40.6 to 36.3 us of GPU time; pairing
- * at 3 or 4 rows made bucket 4 slower (30.2 -> 31.9 us), where the extra
- * warps' latency hiding is worth more.
- */
-#define LF_PAIR_MIN 5
+#define LF_ROWS 8                       /* output features per block */
+#define LF_COLS (LF_THREADS * 4)        /* columns of one pass: 1024 */
 
 static constexpr __host__ __device__ int pow2_at_least(int n)
 {
@@ -1007,10 +1004,14 @@ static constexpr __host__ __device__ int log2_of(int p)
 }
 
 /*
- * P (a power of two <= 32) sums at once: on entry v[j] is this lane's part
- * of sum j; on return v[0] holds the whole of sum j on the lanes that
- * return j, and the other lanes return -1. Same additions as warp_sum(),
- * in the same tree.
+ * P sums at once (P a power of two), each spread over the warp's 32 lanes:
+ * on entry v[i] is this lane's part of sum i. At each of warp_sum()'s
+ * levels (partners 16, 8, 4, 2, 1 lanes apart) a lane keeps half of its
+ * sums and sends the other half, so every sum is built from the same
+ * additions in the same tree as warp_sum() would build it, with P - 1
+ * shuffles for the first levels instead of 5 P. On return the lane holds
+ * sums j .. j + Q - 1 (Q = P / 32, at least 1) in v[0 .. Q - 1]; where
+ * several lanes hold the same sums, all but one return -1.
  */
 template <int P>
 static __device__ __forceinline__ int warp_sum_split(float (&v)[P], int lane)
@@ -1035,94 +1036,87 @@ static __device__ __forceinline__ int warp_sum_split(float (&v)[P], int lane)
             v[0] += __shfl_xor_sync(0xffffffffu, v[0], k);
         }
     }
-    /* Lanes that differ only in the bits of the unsplit levels hold the same sum. */
-    return (lane & ((1 << (5 - log2_of(P))) - 1)) == 0 ? j : -1;
+    constexpr int same = log2_of(P) >= 5 ? 0 : 5 - log2_of(P); /* levels that did not split */
+    return (lane & ((1 << same) - 1)) == 0 ? j : -1;
 }
 
-/* The grid is about one block per SM, so registers are not what limits
- * occupancy: the ", 1" lets ptxas use them (it held NB = 8 to 128 and spilled). */
-template <int NB, bool VEC, bool RELU, bool DROP, int RPW>
-static __global__ void __launch_bounds__(LF_THREADS / RPW, 1)
-    linear_fwd_kernel(float *__restrict__ y, const float *__restrict__ W,
-                      const float *__restrict__ bias, const float *__restrict__ x, int out, int in,
-                      dropout_arg dr, int w_early)
+/* The grid is about one block per SM, so registers do not limit occupancy:
+ * the ", 1" lets ptxas use up to 255 (it held one kernel of this family to
+ * 128 and spilled). */
+template <int NB, bool VEC, bool RELU, bool DROP>
+static __global__ void __launch_bounds__(LF_THREADS, 1)
+    linear_fwd_kernel(float *__restrict__ y, const float *W, const float *bias, const float *x,
+                      int out, int in, dropout_arg dr, int w_early)
 {
-    constexpr int T = LF_THREADS / RPW, N = NB * RPW, P = pow2_at_least(N);
-    __shared__ float4 xs[NB][LF_COLS / 4];
-    const int lane = threadIdx.x % 32;
-    const int o0 = (blockIdx.x * (T / 32) + (int)threadIdx.x / 32) * RPW;
+    constexpr int N = LF_ROWS * NB, P = pow2_at_least(N), Q = P > 32 ? P / 32 : 1;
+    __shared__ float part[LF_WARPS][N];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, t = threadIdx.x;
+    const int r0 = blockIdx.x * LF_ROWS;
     if (!w_early)
         pdl_begin();
-    /* Every warp stays to the end (block barriers below): a row past `out`
-     * reads row out - 1 and is never stored. */
-    const float *wr[RPW];
-    float bo[RPW];
+    /* Rows past `out` read row out - 1 and are never stored. */
+    const float *wr[LF_ROWS];
 #pragma unroll
-    for (int r = 0; r < RPW; r++) {
-        const int o = o0 + r < out ? o0 + r : out - 1;
-        wr[r] = W + (size_t)o * in;
-        bo[r] = bias[o];
-    }
-    float acc[RPW][NB];
+    for (int r = 0; r < LF_ROWS; r++)
+        wr[r] = W + (size_t)(r0 + r < out ? r0 + r : out - 1) * in;
+    /* Thread t < N finishes output t: row t / NB, batch row t % NB. */
+    const int o = r0 + (t < N ? t / NB : 0);
+    const float bo = bias[o < out ? o : out - 1];
+    float acc[LF_ROWS][NB];
 #pragma unroll
-    for (int r = 0; r < RPW; r++)
+    for (int r = 0; r < LF_ROWS; r++)
 #pragma unroll
         for (int b = 0; b < NB; b++)
             acc[r][b] = 0.f;
     for (int c0 = 0; c0 < in; c0 += LF_COLS) {
-        float4 wv[RPW][LF_UNROLL];
+        const int c = c0 + t * 4;
+        float4 wv[LF_ROWS];
 #pragma unroll
-        for (int r = 0; r < RPW; r++)
-#pragma unroll
-            for (int u = 0; u < LF_UNROLL; u++)
-                wv[r][u] = load4<VEC>(wr[r], c0 + lane * 4 + u * 128, in);
+        for (int r = 0; r < LF_ROWS; r++)
+            wv[r] = load4<VEC>(wr[r], c, in);
         if (w_early && c0 == 0)
             pdl_begin(); /* W and bias are on their way; x is the previous kernel's output */
-        for (int k = threadIdx.x; k < NB * (LF_COLS / 4); k += T) {
-            const int b = k / (LF_COLS / 4), q = k % (LF_COLS / 4);
-            xs[b][q] = load4<VEC>(x + (size_t)b * in, c0 + q * 4, in);
-        }
-        __syncthreads();
-        /* Columns past `in` are zeros in both W and x: adding 0 * 0 to a sum
-         * that starts at +0 leaves its bits alone. */
+        float4 xv[NB];
 #pragma unroll
-        for (int u = 0; u < LF_UNROLL; u++) {
+        for (int b = 0; b < NB; b++)
+            xv[b] = load4<VEC>(x + (size_t)b * in, c, in);
+        /* Columns past `in` are zeros in W and x: a sum that starts at +0
+         * keeps its bits when 0 * 0 is added. */
+#pragma unroll
+        for (int r = 0; r < LF_ROWS; r++)
 #pragma unroll
             for (int b = 0; b < NB; b++) {
-                const float4 xv = xs[b][lane + u * 32];
-#pragma unroll
-                for (int r = 0; r < RPW; r++) {
-                    acc[r][b] = fmaf(wv[r][u].x, xv.x, acc[r][b]);
-                    acc[r][b] = fmaf(wv[r][u].y, xv.y, acc[r][b]);
-                    acc[r][b] = fmaf(wv[r][u].z, xv.z, acc[r][b]);
-                    acc[r][b] = fmaf(wv[r][u].w, xv.w, acc[r][b]);
-                }
+                acc[r][b] = fmaf(wv[r].x, xv[b].x, acc[r][b]);
+                acc[r][b] = fmaf(wv[r].y, xv[b].y, acc[r][b]);
+                acc[r][b] = fmaf(wv[r].z, xv[b].z, acc[r][b]);
+                acc[r][b] = fmaf(wv[r].w, xv[b].w, acc[r][b]);
             }
-        }
-        __syncthreads(); /* xs is refilled by the next pass */
     }
     float v[P];
 #pragma unroll
-    for (int j = 0; j < P; j++)
-        v[j] = j < N ? acc[j / NB][j % NB] : 0.f;
+    for (int i = 0; i < P; i++)
+        v[i] = i < N ? acc[i / NB][i % NB] : 0.f;
     const int j = warp_sum_split<P>(v, lane);
-    if (j < 0 || j >= N)
-        return;
-    const int r = j / NB, b = j % NB, o = o0 + r;
-    if (o >= out)
-        return;
-    float bias_r = bo[0]; /* bo[r] with a run-time r would live in local memory */
 #pragma unroll
-    for (int k = 1; k < RPW; k++)
-        bias_r = r == k ? bo[k] : bias_r;
-    float t = v[0] + bias_r;
+    for (int i = 0; i < Q; i++)
+        if (j >= 0 && j + i < N)
+            part[warp][j + i] = v[i];
+    __syncthreads();
+    if (t >= N || o >= out)
+        return;
+    float s = part[0][t];
+#pragma unroll
+    for (int w = 1; w < LF_WARPS; w++)
+        s += part[w][t];
+    s += bo;
     if (RELU)
-        t = relu(t);
+        s = relu(s);
+    const int b = t % NB;
     if (DROP) {
         const size_t e = (size_t)b * out + o;
-        t = dropout_apply(t, dropout_bits(dr, e / 4).v[e % 4], dr);
+        s = dropout_apply(s, dropout_bits(dr, e / 4).v[e % 4], dr);
     }
-    y[(size_t)b * out + o] = t;
+    y[(size_t)b * out + o] = s;
 }
 
 template <int NB>
@@ -1130,15 +1124,13 @@ static cudaError_t linear_fwd_nb(float *y, const float *W, const float *bias, co
                                  int out, int in, int relu_on, const mlp_dropout *dr,
                                  cudaStream_t s, int pdl, int w_early)
 {
-    constexpr int RPW = NB >= LF_PAIR_MIN ? 2 : 1;
-    const dim3 grid((unsigned)((out + LF_WARPS - 1) / LF_WARPS)); /* LF_WARPS rows per block */
-    const dim3 block(LF_THREADS / RPW);
+    const dim3 grid((unsigned)((out + LF_ROWS - 1) / LF_ROWS)), block(LF_THREADS);
     const bool vec = in % 4 == 0 && aligned16(W) && aligned16(x);
     const dropout_arg d = dropout_of(dr);
     const int early = w_early ? 1 : 0;
 #define LF_LAUNCH(V, R, D)                                                                         \
-    return launch(linear_fwd_kernel<NB, V, R, D, RPW>, grid, block, s, pdl, y, W, bias, x, out,    \
-                  in, d, early)
+    return launch(linear_fwd_kernel<NB, V, R, D>, grid, block, s, pdl, y, W, bias, x, out, in, d,  \
+                  early)
     if (dr) {
         if (vec)
             LF_LAUNCH(true, true, true);

@@ -57,7 +57,8 @@ typedef struct mlp_dropout {
  * Linear forward at small batch, bias and activation fused (B <= MLP_SMALL_B_MAX):
  *   y[b][o] = act(sum_i W[o][i] x[b][i] + bias[o])
  * act: ReLU when relu != 0, then dropout when dr != NULL (requires relu).
- * One warp per output feature (two from 5 rows up) reads W's rows once;
+ * A block of 256 threads owns 8 output features and splits the columns
+ * among its warps, so W's rows and x are each read once per block;
  * W [out][in], x [B][in], y [B][out] (may not alias x).
  *
  * w_early = 1 promises that nothing writes W or bias while this kernel may
