@@ -8,8 +8,9 @@
 # variants), `cgr-bench cnn --profile --trace` and the PyTorch peer script on
 # the same GPU, and compares them. --soak runs `cgr-bench soak` (1,000,000
 # replays); --sanitizers adds the racecheck and initcheck setups. --shapes
-# runs `cgr-bench serve --stats` (W-serve) and `cgr-bench newshape` (capture
-# against update in place); --ddp runs `cgr-bench ddp --nproc 2` (2 GPUs).
+# runs `cgr-bench serve --stats` (W-serve), `cgr-bench newshape` (capture
+# against update in place) and `mlp-linear-chain` (the small-batch Linear
+# kernel in a five-layer graph); --ddp runs `cgr-bench ddp --nproc 2` (2 GPUs).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/cgr-gpu-check}
@@ -76,6 +77,8 @@ if [ "${result[build]}" = ok ]; then
         "$b/bench/cgr-bench" newshape $quick --json "$OUT/bench-newshape.json" \
             >"$OUT/bench-newshape.log" 2>&1 || result[shapes]=FAILED
         tail -n 20 "$OUT/bench-newshape.log"
+        "$b/bench/mlp-linear-chain" >"$OUT/linear-chain.log" 2>&1 || result[shapes]=FAILED
+        cat "$OUT/linear-chain.log"
     fi
     if [ $ddp = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
         "$b/bench/cgr-bench" ddp --nproc 2 $quick --json "$OUT/bench-ddp.json" \
