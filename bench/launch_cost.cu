@@ -21,15 +21,9 @@
 
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "graph-launch-cost: %s failed: %s (%s:%d)\n", #x,                      \
-                    cudaGetErrorString(e_), __FILE__, __LINE__);                                   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "tool_check.h"
+
+#define CK(x) TOOL_CK("graph-launch-cost", x)
 
 #define ROUNDS 30
 #define PER_ROUND 100

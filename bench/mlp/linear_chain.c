@@ -22,6 +22,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "../tool_check.h"
 #include "mlp_kernels.h"
 
 #define LAYERS 5
@@ -29,15 +30,7 @@
 #define ROUNDS 7
 #define PER_ROUND 300
 
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "mlp-linear-chain: %s failed: %s (%s:%d)\n", #x,                       \
-                    cudaGetErrorString(e_), __FILE__, __LINE__);                                   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#define CK(x) TOOL_CK("mlp-linear-chain", x)
 
 static const int outs[LAYERS] = {1024, 1024, 1024, 1024, 1000};
 
