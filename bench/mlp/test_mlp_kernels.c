@@ -816,53 +816,87 @@ static void test_linear_fwd(rng *r)
 }
 
 /*
- * Two layers in a row, the second launched with PDL and w_early, so it
- * loads W2 before it waits for the first layer and must still read the
- * first layer's output only after the wait: against the same chain without
- * PDL, bit for bit, over repeated runs with the output poisoned between.
+ * Five layers in a row through two buffers used in turn (layer l reads the
+ * buffer layer l - 2 wrote before), as W-serve runs them: every layer
+ * launched with PDL and w_early, so each loads its weights before it waits
+ * for the layer before and must read that layer's output, not what the
+ * buffer held two layers back, only after the wait. Against the same
+ * chain run plainly, bit for bit: eagerly, and replayed in a graph with
+ * the buffers poisoned before each replay.
+ *
+ * Why this shape: a first version of the split-column kernel read x
+ * through a const __restrict__ pointer; W-serve's checks caught the stale
+ * reads, while a two-layer chain with fresh buffers passed.
  */
+#define CHAIN_LAYERS 5
+static void chain_enqueue(const float *W, const float *b, const float *x, float *a0, float *a1,
+                          int B, int n, int fast)
+{
+    for (int l = 0; l < CHAIN_LAYERS; l++) {
+        const float *in = l == 0 ? x : l % 2 ? a0 : a1;
+        float *out = l % 2 ? a1 : a0;
+        CUDA_OK(mlp_linear_fwd(out, W + (size_t)l * n * n, b + (size_t)l * n, in, B, n, n,
+                               l < CHAIN_LAYERS - 1, NULL, stream, fast, fast));
+    }
+}
+
 static void test_linear_fwd_chain(rng *r)
 {
     static const int Bs[] = {1, 2, 4, 8};
-    const int n = 1024;
-    group *g = grp("linear_fwd chain (pdl + w_early after a layer)");
-    float *hW = xmalloc((size_t)2 * n * n * 4), *hb = xmalloc((size_t)2 * n * 4);
+    const int n = 1024, L = CHAIN_LAYERS;
+    group *g = grp("linear_fwd chain (5 layers, pdl + w_early, eager and graph)");
+    float *hW = xmalloc((size_t)L * n * n * 4), *hb = xmalloc((size_t)L * n * 4);
     float *hx = xmalloc((size_t)8 * n * 4), *ref = xmalloc((size_t)8 * n * 4);
     float *got = xmalloc((size_t)8 * n * 4);
-    fill(r, hW, (size_t)2 * n * n, 0.05f);
-    fill(r, hb, (size_t)2 * n, 0.5f);
+    fill(r, hW, (size_t)L * n * n, 0.05f);
+    fill(r, hb, (size_t)L * n, 0.5f);
     fill(r, hx, (size_t)8 * n, 1.f);
-    float *dW = dmalloc((size_t)2 * n * n * 4), *db = dmalloc((size_t)2 * n * 4);
-    float *dx = dmalloc((size_t)8 * n * 4), *dh = dmalloc((size_t)8 * n * 4);
-    float *dy = dmalloc((size_t)8 * n * 4);
-    up(dW, hW, (size_t)2 * n * n * 4);
-    up(db, hb, (size_t)2 * n * 4);
+    float *dW = dmalloc((size_t)L * n * n * 4), *db = dmalloc((size_t)L * n * 4);
+    float *dx = dmalloc((size_t)8 * n * 4), *a0 = dmalloc((size_t)8 * n * 4);
+    float *a1 = dmalloc((size_t)8 * n * 4);
+    /* The last layer (4) writes a0. */
+    up(dW, hW, (size_t)L * n * n * 4);
+    up(db, hb, (size_t)L * n * 4);
     up(dx, hx, (size_t)8 * n * 4);
     for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++) {
         const int B = Bs[bi];
         const size_t bytes = (size_t)B * n * 4;
-        for (int run = 0; run < 6; run++) {
-            const int fast = run > 0;
-            poison(dh, bytes);
-            poison(dy, bytes);
-            CUDA_OK(mlp_linear_fwd(dh, dW, db, dx, B, n, n, 1, NULL, stream, fast, fast));
-            CUDA_OK(mlp_linear_fwd(dy, dW + (size_t)n * n, db + n, dh, B, n, n, 0, NULL, stream,
-                                   fast, fast));
-            down(run == 0 ? ref : got, dy, bytes);
-            if (run == 0) {
-                size_t bad = 0; /* poison left in place: NaN */
-                for (size_t i = 0; i < (size_t)B * n; i++)
-                    bad += !isfinite(ref[i]);
-                if (bad)
-                    fprintf(stderr, "FAIL %s: B=%d: the plain chain left %zu outputs unwritten\n",
-                            g->name, B, bad);
-                grp_case(g, bad == 0, bad ? INFINITY : 0.0);
-                continue;
-            }
-            char what[48];
-            snprintf(what, sizeof what, "B=%d run %d", B, run);
+        char what[64];
+        poison(a0, bytes);
+        poison(a1, bytes);
+        chain_enqueue(dW, db, dx, a0, a1, B, n, 0);
+        down(ref, a0, bytes);
+        size_t bad = 0; /* poison left in place: NaN */
+        for (size_t i = 0; i < (size_t)B * n; i++)
+            bad += !isfinite(ref[i]);
+        if (bad)
+            fprintf(stderr, "FAIL %s: B=%d: the plain chain left %zu outputs unwritten\n", g->name,
+                    B, bad);
+        grp_case(g, bad == 0, bad ? INFINITY : 0.0);
+        for (int run = 0; run < 3; run++) {
+            poison(a0, bytes);
+            poison(a1, bytes);
+            chain_enqueue(dW, db, dx, a0, a1, B, n, 1);
+            down(got, a0, bytes);
+            snprintf(what, sizeof what, "B=%d eager run %d", B, run);
             same_bits(g, what, ref, got, bytes);
         }
+        cudaGraph_t gr = NULL;
+        cudaGraphExec_t exec = NULL;
+        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        chain_enqueue(dW, db, dx, a0, a1, B, n, 1);
+        CUDA_OK(cudaStreamEndCapture(stream, &gr));
+        CUDA_OK(cudaGraphInstantiate(&exec, gr, 0));
+        for (int run = 0; run < 10; run++) {
+            poison(a0, bytes);
+            poison(a1, bytes);
+            CUDA_OK(cudaGraphLaunch(exec, stream));
+            down(got, a0, bytes);
+            snprintf(what, sizeof what, "B=%d graph replay %d", B, run);
+            same_bits(g, what, ref, got, bytes);
+        }
+        CUDA_OK(cudaGraphExecDestroy(exec));
+        CUDA_OK(cudaGraphDestroy(gr));
     }
     free(hW);
     free(hb);
@@ -872,8 +906,8 @@ static void test_linear_fwd_chain(rng *r)
     CUDA_OK(cudaFree(dW));
     CUDA_OK(cudaFree(db));
     CUDA_OK(cudaFree(dx));
-    CUDA_OK(cudaFree(dh));
-    CUDA_OK(cudaFree(dy));
+    CUDA_OK(cudaFree(a0));
+    CUDA_OK(cudaFree(a1));
 }
 
 static void test_gemv_bwd(rng *r)
