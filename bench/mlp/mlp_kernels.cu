@@ -36,7 +36,8 @@
  * kernel has written it. Seen in the fifth session: a Linear kernel whose
  * x was const __restrict__ gave W-serve outputs off by up to 3 % from the
  * float64 reference, and graph and eager runs that differed, until x lost
- * the qualifier; the PTX of this file now has no ld.global.nc.
+ * the qualifier; the PTX of this file now has no ld.global.nc, and the
+ * unit test pdl_restrict (tests/unit/test_pdl_restrict.c) keeps it so.
  */
 #include <math.h>
 #include <stdint.h>
