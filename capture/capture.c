@@ -81,6 +81,11 @@ static void plan_io(const cgr_step *s, uint32_t slot, size_t zero_copy_max, io_n
             io->mout[io->n_mout++] = i;
         }
     }
+    /* An armable step's input kernel waits at the slot's gate (replay/arm.c). */
+    if (s->armable) {
+        io->zin.gate = (unsigned long long *)(dev + CGR__SLOT_GATE_OFFSET);
+        io->zin.gate_timeout_ns = (unsigned long long)s->rt->opt.arm_timeout_us * 1000ull;
+    }
     if (io->zout.n) {
         unsigned long long *seq = s->sig_dev;
         io->zout.flag = (unsigned long long *)dev; /* the slot's first word */
@@ -107,7 +112,8 @@ static cgr_status last_node(cudaStream_t stream, cudaGraphNode_t *node)
 static cgr_status record_inputs(cgr_step *s, io_nodes *io)
 {
     cudaStream_t st = s->rt->stream;
-    if (io->zin.n) {
+    /* With a gate the kernel comes first even with nothing to copy: memcpy nodes wait behind it. */
+    if (io->zin.n || io->zin.gate) {
         CGR_CUDA_TRY(cgr__stage_copy(&io->zin, st, 0));
         CGR_TRY(last_node(st, &io->zin_node));
     }
@@ -163,7 +169,7 @@ static cgr_status patch_kernel(cudaGraphNode_t node, cgr__copy_list *l)
 static cgr_status patch_for_slot(cgr_step *s, io_nodes *io, uint32_t slot)
 {
     plan_io(s, slot, s->rt->opt.zero_copy_max_bytes, io);
-    if (io->zin.n)
+    if (io->zin.n || io->zin.gate)
         CGR_TRY(patch_kernel(io->zin_node, &io->zin));
     if (io->zout.n)
         CGR_TRY(patch_kernel(io->zout_node, &io->zout));
@@ -207,6 +213,7 @@ static cgr_status graph_finish(cgr_step *s, cudaGraph_t g, const io_nodes *io, c
     out->zero_copy_tensors = (uint64_t)(io->zin.n + io->zout.n - (s->n_dyn ? 1 : 0));
     out->memcpy_tensors = (uint64_t)(io->n_min + io->n_mout);
     out->flag = io->zout.n > 0;
+    out->gated = io->zin.gate != NULL;
     out->bytes = (size_t)nodes * s->ring.slots * CGR__EXEC_NODE_BYTES;
     return CGR_STATUS_OK;
 }

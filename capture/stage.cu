@@ -21,6 +21,57 @@ static __host__ __device__ size_t chunks_of(size_t bytes)
     return (bytes + 15) / 16;
 }
 
+static __device__ unsigned long long load_acquire_sys(const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+static __device__ unsigned long long global_ns(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/*
+ * The gate of an armed run: thread 0 of each block polls the slot's go
+ * word in pinned host memory (one PCIe round trip per poll) with acquire
+ * semantics, so that the inputs the host wrote before its release store of
+ * go are what every thread reads after the barrier.
+ *
+ * The timeout is a handshake with the host (replay/arm.c), in the shape of
+ * Dekker's: block 0 stores expired, fences at system scope, then reads go
+ * once more; the host stores go, fences, then reads expired. At least one
+ * side sees the other's store. If the host sees expired == 0, this run
+ * took its inputs after go. Otherwise the host cannot tell and runs the
+ * graph again behind this one, which is harmless: the later run's outputs
+ * and flag are the ones it waits for.
+ */
+static __device__ void gate_wait(unsigned long long *g, unsigned long long timeout_ns)
+{
+    if (threadIdx.x == 0) {
+        const unsigned long long start = global_ns();
+        for (unsigned i = 1;; i++) {
+            if (load_acquire_sys(&g[0]) != 0)
+                break;
+            /* Every 32nd poll only: each read is a PCIe round trip, and go
+             * is what the latency hangs on. An expired run's inputs are
+             * dropped anyway, so this one needs no ordering. */
+            if (blockIdx.x != 0 && (i & 31) == 0 && *(volatile unsigned long long *)&g[1] != 0)
+                break;
+            if (blockIdx.x == 0 && global_ns() - start > timeout_ns) {
+                *(volatile unsigned long long *)&g[1] = 1;
+                __threadfence_system();
+                (void)load_acquire_sys(&g[0]);
+                break;
+            }
+        }
+    }
+    __syncthreads();
+}
+
 __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_list l)
 {
     /* With programmatic dependent launch the kernel may start before the
@@ -30,6 +81,9 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
      * cudaGridDependencySynchronize) for this grid to finish and its writes
      * to land, but its launch latency hides behind this copy. */
     cudaTriggerProgrammaticLaunchCompletion();
+    /* After the trigger: a PDL successor loads what it may (weights) while this waits. */
+    if (l.gate)
+        gate_wait(l.gate, l.gate_timeout_ns);
     /* The run count, read now so that its latency hides behind the copy. Only
      * the previous run's last block wrote it, and that run has ended. */
     unsigned long long runs = 0;
@@ -102,7 +156,7 @@ extern "C" unsigned cgr__stage_blocks(const cgr__copy_list *l)
 
 extern "C" cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream, int pdl)
 {
-    if (l->n <= 0 && !l->flag)
+    if (l->n <= 0 && !l->flag && !l->gate)
         return cudaSuccess;
     cudaLaunchConfig_t c = {};
     c.gridDim = dim3(cgr__stage_blocks(l));

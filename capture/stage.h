@@ -41,12 +41,22 @@ typedef struct cgr__copy_list {
     unsigned long long *flag;
     unsigned long long *seq;
     unsigned int *arrive;
+    /*
+     * Gate of an armed run (replay/arm.c), NULL when unused: the device
+     * view of the slot's two gate words, go (written by the host) and
+     * expired (written here). Every block waits until go or expired is
+     * nonzero before it reads anything; block 0 sets expired once
+     * gate_timeout_ns have passed, so a run that is never launched gives
+     * the stream back.
+     */
+    unsigned long long *gate;
+    unsigned long long gate_timeout_ns;
 } cgr__copy_list;
 
 /**
  * Enqueues one kernel doing every copy of `l` on `stream` (src/dst may be
  * device pointers or device views of mapped pinned memory). Does nothing
- * when l->n == 0. Returns the launch error, if any. Pointers must be
+ * when l->n == 0 and there is neither a flag nor a gate. Returns the launch error, if any. Pointers must be
  * 16-byte aligned; sizes may be anything. pdl = 1 launches it with
  * programmatic dependent launch (the kernel waits for its predecessor's
  * writes itself); capture.c explains why cgr does not use that today.

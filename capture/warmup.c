@@ -38,6 +38,7 @@ static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
      * arena grows, not after: growing may fail for want of exactly that
      * memory, and a failed growth must not leave the pool holding it.
      */
+    cgr__arm_drop_all(rt); /* another step's armed run would hold the stream */
     CGR_CUDA_TRY(cudaStreamSynchronize(rt->stream));
     CGR_CUDA_TRY(cudaMemPoolTrimTo(rt->trace_pool, 0));
     CGR_TRY(cgr__plan(p->trace.bufs, p->trace.n, CGR__ALIGN, &peak, &lower));

@@ -84,6 +84,7 @@ typedef struct cgr__shape_plan {
 typedef struct cgr__graph {
     cudaGraphExec_t exec[CGR_MAX_SLOTS];
     int flag;                 /* its output staging publishes a completion flag */
+    int gated;                /* its input kernel waits at the slot's gate (armable step) */
     uint64_t nodes, kernel_nodes, memcpy_nodes;
     uint64_t zero_copy_tensors, memcpy_tensors;
     size_t bytes;             /* estimate charged to the cache's byte budget */
@@ -162,6 +163,10 @@ struct cgr_step {
     uint64_t sig_expect[CGR_MAX_SLOTS];   /* flag value that run will publish */
     uint64_t sig_runs[CGR_MAX_SLOTS];     /* flag-publishing runs launched per slot */
     cgr__ring ring;
+    /* Armed runs (replay/arm.c): graphs begin with a gate; the graph
+     * launched ahead on the acquired slot, NULL when it is not armed. */
+    int armable;
+    const struct cgr__graph *armed;
     /*
      * Shapes (replay/shapes.h decides what each run does). A step without
      * dynamic dims has one shape and takes the same path.
@@ -233,6 +238,8 @@ static inline unsigned char *cgr__slot_dev(const cgr_step *s, uint32_t slot)
 
 /* Offset of the true dims inside each pinned slot (after the flag word). */
 #define CGR__SLOT_DIMS_OFFSET 128
+/* Offset of the two gate words of an armed run, go and expired (replay/arm.c). */
+#define CGR__SLOT_GATE_OFFSET 64
 
 /* ---- capture/ ---- */
 /* Runs the step eagerly on `slot` (warm-up or fallback) with scratch from `plan`,
@@ -288,6 +295,27 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan
 cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s);
 
 /* ---- replay/ ---- */
+/* The run's dims: none for a fixed-shape step, else each in 1..its max.
+ * Checked before anything is acquired, so bad dims change nothing. */
+cgr_status cgr__check_dims(const cgr_step *s, const int64_t *dims, int given, const char *fn);
+/* Hands out the step's next slot, with messages for `fn`; rt->lock held. */
+cgr_status cgr__step_acquire(cgr_step *s, uint64_t *ticket, uint32_t *slot, const char *fn);
+/* `slot` is the slot this thread acquired; rt->lock held. */
+cgr_status cgr__check_acquired(const cgr_step *s, const cgr_slot *slot, const char *fn);
+/* What cgr_step_acquire returns for run `ticket`. */
+void cgr__slot_fill(const cgr_step *s, uint64_t ticket, int armed, cgr_slot *out);
+/* Launches exec[slot] of g; a gated graph's gate is opened first, or closed
+ * when `ahead` (an armed run); rt->lock held, device entered. */
+cgr_status cgr__launch_graph(cgr_step *s, const struct cgr__graph *g, uint32_t slot, int ahead);
+/* Armed runs (replay/arm.c); rt->lock held. arm_launch opens the gate of
+ * the armed run on `slot` (g is its graph), running g again if the run
+ * had expired; arm_drop lets the step's armed run through unlaunched, if
+ * it has one; arm_drop_all does so for every step of the runtime. */
+cgr_status cgr__arm_launch(cgr_step *s, const struct cgr__graph *g, uint32_t slot);
+/* The slot's gate before a launch: go = 1 passes at once, 0 waits for the host. */
+void cgr__gate_set(cgr_step *s, uint32_t slot, int go);
+void cgr__arm_drop(cgr_step *s);
+void cgr__arm_drop_all(cgr_runtime *rt);
 /* Decides and carries out one run on `slot` (replay/dispatch.c); rt->lock held.
  * true_dims: n_dyn values, validated by the caller (NULL when n_dyn is 0). */
 cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims);

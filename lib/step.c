@@ -119,6 +119,7 @@ CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, c
     strncpy(s->name, desc->name ? desc->name : "step", sizeof s->name - 1);
     s->fn = desc->fn;
     s->user = desc->user;
+    s->armable = desc->armable;
     s->n_in = desc->n_inputs;
     s->n_out = desc->n_outputs;
     for (int i = 0; i < s->n_in; i++)
@@ -182,7 +183,8 @@ cgr_status cgr__step_destroy_locked(cgr_step *s, int *destroyed)
     *destroyed = 0;
     CGR_TRY(cgr__device_enter(rt, &prev));
     cgr_status st = CGR_STATUS_OK;
-    /* The step's graphs may still be running on the stream. */
+    /* The step's graphs may still be running on the stream; armed runs would hold it. */
+    cgr__arm_drop_all(rt);
     cudaError_t e = cudaStreamSynchronize(rt->stream);
     if (e != cudaSuccess)
         st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);

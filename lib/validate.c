@@ -36,6 +36,7 @@ CGR_API cgr_status cgr_options_init(cgr_options *opt)
      * faster than a memcpy node at every size measured, 4 KiB to 16 MiB. */
     opt->zero_copy_max_bytes = 16 * CGR__MIB;
     opt->wait_spin_us = 200;
+    opt->arm_timeout_us = 100000;
     opt->capture = 1;
     /* W-serve's 7 buckets fit with room to spare; docs/shapes.md has the guard's reasoning. */
     opt->shape_cache_entries = 16;
@@ -93,6 +94,10 @@ cgr_status cgr__validate_options(const cgr_options *o)
                         "cgr_options.churn_window is %d and churn_stable %d: the window must be "
                         ">= churn_shapes (%d) and churn_stable >= 1",
                         o->churn_window, o->churn_stable, o->churn_shapes);
+    if (o->arm_timeout_us < 1 || o->arm_timeout_us > 60000000)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_options.arm_timeout_us is %u, must be 1..60000000",
+                        o->arm_timeout_us);
     if (o->shape_spare != 0 && o->shape_spare != 1)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.shape_spare is %d, must be 0 or 1", o->shape_spare);
@@ -365,6 +370,9 @@ cgr_status cgr__validate_step_desc(const cgr_step_desc *d)
                         CGR__NAME_MAX);
     if (!all_zero(d->reserved, sizeof d->reserved))
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.reserved must be zero");
+    if (d->armable != 0 && d->armable != 1)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.armable is %d, must be 0 or 1",
+                        d->armable);
     CGR_TRY(check_list("inputs", d->inputs, d->n_inputs));
     CGR_TRY(check_list("outputs", d->outputs, d->n_outputs));
     /* Names identify tensors in messages, so they must be unique. */

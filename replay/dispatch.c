@@ -89,8 +89,10 @@ static cgr__shape_plan *eager_plan(cgr_step *s, const cgr__sig *sig)
     return &e->plan;
 }
 
-static cgr_status launch_graph(cgr_step *s, const cgr__graph *g, uint32_t slot)
+cgr_status cgr__launch_graph(cgr_step *s, const cgr__graph *g, uint32_t slot, int ahead)
 {
+    if (g->gated)
+        cgr__gate_set(s, slot, ahead ? 0 : 1);
     cgr__range_push("cgr replay");
     cudaError_t e = cudaGraphLaunch(g->exec[slot], s->rt->stream);
     cgr__range_pop();
@@ -207,7 +209,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
      * goes below, after its one run (CUDA frees a running executable once it
      * is done). Its counts are copied before that.
      */
-    cgr_status ls = launch_graph(s, g, slot);
+    cgr_status ls = cgr__launch_graph(s, g, slot, 0);
     const cgr__graph made = *g;
     for (uint32_t i = 0; i < oc.n_freed; i++)
         cgr__graph_free(oc.freed[i].payload);
@@ -247,11 +249,15 @@ cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims)
         apply_shape(s, d.dims, d.true_dims);
         stage_inputs(s, slot, d.true_dims);
     }
+    /* Launched ahead for another graph (the dims changed buckets): let it through. */
+    if (s->armed && (d.action != CGR__SHAPES_REPLAY || s->armed != d.payload))
+        cgr__arm_drop(s);
     cgr__slot_run *sr = &s->slot_run[slot];
     uint8_t action = CGR_RUN_REPLAY;
     switch (d.action) {
     case CGR__SHAPES_REPLAY:
-        st = launch_graph(s, d.payload, slot);
+        st = s->armed && s->armed == d.payload ? cgr__arm_launch(s, d.payload, slot)
+                                               : cgr__launch_graph(s, d.payload, slot, 0);
         if (st == CGR_STATUS_OK) {
             ss->replays++;
             s->rt->replays++;

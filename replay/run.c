@@ -27,6 +27,8 @@ static cgr_status launch_acquired(cgr_step *s, uint64_t ticket, const int64_t *d
         cgr__device_leave(prev);
     }
     if (st != CGR_STATUS_OK) {
+        /* A run launched ahead must not hold the stream for a slot given back. */
+        cgr__arm_drop(s);
         cgr__ring_cancel(&s->ring);
         return st;
     }
@@ -34,8 +36,7 @@ static cgr_status launch_acquired(cgr_step *s, uint64_t ticket, const int64_t *d
     return cgr__ring_commit(&s->ring, ticket);
 }
 
-/* rt->lock held. */
-static cgr_status acquire(cgr_step *s, uint64_t *ticket, uint32_t *slot, const char *fn)
+cgr_status cgr__step_acquire(cgr_step *s, uint64_t *ticket, uint32_t *slot, const char *fn)
 {
     cgr_status st = cgr__ring_acquire(&s->ring, ticket, slot);
     if (st == CGR_STATUS_BUSY)
@@ -61,11 +62,7 @@ static cgr_status acquire(cgr_step *s, uint64_t *ticket, uint32_t *slot, const c
     return st;
 }
 
-/*
- * The run's dims: none for a fixed-shape step, else each in 1..its max.
- * Checked before anything is acquired, so bad dims change nothing.
- */
-static cgr_status check_dims(const cgr_step *s, const int64_t *dims, int given, const char *fn)
+cgr_status cgr__check_dims(const cgr_step *s, const int64_t *dims, int given, const char *fn)
 {
     if (!given) {
         if (s->n_dyn)
@@ -89,7 +86,7 @@ static cgr_status run_inputs(cgr_step *s, const int64_t *dims, int given,
                              const void *const *inputs, uint64_t *ticket, const char *fn)
 {
     CGR_TRY(cgr__check_step(s, fn));
-    CGR_TRY(check_dims(s, dims, given, fn));
+    CGR_TRY(cgr__check_dims(s, dims, given, fn));
     if (s->n_in > 0) {
         if (!inputs)
             return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
@@ -104,7 +101,7 @@ static cgr_status run_inputs(cgr_step *s, const int64_t *dims, int given,
     uint32_t slot;
     /* One locked section from acquire to commit: no other thread ever sees this slot acquired. */
     CGR_TRY(cgr__lock(s->rt, fn));
-    cgr_status st = acquire(s, &t, &slot, fn);
+    cgr_status st = cgr__step_acquire(s, &t, &slot, fn);
     if (st == CGR_STATUS_OK) {
         unsigned char *host = cgr__slot_host(s, slot);
         for (int i = 0; i < s->n_in; i++)
@@ -137,16 +134,40 @@ CGR_API cgr_status cgr_step_acquire(cgr_step *s, cgr_slot *out)
     uint64_t t;
     uint32_t slot;
     CGR_TRY(cgr__lock(s->rt, "cgr_step_acquire"));
-    cgr_status st = acquire(s, &t, &slot, "cgr_step_acquire");
+    cgr_status st = cgr__step_acquire(s, &t, &slot, "cgr_step_acquire");
     if (st == CGR_STATUS_OK)
         s->acquirer = pthread_self();
     cgr__unlock(s->rt);
     CGR_TRY(st);
+    cgr__slot_fill(s, t, 0, out);
+    return CGR_STATUS_OK;
+}
+
+void cgr__slot_fill(const cgr_step *s, uint64_t ticket, int armed, cgr_slot *out)
+{
     memset(out, 0, sizeof *out);
-    out->ticket = t;
-    unsigned char *host = cgr__slot_host(s, slot);
+    out->ticket = ticket;
+    out->armed = armed;
+    unsigned char *host = cgr__slot_host(s, cgr__ring_slot(&s->ring, ticket));
     for (int i = 0; i < s->n_in; i++)
         out->inputs[i] = host + s->in[i].slot_offset;
+}
+
+cgr_status cgr__check_acquired(const cgr_step *s, const cgr_slot *slot, const char *fn)
+{
+    if (!s->ring.acquired)
+        return CGR_FAIL(CGR_STATUS_WRONG_STATE, "%s: no slot of step '%s' is acquired", fn,
+                        s->name);
+    if (!pthread_equal(s->acquirer, pthread_self()))
+        /* The acquiring thread may still be writing the inputs. */
+        return CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                        "%s: the acquired slot of step '%s' belongs to another thread; "
+                        "acquire and launch on the same thread",
+                        fn, s->name);
+    if (slot->ticket != s->ring.launched)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "%s: slot is for run %llu, the acquired one is run %llu", fn,
+                        (unsigned long long)slot->ticket, (unsigned long long)s->ring.launched);
     return CGR_STATUS_OK;
 }
 
@@ -155,23 +176,10 @@ static cgr_status launch_slot(cgr_step *s, const cgr_slot *slot, const int64_t *
     CGR_TRY(cgr__check_step(s, "cgr_step_launch"));
     if (!slot)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_launch: slot is NULL");
-    CGR_TRY(check_dims(s, dims, given, "cgr_step_launch"));
+    CGR_TRY(cgr__check_dims(s, dims, given, "cgr_step_launch"));
     CGR_TRY(cgr__lock(s->rt, "cgr_step_launch"));
-    cgr_status st;
-    if (!s->ring.acquired)
-        st = CGR_FAIL(CGR_STATUS_WRONG_STATE, "cgr_step_launch: no slot of step '%s' is acquired",
-                      s->name);
-    else if (!pthread_equal(s->acquirer, pthread_self()))
-        /* The acquiring thread may still be writing the inputs. */
-        st = CGR_FAIL(CGR_STATUS_WRONG_STATE,
-                      "cgr_step_launch: the acquired slot of step '%s' belongs to another "
-                      "thread; acquire and launch on the same thread",
-                      s->name);
-    else if (slot->ticket != s->ring.launched)
-        st = CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                      "cgr_step_launch: slot is for run %llu, the acquired one is run %llu",
-                      (unsigned long long)slot->ticket, (unsigned long long)s->ring.launched);
-    else
+    cgr_status st = cgr__check_acquired(s, slot, "cgr_step_launch");
+    if (st == CGR_STATUS_OK)
         st = launch_acquired(s, slot->ticket, dims);
     cgr__unlock(s->rt);
     return st;

@@ -312,6 +312,15 @@ void cgr__shapes_destroy(cgr__shapes *m);
 cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out);
 
 /**
+ * The payload that decide() would replay for true_dims now, without
+ * deciding: nothing changes, LRU order and counters included. NULL when
+ * that run would not replay (the shape is not cached, or a capture is not
+ * reported yet) or the arguments are bad. The runtime uses it to launch a
+ * run ahead (replay/arm.c) and decides when the run is launched for real.
+ */
+void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims);
+
+/**
  * The capture from the latest CAPTURE decision succeeded. Inserts the
  * payload (evicting least recently used entries, handed back in
  * out->freed), or refuses it when its bytes alone exceed the byte budget:

@@ -901,6 +901,33 @@ int prof_end(prof *p, int steps, prof_window *out)
     return PROF_OK;
 }
 
+int prof_now(prof *p, uint64_t *ns)
+{
+    if (!p || !ns)
+        return PROF_EINVAL;
+    CUptiResult r = cuptiGetTimestamp(ns);
+    if (r != CUPTI_SUCCESS)
+        return cupti_fail(p->err, sizeof p->err, "cuptiGetTimestamp", r);
+    return PROF_OK;
+}
+
+int prof_intervals(const prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n)
+{
+    if (!p || !n || (max && (!start || !end)))
+        return PROF_EINVAL;
+    if (!p->have_window) {
+        set_err_c(p, "prof_intervals: no finished window");
+        return PROF_ESTATE;
+    }
+    size_t k = p->win_n < max ? p->win_n : max;
+    for (size_t i = 0; i < k; i++) {
+        start[i] = p->win[i].start;
+        end[i] = p->win[i].end;
+    }
+    *n = k;
+    return PROF_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* top kernels                                                         */
 

@@ -152,6 +152,15 @@ int prof_trace_add(prof *p, const char *label, int pid);
  * ui.perfetto.dev and chrome://tracing). May be called more than once. */
 int prof_trace_write(const prof *p, const char *path);
 
+/* CUPTI's clock now, in ns: the clock of the records' start and end, so a
+ * host moment taken with it can be set against the GPU timeline. */
+int prof_now(prof *p, uint64_t *ns);
+
+/* The last window's records as intervals (ns, CUPTI clock), in start order:
+ * start[i], end[i] for i < *n, at most max of them (*n says how many were
+ * written; the window may hold more). */
+int prof_intervals(const prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n);
+
 /* The message for the last error on p ("" if none). Never NULL. */
 const char *prof_errmsg(const prof *p);
 

@@ -51,14 +51,23 @@ typedef struct serve_rt {
     cgr_step *step;
     float *dev_params;  /**< persistent, on rt */
     int slots;          /**< the step's staging slots: requests that can be in flight */
+    int armable;        /**< the step is armable and requests go through cgr_step_arm */
 } serve_rt;
 
 /**
  * Creates the runtime (capture = 1: graphs; 0: every run eager), uploads
- * the parameters and creates the step. 0, or -1 (reported); on failure
- * whatever was made is released by serve_rt_destroy().
+ * the parameters and creates the step, armable or not. 0, or -1
+ * (reported); on failure whatever was made is released by
+ * serve_rt_destroy().
  */
-int serve_rt_create(serve_rt *r, const serve_model *m, int device, int capture, int pdl);
+int serve_rt_create(serve_rt *r, const serve_model *m, int device, int capture, int pdl,
+                    int armable);
+/**
+ * Takes a slot for a request of batch B: cgr_step_arm on an armable
+ * runtime (the bucket's graph is launched at once and waits for the
+ * launch), cgr_step_acquire otherwise. 0, or -1 (reported).
+ */
+int serve_acquire(serve_rt *r, int B, cgr_slot *slot);
 void serve_rt_destroy(serve_rt *r);
 
 /**

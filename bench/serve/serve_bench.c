@@ -3,15 +3,23 @@
  *
  * The request sequence: 10,000 requests (2,000 with --quick), batch sizes
  * uniform in 1..64 from a fixed seed, each with fresh random inputs
- * written by the host. It runs twice, on two runtimes: with graphs (cgr's
- * default: per new bucket, warm-up runs, one capture, then replays) and
- * eagerly (cgr_options.capture = 0), same step, same inputs, same order.
+ * written by the host. It runs three times, on three runtimes, same
+ * step, same inputs, same order:
+ *   graph  cgr's graphs (per new bucket, warm-up runs, one capture, then
+ *          replays) on an armable step: each request is armed with
+ *          cgr_step_arm, so its bucket's graph is launched before the host
+ *          writes the inputs and waits on the GPU for the launch;
+ *   eager  cgr_options.capture = 0: every run eager;
+ *   plain  graphs as in "graph", but the step is not armable and each
+ *          graph is launched at submission (cgr_step_acquire): the
+ *          comparison for arming, and the runtime the profiled pass uses.
  *
  * One request, closed loop (the next is submitted only after this one's
  * output was read):
- *   untimed  cgr_step_acquire, then the host writes the request's inputs
- *            into the pinned slot, packed at the true batch (cgr's fast
- *            path, as in the other workload suites);
+ *   untimed  cgr_step_arm (graph, eager) or cgr_step_acquire (plain), then
+ *            the host writes the request's inputs into the pinned slot,
+ *            packed at the true batch (cgr's fast path, as in the other
+ *            workload suites);
  *   timed    cgr_step_launch_dims + cgr_step_wait + cgr_step_output: from
  *            submission to the probabilities in host memory (cgr pads the
  *            input to the bucket, stages it in the graph, and packs the
@@ -41,11 +49,15 @@
  * graph and eagerly alike.
  *
  * GPU busy time per bucket comes from a separate, profiled pass after
- * both timed passes (CUPTI slows every later launch, so it must not
- * overlap them): 50 replays per bucket with batches drawn from the
- * bucket's range, the busy time being the summed kernel and memcpy
- * durations per replay (DESIGN.md's definition) and, beside it, the union
- * of their intervals.
+ * the timed passes (CUPTI slows every later launch, so it must not
+ * overlap them), on the plain runtime: an armed graph's input kernel
+ * spends its wait for the launch inside the kernel, which is not work,
+ * and a plain graph has no gate to pass. 50 replays per bucket with
+ * batches drawn from the bucket's range, the busy time being the summed
+ * kernel and memcpy durations per replay (DESIGN.md's definition) and,
+ * beside it, the union of their intervals. The same pass splits each
+ * request's latency on CUPTI's clock: submission to the first kernel,
+ * the kernels' span, and the end to the wait's return.
  *
  * Bars (issue 4), printed as PASS or MISS, misses included:
  *   throughput of requests with batch <= 8, in flight, >= 1.5 x eager's
@@ -73,13 +85,20 @@
 #define SERVE_REQUESTS_QUICK 2000
 #define SERVE_SAMPLE_EVERY 100 /* graph vs eager, bitwise */
 #define SERVE_PROF_STEPS 50
+#define SERVE_PROF_RECORDS (SERVE_PROF_STEPS * 64) /* a replay has 8 (small) to 18 records */
 #define SERVE_BATCH_SEED 0x5e7e0001ULL
 #define SERVE_INPUT_SEED 0x5e7e0002ULL
 #define SERVE_MAX_BARS 20
 #define SERVE_PIPE_REPS 5 /* passes with requests in flight, per mode and set */
 
-enum { MODE_GRAPH = 0, MODE_EAGER, MODES };
-static const char *const mode_names[MODES] = {"graph", "eager"};
+/*
+ * graph: cgr's graphs, each request armed (cgr_step_arm) before its inputs
+ * are written; eager: every run eager; plain: graphs launched at
+ * submission (cgr_step_acquire, a step that is not armable), the same
+ * requests, for the comparison and for the profiled pass.
+ */
+enum { MODE_GRAPH = 0, MODE_EAGER, MODE_PLAIN, MODES };
+static const char *const mode_names[MODES] = {"graph", "eager", "plain"};
 
 /* Latency figures of one set of requests. */
 typedef struct lat_stats {
@@ -91,9 +110,26 @@ typedef struct lat_stats {
 
 typedef struct bucket_fig {
     lat_stats lat[MODES];        /* steady requests of this bucket */
-    double launch_p50;           /* graph mode: p50 of the launch call alone */
+    double launch_p50[MODES];    /* p50 of the launch call alone */
     int prof_ok;
     double busy_us, busy_union_us, kernels, memcpys;
+    /*
+     * Profiled pass, medians over its requests, on CUPTI's clock: the
+     * request's latency, submission to first GPU record ("to GPU"), first
+     * record's start to last record's end ("span"), last end to the wait's
+     * return ("back"; the flag is written inside the last kernel, so it can
+     * be below zero), and the span's idle gaps (span minus the union).
+     */
+    int split_ok;
+    double prof_lat_us, to_gpu_us, span_us, back_us, gaps_us;
+    /*
+     * The same for armed requests (graph runtime), whose input kernel
+     * starts before submission: a request owns the records that end inside
+     * its [t0, t1]; "in" = submission to the input kernel's end (the gate
+     * opening and the inputs crossing), "rest" = from there to the last end.
+     */
+    int armed_split_ok;
+    double armed_lat_us, armed_in_us, armed_rest_us, armed_back_us;
 } bucket_fig;
 
 typedef struct bar {
@@ -109,7 +145,7 @@ typedef struct serve_run {
     int n;                   /* requests */
     int *batch;              /* [n] */
     double *lat[MODES];      /* [n] us */
-    double *launch_us;       /* [n] graph mode: host time inside cgr_step_launch_dims */
+    double *launch_us[MODES];/* [n] host time inside cgr_step_launch_dims */
     unsigned char *action;   /* [n] graph run's cgr_run_action */
     float **sample;          /* [n / SAMPLE_EVERY + 1] graph outputs kept for the eager check */
     int steady_from;         /* first request after the first pass over the buckets */
@@ -236,7 +272,7 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
         const int B = r->batch[i];
         const int64_t dims[1] = {B};
         cgr_slot slot;
-        CGR_CK(cgr_step_acquire(srt->step, &slot));
+        TRY(serve_acquire(srt, B, &slot));
         rng_fill(&rng, slot.inputs[0], (size_t)B * in_dim);
         if (m == MODE_GRAPH) {
             memcpy(row_first, slot.inputs[0], sizeof row_first);
@@ -252,8 +288,7 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
         CGR_CK(cgr_step_wait(srt->step, slot.ticket));
         CGR_CK(cgr_step_output(srt->step, slot.ticket, 0, &out, &bytes));
         r->lat[m][i] = now_us() - t0;
-        if (m == MODE_GRAPH)
-            r->launch_us[i] = t1 - t0;
+        r->launch_us[m][i] = t1 - t0;
 
         if (bytes != (size_t)B * C * sizeof(float)) {
             bench_error("W-serve %s request %d (B=%d): output of %zu bytes, expected %zu",
@@ -281,7 +316,7 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
                 r->sample[i / SERVE_SAMPLE_EVERY] = keep;
             }
         } else {
-            if (a != CGR_RUN_EAGER && a != CGR_RUN_WARMUP) {
+            if (m == MODE_EAGER && a != CGR_RUN_EAGER && a != CGR_RUN_WARMUP) {
                 bench_error("W-serve eager request %d (B=%d) ran as %s", i, B,
                             cgr_run_action_name(a));
                 return -1;
@@ -290,8 +325,8 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
                 r->samples_checked++;
                 if (memcmp(r->sample[i / SERVE_SAMPLE_EVERY], out, bytes) != 0) {
                     r->sample_mismatches++;
-                    bench_error("W-serve request %d (B=%d): graph and eager outputs differ", i,
-                                B);
+                    bench_error("W-serve request %d (B=%d): graph and %s outputs differ", i,
+                                B, mode_names[m]);
                 }
             }
         }
@@ -355,7 +390,7 @@ static int pipe_passes(serve_run *r, const serve_model *model, serve_rt rts[MODE
                 serve_pipe_result *p = &r->pipe[m][k];
                 rc = serve_pipe_pass(&rts[m], r->batch, r->steady_from, r->n, k ? 8 : 0, pool,
                                      in_dim, C, rep == 0 && k == 0 ? r->pipe_hash[m] : NULL, p);
-                if (rc == 0 && p->replays != (m == MODE_GRAPH ? p->n : 0)) {
+                if (rc == 0 && p->replays != (m == MODE_EAGER ? 0 : p->n)) {
                     bench_error("W-serve %s pass with requests in flight: %ld of %ld requests "
                                 "replayed a graph",
                                 mode_names[m], p->replays, p->n);
@@ -374,11 +409,15 @@ static int pipe_passes(serve_run *r, const serve_model *model, serve_rt rts[MODE
         if (i % SERVE_PIPE_HASH_EVERY)
             continue;
         const int j = i / SERVE_PIPE_HASH_EVERY;
-        r->pipe_hashes_checked++;
-        if (r->pipe_hash[MODE_GRAPH][j] != r->pipe_hash[MODE_EAGER][j]) {
-            r->pipe_hash_mismatches++;
-            bench_error("W-serve request %d (B=%d), requests in flight: graph and eager "
-                        "outputs differ", i, r->batch[i]);
+        for (int m = 0; m < MODES; m++) {
+            if (m == MODE_EAGER)
+                continue;
+            r->pipe_hashes_checked++;
+            if (r->pipe_hash[m][j] != r->pipe_hash[MODE_EAGER][j]) {
+                r->pipe_hash_mismatches++;
+                bench_error("W-serve request %d (B=%d), requests in flight: %s and eager "
+                            "outputs differ", i, r->batch[i], mode_names[m]);
+            }
         }
     }
     return rc;
@@ -387,47 +426,128 @@ static int pipe_passes(serve_run *r, const serve_model *model, serve_rt rts[MODE
 /* ---- GPU busy time per bucket (a separate, profiled pass) -------------------------------- */
 
 #if BENCH_HAVE_PROF
-static int one_request(serve_rt *srt, bench_rng *rng, int B, int in_dim, cgr_run_action *a)
+/* One request as the timed pass runs it; t (optional) gets CUPTI's clock at submission and after the wait. */
+static int one_request(serve_rt *srt, prof *p, bench_rng *rng, int B, int in_dim,
+                       cgr_run_action *a, uint64_t t[2])
 {
     const int64_t dims[1] = {B};
     cgr_slot slot;
-    CGR_CK(cgr_step_acquire(srt->step, &slot));
+    TRY(serve_acquire(srt, B, &slot));
     rng_fill(rng, slot.inputs[0], (size_t)B * in_dim);
+    if (t && prof_now(p, &t[0]) != PROF_OK)
+        return -1;
     CGR_CK(cgr_step_launch_dims(srt->step, &slot, dims));
     CGR_CK(cgr_step_wait(srt->step, slot.ticket));
+    if (t && prof_now(p, &t[1]) != PROF_OK)
+        return -1;
     CGR_CK(cgr_step_run_action(srt->step, slot.ticket, a));
     return 0;
 }
 
-static int profile_buckets(serve_run *r, const serve_model *model, serve_rt *srt)
+/*
+ * Where each profiled request's time went (bucket_fig's split figures):
+ * the window's records are in start order and the requests ran one at a
+ * time, so request k owns the records that start inside its [t0, t1].
+ */
+static void split_armed(bucket_fig *f, const uint64_t (*t)[2], int n, const uint64_t *rs,
+                        const uint64_t *re, size_t nrec)
 {
-    prof *p = NULL;
-    char err[256];
-    r->prof_tried = 1;
-    if (prof_create(&p, err, sizeof err) != PROF_OK) {
-        snprintf(r->prof_note, sizeof r->prof_note, "no GPU busy times: %s", err);
-        return 0;
+    double v[4][SERVE_PROF_STEPS];
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        uint64_t first_end = 0, last = 0;
+        for (size_t i = 0; i < nrec; i++) {
+            if (re[i] < t[k][0] || re[i] > t[k][1])
+                continue;
+            if (first_end == 0 || re[i] < first_end)
+                first_end = re[i];
+            last = re[i] > last ? re[i] : last;
+        }
+        if (first_end == 0)
+            continue;
+        v[0][m] = (double)(t[k][1] - t[k][0]) / 1e3;
+        v[1][m] = (double)(first_end - t[k][0]) / 1e3;
+        v[2][m] = (double)(last - first_end) / 1e3;
+        v[3][m] = ((double)t[k][1] - (double)last) / 1e3;
+        m++;
     }
+    if (m < n / 2)
+        return;
+    double *dst[4] = {&f->armed_lat_us, &f->armed_in_us, &f->armed_rest_us, &f->armed_back_us};
+    for (int c = 0; c < 4; c++) {
+        stats_sort(v[c], m);
+        *dst[c] = stats_percentile(v[c], m, 0.50);
+    }
+    f->armed_split_ok = 1;
+}
+
+static void split_latency(bucket_fig *f, const uint64_t (*t)[2], int n, const uint64_t *rs,
+                          const uint64_t *re, size_t nrec)
+{
+    double v[5][SERVE_PROF_STEPS];
+    int m = 0;
+    size_t i = 0;
+    for (int k = 0; k < n; k++) {
+        while (i < nrec && rs[i] < t[k][0])
+            i++;
+        if (i >= nrec || rs[i] > t[k][1])
+            continue;
+        uint64_t first = rs[i], last = re[i], cur_s = rs[i], cur_e = re[i], u = 0;
+        for (i++; i < nrec && rs[i] <= t[k][1]; i++) {
+            if (rs[i] > cur_e) {
+                u += cur_e - cur_s;
+                cur_s = rs[i];
+            }
+            cur_e = re[i] > cur_e ? re[i] : cur_e;
+            last = re[i] > last ? re[i] : last;
+        }
+        u += cur_e - cur_s;
+        v[0][m] = (double)(t[k][1] - t[k][0]) / 1e3;
+        v[1][m] = (double)(first - t[k][0]) / 1e3;
+        v[2][m] = (double)(last - first) / 1e3;
+        v[3][m] = ((double)t[k][1] - (double)last) / 1e3;
+        v[4][m] = (double)(last - first - u) / 1e3;
+        m++;
+    }
+    if (m < n / 2)
+        return; /* records missing: no figures rather than wrong ones */
+    double *dst[5] = {&f->prof_lat_us, &f->to_gpu_us, &f->span_us, &f->back_us, &f->gaps_us};
+    for (int c = 0; c < 5; c++) {
+        stats_sort(v[c], m);
+        *dst[c] = stats_percentile(v[c], m, 0.50);
+    }
+    f->split_ok = 1;
+}
+
+/*
+ * One runtime's profiled requests per bucket. armed = 0 (the plain
+ * runtime): busy figures and the plain split; armed = 1: the armed split.
+ */
+static int profile_runtime(serve_run *r, const serve_model *model, serve_rt *srt, prof *p,
+                           int armed)
+{
     bench_rng rng;
     rng_seed(&rng, SERVE_INPUT_SEED ^ 0xb05eULL);
     uint64_t s = SERVE_BATCH_SEED ^ 0xb05eULL;
+    static uint64_t rs[SERVE_PROF_RECORDS], re[SERVE_PROF_RECORDS];
     int rc = 0;
     for (int b = 0; b < SERVE_N_BUCKETS && rc == 0; b++) {
         const int lo = b == 0 ? 1 : (int)serve_buckets[b - 1] + 1, hi = (int)serve_buckets[b];
         cgr_run_action a;
         /* One request outside the window keeps the previous window's flush out of this one. */
-        if ((rc = one_request(srt, &rng, hi, model->cfg.in_dim, &a)) != 0)
+        if ((rc = one_request(srt, p, &rng, hi, model->cfg.in_dim, &a, NULL)) != 0)
             break;
         char label[64];
-        snprintf(label, sizeof label, "W-serve bucket %d", hi);
+        snprintf(label, sizeof label, "W-serve %sbucket %d", armed ? "armed " : "", hi);
         if (prof_begin(p, label) != PROF_OK) {
             snprintf(r->prof_note, sizeof r->prof_note, "profiling failed: %s", prof_errmsg(p));
             break;
         }
         int replays = 0;
+        uint64_t t[SERVE_PROF_STEPS][2];
         for (int k = 0; k < SERVE_PROF_STEPS && rc == 0; k++) {
             int B = lo + (int)(next_u64(&s) % (uint64_t)(hi - lo + 1));
-            rc = one_request(srt, &rng, B, model->cfg.in_dim, &a);
+            rc = one_request(srt, p, &rng, B, model->cfg.in_dim, &a, t[k]);
             replays += a == CGR_RUN_REPLAY;
         }
         if (rc != 0 || bench_cuda_failed(cudaDeviceSynchronize(), "cudaDeviceSynchronize",
@@ -448,11 +568,22 @@ static int profile_buckets(serve_run *r, const serve_model *model, serve_rt *srt
             break;
         }
         bucket_fig *f = &r->bk[b];
+        size_t nrec = 0;
+        const int have = prof_intervals(p, rs, re, SERVE_PROF_RECORDS, &nrec) == PROF_OK;
+        if (armed) {
+            if (have)
+                split_armed(f, (const uint64_t (*)[2])t, SERVE_PROF_STEPS, rs, re, nrec);
+            if (r->cfg->trace_path)
+                prof_trace_add(p, label, SERVE_N_BUCKETS + b + 1);
+            continue;
+        }
         f->prof_ok = 1;
         f->busy_us = w.busy_us;
         f->busy_union_us = w.busy_union_us;
         f->kernels = w.kernels_per_step;
         f->memcpys = w.memcpys_per_step;
+        if (have)
+            split_latency(f, (const uint64_t (*)[2])t, SERVE_PROF_STEPS, rs, re, nrec);
         if (w.dropped)
             snprintf(r->prof_note, sizeof r->prof_note,
                      "CUPTI dropped %llu records in bucket %d: its busy time is too low",
@@ -460,6 +591,22 @@ static int profile_buckets(serve_run *r, const serve_model *model, serve_rt *srt
         if (r->cfg->trace_path)
             prof_trace_add(p, label, b + 1);
     }
+    return rc;
+}
+
+static int profile_buckets(serve_run *r, const serve_model *model, serve_rt rts[MODES])
+{
+    prof *p = NULL;
+    char err[256];
+    r->prof_tried = 1;
+    if (prof_create(&p, err, sizeof err) != PROF_OK) {
+        snprintf(r->prof_note, sizeof r->prof_note, "no GPU busy times: %s", err);
+        return 0;
+    }
+    /* Busy time on the runtime without gates: the graph's work alone. */
+    int rc = profile_runtime(r, model, &rts[MODE_PLAIN], p, 0);
+    if (rc == 0)
+        rc = profile_runtime(r, model, &rts[MODE_GRAPH], p, 1);
     if (rc == 0 && r->cfg->trace_path && prof_trace_write(p, r->cfg->trace_path) != PROF_OK)
         fprintf(stderr, "cgr-bench: writing the trace %s failed: %s\n", r->cfg->trace_path,
                 prof_errmsg(p));
@@ -467,10 +614,10 @@ static int profile_buckets(serve_run *r, const serve_model *model, serve_rt *srt
     return rc;
 }
 #else
-static int profile_buckets(serve_run *r, const serve_model *model, serve_rt *srt)
+static int profile_buckets(serve_run *r, const serve_model *model, serve_rt rts[MODES])
 {
     (void)model;
-    (void)srt;
+    (void)rts;
     r->prof_tried = 1;
     snprintf(r->prof_note, sizeof r->prof_note, "built without CUPTI: no GPU busy times");
     return 0;
@@ -507,14 +654,15 @@ static int compute_figures(serve_run *r)
         for (int b = 0; b < SERVE_N_BUCKETS; b++)
             lat_figures(r, m, r->steady_from, b, 0, scratch, &r->bk[b].lat[m]);
     }
-    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
-        int k = 0;
-        for (int i = r->steady_from; i < r->n; i++)
-            if (serve_bucket_index(r->batch[i]) == b)
-                scratch[k++] = r->launch_us[i];
-        stats_sort(scratch, k);
-        r->bk[b].launch_p50 = k ? stats_percentile(scratch, k, 0.50) : NAN;
-    }
+    for (int m = 0; m < MODES; m++)
+        for (int b = 0; b < SERVE_N_BUCKETS; b++) {
+            int k = 0;
+            for (int i = r->steady_from; i < r->n; i++)
+                if (serve_bucket_index(r->batch[i]) == b)
+                    scratch[k++] = r->launch_us[m][i];
+            stats_sort(scratch, k);
+            r->bk[b].launch_p50[m] = k ? stats_percentile(scratch, k, 0.50) : NAN;
+        }
     free(scratch);
 
     char name[96];
@@ -587,22 +735,66 @@ static void report(const serve_run *r, const bench_results *res)
     }
     printf("  closed loop (one at a time), batch <= 8: graph / eager %.2f\n",
            r->small[MODE_GRAPH].req_per_s / r->small[MODE_EAGER].req_per_s);
-    printf("\n  per bucket graph, profiled pass (%d replays each): GPU busy per replay\n",
+    {
+        const serve_pipe_result *pp = &r->pipe[MODE_PLAIN][1], *pe = &r->pipe[MODE_EAGER][1];
+        printf("  plain (graphs launched at submission), batch <= 8, in flight: %.0f r/s, "
+               "%.2f x eager\n",
+               pipe_req_per_s(pp), pipe_req_per_s(pp) / pipe_req_per_s(pe));
+    }
+    printf("\n  armed (cgr_step_arm before the inputs are written) against plain (graph "
+           "launched at submission), same requests, steady:\n");
+    printf("  %6s  %9s %9s %7s  %9s %9s %7s  %11s\n", "bucket", "armed p50", "p99", "launch",
+           "plain p50", "p99", "launch", "armed/plain");
+    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
+        const bucket_fig *f = &r->bk[b];
+        const lat_stats *a = &f->lat[MODE_GRAPH], *q = &f->lat[MODE_PLAIN];
+        printf("  %6lld  %9.1f %9.1f %7.2f  %9.1f %9.1f %7.2f  %11.3f\n",
+               (long long)serve_buckets[b], a->p50, a->p99, f->launch_p50[MODE_GRAPH], q->p50,
+               q->p99, f->launch_p50[MODE_PLAIN], a->p50 / q->p50);
+    }
+    printf("\n  per bucket graph, profiled pass (%d replays each, plain runtime: no gate): GPU "
+           "busy per replay\n",
            SERVE_PROF_STEPS);
-    printf("  (launch: p50 of the host time inside cgr_step_launch_dims alone, part of graph "
-           "p50)\n");
-    printf("  %6s  %9s %9s  %8s %8s  %9s %7s  %10s %10s\n", "bucket", "busy", "busy-u", "kernels",
-           "memcpys", "graph p50", "launch", "p50/busy", "p50/busy-u");
+    printf("  (graph p50: armed requests; plain: the same, launched at submission)\n");
+    printf("  %6s  %9s %9s  %8s %8s  %9s  %10s %10s %11s\n", "bucket", "busy", "busy-u",
+           "kernels", "memcpys", "graph p50", "p50/busy", "p50/busy-u", "plain/busy-u");
     for (int b = 0; b < SERVE_N_BUCKETS; b++) {
         const bucket_fig *f = &r->bk[b];
         if (!f->prof_ok) {
             printf("  %6lld  %9s\n", (long long)serve_buckets[b], "-");
             continue;
         }
-        printf("  %6lld  %9.1f %9.1f  %8.1f %8.1f  %9.1f %7.2f  %10.3f %10.3f\n",
+        printf("  %6lld  %9.1f %9.1f  %8.1f %8.1f  %9.1f  %10.3f %10.3f %11.3f\n",
                (long long)serve_buckets[b], f->busy_us, f->busy_union_us, f->kernels, f->memcpys,
-               f->lat[MODE_GRAPH].p50, f->launch_p50, f->lat[MODE_GRAPH].p50 / f->busy_us,
-               f->lat[MODE_GRAPH].p50 / f->busy_union_us);
+               f->lat[MODE_GRAPH].p50, f->lat[MODE_GRAPH].p50 / f->busy_us,
+               f->lat[MODE_GRAPH].p50 / f->busy_union_us,
+               f->lat[MODE_PLAIN].p50 / f->busy_union_us);
+    }
+    printf("\n  where a profiled (plain) request's time goes (medians, CUPTI's clock; CUPTI slows "
+           "the launch):\n  to GPU = submission to the first kernel's start, span = first start to "
+           "last end,\n  gaps = idle time inside the span, back = last end to the wait's "
+           "return\n");
+    printf("  %6s  %9s  %7s %7s %7s %7s\n", "bucket", "latency", "to GPU", "span", "gaps",
+           "back");
+    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
+        const bucket_fig *f = &r->bk[b];
+        if (f->split_ok)
+            printf("  %6lld  %9.1f  %7.2f %7.2f %7.2f %7.2f\n", (long long)serve_buckets[b],
+                   f->prof_lat_us, f->to_gpu_us, f->span_us, f->gaps_us, f->back_us);
+        else
+            printf("  %6lld  %9s\n", (long long)serve_buckets[b], "-");
+    }
+    printf("\n  the same for armed requests (graph runtime; the input kernel starts before "
+           "submission):\n  in = submission to the input kernel's end, rest = from there to "
+           "the last end\n");
+    printf("  %6s  %9s  %7s %7s %7s\n", "bucket", "latency", "in", "rest", "back");
+    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
+        const bucket_fig *f = &r->bk[b];
+        if (f->armed_split_ok)
+            printf("  %6lld  %9.1f  %7.2f %7.2f %7.2f\n", (long long)serve_buckets[b],
+                   f->armed_lat_us, f->armed_in_us, f->armed_rest_us, f->armed_back_us);
+        else
+            printf("  %6lld  %9s\n", (long long)serve_buckets[b], "-");
     }
     if (r->prof_note[0])
         printf("  %s\n", r->prof_note);
@@ -696,13 +888,28 @@ static int write_json(const serve_run *r, const bench_results *res, int pass)
         json_begin_object(&w, NULL);
         json_int(&w, "bucket", serve_buckets[b]);
         json_modes(&w, "steady", bf->lat);
-        json_number(&w, "launch_call_p50_us", bf->launch_p50);
+        json_begin_object(&w, "launch_call_p50_us");
+        for (int m = 0; m < MODES; m++)
+            json_number(&w, mode_names[m], bf->launch_p50[m]);
+        json_end_object(&w);
         if (bf->prof_ok) {
             json_number(&w, "busy_us", bf->busy_us);
             json_number(&w, "busy_union_us", bf->busy_union_us);
             json_number(&w, "kernels_per_replay", bf->kernels);
             json_number(&w, "memcpys_per_replay", bf->memcpys);
             json_number(&w, "p50_over_busy", bf->lat[MODE_GRAPH].p50 / bf->busy_us);
+            json_number(&w, "p50_over_busy_union", bf->lat[MODE_GRAPH].p50 / bf->busy_union_us);
+            json_number(&w, "plain_p50_over_busy_union",
+                        bf->lat[MODE_PLAIN].p50 / bf->busy_union_us);
+            if (bf->split_ok) {
+                json_begin_object(&w, "profiled_split_us");
+                json_number(&w, "latency", bf->prof_lat_us);
+                json_number(&w, "to_gpu", bf->to_gpu_us);
+                json_number(&w, "span", bf->span_us);
+                json_number(&w, "gaps", bf->gaps_us);
+                json_number(&w, "back", bf->back_us);
+                json_end_object(&w);
+            }
         } else {
             json_null(&w, "busy_us");
         }
@@ -759,7 +966,8 @@ static int serve_body(serve_run *r, const serve_model *model, serve_rt rts[MODES
                       const bench_results *res)
 {
     for (int m = 0; m < MODES; m++) {
-        TRY(serve_rt_create(&rts[m], model, r->cfg->device, m == MODE_GRAPH, !r->cfg->no_pdl));
+        TRY(serve_rt_create(&rts[m], model, r->cfg->device, m != MODE_EAGER, !r->cfg->no_pdl,
+                            m != MODE_PLAIN));
         char label[32];
         snprintf(label, sizeof label, "serve: %s pass", mode_names[m]);
         /* A generous 2 ms a request on top of the base: a hang still shows within minutes. */
@@ -776,7 +984,7 @@ static int serve_body(serve_run *r, const serve_model *model, serve_rt rts[MODES
     watchdog_disarm();
     TRY(prc);
     watchdog_arm("serve: profiled pass", r->cfg->timeout_s);
-    int rc = profile_buckets(r, model, &rts[MODE_GRAPH]);
+    int rc = profile_buckets(r, model, rts);
     watchdog_disarm();
     TRY(rc);
     TRY(compute_figures(r));
@@ -806,11 +1014,13 @@ int serve_suite(const bench_config *cfg, const bench_results *res)
     r.sample = calloc((size_t)n_samples, sizeof *r.sample);
     for (int m = 0; m < MODES; m++)
         r.lat[m] = malloc((size_t)r.n * sizeof *r.lat[m]);
-    r.launch_us = malloc((size_t)r.n * sizeof *r.launch_us);
-    for (int m = 0; m < MODES; m++)
+    int alloc_ok = r.batch && r.action && r.sample;
+    for (int m = 0; m < MODES; m++) {
+        r.launch_us[m] = malloc((size_t)r.n * sizeof *r.launch_us[m]);
         r.pipe_hash[m] = calloc((size_t)(r.n / SERVE_PIPE_HASH_EVERY + 1), sizeof(uint64_t));
-    if (!r.batch || !r.action || !r.sample || !r.lat[0] || !r.lat[1] || !r.launch_us ||
-        !r.pipe_hash[0] || !r.pipe_hash[1]) {
+        alloc_ok = alloc_ok && r.lat[m] && r.launch_us[m] && r.pipe_hash[m];
+    }
+    if (!alloc_ok) {
         bench_error("W-serve: out of host memory");
         goto out;
     }
@@ -834,13 +1044,13 @@ out:
     for (int m = 0; m < MODES; m++) {
         serve_rt_destroy(&rts[m]);
         free(r.lat[m]);
+        free(r.launch_us[m]);
         free(r.pipe_hash[m]);
     }
     if (r.sample)
         for (int i = 0; i < n_samples; i++)
             free(r.sample[i]);
     free(r.sample);
-    free(r.launch_us);
     free(r.action);
     free(r.batch);
     return rc;

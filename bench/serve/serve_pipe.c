@@ -10,8 +10,8 @@
  * for both modes:
  *
  *   for each request: if every slot is in flight, retire the oldest (wait,
- *   read its output); acquire a slot, copy the request's rows into it,
- *   launch; at the end retire the rest.
+ *   read its output); acquire a slot (arm it, on an armable runtime),
+ *   copy the request's rows into it, launch; at the end retire the rest.
  *
  * Everything between the first acquire and the last output is timed,
  * input copies and output reads included, so throughput = requests / wall.
@@ -92,7 +92,7 @@ int serve_pipe_pass(serve_rt *srt, const int *batch, int from, int n, int max_ba
         }
         cgr_slot slot;
         const int64_t dims[1] = {B};
-        CGR_CK(cgr_step_acquire(srt->step, &slot));
+        TRY(serve_acquire(srt, B, &slot));
         const int first = (int)(((uint64_t)i * 61u) % (SERVE_PIPE_POOL_ROWS - SERVE_MAX_BATCH + 1));
         memcpy(slot.inputs[0], pool + (size_t)first * in_dim, (size_t)B * in_dim * sizeof(float));
         CGR_CK(cgr_step_launch_dims(srt->step, &slot, dims));

@@ -91,11 +91,13 @@ static cgr_status serve_step_fn(cgr_ctx *ctx, void *user)
     return CGR_STATUS_OK;
 }
 
-int serve_rt_create(serve_rt *r, const serve_model *m, int device, int capture, int pdl)
+int serve_rt_create(serve_rt *r, const serve_model *m, int device, int capture, int pdl,
+                    int armable)
 {
     memset(r, 0, sizeof *r);
     r->model = m;
     r->pdl = pdl;
+    r->armable = armable;
     cgr_options o;
     CGR_CK(cgr_options_init(&o));
     o.device = device;
@@ -130,7 +132,18 @@ int serve_rt_create(serve_rt *r, const serve_model *m, int device, int capture, 
     d.n_dyn_dims = 1;
     d.dim_uses = uses;
     d.n_dim_uses = 2;
+    d.armable = armable;
     CGR_CK(cgr_step_create(r->rt, &d, &r->step));
+    return 0;
+}
+
+int serve_acquire(serve_rt *r, int B, cgr_slot *slot)
+{
+    const int64_t dims[1] = {B};
+    if (r->armable)
+        CGR_CK(cgr_step_arm(r->step, dims, slot));
+    else
+        CGR_CK(cgr_step_acquire(r->step, slot));
     return 0;
 }
 

@@ -165,6 +165,10 @@ typedef struct cgr_options {
                                     again; default 32 */
     int shape_spare;           /**< 1: keep one evicted executable as a spare for update in
                                     place (outside the byte budget); default 0 */
+    unsigned arm_timeout_us;   /**< an armed run (cgr_step_arm) that is not launched within
+                                    this long gives its stream back: it runs on whatever the
+                                    slot holds, and its launch runs the graph again;
+                                    1..60000000; default 100000 (0.1 s) */
     unsigned char reserved[64];/**< must be zero */
 } cgr_options;
 
@@ -266,6 +270,13 @@ typedef struct cgr_step_desc {
      * NULL (default): zeros. Only read when the step has dynamic dims.
      */
     const double *input_pad;
+    /**
+     * 1: the step's graphs begin with a gate, so cgr_step_arm() can launch
+     * a run before its inputs are written (docs/staging.md, "Armed runs").
+     * A run launched the ordinary way then waits one PCIe read on the GPU
+     * (about 1 us) at that gate. Default 0.
+     */
+    int armable;
     unsigned char reserved[64];     /**< must be zero */
 } cgr_step_desc;
 
@@ -317,6 +328,8 @@ CGR_API cgr_status cgr_step_run_dims(cgr_step *step, const int64_t *dims,
 typedef struct cgr_slot {
     uint64_t ticket;                      /**< the run this slot will belong to */
     void *inputs[CGR_MAX_TENSORS];        /**< pinned host memory, one per input */
+    int armed;                            /**< cgr_step_arm: 1 when the run's graph is
+                                               already launched and waits for the launch */
 } cgr_slot;
 
 /**
@@ -340,6 +353,35 @@ CGR_API cgr_status cgr_step_launch(cgr_step *step, const cgr_slot *slot);
  */
 CGR_API cgr_status cgr_step_launch_dims(cgr_step *step, const cgr_slot *slot,
                                         const int64_t *dims);
+
+/**
+ * cgr_step_acquire() that also launches the run ahead, for steps created
+ * with desc.armable = 1. dims are the run's true dims (NULL for a step
+ * without dynamic dims). When that shape replays a cached graph, the graph
+ * is launched now and its first kernel waits on the GPU, polling the
+ * slot, until cgr_step_launch() (or _launch_dims() with the same dims)
+ * says go: the launch call is then a store to pinned memory, and the
+ * launch latency overlaps the time the caller spends writing the inputs.
+ * slot->armed says whether that happened; otherwise (a new shape warming
+ * up or capturing, an eager shape) the slot is a plain acquired slot.
+ *
+ * While a run is armed it holds the runtime's stream: other work on that
+ * stream (other steps, the caller's own) queues behind it until the
+ * launch, cgr_step_release(), or arm_timeout_us. Acquire, write the
+ * inputs and launch without pausing in between. Errors as
+ * cgr_step_acquire(), plus CGR_STATUS_INVALID_ARGUMENT for bad dims or a
+ * step that is not armable; nothing is launched then.
+ */
+CGR_API cgr_status cgr_step_arm(cgr_step *step, const int64_t *dims, cgr_slot *slot);
+/**
+ * Gives back a slot from cgr_step_acquire() or cgr_step_arm() without
+ * running the step on it. An armed run is let through: it runs on
+ * whatever the slot holds, nobody reads its outputs, and it counts in
+ * cgr_step_stats.arm_released. CGR_STATUS_WRONG_STATE when no slot is
+ * acquired or another thread holds it; CGR_STATUS_INVALID_ARGUMENT when
+ * `slot` is not the acquired one.
+ */
+CGR_API cgr_status cgr_step_release(cgr_step *step, const cgr_slot *slot);
 
 /**
  * Blocks until run `ticket` (and every earlier run of the step) has
@@ -395,6 +437,12 @@ typedef struct cgr_step_stats {
     uint64_t scratch_lower_bound; /**< peak live bytes of the trace */
     uint64_t pinned_bytes;      /**< pinned staging bytes of this step */
     char capture_error[512];    /**< why the last capture failed; empty otherwise */
+    uint64_t armed_runs;        /**< runs launched ahead by cgr_step_arm, then launched */
+    uint64_t arm_expired;       /**< of which waited past arm_timeout_us and ran again */
+    uint64_t arm_released;      /**< armed runs let through without their launch:
+                                     cgr_step_release, a launch whose dims fall in
+                                     another bucket, a failed launch, a synchronizing
+                                     warm-up or destroy on the runtime */
 } cgr_step_stats;
 
 /** Counters of one runtime. */

@@ -1,0 +1,555 @@
+/*
+ * Armed runs (cgr_step_arm, replay/arm.c): a graph launched before its
+ * inputs are written, held at the slot's gate until cgr_step_launch.
+ *
+ * The step is test_shapes' in small: x[64][K] with a bucketed batch ->
+ * h = x W + b -> y = h centered over the true rows (shapes_kernels.cu),
+ * plus the true batch as the device read it. Every checked run gets fresh
+ * random inputs that are written only after cgr_step_arm returned, often
+ * after a pause, so a gate that let the graph read the slot early would
+ * show as outputs computed from the previous inputs. Outputs are compared
+ * bit for bit with the same kernels run at the true size on a plain stream.
+ *
+ *   sizes     every batch 1..64 through arm: warm-up and capture runs are
+ *             not armed, replays are; results exact; stats count them
+ *   plain     ordinary launches (acquire, cgr_step_run_dims) of the same
+ *             armable step open the gate themselves
+ *   moved     armed for one bucket, launched with dims of another: the
+ *             armed run is let through, the launch runs the right graph
+ *   release   cgr_step_release of an armed and of a plain slot; the next
+ *             run is exact
+ *   expired   arm_timeout_us = 2 ms, 30 ms between arm and launch: the
+ *             graph passed its gate on the timeout and the launch runs it
+ *             again: exact, counted in arm_expired
+ *   fixed     a step without dynamic dims arms with dims = NULL
+ *   other     another step's warm-up (which synchronizes the stream)
+ *             while a run is armed does not wait for arm_timeout_us
+ *   errors    not armable, bad dims, twice, launch without dims, release
+ *             of nothing, a slot of another run: clear statuses, nothing
+ *             launched, the armed run still usable
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+#include "shapes_kernels.h"
+
+enum { MAXB = 64, K = 32, M = 48, NB = 7 };
+
+static const int64_t buckets[NB] = {1, 2, 4, 8, 16, 32, 64};
+static float W_host[K * M], b_host[M];
+static rng g_rng = {0xa53eULL};
+
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- the step and its reference -------------------------------------------------------- */
+
+typedef struct model {
+    float *W, *b;
+} model;
+
+static cgr_status step_fn(cgr_ctx *ctx, void *user)
+{
+    const model *m = user;
+    cgr_stream st;
+    float *x, *y, *h;
+    int64_t *true_out, bucket = 0;
+    const int64_t *true_dev = NULL;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_dim(ctx, 0, &bucket, NULL, &true_dev));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    STEP_TRY(cgr_ctx_output(ctx, 1, (void **)&true_out));
+    STEP_TRY(cgr_ctx_alloc(ctx, (size_t)bucket * M * sizeof(float), (void **)&h));
+    STEP_CUDA(shk_linear(h, x, m->W, m->b, (int)bucket, K, M, st));
+    STEP_CUDA(shk_center(y, h, (int)bucket, M, true_dev, st));
+    STEP_CUDA(shk_copy_i64(true_out, true_dev, st));
+    STEP_TRY(cgr_ctx_free(ctx, h));
+    return CGR_STATUS_OK;
+}
+
+/* The fixed-shape variant: batch 5, the true rows given as a constant. */
+typedef struct fixed_model {
+    float *W, *b;
+    int64_t *rows; /* device, = 5 */
+} fixed_model;
+
+static cgr_status fixed_fn(cgr_ctx *ctx, void *user)
+{
+    const fixed_model *m = user;
+    cgr_stream st;
+    float *x, *y, *h;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    STEP_TRY(cgr_ctx_alloc(ctx, (size_t)5 * M * sizeof(float), (void **)&h));
+    STEP_CUDA(shk_linear(h, x, m->W, m->b, 5, K, M, st));
+    STEP_CUDA(shk_center(y, h, 5, M, m->rows, st));
+    STEP_TRY(cgr_ctx_free(ctx, h));
+    return CGR_STATUS_OK;
+}
+
+static struct {
+    cudaStream_t st;
+    float *W, *b, *x, *h, *y;
+    int64_t *t;
+} ref;
+
+static void ref_init(void)
+{
+    CUDA_OK(cudaStreamCreateWithFlags(&ref.st, cudaStreamNonBlocking));
+    CUDA_OK(cudaMalloc((void **)&ref.W, sizeof W_host));
+    CUDA_OK(cudaMalloc((void **)&ref.b, sizeof b_host));
+    CUDA_OK(cudaMalloc((void **)&ref.x, sizeof(float) * MAXB * K));
+    CUDA_OK(cudaMalloc((void **)&ref.h, sizeof(float) * MAXB * M));
+    CUDA_OK(cudaMalloc((void **)&ref.y, sizeof(float) * MAXB * M));
+    CUDA_OK(cudaMalloc((void **)&ref.t, sizeof(int64_t)));
+    CUDA_OK(cudaMemcpy(ref.W, W_host, sizeof W_host, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(ref.b, b_host, sizeof b_host, cudaMemcpyHostToDevice));
+}
+
+static void ref_free(void)
+{
+    CUDA_OK(cudaFree(ref.W));
+    CUDA_OK(cudaFree(ref.b));
+    CUDA_OK(cudaFree(ref.x));
+    CUDA_OK(cudaFree(ref.h));
+    CUDA_OK(cudaFree(ref.y));
+    CUDA_OK(cudaFree(ref.t));
+    CUDA_OK(cudaStreamDestroy(ref.st));
+}
+
+/* y [B][M] for x [B][K], at exactly B rows. */
+static void reference(const float *x, int B, float *y)
+{
+    int64_t t = B;
+    CUDA_OK(cudaMemcpyAsync(ref.x, x, sizeof(float) * B * K, cudaMemcpyHostToDevice, ref.st));
+    CUDA_OK(cudaMemcpyAsync(ref.t, &t, sizeof t, cudaMemcpyHostToDevice, ref.st));
+    CUDA_OK(shk_linear(ref.h, ref.x, ref.W, ref.b, B, K, M, ref.st));
+    CUDA_OK(shk_center(ref.y, ref.h, B, M, ref.t, ref.st));
+    CUDA_OK(cudaMemcpyAsync(y, ref.y, sizeof(float) * B * M, cudaMemcpyDeviceToHost, ref.st));
+    CUDA_OK(cudaStreamSynchronize(ref.st));
+}
+
+/* ---- a runtime with the armable step ---------------------------------------------------- */
+
+typedef struct env {
+    cgr_runtime *rt;
+    cgr_step *step;
+    model m;
+} env;
+
+static void env_make(env *e, unsigned arm_timeout_us, int armable)
+{
+    memset(e, 0, sizeof *e);
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    if (arm_timeout_us)
+        o.arm_timeout_us = arm_timeout_us;
+    ASSERT_OK(cgr_runtime_create(&e->rt, &o));
+    ASSERT_OK(cgr_persistent_alloc(e->rt, sizeof W_host, (void **)&e->m.W));
+    ASSERT_OK(cgr_persistent_alloc(e->rt, sizeof b_host, (void **)&e->m.b));
+    CUDA_OK(cudaMemcpy(e->m.W, W_host, sizeof W_host, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(e->m.b, b_host, sizeof b_host, cudaMemcpyHostToDevice));
+    cgr_tensor_desc in = tensor2("x", CGR_DTYPE_F32, MAXB, K);
+    cgr_tensor_desc out[2] = {tensor2("y", CGR_DTYPE_F32, MAXB, M),
+                              tensor1("true_b", CGR_DTYPE_I64, 1)};
+    cgr_dyn_dim dim = {.name = "batch", .buckets = buckets, .n_buckets = NB, .max = MAXB};
+    cgr_dim_use uses[2] = {{.dim = 0, .output = 0, .tensor = 0, .axis = 0},
+                           {.dim = 0, .output = 1, .tensor = 0, .axis = 0}};
+    cgr_step_desc d;
+    ASSERT_OK(cgr_step_desc_init(&d));
+    d.name = "armed";
+    d.inputs = &in;
+    d.n_inputs = 1;
+    d.outputs = out;
+    d.n_outputs = 2;
+    d.fn = step_fn;
+    d.user = &e->m;
+    d.dyn_dims = &dim;
+    d.n_dyn_dims = 1;
+    d.dim_uses = uses;
+    d.n_dim_uses = 2;
+    d.armable = armable;
+    ASSERT_OK(cgr_step_create(e->rt, &d, &e->step));
+}
+
+static cgr_step_stats step_stats(const env *e)
+{
+    cgr_step_stats s;
+    ASSERT_OK(cgr_step_get_stats(e->step, &s));
+    return s;
+}
+
+/* Waits for run t at batch B with inputs x and checks its outputs bit for bit. */
+static void check_run(env *e, uint64_t t, int B, const float *x, const char *what)
+{
+    static float want[MAXB * M];
+    ASSERT_OK(cgr_step_wait(e->step, t));
+    const float *y;
+    const int64_t *tb;
+    size_t by, bt;
+    ASSERT_OK(cgr_step_output(e->step, t, 0, (const void **)&y, &by));
+    ASSERT_OK(cgr_step_output(e->step, t, 1, (const void **)&tb, &bt));
+    ASSERT_EQ(by, (size_t)B * M * sizeof(float));
+    if (*tb != B)
+        TEST_FAIL_("%s: B=%d: the device held true batch %lld", what, B, (long long)*tb);
+    reference(x, B, want);
+    for (int i = 0; i < B * M; i++)
+        if (memcmp(&y[i], &want[i], sizeof(float)) != 0)
+            TEST_FAIL_("%s: B=%d: y[%d][%d] = %.9g, reference %.9g", what, B, i / M, i % M,
+                       y[i], want[i]);
+}
+
+/*
+ * One run through cgr_step_arm: arm, pause `pause_us`, write fresh inputs,
+ * launch with dims B (launch_B, normally B), check. Returns slot.armed.
+ */
+static int armed_run(env *e, int B, int launch_B, long pause_us, cgr_run_action *action,
+                     const char *what)
+{
+    static float x[MAXB * K];
+    const int64_t dims[1] = {B}, ldims[1] = {launch_B};
+    cgr_slot slot;
+    ASSERT_OK(cgr_step_arm(e->step, dims, &slot));
+    if (pause_us)
+        sleep_us(pause_us);
+    rng_fill(&g_rng, x, (size_t)launch_B * K);
+    memcpy(slot.inputs[0], x, (size_t)launch_B * K * sizeof(float));
+    ASSERT_OK(cgr_step_launch_dims(e->step, &slot, ldims));
+    ASSERT_OK(cgr_step_run_action(e->step, slot.ticket, action));
+    check_run(e, slot.ticket, launch_B, x, what);
+    return slot.armed;
+}
+
+/* ---- the parts -------------------------------------------------------------------------- */
+
+static void part_sizes(void)
+{
+    env e;
+    env_make(&e, 0, 1);
+    uint64_t armed = 0;
+    /* Per bucket: two warm-ups and a capture (not armed: no graph yet), then replays (armed). */
+    for (int b = 0; b < NB; b++) {
+        const int B = (int)buckets[b];
+        for (int r = 0; r < 5; r++) {
+            cgr_run_action a;
+            int was = armed_run(&e, B, B, r == 4 ? 300 : 0, &a, "sizes, first pass");
+            const cgr_run_action want = r < 2 ? CGR_RUN_WARMUP : r == 2 ? CGR_RUN_CAPTURE
+                                                                        : CGR_RUN_REPLAY;
+            if (a != want || was != (r >= 3))
+                TEST_FAIL_("B=%d run %d: %s, armed %d; expected %s, armed %d", B, r,
+                           cgr_run_action_name(a), was, cgr_run_action_name(want), r >= 3);
+            armed += (uint64_t)was;
+        }
+    }
+    /* Every size, shuffled, every third with a pause: all armed replays. */
+    int order[MAXB];
+    for (int i = 0; i < MAXB; i++)
+        order[i] = i + 1;
+    for (int i = MAXB - 1; i > 0; i--) {
+        int j = (int)(rng_next(&g_rng) % (uint64_t)(i + 1));
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (int i = 0; i < MAXB; i++) {
+        cgr_run_action a;
+        ASSERT_EQ(armed_run(&e, order[i], order[i], i % 3 == 0 ? 200 : 0, &a, "sizes, shuffled"),
+                  1);
+        ASSERT_EQ(a, CGR_RUN_REPLAY);
+        armed++;
+    }
+    cgr_step_stats s = step_stats(&e);
+    ASSERT_U64_EQ(s.armed_runs, armed);
+    ASSERT_U64_EQ(s.arm_expired, 0);
+    ASSERT_U64_EQ(s.arm_released, 0);
+    ASSERT_U64_EQ(s.captures, NB);
+    ASSERT_OK(cgr_runtime_destroy(&e.rt));
+    printf("sizes: %llu armed replays exact\n", (unsigned long long)armed);
+}
+
+static void part_plain(void)
+{
+    env e;
+    env_make(&e, 0, 1);
+    static float x[MAXB * K];
+    for (int r = 0; r < 12; r++) {
+        const int B = 1 + (int)(rng_next(&g_rng) % 8); /* buckets 1..8 */
+        rng_fill(&g_rng, x, (size_t)B * K);
+        const int64_t dims[1] = {B};
+        uint64_t t;
+        if (r % 2) {
+            const void *ins[1] = {x};
+            ASSERT_OK(cgr_step_run_dims(e.step, dims, ins, &t));
+        } else {
+            cgr_slot slot;
+            ASSERT_OK(cgr_step_acquire(e.step, &slot));
+            ASSERT_EQ(slot.armed, 0);
+            memcpy(slot.inputs[0], x, (size_t)B * K * sizeof(float));
+            ASSERT_OK(cgr_step_launch_dims(e.step, &slot, dims));
+            t = slot.ticket;
+        }
+        check_run(&e, t, B, x, "plain");
+    }
+    /* Then armed again, on graphs a plain launch used last. */
+    for (int B = 1; B <= 8; B++) {
+        cgr_run_action a;
+        int was = armed_run(&e, B, B, 100, &a, "plain, then armed");
+        ASSERT(a != CGR_RUN_REPLAY || was == 1);
+    }
+    ASSERT_OK(cgr_runtime_destroy(&e.rt));
+    printf("plain: ordinary launches of an armable step exact\n");
+}
+
+/* Warms up and captures every bucket of e through ordinary runs. */
+static void capture_all(env *e)
+{
+    static float x[MAXB * K];
+    for (int b = 0; b < NB; b++)
+        for (int r = 0; r < 3; r++) {
+            const int B = (int)buckets[b];
+            rng_fill(&g_rng, x, (size_t)B * K);
+            const int64_t dims[1] = {B};
+            const void *ins[1] = {x};
+            uint64_t t;
+            ASSERT_OK(cgr_step_run_dims(e->step, dims, ins, &t));
+            check_run(e, t, B, x, "capture_all");
+        }
+}
+
+static void part_moved(void)
+{
+    env e;
+    env_make(&e, 0, 1);
+    capture_all(&e);
+    const int pairs[][2] = {{3, 20}, {20, 3}, {1, 64}, {64, 2}, {7, 8}};
+    uint64_t moved = 0;
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        cgr_run_action a;
+        ASSERT_EQ(armed_run(&e, pairs[i][0], pairs[i][1], 100, &a, "moved"), 1);
+        ASSERT_EQ(a, CGR_RUN_REPLAY);
+        /* 7 -> 8 stays in bucket 8: the armed run is the right one and is used. */
+        moved += pairs[i][0] != 7;
+    }
+    cgr_step_stats s = step_stats(&e);
+    ASSERT_U64_EQ(s.arm_released, moved);
+    ASSERT_U64_EQ(s.armed_runs, 1);
+    ASSERT_OK(cgr_runtime_destroy(&e.rt));
+    printf("moved: %llu armed runs let through, the launches exact\n",
+           (unsigned long long)moved);
+}
+
+static void part_release(void)
+{
+    env e;
+    env_make(&e, 0, 1);
+    capture_all(&e);
+    const int64_t dims[1] = {6};
+    cgr_slot slot;
+    for (int r = 0; r < 3; r++) {
+        ASSERT_OK(cgr_step_arm(e.step, dims, &slot));
+        ASSERT_EQ(slot.armed, 1);
+        ASSERT_OK(cgr_step_release(e.step, &slot));
+    }
+    ASSERT_OK(cgr_step_acquire(e.step, &slot));
+    ASSERT_OK(cgr_step_release(e.step, &slot));
+    ASSERT_STATUS(cgr_step_release(e.step, &slot), CGR_STATUS_WRONG_STATE);
+    for (int r = 0; r < 4; r++) {
+        cgr_run_action a;
+        ASSERT_EQ(armed_run(&e, 6, 6, 0, &a, "after release"), 1);
+    }
+    cgr_step_stats s = step_stats(&e);
+    ASSERT_U64_EQ(s.arm_released, 3);
+    ASSERT_U64_EQ(s.armed_runs, 4);
+    ASSERT_OK(cgr_runtime_destroy(&e.rt));
+    printf("release: 3 armed and 1 plain slot given back, later runs exact\n");
+}
+
+static void part_expired(void)
+{
+    env e;
+    env_make(&e, 2000, 1);
+    capture_all(&e);
+    cgr_run_action a;
+    ASSERT_EQ(armed_run(&e, 5, 5, 30000, &a, "expired"), 1);
+    ASSERT_EQ(a, CGR_RUN_REPLAY);
+    ASSERT_EQ(armed_run(&e, 30, 30, 30000, &a, "expired"), 1);
+    ASSERT_EQ(armed_run(&e, 30, 30, 0, &a, "after expired"), 1);
+    cgr_step_stats s = step_stats(&e);
+    ASSERT_U64_EQ(s.armed_runs, 3);
+    /* The third run's launch came at once; a 2 ms timeout only passes if the host stalls. */
+    ASSERT(s.arm_expired >= 2 && s.arm_expired <= 3);
+    ASSERT_OK(cgr_runtime_destroy(&e.rt));
+    printf("expired: %llu armed runs ran again after their timeout, exact\n",
+           (unsigned long long)s.arm_expired);
+}
+
+static void part_fixed(void)
+{
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    cgr_runtime *rt;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    fixed_model m;
+    const int64_t five = 5;
+    ASSERT_OK(cgr_persistent_alloc(rt, sizeof W_host, (void **)&m.W));
+    ASSERT_OK(cgr_persistent_alloc(rt, sizeof b_host, (void **)&m.b));
+    ASSERT_OK(cgr_persistent_alloc(rt, sizeof five, (void **)&m.rows));
+    CUDA_OK(cudaMemcpy(m.W, W_host, sizeof W_host, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(m.b, b_host, sizeof b_host, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(m.rows, &five, sizeof five, cudaMemcpyHostToDevice));
+    cgr_tensor_desc in = tensor2("x", CGR_DTYPE_F32, 5, K);
+    cgr_tensor_desc out = tensor2("y", CGR_DTYPE_F32, 5, M);
+    cgr_step_desc d;
+    ASSERT_OK(cgr_step_desc_init(&d));
+    d.name = "fixed";
+    d.inputs = &in;
+    d.n_inputs = 1;
+    d.outputs = &out;
+    d.n_outputs = 1;
+    d.fn = fixed_fn;
+    d.user = &m;
+    d.armable = 1;
+    cgr_step *s;
+    ASSERT_OK(cgr_step_create(rt, &d, &s));
+    static float x[5 * K], want[5 * M];
+    int armed = 0;
+    for (int r = 0; r < 8; r++) {
+        cgr_slot slot;
+        ASSERT_OK(cgr_step_arm(s, NULL, &slot));
+        armed += slot.armed;
+        sleep_us(r % 2 ? 150 : 0);
+        rng_fill(&g_rng, x, 5 * K);
+        memcpy(slot.inputs[0], x, sizeof x);
+        ASSERT_OK(cgr_step_launch(s, &slot));
+        ASSERT_OK(cgr_step_wait(s, slot.ticket));
+        const float *y;
+        size_t by;
+        ASSERT_OK(cgr_step_output(s, slot.ticket, 0, (const void **)&y, &by));
+        ASSERT_EQ(by, sizeof want);
+        reference(x, 5, want);
+        ASSERT(memcmp(y, want, sizeof want) == 0);
+    }
+    ASSERT_EQ(armed, 5); /* runs 4..8: after 2 warm-ups and the capture */
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    printf("fixed: a fixed-shape step armed with dims = NULL, exact\n");
+}
+
+static cgr_status other_fn(cgr_ctx *ctx, void *user)
+{
+    (void)user;
+    cgr_stream st;
+    float *x, *y;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    STEP_CUDA(cudaMemcpyAsync(y, x, 4 * sizeof(float), cudaMemcpyDeviceToDevice, st));
+    return CGR_STATUS_OK;
+}
+
+static void part_other(void)
+{
+    env e;
+    env_make(&e, 30000000, 1); /* 30 s: only dropping the armed run keeps this quick */
+    capture_all(&e);
+    cgr_tensor_desc vin = tensor1("v", CGR_DTYPE_F32, 4), vout = tensor1("w", CGR_DTYPE_F32, 4);
+    cgr_step *other = make_step(e.rt, "other", &vin, 1, &vout, 1, other_fn, NULL);
+    const int64_t dims[1] = {12};
+    cgr_slot slot;
+    ASSERT_OK(cgr_step_arm(e.step, dims, &slot));
+    ASSERT_EQ(slot.armed, 1);
+    /* The other step's first run traces its scratch and synchronizes the stream. */
+    const float v[4] = {1.5f, -2.25f, 3.0f, 0.125f};
+    const void *ins[1] = {v};
+    uint64_t t;
+    double t0 = now_ms();
+    ASSERT_OK(cgr_step_run(other, ins, &t));
+    ASSERT_OK(cgr_step_wait(other, t));
+    double ms = now_ms() - t0;
+    if (ms > 5000.0)
+        TEST_FAIL_("another step's warm-up waited %.0f ms behind the armed run", ms);
+    const float *o;
+    ASSERT_OK(cgr_step_output(other, t, 0, (const void **)&o, NULL));
+    ASSERT(memcmp(o, v, sizeof v) == 0);
+    /* The armed slot is still this thread's; its launch runs the graph the ordinary way. */
+    static float x[MAXB * K];
+    rng_fill(&g_rng, x, 12 * K);
+    memcpy(slot.inputs[0], x, 12 * K * sizeof(float));
+    ASSERT_OK(cgr_step_launch_dims(e.step, &slot, dims));
+    check_run(&e, slot.ticket, 12, x, "other");
+    ASSERT_U64_EQ(step_stats(&e).arm_released, 1);
+    ASSERT_OK(cgr_runtime_destroy(&e.rt));
+    printf("other: another step's warm-up took %.1f ms with a run armed\n", ms);
+}
+
+static void part_errors(void)
+{
+    env e;
+    env_make(&e, 0, 0);
+    const int64_t dims[1] = {4}, zero[1] = {0}, big[1] = {65};
+    cgr_slot slot;
+    ASSERT_STATUS(cgr_step_arm(e.step, dims, &slot), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT(strstr(cgr_last_error(), "armable") != NULL);
+    ASSERT_OK(cgr_runtime_destroy(&e.rt));
+
+    env_make(&e, 0, 1);
+    capture_all(&e);
+    ASSERT_STATUS(cgr_step_arm(e.step, zero, &slot), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_arm(e.step, big, &slot), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_arm(e.step, NULL, &slot), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_arm(e.step, dims, NULL), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_release(e.step, &slot), CGR_STATUS_WRONG_STATE);
+    ASSERT_OK(cgr_step_arm(e.step, dims, &slot));
+    ASSERT_EQ(slot.armed, 1);
+    cgr_slot again;
+    ASSERT_STATUS(cgr_step_arm(e.step, dims, &again), CGR_STATUS_WRONG_STATE);
+    ASSERT_STATUS(cgr_step_acquire(e.step, &again), CGR_STATUS_WRONG_STATE);
+    ASSERT_STATUS(cgr_step_launch(e.step, &slot), CGR_STATUS_INVALID_ARGUMENT);
+    cgr_slot wrong = slot;
+    wrong.ticket++;
+    ASSERT_STATUS(cgr_step_launch_dims(e.step, &wrong, dims), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_release(e.step, &wrong), CGR_STATUS_INVALID_ARGUMENT);
+    /* After every refusal the armed run still launches and is exact. */
+    static float x[MAXB * K];
+    rng_fill(&g_rng, x, 4 * K);
+    memcpy(slot.inputs[0], x, 4 * K * sizeof(float));
+    ASSERT_OK(cgr_step_launch_dims(e.step, &slot, dims));
+    check_run(&e, slot.ticket, 4, x, "errors");
+    cgr_step_stats s = step_stats(&e);
+    ASSERT_U64_EQ(s.armed_runs, 1);
+    ASSERT_U64_EQ(s.arm_released, 0);
+    ASSERT_OK(cgr_runtime_destroy(&e.rt));
+    printf("errors: refusals changed nothing\n");
+}
+
+int main(void)
+{
+    require_gpu();
+    rng_fill(&g_rng, W_host, K * M);
+    rng_fill(&g_rng, b_host, M);
+    ref_init();
+    part_sizes();
+    part_plain();
+    part_moved();
+    part_release();
+    part_expired();
+    part_fixed();
+    part_other();
+    part_errors();
+    ref_free();
+    printf("PASS\n");
+    return 0;
+}
