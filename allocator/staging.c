@@ -61,7 +61,7 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
     for (size_t k = 0; k < slots; k++)
         CGR_CUDA_TRY_GOTO(cudaEventCreateWithFlags(&s->done[k], cudaEventDisableTiming), st, fail);
     memset(host, 0, pinned);
-    CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, slots * 16, (void **)&s->sig_dev), st, fail);
+    CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, slots * 32, (void **)&s->sig_dev), st, fail);
     if (s->n_dyn) {
         /* The run's true dims, where kernels read them (cgr_ctx_dim). */
         CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, CGR_MAX_DYN_DIMS * sizeof(int64_t),
@@ -75,7 +75,7 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
      * for every blocking stream, and touching it while another thread's
      * runtime captures fails that capture (docs/threading.md).
      */
-    CGR_CUDA_TRY_GOTO(cudaMemsetAsync(s->sig_dev, 0, slots * 16, rt->stream), st, fail);
+    CGR_CUDA_TRY_GOTO(cudaMemsetAsync(s->sig_dev, 0, slots * 32, rt->stream), st, fail);
     s->stats.pinned_bytes = pinned;
     rt->pinned_bytes += pinned;
     return CGR_STATUS_OK;

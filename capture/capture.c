@@ -84,6 +84,7 @@ static void plan_io(const cgr_step *s, uint32_t slot, size_t zero_copy_max, io_n
     /* An armable step's input kernel waits at the slot's gate (replay/arm.c). */
     if (s->armable) {
         io->zin.gate = (unsigned long long *)(dev + CGR__SLOT_GATE_OFFSET);
+        io->zin.gate_relay = (unsigned int *)(s->sig_dev + 2 * s->ring.slots) + 2 * slot;
         io->zin.gate_timeout_ns = (unsigned long long)s->rt->opt.arm_timeout_us * 1000ull;
     }
     if (io->zout.n) {

@@ -44,12 +44,14 @@ typedef struct cgr__copy_list {
     /*
      * Gate of an armed run (replay/arm.c), NULL when unused: the device
      * view of the slot's two gate words, go (written by the host) and
-     * expired (written here). Every block waits until go or expired is
-     * nonzero before it reads anything; block 0 sets expired once
-     * gate_timeout_ns have passed, so a run that is never launched gives
-     * the stream back.
+     * expired (written here). Every block waits until the run may go
+     * before it reads anything; a block that waited gate_timeout_ns sets
+     * expired and goes, so a run that is never launched gives the stream
+     * back. gate_relay: two device words per slot (relay, arrivals), how
+     * block 0 passes go on to the other blocks (see stage.cu).
      */
     unsigned long long *gate;
+    unsigned int *gate_relay;
     unsigned long long gate_timeout_ns;
 } cgr__copy_list;
 

@@ -155,7 +155,9 @@ struct cgr_step {
      * the zero-copy kernel has that kernel also publish a per-slot sequence
      * number into the slot's flag word (at offset 0 of the slot); the host
      * waits for the number instead of for the graph's end. sig_dev holds
-     * the device side: N sequence counters, then N block-arrival counters.
+     * the device side: N sequence counters, then N block-arrival counters
+     * (32-bit), then per slot the two 32-bit words of an armed run's gate
+     * relay (capture/stage.cu).
      */
     unsigned long long *sig_dev;
     int sig_flag;                         /* graph runs publish a flag */
