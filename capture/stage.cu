@@ -47,11 +47,13 @@ static __device__ unsigned load_acquire_gpu(const unsigned *p)
  * pinned host memory, with acquire semantics, so that the inputs the host
  * wrote before its release store of go are what every thread reads after
  * the barrier; it then passes go on through a relay word in device memory
- * that the other blocks poll. Why one poller: with every block polling,
- * the PCIe reads of one line queued behind each other and the input copy
- * behind them (measured on the H200, W-serve bucket 64, 65 blocks: the
- * copy after go took 68 us instead of 12). The other blocks still read go
- * now and then, so they cannot hang on a block 0 that is not resident.
+ * that the other blocks poll. Why one poller: the host side answers reads
+ * of one line one at a time, about 1 us each, so with every block polling
+ * the last block saw go about 1 us per block late (measured on the H200
+ * with scratch probes: 64 blocks each polling go saw it over 62 us; with
+ * the relay over 0.5 us). Even occasional reads of go by the other blocks
+ * keep that queue long, so they never read it. A block 0 that is not
+ * resident cannot hang them: every block has its own timeout.
  *
  * The timeout is a handshake with the host (replay/arm.c), in the shape of
  * Dekker's: a block that waited too long stores expired, fences at system
@@ -70,11 +72,8 @@ static __device__ void gate_wait(unsigned long long *g, unsigned *relay,
 {
     if (threadIdx.x == 0) {
         const unsigned long long start = global_ns();
-        const int poll_host_every = blockIdx.x == 0 ? 1 : 64;
-        for (unsigned i = 1;; i++) {
-            if (i % poll_host_every == 0 && load_acquire_sys(&g[0]) != 0)
-                break;
-            if (blockIdx.x != 0 && load_acquire_gpu(relay) != 0)
+        for (;;) {
+            if (blockIdx.x == 0 ? load_acquire_sys(&g[0]) != 0 : load_acquire_gpu(relay) != 0)
                 break;
             if (global_ns() - start > timeout_ns) {
                 *(volatile unsigned long long *)&g[1] = 1;
