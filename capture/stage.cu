@@ -3,17 +3,32 @@
  * pinned host memory and device buffers inside the step's graph.
  *
  * Napkin math: the bound is PCIe latency, not bandwidth. 4 KiB in is 256
- * 16-byte loads; issued by 256 threads at once they take one PCIe round
- * trip (about 1-2 us on an H200 host) instead of 256 serialized ones. So
- * every thread moves one 16-byte chunk and the grid covers all chunks of
- * all tensors in one wave where it can. Writes to host memory are posted
- * and cost less than reads.
+ * 16-byte loads; issued at once they take one PCIe round trip (about 1-2
+ * us on an H200 host) instead of 256 serialized ones. So every chunk's
+ * load is in flight at once: a thread loads up to STAGE_UNROLL 16-byte
+ * chunks before it stores any, and the grid covers all chunks of all
+ * tensors in one wave where it can. Writes to host memory are posted and
+ * cost less than reads.
+ *
+ * Why blocks of 1024 threads with 4 chunks each, 64 KiB a block: an armed
+ * run's blocks other than block 0 learn of go through a relay (below),
+ * which puts about 0.5 us on their copy's path; with 64 KiB a block every
+ * W-serve bucket up to 8 rows copies in one block, with no relay. Both
+ * are compile-time settings (-DCGR_STAGE_THREADS=, -DCGR_STAGE_UNROLL=)
+ * for the A/B measurement docs/staging.md reports.
  */
 #include <stdint.h>
 
 #include "stage.h"
 
-#define STAGE_THREADS 256
+#ifndef CGR_STAGE_THREADS
+#define CGR_STAGE_THREADS 1024
+#endif
+#ifndef CGR_STAGE_UNROLL
+#define CGR_STAGE_UNROLL 4
+#endif
+#define STAGE_THREADS CGR_STAGE_THREADS
+#define STAGE_UNROLL CGR_STAGE_UNROLL
 #define STAGE_MAX_BLOCKS 1024
 
 static __host__ __device__ size_t chunks_of(size_t bytes)
@@ -120,25 +135,42 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
     size_t total = 0;
     for (int t = 0; t < l.n; t++)
         total += chunks_of(l.bytes[t]);
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x; c < total; c += stride) {
-        /* Find the tensor holding chunk c; at most CGR__COPY_MAX steps. */
-        int t = 0;
-        size_t first = 0;
-        while (c >= first + chunks_of(l.bytes[t])) {
-            first += chunks_of(l.bytes[t]);
-            t++;
+    const size_t per_block = (size_t)blockDim.x * STAGE_UNROLL;
+    const size_t stride = (size_t)gridDim.x * per_block;
+    for (size_t base = (size_t)blockIdx.x * per_block + threadIdx.x; base < total;
+         base += stride) {
+        /* Chunks base, base + blockDim.x, ...: each warp's accesses stay contiguous. */
+        uint4 v[STAGE_UNROLL];
+        unsigned char *dst[STAGE_UNROLL];
+        for (int u = 0; u < STAGE_UNROLL; u++)
+            dst[u] = NULL;
+        for (int u = 0; u < STAGE_UNROLL; u++) {
+            const size_t c = base + (size_t)u * blockDim.x;
+            if (c >= total)
+                break;
+            /* Find the tensor holding chunk c; at most CGR__COPY_MAX steps. */
+            int t = 0;
+            size_t first = 0;
+            while (c >= first + chunks_of(l.bytes[t])) {
+                first += chunks_of(l.bytes[t]);
+                t++;
+            }
+            const size_t off = (c - first) * 16;
+            const unsigned char *src = (const unsigned char *)l.src[t] + off;
+            unsigned char *d = (unsigned char *)l.dst[t] + off;
+            const size_t left = l.bytes[t] - off;
+            if (left >= 16) {
+                v[u] = *(const uint4 *)src;
+                dst[u] = d;
+            } else {
+                /* A tensor's ragged tail: rare, bytewise. */
+                for (size_t i = 0; i < left; i++)
+                    d[i] = src[i];
+            }
         }
-        size_t off = (c - first) * 16;
-        const unsigned char *src = (const unsigned char *)l.src[t] + off;
-        unsigned char *dst = (unsigned char *)l.dst[t] + off;
-        size_t left = l.bytes[t] - off;
-        if (left >= 16) {
-            *(uint4 *)dst = *(const uint4 *)src;
-        } else {
-            for (size_t i = 0; i < left; i++)
-                dst[i] = src[i];
-        }
+        for (int u = 0; u < STAGE_UNROLL; u++)
+            if (dst[u])
+                *(uint4 *)dst[u] = v[u];
     }
     if (!l.flag)
         return;
@@ -176,7 +208,8 @@ extern "C" unsigned cgr__stage_blocks(const cgr__copy_list *l)
     size_t total = 0;
     for (int t = 0; t < l->n; t++)
         total += chunks_of(l->bytes[t]);
-    size_t blocks = (total + STAGE_THREADS - 1) / STAGE_THREADS;
+    const size_t per_block = (size_t)STAGE_THREADS * STAGE_UNROLL;
+    size_t blocks = (total + per_block - 1) / per_block;
     if (blocks == 0)
         blocks = 1;
     return blocks > STAGE_MAX_BLOCKS ? STAGE_MAX_BLOCKS : (unsigned)blocks;
