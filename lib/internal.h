@@ -309,11 +309,11 @@ void cgr__slot_fill(const cgr_step *s, uint64_t ticket, int armed, cgr_slot *out
 /* Launches exec[slot] of g; a gated graph's gate is opened first, or closed
  * when `ahead` (an armed run); rt->lock held, device entered. */
 cgr_status cgr__launch_graph(cgr_step *s, const struct cgr__graph *g, uint32_t slot, int ahead);
-/* Armed runs (replay/arm.c); rt->lock held. arm_launch opens the gate of
- * the armed run on `slot` (g is its graph), running g again if the run
- * had expired; arm_drop lets the step's armed run through unlaunched, if
- * it has one; arm_drop_all does so for every step of the runtime. */
-cgr_status cgr__arm_launch(cgr_step *s, const struct cgr__graph *g, uint32_t slot);
+/* Armed runs (replay/arm.c); rt->lock held. arm_go opens the gate of the
+ * armed run on `slot` and returns 1 when that run had expired (it must be
+ * launched again); arm_drop lets the step's armed run through unlaunched,
+ * if it has one; arm_drop_all does so for every step of the runtime. */
+int cgr__arm_go(cgr_step *s, uint32_t slot);
 /* The slot's gate before a launch: go = 1 passes at once, 0 waits for the host. */
 void cgr__gate_set(cgr_step *s, uint32_t slot, int go);
 void cgr__arm_drop(cgr_step *s);

@@ -52,17 +52,17 @@ static int gate_go(cgr_step *s, uint32_t slot)
     return __atomic_load_n(&g[1], __ATOMIC_ACQUIRE) != 0;
 }
 
-cgr_status cgr__arm_launch(cgr_step *s, const cgr__graph *g, uint32_t slot)
+int cgr__arm_go(cgr_step *s, uint32_t slot)
 {
     s->armed = NULL;
     s->stats.armed_runs++;
     if (!gate_go(s, slot))
-        return CGR_STATUS_OK;
+        return 0;
     s->stats.arm_expired++;
     cgr__log(s->rt, CGR_LOG_WARN,
              "step '%s': an armed run waited past arm_timeout_us (%u us) and is run again",
              s->name, s->rt->opt.arm_timeout_us);
-    return cgr__launch_graph(s, g, slot, 0);
+    return 1;
 }
 
 void cgr__arm_drop(cgr_step *s)
@@ -98,7 +98,7 @@ CGR_API cgr_status cgr_step_arm(cgr_step *s, const int64_t *dims, cgr_slot *out)
     if (st == CGR_STATUS_OK) {
         s->acquirer = pthread_self();
         /* Only a run that will replay is launched ahead; the rest wait for the launch. */
-        const cgr__graph *g = cgr__shapes_peek(&s->shapes, dims);
+        const cgr__graph *g = cgr__shapes_peek(&s->shapes, dims, NULL);
         if (g && g->gated) {
             int prev = 0;
             st = cgr__device_enter(s->rt, &prev);

@@ -237,27 +237,54 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     return CGR_STATUS_OK;
 }
 
+/*
+ * An armed run whose dims still map to its graph goes before the decision
+ * and its bookkeeping: every nanosecond before go is latency, and the
+ * decision can only be this replay (while the slot is acquired nothing
+ * else runs the step, so its cache cannot change). Returns 1 when it went,
+ * with *expired set when the run must be launched again.
+ */
+static int armed_go(cgr_step *s, uint32_t slot, const int64_t *true_dims, int *expired)
+{
+    int64_t bucket[CGR_MAX_DYN_DIMS];
+    if (!s->armed || cgr__shapes_peek(&s->shapes, true_dims, bucket) != s->armed)
+        return 0;
+    if (s->n_dyn) {
+        apply_shape(s, bucket, true_dims);
+        stage_inputs(s, slot, true_dims);
+    }
+    *expired = cgr__arm_go(s, slot);
+    return 1;
+}
+
 cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims)
 {
     cgr_step_stats *ss = &s->stats;
+    const cgr__graph *armed = s->armed;
+    int expired = 0;
+    const int went = armed_go(s, slot, true_dims, &expired);
     cgr__shapes_decision d;
     cgr_status st = cgr__shapes_decide(&s->shapes, true_dims, &d);
     if (st != CGR_STATUS_OK)
         return CGR_FAIL(st, "step '%s': the shape manager refused the run (%s)", s->name,
                         cgr_status_name(st));
-    if (s->n_dyn) {
+    if (went && (d.action != CGR__SHAPES_REPLAY || d.payload != armed))
+        return CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                        "step '%s': internal error: an armed run went, but the shape manager "
+                        "decided otherwise; its outputs are dropped",
+                        s->name);
+    if (s->n_dyn && !went) {
         apply_shape(s, d.dims, d.true_dims);
         stage_inputs(s, slot, d.true_dims);
     }
     /* Launched ahead for another graph (the dims changed buckets): let it through. */
-    if (s->armed && (d.action != CGR__SHAPES_REPLAY || s->armed != d.payload))
-        cgr__arm_drop(s);
+    cgr__arm_drop(s);
     cgr__slot_run *sr = &s->slot_run[slot];
     uint8_t action = CGR_RUN_REPLAY;
     switch (d.action) {
     case CGR__SHAPES_REPLAY:
-        st = s->armed && s->armed == d.payload ? cgr__arm_launch(s, d.payload, slot)
-                                               : cgr__launch_graph(s, d.payload, slot, 0);
+        /* An armed run that went is launched; again only if it had expired. */
+        st = went && !expired ? CGR_STATUS_OK : cgr__launch_graph(s, d.payload, slot, 0);
         if (st == CGR_STATUS_OK) {
             ss->replays++;
             s->rt->replays++;

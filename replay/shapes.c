@@ -318,25 +318,29 @@ static void eager(cgr__shapes *m, cgr__shapes_decision *out, cgr__shapes_reason 
     m->stats.eager_by_reason[r]++;
 }
 
-void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims)
+void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed)
 {
     if (!shapes_ok(m) || (true_dims == NULL && m->n_dims > 0) || m->capturing)
         return NULL;
     /* Without dynamic dims the signature never changes (see decide()). */
     const cgr__sig *sig = &m->cur;
     cgr__sig local;
+    int64_t b[CGR__SIG_MAX_DIMS];
     if (m->n_dims > 0) {
-        int64_t bucketed[CGR__SIG_MAX_DIMS];
         for (uint32_t i = 0; i < m->n_dims; i++)
-            if (cgr__bucket_choose(&m->dims[i].desc.policy, true_dims[i], &bucketed[i]) !=
+            if (cgr__bucket_choose(&m->dims[i].desc.policy, true_dims[i], &b[i]) !=
                 CGR_STATUS_OK)
                 return NULL;
-        (void)cgr__sig_init(&local, m->step, m->n_dims, bucketed);
+        (void)cgr__sig_init(&local, m->step, m->n_dims, b);
         sig = &local;
     }
     uint32_t ci = CGR__CACHE_NONE;
     (void)cgr__cache_find(&m->cache, sig, &ci);
-    return ci == CGR__CACHE_NONE ? NULL : m->cache.entries[ci].payload;
+    if (ci == CGR__CACHE_NONE)
+        return NULL;
+    if (bucketed && m->n_dims > 0)
+        memcpy(bucketed, b, (size_t)m->n_dims * sizeof b[0]);
+    return m->cache.entries[ci].payload;
 }
 
 cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)

@@ -315,10 +315,12 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
  * The payload that decide() would replay for true_dims now, without
  * deciding: nothing changes, LRU order and counters included. NULL when
  * that run would not replay (the shape is not cached, or a capture is not
- * reported yet) or the arguments are bad. The runtime uses it to launch a
- * run ahead (replay/arm.c) and decides when the run is launched for real.
+ * reported yet) or the arguments are bad. bucketed (optional, n_dims
+ * values) gets the bucketed dims when the payload is not NULL. The
+ * runtime uses it to launch a run ahead (replay/arm.c) and decides when
+ * the run is launched for real.
  */
-void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims);
+void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed);
 
 /**
  * The capture from the latest CAPTURE decision succeeded. Inserts the

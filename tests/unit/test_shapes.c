@@ -1344,9 +1344,69 @@ static void test_random(void)
     free(md);
 }
 
+/*
+ * peek (armed runs): says what decide would replay without changing
+ * anything, counters and LRU order included; NULL for shapes that would
+ * not replay, bad dims, and while a capture is open.
+ */
+static void test_peek(void)
+{
+    cgr__shapes_dim_desc d;
+    cgr__shapes_config c = one_dim(&d, 64, 1, 2, 0);
+    cgr__shapes m;
+    mgr(&m, &c);
+    cgr__shapes_decision out;
+    int64_t b = -1, x;
+    x = 3;
+    ASSERT(cgr__shapes_peek(&m, &x, &b) == NULL);
+    ASSERT_EQ(b, -1); /* written only with a payload */
+    for (int64_t v = 1; v <= 2; v++) {
+        expect((out = decide1(&m, v == 1 ? 1 : 3), &out), CGR__SHAPES_WARMUP);
+        out = decide1(&m, v == 1 ? 1 : 3);
+        expect(&out, CGR__SHAPES_CAPTURE);
+        x = v == 1 ? 1 : 3;
+        /* A capture is open: decide would refuse, so peek has nothing. */
+        ASSERT(cgr__shapes_peek(&m, &x, NULL) == NULL);
+        done(&m, (uintptr_t)(10 + v), 100, 0);
+    }
+    /* Cached: bucket 1 (payload 11) then bucket 4 (payload 12); 4 is the MRU. */
+    cgr__shapes_stats before = stats(&m);
+    uint32_t lru = cgr__cache_lru(&m.cache);
+    x = 1;
+    ASSERT_PTR_EQ(cgr__shapes_peek(&m, &x, &b), pl(11));
+    ASSERT_EQ(b, 1);
+    x = 4;
+    ASSERT_PTR_EQ(cgr__shapes_peek(&m, &x, &b), pl(12));
+    ASSERT_EQ(b, 4);
+    x = 3;
+    ASSERT_PTR_EQ(cgr__shapes_peek(&m, &x, NULL), pl(12));
+    x = 5; /* bucket 8: not cached */
+    ASSERT(cgr__shapes_peek(&m, &x, &b) == NULL);
+    ASSERT_EQ(b, 4);
+    const int64_t bad[3] = {0, -1, 65};
+    for (int i = 0; i < 3; i++)
+        ASSERT(cgr__shapes_peek(&m, &bad[i], &b) == NULL);
+    ASSERT(cgr__shapes_peek(&m, NULL, &b) == NULL);
+    ASSERT(cgr__shapes_peek(NULL, &x, &b) == NULL);
+    cgr__shapes_stats after = stats(&m);
+    ASSERT_U64_EQ(after.runs, before.runs);
+    ASSERT_U64_EQ(after.hits, before.hits);
+    ASSERT_U64_EQ(after.misses, before.misses);
+    ASSERT_U64_EQ(after.new_shapes, before.new_shapes);
+    ASSERT_U64_EQ(after.warmup_runs, before.warmup_runs);
+    ASSERT_EQ(cgr__cache_lru(&m.cache), lru);
+    /* And decide agrees with what peek said. */
+    out = decide1(&m, 1);
+    expect(&out, CGR__SHAPES_REPLAY);
+    ASSERT_PTR_EQ(out.payload, pl(11));
+    check_identities(&m);
+    cgr__shapes_destroy(&m);
+}
+
 int main(void)
 {
     test_init();
+    test_peek();
     test_wserve();
     test_boundaries();
     test_warmup();
