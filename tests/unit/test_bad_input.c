@@ -281,7 +281,17 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
     X(step_shape_at_null, INVALID_ARGUMENT, "NULL",                                        \
       cgr_shape_info si; si.struct_size = sizeof si; return cgr_step_shape_at(NULL, 0, &si);) \
     X(ctx_dim_outside_step, INVALID_HANDLE, "inside the step",                             \
-      int64_t b; return cgr_ctx_dim(FAKE_CTX, 0, &b, NULL, NULL);)
+      int64_t b; return cgr_ctx_dim(FAKE_CTX, 0, &b, NULL, NULL);)                         \
+    X(opt_arm_timeout_zero, INVALID_ARGUMENT, "arm_timeout_us",                            \
+      cgr_options o = opts(); o.arm_timeout_us = 0; return create(&o);)                    \
+    X(opt_arm_timeout_huge, INVALID_ARGUMENT, "arm_timeout_us",                            \
+      cgr_options o = opts(); o.arm_timeout_us = 60000001; return create(&o);)             \
+    X(desc_armable_bad, INVALID_ARGUMENT, "armable",                                       \
+      cgr_step_desc d = desc(); d.armable = 2; return cgr__validate_step_desc(&d);)        \
+    X(step_arm_null, INVALID_ARGUMENT, "NULL",                                             \
+      cgr_slot sl; return cgr_step_arm(NULL, NULL, &sl);)                                  \
+    X(step_release_dead, INVALID_HANDLE, "destroyed",                                      \
+      cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_release(DEAD_STEP, &sl);)
 
 #define CASE_FN(name, status, word, ...)                                                   \
     static cgr_status case_##name(void)                                                    \
