@@ -169,6 +169,7 @@ struct cgr_step {
      * launched ahead on the acquired slot, NULL when it is not armed. */
     int armable;
     const struct cgr__graph *armed;
+    int64_t armed_bucket[CGR_MAX_DYN_DIMS]; /* its bucketed dims */
     /*
      * Shapes (replay/shapes.h decides what each run does). A step without
      * dynamic dims has one shape and takes the same path.
@@ -318,8 +319,9 @@ int cgr__arm_go(cgr_step *s, uint32_t slot);
 void cgr__gate_set(cgr_step *s, uint32_t slot, int go);
 void cgr__arm_drop(cgr_step *s);
 void cgr__arm_drop_all(cgr_runtime *rt);
-/* Decides and carries out one run on `slot` (replay/dispatch.c); rt->lock held.
- * true_dims: n_dyn values, validated by the caller (NULL when n_dyn is 0). */
+/* Decides and carries out one run on `slot` (replay/dispatch.c); rt->lock held,
+ * it enters the runtime's device itself. true_dims: n_dyn values, validated
+ * by the caller (NULL when n_dyn is 0). */
 cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims);
 /* Packs a waited run's outputs to their true shape (once per run); rt->lock held. */
 void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket);

@@ -246,10 +246,14 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
  */
 static int armed_go(cgr_step *s, uint32_t slot, const int64_t *true_dims, int *expired)
 {
-    int64_t bucket[CGR_MAX_DYN_DIMS];
-    if (!s->armed || cgr__shapes_peek(&s->shapes, true_dims, bucket) != s->armed)
+    if (!s->armed)
         return 0;
+    /* Same buckets, same graph: the cache cannot have changed (above). */
     if (s->n_dyn) {
+        int64_t bucket[CGR_MAX_DYN_DIMS];
+        if (cgr__shapes_bucket(&s->shapes, true_dims, bucket) != CGR_STATUS_OK ||
+            memcmp(bucket, s->armed_bucket, (size_t)s->n_dyn * sizeof bucket[0]) != 0)
+            return 0;
         apply_shape(s, bucket, true_dims);
         stage_inputs(s, slot, true_dims);
     }
@@ -257,12 +261,11 @@ static int armed_go(cgr_step *s, uint32_t slot, const int64_t *true_dims, int *e
     return 1;
 }
 
-cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims)
+/* The run after an armed run's go (went), or all of it; device entered. */
+static cgr_status dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims,
+                           const cgr__graph *armed, int went, int expired)
 {
     cgr_step_stats *ss = &s->stats;
-    const cgr__graph *armed = s->armed;
-    int expired = 0;
-    const int went = armed_go(s, slot, true_dims, &expired);
     cgr__shapes_decision d;
     cgr_status st = cgr__shapes_decide(&s->shapes, true_dims, &d);
     if (st != CGR_STATUS_OK)
@@ -324,6 +327,21 @@ cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims)
     memcpy(sr->bucket, d.dims, (size_t)s->n_dyn * sizeof(int64_t));
     sr->compacted = 0;
     return CGR_STATUS_OK;
+}
+
+cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims)
+{
+    /* The go comes before any CUDA call, cudaGetDevice included. */
+    const cgr__graph *armed = s->armed;
+    int expired = 0;
+    const int went = armed_go(s, slot, true_dims, &expired);
+    int prev = 0;
+    cgr_status st = cgr__device_enter(s->rt, &prev);
+    if (st != CGR_STATUS_OK)
+        return st;
+    st = dispatch(s, slot, true_dims, armed, went, expired);
+    cgr__device_leave(prev);
+    return st;
 }
 
 /* Packs the outputs of the waited run `ticket` on `slot` to their true shape, once. */

@@ -20,12 +20,7 @@
 static cgr_status launch_acquired(cgr_step *s, uint64_t ticket, const int64_t *dims)
 {
     uint32_t slot = cgr__ring_slot(&s->ring, ticket);
-    int prev = 0;
-    cgr_status st = cgr__device_enter(s->rt, &prev);
-    if (st == CGR_STATUS_OK) {
-        st = cgr__dispatch(s, slot, dims);
-        cgr__device_leave(prev);
-    }
+    cgr_status st = cgr__dispatch(s, slot, dims);
     if (st != CGR_STATUS_OK) {
         /* A run launched ahead must not hold the stream for a slot given back. */
         cgr__arm_drop(s);

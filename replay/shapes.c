@@ -318,6 +318,17 @@ static void eager(cgr__shapes *m, cgr__shapes_decision *out, cgr__shapes_reason 
     m->stats.eager_by_reason[r]++;
 }
 
+cgr_status cgr__shapes_bucket(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed)
+{
+    if (!shapes_ok(m) || !bucketed || (true_dims == NULL && m->n_dims > 0))
+        return CGR_STATUS_INVALID_ARGUMENT;
+    for (uint32_t i = 0; i < m->n_dims; i++)
+        if (cgr__bucket_choose(&m->dims[i].desc.policy, true_dims[i], &bucketed[i]) !=
+            CGR_STATUS_OK)
+            return CGR_STATUS_INVALID_ARGUMENT;
+    return CGR_STATUS_OK;
+}
+
 void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed)
 {
     if (!shapes_ok(m) || (true_dims == NULL && m->n_dims > 0) || m->capturing)
@@ -327,10 +338,8 @@ void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *
     cgr__sig local;
     int64_t b[CGR__SIG_MAX_DIMS];
     if (m->n_dims > 0) {
-        for (uint32_t i = 0; i < m->n_dims; i++)
-            if (cgr__bucket_choose(&m->dims[i].desc.policy, true_dims[i], &b[i]) !=
-                CGR_STATUS_OK)
-                return NULL;
+        if (cgr__shapes_bucket(m, true_dims, b) != CGR_STATUS_OK)
+            return NULL;
         (void)cgr__sig_init(&local, m->step, m->n_dims, b);
         sig = &local;
     }

@@ -323,6 +323,13 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
 void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed);
 
 /**
+ * The bucketed dims of true_dims (n_dims values into bucketed), nothing
+ * else: no signature, no lookup. CGR_STATUS_INVALID_ARGUMENT for bad
+ * arguments or dims outside every bucket.
+ */
+cgr_status cgr__shapes_bucket(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed);
+
+/**
  * The capture from the latest CAPTURE decision succeeded. Inserts the
  * payload (evicting least recently used entries, handed back in
  * out->freed), or refuses it when its bytes alone exceed the byte budget:

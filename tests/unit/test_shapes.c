@@ -1395,6 +1395,13 @@ static void test_peek(void)
     ASSERT_U64_EQ(after.new_shapes, before.new_shapes);
     ASSERT_U64_EQ(after.warmup_runs, before.warmup_runs);
     ASSERT_EQ(cgr__cache_lru(&m.cache), lru);
+    /* The bucket alone, as the armed launch compares it. */
+    x = 3;
+    ASSERT_EQ(cgr__shapes_bucket(&m, &x, &b), CGR_STATUS_OK);
+    ASSERT_EQ(b, 4);
+    ASSERT_EQ(cgr__shapes_bucket(&m, &bad[2], &b), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__shapes_bucket(&m, NULL, &b), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__shapes_bucket(&m, &x, NULL), CGR_STATUS_INVALID_ARGUMENT);
     /* And decide agrees with what peek said. */
     out = decide1(&m, 1);
     expect(&out, CGR__SHAPES_REPLAY);
