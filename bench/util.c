@@ -146,6 +146,11 @@ void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int 
                mib(s.scratch_lower_bound), mib(s.pinned_bytes));
         if (s.capture_error[0])
             printf("               capture error: %s\n", s.capture_error);
+        if (s.armed_runs || s.arm_released)
+            printf("               armed: %llu runs launched ahead (%llu expired and ran "
+                   "again), %llu let through without their launch\n",
+                   (unsigned long long)s.armed_runs, (unsigned long long)s.arm_expired,
+                   (unsigned long long)s.arm_released);
         bench_print_shape_stats(steps[i]);
     }
 }

@@ -65,8 +65,8 @@ static __device__ unsigned load_acquire_gpu(const unsigned *p)
  * that the other blocks poll. Why one poller: the host side answers reads
  * of one line one at a time, about 1 us each, so with every block polling
  * the last block saw go about 1 us per block late (measured on the H200
- * with scratch probes: 64 blocks each polling go saw it over 62 us; with
- * the relay over 0.5 us). Even occasional reads of go by the other blocks
+ * with bench/probes/gate_probe.cu: 64 blocks each polling go saw it over
+ * 62 us; with the relay over 0.5 us). Even occasional reads of go by the other blocks
  * keep that queue long, so they never read it. A block 0 that is not
  * resident cannot hang them: every block has its own timeout.
  *

@@ -58,8 +58,9 @@ typedef struct cgr__copy_list {
 /**
  * Enqueues one kernel doing every copy of `l` on `stream` (src/dst may be
  * device pointers or device views of mapped pinned memory). Does nothing
- * when l->n == 0 and there is neither a flag nor a gate. Returns the launch error, if any. Pointers must be
- * 16-byte aligned; sizes may be anything. pdl = 1 launches it with
+ * when l->n == 0 and there is neither a flag nor a gate. Returns the
+ * launch error, if any. Pointers must be 16-byte aligned; sizes may be
+ * anything. pdl = 1 launches it with
  * programmatic dependent launch (the kernel waits for its predecessor's
  * writes itself); capture.c explains why cgr does not use that today.
  */

@@ -359,9 +359,11 @@ CGR_API cgr_status cgr_step_launch_dims(cgr_step *step, const cgr_slot *slot,
  * with desc.armable = 1. dims are the run's true dims (NULL for a step
  * without dynamic dims). When that shape replays a cached graph, the graph
  * is launched now and its first kernel waits on the GPU, polling the
- * slot, until cgr_step_launch() (or _launch_dims() with the same dims)
- * says go: the launch call is then a store to pinned memory, and the
- * launch latency overlaps the time the caller spends writing the inputs.
+ * slot, until cgr_step_launch() or _launch_dims() says go: the launch call
+ * is then a store to pinned memory, and the launch latency overlaps the
+ * time the caller spends writing the inputs. Launch dims in the same
+ * bucket use the armed run; dims in another bucket let it through (its
+ * outputs are dropped) and run as usual.
  * slot->armed says whether that happened; otherwise (a new shape warming
  * up or capturing, an eager shape) the slot is a plain acquired slot.
  *
