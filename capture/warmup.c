@@ -38,8 +38,9 @@ static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
      * arena grows, not after: growing may fail for want of exactly that
      * memory, and a failed growth must not leave the pool holding it.
      */
-    cgr__arm_drop_all(rt); /* another step's armed run would hold the stream */
-    CGR_CUDA_TRY(cudaStreamSynchronize(rt->stream));
+    cudaError_t e = cgr__sync_stream(rt);
+    if (e != cudaSuccess)
+        return cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
     CGR_CUDA_TRY(cudaMemPoolTrimTo(rt->trace_pool, 0));
     CGR_TRY(cgr__plan(p->trace.bufs, p->trace.n, CGR__ALIGN, &peak, &lower));
     /* Every shape is laid out from the arena's base: the arena only grows to the largest plan. */
@@ -79,7 +80,7 @@ static cgr_status run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
              * all). The run's own error is the one reported, so this cleanup
              * neither fails nor touches the message.
              */
-            if (cudaStreamSynchronize(rt->stream) == cudaSuccess)
+            if (cgr__sync_stream(rt) == cudaSuccess)
                 (void)cudaMemPoolTrimTo(rt->trace_pool, 0);
             (void)cudaGetLastError();
         }

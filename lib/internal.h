@@ -313,12 +313,14 @@ cgr_status cgr__launch_graph(cgr_step *s, const struct cgr__graph *g, uint32_t s
 /* Armed runs (replay/arm.c); rt->lock held. arm_go opens the gate of the
  * armed run on `slot` and returns 1 when that run had expired (it must be
  * launched again); arm_drop lets the step's armed run through unlaunched,
- * if it has one; arm_drop_all does so for every step of the runtime. */
+ * if it has one. */
 int cgr__arm_go(cgr_step *s, uint32_t slot);
 /* The slot's gate before a launch: go = 1 passes at once, 0 waits for the host. */
 void cgr__gate_set(cgr_step *s, uint32_t slot, int go);
 void cgr__arm_drop(cgr_step *s);
-void cgr__arm_drop_all(cgr_runtime *rt);
+/* cudaStreamSynchronize of the runtime's stream, after letting every
+ * step's armed run through: how cgr itself waits for its stream. */
+cudaError_t cgr__sync_stream(cgr_runtime *rt);
 /* Decides and carries out one run on `slot` (replay/dispatch.c); rt->lock held,
  * it enters the runtime's device itself. true_dims: n_dyn values, validated
  * by the caller (NULL when n_dyn is 0). */

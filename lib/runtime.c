@@ -202,8 +202,7 @@ CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **prt)
         cgr__unlock(rt);
         return st;
     }
-    cgr__arm_drop_all(rt);
-    cudaError_t e = cudaStreamSynchronize(rt->stream);
+    cudaError_t e = cgr__sync_stream(rt);
     if (e != cudaSuccess)
         st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
     while (rt->steps) {

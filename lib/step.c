@@ -183,9 +183,8 @@ cgr_status cgr__step_destroy_locked(cgr_step *s, int *destroyed)
     *destroyed = 0;
     CGR_TRY(cgr__device_enter(rt, &prev));
     cgr_status st = CGR_STATUS_OK;
-    /* The step's graphs may still be running on the stream; armed runs would hold it. */
-    cgr__arm_drop_all(rt);
-    cudaError_t e = cudaStreamSynchronize(rt->stream);
+    /* The step's graphs may still be running on the stream. */
+    cudaError_t e = cgr__sync_stream(rt);
     if (e != cudaSuccess)
         st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
     release_shapes(s);

@@ -74,10 +74,12 @@ void cgr__arm_drop(cgr_step *s)
     s->stats.arm_released++;
 }
 
-void cgr__arm_drop_all(cgr_runtime *rt)
+cudaError_t cgr__sync_stream(cgr_runtime *rt)
 {
+    /* An armed run of any step would hold the stream until its timeout. */
     for (cgr_step *s = rt->steps; s; s = s->next)
         cgr__arm_drop(s);
+    return cudaStreamSynchronize(rt->stream);
 }
 
 CGR_API cgr_status cgr_step_arm(cgr_step *s, const int64_t *dims, cgr_slot *out)
