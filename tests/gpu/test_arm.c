@@ -34,6 +34,7 @@
 
 #include "common.h"
 #include "shapes_kernels.h"
+#include "shapes_ref.h"
 
 enum { MAXB = 64, K = 32, M = 48, NB = 7 };
 
@@ -54,7 +55,7 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* ---- the step and its reference -------------------------------------------------------- */
+/* ---- the step -------------------------------------------------------------------------- */
 
 typedef struct model {
     float *W, *b;
@@ -101,47 +102,8 @@ static cgr_status fixed_fn(cgr_ctx *ctx, void *user)
     return CGR_STATUS_OK;
 }
 
-static struct {
-    cudaStream_t st;
-    float *W, *b, *x, *h, *y;
-    int64_t *t;
-} ref;
-
-static void ref_init(void)
-{
-    CUDA_OK(cudaStreamCreateWithFlags(&ref.st, cudaStreamNonBlocking));
-    CUDA_OK(cudaMalloc((void **)&ref.W, sizeof W_host));
-    CUDA_OK(cudaMalloc((void **)&ref.b, sizeof b_host));
-    CUDA_OK(cudaMalloc((void **)&ref.x, sizeof(float) * MAXB * K));
-    CUDA_OK(cudaMalloc((void **)&ref.h, sizeof(float) * MAXB * M));
-    CUDA_OK(cudaMalloc((void **)&ref.y, sizeof(float) * MAXB * M));
-    CUDA_OK(cudaMalloc((void **)&ref.t, sizeof(int64_t)));
-    CUDA_OK(cudaMemcpy(ref.W, W_host, sizeof W_host, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(ref.b, b_host, sizeof b_host, cudaMemcpyHostToDevice));
-}
-
-static void ref_free(void)
-{
-    CUDA_OK(cudaFree(ref.W));
-    CUDA_OK(cudaFree(ref.b));
-    CUDA_OK(cudaFree(ref.x));
-    CUDA_OK(cudaFree(ref.h));
-    CUDA_OK(cudaFree(ref.y));
-    CUDA_OK(cudaFree(ref.t));
-    CUDA_OK(cudaStreamDestroy(ref.st));
-}
-
-/* y [B][M] for x [B][K], at exactly B rows. */
-static void reference(const float *x, int B, float *y)
-{
-    int64_t t = B;
-    CUDA_OK(cudaMemcpyAsync(ref.x, x, sizeof(float) * B * K, cudaMemcpyHostToDevice, ref.st));
-    CUDA_OK(cudaMemcpyAsync(ref.t, &t, sizeof t, cudaMemcpyHostToDevice, ref.st));
-    CUDA_OK(shk_linear(ref.h, ref.x, ref.W, ref.b, B, K, M, ref.st));
-    CUDA_OK(shk_center(ref.y, ref.h, B, M, ref.t, ref.st));
-    CUDA_OK(cudaMemcpyAsync(y, ref.y, sizeof(float) * B * M, cudaMemcpyDeviceToHost, ref.st));
-    CUDA_OK(cudaStreamSynchronize(ref.st));
-}
+/* The same kernels at exactly the true size, outside cgr (shapes_ref.h). */
+static shapes_ref ref;
 
 /* ---- a runtime with the armable step ---------------------------------------------------- */
 
@@ -206,7 +168,7 @@ static void check_run(env *e, uint64_t t, int B, const float *x, const char *wha
     ASSERT_EQ(by, (size_t)B * M * sizeof(float));
     if (*tb != B)
         TEST_FAIL_("%s: B=%d: the device held true batch %lld", what, B, (long long)*tb);
-    reference(x, B, want);
+    shapes_ref_run(&ref, x, B, want);
     for (int i = 0; i < B * M; i++)
         if (memcmp(&y[i], &want[i], sizeof(float)) != 0)
             TEST_FAIL_("%s: B=%d: y[%d][%d] = %.9g, reference %.9g", what, B, i / M, i % M,
@@ -440,7 +402,7 @@ static void part_fixed(void)
         size_t by;
         ASSERT_OK(cgr_step_output(s, slot.ticket, 0, (const void **)&y, &by));
         ASSERT_EQ(by, sizeof want);
-        reference(x, 5, want);
+        shapes_ref_run(&ref, x, 5, want);
         ASSERT(memcmp(y, want, sizeof want) == 0);
     }
     ASSERT_EQ(armed, 5); /* runs 4..8: after 2 warm-ups and the capture */
@@ -540,7 +502,7 @@ int main(void)
     require_gpu();
     rng_fill(&g_rng, W_host, K * M);
     rng_fill(&g_rng, b_host, M);
-    ref_init();
+    shapes_ref_init(&ref, W_host, b_host, MAXB, K, M);
     part_sizes();
     part_plain();
     part_moved();
@@ -549,7 +511,7 @@ int main(void)
     part_fixed();
     part_other();
     part_errors();
-    ref_free();
+    shapes_ref_free(&ref);
     printf("PASS\n");
     return 0;
 }

@@ -42,6 +42,7 @@
 
 #include "common.h"
 #include "shapes_kernels.h"
+#include "shapes_ref.h"
 
 enum { MAXB = 64, K = 32, M = 48, WIDE = 16384, NB = 7 };
 
@@ -184,49 +185,8 @@ static void env_free(env *e)
     ASSERT(e->rt == NULL);
 }
 
-/* ---- the reference: the same kernels at exactly the true size, outside cgr -------------- */
-
-static struct {
-    cudaStream_t st;
-    float *W, *b, *x, *h, *y;
-    int64_t *t;
-} ref;
-
-static void ref_init(void)
-{
-    CUDA_OK(cudaStreamCreateWithFlags(&ref.st, cudaStreamNonBlocking));
-    CUDA_OK(cudaMalloc((void **)&ref.W, sizeof W_host));
-    CUDA_OK(cudaMalloc((void **)&ref.b, sizeof b_host));
-    CUDA_OK(cudaMalloc((void **)&ref.x, sizeof(float) * MAXB * K));
-    CUDA_OK(cudaMalloc((void **)&ref.h, sizeof(float) * MAXB * M));
-    CUDA_OK(cudaMalloc((void **)&ref.y, sizeof(float) * MAXB * M));
-    CUDA_OK(cudaMalloc((void **)&ref.t, sizeof(int64_t)));
-    CUDA_OK(cudaMemcpy(ref.W, W_host, sizeof W_host, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(ref.b, b_host, sizeof b_host, cudaMemcpyHostToDevice));
-}
-
-static void ref_free(void)
-{
-    CUDA_OK(cudaFree(ref.W));
-    CUDA_OK(cudaFree(ref.b));
-    CUDA_OK(cudaFree(ref.x));
-    CUDA_OK(cudaFree(ref.h));
-    CUDA_OK(cudaFree(ref.y));
-    CUDA_OK(cudaFree(ref.t));
-    CUDA_OK(cudaStreamDestroy(ref.st));
-}
-
-/* y [B][M] for x [B][K]: no bucket, no padding, B real rows. */
-static void reference(const float *x, int B, float *y)
-{
-    int64_t t = B;
-    CUDA_OK(cudaMemcpyAsync(ref.x, x, sizeof(float) * B * K, cudaMemcpyHostToDevice, ref.st));
-    CUDA_OK(cudaMemcpyAsync(ref.t, &t, sizeof t, cudaMemcpyHostToDevice, ref.st));
-    CUDA_OK(shk_linear(ref.h, ref.x, ref.W, ref.b, B, K, M, ref.st));
-    CUDA_OK(shk_center(ref.y, ref.h, B, M, ref.t, ref.st));
-    CUDA_OK(cudaMemcpyAsync(y, ref.y, sizeof(float) * B * M, cudaMemcpyDeviceToHost, ref.st));
-    CUDA_OK(cudaStreamSynchronize(ref.st));
-}
+/* The same kernels at exactly the true size, outside cgr (shapes_ref.h). */
+static shapes_ref ref;
 
 /* ---- one checked run ------------------------------------------------------------------- */
 
@@ -282,7 +242,7 @@ static run_out run_checked(env *e, int B, const char *where)
     if (*tb != B)
         TEST_FAIL_("%s: B=%d (%s): the device held true batch %lld", where, B,
                    cgr_run_action_name(o.action), (long long)*tb);
-    reference(x, B, want);
+    shapes_ref_run(&ref, x, B, want);
     if (memcmp(y, want, by) != 0)
         for (int i = 0; i < B * M; i++)
             if (memcmp(&y[i], &want[i], sizeof(float)) != 0)
@@ -833,7 +793,7 @@ int main(void)
     g_sanitizer = under_sanitizer(NULL);
     rng_fill(&g_rng, W_host, K * M);
     rng_fill(&g_rng, b_host, M);
-    ref_init();
+    shapes_ref_init(&ref, W_host, b_host, MAXB, K, M);
     part_sizes();
     part_update();
     part_topology();
@@ -842,7 +802,7 @@ int main(void)
     part_uncapturable();
     part_churn();
     part_arena();
-    ref_free();
+    shapes_ref_free(&ref);
     printf("PASS\n");
     return 0;
 }
