@@ -14,6 +14,7 @@
  */
 #include <string.h>
 
+#include "host_write.h"
 #include "internal.h"
 
 /* Submits the acquired slot and commits or cancels it. */
@@ -100,8 +101,8 @@ static cgr_status run_inputs(cgr_step *s, const int64_t *dims, int given,
     if (st == CGR_STATUS_OK) {
         unsigned char *host = cgr__slot_host(s, slot);
         for (int i = 0; i < s->n_in; i++)
-            memcpy(host + s->in[i].slot_offset, inputs[i],
-                   cgr__tensor_bytes_at(&s->in[i], dims));
+            cgr__host_write(host + s->in[i].slot_offset, inputs[i],
+                            cgr__tensor_bytes_at(&s->in[i], dims));
         st = launch_acquired(s, t, dims);
     }
     cgr__unlock(s->rt);
@@ -135,6 +136,35 @@ CGR_API cgr_status cgr_step_acquire(cgr_step *s, cgr_slot *out)
     cgr__unlock(s->rt);
     CGR_TRY(st);
     cgr__slot_fill(s, t, 0, out);
+    return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_step_write_input(cgr_step *s, const cgr_slot *slot, int index,
+                                        size_t offset, const void *src, size_t bytes)
+{
+    static const char fn[] = "cgr_step_write_input";
+    CGR_TRY(cgr__check_step(s, fn));
+    if (!slot)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: slot is NULL", fn);
+    if (index < 0 || index >= s->n_in)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: input %d of step '%s', which has %d",
+                        fn, index, s->name, s->n_in);
+    const cgr__tensor *t = &s->in[index];
+    if (offset > t->bytes || bytes > t->bytes - offset)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "%s: %zu bytes at offset %zu overrun input %d (\"%s\") of step '%s', "
+                        "%zu bytes at its largest shape",
+                        fn, bytes, offset, index, t->name, s->name, t->bytes);
+    if (bytes && !src)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: src is NULL", fn);
+    CGR_TRY(cgr__lock(s->rt, fn));
+    cgr_status st = cgr__check_acquired(s, slot, fn);
+    cgr__unlock(s->rt);
+    CGR_TRY(st);
+    /* Only this thread can launch or give back the slot, so the write needs no lock. */
+    cgr__host_write(cgr__slot_host(s, cgr__ring_slot(&s->ring, slot->ticket)) + t->slot_offset +
+                        offset,
+                    src, bytes);
     return CGR_STATUS_OK;
 }
 

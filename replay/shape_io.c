@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "host_write.h"
 #include "shape_io.h"
 
 size_t cgr__shape_bytes(int rank, const int64_t *dims, size_t esize)
@@ -72,7 +73,7 @@ static void fill(unsigned char *p, size_t bytes, size_t esize, const unsigned ch
                  int pad_zero)
 {
     if (pad_zero || !pad) {
-        memset(p, 0, bytes);
+        cgr__host_zero(p, bytes); /* streaming stores: the GPU reads it next */
         return;
     }
     for (size_t i = 0; i + esize <= bytes; i += esize)

@@ -95,10 +95,12 @@
  * graph: cgr's graphs, each request armed (cgr_step_arm) before its inputs
  * are written; eager: every run eager; plain: graphs launched at
  * submission (cgr_step_acquire, a step that is not armable), the same
- * requests, for the comparison and for the profiled pass.
+ * requests, for the comparison and for the profiled pass; graph-memcpy:
+ * graph's way, but the inputs go in with memcpy into slot->inputs where
+ * the others use cgr_step_write_input (streaming stores).
  */
-enum { MODE_GRAPH = 0, MODE_EAGER, MODE_PLAIN, MODES };
-static const char *const mode_names[MODES] = {"graph", "eager", "plain"};
+enum { MODE_GRAPH = 0, MODE_EAGER, MODE_PLAIN, MODE_MEMCPY, MODES };
+static const char *const mode_names[MODES] = {"graph", "eager", "plain", "graph-memcpy"};
 
 /* Latency figures of one set of requests. */
 typedef struct lat_stats {
@@ -111,6 +113,7 @@ typedef struct lat_stats {
 typedef struct bucket_fig {
     lat_stats lat[MODES];        /* steady requests of this bucket */
     double launch_p50[MODES];    /* p50 of the launch call alone */
+    double write_p50[MODES];     /* p50 of the input write, before the latency's start */
     int prof_ok;
     double busy_us, busy_union_us, kernels, memcpys;
     /*
@@ -146,6 +149,7 @@ typedef struct serve_run {
     int *batch;              /* [n] */
     double *lat[MODES];      /* [n] us */
     double *launch_us[MODES];/* [n] host time inside cgr_step_launch_dims */
+    double *write_us[MODES]; /* [n] host time writing the inputs into the slot */
     unsigned char *action;   /* [n] graph run's cgr_run_action */
     float **sample;          /* [n / SAMPLE_EVERY + 1] graph outputs kept for the eager check */
     int steady_from;         /* first request after the first pass over the buckets */
@@ -264,7 +268,11 @@ static void host_check_row(serve_run *r, const serve_model *m, int req, int row,
 static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m)
 {
     const int in_dim = model->cfg.in_dim, C = model->cfg.classes;
-    static float row_first[1024], row_last[1024];
+    static float row_first[1024], row_last[1024], req_in[SERVE_MAX_BATCH * 1024];
+    if (in_dim > 1024) {
+        bench_error("W-serve: input rows of %d floats, at most 1024 supported", in_dim);
+        return -1;
+    }
     bench_rng rng;
     rng_seed(&rng, SERVE_INPUT_SEED);
     double t_start = now_us();
@@ -273,16 +281,19 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
         const int64_t dims[1] = {B};
         cgr_slot slot;
         TRY(serve_acquire(srt, B, &slot));
-        rng_fill(&rng, slot.inputs[0], (size_t)B * in_dim);
+        /* The request's rows arrive in host memory; the clock starts once they are in the slot. */
+        rng_fill(&rng, req_in, (size_t)B * in_dim);
         if (m == MODE_GRAPH) {
-            memcpy(row_first, slot.inputs[0], sizeof row_first);
-            memcpy(row_last, (const float *)slot.inputs[0] + (size_t)(B - 1) * in_dim,
-                   sizeof row_last);
+            memcpy(row_first, req_in, sizeof row_first);
+            memcpy(row_last, req_in + (size_t)(B - 1) * in_dim, sizeof row_last);
         }
+        const double tw = now_us();
+        TRY(serve_write_input(srt, &slot, req_in, (size_t)B * in_dim * sizeof(float)));
 
         const void *out = NULL;
         size_t bytes = 0;
         double t0 = now_us();
+        r->write_us[m][i] = t0 - tw;
         CGR_CK(cgr_step_launch_dims(srt->step, &slot, dims));
         double t1 = now_us();
         CGR_CK(cgr_step_wait(srt->step, slot.ticket));
@@ -431,9 +442,11 @@ static int one_request(serve_rt *srt, prof *p, bench_rng *rng, int B, int in_dim
                        cgr_run_action *a, uint64_t t[2])
 {
     const int64_t dims[1] = {B};
+    static float req_in[SERVE_MAX_BATCH * 1024];
     cgr_slot slot;
     TRY(serve_acquire(srt, B, &slot));
-    rng_fill(rng, slot.inputs[0], (size_t)B * in_dim);
+    rng_fill(rng, req_in, (size_t)B * in_dim);
+    TRY(serve_write_input(srt, &slot, req_in, (size_t)B * in_dim * sizeof(float)));
     if (t && prof_now(p, &t[0]) != PROF_OK)
         return -1;
     CGR_CK(cgr_step_launch_dims(srt->step, &slot, dims));
@@ -640,6 +653,17 @@ static void add_bar(serve_run *r, const char *name, double value, int ge, double
     b->pass = b->measured && (ge ? value >= limit : value <= limit);
 }
 
+/* Median of per-request figures v over the steady requests of bucket b. */
+static double bucket_p50(const serve_run *r, int b, const double *v, double *scratch)
+{
+    int k = 0;
+    for (int i = r->steady_from; i < r->n; i++)
+        if (serve_bucket_index(r->batch[i]) == b)
+            scratch[k++] = v[i];
+    stats_sort(scratch, k);
+    return k ? stats_percentile(scratch, k, 0.50) : NAN;
+}
+
 static int compute_figures(serve_run *r)
 {
     double *scratch = malloc((size_t)r->n * sizeof *scratch);
@@ -656,12 +680,8 @@ static int compute_figures(serve_run *r)
     }
     for (int m = 0; m < MODES; m++)
         for (int b = 0; b < SERVE_N_BUCKETS; b++) {
-            int k = 0;
-            for (int i = r->steady_from; i < r->n; i++)
-                if (serve_bucket_index(r->batch[i]) == b)
-                    scratch[k++] = r->launch_us[m][i];
-            stats_sort(scratch, k);
-            r->bk[b].launch_p50[m] = k ? stats_percentile(scratch, k, 0.50) : NAN;
+            r->bk[b].launch_p50[m] = bucket_p50(r, b, r->launch_us[m], scratch);
+            r->bk[b].write_p50[m] = bucket_p50(r, b, r->write_us[m], scratch);
         }
     free(scratch);
 
@@ -742,15 +762,21 @@ static void report(const serve_run *r, const bench_results *res)
                pipe_req_per_s(pp), pipe_req_per_s(pp) / pipe_req_per_s(pe));
     }
     printf("\n  armed (cgr_step_arm before the inputs are written) against plain (graph "
-           "launched at submission), same requests, steady:\n");
-    printf("  %6s  %9s %9s %7s  %9s %9s %7s  %11s\n", "bucket", "armed p50", "p99", "launch",
-           "plain p50", "p99", "launch", "armed/plain");
+           "launched at submission), same requests, steady;\n  write = the input write before "
+           "the clock starts (cgr_step_write_input; memcpy: memcpy into slot->inputs, armed)\n");
+    printf("  %6s  %9s %9s %7s %6s  %9s %9s %7s %6s  %11s  %10s %6s %10s\n", "bucket",
+           "armed p50", "p99", "launch", "write", "plain p50", "p99", "launch", "write",
+           "armed/plain", "memcpy p50", "write", "armed/mcpy");
     for (int b = 0; b < SERVE_N_BUCKETS; b++) {
         const bucket_fig *f = &r->bk[b];
-        const lat_stats *a = &f->lat[MODE_GRAPH], *q = &f->lat[MODE_PLAIN];
-        printf("  %6lld  %9.1f %9.1f %7.2f  %9.1f %9.1f %7.2f  %11.3f\n",
-               (long long)serve_buckets[b], a->p50, a->p99, f->launch_p50[MODE_GRAPH], q->p50,
-               q->p99, f->launch_p50[MODE_PLAIN], a->p50 / q->p50);
+        const lat_stats *a = &f->lat[MODE_GRAPH], *q = &f->lat[MODE_PLAIN],
+                        *c = &f->lat[MODE_MEMCPY];
+        printf("  %6lld  %9.1f %9.1f %7.2f %6.2f  %9.1f %9.1f %7.2f %6.2f  %11.3f  %10.1f %6.2f "
+               "%10.3f\n",
+               (long long)serve_buckets[b], a->p50, a->p99, f->launch_p50[MODE_GRAPH],
+               f->write_p50[MODE_GRAPH], q->p50, q->p99, f->launch_p50[MODE_PLAIN],
+               f->write_p50[MODE_PLAIN], a->p50 / q->p50, c->p50, f->write_p50[MODE_MEMCPY],
+               a->p50 / c->p50);
     }
     printf("\n  per bucket graph, profiled pass (%d replays each, plain runtime: no gate): GPU "
            "busy per replay\n",
@@ -892,6 +918,10 @@ static int write_json(const serve_run *r, const bench_results *res, int pass)
         for (int m = 0; m < MODES; m++)
             json_number(&w, mode_names[m], bf->launch_p50[m]);
         json_end_object(&w);
+        json_begin_object(&w, "input_write_p50_us");
+        for (int m = 0; m < MODES; m++)
+            json_number(&w, mode_names[m], bf->write_p50[m]);
+        json_end_object(&w);
         if (bf->prof_ok) {
             json_number(&w, "busy_us", bf->busy_us);
             json_number(&w, "busy_union_us", bf->busy_union_us);
@@ -968,6 +998,7 @@ static int serve_body(serve_run *r, const serve_model *model, serve_rt rts[MODES
     for (int m = 0; m < MODES; m++) {
         TRY(serve_rt_create(&rts[m], model, r->cfg->device, m != MODE_EAGER, !r->cfg->no_pdl,
                             m != MODE_PLAIN));
+        rts[m].memcpy_inputs = m == MODE_MEMCPY;
         char label[32];
         snprintf(label, sizeof label, "serve: %s pass", mode_names[m]);
         /* A generous 2 ms a request on top of the base: a hang still shows within minutes. */
@@ -1017,8 +1048,9 @@ int serve_suite(const bench_config *cfg, const bench_results *res)
     int alloc_ok = r.batch && r.action && r.sample;
     for (int m = 0; m < MODES; m++) {
         r.launch_us[m] = malloc((size_t)r.n * sizeof *r.launch_us[m]);
+        r.write_us[m] = malloc((size_t)r.n * sizeof *r.write_us[m]);
         r.pipe_hash[m] = calloc((size_t)(r.n / SERVE_PIPE_HASH_EVERY + 1), sizeof(uint64_t));
-        alloc_ok = alloc_ok && r.lat[m] && r.launch_us[m] && r.pipe_hash[m];
+        alloc_ok = alloc_ok && r.lat[m] && r.launch_us[m] && r.write_us[m] && r.pipe_hash[m];
     }
     if (!alloc_ok) {
         bench_error("W-serve: out of host memory");
@@ -1045,6 +1077,7 @@ out:
         serve_rt_destroy(&rts[m]);
         free(r.lat[m]);
         free(r.launch_us[m]);
+        free(r.write_us[m]);
         free(r.pipe_hash[m]);
     }
     if (r.sample)

@@ -147,6 +147,15 @@ int serve_acquire(serve_rt *r, int B, cgr_slot *slot)
     return 0;
 }
 
+int serve_write_input(serve_rt *r, const cgr_slot *slot, const float *src, size_t bytes)
+{
+    if (r->memcpy_inputs)
+        memcpy(slot->inputs[0], src, bytes);
+    else
+        CGR_CK(cgr_step_write_input(r->step, slot, 0, 0, src, bytes));
+    return 0;
+}
+
 void serve_rt_destroy(serve_rt *r)
 {
     if (r->rt)

@@ -25,8 +25,12 @@
  *   other     another step's warm-up (which synchronizes the stream)
  *             while a run is armed does not wait for arm_timeout_us
  *   errors    not armable, bad dims, twice, launch without dims, release
- *             of nothing, a slot of another run: clear statuses, nothing
- *             launched, the armed run still usable
+ *             of nothing, a slot of another run; cgr_step_write_input with a
+ *             bad index, past the input's end, NULL src, another run's slot,
+ *             a slot not held: clear statuses, nothing launched or written,
+ *             the armed run still usable
+ * Inputs go in three ways in turn (write_rows): memcpy into slot->inputs,
+ * cgr_step_write_input whole, and row by row.
  */
 #include <stdio.h>
 #include <string.h>
@@ -176,8 +180,32 @@ static void check_run(env *e, uint64_t t, int B, const float *x, const char *wha
 }
 
 /*
- * One run through cgr_step_arm: arm, pause `pause_us`, write fresh inputs,
- * launch with dims B (launch_B, normally B), check. Returns slot.armed.
+ * Writes B rows x into input 0 of the held slot, the n-th time in one of
+ * three ways: memcpy into slot->inputs, one cgr_step_write_input, or one
+ * cgr_step_write_input per row (128-byte rows: below the streaming size,
+ * so both store paths and their sfence run).
+ */
+static void write_rows(env *e, const cgr_slot *slot, const float *x, int B, unsigned n)
+{
+    const size_t row = K * sizeof(float);
+    switch (n % 3) {
+    case 0:
+        memcpy(slot->inputs[0], x, (size_t)B * row);
+        break;
+    case 1:
+        ASSERT_OK(cgr_step_write_input(e->step, slot, 0, 0, x, (size_t)B * row));
+        break;
+    default:
+        for (int r = 0; r < B; r++)
+            ASSERT_OK(cgr_step_write_input(e->step, slot, 0, (size_t)r * row, x + (size_t)r * K,
+                                           row));
+    }
+}
+
+/*
+ * One run through cgr_step_arm: arm, pause `pause_us`, write fresh inputs
+ * (write_rows), launch with dims B (launch_B, normally B), check. Returns
+ * slot.armed.
  */
 static int armed_run(env *e, int B, int launch_B, long pause_us, cgr_run_action *action,
                      const char *what)
@@ -189,7 +217,8 @@ static int armed_run(env *e, int B, int launch_B, long pause_us, cgr_run_action 
     if (pause_us)
         sleep_us(pause_us);
     rng_fill(&g_rng, x, (size_t)launch_B * K);
-    memcpy(slot.inputs[0], x, (size_t)launch_B * K * sizeof(float));
+    static unsigned n_writes;
+    write_rows(e, &slot, x, launch_B, n_writes++);
     ASSERT_OK(cgr_step_launch_dims(e->step, &slot, ldims));
     ASSERT_OK(cgr_step_run_action(e->step, slot.ticket, action));
     check_run(e, slot.ticket, launch_B, x, what);
@@ -260,7 +289,7 @@ static void part_plain(void)
             cgr_slot slot;
             ASSERT_OK(cgr_step_acquire(e.step, &slot));
             ASSERT_EQ(slot.armed, 0);
-            memcpy(slot.inputs[0], x, (size_t)B * K * sizeof(float));
+            write_rows(&e, &slot, x, B, (unsigned)r / 2);
             ASSERT_OK(cgr_step_launch_dims(e.step, &slot, dims));
             t = slot.ticket;
         }
@@ -484,12 +513,33 @@ static void part_errors(void)
     wrong.ticket++;
     ASSERT_STATUS(cgr_step_launch_dims(e.step, &wrong, dims), CGR_STATUS_INVALID_ARGUMENT);
     ASSERT_STATUS(cgr_step_release(e.step, &wrong), CGR_STATUS_INVALID_ARGUMENT);
-    /* After every refusal the armed run still launches and is exact. */
-    static float x[MAXB * K];
+    /* cgr_step_write_input refusals: none of them may write a byte. */
+    static float x[MAXB * K], junk[MAXB * K + 1];
     rng_fill(&g_rng, x, 4 * K);
-    memcpy(slot.inputs[0], x, 4 * K * sizeof(float));
+    rng_fill(&g_rng, junk, MAXB * K + 1);
+    ASSERT_OK(cgr_step_write_input(e.step, &slot, 0, 0, x, 4 * K * sizeof(float)));
+    const size_t cap = (size_t)MAXB * K * sizeof(float);
+    ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 1, 0, junk, 4), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT(strstr(cgr_last_error(), "input 1") != NULL);
+    ASSERT_STATUS(cgr_step_write_input(e.step, &slot, -1, 0, junk, 4),
+                  CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 0, 0, junk, cap + 4),
+                  CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT(strstr(cgr_last_error(), "overrun") != NULL);
+    ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 0, 4, junk, cap), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 0, (size_t)-1, junk, 2),
+                  CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 0, 0, NULL, 4), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_write_input(e.step, &wrong, 0, 0, junk, 4),
+                  CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_write_input(e.step, NULL, 0, 0, junk, 4), CGR_STATUS_INVALID_ARGUMENT);
+    /* A write that ends exactly at the input's end is allowed (zero bytes, too). */
+    ASSERT_OK(cgr_step_write_input(e.step, &slot, 0, cap, junk, 0));
+    /* After every refusal the armed run still launches and is exact. */
     ASSERT_OK(cgr_step_launch_dims(e.step, &slot, dims));
     check_run(&e, slot.ticket, 4, x, "errors");
+    /* The slot is launched: it is not held any more. */
+    ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 0, 0, x, 4), CGR_STATUS_WRONG_STATE);
     cgr_step_stats s = step_stats(&e);
     ASSERT_U64_EQ(s.armed_runs, 1);
     ASSERT_U64_EQ(s.arm_released, 0);

@@ -291,7 +291,13 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
     X(step_arm_null, INVALID_ARGUMENT, "NULL",                                             \
       cgr_slot sl; return cgr_step_arm(NULL, NULL, &sl);)                                  \
     X(step_release_dead, INVALID_HANDLE, "destroyed",                                      \
-      cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_release(DEAD_STEP, &sl);)
+      cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_release(DEAD_STEP, &sl);)   \
+    X(step_write_input_null, INVALID_ARGUMENT, "NULL",                                     \
+      cgr_slot sl; memset(&sl, 0, sizeof sl); float x = 1.0f;                              \
+      return cgr_step_write_input(NULL, &sl, 0, 0, &x, sizeof x);)                         \
+    X(step_write_input_dead, INVALID_HANDLE, "destroyed",                                  \
+      cgr_slot sl; memset(&sl, 0, sizeof sl); float x = 1.0f;                              \
+      return cgr_step_write_input(DEAD_STEP, &sl, 0, 0, &x, sizeof x);)
 
 #define CASE_FN(name, status, word, ...)                                                   \
     static cgr_status case_##name(void)                                                    \

@@ -353,6 +353,21 @@ CGR_API cgr_status cgr_step_launch(cgr_step *step, const cgr_slot *slot);
  */
 CGR_API cgr_status cgr_step_launch_dims(cgr_step *step, const cgr_slot *slot,
                                         const int64_t *dims);
+/**
+ * Copies `bytes` from src into input `index` of the acquired (or armed)
+ * slot, at byte `offset`, the way the GPU reads fastest: with streaming
+ * stores that leave no modified line in the CPU's caches (x86-64; a plain
+ * copy elsewhere). Writing the inputs this way instead of with memcpy into
+ * slot->inputs[index] shortens an armed run by about 1 us per 16 KiB
+ * (docs/staging.md, "Writing inputs"). Call it any number of times (a row
+ * at a time, say) between acquire or arm and launch, from the thread that
+ * holds the slot; every byte is visible to the GPU when it returns.
+ * CGR_STATUS_INVALID_ARGUMENT for a bad index, NULL src, or offset + bytes
+ * past the input's size at its largest shape; CGR_STATUS_WRONG_STATE as
+ * cgr_step_launch() for a slot that is not held. Nothing is written then.
+ */
+CGR_API cgr_status cgr_step_write_input(cgr_step *step, const cgr_slot *slot, int index,
+                                        size_t offset, const void *src, size_t bytes);
 
 /**
  * cgr_step_acquire() that also launches the run ahead, for steps created
