@@ -7,10 +7,11 @@
  * that in full; a launch at submission hid it behind its own 3 us. On the
  * H200 host (bench/probes/fresh_probe.cu, one 1024-thread block reading
  * after go, medians of 201): 16 KiB written with memcpy took 5.5 to 6.9 us
- * from go to done, written with streaming stores 4.5 to 5.3 us, the same
- * as data the CPU had not touched; the write itself cost 0.1 to 0.2 us
- * more. Streaming stores go to memory through write-combining buffers and
- * leave no modified line behind.
+ * from go to done, written with streaming stores 4.5 to 5.4 us, about what
+ * data the CPU had not touched took; the write itself cost 0.1 to 0.2 us
+ * more on that machine, 0.2 to 0.7 on another. Streaming stores go to
+ * memory through write-combining buffers and leave no modified line
+ * behind.
  *
  * Streaming stores are weakly ordered, so both functions end with sfence:
  * after it every byte is visible, and a later ordinary store (go, the
