@@ -359,10 +359,8 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
     if (m->capturing)
         return CGR_STATUS_WRONG_STATE;
     int64_t bucketed[CGR__SIG_MAX_DIMS];
-    for (uint32_t i = 0; i < m->n_dims; i++)
-        if (cgr__bucket_choose(&m->dims[i].desc.policy, true_dims[i], &bucketed[i]) !=
-            CGR_STATUS_OK)
-            return CGR_STATUS_INVALID_ARGUMENT;
+    if (cgr__shapes_bucket(m, true_dims, bucketed) != CGR_STATUS_OK)
+        return CGR_STATUS_INVALID_ARGUMENT;
 
     /*
      * From here on nothing can fail. Without dynamic dims the signature is
