@@ -7,7 +7,7 @@
  * output, each at a 256-byte aligned offset, so the staging kernel can move
  * them with 16-byte accesses. The host writes run k+1's inputs into slot
  * (k+1) % N while the GPU still reads slot k % N; ring.h explains when a
- * slot may be reused and the per-slot `done` events are what the host waits on.
+ * slot may be reused, and replay/run.c what the host waits on.
  */
 #include <string.h>
 
@@ -60,8 +60,12 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
     s->pinned_dev = dev;
     for (size_t k = 0; k < slots; k++)
         CGR_CUDA_TRY_GOTO(cudaEventCreateWithFlags(&s->done[k], cudaEventDisableTiming), st, fail);
+    CGR_CUDA_TRY_GOTO(cudaEventCreateWithFlags(&s->graph_done, cudaEventDisableTiming), st, fail);
     memset(host, 0, pinned);
-    CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, slots * 32, (void **)&s->sig_dev), st, fail);
+    CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, CGR__SIG_BYTES(slots), (void **)&s->sig_dev),
+                 st, fail);
+    s->slot_word = (unsigned char *)s->sig_dev + CGR__SIG_SLOT_WORD(slots);
+    s->slot_next = 0; /* zeroed with the rest below */
     if (s->n_dyn) {
         /* The run's true dims, where kernels read them (cgr_ctx_dim). */
         CGR_TRY_GOTO(cgr__persist_alloc(&rt->persist, CGR_MAX_DYN_DIMS * sizeof(int64_t),
@@ -75,7 +79,7 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
      * for every blocking stream, and touching it while another thread's
      * runtime captures fails that capture (docs/threading.md).
      */
-    CGR_CUDA_TRY_GOTO(cudaMemsetAsync(s->sig_dev, 0, slots * 32, rt->stream), st, fail);
+    CGR_CUDA_TRY_GOTO(cudaMemsetAsync(s->sig_dev, 0, CGR__SIG_BYTES(slots), rt->stream), st, fail);
     s->stats.pinned_bytes = pinned;
     rt->pinned_bytes += pinned;
     return CGR_STATUS_OK;
@@ -93,12 +97,16 @@ void cgr__step_free_io(cgr_step *s)
             cudaEventDestroy(s->done[k]);
         s->done[k] = NULL;
     }
+    if (s->graph_done)
+        cudaEventDestroy(s->graph_done);
+    s->graph_done = NULL;
     if (s->pinned) {
         CGR__FAULT_PINNED(s->slot_stride * s->ring.slots, -1);
         cudaFreeHost(s->pinned);
     }
     cgr__persist_free(&rt->persist, s->sig_dev);
     s->sig_dev = NULL;
+    s->slot_word = NULL;
     cgr__persist_free(&rt->persist, s->dims_dev);
     s->dims_dev = NULL;
     rt->pinned_bytes -= s->stats.pinned_bytes;

@@ -14,14 +14,25 @@
  *   nodes (large inputs), the body, the same for outputs, and an event
  *   record node marking the slot free. So a replay is one cudaGraphLaunch.
  *
- * Pointing the graph at the current slot. We instantiate one executable
- * per slot from one capture, patching the staging and event nodes of the
- * template between instantiations. Replay then launches exec[slot] with
- * no per-launch parameter update (which costs host time and a node
- * update) and no indirection through a slot index read over PCIe. The
- * price is N instantiations at capture time. docs/staging.md has the
- * measurements behind this choice.
+ * Pointing the graph at the current slot. Each captured shape has one
+ * executable, whatever the number of slots. Its staging kernels find the
+ * run's slot in a device word (stage.h): every address of a slot is
+ * captured for slot 0 and moved on the device, and the graph's last
+ * staging kernel advances the word to the next slot once the run's
+ * outputs are out. The host never writes the word while a graph may read
+ * it: it knows what each launch does to the word (replay/dispatch.c keeps
+ * slot_next) and enqueues a reset only before a launch that would find it
+ * wrong, which happens only after runs that do not advance it (eager
+ * runs, a run launched again or let through by an armed slot). So a
+ * replay costs one cudaGraphLaunch, and a capture one instantiation and
+ * one upload. Tensors too large for the zero-copy kernels cross by memcpy
+ * nodes, whose addresses cannot move on the device: those nodes are
+ * repointed at the slot before a launch that uses another slot than the
+ * last (cudaGraphExecMemcpyNodeSetParams1D, which leaves launches already
+ * enqueued as they were); next to copies of that size the call is noise.
+ * docs/staging.md has the measurements behind this design.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,33 +42,33 @@
 #include "stage.h"
 #include "trace.h"
 
-/* The nodes cgr adds around the body, found again to patch them per slot. */
+/* The nodes cgr adds around the body. */
 typedef struct io_nodes {
     cgr__copy_list zin, zout;
-    cudaGraphNode_t zin_node, zout_node;
     int n_min, n_mout;
     int min[CGR_MAX_TENSORS], mout[CGR_MAX_TENSORS];
     cudaGraphNode_t min_node[CGR_MAX_TENSORS], mout_node[CGR_MAX_TENSORS];
-    cudaGraphNode_t ev_node;
 } io_nodes;
 
 /*
- * Splits tensors by size and fills the zero-copy lists for `slot`. Sizes
- * are the current shape's (its bucket), and a step with dynamic dims also
- * moves the run's true dims from the slot to their device buffer in the
- * input kernel, so every replay sees its own run's dims.
+ * Splits tensors by size and fills the zero-copy lists, with slot 0's
+ * addresses marked as slot addresses. Sizes are the current shape's (its
+ * bucket), and a step with dynamic dims also moves the run's true dims
+ * from the slot to their device buffer in the input kernel, so every
+ * replay sees its own run's dims. A graph with any staging kernel ends
+ * with the output kernel, which publishes the completion flag and
+ * advances the slot word, even when it has no tensor to copy.
  */
-static void plan_io(const cgr_step *s, uint32_t slot, size_t zero_copy_max, io_nodes *io)
+static void plan_io(const cgr_step *s, size_t zero_copy_max, io_nodes *io)
 {
-    unsigned char *dev = cgr__slot_dev(s, slot);
-    memset(&io->zin, 0, sizeof io->zin);
-    memset(&io->zout, 0, sizeof io->zout);
-    io->n_min = io->n_mout = 0;
+    unsigned char *dev = s->pinned_dev;
+    memset(io, 0, sizeof *io);
     for (int i = 0; i < s->n_in; i++) {
         const cgr__tensor *t = &s->in[i];
         if (t->cur_bytes <= zero_copy_max) {
             int k = io->zin.n++;
             io->zin.src[k] = dev + t->slot_offset;
+            io->zin.src_rel |= 1u << k;
             io->zin.dst[k] = t->dev;
             io->zin.bytes[k] = t->cur_bytes;
         } else {
@@ -67,6 +78,7 @@ static void plan_io(const cgr_step *s, uint32_t slot, size_t zero_copy_max, io_n
     if (s->n_dyn) {
         int k = io->zin.n++;
         io->zin.src[k] = dev + CGR__SLOT_DIMS_OFFSET;
+        io->zin.src_rel |= 1u << k;
         io->zin.dst[k] = s->dims_dev;
         io->zin.bytes[k] = (size_t)s->n_dyn * sizeof(int64_t);
     }
@@ -76,6 +88,7 @@ static void plan_io(const cgr_step *s, uint32_t slot, size_t zero_copy_max, io_n
             int k = io->zout.n++;
             io->zout.src[k] = t->dev;
             io->zout.dst[k] = dev + t->slot_offset;
+            io->zout.dst_rel |= 1u << k;
             io->zout.bytes[k] = t->cur_bytes;
         } else {
             io->mout[io->n_mout++] = i;
@@ -84,15 +97,21 @@ static void plan_io(const cgr_step *s, uint32_t slot, size_t zero_copy_max, io_n
     /* An armable step's input kernel waits at the slot's gate (replay/arm.c). */
     if (s->armable) {
         io->zin.gate = (unsigned long long *)(dev + CGR__SLOT_GATE_OFFSET);
-        io->zin.gate_relay = (unsigned int *)(s->sig_dev + 2 * s->ring.slots) + 2 * slot;
+        io->zin.gate_relay = (unsigned int *)(s->sig_dev + 2 * s->ring.slots);
         io->zin.gate_timeout_ns = (unsigned long long)s->rt->opt.arm_timeout_us * 1000ull;
     }
-    if (io->zout.n) {
-        unsigned long long *seq = s->sig_dev;
-        io->zout.flag = (unsigned long long *)dev; /* the slot's first word */
-        io->zout.seq = seq + slot;
-        io->zout.arrive = (unsigned int *)(seq + s->ring.slots) + slot;
+    if (!io->zin.n && !io->zin.gate && !io->zout.n)
+        return;
+    cgr__copy_list *l[2] = {&io->zin, &io->zout};
+    for (int k = 0; k < 2; k++) {
+        l[k]->slot_word = s->slot_word;
+        l[k]->slot_stride = s->slot_stride;
+        l[k]->n_slots = s->ring.slots;
     }
+    io->zout.advance = 1;
+    io->zout.flag = (unsigned long long *)dev; /* the slot's first word */
+    io->zout.seq = s->sig_dev;
+    io->zout.arrive = (unsigned int *)(s->sig_dev + s->ring.slots);
 }
 
 /* The node just captured on `stream` (the capture's single dependency). */
@@ -114,10 +133,8 @@ static cgr_status record_inputs(cgr_step *s, io_nodes *io)
 {
     cudaStream_t st = s->rt->stream;
     /* With a gate the kernel comes first even with nothing to copy: memcpy nodes wait behind it. */
-    if (io->zin.n || io->zin.gate) {
+    if (io->zin.n || io->zin.gate)
         CGR_CUDA_TRY(cgr__stage_copy(&io->zin, st, 0));
-        CGR_TRY(last_node(st, &io->zin_node));
-    }
     const unsigned char *host = cgr__slot_host(s, 0);
     for (int k = 0; k < io->n_min; k++) {
         const cgr__tensor *t = &s->in[io->min[k]];
@@ -140,54 +157,16 @@ static cgr_status record_outputs(cgr_step *s, io_nodes *io)
     }
     /*
      * The zero-copy output kernel comes last because it publishes the
-     * completion flag: everything the host will read must be written by then.
-     * Not a programmatic launch: measured on the H200 (W-chain N=100,
+     * completion flag and advances the slot word: everything the host will
+     * read must be written by then, and every earlier node done with the
+     * slot. Not a programmatic launch: measured on the H200 (W-chain N=100,
      * 4 KiB in + 4 B out), the I/O cost went from +3.97 to +4.83 us when the
      * output copy was launched with PDL behind ordinary kernels.
      */
-    if (io->zout.n) {
+    if (io->zout.advance)
         CGR_CUDA_TRY(cgr__stage_copy(&io->zout, st, 0));
-        CGR_TRY(last_node(st, &io->zout_node));
-    }
     /* External record: a real event record node, which the host can wait on. */
-    CGR_CUDA_TRY(cudaEventRecordWithFlags(s->done[0], st, cudaEventRecordExternal));
-    CGR_TRY(last_node(st, &io->ev_node));
-    return CGR_STATUS_OK;
-}
-
-static cgr_status patch_kernel(cudaGraphNode_t node, cgr__copy_list *l)
-{
-    struct cudaKernelNodeParams p;
-    CGR_CUDA_TRY(cudaGraphKernelNodeGetParams(node, &p));
-    void *args[1] = {l};
-    p.kernelParams = args;
-    p.extra = NULL;
-    CGR_CUDA_TRY(cudaGraphKernelNodeSetParams(node, &p));
-    return CGR_STATUS_OK;
-}
-
-/* Points the template's staging and event nodes at `slot`. */
-static cgr_status patch_for_slot(cgr_step *s, io_nodes *io, uint32_t slot)
-{
-    plan_io(s, slot, s->rt->opt.zero_copy_max_bytes, io);
-    if (io->zin.n || io->zin.gate)
-        CGR_TRY(patch_kernel(io->zin_node, &io->zin));
-    if (io->zout.n)
-        CGR_TRY(patch_kernel(io->zout_node, &io->zout));
-    unsigned char *host = cgr__slot_host(s, slot);
-    for (int k = 0; k < io->n_min; k++) {
-        const cgr__tensor *t = &s->in[io->min[k]];
-        CGR_CUDA_TRY(cudaGraphMemcpyNodeSetParams1D(io->min_node[k], t->dev,
-                                                    host + t->slot_offset, t->cur_bytes,
-                                                    cudaMemcpyHostToDevice));
-    }
-    for (int k = 0; k < io->n_mout; k++) {
-        const cgr__tensor *t = &s->out[io->mout[k]];
-        CGR_CUDA_TRY(cudaGraphMemcpyNodeSetParams1D(io->mout_node[k], host + t->slot_offset,
-                                                    t->dev, t->cur_bytes,
-                                                    cudaMemcpyDeviceToHost));
-    }
-    CGR_CUDA_TRY(cudaGraphEventRecordNodeSetEvent(io->ev_node, s->done[slot]));
+    CGR_CUDA_TRY(cudaEventRecordWithFlags(s->graph_done, st, cudaEventRecordExternal));
     return CGR_STATUS_OK;
 }
 
@@ -199,10 +178,30 @@ void cgr__graph_free(cgr__graph *g)
     if (!g)
         return;
     /* CUDA frees an executable that is still running once it completes. */
-    for (int k = 0; k < CGR_MAX_SLOTS; k++)
-        if (g->exec[k])
-            cudaGraphExecDestroy(g->exec[k]);
+    if (g->exec)
+        cudaGraphExecDestroy(g->exec);
+    if (g->tmpl)
+        cudaGraphDestroy(g->tmpl);
     free(g);
+}
+
+/* The memcpy-node tensors of io, whose nodes are those of the graph exec was made from. */
+static void copies_fill(const cgr_step *s, const io_nodes *io, cgr__graph *out)
+{
+    int n = 0;
+    for (int k = 0; k < io->n_min; k++, n++) {
+        const cgr__tensor *t = &s->in[io->min[k]];
+        out->copies[n] = (cgr__graph_copy){io->min_node[k], t->dev, t->slot_offset,
+                                           t->cur_bytes, 0};
+    }
+    for (int k = 0; k < io->n_mout; k++, n++) {
+        const cgr__tensor *t = &s->out[io->mout[k]];
+        out->copies[n] = (cgr__graph_copy){io->mout_node[k], t->dev, t->slot_offset,
+                                           t->cur_bytes, 1};
+    }
+    out->n_copies = n;
+    /* The capture used slot 0's addresses. */
+    out->copy_slot = 0;
 }
 
 /* Stats of a finished graph, from the capture's template. */
@@ -213,71 +212,82 @@ static cgr_status graph_finish(cgr_step *s, cudaGraph_t g, const io_nodes *io, c
     out->nodes = nodes;
     out->zero_copy_tensors = (uint64_t)(io->zin.n + io->zout.n - (s->n_dyn ? 1 : 0));
     out->memcpy_tensors = (uint64_t)(io->n_min + io->n_mout);
-    out->flag = io->zout.n > 0;
+    out->flag = io->zout.advance;
     out->gated = io->zin.gate != NULL;
-    out->bytes = (size_t)nodes * s->ring.slots * CGR__EXEC_NODE_BYTES;
+    out->bytes = (size_t)nodes * CGR__EXEC_NODE_BYTES;
     return CGR_STATUS_OK;
 }
 
-/* One executable per slot from the template, into out->exec[]. */
-static cgr_status instantiate_all(cgr_step *s, cudaGraph_t g, io_nodes *io, cgr__graph *out)
+/* The executable of the template; takes the template (kept or destroyed). */
+static cgr_status instantiate(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *out)
 {
-    for (uint32_t k = 0; k < s->ring.slots; k++) {
-        CGR_TRY(patch_for_slot(s, io, k));
-        /*
-         * Stored only on success: CUDA does not say what a failed call leaves
-         * in its out pointer, and the caller destroys whatever exec[] holds.
-         */
-        cudaGraphExec_t exec = NULL;
-        cudaError_t e = CGR__FAULT(CGR__FAULT_INSTANTIATE) ? cudaErrorInvalidValue
-                                                            : cudaGraphInstantiate(&exec, g, 0);
-        if (e != cudaSuccess)
-            return cgr__cuda_fail((int)e, "cudaGraphInstantiate", __FILE__, __LINE__);
-        out->exec[k] = exec;
-        /* Upload now so the first replay does not pay for it. */
-        CGR_CUDA_TRY(cudaGraphUpload(out->exec[k], s->rt->stream));
-    }
-    return graph_finish(s, g, io, out);
+    /*
+     * Stored only on success: CUDA does not say what a failed call leaves
+     * in its out pointer, and the caller destroys whatever out holds.
+     */
+    cudaGraphExec_t exec = NULL;
+    cudaError_t e = CGR__FAULT(CGR__FAULT_INSTANTIATE) ? cudaErrorInvalidValue
+                                                        : cudaGraphInstantiate(&exec, g, 0);
+    if (e != cudaSuccess)
+        return cgr__cuda_fail((int)e, "cudaGraphInstantiate", __FILE__, __LINE__);
+    out->exec = exec;
+    /* Upload now so the first replay does not pay for it. */
+    CGR_CUDA_TRY(cudaGraphUpload(out->exec, s->rt->stream));
+    CGR_TRY(graph_finish(s, g, io, out));
+    copies_fill(s, io, out);
+    return CGR_STATUS_OK;
 }
 
 /*
- * Updates the offered graph's executables to the template, slot by slot.
- * Launches already enqueued keep running what they were launched with; the
- * update applies from the next launch on. A refusal (different topology,
- * say) returns CGR_STATUS_CAPTURE_FAILED with the reason in *result; the
- * offer may then be half updated, and the caller frees it.
+ * Updates the offered graph's executable to the template. Launches already
+ * enqueued keep running what they were launched with; the update applies
+ * from the next launch on. A refusal (different topology, say) returns
+ * CGR_STATUS_CAPTURE_FAILED with the reason in *result; the offer may then
+ * be half updated, and the caller frees it. The offer keeps the graph it
+ * was instantiated from: its memcpy nodes still name the executable's.
  */
-static cgr_status update_all(cgr_step *s, cudaGraph_t g, io_nodes *io, cgr__graph *offer,
-                             int *result, char *text, size_t text_size)
+static cgr_status update(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *offer,
+                         int *result, char *text, size_t text_size)
 {
-    for (uint32_t k = 0; k < s->ring.slots; k++) {
-        CGR_TRY(patch_for_slot(s, io, k));
-        cudaGraphExecUpdateResultInfo info;
-        memset(&info, 0, sizeof info);
-        cudaError_t e = cudaGraphExecUpdate(offer->exec[k], g, &info);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            *result = (int)info.result;
-            snprintf(text, text_size, "cudaGraphExecUpdate on slot %u: %s (update result %d)", k,
-                     cudaGetErrorString(e), (int)info.result);
-            return CGR_STATUS_CAPTURE_FAILED;
-        }
-        CGR_CUDA_TRY(cudaGraphUpload(offer->exec[k], s->rt->stream));
+    if (offer->n_copies != io->n_min + io->n_mout) {
+        *result = (int)cudaGraphExecUpdateErrorTopologyChanged;
+        snprintf(text, text_size, "the new shape crosses %d tensors by memcpy nodes, the offer %d",
+                 io->n_min + io->n_mout, offer->n_copies);
+        return CGR_STATUS_CAPTURE_FAILED;
     }
-    return graph_finish(s, g, io, offer);
+    cudaGraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    cudaError_t e = cudaGraphExecUpdate(offer->exec, g, &info);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *result = (int)info.result;
+        snprintf(text, text_size, "cudaGraphExecUpdate: %s (update result %d)",
+                 cudaGetErrorString(e), (int)info.result);
+        return CGR_STATUS_CAPTURE_FAILED;
+    }
+    CGR_CUDA_TRY(cudaGraphUpload(offer->exec, s->rt->stream));
+    CGR_TRY(graph_finish(s, g, io, offer));
+    /* The new shape's sizes, on the offer's own nodes (same order, same topology). */
+    cgr__graph_copy kept[2 * CGR_MAX_TENSORS];
+    memcpy(kept, offer->copies, sizeof kept);
+    copies_fill(s, io, offer);
+    for (int k = 0; k < offer->n_copies; k++)
+        offer->copies[k].node = kept[k].node;
+    return CGR_STATUS_OK;
 }
 
 /* Turns the captured template into a graph: update the offer, or instantiate. */
-static cgr_status make_graph(cgr_step *s, cudaGraph_t g, io_nodes *io, cgr__graph *offer,
+static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *offer,
                              cgr__capture_out *out)
 {
     double t0 = cgr__now_us();
     if (offer) {
         cgr__range_push("cgr update");
-        cgr_status st = update_all(s, g, io, offer, &out->update_result, out->update_text,
-                                   sizeof out->update_text);
+        cgr_status st = update(s, g, io, offer, &out->update_result, out->update_text,
+                               sizeof out->update_text);
         cgr__range_pop();
         if (st == CGR_STATUS_OK) {
+            cudaGraphDestroy(g);
             out->graph = offer;
             out->updated = 1;
             out->make_us = cgr__now_us() - t0;
@@ -289,6 +299,7 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, io_nodes *io, cgr__grap
          */
         out->update_failed = 1;
         if (st != CGR_STATUS_CAPTURE_FAILED) {
+            cudaGraphDestroy(g);
             out->update_result = -1;
             snprintf(out->update_text, sizeof out->update_text, "%s", cgr_last_error());
             return st;
@@ -298,11 +309,18 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, io_nodes *io, cgr__grap
         t0 = cgr__now_us();
     }
     cgr__graph *ng = calloc(1, sizeof *ng);
-    if (!ng)
+    if (!ng) {
+        cudaGraphDestroy(g);
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "graph table of step '%s'", s->name);
+    }
     cgr__range_push("cgr instantiate");
-    cgr_status st = instantiate_all(s, g, io, ng);
+    cgr_status st = instantiate(s, g, io, ng);
     cgr__range_pop();
+    /* Kept only where its memcpy nodes are needed to repoint the executable. */
+    if (st == CGR_STATUS_OK && ng->n_copies)
+        ng->tmpl = g;
+    else
+        cudaGraphDestroy(g);
     if (st != CGR_STATUS_OK) {
         cgr__graph_free(ng);
         return st;
@@ -318,8 +336,7 @@ static cgr_status capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
     cgr_runtime *rt = s->rt;
     double t0 = cgr__now_us();
     io_nodes io;
-    memset(&io, 0, sizeof io);
-    plan_io(s, 0, rt->opt.zero_copy_max_bytes, &io);
+    plan_io(s, rt->opt.zero_copy_max_bytes, &io);
 
     /* Start from a clean error state so the diagnosis sees the step's error. */
     (void)cudaGetLastError();
@@ -360,15 +377,15 @@ static cgr_status capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
     cgr__graph node_counts;
     memset(&node_counts, 0, sizeof node_counts);
     cgr__graph_report(s, g, &node_counts);
+    /* Takes g. */
     cgr_status st = make_graph(s, g, &io, offer, out);
-    cudaGraphDestroy(g);
     if (st != CGR_STATUS_OK)
         return st;
     out->graph->kernel_nodes = node_counts.kernel_nodes;
     out->graph->memcpy_nodes = node_counts.memcpy_nodes;
     cgr__log(rt, CGR_LOG_INFO,
-             "step '%s' captured: %llu nodes, %u executables %s, capture %.1f us + %.1f us",
-             s->name, (unsigned long long)out->graph->nodes, s->ring.slots,
+             "step '%s' captured: %llu nodes, executable %s, capture %.1f us + %.1f us",
+             s->name, (unsigned long long)out->graph->nodes,
              out->updated ? "updated in place" : "instantiated", out->capture_us, out->make_us);
     return CGR_STATUS_OK;
 }

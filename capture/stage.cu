@@ -124,14 +124,24 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
      * cudaGridDependencySynchronize) for this grid to finish and its writes
      * to land, but its launch latency hides behind this copy. */
     cudaTriggerProgrammaticLaunchCompletion();
+    /*
+     * The run's slot (stage.h). The previous run's last staging kernel or
+     * the host's reset wrote it, and both are ordered before this grid by
+     * the stream; nothing writes it while this run reads it, since only
+     * this run's own last staging kernel does, after every block of every
+     * earlier kernel of the run has read it.
+     */
+    const unsigned slot = l.slot_word ? *(volatile const unsigned char *)l.slot_word : 0u;
+    const size_t slot_off = (size_t)slot * l.slot_stride;
     /* After the trigger: a PDL successor loads what it may (weights) while this waits. */
     if (l.gate)
-        gate_wait(l.gate, l.gate_relay, l.gate_timeout_ns);
+        gate_wait((unsigned long long *)((unsigned char *)l.gate + slot_off),
+                  l.gate_relay + 2 * slot, l.gate_timeout_ns);
     /* The run count, read now so that its latency hides behind the copy. Only
      * the previous run's last block wrote it, and that run has ended. */
     unsigned long long runs = 0;
     if (l.flag && threadIdx.x == 0)
-        runs = *l.seq;
+        runs = l.seq[slot];
     size_t total = 0;
     for (int t = 0; t < l.n; t++)
         total += chunks_of(l.bytes[t]);
@@ -156,8 +166,9 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
                 t++;
             }
             const size_t off = (c - first) * 16;
-            const unsigned char *src = (const unsigned char *)l.src[t] + off;
-            unsigned char *d = (unsigned char *)l.dst[t] + off;
+            const unsigned char *src = (const unsigned char *)l.src[t] + off +
+                                       ((l.src_rel >> t) & 1u ? slot_off : 0);
+            unsigned char *d = (unsigned char *)l.dst[t] + off + ((l.dst_rel >> t) & 1u ? slot_off : 0);
             const size_t left = l.bytes[t] - off;
             if (left >= 16) {
                 v[u] = *(const uint4 *)src;
@@ -172,7 +183,7 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
             if (dst[u])
                 *(uint4 *)dst[u] = v[u];
     }
-    if (!l.flag)
+    if (!l.flag && !l.advance)
         return;
     /*
      * Publish completion: the host must see every block's stores before it
@@ -182,7 +193,8 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
      * groups' grid sync, at system scope). With one block that fence is
      * all it takes. With more, the last block to count itself in (an
      * acquire fence after the counter) has seen every other block's fence,
-     * and only it writes the flag.
+     * and only it writes the flag and the next run's slot; every block read
+     * the slot before it counted itself in.
      *
      * Measured on the H200 (W-serve's output copy, CUPTI, median of 50
      * replays, one run each way): with a system fence in every thread, then
@@ -194,13 +206,17 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
         return;
     __threadfence_system();
     if (gridDim.x > 1) {
-        if (atomicAdd(l.arrive, 1u) != gridDim.x - 1)
+        if (atomicAdd(l.arrive + slot, 1u) != gridDim.x - 1)
             return;
         __threadfence();
-        *l.arrive = 0; /* for the next run; kernel boundaries order it */
+        l.arrive[slot] = 0; /* for the next run; kernel boundaries order it */
     }
-    *l.seq = runs + 1;
-    *(volatile unsigned long long *)l.flag = runs + 1;
+    if (l.flag) {
+        l.seq[slot] = runs + 1;
+        *(volatile unsigned long long *)((unsigned char *)l.flag + slot_off) = runs + 1;
+    }
+    if (l.advance)
+        *(volatile unsigned char *)l.slot_word = (unsigned char)(slot + 1 == l.n_slots ? 0 : slot + 1);
 }
 
 extern "C" unsigned cgr__stage_blocks(const cgr__copy_list *l)
@@ -217,7 +233,7 @@ extern "C" unsigned cgr__stage_blocks(const cgr__copy_list *l)
 
 extern "C" cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream, int pdl)
 {
-    if (l->n <= 0 && !l->flag && !l->gate)
+    if (l->n <= 0 && !l->flag && !l->gate && !l->advance)
         return cudaSuccess;
     cudaLaunchConfig_t c = {};
     c.gridDim = dim3(cgr__stage_blocks(l));

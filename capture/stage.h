@@ -25,30 +25,49 @@ extern "C" {
 /* Every tensor of a direction, plus the run's true dims on the way in. */
 #define CGR__COPY_MAX (CGR_MAX_TENSORS + 1)
 
-/** Copies to make in one launch; passed to the kernel by value. */
+/**
+ * Copies to make in one launch; passed to the kernel by value.
+ *
+ * Addresses that belong to a staging slot are given for slot 0 and moved
+ * to the run's slot on the device: the kernel reads the slot index from
+ * *slot_word (device memory) and adds slot * slot_stride to every such
+ * address. So one executable serves every slot, and the host never writes
+ * the index: the graph's last staging kernel advances it (`advance`), and
+ * the host, which knows what every launch did to it, resets it with a
+ * memset only when a run in between did not advance it (replay/dispatch.c
+ * has the bookkeeping). With slot_word NULL every address is absolute.
+ */
 typedef struct cgr__copy_list {
     int n;
     const void *src[CGR__COPY_MAX];
     void *dst[CGR__COPY_MAX];
     size_t bytes[CGR__COPY_MAX];
+    /* Bit k set: src[k] (src_rel) or dst[k] (dst_rel) is a slot address. */
+    unsigned src_rel, dst_rel;
+    const unsigned char *slot_word; /* the run's slot index, one byte */
+    size_t slot_stride;
+    unsigned n_slots;
+    int advance;                    /* store (slot + 1) % n_slots once done */
     /*
      * Completion signal, all NULL when unused. Once every copy of the launch
-     * is visible to the host, the last block to finish increments *seq and
-     * writes the new value to *flag (the device view of a word in mapped
-     * host memory), so the host learns that the step's outputs have landed
-     * without waiting for the graph to complete (see replay/run.c).
+     * is visible to the host, the last block to finish increments seq[slot]
+     * and writes the new value to *flag (slot 0's flag word in mapped host
+     * memory, moved to the run's slot), so the host learns that the step's
+     * outputs have landed without waiting for the graph to complete (see
+     * replay/run.c). arrive: one block-arrival counter per slot.
      */
     unsigned long long *flag;
     unsigned long long *seq;
     unsigned int *arrive;
     /*
      * Gate of an armed run (replay/arm.c), NULL when unused: the device
-     * view of the slot's two gate words, go (written by the host) and
-     * expired (written here). Every block waits until the run may go
-     * before it reads anything; a block that waited gate_timeout_ns sets
-     * expired and goes, so a run that is never launched gives the stream
-     * back. gate_relay: two device words per slot (relay, arrivals), how
-     * block 0 passes go on to the other blocks (see stage.cu).
+     * view of slot 0's two gate words, go (written by the host) and
+     * expired (written here), moved to the run's slot. Every block waits
+     * until the run may go before it reads anything; a block that waited
+     * gate_timeout_ns sets expired and goes, so a run that is never
+     * launched gives the stream back. gate_relay: two device words per
+     * slot (relay, arrivals), how block 0 passes go on to the other blocks
+     * (see stage.cu).
      */
     unsigned long long *gate;
     unsigned int *gate_relay;
@@ -58,7 +77,7 @@ typedef struct cgr__copy_list {
 /**
  * Enqueues one kernel doing every copy of `l` on `stream` (src/dst may be
  * device pointers or device views of mapped pinned memory). Does nothing
- * when l->n == 0 and there is neither a flag nor a gate. Returns the
+ * when l->n == 0 and there is neither a flag, a gate nor an advance. Returns the
  * launch error, if any. Pointers must be 16-byte aligned; sizes may be
  * anything. pdl = 1 launches it with
  * programmatic dependent launch (the kernel waits for its predecessor's

@@ -80,10 +80,30 @@ typedef struct cgr__shape_plan {
     int philox_known;
 } cgr__shape_plan;
 
-/* A captured shape: one executable per staging slot (capture.c says why). */
+/* A tensor that crosses by a memcpy node, repointed at the run's slot before a launch. */
+typedef struct cgr__graph_copy {
+    cudaGraphNode_t node; /* in the graph the executable was instantiated from */
+    void *dev;            /* the tensor's device buffer */
+    size_t slot_offset;   /* its place in each slot */
+    size_t bytes;
+    int to_host;          /* an output */
+} cgr__graph_copy;
+
+/*
+ * A captured shape: one executable for every staging slot (capture.c says
+ * how its staging finds the run's slot).
+ */
 typedef struct cgr__graph {
-    cudaGraphExec_t exec[CGR_MAX_SLOTS];
-    int flag;                 /* its output staging publishes a completion flag */
+    cudaGraphExec_t exec;
+    /* What exec was instantiated from, kept while it has memcpy nodes:
+     * their handles in it are how the executable's copies are repointed. */
+    cudaGraph_t tmpl;
+    int n_copies;
+    cgr__graph_copy copies[2 * CGR_MAX_TENSORS];
+    uint32_t copy_slot;       /* the slot its memcpy nodes point at; UINT32_MAX: unknown */
+    /* Its staging kernels read the slot index, the last one advances it and
+     * publishes a completion flag. 0: it has no staging kernel. */
+    int flag;
     int gated;                /* its input kernel waits at the slot's gate (armable step) */
     uint64_t nodes, kernel_nodes, memcpy_nodes;
     uint64_t zero_copy_tensors, memcpy_tensors;
@@ -149,26 +169,32 @@ struct cgr_step {
     unsigned char *pinned;     /* host view */
     unsigned char *pinned_dev; /* device view of the same memory */
     size_t slot_stride;
-    cudaEvent_t done[CGR_MAX_SLOTS]; /* recorded when a run on the slot ends */
+    cudaEvent_t done[CGR_MAX_SLOTS]; /* recorded when an eager run on the slot ends */
+    cudaEvent_t graph_done;          /* recorded by every graph of the step as it ends */
     /*
-     * Completion flags (replay/run.c). A graph whose outputs are staged by
-     * the zero-copy kernel has that kernel also publish a per-slot sequence
-     * number into the slot's flag word (at offset 0 of the slot); the host
-     * waits for the number instead of for the graph's end. sig_dev holds
-     * the device side: N sequence counters, then N block-arrival counters
-     * (32-bit), then per slot the two 32-bit words of an armed run's gate
-     * relay (capture/stage.cu).
+     * Completion flags (replay/run.c). A graph with staging kernels has its
+     * last one publish a per-slot sequence number into the slot's flag word
+     * (at offset 0 of the slot); the host waits for the number instead of
+     * for the graph's end. sig_dev holds the device side: N sequence
+     * counters, then N block-arrival counters (32-bit), then per slot the
+     * two 32-bit words of an armed run's gate relay (capture/stage.cu),
+     * then the slot word: the index of the slot the next graph run uses.
      */
     unsigned long long *sig_dev;
-    int sig_flag;                         /* graph runs publish a flag */
-    uint8_t sig_kind[CGR_MAX_SLOTS];      /* last run on the slot: 1 flag, 0 event */
+    unsigned char *slot_word;             /* in sig_dev, see above */
+    /* What the slot word will hold when the stream reaches the next
+     * launch: flag graphs advance it, nothing else touches it. */
+    uint32_t slot_next;
+    uint8_t sig_kind[CGR_MAX_SLOTS];      /* last run on the slot: CGR__SIG_* */
     uint64_t sig_expect[CGR_MAX_SLOTS];   /* flag value that run will publish */
     uint64_t sig_runs[CGR_MAX_SLOTS];     /* flag-publishing runs launched per slot */
+    uint64_t graph_runs;                  /* graph launches of the step so far */
+    uint64_t sig_graph[CGR_MAX_SLOTS];    /* graph_runs after the slot's last graph launch */
     cgr__ring ring;
     /* Armed runs (replay/arm.c): graphs begin with a gate; the graph
      * launched ahead on the acquired slot, NULL when it is not armed. */
     int armable;
-    const struct cgr__graph *armed;
+    struct cgr__graph *armed;
     int64_t armed_bucket[CGR_MAX_DYN_DIMS]; /* its bucketed dims */
     /*
      * Shapes (replay/shapes.h decides what each run does). A step without
@@ -239,6 +265,15 @@ static inline unsigned char *cgr__slot_dev(const cgr_step *s, uint32_t slot)
     return s->pinned_dev + (size_t)slot * s->slot_stride;
 }
 
+/* How the host waits for the last run on a slot (replay/run.c). */
+#define CGR__SIG_EAGER 0 /* its event done[slot] */
+#define CGR__SIG_FLAG 1  /* the slot's flag word; graph_done tells of failures */
+#define CGR__SIG_GRAPH 2 /* graph_done: a graph without staging kernels */
+
+/* Bytes of a step's sig_dev block (see struct cgr_step) and where the slot word sits in it. */
+#define CGR__SIG_BYTES(slots) ((size_t)(slots) * 32 + 64)
+#define CGR__SIG_SLOT_WORD(slots) ((size_t)(slots) * 32)
+
 /* Offset of the true dims inside each pinned slot (after the flag word). */
 #define CGR__SLOT_DIMS_OFFSET 128
 /* Offset of the two gate words of an armed run, go and expired (replay/arm.c). */
@@ -307,9 +342,10 @@ cgr_status cgr__step_acquire(cgr_step *s, uint64_t *ticket, uint32_t *slot, cons
 cgr_status cgr__check_acquired(const cgr_step *s, const cgr_slot *slot, const char *fn);
 /* What cgr_step_acquire returns for run `ticket`. */
 void cgr__slot_fill(const cgr_step *s, uint64_t ticket, int armed, cgr_slot *out);
-/* Launches exec[slot] of g; a gated graph's gate is opened first, or closed
- * when `ahead` (an armed run); rt->lock held, device entered. */
-cgr_status cgr__launch_graph(cgr_step *s, const struct cgr__graph *g, uint32_t slot, int ahead);
+/* Launches g for `slot`, pointing its staging at the slot first where the
+ * last launch left it elsewhere; a gated graph's gate is opened first, or
+ * closed when `ahead` (an armed run); rt->lock held, device entered. */
+cgr_status cgr__launch_graph(cgr_step *s, struct cgr__graph *g, uint32_t slot, int ahead);
 /* Armed runs (replay/arm.c); rt->lock held. arm_go opens the gate of the
  * armed run on `slot` and returns 1 when that run had expired (it must be
  * launched again); arm_drop lets the step's armed run through unlaunched,

@@ -100,7 +100,7 @@ CGR_API cgr_status cgr_step_arm(cgr_step *s, const int64_t *dims, cgr_slot *out)
     if (st == CGR_STATUS_OK) {
         s->acquirer = pthread_self();
         /* Only a run that will replay is launched ahead; the rest wait for the launch. */
-        const cgr__graph *g = cgr__shapes_peek(&s->shapes, dims, s->armed_bucket);
+        cgr__graph *g = cgr__shapes_peek(&s->shapes, dims, s->armed_bucket);
         if (g && g->gated) {
             int prev = 0;
             st = cgr__device_enter(s->rt, &prev);

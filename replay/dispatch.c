@@ -2,7 +2,7 @@
  * What one run of a step does: the shape manager (shapes.h) decides, this
  * file carries it out.
  *
- *   REPLAY   launch the cached graph's executable for the slot
+ *   REPLAY   launch the cached graph's executable on the slot
  *   WARMUP   eager run of a new shape (the first traces its scratch)
  *   CAPTURE  capture the shape; update an offered executable in place or
  *            instantiate; cache it; launch it
@@ -13,6 +13,7 @@
  * (replay/run.c), so a capture on the runtime's stream never meets another
  * thread's launch.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "internal.h"
@@ -89,25 +90,62 @@ static cgr__shape_plan *eager_plan(cgr_step *s, const cgr__sig *sig)
     return &e->plan;
 }
 
-cgr_status cgr__launch_graph(cgr_step *s, const cgr__graph *g, uint32_t slot, int ahead)
+/* Points g's memcpy nodes at `slot` (capture/capture.c says why they, alone, need it). */
+static cgr_status repoint_copies(cgr_step *s, cgr__graph *g, uint32_t slot)
 {
+    unsigned char *host = cgr__slot_host(s, slot);
+    /* Unknown until every node is done: a failure part way must not leave a stale claim. */
+    g->copy_slot = UINT32_MAX;
+    for (int k = 0; k < g->n_copies; k++) {
+        const cgr__graph_copy *c = &g->copies[k];
+        unsigned char *h = host + c->slot_offset;
+        CGR_CUDA_TRY(c->to_host ? cudaGraphExecMemcpyNodeSetParams1D(g->exec, c->node, h, c->dev,
+                                                                     c->bytes,
+                                                                     cudaMemcpyDeviceToHost)
+                                : cudaGraphExecMemcpyNodeSetParams1D(g->exec, c->node, c->dev, h,
+                                                                     c->bytes,
+                                                                     cudaMemcpyHostToDevice));
+    }
+    g->copy_slot = slot;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__launch_graph(cgr_step *s, cgr__graph *g, uint32_t slot, int ahead)
+{
+    /*
+     * The staging kernels take the slot from the slot word. Consecutive
+     * graph runs find it right, since each advances it; after anything else
+     * (an eager run, a run launched again on its slot) it is reset here,
+     * in stream order, so no graph still running can see the change.
+     */
+    if (g->flag && s->slot_next != slot) {
+        CGR_CUDA_TRY(cudaMemsetAsync(s->slot_word, (int)slot, 1, s->rt->stream));
+        s->slot_next = slot;
+    }
+    if (g->n_copies && g->copy_slot != slot)
+        CGR_TRY(repoint_copies(s, g, slot));
     if (g->gated)
         cgr__gate_set(s, slot, ahead ? 0 : 1);
     cgr__range_push("cgr replay");
-    cudaError_t e = cudaGraphLaunch(g->exec[slot], s->rt->stream);
+    cudaError_t e = cudaGraphLaunch(g->exec, s->rt->stream);
     cgr__range_pop();
     if (e != cudaSuccess)
         return cgr__cuda_fail((int)e, "cudaGraphLaunch", __FILE__, __LINE__);
-    s->sig_kind[slot] = (uint8_t)g->flag;
-    if (g->flag)
+    s->sig_graph[slot] = ++s->graph_runs;
+    if (g->flag) {
+        s->slot_next = slot + 1 == s->ring.slots ? 0 : slot + 1;
+        s->sig_kind[slot] = CGR__SIG_FLAG;
         s->sig_expect[slot] = ++s->sig_runs[slot];
+    } else {
+        s->sig_kind[slot] = CGR__SIG_GRAPH;
+    }
     return CGR_STATUS_OK;
 }
 
 static cgr_status eager_run(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
 {
     CGR_TRY(cgr__run_eager(s, slot, p));
-    s->sig_kind[slot] = 0;
+    s->sig_kind[slot] = CGR__SIG_EAGER;
     s->rt->eager_runs++;
     return CGR_STATUS_OK;
 }
@@ -147,10 +185,10 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         return CGR_STATUS_OK;
     }
     /*
-     * Capture records the slot events inside the graph. CUDA forbids
-     * synchronizing an event that takes part in a capture, and another
-     * thread inside cgr_step_wait may be doing just that with this step's
-     * events; so capture only while nobody waits on the step.
+     * Capture records the step's graph_done event inside the graph. CUDA
+     * forbids waiting on or querying an event that takes part in a
+     * capture, and another thread inside cgr_step_wait may be doing just
+     * that; so capture only while nobody waits on the step.
      */
     if (s->waiters > 0) {
         (void)cgr__shapes_capture_cancel(&s->shapes);
@@ -263,7 +301,7 @@ static int armed_go(cgr_step *s, uint32_t slot, const int64_t *true_dims, int *e
 
 /* The run after an armed run's go (went), or all of it; device entered. */
 static cgr_status dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims,
-                           const cgr__graph *armed, int went, int expired)
+                           cgr__graph *armed, int went, int expired)
 {
     cgr_step_stats *ss = &s->stats;
     cgr__shapes_decision d;
@@ -332,7 +370,7 @@ static cgr_status dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims,
 cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims)
 {
     /* The go comes before any CUDA call, cudaGetDevice included. */
-    const cgr__graph *armed = s->armed;
+    cgr__graph *armed = s->armed;
     int expired = 0;
     const int went = armed_go(s, slot, true_dims, &expired);
     int prev = 0;

@@ -4,14 +4,16 @@
  *
  * The replay path is kept to what cannot be avoided: a handle check, the
  * runtime lock, the ring check, the device check and one cudaGraphLaunch.
- * The slot's event is recorded by a node inside the graph, so no second
- * API call is needed.
+ * The graph itself publishes its completion (a flag word, an event record
+ * node), so no second API call is needed.
  *
  * Threads (docs/threading.md): every entry point here holds rt->lock while
  * it reads or changes step state, and submitting holds it throughout, so a
  * capture on the runtime's stream never sees another thread's launch.
  * Only waiting lets go of the lock while it blocks.
  */
+#define _POSIX_C_SOURCE 200809L /* sched_yield */
+#include <sched.h>
 #include <string.h>
 
 #include "host_write.h"
@@ -221,45 +223,66 @@ CGR_API cgr_status cgr_step_launch_dims(cgr_step *s, const cgr_slot *slot, const
 }
 
 /*
- * Waits for the last run on `slot`. A graph run whose outputs go through
- * the zero-copy kernel publishes a sequence number into the slot's flag
- * word as soon as its outputs are visible; the host sees that a few
- * microseconds before the graph's end would reach an event (measured in
- * docs/staging.md). Spinning is bounded: past cgr_options.wait_spin_us
- * the wait blocks on the run's event, which also
- * reports a failed run instead of spinning forever on a flag that will
- * never come.
+ * Waits for the last run on `slot`, by how that run signals (CGR__SIG_*).
  *
- * Runs without rt->lock, on what the caller read under it: whether the
- * run publishes a flag (kind) and which value (want). If other threads
- * meanwhile retire this run and launch a later one on the slot, the flag
- * only grows and the event's new record completes later, so the wait can
- * only last longer, never end before this run has.
+ * A graph run with staging kernels publishes a sequence number into the
+ * slot's flag word as soon as its outputs are visible; the host sees that
+ * a few microseconds before the graph's end would reach an event
+ * (measured in docs/staging.md). The wait spins on the word for up to
+ * cgr_options.wait_spin_us, then blocks on the step's graph_done event,
+ * which also reports a failed run instead of spinning forever on a flag
+ * that will never come. Every graph of the step records graph_done, so
+ * it tells of this run only while no later graph run of the step was
+ * launched (`latest`); otherwise blocking on it would also wait for the
+ * later run, and the wait polls the flag between yields of the CPU,
+ * asking the event only whether the stream failed. A graph without
+ * staging kernels has no flag and is waited for on graph_done, which
+ * then may also wait for a later graph run of the step; an eager run on
+ * its slot's own event.
+ *
+ * Runs without rt->lock, on what the caller read under it: how the run
+ * signals (kind), which value (want) and whether it was the latest. If
+ * other threads meanwhile retire this run and launch a later one on the
+ * slot, the flag only grows and the events' new records complete later,
+ * so the wait can only last longer, never end before this run has.
  */
-static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want)
+static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want, int latest)
 {
-    double spin_us = (double)s->rt->opt.wait_spin_us;
-    if (kind && spin_us > 0.0) {
-        uint64_t *flag = (uint64_t *)cgr__slot_host(s, slot);
-        double start = 0.0;
-        for (unsigned i = 1;; i++) {
-            if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) >= want)
-                return CGR_STATUS_OK;
-            if ((i & 255) == 0) {
-                double now = cgr__now_us();
-                if (start == 0.0)
-                    start = now;
-                else if (now - start > spin_us)
-                    break;
-            }
+    if (kind == CGR__SIG_EAGER) {
+        CGR_CUDA_TRY(cudaEventSynchronize(s->done[slot]));
+        return CGR_STATUS_OK;
+    }
+    if (kind == CGR__SIG_GRAPH) {
+        CGR_CUDA_TRY(cudaEventSynchronize(s->graph_done));
+        return CGR_STATUS_OK;
+    }
+    const uint64_t *flag = (const uint64_t *)cgr__slot_host(s, slot);
+    double spin_us = (double)s->rt->opt.wait_spin_us, start = 0.0;
+    for (unsigned i = 1; spin_us > 0.0; i++) {
+        if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) >= want)
+            return CGR_STATUS_OK;
+        if ((i & 255) == 0) {
+            double now = cgr__now_us();
+            if (start == 0.0)
+                start = now;
+            else if (now - start > spin_us)
+                break;
         }
     }
-    CGR_CUDA_TRY(cudaEventSynchronize(s->done[slot]));
-    if (kind && __atomic_load_n((uint64_t *)cgr__slot_host(s, slot), __ATOMIC_ACQUIRE) < want)
-        return CGR_FAIL(CGR_STATUS_CUDA_ERROR,
-                        "step '%s': a run on slot %u finished without publishing its outputs",
-                        s->name, slot);
-    return CGR_STATUS_OK;
+    for (;;) {
+        cudaError_t e = latest ? cudaEventSynchronize(s->graph_done) : cudaEventQuery(s->graph_done);
+        if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) >= want)
+            return CGR_STATUS_OK;
+        if (e == cudaSuccess)
+            /* Every graph run of the step launched so far has ended, this one too. */
+            return CGR_FAIL(CGR_STATUS_CUDA_ERROR,
+                            "step '%s': a run on slot %u finished without publishing its outputs",
+                            s->name, slot);
+        if (e != cudaErrorNotReady)
+            return cgr__cuda_fail((int)e, latest ? "cudaEventSynchronize" : "cudaEventQuery",
+                                  __FILE__, __LINE__);
+        sched_yield();
+    }
 }
 
 /*
@@ -286,9 +309,10 @@ static cgr_status wait_ticket(cgr_step *s, uint64_t ticket, const char *fn)
     uint32_t slot = cgr__ring_slot(&s->ring, ticket);
     int kind = s->sig_kind[slot];
     uint64_t want = s->sig_expect[slot];
+    int latest = s->sig_graph[slot] == s->graph_runs;
     s->waiters++;
     cgr__unlock(rt);
-    cgr_status st = wait_slot(s, slot, kind, want);
+    cgr_status st = wait_slot(s, slot, kind, want, latest);
     /* Cannot fail: this thread held no lock after the unlock above. */
     (void)cgr__lock(rt, fn);
     s->waiters--;

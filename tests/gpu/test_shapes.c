@@ -19,7 +19,9 @@
  *             captures, counters consistent, per-shape replays and last use;
  *             plus a capture = 0 runtime (always eager)
  *   update    a cache of one graph: each new bucket updates the cached
- *             executable in place (cudaGraphExecUpdate)
+ *             executable in place (cudaGraphExecUpdate); once with
+ *             zero-copy staging, once with every tensor crossing by
+ *             memcpy nodes over three slots
  *   topology  buckets >= 32 add a kernel: updating across that line fails
  *             with cudaGraphExecUpdateErrorTopologyChanged and falls back
  *             to instantiating; within it the update succeeds
@@ -488,8 +490,13 @@ static void part_sizes(void)
     env_free(&e);
 }
 
-/* A cache of one graph: every new bucket updates the cached executable in place. */
-static void part_update(void)
+/*
+ * A cache of one graph: every new bucket updates the cached executable in
+ * place. zero_copy_max 0 moves every tensor by memcpy nodes, which the
+ * runtime repoints at each run's slot; with three slots the runs of one
+ * executable land on every slot in turn.
+ */
+static void part_update(size_t zero_copy_max, int slots)
 {
     static const expect script[] = {
         {1, CGR_RUN_WARMUP}, {1, CGR_RUN_CAPTURE}, {1, CGR_RUN_REPLAY},
@@ -500,9 +507,14 @@ static void part_update(void)
         {1, CGR_RUN_WARMUP}, {1, CGR_RUN_UPDATE}, {1, CGR_RUN_REPLAY},
     };
     cgr_options o = options(1, 1);
+    o.zero_copy_max_bytes = zero_copy_max;
+    o.staging_slots = slots;
     env e;
     env_make(&e, &o, NULL, 0, 0); /* padding: zeros */
     EXPECT_RUNS(&e, script);
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(e.step, &ss));
+    ASSERT_U64_EQ(ss.memcpy_tensors, zero_copy_max ? 0 : 4); /* x, y, x_seen, true_b */
     cgr_shape_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.captures, 4);
     ASSERT_U64_EQ(s.updates, 3);
@@ -515,8 +527,9 @@ static void part_update(void)
     ASSERT_EQ(count_shapes(&e, &cached), 1);
     cgr_shape_info info;
     ASSERT(shape_at(&e, 0, &info) && info.dims[0] == 1 && info.cached && info.replays == 1);
-    printf("update: 3 updates in place, 1 instantiate; per graph: capture + instantiate "
-           "%.0f us, capture + update %.0f us (capture %.0f us in all)\n",
+    printf("update (%s, %d slots): 3 updates in place, 1 instantiate; per graph: capture + "
+           "instantiate %.0f us, capture + update %.0f us (capture %.0f us in all)\n",
+           zero_copy_max ? "zero-copy" : "memcpy nodes", slots,
            s.instantiate_us + s.capture_us / 4.0, s.update_us / 3.0 + s.capture_us / 4.0,
            s.capture_us);
     env_free(&e);
@@ -795,7 +808,8 @@ int main(void)
     rng_fill(&g_rng, b_host, M);
     shapes_ref_init(&ref, W_host, b_host, MAXB, K, M);
     part_sizes();
-    part_update();
+    part_update((size_t)16 << 20, 2);
+    part_update(0, 3);
     part_topology();
     part_eviction();
     part_too_large();
