@@ -142,9 +142,10 @@ typedef struct cgr_options {
                                     eagerly (a baseline, or to rule graphs out when
                                     debugging) */
     unsigned wait_spin_us;     /**< cgr_step_wait spins up to this long on a graph run's
-                                    completion flag, then blocks on its event; 0 waits on
-                                    the event at once (less CPU, a few us later); default
-                                    200, at most 1000000 */
+                                    completion flag, then blocks on the step's graph event
+                                    (polls, with a later run in flight); 0 skips the spin
+                                    (less CPU, a few us later); default 200, at most
+                                    1000000 */
     const char *dump_dir;      /**< when set (or CGR_DUMP_DIR is), each captured graph is
                                     written there as a Graphviz DOT file */
     cgr_log_fn log_fn;         /**< NULL: log lines go to stderr, when the level asks */
@@ -546,8 +547,8 @@ typedef struct cgr_shape_info {
     int cached;                     /**< 1: a cached graph; 0: a shape that runs eagerly */
     uint64_t replays;               /**< cached: replays so far */
     uint64_t last_use;              /**< cached: the step's run count at its latest use */
-    uint64_t bytes;                 /**< cached: estimated bytes of its executables (4 KiB
-                                         per node per staging slot: CUDA reports none) */
+    uint64_t bytes;                 /**< cached: estimated bytes of its executable (4 KiB
+                                         per node: CUDA reports none) */
     uint64_t eager_runs;            /**< not cached: eager runs */
     cgr_eager_reason reason;        /**< not cached: why */
     char text[256];                 /**< not cached: the capture error or the sizes */
