@@ -3,7 +3,7 @@
 # gpu suite under compute-sanitizer memcheck, and cgr-bench's default suite.
 # Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is printed last.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
-#                      [--sanitizers] [--shapes] [--ddp]
+#                      [--sanitizers] [--shapes] [--ddp] [--base DIR]
 # --workloads also runs `cgr-bench mlp --profile` (W-mlp, all batch sizes and
 # variants), `cgr-bench cnn --profile --trace` and the PyTorch peer script on
 # the same GPU, and compares them. --soak runs `cgr-bench soak` (1,000,000
@@ -11,13 +11,21 @@
 # runs `cgr-bench serve --stats` (W-serve), `cgr-bench newshape` (capture
 # against update in place) and `mlp-linear-chain` (the small-batch Linear
 # kernel in a five-layer graph); --ddp runs `cgr-bench ddp --nproc 2` (2 GPUs).
+# --base DIR, after everything else, runs tests/compare.sh DIR against this
+# tree's build-gpu: the old source tree DIR (tests/compare.sh says how to
+# make it) built beside it and both cgr-bench binaries measured in turns,
+# its table printed before the summary and kept as $OUT/compare.txt. It adds
+# about 6 minutes (with --quick-bench, which it passes on as --quick, about
+# 4), so on a machine that limits one call to 10 minutes leave out memcheck
+# and the other long parts; CGR_COMPARE_BUDGET_S bounds its rounds.
 set -u
+here=$PWD
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/cgr-gpu-check}
 mkdir -p "$OUT"
-memcheck=1 bench=1 quick="" workloads=0 soak=0 sanitizers=0 shapes=0 ddp=0
-for a in "$@"; do
-    case "$a" in
+memcheck=1 bench=1 quick="" workloads=0 soak=0 sanitizers=0 shapes=0 ddp=0 base=""
+while [ $# -gt 0 ]; do
+    case "$1" in
     --no-memcheck) memcheck=0 ;;
     --no-bench) bench=0 ;;
     --quick-bench) quick="--quick" ;;
@@ -26,8 +34,13 @@ for a in "$@"; do
     --sanitizers) sanitizers=1 ;;
     --shapes) shapes=1 ;;
     --ddp) ddp=1 ;;
+    --base) shift; base=${1:-} ;;
+    --base=*) base=${1#--base=} ;;
     esac
+    shift
 done
+# DIR is given relative to where the script was started, not to the tree's root.
+case "$base" in "" | /*) ;; *) base=$here/$base ;; esac
 b=build-gpu
 declare -A result
 
@@ -97,17 +110,35 @@ if [ "${result[build]}" = ok ]; then
         python3 bench/peer/compare.py --torch "$OUT/torch.json" --cgr "$OUT/bench-mlp.json" \
             --cgr "$OUT/bench-cnn.json" 2>&1 | tail -n 20
     fi
+    if [ -n "$base" ]; then
+        # Last, so the comparison's GPU time never delays the checks above.
+        # Its own files go to $OUT/compare and into all.tgz with the rest;
+        # the table stays outside the archive.
+        OUT="$OUT/compare" bash tests/compare.sh "$base" --new-build "$b" $quick \
+            >"$OUT/compare.log" 2>&1 && result[compare]=ok || result[compare]=FAILED
+        grep "^compare: " "$OUT/compare.log" | grep -v ": exit 0 (" | tail -n 20
+        mv "$OUT/compare/compare.txt" "$OUT/compare.txt" 2>/dev/null
+    fi
+elif [ -n "$base" ]; then
+    result[compare]=FAILED
 fi
 cp "$b/meson-logs/testlog.txt" "$OUT/" 2>/dev/null
 # At most 8 files come back from the GPU machine: everything but the GPU line
-# goes into one archive.
+# and the comparison's table goes into one archive.
 [ "${result[build]}" = ok ] && rm -f "$OUT/setup.log" "$OUT/build.log" "$OUT/test.log"
 tmp=$(mktemp /tmp/cgr-all.XXXXXX.tgz)
-(cd "$OUT" && tar czf "$tmp" --exclude gpu.txt . && find . -type f ! -name gpu.txt -delete) &&
+(cd "$OUT" && tar czf "$tmp" --exclude gpu.txt --exclude compare.txt . &&
+    find . -type f ! -name gpu.txt ! -name compare.txt -delete) &&
     mv "$tmp" "$OUT/all.tgz"
+if [ -n "$base" ]; then
+    echo
+    cat "$OUT/compare.txt" 2>/dev/null || echo "compare: no table (see compare.log in all.tgz)"
+fi
 echo
 echo "== gpu-check summary =="
 cat "$OUT/gpu.txt"
-for k in build tests memcheck racecheck initcheck soak shapes ddp bench torch; do
+keys="build tests memcheck racecheck initcheck soak shapes ddp bench torch"
+[ -n "$base" ] && keys="$keys compare"
+for k in $keys; do
     printf '%-10s %s\n' "$k" "${result[$k]:-skipped}"
 done
