@@ -110,15 +110,6 @@ typedef struct cgr__graph {
     size_t bytes;             /* estimate charged to the cache's byte budget */
 } cgr__graph;
 
-/* Plans of shapes that run eagerly (churn guard, failed capture), by signature. */
-#define CGR__EAGER_PLANS 16
-typedef struct cgr__eager_plan {
-    cgr__sig sig;
-    int live;
-    uint64_t last_use;
-    cgr__shape_plan plan;
-} cgr__eager_plan;
-
 struct cgr_ctx {
     uint32_t magic;
     struct cgr_runtime *rt;
@@ -204,9 +195,7 @@ struct cgr_step {
     char dyn_name[CGR_MAX_DYN_DIMS][64];
     int64_t dyn_max[CGR_MAX_DYN_DIMS];
     cgr__shapes shapes;
-    cgr__shape_plan pending[CGR__SHAPES_MAX_PENDING]; /* by warm-up record */
-    cgr__eager_plan eager[CGR__EAGER_PLANS];
-    uint64_t eager_clock;
+    cgr__shape_plan *plans;             /* the scratch plan of each shape-table entry */
     int64_t *dims_dev;                  /* the run's true dims on the device */
     int64_t cur_true[CGR_MAX_DYN_DIMS]; /* this run's, for cgr_ctx_dim */
     int64_t cur_bucket[CGR_MAX_DYN_DIMS];

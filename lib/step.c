@@ -50,9 +50,6 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
         s->dyn_max[j] = dd->max;
         CGR_TRY(cgr__dyn_policy(dd, j, &dims[j].policy));
         dims[j].name = s->dyn_name[j];
-        /* The manager keys dims by (tensor, axis); any unique pair will do. */
-        dims[j].tensor = j / CGR_MAX_RANK;
-        dims[j].axis = j % CGR_MAX_RANK;
     }
     for (int u = 0; u < d->n_dim_uses; u++) {
         const cgr_dim_use *x = &d->dim_uses[u];
@@ -66,7 +63,7 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
                                    &s->in[i].pad_nonzero));
     cgr__shapes_config cfg;
     cgr__shapes_config_init(&cfg);
-    cfg.step = (uint64_t)(uintptr_t)s;
+    cfg.step_name = s->name;
     cfg.dims = dims;
     cfg.n_dims = (uint32_t)s->n_dyn;
     cfg.warmup_runs = (uint32_t)o->warmup_runs;
@@ -76,20 +73,26 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
     cfg.churn_window = (uint64_t)o->churn_window;
     cfg.churn_stable = (uint64_t)o->churn_stable;
     cfg.keep_spare = o->shape_spare;
-    return cgr__shapes_init(&s->shapes, &cfg);
+    CGR_TRY(cgr__shapes_init(&s->shapes, &cfg));
+    s->plans = calloc(cgr__shapes_capacity(&s->shapes), sizeof *s->plans);
+    if (!s->plans)
+        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: scratch plans of step '%s'",
+                        s->name);
+    return CGR_STATUS_OK;
 }
 
 /* Frees every graph the step still holds and its scratch plans. */
 static void release_shapes(cgr_step *s)
 {
-    cgr__cache_evicted e;
+    cgr__shapes_freed e;
     while (cgr__shapes_drain(&s->shapes, &e) == CGR_STATUS_OK)
         cgr__graph_free(e.payload);
+    if (s->plans)
+        for (uint32_t i = 0; i < cgr__shapes_capacity(&s->shapes); i++)
+            cgr__plan_destroy(&s->plans[i]);
+    free(s->plans);
+    s->plans = NULL;
     cgr__shapes_destroy(&s->shapes);
-    for (uint32_t i = 0; i < CGR__SHAPES_MAX_PENDING; i++)
-        cgr__plan_destroy(&s->pending[i]);
-    for (int i = 0; i < CGR__EAGER_PLANS; i++)
-        cgr__plan_destroy(&s->eager[i].plan);
 }
 
 static void unlink_step(cgr_runtime *rt, cgr_step *s)

@@ -69,27 +69,6 @@ static void stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims)
     }
 }
 
-/* The scratch plan for an eagerly run shape: found by signature, or a recycled one. */
-static cgr__shape_plan *eager_plan(cgr_step *s, const cgr__sig *sig)
-{
-    int victim = 0;
-    for (int i = 0; i < CGR__EAGER_PLANS; i++) {
-        cgr__eager_plan *e = &s->eager[i];
-        if (e->live && cgr__sig_equal(&e->sig, sig)) {
-            e->last_use = ++s->eager_clock;
-            return &e->plan;
-        }
-        if (!e->live || (s->eager[victim].live && e->last_use < s->eager[victim].last_use))
-            victim = i;
-    }
-    cgr__eager_plan *e = &s->eager[victim];
-    e->sig = *sig;
-    e->live = 1;
-    e->last_use = ++s->eager_clock;
-    cgr__plan_reset(&e->plan);
-    return &e->plan;
-}
-
 /* Points g's memcpy nodes at `slot` (capture/capture.c says why they, alone, need it). */
 static cgr_status repoint_copies(cgr_step *s, cgr__graph *g, uint32_t slot)
 {
@@ -163,10 +142,10 @@ static void capture_refused(cgr_step *s, const char *why, int failed)
              ss->capture_error);
 }
 
-/* Takes the offered executable out of the cache after a failed (or undone) update. */
+/* Takes the offered executable out of the table after a failed (or undone) update. */
 static void drop_offer(cgr_step *s, int reason, const char *text)
 {
-    cgr__cache_evicted victim;
+    cgr__shapes_freed victim;
     if (cgr__shapes_update_failed(&s->shapes, reason, text, &victim) == CGR_STATUS_OK)
         cgr__graph_free(victim.payload);
 }
@@ -176,11 +155,11 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
 {
     cgr_runtime *rt = s->rt;
     cgr_step_stats *ss = &s->stats;
-    cgr__shape_plan *plan = &s->pending[d->pending];
+    cgr__shape_plan *plan = &s->plans[d->entry];
     if (!rt->opt.capture) {
         capture_refused(s, "capture disabled (cgr_options.capture = 0)", 0);
         *action = CGR_RUN_EAGER;
-        CGR_TRY(eager_run(s, slot, eager_plan(s, d->sig)));
+        CGR_TRY(eager_run(s, slot, plan));
         ss->eager_runs++;
         return CGR_STATUS_OK;
     }
@@ -320,6 +299,10 @@ static cgr_status dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims,
     }
     /* Launched ahead for another graph (the dims changed buckets): let it through. */
     cgr__arm_drop(s);
+    /* A new entry, or one recycled for another shape: its plan starts over. */
+    cgr__shape_plan *plan = &s->plans[d.entry];
+    if (d.fresh)
+        cgr__plan_reset(plan);
     cgr__slot_run *sr = &s->slot_run[slot];
     uint8_t action = CGR_RUN_REPLAY;
     switch (d.action) {
@@ -333,11 +316,8 @@ static cgr_status dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims,
         }
         break;
     case CGR__SHAPES_WARMUP: {
-        cgr__shape_plan *p = &s->pending[d.pending];
-        if (d.warmup_run == 1)
-            cgr__plan_reset(p);
         action = CGR_RUN_WARMUP;
-        st = eager_run(s, slot, p);
+        st = eager_run(s, slot, plan);
         if (st == CGR_STATUS_OK) {
             ss->warmup_runs++;
             if (ss->mode != CGR_MODE_EAGER)
@@ -353,7 +333,7 @@ static cgr_status dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims,
         if (d.churn_tripped)
             cgr__log(s->rt, CGR_LOG_WARN, "%s", cgr__shapes_warning(&s->shapes));
         action = CGR_RUN_EAGER;
-        st = eager_run(s, slot, eager_plan(s, d.sig));
+        st = eager_run(s, slot, plan);
         if (st == CGR_STATUS_OK)
             ss->eager_runs++;
         break;

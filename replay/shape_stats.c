@@ -127,31 +127,49 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
     out->n_dims = s->n_dyn;
-    int k = 0, found = 0;
-    const cgr__cache *c = cgr__shapes_cache(&s->shapes);
-    for (uint32_t i = cgr__cache_first(c); i != CGR__CACHE_NONE && !found;
-         i = cgr__cache_next(c, i), k++) {
-        if (k != index)
-            continue;
-        const cgr__cache_entry *e = cgr__cache_entry_at(c, i);
-        memcpy(out->dims, e->sig.dims, (size_t)s->n_dyn * sizeof(int64_t));
-        out->cached = 1;
-        out->replays = e->hits;
-        out->last_use = e->last_use;
-        out->bytes = e->bytes;
-        found = 1;
+    /*
+     * Cached shapes first, most recently used first (each decision touches
+     * one entry, so their last uses differ), then those that run eagerly
+     * for good; warming ones are not listed.
+     */
+    const uint32_t cap = cgr__shapes_capacity(&s->shapes);
+    const cgr__shape *pick = NULL;
+    int k = 0;
+    for (uint64_t below = UINT64_MAX; k <= index; k++) {
+        const cgr__shape *next = NULL;
+        for (uint32_t i = 0; i < cap; i++) {
+            const cgr__shape *e = cgr__shapes_entry(&s->shapes, i);
+            if (e && e->state == CGR__SHAPE_GRAPH && e->last_use < below &&
+                (!next || e->last_use > next->last_use))
+                next = e;
+        }
+        if (!next)
+            break;
+        pick = next;
+        below = next->last_use;
     }
-    for (uint32_t i = 0; i < CGR__SHAPES_MAX_NOGRAPH && !found; i++) {
-        const cgr__shapes_nograph *g = cgr__shapes_nograph_at(&s->shapes, i);
-        if (!g || k++ != index)
-            continue;
-        memcpy(out->dims, g->sig.dims, (size_t)s->n_dyn * sizeof(int64_t));
-        out->eager_runs = g->runs;
-        out->reason = public_reason(g->reason);
-        /* Both hold 256 bytes; the manager's text always ends in a NUL. */
-        memcpy(out->text, g->text, sizeof out->text);
-        out->text[sizeof out->text - 1] = '\0';
-        found = 1;
+    if (k <= index)
+        pick = NULL;
+    for (uint32_t i = 0; i < cap && !pick; i++) {
+        const cgr__shape *e = cgr__shapes_entry(&s->shapes, i);
+        if (e && e->state == CGR__SHAPE_EAGER && k++ == index)
+            pick = e;
+    }
+    const int found = pick != NULL;
+    if (pick) {
+        memcpy(out->dims, pick->dims, (size_t)s->n_dyn * sizeof(int64_t));
+        if (pick->state == CGR__SHAPE_GRAPH) {
+            out->cached = 1;
+            out->replays = pick->replays;
+            out->last_use = pick->last_use;
+            out->bytes = pick->bytes;
+        } else {
+            out->eager_runs = pick->eager_runs;
+            out->reason = public_reason((cgr__shapes_reason)pick->reason);
+            /* Both hold 256 bytes; the table's text always ends in a NUL. */
+            memcpy(out->text, pick->text, sizeof out->text);
+            out->text[sizeof out->text - 1] = '\0';
+        }
     }
     cgr__unlock(rt);
     if (!found)

@@ -1,15 +1,16 @@
 /*
- * Shape manager (see shapes.h).
+ * Shape table (see shapes.h).
  *
- * State per run: the latest signature (cur) and true dims; two small
- * tables scanned linearly (16 entries each, hash compared first): warm-up
- * records for shapes seen but not captured, and shapes that run eagerly
- * for good; the cache and the churn guard. A capture in flight pins the
- * manager (capturing = 1) until the runtime reports back, so nothing can
- * move the cache entry offered for update, or the warm-up record, between
+ * Everything lives in one array of entries; a free entry has state FREE.
+ * Each state is bounded (GRAPH by max_entries and max_bytes, WARMING and
+ * EAGER by their own maxima), and the array holds the sum of the bounds,
+ * so a new shape always finds an entry: a free one, or the least recently
+ * used WARMING one when MAX_WARMING are warming. A capture in flight pins
+ * the table (capturing = 1) until the runtime reports back, so nothing can
+ * move the entry being captured or the graph offered for update between
  * the CAPTURE decision and its report.
  *
- * Churn warning. For each new shape we keep a bit mask of the dims whose
+ * Churn warning. For each new shape we keep a mask of the dims whose
  * bucketed value differs from the previous new shape's (a ring of
  * CGR__CHURN_MAX_K masks). The guard trips on the K-th of K new shapes
  * within its window, so the K - 1 latest masks are exactly the changes
@@ -23,12 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MASK_WORDS ((CGR__SIG_MAX_DIMS + 63) / 64)
+_Static_assert(CGR_MAX_DYN_DIMS <= 8, "a change mask is one byte");
 
 static int shapes_ok(const cgr__shapes *m)
 {
-    return m != NULL && m->pending != NULL && m->nograph != NULL && m->freed != NULL &&
-           m->cache.entries != NULL;
+    return m != NULL && m->entries != NULL;
 }
 
 /* A bounded text buffer; a cut text ends in "...". */
@@ -74,201 +74,174 @@ void cgr__shapes_config_init(cgr__shapes_config *cfg)
     if (cfg == NULL)
         return;
     memset(cfg, 0, sizeof *cfg);
-    cfg->warmup_runs = CGR__SHAPES_DEFAULT_WARMUP;
-    cfg->max_entries = CGR__SHAPES_DEFAULT_ENTRIES;
-    cfg->churn_k = CGR__SHAPES_DEFAULT_CHURN_K;
-    cfg->churn_window = CGR__SHAPES_DEFAULT_CHURN_W;
-    cfg->churn_stable = CGR__SHAPES_DEFAULT_CHURN_S;
+    cfg->warmup_runs = 2;
+    cfg->max_entries = 16;
+    cfg->churn_k = 8;
+    cfg->churn_window = 64;
+    cfg->churn_stable = 32;
 }
 
-static int dims_ok(const cgr__shapes_dim_desc *d, uint32_t n)
+static int name_ok(const char *name)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        int64_t smallest;
-        if (d[i].tensor < 0 || d[i].tensor >= CGR_MAX_TENSORS || d[i].axis < 0 ||
-            d[i].axis >= CGR_MAX_RANK)
-            return 0;
-        if (cgr__bucket_at(&d[i].policy, 0, &smallest) != CGR_STATUS_OK)
-            return 0;
-        if (d[i].name != NULL && strlen(d[i].name) > CGR__SHAPES_NAME_MAX)
-            return 0;
-        for (uint32_t j = 0; j < i; j++)
-            if (d[j].tensor == d[i].tensor && d[j].axis == d[i].axis)
-                return 0;
-    }
-    return 1;
+    return name == NULL || strlen(name) <= CGR__SHAPES_NAME_MAX;
 }
 
 cgr_status cgr__shapes_init(cgr__shapes *m, const cgr__shapes_config *cfg)
 {
-    if (m == NULL || cfg == NULL || cfg->n_dims > CGR__SIG_MAX_DIMS ||
-        (cfg->dims == NULL && cfg->n_dims > 0))
+    if (m == NULL || cfg == NULL || cfg->n_dims > CGR_MAX_DYN_DIMS ||
+        (cfg->dims == NULL && cfg->n_dims > 0) || !name_ok(cfg->step_name))
         return CGR_STATUS_INVALID_ARGUMENT;
     if (cfg->warmup_runs < 1 || cfg->warmup_runs > CGR_MAX_WARMUP ||
-        (cfg->keep_spare != 0 && cfg->keep_spare != 1))
+        (cfg->keep_spare != 0 && cfg->keep_spare != 1) || cfg->max_entries == 0 ||
+        cfg->max_entries > CGR__SHAPES_MAX_ENTRIES)
         return CGR_STATUS_INVALID_ARGUMENT;
-    if (cfg->max_entries == 0 || cfg->max_entries > CGR__CACHE_MAX_ENTRIES)
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (!dims_ok(cfg->dims, cfg->n_dims))
-        return CGR_STATUS_INVALID_ARGUMENT;
+    for (uint32_t i = 0; i < cfg->n_dims; i++) {
+        int64_t smallest;
+        if (cgr__bucket_at(&cfg->dims[i].policy, 0, &smallest) != CGR_STATUS_OK ||
+            !name_ok(cfg->dims[i].name))
+            return CGR_STATUS_INVALID_ARGUMENT;
+    }
     cgr__churn churn;
     if (cgr__churn_init(&churn, cfg->churn_k, cfg->churn_window, cfg->churn_stable) !=
         CGR_STATUS_OK)
         return CGR_STATUS_INVALID_ARGUMENT;
 
-    /* At least one element each, so that no table is a malloc(0). */
-    size_t nd = cfg->n_dims > 0 ? cfg->n_dims : 1;
-    cgr__cache cache;
-    memset(&cache, 0, sizeof cache);
-    cgr__shapes_dim *dims = calloc(nd, sizeof *dims);
-    cgr__sig_dim_name *names = calloc(nd, sizeof *names);
-    int64_t *true_dims = calloc(nd, sizeof *true_dims);
-    int64_t *last_new = calloc(nd, sizeof *last_new);
-    cgr__shapes_pending *pending = calloc(CGR__SHAPES_MAX_PENDING, sizeof *pending);
-    cgr__shapes_nograph *nograph = calloc(CGR__SHAPES_MAX_NOGRAPH, sizeof *nograph);
-    cgr__cache_evicted *freed = calloc(cfg->max_entries, sizeof *freed);
-    if (dims == NULL || names == NULL || true_dims == NULL || last_new == NULL ||
-        pending == NULL || nograph == NULL || freed == NULL)
-        goto fail;
-    if (cgr__cache_init(&cache, cfg->max_entries, cfg->max_bytes) != CGR_STATUS_OK)
-        goto fail;
-
+    uint32_t capacity = cfg->max_entries + CGR__SHAPES_MAX_WARMING + CGR__SHAPES_MAX_EAGER;
+    cgr__shape *entries = calloc(capacity, sizeof *entries);
+    /* An insert evicts at most every graph; a refused one evicts none. */
+    cgr__shapes_freed *freed = calloc(cfg->max_entries, sizeof *freed);
+    if (entries == NULL || freed == NULL) {
+        free(entries);
+        free(freed);
+        return CGR_STATUS_OUT_OF_MEMORY;
+    }
     memset(m, 0, sizeof *m);
-    m->step = cfg->step;
+    copy_text(m->step_name, sizeof m->step_name, cfg->step_name ? cfg->step_name : "step");
+    for (uint32_t i = 0; i < cfg->n_dims; i++) {
+        copy_text(m->dim_name[i], sizeof m->dim_name[i],
+                  cfg->dims[i].name ? cfg->dims[i].name : "");
+        m->policy[i] = cfg->dims[i].policy;
+    }
     m->n_dims = cfg->n_dims;
     m->warmup_runs = cfg->warmup_runs;
+    m->max_entries = cfg->max_entries;
+    m->max_bytes = cfg->max_bytes;
     m->keep_spare = cfg->keep_spare;
-    for (uint32_t i = 0; i < cfg->n_dims; i++) {
-        dims[i].desc = cfg->dims[i];
-        dims[i].desc.name = NULL;
-        if (cfg->dims[i].name != NULL) {
-            copy_text(dims[i].name, sizeof dims[i].name, cfg->dims[i].name);
-            dims[i].desc.name = dims[i].name;
-        }
-        names[i].tensor = dims[i].desc.name;
-        names[i].axis = dims[i].desc.axis;
-    }
-    m->dims = dims;
-    m->names = names;
-    m->true_dims = true_dims;
-    m->last_new = last_new;
-    m->pending = pending;
-    m->nograph = nograph;
+    m->entries = entries;
+    m->capacity = capacity;
+    m->last = CGR__SHAPES_NONE;
     m->freed = freed;
-    m->cache = cache;
     m->churn = churn;
-    m->cap_pending = CGR__CACHE_NONE;
-    m->offer_index = CGR__CACHE_NONE;
-    (void)cgr__sig_init(&m->cur, m->step, 0, NULL);
+    m->cap_entry = CGR__SHAPES_NONE;
+    m->offer_entry = CGR__SHAPES_NONE;
     return CGR_STATUS_OK;
-
-fail:
-    free(freed);
-    free(nograph);
-    free(pending);
-    free(last_new);
-    free(true_dims);
-    free(names);
-    free(dims);
-    return CGR_STATUS_OUT_OF_MEMORY;
 }
 
 void cgr__shapes_destroy(cgr__shapes *m)
 {
     if (m == NULL)
         return;
-    cgr__cache_destroy(&m->cache);
+    free(m->entries);
     free(m->freed);
-    free(m->nograph);
-    free(m->pending);
-    free(m->last_new);
-    free(m->true_dims);
-    free(m->names);
-    free(m->dims);
     memset(m, 0, sizeof *m);
 }
 
-/* ---- the two small tables ------------------------------------------------------------ */
+/* ---- the table ------------------------------------------------------------------------ */
 
-static uint32_t pending_find(const cgr__shapes *m, const cgr__sig *sig)
+static int key_equal(const cgr__shapes *m, const cgr__shape *e, const int64_t *dims)
 {
-    for (uint32_t i = 0; i < CGR__SHAPES_MAX_PENDING; i++)
-        if (m->pending[i].live && cgr__sig_equal(&m->pending[i].sig, sig))
-            return i;
-    return CGR__CACHE_NONE;
+    return memcmp(e->dims, dims, (size_t)m->n_dims * sizeof dims[0]) == 0;
 }
 
-/* A free record, else the least recently used one (its shape starts over). */
-static uint32_t pending_add(cgr__shapes *m, const cgr__sig *sig)
+/* The entry of `dims`, or CGR__SHAPES_NONE; the latest decision's entry is tried first. */
+static uint32_t find(const cgr__shapes *m, const int64_t *dims)
 {
-    uint32_t v = 0;
-    for (uint32_t i = 0; i < CGR__SHAPES_MAX_PENDING; i++) {
-        if (!m->pending[i].live) {
-            v = i;
-            break;
-        }
-        if (m->pending[i].last_use < m->pending[v].last_use)
+    if (m->last != CGR__SHAPES_NONE && m->entries[m->last].state != CGR__SHAPE_FREE &&
+        key_equal(m, &m->entries[m->last], dims))
+        return m->last;
+    for (uint32_t i = 0; i < m->capacity; i++)
+        if (m->entries[i].state != CGR__SHAPE_FREE && key_equal(m, &m->entries[i], dims))
+            return i;
+    return CGR__SHAPES_NONE;
+}
+
+/* The least recently used entry in `state` other than `skip`, and how many there are. */
+static uint32_t oldest(const cgr__shapes *m, cgr__shape_state state, uint32_t skip,
+                       uint32_t *count)
+{
+    uint32_t v = CGR__SHAPES_NONE, n = 0;
+    for (uint32_t i = 0; i < m->capacity; i++) {
+        const cgr__shape *e = &m->entries[i];
+        if (e->state != state || i == skip)
+            continue;
+        n++;
+        if (v == CGR__SHAPES_NONE || e->last_use < m->entries[v].last_use)
             v = i;
     }
-    cgr__shapes_pending *p = &m->pending[v];
-    p->sig = *sig;
-    p->live = 1;
-    p->warmups = 0;
-    p->last_use = m->runs;
+    if (count)
+        *count = n;
     return v;
 }
 
-static uint32_t nograph_find(const cgr__shapes *m, const cgr__sig *sig)
+static void clear(cgr__shapes *m, uint32_t i)
 {
-    for (uint32_t i = 0; i < CGR__SHAPES_MAX_NOGRAPH; i++)
-        if (m->nograph[i].live && cgr__sig_equal(&m->nograph[i].sig, sig))
-            return i;
-    return CGR__CACHE_NONE;
+    memset(&m->entries[i], 0, sizeof m->entries[i]);
+    if (m->last == i)
+        m->last = CGR__SHAPES_NONE;
 }
 
-/* Records cur as running eagerly for good; recycles the least recently used record when full. */
-static void nograph_add(cgr__shapes *m, cgr__shapes_reason reason, const char *text)
+/* Takes graph i out of the table; its payload goes to *out. */
+static void remove_graph(cgr__shapes *m, uint32_t i, cgr__shapes_freed *out)
 {
-    uint32_t v = 0;
-    for (uint32_t i = 0; i < CGR__SHAPES_MAX_NOGRAPH; i++) {
-        if (!m->nograph[i].live) {
-            v = i;
-            break;
-        }
-        if (m->nograph[i].last_use < m->nograph[v].last_use)
-            v = i;
-    }
-    cgr__shapes_nograph *e = &m->nograph[v];
-    e->sig = m->cur;
-    e->reason = reason;
-    e->live = 1;
-    e->runs = 0;
-    e->last_use = m->runs;
+    cgr__shape *e = &m->entries[i];
+    out->payload = e->payload;
+    out->bytes = e->bytes;
+    m->n_graphs--;
+    m->bytes -= e->bytes;
+    m->stats.evictions++;
+    clear(m, i);
+}
+
+/* A new WARMING entry for dims: a free one, else the least recently used warming one. */
+static uint32_t add_warming(cgr__shapes *m, const int64_t *dims)
+{
+    uint32_t n = 0, v = oldest(m, CGR__SHAPE_WARMING, CGR__SHAPES_NONE, &n);
+    if (n < CGR__SHAPES_MAX_WARMING)
+        for (v = 0; m->entries[v].state != CGR__SHAPE_FREE; v++)
+            ;
+    clear(m, v);
+    cgr__shape *e = &m->entries[v];
+    memcpy(e->dims, dims, (size_t)m->n_dims * sizeof dims[0]);
+    e->state = CGR__SHAPE_WARMING;
+    return v;
+}
+
+/* Entry i runs eagerly for good; the least recently used EAGER entry is forgotten when full. */
+static void make_eager(cgr__shapes *m, uint32_t i, cgr__shapes_reason reason, const char *text)
+{
+    uint32_t n = 0, v = oldest(m, CGR__SHAPE_EAGER, i, &n);
+    if (n >= CGR__SHAPES_MAX_EAGER)
+        clear(m, v);
+    cgr__shape *e = &m->entries[i];
+    e->state = CGR__SHAPE_EAGER;
+    e->reason = (uint8_t)reason;
+    e->eager_runs = 0;
     copy_text(e->text, sizeof e->text, text);
 }
 
 /* ---- churn ------------------------------------------------------------------------------ */
 
-/* Notes which dims of cur differ from the previous new shape. */
-static void record_new_shape(cgr__shapes *m)
+/* Notes which dims of a new shape differ from the previous new shape. */
+static void record_new_shape(cgr__shapes *m, const int64_t *dims)
 {
-    uint64_t *mask = m->change_mask[m->new_count % CGR__CHURN_MAX_K];
-    memset(mask, 0, MASK_WORDS * sizeof mask[0]);
+    uint8_t mask = 0;
     for (uint32_t i = 0; i < m->n_dims; i++) {
-        if (m->new_count > 0 && m->cur.dims[i] != m->last_new[i])
-            mask[i / 64] |= UINT64_C(1) << (i % 64);
-        m->last_new[i] = m->cur.dims[i];
+        if (m->new_count > 0 && dims[i] != m->last_new[i])
+            mask |= (uint8_t)(1u << i);
+        m->last_new[i] = dims[i];
     }
+    m->change_mask[m->new_count % CGR__CHURN_MAX_K] = mask;
     m->new_count++;
-}
-
-static void put_dim_name(text_out *o, const cgr__shapes *m, uint32_t i)
-{
-    const cgr__shapes_dim_desc *d = &m->dims[i].desc;
-    if (d->name == NULL)
-        put(o, "d%u", i);
-    else
-        put(o, "%s.%d", d->name, d->axis);
 }
 
 /* The one warning of a trip, written on the run that trips the guard. */
@@ -279,25 +252,26 @@ static void write_warning(cgr__shapes *m)
     uint64_t changes = k > 1 ? k - 1 : 1;
     if (changes > m->new_count - 1)
         changes = m->new_count - 1;
-    uint32_t count[CGR__SIG_MAX_DIMS];
-    memset(count, 0, sizeof count);
+    uint32_t count[CGR_MAX_DYN_DIMS] = {0};
     for (uint64_t c = 0; c < changes; c++) {
-        const uint64_t *mask = m->change_mask[(m->new_count - 1 - c) % CGR__CHURN_MAX_K];
+        uint8_t mask = m->change_mask[(m->new_count - 1 - c) % CGR__CHURN_MAX_K];
         for (uint32_t i = 0; i < m->n_dims; i++)
-            if (mask[i / 64] >> (i % 64) & 1)
-                count[i]++;
+            count[i] += mask >> i & 1u;
     }
     text_out o = {m->warning, sizeof m->warning, 0};
     m->warning[0] = '\0';
-    put(&o, "step %llu: %u new shapes within %llu runs; dims that keep changing: ",
-        (unsigned long long)m->step, k, (unsigned long long)m->churn.window);
+    put(&o, "step '%s': %u new shapes within %llu runs; dims that keep changing: ",
+        m->step_name, k, (unsigned long long)m->churn.window);
     int named = 0;
     for (uint32_t i = 0; i < m->n_dims; i++) {
         if (count[i] == 0)
             continue;
         if (named++)
             put(&o, ", ");
-        put_dim_name(&o, m, i);
+        if (m->dim_name[i][0])
+            put(&o, "%s", m->dim_name[i]);
+        else
+            put(&o, "d%u", i);
         put(&o, " (%u of %llu changes)", count[i], (unsigned long long)changes);
     }
     if (!named)
@@ -323,157 +297,160 @@ cgr_status cgr__shapes_bucket(const cgr__shapes *m, const int64_t *true_dims, in
     if (!shapes_ok(m) || !bucketed || (true_dims == NULL && m->n_dims > 0))
         return CGR_STATUS_INVALID_ARGUMENT;
     for (uint32_t i = 0; i < m->n_dims; i++)
-        if (cgr__bucket_choose(&m->dims[i].desc.policy, true_dims[i], &bucketed[i]) !=
-            CGR_STATUS_OK)
+        if (cgr__bucket_choose(&m->policy[i], true_dims[i], &bucketed[i]) != CGR_STATUS_OK)
             return CGR_STATUS_INVALID_ARGUMENT;
     return CGR_STATUS_OK;
 }
 
 void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed)
 {
-    if (!shapes_ok(m) || (true_dims == NULL && m->n_dims > 0) || m->capturing)
+    int64_t b[CGR_MAX_DYN_DIMS];
+    if (!shapes_ok(m) || m->capturing || cgr__shapes_bucket(m, true_dims, b) != CGR_STATUS_OK)
         return NULL;
-    /* Without dynamic dims the signature never changes (see decide()). */
-    const cgr__sig *sig = &m->cur;
-    cgr__sig local;
-    int64_t b[CGR__SIG_MAX_DIMS];
-    if (m->n_dims > 0) {
-        if (cgr__shapes_bucket(m, true_dims, b) != CGR_STATUS_OK)
-            return NULL;
-        (void)cgr__sig_init(&local, m->step, m->n_dims, b);
-        sig = &local;
-    }
-    uint32_t ci = CGR__CACHE_NONE;
-    (void)cgr__cache_find(&m->cache, sig, &ci);
-    if (ci == CGR__CACHE_NONE)
+    uint32_t i = find(m, b);
+    if (i == CGR__SHAPES_NONE || m->entries[i].state != CGR__SHAPE_GRAPH)
         return NULL;
-    if (bucketed && m->n_dims > 0)
+    if (bucketed)
         memcpy(bucketed, b, (size_t)m->n_dims * sizeof b[0]);
-    return m->cache.entries[ci].payload;
+    return m->entries[i].payload;
 }
 
-cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
+/* Offers an executable for the capture of entry `cap`: the spare, else a full cache's LRU graph. */
+static void offer(cgr__shapes *m, cgr__shapes_decision *out)
 {
-    if (!shapes_ok(m) || out == NULL || (true_dims == NULL && m->n_dims > 0))
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (m->capturing)
-        return CGR_STATUS_WRONG_STATE;
-    int64_t bucketed[CGR__SIG_MAX_DIMS];
-    if (cgr__shapes_bucket(m, true_dims, bucketed) != CGR_STATUS_OK)
-        return CGR_STATUS_INVALID_ARGUMENT;
-
-    /*
-     * From here on nothing can fail. Without dynamic dims the signature is
-     * the one init built and never changes: rebuilding it (a 1 KiB struct)
-     * on every replay of a fixed-shape step would be wasted work.
-     */
-    if (m->n_dims > 0) {
-        (void)cgr__sig_init(&m->cur, m->step, m->n_dims, bucketed);
-        memcpy(m->true_dims, true_dims, (size_t)m->n_dims * sizeof true_dims[0]);
-    }
-    m->runs++;
-    m->stats.runs++;
-    memset(out, 0, sizeof *out);
-    out->text = "";
-    out->cache_index = CGR__CACHE_NONE;
-    out->pending = CGR__CACHE_NONE;
-    out->sig = &m->cur;
-    out->dims = m->cur.dims;
-    out->true_dims = m->true_dims;
-
-    uint32_t ci;
-    (void)cgr__cache_lookup(&m->cache, &m->cur, &ci);
-    if (ci != CGR__CACHE_NONE) {
-        (void)cgr__churn_observe(&m->churn, 0, NULL, NULL, &out->churn_recovered);
-        out->action = CGR__SHAPES_REPLAY;
-        out->payload = m->cache.entries[ci].payload;
-        out->cache_index = ci;
-        m->stats.hits++;
-        return CGR_STATUS_OK;
-    }
-    m->stats.misses++;
-
-    uint32_t ng = nograph_find(m, &m->cur);
-    if (ng != CGR__CACHE_NONE) {
-        cgr__shapes_nograph *e = &m->nograph[ng];
-        e->runs++;
-        e->last_use = m->runs;
-        (void)cgr__churn_observe(&m->churn, 0, NULL, NULL, &out->churn_recovered);
-        eager(m, out, e->reason, e->text);
-        return CGR_STATUS_OK;
-    }
-
-    uint32_t p = pending_find(m, &m->cur);
-    int is_new = p == CGR__CACHE_NONE;
-    if (is_new) {
-        record_new_shape(m);
-        m->stats.new_shapes++;
-        p = pending_add(m, &m->cur);
-    } else {
-        m->pending[p].last_use = m->runs;
-    }
-    out->new_shape = is_new;
-    int eager_now = 0;
-    (void)cgr__churn_observe(&m->churn, is_new, &eager_now, &out->churn_tripped,
-                             &out->churn_recovered);
-    if (out->churn_tripped)
-        write_warning(m);
-    if (eager_now) {
-        /* The record stays (warm-ups not advanced): the guard saw this shape. */
-        eager(m, out, CGR__SHAPES_REASON_CHURN, m->warning);
-        return CGR_STATUS_OK;
-    }
-
-    cgr__shapes_pending *pp = &m->pending[p];
-    out->pending = p;
-    if (pp->warmups < m->warmup_runs) {
-        pp->warmups++;
-        out->action = CGR__SHAPES_WARMUP;
-        out->warmup_run = pp->warmups;
-        m->stats.warmup_runs++;
-        return CGR_STATUS_OK;
-    }
-
-    out->action = CGR__SHAPES_CAPTURE;
-    m->capturing = 1;
-    m->cap_pending = p;
     m->offer = CGR__SHAPES_FROM_NONE;
     m->offer_payload = NULL;
-    m->offer_index = CGR__CACHE_NONE;
+    m->offer_entry = CGR__SHAPES_NONE;
     m->offer_failed = 0;
     if (m->has_spare) {
         m->offer = CGR__SHAPES_FROM_SPARE;
         m->offer_payload = m->spare.payload;
-    } else if (m->cache.count == m->cache.max_entries) {
-        /* The insert would evict this entry anyway: offer its executable. */
+    } else if (m->n_graphs == m->max_entries) {
+        /* The insert would evict this graph anyway: offer its executable. */
         m->offer = CGR__SHAPES_FROM_LRU;
-        m->offer_index = cgr__cache_lru(&m->cache);
-        m->offer_payload = m->cache.entries[m->offer_index].payload;
+        m->offer_entry = oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL);
+        m->offer_payload = m->entries[m->offer_entry].payload;
     }
     out->source = m->offer;
     out->payload = m->offer_payload;
+}
+
+cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
+{
+    int64_t dims[CGR_MAX_DYN_DIMS] = {0};
+    if (!shapes_ok(m) || out == NULL || cgr__shapes_bucket(m, true_dims, dims) != CGR_STATUS_OK)
+        return CGR_STATUS_INVALID_ARGUMENT;
+    if (m->capturing)
+        return CGR_STATUS_WRONG_STATE;
+
+    /* From here on nothing can fail. */
+    memcpy(m->true_dims, true_dims ? true_dims : dims, (size_t)m->n_dims * sizeof dims[0]);
+    m->runs++;
+    m->stats.runs++;
+    memset(out, 0, sizeof *out);
+    out->text = "";
+    out->true_dims = m->true_dims;
+
+    uint32_t i = find(m, dims);
+    cgr__shape *e = i != CGR__SHAPES_NONE ? &m->entries[i] : NULL;
+    if (e && e->state == CGR__SHAPE_GRAPH) {
+        (void)cgr__churn_observe(&m->churn, 0, NULL, NULL, &out->churn_recovered);
+        e->last_use = m->runs;
+        e->replays++;
+        m->last = i;
+        out->action = CGR__SHAPES_REPLAY;
+        out->payload = e->payload;
+        out->entry = i;
+        out->dims = e->dims;
+        m->stats.hits++;
+        return CGR_STATUS_OK;
+    }
+    m->stats.misses++;
+    if (e && e->state == CGR__SHAPE_EAGER) {
+        (void)cgr__churn_observe(&m->churn, 0, NULL, NULL, &out->churn_recovered);
+        e->last_use = m->runs;
+        e->eager_runs++;
+        m->last = i;
+        out->entry = i;
+        out->dims = e->dims;
+        eager(m, out, (cgr__shapes_reason)e->reason, e->text);
+        return CGR_STATUS_OK;
+    }
+
+    out->new_shape = e == NULL;
+    if (e == NULL) {
+        record_new_shape(m, dims);
+        m->stats.new_shapes++;
+        i = add_warming(m, dims);
+        e = &m->entries[i];
+        out->fresh = 1;
+    }
+    e->last_use = m->runs;
+    m->last = i;
+    out->entry = i;
+    out->dims = e->dims;
+    int eager_now = 0;
+    (void)cgr__churn_observe(&m->churn, out->new_shape, &eager_now, &out->churn_tripped,
+                             &out->churn_recovered);
+    if (out->churn_tripped)
+        write_warning(m);
+    if (eager_now) {
+        /* The entry stays (warm-ups not advanced): the guard saw this shape. */
+        eager(m, out, CGR__SHAPES_REASON_CHURN, m->warning);
+        return CGR_STATUS_OK;
+    }
+    if (e->warmups < m->warmup_runs) {
+        e->warmups++;
+        out->action = CGR__SHAPES_WARMUP;
+        out->warmup_run = e->warmups;
+        m->stats.warmup_runs++;
+        return CGR_STATUS_OK;
+    }
+    out->action = CGR__SHAPES_CAPTURE;
+    m->capturing = 1;
+    m->cap_entry = i;
+    offer(m, out);
     m->stats.capture_attempts++;
     return CGR_STATUS_OK;
 }
 
 /* ---- reports ------------------------------------------------------------------------------ */
 
-/* Ends the capture in flight; the warm-up record goes when the shape has a verdict. */
-static void end_capture(cgr__shapes *m, int drop_record)
+static void end_capture(cgr__shapes *m)
 {
-    if (drop_record)
-        memset(&m->pending[m->cap_pending], 0, sizeof m->pending[0]);
     m->capturing = 0;
-    m->cap_pending = CGR__CACHE_NONE;
+    m->cap_entry = CGR__SHAPES_NONE;
     m->offer = CGR__SHAPES_FROM_NONE;
     m->offer_payload = NULL;
-    m->offer_index = CGR__CACHE_NONE;
+    m->offer_entry = CGR__SHAPES_NONE;
     m->offer_failed = 0;
 }
 
 static int time_ok(double us)
 {
     return us >= 0.0; /* false for NaN too */
+}
+
+/* The byte budget; none is SIZE_MAX, so that the total can never wrap. */
+static size_t budget(const cgr__shapes *m)
+{
+    return m->max_bytes ? m->max_bytes : SIZE_MAX;
+}
+
+/* Pushes out least recently used graphs until one of `bytes` fits; they go to freed[*n]. */
+static void make_room(cgr__shapes *m, size_t bytes, uint32_t *n)
+{
+    /* m->bytes <= budget always, and bytes <= budget here: no sum can wrap. */
+    while (m->n_graphs > 0 &&
+           (m->n_graphs >= m->max_entries || bytes > budget(m) - m->bytes)) {
+        uint32_t v = oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL);
+        remove_graph(m, v, &m->freed[(*n)++]);
+        if (m->keep_spare && !m->has_spare) {
+            /* Keep the first evicted executable back for the next update. */
+            m->spare = m->freed[--(*n)];
+            m->has_spare = 1;
+        }
+    }
 }
 
 cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *r,
@@ -491,15 +468,14 @@ cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_re
         return CGR_STATUS_INVALID_ARGUMENT;
 
     /* From here on nothing can fail. */
-    uint32_t n = 0;
     if (r->updated) {
         if (m->offer == CGR__SHAPES_FROM_SPARE) {
             m->has_spare = 0;
             memset(&m->spare, 0, sizeof m->spare);
         } else {
-            /* Its executable now holds the new shape: the old shape leaves the cache. */
-            (void)cgr__cache_remove(&m->cache, m->offer_index, NULL);
-            m->stats.evictions++;
+            /* Its executable now serves the new shape: the old shape leaves. */
+            cgr__shapes_freed gone;
+            remove_graph(m, m->offer_entry, &gone);
         }
         m->stats.updates++;
         m->stats.update_us += r->update_us;
@@ -510,37 +486,34 @@ cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_re
     m->stats.capture_us += r->capture_us;
 
     memset(out, 0, sizeof *out);
-    out->cache_index = CGR__CACHE_NONE;
-    uint32_t need;
-    if (cgr__cache_evictions_needed(&m->cache, r->bytes, &need) == CGR__CACHE_TOO_LARGE) {
+    uint32_t n = 0;
+    cgr__shape *e = &m->entries[m->cap_entry];
+    if (r->bytes > budget(m)) {
         char text[CGR__SHAPES_TEXT_MAX];
         snprintf(text, sizeof text,
                  "its graph needs %zu bytes, more than the graph cache's budget of %zu bytes",
-                 r->bytes, m->cache.max_bytes);
-        nograph_add(m, CGR__SHAPES_REASON_TOO_LARGE, text);
-        cgr__cache_evicted *f = &m->freed[n++];
-        memset(f, 0, sizeof *f);
-        f->payload = r->payload;
-        f->bytes = r->bytes;
-        f->step = m->cur.step;
-        f->sig_hash = m->cur.hash;
-        f->index = CGR__CACHE_NONE;
+                 r->bytes, m->max_bytes);
+        make_eager(m, m->cap_entry, CGR__SHAPES_REASON_TOO_LARGE, text);
+        m->freed[n].payload = r->payload;
+        m->freed[n++].bytes = r->bytes;
         m->stats.too_large++;
     } else {
-        (void)cgr__cache_insert(&m->cache, &m->cur, r->bytes, r->payload, m->freed,
-                                m->cache.max_entries, &n, &out->cache_index);
+        make_room(m, r->bytes, &n);
+        e->state = CGR__SHAPE_GRAPH;
+        e->payload = r->payload;
+        e->bytes = r->bytes;
+        e->replays = 0;
+        m->n_graphs++;
+        m->bytes += r->bytes;
+        if (m->n_graphs > m->stats.peak_entries)
+            m->stats.peak_entries = m->n_graphs;
+        if (m->bytes > m->stats.peak_bytes)
+            m->stats.peak_bytes = m->bytes;
         out->cached = 1;
-        if (m->keep_spare && !m->has_spare && n > 0) {
-            /* Keep the first evicted executable back for the next update. */
-            m->spare = m->freed[0];
-            m->has_spare = 1;
-            memmove(&m->freed[0], &m->freed[1], (size_t)(n - 1) * sizeof m->freed[0]);
-            n--;
-        }
     }
     out->freed = m->freed;
     out->n_freed = n;
-    end_capture(m, 1);
+    end_capture(m);
     return CGR_STATUS_OK;
 }
 
@@ -550,9 +523,9 @@ cgr_status cgr__shapes_capture_failed(cgr__shapes *m, const char *text)
         return CGR_STATUS_INVALID_ARGUMENT;
     if (!m->capturing)
         return CGR_STATUS_WRONG_STATE;
-    nograph_add(m, CGR__SHAPES_REASON_CAPTURE_FAILED, text != NULL ? text : "");
+    make_eager(m, m->cap_entry, CGR__SHAPES_REASON_CAPTURE_FAILED, text != NULL ? text : "");
     m->stats.capture_failures++;
-    end_capture(m, 1);
+    end_capture(m);
     return CGR_STATUS_OK;
 }
 
@@ -563,12 +536,12 @@ cgr_status cgr__shapes_capture_cancel(cgr__shapes *m)
     if (!m->capturing)
         return CGR_STATUS_WRONG_STATE;
     m->stats.capture_cancels++;
-    end_capture(m, 0);
+    end_capture(m);
     return CGR_STATUS_OK;
 }
 
 cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
-                                     cgr__cache_evicted *victim)
+                                     cgr__shapes_freed *victim)
 {
     if (!shapes_ok(m) || victim == NULL)
         return CGR_STATUS_INVALID_ARGUMENT;
@@ -579,27 +552,31 @@ cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *tex
         m->has_spare = 0;
         memset(&m->spare, 0, sizeof m->spare);
     } else {
-        (void)cgr__cache_remove(&m->cache, m->offer_index, victim);
-        m->stats.evictions++;
+        remove_graph(m, m->offer_entry, victim);
     }
     m->offer_failed = 1;
-    uint32_t slot = reason >= 0 && reason < (int)CGR__SHAPES_UPDATE_REASONS - 1
-                        ? (uint32_t)reason
-                        : CGR__SHAPES_UPDATE_REASONS - 1;
+    uint32_t at = reason >= 0 && reason < (int)CGR__SHAPES_UPDATE_REASONS - 1
+                      ? (uint32_t)reason
+                      : CGR__SHAPES_UPDATE_REASONS - 1;
     m->stats.update_failures++;
-    m->stats.update_failures_by_reason[slot]++;
+    m->stats.update_failures_by_reason[at]++;
     copy_text(m->update_error, sizeof m->update_error, text != NULL ? text : "");
     return CGR_STATUS_OK;
 }
 
-cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__cache_evicted *out)
+cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out)
 {
     if (!shapes_ok(m) || out == NULL)
         return CGR_STATUS_INVALID_ARGUMENT;
     if (m->capturing)
         return CGR_STATUS_WRONG_STATE;
-    if (cgr__cache_pop_lru(&m->cache, out) == CGR_STATUS_OK)
+    uint32_t v = oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL);
+    if (v != CGR__SHAPES_NONE) {
+        remove_graph(m, v, out);
+        /* Tearing down is not an eviction. */
+        m->stats.evictions--;
         return CGR_STATUS_OK;
+    }
     if (!m->has_spare)
         return CGR_STATUS_WRONG_STATE;
     *out = m->spare;
@@ -615,34 +592,27 @@ cgr_status cgr__shapes_get_stats(const cgr__shapes *m, cgr__shapes_stats *out)
     if (!shapes_ok(m) || out == NULL)
         return CGR_STATUS_INVALID_ARGUMENT;
     *out = m->stats;
-    out->evictions += m->cache.counters.evictions;
     out->churn_activations = m->churn.counters.activations;
     out->churn_recoveries = m->churn.counters.recoveries;
-    out->entries = m->cache.count;
-    out->peak_entries = m->cache.counters.peak_entries;
-    out->bytes = m->cache.bytes;
-    out->peak_bytes = m->cache.counters.peak_bytes;
+    out->entries = m->n_graphs;
+    out->bytes = m->bytes;
     out->spare = (uint32_t)m->has_spare;
     out->spare_bytes = m->has_spare ? m->spare.bytes : 0;
-    out->pending = 0;
-    for (uint32_t i = 0; i < CGR__SHAPES_MAX_PENDING; i++)
-        out->pending += m->pending[i].live;
-    out->nograph = 0;
-    for (uint32_t i = 0; i < CGR__SHAPES_MAX_NOGRAPH; i++)
-        out->nograph += m->nograph[i].live;
+    (void)oldest(m, CGR__SHAPE_WARMING, CGR__SHAPES_NONE, &out->warming);
+    (void)oldest(m, CGR__SHAPE_EAGER, CGR__SHAPES_NONE, &out->eager);
     return CGR_STATUS_OK;
 }
 
-const cgr__cache *cgr__shapes_cache(const cgr__shapes *m)
+uint32_t cgr__shapes_capacity(const cgr__shapes *m)
 {
-    return m != NULL ? &m->cache : NULL;
+    return shapes_ok(m) ? m->capacity : 0;
 }
 
-const cgr__shapes_nograph *cgr__shapes_nograph_at(const cgr__shapes *m, uint32_t i)
+const cgr__shape *cgr__shapes_entry(const cgr__shapes *m, uint32_t i)
 {
-    if (!shapes_ok(m) || i >= CGR__SHAPES_MAX_NOGRAPH || !m->nograph[i].live)
+    if (!shapes_ok(m) || i >= m->capacity || m->entries[i].state == CGR__SHAPE_FREE)
         return NULL;
-    return &m->nograph[i];
+    return &m->entries[i];
 }
 
 const char *cgr__shapes_warning(const cgr__shapes *m)

@@ -1,70 +1,70 @@
 /*
- * Shape manager: what one step does on each run when its dims change
- * (pure C, no CUDA).
+ * Shape table: what one step does on each run when its dims change (pure
+ * C, no CUDA).
  *
- * It composes the four building blocks of replay/ for one step: bucket.h
- * rounds each dynamic dim up, signature.h names the bucketed shape,
- * cache.h holds the captured shapes' executables (opaque payloads here),
- * churn.h stops capturing when shapes never settle. The runtime asks it,
- * once per run, what to do (cgr__shapes_decide()), does it, and reports
- * back how a capture went. The manager allocates at init only; every other
- * call is allocation-free and takes O(n_dims) time plus a hash chain walk
- * and two scans of fixed 16-entry tables.
+ * A step's shapes are the bucketed values of its dynamic dims (bucket.h
+ * rounds each dim up). The table holds one entry per shape it knows, in
+ * one array scanned linearly, the key (the bucketed dims) compared with
+ * memcmp; the entry of the latest run is tried first, so a step that
+ * keeps one shape pays one compare. Each entry is in one state:
  *
- * One run, one action:
+ *   WARMING  seen, not captured yet: it gets warmup_runs eager runs, then
+ *            a capture. At most CGR__SHAPES_MAX_WARMING entries warm up at
+ *            once; a new shape then takes the least recently used one's
+ *            place, and that shape starts over.
+ *   GRAPH    captured: its graph (an opaque payload here) is replayed.
+ *            Bounded by max_entries and by max_bytes (the payloads'
+ *            estimated bytes); the least recently used goes first.
+ *   EAGER    runs eagerly for good, with a reason and its text: the
+ *            capture failed, or the graph alone exceeded max_bytes. At
+ *            most CGR__SHAPES_MAX_EAGER; the least recently used is
+ *            forgotten first (that shape is then new again).
  *
- *   REPLAY   the shape is cached: launch its executable (decision.payload).
- *   WARMUP   the shape is new or not warm yet: run the step eagerly. Each
- *            shape gets warmup_runs such runs of its own, counted in a
- *            small table of warm-up records (CGR__SHAPES_MAX_PENDING, the
- *            least recently seen is recycled when full, and that shape
- *            then starts over). decision.pending names the record, so the
- *            runtime can keep per-shape warm-up state (the scratch trace)
- *            beside it; warmup_run 1 means "fresh record: reset it".
- *   CAPTURE  warm-up is done: capture now, then call exactly one of
+ * The runtime asks once per run (cgr__shapes_decide()) and gets one action:
+ *
+ *   REPLAY   launch decision.payload.
+ *   WARMUP   run the step eagerly (decision.warmup_run of warmup_runs).
+ *   CAPTURE  capture now, then report exactly one of
  *            cgr__shapes_capture_done(), _capture_failed() or
  *            _capture_cancel() before the next decide(). decision.payload
- *            is an executable offered for cudaGraphExecUpdate (see
- *            "Update in place"), or NULL: instantiate.
- *   EAGER    run eagerly, for a reason: the churn guard is tripped and the
- *            shape is not cached; the shape's capture failed before; or its
- *            graph was larger than the cache's byte budget. decision.text
- *            holds the kept message.
+ *            is an executable offered for update in place, or NULL.
+ *   EAGER    run eagerly, for decision.reason: the churn guard is tripped
+ *            and the shape is not cached, or the entry is EAGER.
+ *
+ * decision.entry names the shape's entry for every action, so the runtime
+ * keeps per-shape state (the scratch plan) in an array beside the table;
+ * decision.fresh says the entry was just (re)made for this shape: reset it.
  *
  * Update in place. A capture is offered one executable to update instead
- * of instantiating: the spare when the manager holds one (keep_spare: the
- * first executable an insert evicts is kept back instead of freed, outside
- * the byte budget), otherwise the least recently used cache entry when the
- * cache is full by count (the insert would evict it anyway). The runtime
- * tries cudaGraphExecUpdate on it:
+ * of instantiating: the spare when the table holds one (keep_spare: the
+ * first executable an insert evicts is kept back, outside the byte
+ * budget), otherwise the least recently used graph when max_entries are
+ * cached (the insert would evict it anyway). The runtime tries
+ * cudaGraphExecUpdate on it:
  *  - success: capture_done(updated = 1, payload = the offered payload).
- *    The offered entry leaves the cache (counted as an eviction, its
- *    payload not handed back: it now holds the new shape).
+ *    The offered shape leaves the table (an eviction; its payload now
+ *    serves the new shape).
  *  - failure: cgr__shapes_update_failed(reason, text) counts the
- *    cudaGraphExecUpdateResult and hands the offered executable back at
- *    once for freeing (taken out of the cache or the spare; CUDA says a
- *    failed update is "not performed", but nothing is gained by trusting
- *    an executable that was just refused). Then instantiate and
- *    capture_done(updated = 0).
+ *    cudaGraphExecUpdateResult and hands the offered payload back at once
+ *    for freeing (the offered shape leaves, or the spare is gone). Then
+ *    instantiate and capture_done(updated = 0).
  *  - not tried: capture_done(updated = 0); the offer stays where it was.
  *
- * Payload ownership. A payload given to capture_done() belongs to the
- * manager until it comes back through an outcome's freed list, an
- * update_failed() victim or cgr__shapes_drain(); each payload comes back
- * exactly once (an updated payload continues as the new shape's).
+ * Payloads. A payload given to capture_done() belongs to the table until
+ * it comes back through an outcome's freed list, an update_failed()
+ * victim or cgr__shapes_drain(); each comes back exactly once.
  *
  * Churn guard. Every decide() is one step of churn.h's guard. A "new
- * shape" is a cache miss that is neither known to run eagerly for good nor
- * already in a warm-up record: a shape warming up over several runs counts
- * once. While the guard is tripped, shapes that miss the cache run EAGER
- * (no warm-up, no capture); cached shapes keep replaying, since a replay
- * costs less than an eager run and the guard exists to stop captures.
- * When it trips, the manager writes one warning naming the dims that
- * changed between the new shapes that tripped it (cgr__shapes_warning());
- * the tripping decision has churn_tripped set so the runtime logs it once.
+ * shape" is a run whose shape has no entry: a shape warming up over
+ * several runs counts once. While the guard is tripped, shapes without a
+ * graph run EAGER (no warm-up, no capture); cached shapes keep replaying,
+ * since the guard exists to stop captures. When it trips, the table writes
+ * one warning naming the step and the dims that changed between the new
+ * shapes that tripped it (cgr__shapes_warning()); that decision has
+ * churn_tripped set so the runtime logs it once.
  *
- * Not thread-safe: the runtime calls it under its lock. Failed calls
- * change nothing, counters included.
+ * Not thread-safe: the runtime calls it under its lock. Every call but
+ * init allocates nothing. Failed calls change nothing, counters included.
  */
 #ifndef CGR_SHAPES_H
 #define CGR_SHAPES_H
@@ -73,29 +73,24 @@
 #include <stdint.h>
 
 #include "bucket.h"
-#include "cache.h"
 #include "cgr/cgr.h"
 #include "churn.h"
-#include "signature.h"
 
-/** Warm-up records: shapes seen but not captured yet (LRU-recycled). */
-#define CGR__SHAPES_MAX_PENDING 16u
-/** Shapes that run eagerly for good: capture failed or too large (LRU-recycled). */
-#define CGR__SHAPES_MAX_NOGRAPH 16u
+/** Entries warming up at once, and entries that run eagerly for good. */
+#define CGR__SHAPES_MAX_WARMING 16u
+#define CGR__SHAPES_MAX_EAGER 16u
+/** The largest max_entries. */
+#define CGR__SHAPES_MAX_ENTRIES 4096u
 /** Kept messages (capture errors, update errors) including the NUL; longer ones end in "...". */
 #define CGR__SHAPES_TEXT_MAX 256u
 /** The churn warning including the NUL. */
 #define CGR__SHAPES_WARNING_MAX 512u
-/** Longest tensor name kept for messages (as for cgr_tensor_desc names). */
+/** Longest step or dim name kept for messages (as for cgr_step_desc names). */
 #define CGR__SHAPES_NAME_MAX 63u
 /** Update failures are counted per cudaGraphExecUpdateResult 0..14; 15 counts the others. */
 #define CGR__SHAPES_UPDATE_REASONS 16u
-/** Defaults written by cgr__shapes_config_init(). */
-#define CGR__SHAPES_DEFAULT_WARMUP 2u
-#define CGR__SHAPES_DEFAULT_ENTRIES 16u
-#define CGR__SHAPES_DEFAULT_CHURN_K 8u
-#define CGR__SHAPES_DEFAULT_CHURN_W 64u
-#define CGR__SHAPES_DEFAULT_CHURN_S 32u
+/** No entry. */
+#define CGR__SHAPES_NONE UINT32_MAX
 
 typedef enum cgr__shapes_action {
     CGR__SHAPES_REPLAY = 1,
@@ -108,7 +103,7 @@ typedef enum cgr__shapes_reason {
     CGR__SHAPES_REASON_NONE = 0,
     CGR__SHAPES_REASON_CHURN = 1,          /**< churn guard tripped, shape not cached */
     CGR__SHAPES_REASON_CAPTURE_FAILED = 2, /**< this shape's capture failed earlier */
-    CGR__SHAPES_REASON_TOO_LARGE = 3,      /**< its graph exceeded the cache's byte budget */
+    CGR__SHAPES_REASON_TOO_LARGE = 3,      /**< its graph exceeded the byte budget */
     CGR__SHAPES_REASONS = 4
 } cgr__shapes_reason;
 
@@ -116,54 +111,62 @@ typedef enum cgr__shapes_reason {
 typedef enum cgr__shapes_source {
     CGR__SHAPES_FROM_NONE = 0,  /**< nothing offered: instantiate */
     CGR__SHAPES_FROM_SPARE = 1, /**< the spare */
-    CGR__SHAPES_FROM_LRU = 2    /**< the least recently used cache entry */
+    CGR__SHAPES_FROM_LRU = 2    /**< the least recently used graph */
 } cgr__shapes_source;
+
+typedef enum cgr__shape_state {
+    CGR__SHAPE_FREE = 0,
+    CGR__SHAPE_WARMING,
+    CGR__SHAPE_GRAPH,
+    CGR__SHAPE_EAGER
+} cgr__shape_state;
 
 /** One dynamic dim, as the step declares it. */
 typedef struct cgr__shapes_dim_desc {
-    const char *name;           /**< tensor name for messages; NULL prints "d<i>";
-                                     at most CGR__SHAPES_NAME_MAX characters */
-    int tensor;                 /**< the tensor's index, 0..CGR_MAX_TENSORS-1 */
-    int axis;                   /**< 0..CGR_MAX_RANK-1; (tensor, axis) pairs are unique */
+    const char *name;           /**< for messages; NULL prints "d<i>"; at most
+                                     CGR__SHAPES_NAME_MAX characters */
     cgr__bucket_policy policy;  /**< from cgr__bucket_init_list() or _pow2() */
 } cgr__shapes_dim_desc;
 
-/** Settings of one manager. Start from cgr__shapes_config_init(). */
+/** Settings of one table. Start from cgr__shapes_config_init(). */
 typedef struct cgr__shapes_config {
-    uint64_t step;                      /**< the step's id (goes into every signature) */
+    const char *step_name;              /**< for messages; NULL: "step"; at most
+                                             CGR__SHAPES_NAME_MAX characters */
     const cgr__shapes_dim_desc *dims;   /**< n_dims entries; may be NULL when n_dims is 0 */
-    uint32_t n_dims;                    /**< 0..CGR__SIG_MAX_DIMS */
+    uint32_t n_dims;                    /**< 0..CGR_MAX_DYN_DIMS */
     uint32_t warmup_runs;               /**< eager runs per new shape, 1..CGR_MAX_WARMUP */
-    uint32_t max_entries;               /**< cache count budget, 1..CGR__CACHE_MAX_ENTRIES */
-    size_t max_bytes;                   /**< cache byte budget; 0: none */
+    uint32_t max_entries;               /**< graphs cached at most, 1..CGR__SHAPES_MAX_ENTRIES */
+    size_t max_bytes;                   /**< their byte budget; 0: none */
     uint32_t churn_k;                   /**< K new shapes ... (0: guard off) */
     uint64_t churn_window;              /**< ... within W runs trip the guard */
     uint64_t churn_stable;              /**< S runs without a new shape recover */
     int keep_spare;                     /**< 0 or 1: keep one evicted executable for updates */
 } cgr__shapes_config;
 
-/** A shape that runs eagerly for good, and why. */
-typedef struct cgr__shapes_nograph {
-    cgr__sig sig;
-    cgr__shapes_reason reason;       /**< CAPTURE_FAILED or TOO_LARGE */
-    uint32_t live;
-    uint64_t runs;                   /**< EAGER decisions for it since it was recorded */
-    uint64_t last_use;               /**< manager run number of the latest */
-    char text[CGR__SHAPES_TEXT_MAX]; /**< the capture error, or the sizes */
-} cgr__shapes_nograph;
+/** One known shape. */
+typedef struct cgr__shape {
+    int64_t dims[CGR_MAX_DYN_DIMS];  /**< bucketed; the key (n_dims of them, the rest 0) */
+    uint8_t state;                   /**< cgr__shape_state */
+    uint8_t reason;                  /**< EAGER: cgr__shapes_reason */
+    uint16_t warmups;                /**< WARMING: warm-up runs done */
+    uint64_t last_use;               /**< the table's run count at its latest decision */
+    uint64_t replays;                /**< GRAPH: REPLAY decisions */
+    uint64_t eager_runs;             /**< EAGER: EAGER decisions since its verdict */
+    void *payload;                   /**< GRAPH: its executable */
+    size_t bytes;                    /**< GRAPH: charged to the byte budget */
+    char text[CGR__SHAPES_TEXT_MAX]; /**< EAGER: the capture error, or the sizes */
+} cgr__shape;
 
-/** A shape seen but not captured yet. */
-typedef struct cgr__shapes_pending {
-    cgr__sig sig;
-    uint32_t live;
-    uint32_t warmups;   /**< warm-up runs done, 0..warmup_runs */
-    uint64_t last_use;  /**< manager run number of the latest decision for it */
-} cgr__shapes_pending;
+/** A payload handed back for the caller to free. */
+typedef struct cgr__shapes_freed {
+    void *payload;
+    size_t bytes;
+} cgr__shapes_freed;
 
-/** Everything the manager counts; from cgr__shapes_get_stats(). */
+/** Everything the table counts; from cgr__shapes_get_stats(). */
 typedef struct cgr__shapes_stats {
     uint64_t runs;              /**< successful decide() calls = hits + misses */
-    uint64_t hits;              /**< REPLAY decisions (cache hits) */
+    uint64_t hits;              /**< REPLAY decisions */
     uint64_t misses;            /**< all others = warmup_runs + capture_attempts + eager_runs */
     uint64_t new_shapes;        /**< what the churn guard saw as new */
     uint64_t warmup_runs;
@@ -175,8 +178,8 @@ typedef struct cgr__shapes_stats {
     uint64_t updates;           /**< captures finished by an update in place */
     uint64_t update_failures;
     uint64_t update_failures_by_reason[CGR__SHAPES_UPDATE_REASONS];
-    uint64_t evictions;         /**< cache entries pushed out by inserts, plus entries
-                                     taken by an update or a failed one */
+    uint64_t evictions;         /**< graphs pushed out by inserts, or taken by an update
+                                     or a failed one */
     uint64_t too_large;         /**< captures refused by the byte budget */
     uint64_t eager_runs;
     uint64_t eager_by_reason[CGR__SHAPES_REASONS]; /**< [0] stays 0 */
@@ -185,14 +188,14 @@ typedef struct cgr__shapes_stats {
     double capture_us;          /**< stream capture time, summed over captures */
     double instantiate_us;      /**< instantiate (+ upload), over captures not updated */
     double update_us;           /**< cudaGraphExecUpdate (+ upload), over updates */
-    uint32_t entries;           /**< shapes cached now */
+    uint32_t entries;           /**< graphs cached now */
     uint32_t peak_entries;
     size_t bytes;               /**< their bytes now */
     size_t peak_bytes;
     uint32_t spare;             /**< 1 while a spare is held */
     size_t spare_bytes;
-    uint32_t pending;           /**< live warm-up records */
-    uint32_t nograph;           /**< live records of shapes that run eagerly for good */
+    uint32_t warming;           /**< WARMING entries */
+    uint32_t eager;             /**< EAGER entries */
 } cgr__shapes_stats;
 
 /** What decide() says for one run. Pointers stay valid until the next call. */
@@ -200,25 +203,23 @@ typedef struct cgr__shapes_decision {
     cgr__shapes_action action;
     cgr__shapes_reason reason;  /**< EAGER: why; NONE otherwise */
     const char *text;           /**< EAGER: the kept message or the churn warning; "" otherwise */
-    void *payload;              /**< REPLAY: the cached payload. CAPTURE: the executable
-                                     offered for update in place, NULL to instantiate */
+    void *payload;              /**< REPLAY: the graph. CAPTURE: the executable offered
+                                     for update in place, NULL to instantiate */
     cgr__shapes_source source;  /**< CAPTURE: where payload comes from */
-    uint32_t cache_index;       /**< REPLAY: the cache entry; CGR__CACHE_NONE otherwise */
-    uint32_t pending;           /**< WARMUP, CAPTURE: the shape's warm-up record,
-                                     0..CGR__SHAPES_MAX_PENDING-1; CGR__CACHE_NONE otherwise */
-    uint32_t warmup_run;        /**< WARMUP: 1..warmup_runs (1: reset per-shape state) */
+    uint32_t entry;             /**< the shape's entry, 0..cgr__shapes_capacity() - 1 */
+    int fresh;                  /**< 1: the entry was just made for this shape */
+    uint32_t warmup_run;        /**< WARMUP: 1..warmup_runs */
     int new_shape;              /**< 1 when the churn guard saw this shape as new */
     int churn_tripped;          /**< 1 on the run that tripped the guard: log the warning */
     int churn_recovered;        /**< 1 on the run the guard recovered on */
-    const cgr__sig *sig;        /**< the signature; sig->dims are the bucketed dims */
     const int64_t *dims;        /**< bucketed dims, n_dims of them (pad inputs to these) */
     const int64_t *true_dims;   /**< the true dims as given (for the device copy) */
 } cgr__shapes_decision;
 
 /** What the runtime reports after a successful capture. */
 typedef struct cgr__shapes_capture_result {
-    void *payload;          /**< the shape's executable(s); not NULL. When updated:
-                                 the payload that was offered */
+    void *payload;          /**< the shape's executable; not NULL. When updated: the
+                                 payload that was offered */
     size_t bytes;           /**< what it costs against the byte budget */
     int updated;            /**< 1: updated in place from the offer; 0: instantiated */
     double capture_us;      /**< stream capture, >= 0 */
@@ -228,75 +229,69 @@ typedef struct cgr__shapes_capture_result {
 
 /** What capture_done() did. Pointers stay valid until the next call. */
 typedef struct cgr__shapes_outcome {
-    int cached;                       /**< 1: inserted; 0: refused (too large), payload freed */
-    uint32_t cache_index;             /**< the new entry, or CGR__CACHE_NONE */
-    const cgr__cache_evicted *freed;  /**< n_freed payloads for the caller to free */
+    int cached;                      /**< 1: cached; 0: refused (too large), payload in freed */
+    const cgr__shapes_freed *freed;  /**< n_freed payloads for the caller to free */
     uint32_t n_freed;
 } cgr__shapes_outcome;
 
-/** A declared dim, its name copied into the manager. */
-typedef struct cgr__shapes_dim {
-    cgr__shapes_dim_desc desc;               /**< desc.name points at name below, or NULL */
-    char name[CGR__SHAPES_NAME_MAX + 1];
-} cgr__shapes_dim;
-
-/** The manager. Read it through the calls below; do not write. */
+/** The table. Read it through the calls below; do not write. */
 typedef struct cgr__shapes {
-    uint64_t step;
+    char step_name[CGR__SHAPES_NAME_MAX + 1];
+    char dim_name[CGR_MAX_DYN_DIMS][CGR__SHAPES_NAME_MAX + 1]; /**< "" prints "d<i>" */
+    cgr__bucket_policy policy[CGR_MAX_DYN_DIMS];
     uint32_t n_dims;
     uint32_t warmup_runs;
+    uint32_t max_entries;
+    size_t max_bytes;
     int keep_spare;
-    uint64_t runs;                        /**< decide() calls so far (the LRU clock of the tables) */
-    cgr__shapes_dim *dims;                /**< n_dims (allocated) */
-    cgr__sig_dim_name *names;             /**< n_dims, for cgr__sig_format() */
-    int64_t *true_dims;                   /**< n_dims: the latest decide()'s */
-    int64_t *last_new;                    /**< n_dims: bucketed dims of the latest new shape */
-    cgr__shapes_pending *pending;         /**< CGR__SHAPES_MAX_PENDING */
-    cgr__shapes_nograph *nograph;         /**< CGR__SHAPES_MAX_NOGRAPH */
-    cgr__cache_evicted *freed;            /**< max_entries: capture_done()'s freed list */
-    cgr__sig cur;                         /**< the latest decide()'s signature */
-    cgr__cache cache;
+    cgr__shape *entries;        /**< capacity of them (allocated) */
+    uint32_t capacity;          /**< max_entries + MAX_WARMING + MAX_EAGER */
+    uint32_t last;              /**< entry of the latest decision, or CGR__SHAPES_NONE */
+    uint64_t runs;              /**< decide() calls so far (the LRU clock) */
+    uint32_t n_graphs;
+    size_t bytes;
+    int64_t true_dims[CGR_MAX_DYN_DIMS]; /**< the latest decide()'s */
+    cgr__shapes_freed *freed;   /**< max_entries: capture_done()'s freed list */
     cgr__churn churn;
-    /* Which dims differ from the previous new shape, per new shape (a ring). */
-    uint64_t change_mask[CGR__CHURN_MAX_K][(CGR__SIG_MAX_DIMS + 63) / 64];
-    uint64_t new_count;                   /**< new shapes so far (ring position) */
+    /* Which dims changed from the previous new shape, per new shape (a ring), for the warning. */
+    uint8_t change_mask[CGR__CHURN_MAX_K];
+    int64_t last_new[CGR_MAX_DYN_DIMS];
+    uint64_t new_count;
     /* The capture in flight, between a CAPTURE decision and its report. */
     int capturing;
-    uint32_t cap_pending;
+    uint32_t cap_entry;
     cgr__shapes_source offer;
     void *offer_payload;
-    uint32_t offer_index;                 /**< LRU offer: its cache index */
+    uint32_t offer_entry;       /**< LRU offer: its entry */
     int offer_failed;
     int has_spare;
-    cgr__cache_evicted spare;             /**< the spare, as the insert that evicted it gave it */
-    cgr__shapes_stats stats;              /**< own counters; cache-derived fields filled on read */
+    cgr__shapes_freed spare;
+    cgr__shapes_stats stats;    /**< counters; the table-derived ones are filled on read */
     char warning[CGR__SHAPES_WARNING_MAX];
     char update_error[CGR__SHAPES_TEXT_MAX];
 } cgr__shapes;
 
 /**
- * Defaults: no dims, warmup CGR__SHAPES_DEFAULT_WARMUP, max_entries
- * CGR__SHAPES_DEFAULT_ENTRIES, no byte budget, churn guard K/W/S =
- * CGR__SHAPES_DEFAULT_CHURN_{K,W,S}, no spare. Step 0. No-op for NULL.
+ * Defaults: no dims, 2 warm-up runs, 16 cached graphs, no byte budget,
+ * churn guard K/W/S = 8/64/32, no spare. No-op for NULL.
  */
 void cgr__shapes_config_init(cgr__shapes_config *cfg);
 
 /**
- * A manager for cfg (copied, names included). CGR_STATUS_INVALID_ARGUMENT
- * when m or cfg is NULL, n_dims is above CGR__SIG_MAX_DIMS, dims is NULL
- * with n_dims > 0, a dim has a tensor or axis out of range, a (tensor,
- * axis) pair repeats, a policy is not initialized, a name is too long,
- * warmup_runs is outside 1..CGR_MAX_WARMUP, keep_spare is not 0 or 1, or
- * the cache or churn settings are refused by cgr__cache_init() /
- * cgr__churn_init(); CGR_STATUS_OUT_OF_MEMORY when the tables cannot be
- * allocated. *m is left unchanged on failure.
+ * A table for cfg (copied, names included). CGR_STATUS_INVALID_ARGUMENT
+ * when m or cfg is NULL, n_dims is above CGR_MAX_DYN_DIMS, dims is NULL
+ * with n_dims > 0, a policy is not initialized, a name is too long,
+ * warmup_runs is outside 1..CGR_MAX_WARMUP, max_entries outside
+ * 1..CGR__SHAPES_MAX_ENTRIES, keep_spare is not 0 or 1, or the churn
+ * settings are refused by cgr__churn_init(); CGR_STATUS_OUT_OF_MEMORY when
+ * the entries cannot be allocated. *m is left unchanged on failure.
  */
 cgr_status cgr__shapes_init(cgr__shapes *m, const cgr__shapes_config *cfg);
 
 /**
- * Frees the tables and zeroes *m. Payloads still held (cache entries, the
- * spare) are not touched: drain them first. NULL and a zeroed manager are
- * no-ops; destroying twice is safe.
+ * Frees the entries and zeroes *m. Payloads still held (graphs, the spare)
+ * are not touched: drain them first. NULL and a zeroed table are no-ops;
+ * destroying twice is safe.
  */
 void cgr__shapes_destroy(cgr__shapes *m);
 
@@ -314,24 +309,23 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
 /**
  * The payload that decide() would replay for true_dims now, without
  * deciding: nothing changes, LRU order and counters included. NULL when
- * that run would not replay (the shape is not cached, or a capture is not
+ * that run would not replay (no graph for the shape, or a capture is not
  * reported yet) or the arguments are bad. bucketed (optional, n_dims
  * values) gets the bucketed dims when the payload is not NULL. The
- * runtime uses it to launch a run ahead (replay/arm.c) and decides when
- * the run is launched for real.
+ * runtime uses it to launch a run ahead (replay/arm.c).
  */
 void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed);
 
 /**
  * The bucketed dims of true_dims (n_dims values into bucketed), nothing
- * else: no signature, no lookup. CGR_STATUS_INVALID_ARGUMENT for bad
- * arguments or dims outside every bucket.
+ * else. CGR_STATUS_INVALID_ARGUMENT for bad arguments or dims outside
+ * every bucket.
  */
 cgr_status cgr__shapes_bucket(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed);
 
 /**
- * The capture from the latest CAPTURE decision succeeded. Inserts the
- * payload (evicting least recently used entries, handed back in
+ * The capture from the latest CAPTURE decision succeeded. Caches the
+ * payload (evicting least recently used graphs, handed back in
  * out->freed), or refuses it when its bytes alone exceed the byte budget:
  * then the payload itself is in out->freed and the shape runs EAGER
  * (TOO_LARGE) from now on. The runtime may launch the executable for the
@@ -366,36 +360,31 @@ cgr_status cgr__shapes_capture_cancel(cgr__shapes *m);
 /**
  * cudaGraphExecUpdate on the offered executable failed: `reason` is the
  * cudaGraphExecUpdateResult (counted per value, 15 and above or negative
- * in the last slot), text says more (kept, bounded; NULL is ""). *victim
- * receives the offered payload, taken out of the cache or the spare, for
- * the caller to free; then instantiate and call capture_done(updated = 0).
- * CGR_STATUS_WRONG_STATE when no capture is in flight, nothing was
- * offered or its failure was already reported; CGR_STATUS_INVALID_ARGUMENT
- * for NULLs.
+ * in the last place), text says more (kept, bounded; NULL is ""). *victim
+ * receives the offered payload for the caller to free; then instantiate
+ * and call capture_done(updated = 0). CGR_STATUS_WRONG_STATE when no
+ * capture is in flight, nothing was offered or its failure was already
+ * reported; CGR_STATUS_INVALID_ARGUMENT for NULLs.
  */
 cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
-                                     cgr__cache_evicted *victim);
+                                     cgr__shapes_freed *victim);
 
 /**
- * Hands back one payload still held: cache entries, least recently used
- * first, then the spare. For tearing down; the manager stays usable.
+ * Hands back one payload still held: graphs, least recently used first,
+ * then the spare. For tearing down; the table stays usable.
  * CGR_STATUS_WRONG_STATE when nothing is held or a capture is in flight,
  * CGR_STATUS_INVALID_ARGUMENT for NULLs.
  */
-cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__cache_evicted *out);
+cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out);
 
-/** All counters (cache-derived ones included). CGR_STATUS_INVALID_ARGUMENT for NULLs. */
+/** All counters. CGR_STATUS_INVALID_ARGUMENT for NULLs. */
 cgr_status cgr__shapes_get_stats(const cgr__shapes *m, cgr__shapes_stats *out);
 
-/**
- * The cache, for per-signature counters: iterate with cgr__cache_first()/
- * _next() and read each entry's hits (replays) and last_use (cache tick).
- * NULL for NULL.
- */
-const cgr__cache *cgr__shapes_cache(const cgr__shapes *m);
+/** Entries in the table, in use or not (for iterating with cgr__shapes_entry()). */
+uint32_t cgr__shapes_capacity(const cgr__shapes *m);
 
-/** Record i of the shapes that run eagerly for good, or NULL when not live. */
-const cgr__shapes_nograph *cgr__shapes_nograph_at(const cgr__shapes *m, uint32_t i);
+/** Entry i, or NULL when it is free or out of range. */
+const cgr__shape *cgr__shapes_entry(const cgr__shapes *m, uint32_t i);
 
 /** The latest churn warning, "" before the first trip (and for NULL). */
 const char *cgr__shapes_warning(const cgr__shapes *m);

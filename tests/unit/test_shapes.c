@@ -1,13 +1,18 @@
 /*
- * Unit tests of the shape manager (replay/shapes.h), the decision core of
+ * Unit tests of the shape table (replay/shapes.h), the decision core of
  * shape changes: scripted sequences for W-serve traffic (10,000 requests,
  * buckets {1,...,64}), bucket boundaries, per-shape warm-up, LRU eviction
  * with the update-in-place offer, the spare, the byte budget, uncapturable
  * shapes, the churn guard with its warning and hysteresis, and bad input
- * (which must change nothing). Then random traffic with random capture
- * outcomes against a model that owns every payload: each one handed to the
- * manager must come back exactly once, and a replay must only ever get the
- * live payload of its own shape.
+ * (which must change nothing). Then what the one table of entries must
+ * guarantee: the latest entry tried first without ever answering for
+ * another shape, the three kinds of entries kept to their own bounds,
+ * least recently used first across both budgets, recycled warm-up entries
+ * starting over, 0 and CGR_MAX_DYN_DIMS dims, the freed list at its
+ * largest and byte totals that never wrap. Last, random traffic with
+ * random capture outcomes against a model that owns every payload: each
+ * one handed to the table must come back exactly once, and a replay must
+ * only ever get the live payload of its own shape.
  */
 #include <math.h> /* NAN */
 #include <stdint.h>
@@ -45,13 +50,11 @@ static cgr__bucket_policy pow2_policy(int64_t max)
     return p;
 }
 
-static cgr__shapes_dim_desc dim(const char *name, int tensor, int axis, cgr__bucket_policy p)
+static cgr__shapes_dim_desc dim(const char *name, cgr__bucket_policy p)
 {
     cgr__shapes_dim_desc d;
     memset(&d, 0, sizeof d);
     d.name = name;
-    d.tensor = tensor;
-    d.axis = axis;
     d.policy = p;
     return d;
 }
@@ -60,10 +63,10 @@ static cgr__shapes_dim_desc dim(const char *name, int tensor, int axis, cgr__buc
 static cgr__shapes_config one_dim(cgr__shapes_dim_desc *d, int64_t max, uint32_t warmup,
                                   uint32_t entries, size_t bytes)
 {
-    *d = dim("x", 0, 0, pow2_policy(max));
+    *d = dim("x", pow2_policy(max));
     cgr__shapes_config c;
     cgr__shapes_config_init(&c);
-    c.step = 3;
+    c.step_name = "step3";
     c.dims = d;
     c.n_dims = 1;
     c.warmup_runs = warmup;
@@ -118,6 +121,29 @@ static cgr__shapes_stats stats(const cgr__shapes *m)
     return s;
 }
 
+/* The entry a decision names; it must be in use. */
+static const cgr__shape *entry_of(const cgr__shapes *m, const cgr__shapes_decision *d)
+{
+    ASSERT_LT(d->entry, cgr__shapes_capacity(m));
+    const cgr__shape *e = cgr__shapes_entry(m, d->entry);
+    ASSERT(e != NULL);
+    return e;
+}
+
+/* The entry holding bucketed shape x of a one-dim table, or NULL. */
+static const cgr__shape *find1(const cgr__shapes *m, int64_t x)
+{
+    const cgr__shape *found = NULL;
+    for (uint32_t i = 0; i < cgr__shapes_capacity(m); i++) {
+        const cgr__shape *e = cgr__shapes_entry(m, i);
+        if (e != NULL && e->dims[0] == x) {
+            ASSERT(found == NULL); /* one entry per shape */
+            found = e;
+        }
+    }
+    return found;
+}
+
 /* The identities every state must satisfy (no capture in flight). */
 static void check_identities(const cgr__shapes *m)
 {
@@ -136,28 +162,76 @@ static void check_identities(const cgr__shapes *m)
         uf += s.update_failures_by_reason[r];
     ASSERT_U64_EQ(uf, s.update_failures);
     ASSERT_LE(s.updates, s.captures);
-    ASSERT_LE(s.entries, m->cache.max_entries);
-    if (m->cache.max_bytes > 0)
-        ASSERT_LE(s.bytes, m->cache.max_bytes);
-    /* The cache's own counters agree with the manager's. */
-    ASSERT_U64_EQ(m->cache.counters.hits, s.hits);
-    ASSERT_U64_EQ(m->cache.counters.misses, s.misses);
-    uint64_t replays = 0;
-    const cgr__cache *c = cgr__shapes_cache(m);
-    for (uint32_t i = cgr__cache_first(c); i != CGR__CACHE_NONE; i = cgr__cache_next(c, i))
-        replays += cgr__cache_entry_at(c, i)->hits;
+    ASSERT_LE(s.entries, m->max_entries);
+    ASSERT_LE(s.peak_entries, m->max_entries);
+    ASSERT_LE(s.entries, s.peak_entries);
+    ASSERT_LE(s.bytes, s.peak_bytes);
+    if (m->max_bytes > 0) {
+        ASSERT_LE(s.bytes, m->max_bytes);
+        ASSERT_LE(s.peak_bytes, m->max_bytes);
+    }
+    ASSERT_LE(s.warming, CGR__SHAPES_MAX_WARMING);
+    ASSERT_LE(s.eager, CGR__SHAPES_MAX_EAGER);
+
+    /* The entries agree with the counters, and no shape has two entries. */
+    uint32_t cap = cgr__shapes_capacity(m);
+    ASSERT_EQ(cap, m->max_entries + CGR__SHAPES_MAX_WARMING + CGR__SHAPES_MAX_EAGER);
+    ASSERT(cgr__shapes_entry(m, cap) == NULL);
+    uint32_t graphs = 0, warming = 0, eager = 0;
+    uint64_t replays = 0, eager_runs = 0;
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < cap; i++) {
+        const cgr__shape *e = cgr__shapes_entry(m, i);
+        if (e == NULL)
+            continue;
+        ASSERT_LE(e->last_use, s.runs);
+        ASSERT_GT(e->last_use, 0);
+        for (uint32_t d = m->n_dims; d < CGR_MAX_DYN_DIMS; d++)
+            ASSERT_EQ(e->dims[d], 0);
+        for (uint32_t j = 0; j < i; j++) {
+            const cgr__shape *o = cgr__shapes_entry(m, j);
+            if (o != NULL) {
+                ASSERT(memcmp(o->dims, e->dims, sizeof e->dims) != 0);
+                /* One decision per run: two entries never share their latest run. */
+                ASSERT(o->last_use != e->last_use);
+            }
+        }
+        switch (e->state) {
+        case CGR__SHAPE_WARMING:
+            warming++;
+            ASSERT_LE(e->warmups, m->warmup_runs);
+            break;
+        case CGR__SHAPE_GRAPH:
+            graphs++;
+            ASSERT(e->payload != NULL);
+            bytes += e->bytes;
+            replays += e->replays;
+            break;
+        case CGR__SHAPE_EAGER:
+            eager++;
+            ASSERT(e->reason == CGR__SHAPES_REASON_CAPTURE_FAILED ||
+                   e->reason == CGR__SHAPES_REASON_TOO_LARGE);
+            eager_runs += e->eager_runs;
+            break;
+        default:
+            TEST_FAIL_("entry %u in state %u", i, (unsigned)e->state);
+        }
+    }
+    ASSERT_EQ(graphs, s.entries);
+    ASSERT_EQ(warming, s.warming);
+    ASSERT_EQ(eager, s.eager);
+    ASSERT_EQ(bytes, s.bytes);
     ASSERT_LE(replays, s.hits);
+    ASSERT_LE(eager_runs, s.eager_by_reason[CGR__SHAPES_REASON_CAPTURE_FAILED] +
+                              s.eager_by_reason[CGR__SHAPES_REASON_TOO_LARGE]);
 }
 
 /* ---- byte-for-byte snapshots: failed calls change nothing --------------------------- */
 
 typedef struct snap {
     cgr__shapes m;
-    cgr__shapes_pending pending[CGR__SHAPES_MAX_PENDING];
-    cgr__shapes_nograph nograph[CGR__SHAPES_MAX_NOGRAPH];
-    cgr__cache_entry *entries;
-    int64_t true_dims[CGR__SIG_MAX_DIMS];
-    int64_t last_new[CGR__SIG_MAX_DIMS];
+    cgr__shape *entries;
+    cgr__shapes_freed *freed;
     cgr__shapes_stats stats;
 } snap;
 
@@ -166,13 +240,11 @@ static snap *snap_take(const cgr__shapes *m)
     snap *s = calloc(1, sizeof *s);
     ASSERT(s != NULL);
     s->m = *m;
-    memcpy(s->pending, m->pending, sizeof s->pending);
-    memcpy(s->nograph, m->nograph, sizeof s->nograph);
-    s->entries = malloc(m->cache.max_entries * sizeof *s->entries);
-    ASSERT(s->entries != NULL);
-    memcpy(s->entries, m->cache.entries, m->cache.max_entries * sizeof *s->entries);
-    memcpy(s->true_dims, m->true_dims, m->n_dims * sizeof m->true_dims[0]);
-    memcpy(s->last_new, m->last_new, m->n_dims * sizeof m->last_new[0]);
+    s->entries = malloc(m->capacity * sizeof *s->entries);
+    s->freed = malloc((m->max_entries + 1) * sizeof *s->freed);
+    ASSERT(s->entries != NULL && s->freed != NULL);
+    memcpy(s->entries, m->entries, m->capacity * sizeof *s->entries);
+    memcpy(s->freed, m->freed, (m->max_entries + 1) * sizeof *s->freed);
     s->stats = stats(m);
     return s;
 }
@@ -182,12 +254,10 @@ static void snap_check(snap *s, const cgr__shapes *m)
     cgr__shapes_stats now = stats(m);
     ASSERT_EQ(memcmp(&s->stats, &now, sizeof now), 0);
     ASSERT_EQ(memcmp(&s->m, m, sizeof *m), 0);
-    ASSERT_EQ(memcmp(s->pending, m->pending, sizeof s->pending), 0);
-    ASSERT_EQ(memcmp(s->nograph, m->nograph, sizeof s->nograph), 0);
-    ASSERT_EQ(memcmp(s->entries, m->cache.entries, m->cache.max_entries * sizeof *s->entries), 0);
-    ASSERT_EQ(memcmp(s->true_dims, m->true_dims, m->n_dims * sizeof m->true_dims[0]), 0);
-    ASSERT_EQ(memcmp(s->last_new, m->last_new, m->n_dims * sizeof m->last_new[0]), 0);
+    ASSERT_EQ(memcmp(s->entries, m->entries, m->capacity * sizeof *s->entries), 0);
+    ASSERT_EQ(memcmp(s->freed, m->freed, (m->max_entries + 1) * sizeof *s->freed), 0);
     free(s->entries);
+    free(s->freed);
     free(s);
 }
 
@@ -195,29 +265,41 @@ static void snap_check(snap *s, const cgr__shapes *m)
 
 static void test_init(void)
 {
+    /* The documented defaults. */
     cgr__shapes_config c;
+    memset(&c, 0x5A, sizeof c);
     cgr__shapes_config_init(&c);
-    ASSERT_EQ(c.warmup_runs, CGR__SHAPES_DEFAULT_WARMUP);
-    ASSERT_EQ(c.max_entries, CGR__SHAPES_DEFAULT_ENTRIES);
-    ASSERT_EQ(c.max_bytes, 0);
-    ASSERT_EQ(c.churn_k, CGR__SHAPES_DEFAULT_CHURN_K);
+    ASSERT(c.step_name == NULL);
+    ASSERT(c.dims == NULL);
     ASSERT_EQ(c.n_dims, 0);
+    ASSERT_EQ(c.warmup_runs, 2);
+    ASSERT_EQ(c.max_entries, 16);
+    ASSERT_EQ(c.max_bytes, 0);
+    ASSERT_EQ(c.churn_k, 8);
+    ASSERT_U64_EQ(c.churn_window, 64);
+    ASSERT_U64_EQ(c.churn_stable, 32);
+    ASSERT_EQ(c.keep_spare, 0);
     cgr__shapes_config_init(NULL);
 
     cgr__shapes m, before;
     memset(&m, 0x5A, sizeof m);
     memcpy(&before, &m, sizeof m);
     cgr__shapes_dim_desc d[3];
-    d[0] = dim("x", 0, 0, pow2_policy(64));
-    d[1] = dim(NULL, 1, 2, pow2_policy(8));
-    d[2] = dim("y", 2, 0, pow2_policy(8));
+    d[0] = dim("x", pow2_policy(64));
+    d[1] = dim(NULL, pow2_policy(8));
+    d[2] = dim("y", pow2_policy(8));
     cgr__shapes_config good;
     cgr__shapes_config_init(&good);
+    good.step_name = "decode";
     good.dims = d;
     good.n_dims = 3;
 
     ASSERT_EQ(cgr__shapes_init(NULL, &good), CGR_STATUS_INVALID_ARGUMENT);
     ASSERT_EQ(cgr__shapes_init(&m, NULL), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(memcmp(&m, &before, sizeof m), 0);
+    char too_long[CGR__SHAPES_NAME_MAX + 2];
+    memset(too_long, 'n', CGR__SHAPES_NAME_MAX + 1);
+    too_long[CGR__SHAPES_NAME_MAX + 1] = '\0';
 #define BAD(field_change)                                                                  \
     do {                                                                                   \
         cgr__shapes_dim_desc dd[3];                                                        \
@@ -229,23 +311,22 @@ static void test_init(void)
         ASSERT_EQ(memcmp(&m, &before, sizeof m), 0);                                       \
     } while (0)
     BAD(c.dims = NULL);
-    BAD(c.n_dims = CGR__SIG_MAX_DIMS + 1);
+    BAD(c.n_dims = CGR_MAX_DYN_DIMS + 1);
+    BAD(c.n_dims = UINT32_MAX);
     BAD(c.warmup_runs = 0);
     BAD(c.warmup_runs = CGR_MAX_WARMUP + 1);
     BAD(c.max_entries = 0);
-    BAD(c.max_entries = CGR__CACHE_MAX_ENTRIES + 1);
+    BAD(c.max_entries = CGR__SHAPES_MAX_ENTRIES + 1);
     BAD(c.keep_spare = 2);
     BAD(c.keep_spare = -1);
     BAD(c.churn_k = CGR__CHURN_MAX_K + 1);
     BAD((c.churn_k = 5, c.churn_window = 4));
     BAD((c.churn_k = 5, c.churn_stable = 0));
-    BAD(dd[1].tensor = -1);
-    BAD(dd[1].tensor = CGR_MAX_TENSORS);
-    BAD(dd[1].axis = -1);
-    BAD(dd[1].axis = CGR_MAX_RANK);
-    BAD((dd[2].tensor = 0, dd[2].axis = 0)); /* the same (tensor, axis) as dims[0] */
     BAD(memset(&dd[0].policy, 0, sizeof dd[0].policy));
+    BAD(memset(&dd[2].policy, 0, sizeof dd[2].policy)); /* the last dim is checked too */
     BAD(dd[0].name = "a_tensor_name_that_is_much_longer_than_sixty_three_characters_in_all");
+    BAD(dd[2].name = too_long);
+    BAD(c.step_name = too_long);
 #undef BAD
 
     /* The limits themselves are fine, and so are no dims at all. */
@@ -257,18 +338,42 @@ static void test_init(void)
     c.keep_spare = 1;
     mgr(&m, &c);
     ASSERT_EQ(m.n_dims, 3);
-    ASSERT_STR_EQ(m.dims[0].desc.name, "x");
-    ASSERT(m.dims[1].desc.name == NULL);
+    ASSERT_STR_EQ(m.step_name, "decode");
+    ASSERT_STR_EQ(m.dim_name[0], "x");
+    ASSERT_STR_EQ(m.dim_name[1], ""); /* unnamed: printed "d1" */
+    ASSERT_STR_EQ(m.dim_name[2], "y");
     ASSERT_STR_EQ(cgr__shapes_warning(&m), "");
     ASSERT_STR_EQ(cgr__shapes_update_error(&m), "");
+    /* Room for every kind of entry at its bound; all free at the start. */
+    ASSERT_EQ(cgr__shapes_capacity(&m), 1 + CGR__SHAPES_MAX_WARMING + CGR__SHAPES_MAX_EAGER);
+    for (uint32_t i = 0; i <= cgr__shapes_capacity(&m); i++)
+        ASSERT(cgr__shapes_entry(&m, i) == NULL);
+    ASSERT(cgr__shapes_entry(&m, UINT32_MAX) == NULL);
+    check_identities(&m);
     cgr__shapes_destroy(&m);
     cgr__shapes_destroy(&m); /* twice is safe */
     cgr__shapes_destroy(NULL);
+    ASSERT_EQ(cgr__shapes_capacity(&m), 0);
+    ASSERT_EQ(cgr__shapes_capacity(NULL), 0);
+
+    /* The largest table, and every dim a step can declare. */
+    cgr__shapes_dim_desc all[CGR_MAX_DYN_DIMS];
+    for (uint32_t i = 0; i < CGR_MAX_DYN_DIMS; i++)
+        all[i] = dim(NULL, pow2_policy(4));
+    c = good;
+    c.dims = all;
+    c.n_dims = CGR_MAX_DYN_DIMS;
+    c.max_entries = CGR__SHAPES_MAX_ENTRIES;
+    mgr(&m, &c);
+    ASSERT_EQ(cgr__shapes_capacity(&m),
+              CGR__SHAPES_MAX_ENTRIES + CGR__SHAPES_MAX_WARMING + CGR__SHAPES_MAX_EAGER);
+    cgr__shapes_destroy(&m);
 
     /* A step without dynamic dims: one shape, captured after warm-up, then replayed. */
     cgr__shapes_config_init(&c);
     c.warmup_runs = 1;
     mgr(&m, &c);
+    ASSERT_STR_EQ(m.step_name, "step"); /* NULL: the default name */
     cgr__shapes_decision out;
     ASSERT_EQ(cgr__shapes_decide(&m, NULL, &out), CGR_STATUS_OK);
     expect(&out, CGR__SHAPES_WARMUP);
@@ -281,26 +386,37 @@ static void test_init(void)
         ASSERT_PTR_EQ(out.payload, pl(1));
     }
     check_identities(&m);
-    cgr__cache_evicted e;
+    cgr__shapes_freed e;
     ASSERT_EQ(cgr__shapes_drain(&m, &e), CGR_STATUS_OK);
     ASSERT_PTR_EQ(e.payload, pl(1));
     cgr__shapes_destroy(&m);
 
-    /* A name of exactly the longest length is kept whole. */
+    /* Names of exactly the longest length are kept whole, and copied. */
     char name[CGR__SHAPES_NAME_MAX + 1];
     memset(name, 'n', CGR__SHAPES_NAME_MAX);
     name[CGR__SHAPES_NAME_MAX] = '\0';
     d[0].name = name;
-    mgr(&m, &good);
-    ASSERT_STR_EQ(m.dims[0].desc.name, name);
-    ASSERT(m.dims[0].desc.name != name); /* copied */
+    c = good;
+    c.step_name = name;
+    mgr(&m, &c);
+    ASSERT_STR_EQ(m.dim_name[0], name);
+    ASSERT_STR_EQ(m.step_name, name);
+    name[0] = 'X'; /* the caller's buffer may change or go after init */
+    ASSERT_EQ(m.dim_name[0][0], 'n');
+    ASSERT_EQ(m.step_name[0], 'n');
+    d[0].name = "x";
     cgr__shapes_destroy(&m);
 
     /* Names and reasons print. */
     ASSERT_STR_EQ(cgr__shapes_action_name(CGR__SHAPES_REPLAY), "replay");
+    ASSERT_STR_EQ(cgr__shapes_action_name(CGR__SHAPES_WARMUP), "warmup");
+    ASSERT_STR_EQ(cgr__shapes_action_name(CGR__SHAPES_CAPTURE), "capture");
     ASSERT_STR_EQ(cgr__shapes_action_name(CGR__SHAPES_EAGER), "eager");
     ASSERT_STR_EQ(cgr__shapes_action_name((cgr__shapes_action)99), "invalid");
+    ASSERT_STR_EQ(cgr__shapes_reason_name(CGR__SHAPES_REASON_NONE), "none");
     ASSERT_STR_EQ(cgr__shapes_reason_name(CGR__SHAPES_REASON_CHURN), "churn guard");
+    ASSERT_STR_EQ(cgr__shapes_reason_name(CGR__SHAPES_REASON_CAPTURE_FAILED), "capture failed");
+    ASSERT_STR_EQ(cgr__shapes_reason_name(CGR__SHAPES_REASON_TOO_LARGE), "too large");
     ASSERT_STR_EQ(cgr__shapes_reason_name(CGR__SHAPES_REASONS), "invalid");
 }
 
@@ -314,10 +430,10 @@ static void test_init(void)
 static void test_wserve(void)
 {
     static const int64_t buckets[7] = {1, 2, 4, 8, 16, 32, 64};
-    cgr__shapes_dim_desc d = dim("x", 0, 0, list_policy(buckets, 7));
+    cgr__shapes_dim_desc d = dim("x", list_policy(buckets, 7));
     cgr__shapes_config c;
     cgr__shapes_config_init(&c);
-    c.step = 11;
+    c.step_name = "serve";
     c.dims = &d;
     c.n_dims = 1;
     c.warmup_runs = 1;
@@ -325,6 +441,7 @@ static void test_wserve(void)
     mgr(&m, &c);
 
     int state[7] = {0};      /* 0 unseen, 1 warmed up, 2 cached */
+    uint32_t entry[7];       /* each bucket keeps its entry from first sight to replay */
     uint64_t per_bucket[7] = {0};
     int last_capture = -1, captures = 0;
     for (int i = 0; i < 10000; i++) {
@@ -336,14 +453,20 @@ static void test_wserve(void)
         /* The smallest bucket that holds the batch, and the true size beside it. */
         ASSERT_EQ(out.dims[0], buckets[b]);
         ASSERT(b == 0 || buckets[b - 1] < batch);
-        ASSERT_EQ(out.sig->dims[0], buckets[b]);
+        const cgr__shape *e = entry_of(&m, &out);
+        ASSERT_PTR_EQ(out.dims, e->dims); /* the entry's key is what the run pads to */
+        ASSERT_EQ(e->dims[0], buckets[b]);
         per_bucket[b]++;
         if (state[b] == 0) {
             expect(&out, CGR__SHAPES_WARMUP);
             ASSERT_EQ(out.warmup_run, 1);
             ASSERT_EQ(out.new_shape, 1);
+            ASSERT_EQ(out.fresh, 1);
+            entry[b] = out.entry;
             state[b] = 1;
         } else if (state[b] == 1) {
+            ASSERT_EQ(out.entry, entry[b]);
+            ASSERT_EQ(out.fresh, 0);
             expect(&out, CGR__SHAPES_CAPTURE);
             ASSERT(out.payload == NULL); /* never full: nothing to update */
             ASSERT_EQ(out.source, CGR__SHAPES_FROM_NONE);
@@ -357,6 +480,10 @@ static void test_wserve(void)
             expect(&out, CGR__SHAPES_REPLAY);
             ASSERT_PTR_EQ(out.payload, pl(100 + (uintptr_t)b));
             ASSERT_EQ(out.new_shape, 0);
+            ASSERT_EQ(out.entry, entry[b]);
+            ASSERT_EQ(out.fresh, 0);
+            ASSERT_EQ(e->state, CGR__SHAPE_GRAPH);
+            ASSERT_U64_EQ(e->last_use, (uint64_t)i + 1); /* the table's run count */
         }
         ASSERT_EQ(out.churn_tripped, 0);
     }
@@ -373,18 +500,24 @@ static void test_wserve(void)
     ASSERT_U64_EQ(s.updates, 0);
     ASSERT_U64_EQ(s.churn_activations, 0);
     ASSERT_EQ(s.entries, 7);
-    ASSERT_EQ(s.pending, 0);
+    ASSERT_EQ(s.peak_entries, 7);
+    ASSERT_EQ(s.warming, 0);
+    ASSERT_EQ(s.eager, 0);
     ASSERT(near(s.capture_us, 700.0));
     ASSERT(near(s.instantiate_us, 2800.0));
-    /* Per signature: every request of a bucket after its warm-up and capture replayed. */
-    const cgr__cache *cc = cgr__shapes_cache(&m);
+    /* Per shape: every request of a bucket after its warm-up and capture replayed. */
     int seen = 0;
-    for (uint32_t i = cgr__cache_first(cc); i != CGR__CACHE_NONE; i = cgr__cache_next(cc, i)) {
-        const cgr__cache_entry *e = cgr__cache_entry_at(cc, i);
+    for (uint32_t i = 0; i < cgr__shapes_capacity(&m); i++) {
+        const cgr__shape *e = cgr__shapes_entry(&m, i);
+        if (e == NULL)
+            continue;
+        ASSERT_EQ(e->state, CGR__SHAPE_GRAPH);
         int b = (int)((uintptr_t)e->payload - 100);
         ASSERT(b >= 0 && b < 7);
-        ASSERT_EQ(e->sig.dims[0], buckets[b]);
-        ASSERT_U64_EQ(e->hits, per_bucket[b] - 2);
+        ASSERT_EQ(i, entry[b]);
+        ASSERT_EQ(e->dims[0], buckets[b]);
+        ASSERT_U64_EQ(e->replays, per_bucket[b] - 2);
+        ASSERT_EQ(e->bytes, 4096 * (size_t)buckets[b]);
         ASSERT_GT(e->last_use, 0);
         seen++;
     }
@@ -392,12 +525,29 @@ static void test_wserve(void)
     check_identities(&m);
     printf("W-serve: 7 captures, the last at request %d; %llu replays of 10000\n", last_capture,
            (unsigned long long)s.hits);
+    /* Drain hands the graphs back least recently used first, and counts no eviction. */
+    uint64_t prev = 0;
     for (int i = 0; i < 7; i++) {
-        cgr__cache_evicted e;
+        uint64_t want_use = UINT64_MAX;
+        uintptr_t want = 0;
+        for (uint32_t k = 0; k < cgr__shapes_capacity(&m); k++) {
+            const cgr__shape *e = cgr__shapes_entry(&m, k);
+            if (e != NULL && e->last_use < want_use) {
+                want_use = e->last_use;
+                want = (uintptr_t)e->payload;
+            }
+        }
+        ASSERT_GT(want_use, prev);
+        prev = want_use;
+        cgr__shapes_freed e;
         ASSERT_EQ(cgr__shapes_drain(&m, &e), CGR_STATUS_OK);
+        ASSERT_PTR_EQ(e.payload, pl(want));
     }
-    cgr__cache_evicted e;
+    cgr__shapes_freed e;
     ASSERT_EQ(cgr__shapes_drain(&m, &e), CGR_STATUS_WRONG_STATE);
+    ASSERT_U64_EQ(stats(&m).evictions, 0);
+    ASSERT_EQ(stats(&m).entries, 0);
+    ASSERT_EQ(stats(&m).bytes, 0);
     cgr__shapes_destroy(&m);
 }
 
@@ -407,8 +557,7 @@ static void test_wserve(void)
 static void test_boundaries(void)
 {
     static const int64_t sizes[3] = {3, 10, 100};
-    cgr__shapes_dim_desc d[2] = {dim("x", 0, 0, list_policy(sizes, 3)),
-                                 dim("y", 0, 1, pow2_policy(100))};
+    cgr__shapes_dim_desc d[2] = {dim("x", list_policy(sizes, 3)), dim("y", pow2_policy(100))};
     cgr__shapes_config c;
     cgr__shapes_config_init(&c);
     c.dims = d;
@@ -483,55 +632,77 @@ static void test_warmup(void)
         expect(&out, script[i].a);
         int64_t b = out.dims[0];
         ASSERT(b == 1 || b == 2 || b == 4);
+        const cgr__shape *e = entry_of(&m, &out);
+        ASSERT_EQ(out.fresh, script[i].a == CGR__SHAPES_WARMUP && script[i].run == 1);
         if (script[i].a == CGR__SHAPES_WARMUP) {
             ASSERT_EQ(out.warmup_run, script[i].run);
             ASSERT_EQ(out.new_shape, script[i].run == 1);
-            ASSERT_LT(out.pending, CGR__SHAPES_MAX_PENDING);
             if (script[i].run == 1)
-                record[b] = out.pending;
-            ASSERT_EQ(out.pending, record[b]); /* stable from first warm-up to capture */
+                record[b] = out.entry;
+            ASSERT_EQ(out.entry, record[b]); /* stable from first warm-up to capture */
+            ASSERT_EQ(e->state, CGR__SHAPE_WARMING);
+            ASSERT_EQ(e->warmups, script[i].run);
         } else if (script[i].a == CGR__SHAPES_CAPTURE) {
-            ASSERT_EQ(out.pending, record[b]);
+            ASSERT_EQ(out.entry, record[b]);
             ASSERT_EQ(out.warmup_run, 0);
             done(&m, (uintptr_t)b, 1, 0);
+            ASSERT_EQ(e->state, CGR__SHAPE_GRAPH); /* the same entry now holds the graph */
         } else {
             ASSERT_PTR_EQ(out.payload, pl((uintptr_t)b));
-            ASSERT_EQ(out.pending, CGR__CACHE_NONE);
+            ASSERT_EQ(out.entry, record[b]); /* and keeps it while the graph lives */
+            ASSERT_EQ(out.warmup_run, 0);
         }
     }
     cgr__shapes_stats s = stats(&m);
     ASSERT_U64_EQ(s.warmup_runs, 9);
     ASSERT_U64_EQ(s.captures, 3);
     ASSERT_U64_EQ(s.new_shapes, 3);
-    ASSERT_EQ(s.pending, 0);
+    ASSERT_EQ(s.warming, 0);
 
     /*
-     * 17 shapes warming at once: the 17th recycles the record of the least
-     * recently seen one (shape 1 << 4), which then starts over as new; the
-     * others keep their count.
+     * 17 shapes warming at once: the 17th takes the entry of the least
+     * recently seen one (shape 1 << 5 once 1 << 4 has run again), which then
+     * starts over as new; the others keep their count.
      */
-    for (int k = 4; k < 4 + (int)CGR__SHAPES_MAX_PENDING; k++) {
+    uint32_t at[21];
+    for (int k = 4; k < 4 + (int)CGR__SHAPES_MAX_WARMING; k++) {
         cgr__shapes_decision out = decide1(&m, INT64_C(1) << k);
         expect(&out, CGR__SHAPES_WARMUP);
         ASSERT_EQ(out.warmup_run, 1);
+        ASSERT_EQ(out.fresh, 1);
+        at[k] = out.entry;
     }
-    ASSERT_EQ(stats(&m).pending, CGR__SHAPES_MAX_PENDING);
+    ASSERT_EQ(stats(&m).warming, CGR__SHAPES_MAX_WARMING);
     /* A second warm-up of 1 << 4 makes 1 << 5 the least recently seen. */
     cgr__shapes_decision out = decide1(&m, INT64_C(1) << 4);
     ASSERT_EQ(out.warmup_run, 2);
+    ASSERT_EQ(out.entry, at[4]);
     out = decide1(&m, INT64_C(1) << 20);
     expect(&out, CGR__SHAPES_WARMUP);
     ASSERT_EQ(out.warmup_run, 1);
-    ASSERT_EQ(stats(&m).pending, CGR__SHAPES_MAX_PENDING);
+    ASSERT_EQ(out.new_shape, 1);
+    ASSERT_EQ(out.fresh, 1);
+    ASSERT_EQ(out.entry, at[5]); /* recycled in place: the runtime must reset its state */
+    ASSERT_EQ(entry_of(&m, &out)->dims[0], INT64_C(1) << 20);
+    ASSERT_EQ(entry_of(&m, &out)->warmups, 1);
+    ASSERT(find1(&m, INT64_C(1) << 5) == NULL);
+    ASSERT_EQ(stats(&m).warming, CGR__SHAPES_MAX_WARMING);
     out = decide1(&m, INT64_C(1) << 4);
     ASSERT_EQ(out.warmup_run, 3);
     ASSERT_EQ(out.new_shape, 0);
+    ASSERT_EQ(out.fresh, 0);
     out = decide1(&m, INT64_C(1) << 6);
     ASSERT_EQ(out.warmup_run, 2);
     out = decide1(&m, INT64_C(1) << 5); /* forgotten: new again */
     expect(&out, CGR__SHAPES_WARMUP);
     ASSERT_EQ(out.warmup_run, 1);
     ASSERT_EQ(out.new_shape, 1);
+    ASSERT_EQ(out.fresh, 1);
+    /* It took the entry of 1 << 7, now the least recently seen; the graphs stayed. */
+    ASSERT_EQ(out.entry, at[7]);
+    ASSERT(find1(&m, INT64_C(1) << 7) == NULL);
+    ASSERT_EQ(stats(&m).entries, 3);
+    ASSERT_PTR_EQ(decide1(&m, 2).payload, pl(2));
     check_identities(&m);
     cgr__shapes_destroy(&m);
 }
@@ -565,9 +736,14 @@ static void test_lru_update(void)
     expect(&out, CGR__SHAPES_CAPTURE);
     ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU);
     ASSERT_PTR_EQ(out.payload, pl(2));
+    uint32_t s3_entry = out.entry;
     o = done(&m, 2, 120, 1);
     ASSERT_EQ(o.cached, 1);
     ASSERT_EQ(o.n_freed, 0); /* reused, not freed */
+    ASSERT(find1(&m, 2) == NULL); /* s2 left the table with its executable */
+    ASSERT_EQ(find1(&m, 4)->state, CGR__SHAPE_GRAPH);
+    ASSERT_PTR_EQ(find1(&m, 4)->payload, pl(2));
+    ASSERT_EQ(find1(&m, 4)->bytes, 120);
     cgr__shapes_stats s = stats(&m);
     ASSERT_U64_EQ(s.updates, 1);
     ASSERT_U64_EQ(s.evictions, 1);
@@ -577,6 +753,7 @@ static void test_lru_update(void)
     out = decide1(&m, 4);
     expect(&out, CGR__SHAPES_REPLAY);
     ASSERT_PTR_EQ(out.payload, pl(2)); /* the updated executable now serves s3 */
+    ASSERT_EQ(out.entry, s3_entry);
     out = decide1(&m, 2);
     expect(&out, CGR__SHAPES_WARMUP); /* s2 left the cache: a new shape again */
     ASSERT_EQ(out.new_shape, 1);
@@ -599,7 +776,7 @@ static void test_lru_update(void)
     out = decide1(&m, 8);
     expect(&out, CGR__SHAPES_CAPTURE);
     ASSERT_PTR_EQ(out.payload, pl(2));
-    cgr__cache_evicted victim;
+    cgr__shapes_freed victim;
     ASSERT_EQ(cgr__shapes_update_failed(&m, 2, "cudaGraphExecUpdate: topology changed (node 7)",
                                         &victim),
               CGR_STATUS_OK);
@@ -731,7 +908,7 @@ static void test_spare(void)
     decide1(&m, 32);
     out = decide1(&m, 32);
     ASSERT_EQ(out.source, CGR__SHAPES_FROM_SPARE);
-    cgr__cache_evicted victim;
+    cgr__shapes_freed victim;
     ASSERT_EQ(cgr__shapes_update_failed(&m, 3, "node type changed", &victim), CGR_STATUS_OK);
     ASSERT_PTR_EQ(victim.payload, pl(2));
     ASSERT_EQ(stats(&m).spare, 0);
@@ -745,12 +922,15 @@ static void test_spare(void)
 
     /* Drain gives back the cache, least recently used first, then the spare. */
     uintptr_t want[] = {4, 5, 6, 1};
+    size_t want_bytes[] = {500, 100, 350, 300};
     for (size_t i = 0; i < 4; i++) {
-        cgr__cache_evicted e;
+        cgr__shapes_freed e;
         ASSERT_EQ(cgr__shapes_drain(&m, &e), CGR_STATUS_OK);
         ASSERT_PTR_EQ(e.payload, pl(want[i]));
+        ASSERT_EQ(e.bytes, want_bytes[i]);
     }
-    cgr__cache_evicted e;
+    ASSERT_U64_EQ(stats(&m).evictions, 3); /* tearing down is not evicting */
+    cgr__shapes_freed e;
     ASSERT_EQ(cgr__shapes_drain(&m, &e), CGR_STATUS_WRONG_STATE);
     s = stats(&m);
     ASSERT_EQ(s.entries, 0);
@@ -779,9 +959,15 @@ static void test_too_large(void)
     out = decide1(&m, 2);
     expect(&out, CGR__SHAPES_CAPTURE);
     ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU); /* max_entries 1: s1 is offered */
+    uint32_t s2_entry = out.entry;
     o = done(&m, 2, 5000, 0);
     ASSERT_EQ(o.cached, 0);
-    ASSERT_EQ(o.cache_index, CGR__CACHE_NONE);
+    /* Its entry now says why it runs eagerly; s1's graph is not in freed. */
+    const cgr__shape *e2 = cgr__shapes_entry(&m, s2_entry);
+    ASSERT(e2 != NULL);
+    ASSERT_EQ(e2->state, CGR__SHAPE_EAGER);
+    ASSERT_EQ(e2->reason, CGR__SHAPES_REASON_TOO_LARGE);
+    ASSERT(e2->payload == NULL);
     ASSERT_EQ(o.n_freed, 1);
     ASSERT_PTR_EQ(o.freed[0].payload, pl(2));
     ASSERT_EQ(o.freed[0].bytes, 5000);
@@ -789,13 +975,18 @@ static void test_too_large(void)
     ASSERT_U64_EQ(s.too_large, 1);
     ASSERT_U64_EQ(s.captures, 1 + 1);
     ASSERT_EQ(s.entries, 1); /* s1 untouched */
-    ASSERT_EQ(s.nograph, 1);
+    ASSERT_EQ(s.bytes, 400);
+    ASSERT_U64_EQ(s.evictions, 0);
+    ASSERT_EQ(s.eager, 1);
+    ASSERT_EQ(s.warming, 0);
     for (int i = 0; i < 5; i++) {
         out = decide1(&m, 2);
         expect(&out, CGR__SHAPES_EAGER);
         ASSERT_EQ(out.reason, CGR__SHAPES_REASON_TOO_LARGE);
         ASSERT(strstr(out.text, "5000 bytes") != NULL);
         ASSERT(strstr(out.text, "1000 bytes") != NULL);
+        ASSERT_EQ(out.entry, s2_entry);
+        ASSERT_EQ(out.dims[0], 2);
         out = decide1(&m, 1);
         expect(&out, CGR__SHAPES_REPLAY);
         ASSERT_PTR_EQ(out.payload, pl(1));
@@ -804,17 +995,19 @@ static void test_too_large(void)
     ASSERT_U64_EQ(s.eager_runs, 5);
     ASSERT_U64_EQ(s.eager_by_reason[CGR__SHAPES_REASON_TOO_LARGE], 5);
     uint32_t found = 0;
-    for (uint32_t i = 0; i < CGR__SHAPES_MAX_NOGRAPH; i++) {
-        const cgr__shapes_nograph *e = cgr__shapes_nograph_at(&m, i);
-        if (e == NULL)
+    for (uint32_t i = 0; i < cgr__shapes_capacity(&m); i++) {
+        const cgr__shape *e = cgr__shapes_entry(&m, i);
+        if (e == NULL || e->state != CGR__SHAPE_EAGER)
             continue;
         found++;
+        ASSERT_EQ(i, s2_entry);
         ASSERT_EQ(e->reason, CGR__SHAPES_REASON_TOO_LARGE);
-        ASSERT_EQ(e->sig.dims[0], 2);
-        ASSERT_U64_EQ(e->runs, 5);
+        ASSERT_EQ(e->dims[0], 2);
+        ASSERT_U64_EQ(e->eager_runs, 5);
+        ASSERT(strstr(e->text, "5000 bytes") != NULL);
     }
     ASSERT_EQ(found, 1);
-    ASSERT(cgr__shapes_nograph_at(&m, CGR__SHAPES_MAX_NOGRAPH) == NULL);
+    ASSERT(cgr__shapes_entry(&m, cgr__shapes_capacity(&m)) == NULL);
 
     /* Updated from the LRU into a graph that is too large: both go. */
     decide1(&m, 4);
@@ -876,8 +1069,12 @@ static void test_uncapturable(void)
     cgr__shapes_stats s = stats(&m);
     ASSERT_U64_EQ(s.capture_failures, 1);
     ASSERT_U64_EQ(s.eager_by_reason[CGR__SHAPES_REASON_CAPTURE_FAILED], 3);
-    ASSERT_EQ(s.nograph, 1);
-    ASSERT_EQ(s.pending, 0);
+    ASSERT_EQ(s.eager, 1);
+    ASSERT_EQ(s.warming, 0);
+    ASSERT_EQ(find1(&m, 2)->state, CGR__SHAPE_EAGER);
+    ASSERT_EQ(find1(&m, 2)->reason, CGR__SHAPES_REASON_CAPTURE_FAILED);
+    ASSERT_STR_EQ(find1(&m, 2)->text, why);
+    ASSERT_U64_EQ(find1(&m, 2)->eager_runs, 3);
 
     /* A long reason is kept bounded and marked as cut. */
     char longer[1000];
@@ -901,20 +1098,23 @@ static void test_uncapturable(void)
      * recycles the least recently used record. Shape 2 was recorded first
      * but runs (eagerly) again just before, so shape 8's record goes.
      */
-    for (int k = 5; k < 5 + (int)CGR__SHAPES_MAX_NOGRAPH - 3; k++) {
+    for (int k = 5; k < 5 + (int)CGR__SHAPES_MAX_EAGER - 3; k++) {
         decide1(&m, INT64_C(1) << k);
         expect((out = decide1(&m, INT64_C(1) << k), &out), CGR__SHAPES_CAPTURE);
         ASSERT_EQ(cgr__shapes_capture_failed(&m, "no"), CGR_STATUS_OK);
     }
-    ASSERT_EQ(stats(&m).nograph, CGR__SHAPES_MAX_NOGRAPH);
+    ASSERT_EQ(stats(&m).eager, CGR__SHAPES_MAX_EAGER);
     ASSERT_EQ(decide1(&m, 2).reason, CGR__SHAPES_REASON_CAPTURE_FAILED);
     decide1(&m, INT64_C(1) << 29);
     decide1(&m, INT64_C(1) << 29);
     ASSERT_EQ(cgr__shapes_capture_failed(&m, "no"), CGR_STATUS_OK);
-    ASSERT_EQ(stats(&m).nograph, CGR__SHAPES_MAX_NOGRAPH);
+    ASSERT_EQ(stats(&m).eager, CGR__SHAPES_MAX_EAGER);
+    ASSERT(find1(&m, 8) == NULL);
+    ASSERT_EQ(stats(&m).entries, 2); /* the graphs are not touched */
     out = decide1(&m, 8); /* forgotten: it warms up and captures again */
     expect(&out, CGR__SHAPES_WARMUP);
     ASSERT_EQ(out.new_shape, 1);
+    ASSERT_EQ(out.fresh, 1);
     out = decide1(&m, 2); /* still known */
     ASSERT_EQ(out.reason, CGR__SHAPES_REASON_CAPTURE_FAILED);
     out = decide1(&m, 16);
@@ -928,11 +1128,10 @@ static void test_uncapturable(void)
 static void test_churn(void)
 {
     static const int64_t ys[2] = {8, 16};
-    cgr__shapes_dim_desc d[2] = {dim("x", 0, 0, pow2_policy(1 << 20)),
-                                 dim("y", 1, 1, list_policy(ys, 2))};
+    cgr__shapes_dim_desc d[2] = {dim("x", pow2_policy(1 << 20)), dim("y", list_policy(ys, 2))};
     cgr__shapes_config c;
     cgr__shapes_config_init(&c);
-    c.step = 5;
+    c.step_name = "decode";
     c.dims = d;
     c.n_dims = 2;
     c.warmup_runs = 1;
@@ -967,13 +1166,20 @@ static void test_churn(void)
     ASSERT_EQ(out.reason, CGR__SHAPES_REASON_CHURN);
     ASSERT_EQ(out.churn_tripped, 1);
     ASSERT_EQ(out.new_shape, 1);
+    /* The guard saw it, so it has an entry (warming, no warm-up done). */
+    ASSERT_EQ(out.fresh, 1);
+    ASSERT_EQ(entry_of(&m, &out)->state, CGR__SHAPE_WARMING);
+    ASSERT_EQ(entry_of(&m, &out)->warmups, 0);
+    ASSERT_EQ(out.dims[0], 4);
+    ASSERT_EQ(out.dims[1], 8);
     const char *w = cgr__shapes_warning(&m);
     ASSERT_STR_EQ(out.text, w);
     fputs("churn warning: ", stdout);
     puts(w);
-    ASSERT(strstr(w, "step 5") != NULL);
-    ASSERT(strstr(w, "x.0 (2 of 2 changes)") != NULL);
-    ASSERT(strstr(w, "y.1") == NULL); /* y stayed in bucket 8 */
+    /* Named by the step's and the dims' declared names; y stayed in bucket 8. */
+    ASSERT_STR_EQ(w, "step 'decode': 3 new shapes within 10 runs; dims that keep changing: "
+                     "x (2 of 2 changes); shapes not cached run eagerly until 4 runs in a row "
+                     "bring no new one");
     char first[CGR__SHAPES_WARNING_MAX];
     strcpy(first, w);
 
@@ -987,6 +1193,7 @@ static void test_churn(void)
     D(2, 8); /* seen before: not new */
     expect(&out, CGR__SHAPES_EAGER);
     ASSERT_EQ(out.new_shape, 0);
+    ASSERT_EQ(out.fresh, 0);
     ASSERT_STR_EQ(cgr__shapes_warning(&m), first);
     /* S = 4 runs with no new shape recover, on the 4th. */
     D(1, 8);
@@ -1004,11 +1211,14 @@ static void test_churn(void)
     expect(&out, CGR__SHAPES_WARMUP);
     ASSERT_EQ(out.warmup_run, 1);
     ASSERT_EQ(out.new_shape, 0);
+    ASSERT_EQ(out.fresh, 0);
     cgr__shapes_stats s = stats(&m);
     ASSERT_U64_EQ(s.churn_activations, 1);
     ASSERT_U64_EQ(s.churn_recoveries, 1);
     ASSERT_U64_EQ(s.eager_by_reason[CGR__SHAPES_REASON_CHURN], 3);
     ASSERT_U64_EQ(s.new_shapes, 4);
+    ASSERT_EQ(s.warming, 2); /* (4, 8) and (8, 8) */
+    ASSERT_EQ(s.eager, 0);   /* churn-eager shapes get no verdict */
 
     /* Hysteresis: history was forgotten; trips again only after 3 fresh new shapes. */
     D(16, 16);
@@ -1020,15 +1230,15 @@ static void test_churn(void)
     ASSERT_EQ(out.churn_tripped, 1);
     w = cgr__shapes_warning(&m);
     ASSERT(strcmp(w, first) != 0);
-    ASSERT(strstr(w, "x.0 (2 of 2 changes)") != NULL);
-    ASSERT(strstr(w, "y.1 (2 of 2 changes)") != NULL);
+    ASSERT(strstr(w, "changing: x (2 of 2 changes), y (2 of 2 changes);") != NULL);
+    ASSERT(strstr(w, ".0") == NULL); /* dims carry no ".axis" suffix */
     ASSERT_U64_EQ(stats(&m).churn_activations, 2);
     check_identities(&m);
 #undef D
     cgr__shapes_destroy(&m);
 
     /* K = 1 and an unnamed dim: the warning names "d0", from the one change. */
-    cgr__shapes_dim_desc d1 = dim(NULL, 0, 0, pow2_policy(64));
+    cgr__shapes_dim_desc d1 = dim(NULL, pow2_policy(64));
     cgr__shapes_config_init(&c);
     c.dims = &d1;
     c.n_dims = 1;
@@ -1038,62 +1248,70 @@ static void test_churn(void)
     mgr(&m, &c);
     out = decide1(&m, 1);
     ASSERT_EQ(out.churn_tripped, 1); /* no previous shape: nothing changed yet */
-    ASSERT(strstr(cgr__shapes_warning(&m), "none identified") != NULL);
+    ASSERT_STR_EQ(cgr__shapes_warning(&m),
+                  "step 'step': 1 new shapes within 1 runs; dims that keep changing: none "
+                  "identified; shapes not cached run eagerly until 1 runs in a row bring no "
+                  "new one");
     out = decide1(&m, 1);
     ASSERT_EQ(out.churn_recovered, 1);
     expect(&out, CGR__SHAPES_WARMUP);
     out = decide1(&m, 2);
     ASSERT_EQ(out.churn_tripped, 1);
-    ASSERT(strstr(cgr__shapes_warning(&m), "d0 (1 of 1 changes)") != NULL);
+    ASSERT(strstr(cgr__shapes_warning(&m), "changing: d0 (1 of 1 changes);") != NULL);
     check_identities(&m);
     cgr__shapes_destroy(&m);
 
-    /* Many dims: the warning stays bounded and says it was cut. */
-    enum { N = 40 };
-    cgr__shapes_dim_desc many[N];
-    char names[N][CGR__SHAPES_NAME_MAX + 1];
-    for (int i = 0; i < N; i++) {
-        snprintf(names[i], sizeof names[i], "tensor_with_a_long_name_%02d", i);
-        many[i] = dim(names[i], i % CGR_MAX_TENSORS, i / CGR_MAX_TENSORS, pow2_policy(64));
+    /* Every dim with the longest name, and the longest step name: bounded, marked as cut. */
+    cgr__shapes_dim_desc many[CGR_MAX_DYN_DIMS];
+    char names[CGR_MAX_DYN_DIMS][CGR__SHAPES_NAME_MAX + 1];
+    for (int i = 0; i < (int)CGR_MAX_DYN_DIMS; i++) {
+        memset(names[i], 'a' + i, CGR__SHAPES_NAME_MAX);
+        names[i][CGR__SHAPES_NAME_MAX] = '\0';
+        many[i] = dim(names[i], pow2_policy(64));
     }
     cgr__shapes_config_init(&c);
+    c.step_name = names[7];
     c.dims = many;
-    c.n_dims = N;
+    c.n_dims = CGR_MAX_DYN_DIMS;
     c.churn_k = 2;
     c.churn_window = 2;
     mgr(&m, &c);
-    int64_t v[N];
-    for (int i = 0; i < N; i++)
+    int64_t v[CGR_MAX_DYN_DIMS];
+    for (int i = 0; i < (int)CGR_MAX_DYN_DIMS; i++)
         v[i] = 1;
     ASSERT_EQ(cgr__shapes_decide(&m, v, &out), CGR_STATUS_OK);
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < (int)CGR_MAX_DYN_DIMS; i++)
         v[i] = 2;
     ASSERT_EQ(cgr__shapes_decide(&m, v, &out), CGR_STATUS_OK);
     ASSERT_EQ(out.churn_tripped, 1);
     w = cgr__shapes_warning(&m);
     ASSERT_EQ(strlen(w), CGR__SHAPES_WARNING_MAX - 1);
     ASSERT_STR_EQ(w + CGR__SHAPES_WARNING_MAX - 4, "...");
-    ASSERT(strstr(w, "tensor_with_a_long_name_00.0 (1 of 1 changes)") != NULL);
+    char want[CGR__SHAPES_WARNING_MAX];
+    snprintf(want, sizeof want, "step '%s': 2 new shapes", names[7]);
+    ASSERT_EQ(strncmp(w, want, strlen(want)), 0);
+    snprintf(want, sizeof want, "changing: %s (1 of 1 changes), %s (1 of 1 changes)", names[0],
+             names[1]);
+    ASSERT(strstr(w, want) != NULL);
     cgr__shapes_destroy(&m);
 
-    /* Past the first 64 dims: only d66 changes, and the warning names it alone. */
-    enum { N2 = 70 };
-    cgr__shapes_dim_desc wide[N2];
-    int64_t v2[N2];
-    for (int i = 0; i < N2; i++) {
-        wide[i] = dim(NULL, i % CGR_MAX_TENSORS, i / CGR_MAX_TENSORS, pow2_policy(64));
+    /* Only the last dim changes, and the warning names it alone. */
+    cgr__shapes_dim_desc wide[CGR_MAX_DYN_DIMS];
+    int64_t v2[CGR_MAX_DYN_DIMS];
+    for (int i = 0; i < (int)CGR_MAX_DYN_DIMS; i++) {
+        wide[i] = dim(NULL, pow2_policy(64));
         v2[i] = 1;
     }
+    c.step_name = NULL;
     c.dims = wide;
-    c.n_dims = N2;
     mgr(&m, &c);
     ASSERT_EQ(cgr__shapes_decide(&m, v2, &out), CGR_STATUS_OK);
-    v2[66] = 3;
+    v2[CGR_MAX_DYN_DIMS - 1] = 3;
     ASSERT_EQ(cgr__shapes_decide(&m, v2, &out), CGR_STATUS_OK);
     ASSERT_EQ(out.churn_tripped, 1);
-    ASSERT_EQ(out.dims[66], 4);
+    ASSERT_EQ(out.dims[CGR_MAX_DYN_DIMS - 1], 4);
     w = cgr__shapes_warning(&m);
-    ASSERT(strstr(w, "changing: d66 (1 of 1 changes);") != NULL);
+    ASSERT(strstr(w, "changing: d7 (1 of 1 changes);") != NULL);
     cgr__shapes_destroy(&m);
 }
 
@@ -1110,7 +1328,7 @@ static void test_bad_input(void)
     mgr(&m, &c);
     cgr__shapes_decision out;
     cgr__shapes_outcome o;
-    cgr__cache_evicted e;
+    cgr__shapes_freed e;
 
     /* Some state of every kind: cached, warming, known eager, churn history. */
     for (int i = 0; i < 3; i++)
@@ -1150,8 +1368,8 @@ static void test_bad_input(void)
     ASSERT_EQ(cgr__shapes_drain(&m, NULL), CGR_STATUS_INVALID_ARGUMENT);
     ASSERT_EQ(cgr__shapes_get_stats(NULL, &(cgr__shapes_stats){0}), CGR_STATUS_INVALID_ARGUMENT);
     ASSERT_EQ(cgr__shapes_get_stats(&m, NULL), CGR_STATUS_INVALID_ARGUMENT);
-    ASSERT(cgr__shapes_cache(NULL) == NULL);
-    ASSERT(cgr__shapes_nograph_at(NULL, 0) == NULL);
+    ASSERT_EQ(cgr__shapes_capacity(NULL), 0);
+    ASSERT(cgr__shapes_entry(NULL, 0) == NULL);
     ASSERT_STR_EQ(cgr__shapes_warning(NULL), "");
     ASSERT_STR_EQ(cgr__shapes_update_error(NULL), "");
     snap_check(s, &m);
@@ -1191,6 +1409,898 @@ static void test_bad_input(void)
     ASSERT_EQ(cgr__shapes_get_stats(&m, &(cgr__shapes_stats){0}), CGR_STATUS_INVALID_ARGUMENT);
 }
 
+/* ---- the table: one array of entries --------------------------------------------------- */
+
+static int64_t X(int k)
+{
+    return INT64_C(1) << k;
+}
+
+/* Warms shape x up and captures it, instantiated (an offer is not tried). */
+static cgr__shapes_outcome cache1(cgr__shapes *m, int64_t x, uintptr_t payload, size_t bytes)
+{
+    for (uint32_t i = 0; i <= m->warmup_runs; i++) {
+        cgr__shapes_decision out = decide1(m, x);
+        if (out.action == CGR__SHAPES_CAPTURE)
+            return done(m, payload, bytes, 0);
+        expect(&out, CGR__SHAPES_WARMUP);
+    }
+    TEST_FAIL_("shape %lld never captured", (long long)x);
+}
+
+/* The graphs' payloads from the most to the least recently used, as a 0-terminated list. */
+static void expect_order(const cgr__shapes *m, const uintptr_t *want)
+{
+    uint64_t below = UINT64_MAX;
+    size_t n = 0, bytes = 0;
+    for (;;) {
+        const cgr__shape *next = NULL;
+        for (uint32_t i = 0; i < cgr__shapes_capacity(m); i++) {
+            const cgr__shape *e = cgr__shapes_entry(m, i);
+            if (e != NULL && e->state == CGR__SHAPE_GRAPH && e->last_use < below &&
+                (next == NULL || e->last_use > next->last_use))
+                next = e;
+        }
+        if (next == NULL)
+            break;
+        if (want[n] == 0)
+            TEST_FAIL_("graph %lu cached beyond the %zu expected",
+                       (unsigned long)(uintptr_t)next->payload, n);
+        ASSERT_EQ((uintptr_t)next->payload, want[n]);
+        bytes += next->bytes;
+        below = next->last_use;
+        n++;
+    }
+    ASSERT_EQ(want[n], 0);
+    cgr__shapes_stats s = stats(m);
+    ASSERT_EQ(s.entries, n);
+    ASSERT_EQ(s.bytes, bytes);
+}
+
+/* The outcome's freed payloads, in order, as a 0-terminated list. */
+static void expect_freed(const cgr__shapes_outcome *o, const uintptr_t *want)
+{
+    uint32_t n = 0;
+    while (want[n] != 0)
+        n++;
+    ASSERT_EQ(o->n_freed, n);
+    for (uint32_t i = 0; i < n; i++)
+        ASSERT_EQ((uintptr_t)o->freed[i].payload, want[i]);
+}
+
+/*
+ * The latest decision's entry is tried first: a step that keeps one shape
+ * pays one compare. That shortcut must never answer for another shape,
+ * whatever the order of the runs, and must not outlive its entry.
+ */
+static void test_last_first(void)
+{
+    static const int64_t ys[3] = {1, 2, 3};
+    cgr__shapes_dim_desc d[2] = {dim("x", pow2_policy(64)), dim("y", list_policy(ys, 3))};
+    cgr__shapes_config c;
+    cgr__shapes_config_init(&c);
+    c.dims = d;
+    c.n_dims = 2;
+    c.warmup_runs = 1;
+    c.max_entries = 8;
+    c.churn_k = 0;
+    cgr__shapes m;
+    mgr(&m, &c);
+    cgr__shapes_decision out;
+
+    /* Three shapes that differ in one dim at a time: (1, 1), (1, 2), (2, 1). */
+    static const int64_t shape[3][2] = {{1, 1}, {1, 2}, {2, 1}};
+    uint32_t at[3];
+    for (int k = 0; k < 3; k++) {
+        ASSERT_EQ(cgr__shapes_decide(&m, shape[k], &out), CGR_STATUS_OK);
+        expect(&out, CGR__SHAPES_WARMUP);
+        ASSERT_EQ(cgr__shapes_decide(&m, shape[k], &out), CGR_STATUS_OK);
+        expect(&out, CGR__SHAPES_CAPTURE);
+        at[k] = out.entry;
+        done(&m, 1 + (uintptr_t)k, 10, 0);
+    }
+    ASSERT(at[0] != at[1] && at[1] != at[2] && at[0] != at[2]);
+
+    /* Alternating, cycling, repeating and random orders all hit their own payload. */
+    static const int order[] = {0, 1, 0, 1, 0, 1, 2, 0, 1, 2, 0, 0, 0, 1, 1, 2, 2, 1, 0, 2};
+    int runs = 0;
+    for (int rep = 0; rep < 50; rep++) {
+        for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+            int k = rep < 25 ? order[i] : (int)(rng_next() % 3);
+            ASSERT_EQ(cgr__shapes_decide(&m, shape[k], &out), CGR_STATUS_OK);
+            expect(&out, CGR__SHAPES_REPLAY);
+            ASSERT_PTR_EQ(out.payload, pl(1 + (uintptr_t)k));
+            ASSERT_EQ(out.entry, at[k]);
+            ASSERT_EQ(out.dims[0], shape[k][0]);
+            ASSERT_EQ(out.dims[1], shape[k][1]);
+            ASSERT_EQ(m.last, at[k]);
+            /* peek takes the same path and must agree, for every shape. */
+            for (int j = 0; j < 3; j++)
+                ASSERT_PTR_EQ(cgr__shapes_peek(&m, shape[j], NULL), pl(1 + (uintptr_t)j));
+            runs++;
+        }
+    }
+    /* A shape beside the latest one is new, even right after it. */
+    int64_t near_last[2] = {2, 2};
+    ASSERT_EQ(cgr__shapes_decide(&m, shape[2], &out), CGR_STATUS_OK);
+    ASSERT_EQ(cgr__shapes_decide(&m, near_last, &out), CGR_STATUS_OK);
+    expect(&out, CGR__SHAPES_WARMUP);
+    ASSERT_EQ(out.new_shape, 1);
+    ASSERT(out.entry != at[0] && out.entry != at[1] && out.entry != at[2]);
+    cgr__shapes_stats s = stats(&m);
+    ASSERT_U64_EQ(s.hits, (uint64_t)runs + 1);
+    for (int k = 0; k < 3; k++)
+        ASSERT_GT(cgr__shapes_entry(&m, at[k])->replays, 0);
+    check_identities(&m);
+
+    /*
+     * The latest entry goes away (drained) and its place is taken by
+     * another shape: the shape it held must not be found there.
+     */
+    ASSERT_EQ(cgr__shapes_decide(&m, shape[1], &out), CGR_STATUS_OK);
+    ASSERT_EQ(m.last, at[1]);
+    cgr__shapes_freed f;
+    for (int k = 0; k < 3; k++)
+        ASSERT_EQ(cgr__shapes_drain(&m, &f), CGR_STATUS_OK);
+    ASSERT_PTR_EQ(f.payload, pl(2)); /* the latest one went last */
+    ASSERT(cgr__shapes_peek(&m, shape[1], NULL) == NULL);
+    int64_t other[2] = {4, 3};
+    ASSERT_EQ(cgr__shapes_decide(&m, other, &out), CGR_STATUS_OK);
+    ASSERT_EQ(out.new_shape, 1);
+    ASSERT_EQ(cgr__shapes_decide(&m, other, &out), CGR_STATUS_OK);
+    expect(&out, CGR__SHAPES_CAPTURE);
+    done(&m, 9, 10, 0);
+    for (int k = 0; k < 3; k++) {
+        ASSERT_EQ(cgr__shapes_decide(&m, shape[k], &out), CGR_STATUS_OK);
+        expect(&out, CGR__SHAPES_WARMUP);
+        ASSERT_EQ(out.new_shape, 1);
+        ASSERT_EQ(out.fresh, 1);
+        ASSERT_EQ(cgr__shapes_decide(&m, other, &out), CGR_STATUS_OK);
+        expect(&out, CGR__SHAPES_REPLAY);
+        ASSERT_PTR_EQ(out.payload, pl(9));
+    }
+    check_identities(&m);
+    while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
+        ;
+    cgr__shapes_destroy(&m);
+}
+
+/* What the runtime knows of one shape in test_kinds. */
+typedef struct known {
+    int64_t x;
+    int state;                 /* a cgr__shape_state; FREE: forgotten */
+    uintptr_t payload;         /* GRAPH */
+    cgr__shapes_reason reason; /* EAGER */
+    uint32_t warmups;          /* WARMING */
+} known;
+
+/* Decides every shape the table should know once, and checks each decision. */
+static void check_known(cgr__shapes *m, known *k, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (k[i].state == CGR__SHAPE_FREE) {
+            ASSERT(find1(m, k[i].x) == NULL);
+            continue;
+        }
+        cgr__shapes_decision out = decide1(m, k[i].x);
+        ASSERT_EQ(out.new_shape, 0);
+        ASSERT_EQ(out.fresh, 0);
+        const cgr__shape *e = entry_of(m, &out);
+        ASSERT_EQ(e->dims[0], k[i].x);
+        ASSERT_EQ(e->state, k[i].state);
+        switch (k[i].state) {
+        case CGR__SHAPE_GRAPH:
+            expect(&out, CGR__SHAPES_REPLAY);
+            ASSERT_PTR_EQ(out.payload, pl(k[i].payload));
+            break;
+        case CGR__SHAPE_EAGER:
+            expect(&out, CGR__SHAPES_EAGER);
+            ASSERT_EQ(out.reason, k[i].reason);
+            break;
+        default:
+            expect(&out, CGR__SHAPES_WARMUP);
+            ASSERT_EQ(out.warmup_run, ++k[i].warmups);
+            break;
+        }
+    }
+}
+
+static void expect_counts(const cgr__shapes *m, uint32_t graphs, uint32_t warming, uint32_t eager)
+{
+    cgr__shapes_stats s = stats(m);
+    ASSERT_EQ(s.entries, graphs);
+    ASSERT_EQ(s.warming, warming);
+    ASSERT_EQ(s.eager, eager);
+    check_identities(m);
+}
+
+/*
+ * Graphs, warm-ups and eager shapes share one array but each kind keeps
+ * its own bound: with every kind full, a new shape of one kind only ever
+ * pushes out the least recently used entry of its own kind.
+ */
+static void test_kinds(void)
+{
+    enum { GRAPHS = 4, WARMUP = 8 };
+    cgr__shapes_dim_desc d;
+    cgr__shapes_config c = one_dim(&d, X(50), WARMUP, GRAPHS, 1000);
+    cgr__shapes m;
+    mgr(&m, &c);
+    known k[64];
+    int n = 0;
+
+    for (int i = 0; i < GRAPHS; i++, n++) {
+        k[n] = (known){X(n), CGR__SHAPE_GRAPH, 1 + (uintptr_t)n, CGR__SHAPES_REASON_NONE, 0};
+        cgr__shapes_outcome o = cache1(&m, k[n].x, k[n].payload, 100);
+        ASSERT_EQ(o.n_freed, 0);
+    }
+    /* Eager for good, half for a failed capture, half for a graph over the budget. */
+    for (int i = 0; i < (int)CGR__SHAPES_MAX_EAGER; i++, n++) {
+        k[n] = (known){X(n), CGR__SHAPE_EAGER, 0, CGR__SHAPES_REASON_CAPTURE_FAILED, 0};
+        cgr__shapes_decision out;
+        for (int w = 0; w < WARMUP; w++) {
+            out = decide1(&m, k[n].x);
+            expect(&out, CGR__SHAPES_WARMUP);
+        }
+        out = decide1(&m, k[n].x);
+        expect(&out, CGR__SHAPES_CAPTURE);
+        ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU); /* full by count */
+        if (i % 2 == 0) {
+            ASSERT_EQ(cgr__shapes_capture_failed(&m, "cannot capture"), CGR_STATUS_OK);
+        } else {
+            k[n].reason = CGR__SHAPES_REASON_TOO_LARGE;
+            cgr__shapes_outcome o = done(&m, 100 + (uintptr_t)n, 5000, 0);
+            expect_freed(&o, (const uintptr_t[]){100 + (uintptr_t)n, 0});
+        }
+    }
+    /* Warming up, one warm-up each. */
+    for (int i = 0; i < (int)CGR__SHAPES_MAX_WARMING; i++, n++) {
+        k[n] = (known){X(n), CGR__SHAPE_WARMING, 0, CGR__SHAPES_REASON_NONE, 1};
+        cgr__shapes_decision out = decide1(&m, k[n].x);
+        expect(&out, CGR__SHAPES_WARMUP);
+        ASSERT_EQ(out.fresh, 1);
+    }
+    /* Every kind at its bound fills the table exactly. */
+    expect_counts(&m, GRAPHS, CGR__SHAPES_MAX_WARMING, CGR__SHAPES_MAX_EAGER);
+    for (uint32_t i = 0; i < cgr__shapes_capacity(&m); i++)
+        ASSERT(cgr__shapes_entry(&m, i) != NULL);
+    ASSERT_U64_EQ(stats(&m).evictions, 0);
+    check_known(&m, k, n);
+    expect_counts(&m, GRAPHS, CGR__SHAPES_MAX_WARMING, CGR__SHAPES_MAX_EAGER);
+
+    /*
+     * A 17th shape warming up takes the place of the least recently seen
+     * warming one (the first of them, since check_known went in order):
+     * no graph and no eager shape goes.
+     */
+    int first_warming = GRAPHS + (int)CGR__SHAPES_MAX_EAGER;
+    const cgr__shape *lru_w = find1(&m, k[first_warming].x);
+    uint32_t lru_w_entry = (uint32_t)(lru_w - m.entries);
+    k[n] = (known){X(n), CGR__SHAPE_WARMING, 0, CGR__SHAPES_REASON_NONE, 1};
+    cgr__shapes_decision out = decide1(&m, k[n++].x);
+    expect(&out, CGR__SHAPES_WARMUP);
+    ASSERT_EQ(out.new_shape, 1);
+    ASSERT_EQ(out.fresh, 1);
+    ASSERT_EQ(out.warmup_run, 1);
+    ASSERT_EQ(out.entry, lru_w_entry);
+    k[first_warming].state = CGR__SHAPE_FREE;
+    expect_counts(&m, GRAPHS, CGR__SHAPES_MAX_WARMING, CGR__SHAPES_MAX_EAGER);
+    check_known(&m, k, n);
+
+    /*
+     * A new graph (it too needs a warming entry first, and takes the next
+     * least recently seen one's) pushes out the least recently used graph,
+     * the first one, and nothing else.
+     */
+    k[first_warming + 1].state = CGR__SHAPE_FREE;
+    k[n] = (known){X(n), CGR__SHAPE_GRAPH, 50, CGR__SHAPES_REASON_NONE, 0};
+    cgr__shapes_outcome o = cache1(&m, k[n++].x, 50, 100);
+    expect_freed(&o, (const uintptr_t[]){1, 0});
+    k[0].state = CGR__SHAPE_FREE;
+    expect_counts(&m, GRAPHS, CGR__SHAPES_MAX_WARMING - 1, CGR__SHAPES_MAX_EAGER);
+    ASSERT_U64_EQ(stats(&m).evictions, 1);
+    check_known(&m, k, n);
+
+    /*
+     * A 17th eager shape (a failed capture) forgets the least recently
+     * used eager one; then one over the byte budget forgets the next. The
+     * graphs and the warm-ups stay.
+     */
+    for (int i = 0; i < 2; i++) {
+        k[n] = (known){X(n), CGR__SHAPE_EAGER, 0,
+                       i == 0 ? CGR__SHAPES_REASON_CAPTURE_FAILED : CGR__SHAPES_REASON_TOO_LARGE,
+                       0};
+        for (int w = 0; w < WARMUP; w++) {
+            out = decide1(&m, k[n].x);
+            expect(&out, CGR__SHAPES_WARMUP);
+        }
+        expect_counts(&m, GRAPHS, CGR__SHAPES_MAX_WARMING, CGR__SHAPES_MAX_EAGER);
+        out = decide1(&m, k[n].x);
+        expect(&out, CGR__SHAPES_CAPTURE);
+        if (i == 0) {
+            ASSERT_EQ(cgr__shapes_capture_failed(&m, "no"), CGR_STATUS_OK);
+        } else {
+            o = done(&m, 60, 1001, 0);
+            expect_freed(&o, (const uintptr_t[]){60, 0});
+        }
+        k[GRAPHS + i].state = CGR__SHAPE_FREE; /* the first eager shapes, in check order */
+        n++;
+        expect_counts(&m, GRAPHS, CGR__SHAPES_MAX_WARMING - 1, CGR__SHAPES_MAX_EAGER);
+        check_known(&m, k, n);
+    }
+    ASSERT_U64_EQ(stats(&m).evictions, 1);
+    expect_counts(&m, GRAPHS, CGR__SHAPES_MAX_WARMING - 1, CGR__SHAPES_MAX_EAGER);
+
+    cgr__shapes_freed f;
+    while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
+        ;
+    cgr__shapes_destroy(&m);
+}
+
+/*
+ * Eviction is least recently used first, over the count budget, the byte
+ * budget and both, with replays changing the order (the scenarios of the
+ * former graph cache's own tests, through the table).
+ */
+static void test_lru_order(void)
+{
+    cgr__shapes_dim_desc d;
+    cgr__shapes_config c = one_dim(&d, X(40), 1, 3, 0);
+    cgr__shapes m;
+    mgr(&m, &c);
+    cgr__shapes_decision out;
+    cgr__shapes_outcome o;
+
+    /* Count: A, B, C fill it, most recent first. */
+    expect_freed((o = cache1(&m, X(10), 0xA, 100), &o), (const uintptr_t[]){0});
+    expect_freed((o = cache1(&m, X(11), 0xB, 200), &o), (const uintptr_t[]){0});
+    expect_freed((o = cache1(&m, X(12), 0xC, 300), &o), (const uintptr_t[]){0});
+    expect_order(&m, (const uintptr_t[]){0xC, 0xB, 0xA, 0});
+    /* last_use is the run count of the latest decision: A's capture was run 2. */
+    ASSERT_U64_EQ(find1(&m, X(10))->last_use, 2);
+    ASSERT_U64_EQ(find1(&m, X(12))->last_use, 6);
+
+    /* A replay moves A to the front; again changes nothing but its count. */
+    expect((out = decide1(&m, X(10)), &out), CGR__SHAPES_REPLAY);
+    expect_order(&m, (const uintptr_t[]){0xA, 0xC, 0xB, 0});
+    ASSERT_U64_EQ(find1(&m, X(10))->last_use, 7);
+    expect((out = decide1(&m, X(10)), &out), CGR__SHAPES_REPLAY);
+    ASSERT_U64_EQ(find1(&m, X(10))->replays, 2);
+    ASSERT_U64_EQ(find1(&m, X(10))->last_use, 8);
+    expect_order(&m, (const uintptr_t[]){0xA, 0xC, 0xB, 0});
+    /* Peeking and runs of other shapes do not count as use. */
+    ASSERT_PTR_EQ(cgr__shapes_peek(&m, &(int64_t){X(11)}, NULL), pl(0xB));
+    expect((out = decide1(&m, X(30)), &out), CGR__SHAPES_WARMUP);
+    expect_order(&m, (const uintptr_t[]){0xA, 0xC, 0xB, 0});
+
+    /* Full: D's capture is offered B, the least recently used; not tried, B is evicted. */
+    expect((out = decide1(&m, X(13)), &out), CGR__SHAPES_WARMUP);
+    expect((out = decide1(&m, X(13)), &out), CGR__SHAPES_CAPTURE);
+    ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU);
+    ASSERT_PTR_EQ(out.payload, pl(0xB));
+    o = done(&m, 0xD, 400, 0);
+    expect_freed(&o, (const uintptr_t[]){0xB, 0});
+    ASSERT_EQ(o.freed[0].bytes, 200);
+    expect_order(&m, (const uintptr_t[]){0xD, 0xA, 0xC, 0});
+    cgr__shapes_stats s = stats(&m);
+    ASSERT_U64_EQ(s.evictions, 1);
+    ASSERT_EQ(s.bytes, 800);
+    ASSERT_EQ(s.peak_bytes, 800);
+    ASSERT_EQ(s.peak_entries, 3);
+
+    /* Replays decide what goes next: touch C, then E evicts A. */
+    expect((out = decide1(&m, X(12)), &out), CGR__SHAPES_REPLAY);
+    expect_order(&m, (const uintptr_t[]){0xC, 0xD, 0xA, 0});
+    o = cache1(&m, X(14), 0xE, 1);
+    expect_freed(&o, (const uintptr_t[]){0xA, 0});
+    expect_order(&m, (const uintptr_t[]){0xE, 0xC, 0xD, 0});
+    ASSERT_EQ(stats(&m).peak_bytes, 800);
+    /* Drain goes least recently used first too. */
+    uintptr_t drained[3] = {0xD, 0xC, 0xE};
+    for (int i = 0; i < 3; i++) {
+        cgr__shapes_freed f;
+        ASSERT_EQ(cgr__shapes_drain(&m, &f), CGR_STATUS_OK);
+        ASSERT_PTR_EQ(f.payload, pl(drained[i]));
+    }
+    check_identities(&m);
+    cgr__shapes_destroy(&m);
+
+    /* Bytes: 100 in all, 10 graphs by count (never the limit here). */
+    c = one_dim(&d, X(40), 1, 10, 100);
+    mgr(&m, &c);
+    cache1(&m, X(1), 1, 40);
+    cache1(&m, X(2), 2, 40);
+    expect_freed((o = cache1(&m, X(3), 3, 20), &o), (const uintptr_t[]){0}); /* exactly 100 */
+    expect_order(&m, (const uintptr_t[]){3, 2, 1, 0});
+    expect_freed((o = cache1(&m, X(4), 4, 0), &o), (const uintptr_t[]){0}); /* 0 bytes fit */
+    /* 30 more bytes: the oldest (40) goes, 90 remain. */
+    expect_freed((o = cache1(&m, X(5), 5, 30), &o), (const uintptr_t[]){1, 0});
+    ASSERT_EQ(stats(&m).bytes, 90);
+    expect_order(&m, (const uintptr_t[]){5, 4, 3, 2, 0});
+    /* 75 bytes: 2 (40), 3 (20), the 0-byte 4 and 5 (30, since 30 + 75 > 100) go, oldest first. */
+    expect_freed((o = cache1(&m, X(6), 6, 75), &o), (const uintptr_t[]){2, 3, 4, 5, 0});
+    expect_order(&m, (const uintptr_t[]){6, 0});
+    expect_freed((o = cache1(&m, X(7), 7, 25), &o), (const uintptr_t[]){0});
+    expect_order(&m, (const uintptr_t[]){7, 6, 0});
+    /* Exactly the budget: empties the table of graphs but is accepted. */
+    expect_freed((o = cache1(&m, X(8), 8, 100), &o), (const uintptr_t[]){6, 7, 0});
+    expect_order(&m, (const uintptr_t[]){8, 0});
+    /* Larger than the budget alone: refused, nothing evicted. */
+    uint64_t ev = stats(&m).evictions;
+    o = cache1(&m, X(9), 9, 101);
+    ASSERT_EQ(o.cached, 0);
+    expect_freed(&o, (const uintptr_t[]){9, 0});
+    o = cache1(&m, X(10), 10, SIZE_MAX);
+    ASSERT_EQ(o.cached, 0);
+    expect_freed(&o, (const uintptr_t[]){10, 0});
+    expect_order(&m, (const uintptr_t[]){8, 0});
+    ASSERT_U64_EQ(stats(&m).evictions, ev);
+    ASSERT_U64_EQ(stats(&m).too_large, 2);
+    check_identities(&m);
+    cgr__shapes_freed f;
+    while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
+        ;
+    cgr__shapes_destroy(&m);
+
+    /* Bytes after replays reorder: 1, 2, 3 of 30, then 1 and 2 replay; 50 more evicts 3, then 1. */
+    mgr(&m, &c);
+    cache1(&m, X(1), 1, 30);
+    cache1(&m, X(2), 2, 30);
+    cache1(&m, X(3), 3, 30);
+    expect((out = decide1(&m, X(1)), &out), CGR__SHAPES_REPLAY);
+    expect((out = decide1(&m, X(2)), &out), CGR__SHAPES_REPLAY);
+    expect_order(&m, (const uintptr_t[]){2, 1, 3, 0});
+    expect_freed((o = cache1(&m, X(4), 4, 50), &o), (const uintptr_t[]){3, 1, 0});
+    expect_order(&m, (const uintptr_t[]){4, 2, 0});
+    /* 2 replays: now 4 is the oldest, and 60 more bytes take it alone (30 + 60 fit). */
+    expect((out = decide1(&m, X(2)), &out), CGR__SHAPES_REPLAY);
+    expect_freed((o = cache1(&m, X(5), 5, 60), &o), (const uintptr_t[]){4, 0});
+    expect_order(&m, (const uintptr_t[]){5, 2, 0});
+    check_identities(&m);
+    while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
+        ;
+    cgr__shapes_destroy(&m);
+
+    /* Both budgets: the count limit bites with bytes to spare, and the other way round. */
+    c = one_dim(&d, X(40), 1, 3, 1000);
+    mgr(&m, &c);
+    cache1(&m, X(1), 1, 10);
+    cache1(&m, X(2), 2, 10);
+    cache1(&m, X(3), 3, 10);
+    expect_freed((o = cache1(&m, X(4), 4, 10), &o), (const uintptr_t[]){1, 0}); /* count */
+    /* 990 more: the count limit takes 2, then 20 + 990 > 1000 takes 3 as well. */
+    expect_freed((o = cache1(&m, X(5), 5, 990), &o), (const uintptr_t[]){2, 3, 0});
+    expect_order(&m, (const uintptr_t[]){5, 4, 0});
+    /* Bytes only: 1000 + 10 > 1000, the count is fine. */
+    expect_freed((o = cache1(&m, X(6), 6, 10), &o), (const uintptr_t[]){4, 0});
+    expect_order(&m, (const uintptr_t[]){6, 5, 0});
+    /* A replay of the older one makes the newer one go first. */
+    expect((out = decide1(&m, X(5)), &out), CGR__SHAPES_REPLAY);
+    expect_freed((o = cache1(&m, X(7), 7, 10), &o), (const uintptr_t[]){6, 0});
+    expect_order(&m, (const uintptr_t[]){7, 5, 0});
+    ASSERT_U64_EQ(stats(&m).evictions, 5);
+    check_identities(&m);
+    while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
+        ;
+    cgr__shapes_destroy(&m);
+}
+
+/* A decision with fresh = 1 names an entry made for this shape alone: nothing else is left in it. */
+static void expect_fresh(const cgr__shapes *m, const cgr__shapes_decision *out)
+{
+    ASSERT_EQ(out->fresh, 1);
+    ASSERT_EQ(out->new_shape, 1);
+    const cgr__shape *e = entry_of(m, out);
+    ASSERT_EQ(e->state, CGR__SHAPE_WARMING);
+    ASSERT_EQ(e->warmups, out->action == CGR__SHAPES_WARMUP ? 1 : 0);
+    ASSERT_EQ(memcmp(e->dims, out->dims, m->n_dims * sizeof e->dims[0]), 0);
+    ASSERT(e->payload == NULL);
+    ASSERT_EQ(e->bytes, 0);
+    ASSERT_U64_EQ(e->replays, 0);
+    ASSERT_U64_EQ(e->eager_runs, 0);
+    ASSERT_EQ(e->reason, CGR__SHAPES_REASON_NONE);
+    ASSERT_STR_EQ(e->text, "");
+}
+
+/*
+ * A warming entry that is recycled starts over: fresh, and the new shape
+ * does all its warm-ups; the shape that lost its place starts over too.
+ * Entries left by graphs and by eager shapes come back as clean.
+ */
+static void test_recycle(void)
+{
+    cgr__shapes_dim_desc d;
+    cgr__shapes_config c = one_dim(&d, X(62), 3, 4, 0);
+    cgr__shapes m;
+    mgr(&m, &c);
+    cgr__shapes_decision out;
+
+    /* 16 shapes with two of their three warm-ups done; X(0) is the least recently seen. */
+    uint32_t at[16];
+    for (int round = 1; round <= 2; round++)
+        for (int k = 0; k < 16; k++) {
+            out = decide1(&m, X(k));
+            expect(&out, CGR__SHAPES_WARMUP);
+            ASSERT_EQ(out.warmup_run, (uint32_t)round);
+            if (round == 1) {
+                expect_fresh(&m, &out);
+                at[k] = out.entry;
+            }
+            ASSERT_EQ(out.entry, at[k]);
+        }
+    ASSERT_EQ(find1(&m, X(0))->warmups, 2);
+
+    /* X(16) takes X(0)'s place and inherits none of its two warm-ups. */
+    out = decide1(&m, X(16));
+    expect(&out, CGR__SHAPES_WARMUP);
+    ASSERT_EQ(out.warmup_run, 1);
+    ASSERT_EQ(out.entry, at[0]);
+    expect_fresh(&m, &out);
+    ASSERT(find1(&m, X(0)) == NULL);
+    expect((out = decide1(&m, X(16)), &out), CGR__SHAPES_WARMUP);
+    ASSERT_EQ(out.warmup_run, 2);
+    ASSERT_EQ(out.fresh, 0);
+    expect((out = decide1(&m, X(16)), &out), CGR__SHAPES_WARMUP);
+    ASSERT_EQ(out.warmup_run, 3);
+    /* A cancel keeps it warm (no restart, not fresh); then it is captured in place. */
+    expect((out = decide1(&m, X(16)), &out), CGR__SHAPES_CAPTURE);
+    ASSERT_EQ(cgr__shapes_capture_cancel(&m), CGR_STATUS_OK);
+    expect((out = decide1(&m, X(16)), &out), CGR__SHAPES_CAPTURE);
+    ASSERT_EQ(out.fresh, 0);
+    ASSERT_EQ(out.entry, at[0]);
+    done(&m, 16, 10, 0);
+    ASSERT_EQ(cgr__shapes_entry(&m, at[0])->state, CGR__SHAPE_GRAPH);
+    ASSERT_U64_EQ(cgr__shapes_entry(&m, at[0])->replays, 0);
+
+    /* X(0) is new again: a fresh entry and three warm-ups of its own. */
+    for (uint32_t w = 1; w <= 3; w++) {
+        out = decide1(&m, X(0));
+        expect(&out, CGR__SHAPES_WARMUP);
+        ASSERT_EQ(out.warmup_run, w);
+        if (w == 1)
+            expect_fresh(&m, &out);
+        else
+            ASSERT_EQ(out.fresh, 0);
+    }
+    expect((out = decide1(&m, X(0)), &out), CGR__SHAPES_CAPTURE);
+    done(&m, 1, 10, 0);
+    /* The others kept their two warm-ups: one more each, then a capture. */
+    for (int k = 1; k < 16; k++) {
+        out = decide1(&m, X(k));
+        ASSERT_EQ(out.warmup_run, 3);
+        ASSERT_EQ(out.entry, at[k]);
+    }
+    check_identities(&m);
+
+    /*
+     * A graph that replayed, and an eager shape with runs and a message,
+     * leave: whichever entries new shapes get next, they are clean.
+     */
+    for (int i = 0; i < 5; i++)
+        expect((out = decide1(&m, X(16)), &out), CGR__SHAPES_REPLAY);
+    cgr__shapes_freed f;
+    ASSERT_EQ(cgr__shapes_drain(&m, &f), CGR_STATUS_OK); /* X(0), the older graph */
+    ASSERT_PTR_EQ(f.payload, pl(1));
+    ASSERT_EQ(cgr__shapes_drain(&m, &f), CGR_STATUS_OK);
+    ASSERT_PTR_EQ(f.payload, pl(16));
+    for (int k = 1; k < 16; k++) {
+        expect((out = decide1(&m, X(k)), &out), CGR__SHAPES_CAPTURE);
+        if (k == 1) {
+            done(&m, 100, 10, 0); /* the graphs are gone: one warming entry fewer, too */
+            continue;
+        }
+        ASSERT_EQ(cgr__shapes_capture_failed(&m, "a long and specific reason"), CGR_STATUS_OK);
+        for (int i = 0; i < 3; i++)
+            expect((out = decide1(&m, X(k)), &out), CGR__SHAPES_EAGER);
+    }
+    expect_counts(&m, 1, 0, 14);
+    for (int k = 17; k < 17 + 40; k++) {
+        out = decide1(&m, X(k));
+        expect_fresh(&m, &out);
+        if (k % 2 == 0)
+            continue; /* stays warming (and gets recycled) */
+        expect((out = decide1(&m, X(k)), &out), CGR__SHAPES_WARMUP);
+        expect((out = decide1(&m, X(k)), &out), CGR__SHAPES_WARMUP);
+        expect((out = decide1(&m, X(k)), &out), CGR__SHAPES_CAPTURE);
+        ASSERT_EQ(cgr__shapes_capture_failed(&m, "x"), CGR_STATUS_OK); /* forgets older ones */
+        check_identities(&m);
+    }
+    expect_counts(&m, 1, CGR__SHAPES_MAX_WARMING, CGR__SHAPES_MAX_EAGER);
+    while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
+        ;
+    cgr__shapes_destroy(&m);
+}
+
+/* No dims: one shape for good. CGR_MAX_DYN_DIMS dims: every one is part of the key. */
+static void test_dims_extremes(void)
+{
+    cgr__shapes_config c;
+    cgr__shapes m;
+    cgr__shapes_decision out;
+    cgr__shapes_freed f;
+    int64_t ignored[CGR_MAX_DYN_DIMS] = {7, 7, 7, 7, 7, 7, 7, 7};
+
+    /* n_dims = 0, three endings: a graph, a failed capture, a graph over the budget. */
+    for (int ending = 0; ending < 3; ending++) {
+        cgr__shapes_config_init(&c);
+        c.max_entries = 1;
+        c.max_bytes = 100;
+        mgr(&m, &c);
+        ASSERT_EQ(cgr__shapes_capacity(&m), 1 + CGR__SHAPES_MAX_WARMING + CGR__SHAPES_MAX_EAGER);
+        int64_t b = -5;
+        ASSERT_EQ(cgr__shapes_bucket(&m, NULL, &b), CGR_STATUS_OK);
+        ASSERT_EQ(b, -5); /* nothing to write */
+        ASSERT(cgr__shapes_peek(&m, NULL, NULL) == NULL);
+        ASSERT_EQ(cgr__shapes_decide(&m, NULL, &out), CGR_STATUS_OK);
+        expect(&out, CGR__SHAPES_WARMUP);
+        expect_fresh(&m, &out);
+        uint32_t e0 = out.entry;
+        /* A pointer where none is needed is not read. */
+        ASSERT_EQ(cgr__shapes_decide(&m, ignored, &out), CGR_STATUS_OK);
+        expect(&out, CGR__SHAPES_WARMUP);
+        ASSERT_EQ(out.warmup_run, 2);
+        ASSERT_EQ(out.new_shape, 0);
+        ASSERT_EQ(out.entry, e0);
+        ASSERT_EQ(cgr__shapes_decide(&m, NULL, &out), CGR_STATUS_OK);
+        expect(&out, CGR__SHAPES_CAPTURE);
+        ASSERT_EQ(out.entry, e0);
+        cgr__shapes_action then = CGR__SHAPES_REPLAY;
+        if (ending == 0) {
+            ASSERT_EQ(done(&m, 1, 100, 0).cached, 1);
+        } else if (ending == 1) {
+            ASSERT_EQ(cgr__shapes_capture_failed(&m, "no"), CGR_STATUS_OK);
+            then = CGR__SHAPES_EAGER;
+        } else {
+            ASSERT_EQ(done(&m, 1, 101, 0).cached, 0);
+            then = CGR__SHAPES_EAGER;
+        }
+        for (int i = 0; i < 10; i++) {
+            ASSERT_EQ(cgr__shapes_decide(&m, i % 2 ? ignored : NULL, &out), CGR_STATUS_OK);
+            expect(&out, then);
+            ASSERT_EQ(out.entry, e0);
+            ASSERT_EQ(out.new_shape, 0);
+            if (then == CGR__SHAPES_REPLAY)
+                ASSERT_PTR_EQ(out.payload, pl(1));
+        }
+        ASSERT_PTR_EQ(cgr__shapes_peek(&m, NULL, NULL), ending == 0 ? pl(1) : NULL);
+        cgr__shapes_stats s = stats(&m);
+        ASSERT_U64_EQ(s.new_shapes, 1);
+        ASSERT_U64_EQ(s.runs, 13);
+        ASSERT_EQ(s.entries + s.eager, 1);
+        ASSERT_EQ(s.warming, 0);
+        check_identities(&m);
+        while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
+            ;
+        cgr__shapes_destroy(&m);
+    }
+
+    /* n_dims = CGR_MAX_DYN_DIMS: a change in any one dim alone is another shape. */
+    enum { N = CGR_MAX_DYN_DIMS };
+    static const char *const names[N] = {"b", "s", "h", "d", "k", "v", "e", "last"};
+    cgr__shapes_dim_desc d[N];
+    for (int i = 0; i < N; i++)
+        d[i] = dim(names[i], pow2_policy(64));
+    cgr__shapes_config_init(&c);
+    c.dims = d;
+    c.n_dims = N;
+    c.warmup_runs = 1;
+    c.churn_k = 0;
+    mgr(&m, &c);
+    int64_t base[N], v[N];
+    for (int i = 0; i < N; i++)
+        base[i] = 1;
+    ASSERT_EQ(cgr__shapes_decide(&m, base, &out), CGR_STATUS_OK);
+    ASSERT_EQ(cgr__shapes_decide(&m, base, &out), CGR_STATUS_OK);
+    expect(&out, CGR__SHAPES_CAPTURE);
+    done(&m, 100, 1, 0);
+    for (int i = 0; i < N; i++) {
+        memcpy(v, base, sizeof v);
+        v[i] = 2;
+        ASSERT_EQ(cgr__shapes_decide(&m, v, &out), CGR_STATUS_OK);
+        expect(&out, CGR__SHAPES_WARMUP);
+        expect_fresh(&m, &out);
+        for (int j = 0; j < N; j++)
+            ASSERT_EQ(out.dims[j], j == i ? 2 : 1);
+        ASSERT(cgr__shapes_peek(&m, v, NULL) == NULL);
+        ASSERT_EQ(cgr__shapes_decide(&m, base, &out), CGR_STATUS_OK);
+        expect(&out, CGR__SHAPES_REPLAY);
+        ASSERT_PTR_EQ(out.payload, pl(100));
+    }
+    /* The last dim alone tells these two graphs apart, in both directions. */
+    memcpy(v, base, sizeof v);
+    v[N - 1] = 2;
+    ASSERT_EQ(cgr__shapes_decide(&m, v, &out), CGR_STATUS_OK);
+    expect(&out, CGR__SHAPES_CAPTURE); /* its warm-up was done above */
+    done(&m, 107, 1, 0);
+    for (int i = 0; i < 20; i++) {
+        int64_t *which = i % 3 ? v : base;
+        ASSERT_EQ(cgr__shapes_decide(&m, which, &out), CGR_STATUS_OK);
+        expect(&out, CGR__SHAPES_REPLAY);
+        ASSERT_PTR_EQ(out.payload, pl(which == v ? 107 : 100));
+        ASSERT_PTR_EQ(cgr__shapes_peek(&m, which == v ? base : v, NULL),
+                      pl(which == v ? 100 : 107));
+    }
+    /* The last dim's true values 3 and 4 share its bucket: one shape. */
+    v[N - 1] = 3;
+    ASSERT_EQ(cgr__shapes_decide(&m, v, &out), CGR_STATUS_OK);
+    expect(&out, CGR__SHAPES_WARMUP);
+    v[N - 1] = 4;
+    ASSERT_EQ(cgr__shapes_decide(&m, v, &out), CGR_STATUS_OK);
+    expect(&out, CGR__SHAPES_CAPTURE);
+    done(&m, 108, 1, 0);
+    v[N - 1] = 3;
+    ASSERT_EQ(cgr__shapes_decide(&m, v, &out), CGR_STATUS_OK);
+    ASSERT_PTR_EQ(out.payload, pl(108));
+    ASSERT_EQ(out.true_dims[N - 1], 3);
+    ASSERT_EQ(out.dims[N - 1], 4);
+    /* Every dim padded at once, the true values kept beside them. */
+    static const int64_t t[N] = {3, 5, 9, 17, 33, 63, 2, 1};
+    static const int64_t want[N] = {4, 8, 16, 32, 64, 64, 2, 1};
+    ASSERT_EQ(cgr__shapes_decide(&m, t, &out), CGR_STATUS_OK);
+    for (int i = 0; i < N; i++) {
+        ASSERT_EQ(out.dims[i], want[i]);
+        ASSERT_EQ(out.true_dims[i], t[i]);
+        ASSERT_EQ(entry_of(&m, &out)->dims[i], want[i]);
+    }
+    int64_t bucketed[N];
+    ASSERT_EQ(cgr__shapes_bucket(&m, t, bucketed), CGR_STATUS_OK);
+    ASSERT_EQ(memcmp(bucketed, want, sizeof want), 0);
+    /* A bad value in the last dim alone is refused. */
+    memcpy(v, base, sizeof v);
+    v[N - 1] = 65;
+    snap *sn = snap_take(&m);
+    ASSERT_EQ(cgr__shapes_decide(&m, v, &out), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__shapes_bucket(&m, v, bucketed), CGR_STATUS_INVALID_ARGUMENT);
+    snap_check(sn, &m);
+    check_identities(&m);
+    while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
+        ;
+    cgr__shapes_destroy(&m);
+}
+
+/* Four pow2 dims of 16 buckets each: 65,536 distinct shapes, shape i is i's digits. */
+static void shape_of(uint32_t i, int64_t v[4])
+{
+    for (int j = 0; j < 4; j++)
+        v[j] = X((int)(i >> (4 * j) & 15));
+}
+
+static cgr__shapes_outcome cache4(cgr__shapes *m, uint32_t i, uintptr_t payload, size_t bytes,
+                                  int update)
+{
+    int64_t v[4];
+    shape_of(i, v);
+    cgr__shapes_decision out;
+    ASSERT_EQ(cgr__shapes_decide(m, v, &out), CGR_STATUS_OK);
+    expect(&out, CGR__SHAPES_WARMUP);
+    ASSERT_EQ(cgr__shapes_decide(m, v, &out), CGR_STATUS_OK);
+    expect(&out, CGR__SHAPES_CAPTURE);
+    if (update) {
+        ASSERT(out.payload != NULL);
+        payload = (uintptr_t)out.payload;
+    }
+    return done(m, payload, bytes, update);
+}
+
+/*
+ * The freed list at its largest: one insert of the whole byte budget
+ * evicts every cached graph at once, least recently used first; a graph
+ * over the budget comes back alone. Then the same with a spare kept and
+ * with the least recently used graph updated in place.
+ */
+static void run_freed_max(uint32_t n, int variant)
+{
+    cgr__shapes_dim_desc d[4];
+    for (int j = 0; j < 4; j++)
+        d[j] = dim(NULL, pow2_policy(X(15)));
+    cgr__shapes_config c;
+    cgr__shapes_config_init(&c);
+    c.dims = d;
+    c.n_dims = 4;
+    c.warmup_runs = 1;
+    c.max_entries = n;
+    c.max_bytes = (size_t)n * 10;
+    c.churn_k = 0;
+    c.keep_spare = variant == 1;
+    cgr__shapes m;
+    mgr(&m, &c);
+    for (uint32_t i = 0; i < n; i++)
+        ASSERT_EQ(cache4(&m, i, 1 + (uintptr_t)i, 10, 0).n_freed, 0);
+    cgr__shapes_stats s = stats(&m);
+    ASSERT_EQ(s.entries, n);
+    ASSERT_EQ(s.bytes, (size_t)n * 10);
+    /* Replays in reverse: graph n - 1 (payload n) is now the least recently used. */
+    for (uint32_t i = n; i-- > 0;) {
+        int64_t v[4];
+        cgr__shapes_decision out;
+        shape_of(i, v);
+        ASSERT_EQ(cgr__shapes_decide(&m, v, &out), CGR_STATUS_OK);
+        expect(&out, CGR__SHAPES_REPLAY);
+        ASSERT_PTR_EQ(out.payload, pl(1 + (uintptr_t)i));
+    }
+    cgr__shapes_outcome o = cache4(&m, n, 1000000, (size_t)n * 10, variant == 2);
+    ASSERT_EQ(o.cached, 1);
+    /* The spare keeps the first evicted back; an update takes it out itself. */
+    uint32_t first = variant == 0 ? 0 : 1;
+    ASSERT_EQ(o.n_freed, n - first);
+    for (uint32_t j = 0; j < o.n_freed; j++) {
+        ASSERT_PTR_EQ(o.freed[j].payload, pl(n - first - j));
+        ASSERT_EQ(o.freed[j].bytes, 10);
+    }
+    s = stats(&m);
+    ASSERT_EQ(s.entries, 1);
+    ASSERT_EQ(s.bytes, (size_t)n * 10);
+    ASSERT_U64_EQ(s.evictions, n);
+    ASSERT_EQ(s.spare, variant == 1);
+    if (variant == 1)
+        ASSERT_PTR_EQ(m.spare.payload, pl(n));
+    ASSERT_EQ(s.peak_entries, n);
+    ASSERT_EQ(s.peak_bytes, (size_t)n * 10);
+    int64_t v[4];
+    shape_of(n, v);
+    ASSERT_PTR_EQ(cgr__shapes_peek(&m, v, NULL), variant == 2 ? pl(n) : pl(1000000));
+
+    /* Over the budget: refused, alone in the list; the whole-budget graph stays. */
+    o = cache4(&m, n + 1, 2000000, (size_t)n * 10 + 1, 0);
+    ASSERT_EQ(o.cached, 0);
+    ASSERT_EQ(o.n_freed, 1);
+    ASSERT_PTR_EQ(o.freed[0].payload, pl(2000000));
+    ASSERT_EQ(o.freed[0].bytes, (size_t)n * 10 + 1);
+    ASSERT_EQ(stats(&m).entries, 1);
+    check_identities(&m);
+    cgr__shapes_freed f;
+    uint32_t left = 0;
+    while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
+        left++;
+    ASSERT_EQ(left, 1 + (variant == 1));
+    cgr__shapes_destroy(&m);
+}
+
+static void test_freed_max(void)
+{
+    for (int variant = 0; variant < 3; variant++) {
+        run_freed_max(1, variant);
+        run_freed_max(5, variant);
+        run_freed_max(CGR__SHAPES_MAX_ENTRIES, variant);
+    }
+}
+
+/*
+ * Byte totals near SIZE_MAX: the budget still holds, and the total held
+ * never wraps (with no budget, as with one, the least recently used graph
+ * goes rather than the total wrapping around).
+ */
+static void test_byte_totals(void)
+{
+    for (int budget = 1; budget >= 0; budget--) {
+        cgr__shapes_dim_desc d;
+        cgr__shapes_config c = one_dim(&d, X(40), 1, 4, budget ? SIZE_MAX : 0);
+        cgr__shapes m;
+        mgr(&m, &c);
+        cgr__shapes_outcome o;
+        expect_freed((o = cache1(&m, X(1), 1, SIZE_MAX - 10), &o), (const uintptr_t[]){0});
+        expect_freed((o = cache1(&m, X(2), 2, 10), &o), (const uintptr_t[]){0});
+        ASSERT_EQ(stats(&m).bytes, SIZE_MAX);
+        /* One byte more does not fit: the oldest graph goes. */
+        o = cache1(&m, X(3), 3, 1);
+        ASSERT_EQ(o.cached, 1);
+        ASSERT_EQ(o.n_freed, 1);
+        ASSERT_PTR_EQ(o.freed[0].payload, pl(1));
+        ASSERT_EQ(stats(&m).bytes, 11);
+        expect_order(&m, (const uintptr_t[]){3, 2, 0});
+        /* The largest graph of all fits on its own, after the others. */
+        o = cache1(&m, X(4), 4, SIZE_MAX);
+        ASSERT_EQ(o.cached, 1);
+        expect_freed(&o, (const uintptr_t[]){2, 3, 0});
+        ASSERT_EQ(stats(&m).bytes, SIZE_MAX);
+        check_identities(&m);
+        cgr__shapes_freed f;
+        while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
+            ;
+        cgr__shapes_destroy(&m);
+    }
+}
+
 /* ---- random traffic against a payload-owning model -------------------------------------------- */
 
 #define MAX_PAYLOADS (1u << 20)
@@ -1219,17 +2329,77 @@ typedef struct run_counts {
     uint64_t replays, updates, update_failures, failures, cancels, too_large, churn, evicted;
 } run_counts;
 
+/* The graphs from the least to the most recently used: payloads and bytes; their number. */
+static uint32_t graphs_by_age(const cgr__shapes *m, uintptr_t *pay, size_t *bytes)
+{
+    uint32_t n = 0;
+    uint64_t above = 0;
+    for (;;) {
+        const cgr__shape *next = NULL;
+        for (uint32_t i = 0; i < cgr__shapes_capacity(m); i++) {
+            const cgr__shape *e = cgr__shapes_entry(m, i);
+            if (e != NULL && e->state == CGR__SHAPE_GRAPH && e->last_use > above &&
+                (next == NULL || e->last_use < next->last_use))
+                next = e;
+        }
+        if (next == NULL)
+            return n;
+        pay[n] = (uintptr_t)next->payload;
+        bytes[n++] = next->bytes;
+        above = next->last_use;
+    }
+}
+
+/* The least recently used entry in `state`, or CGR__SHAPES_NONE; how many there are. */
+static uint32_t lru_in(const cgr__shapes *m, int state, uint32_t *count)
+{
+    uint32_t v = CGR__SHAPES_NONE, n = 0;
+    for (uint32_t i = 0; i < cgr__shapes_capacity(m); i++) {
+        const cgr__shape *e = cgr__shapes_entry(m, i);
+        if (e == NULL || e->state != state)
+            continue;
+        n++;
+        if (v == CGR__SHAPES_NONE || e->last_use < cgr__shapes_entry(m, v)->last_use)
+            v = i;
+    }
+    *count = n;
+    return v;
+}
+
+/* After a verdict that made the capturing entry eager: the least recently used eager one went. */
+static void check_eager_verdict(const cgr__shapes *m, uint32_t entry, cgr__shapes_reason reason,
+                                uint32_t lru_eager, uint32_t eager_before)
+{
+    const cgr__shape *e = cgr__shapes_entry(m, entry);
+    ASSERT(e != NULL);
+    ASSERT_EQ(e->state, CGR__SHAPE_EAGER);
+    ASSERT_EQ(e->reason, reason);
+    ASSERT(e->payload == NULL);
+    uint32_t n;
+    (void)lru_in(m, CGR__SHAPE_EAGER, &n);
+    if (eager_before == CGR__SHAPES_MAX_EAGER) {
+        ASSERT(cgr__shapes_entry(m, lru_eager) == NULL);
+        ASSERT_EQ(n, CGR__SHAPES_MAX_EAGER);
+    } else {
+        ASSERT_EQ(n, eager_before + 1);
+    }
+}
+
+enum {
+    RANDOM_MAX_ENTRIES = 12,
+    RANDOM_CAPACITY = RANDOM_MAX_ENTRIES + CGR__SHAPES_MAX_WARMING + CGR__SHAPES_MAX_EAGER
+};
+
 static void run_random(model *md, run_counts *rc)
 {
     static const int64_t ys[3] = {1, 2, 3};
-    cgr__shapes_dim_desc d[2] = {dim("x", 0, 0, pow2_policy(1 << 12)),
-                                 dim("y", 1, 0, list_policy(ys, 3))};
+    cgr__shapes_dim_desc d[2] = {dim("x", pow2_policy(1 << 12)), dim("y", list_policy(ys, 3))};
     cgr__shapes_config c;
     cgr__shapes_config_init(&c);
     c.dims = d;
     c.n_dims = 2;
     c.warmup_runs = 1 + (uint32_t)(rng_next() % 3);
-    c.max_entries = 1 + (uint32_t)(rng_next() % 12);
+    c.max_entries = 1 + (uint32_t)(rng_next() % RANDOM_MAX_ENTRIES);
     c.max_bytes = rng_next() % 2 ? 0 : 500 + rng_next() % 3000;
     c.churn_k = (uint32_t)(rng_next() % 6);
     c.churn_window = c.churn_k + rng_next() % 40;
@@ -1243,9 +2413,26 @@ static void run_random(model *md, run_counts *rc)
             hot = 1 + rng_next() % 13;
         int64_t dims[2] = {1 + (int64_t)(rng_next() % ((uint64_t)1 << (hot - 1))),
                            1 + (int64_t)(rng_next() % 3)};
+        /* What a new shape may take: a free entry, or the least recently seen warming one. */
+        uint32_t warming_before;
+        uint32_t lru_warming = lru_in(&m, CGR__SHAPE_WARMING, &warming_before);
+        uint8_t was_free[RANDOM_CAPACITY];
+        for (uint32_t k = 0; k < cgr__shapes_capacity(&m); k++)
+            was_free[k] = cgr__shapes_entry(&m, k) == NULL;
         cgr__shapes_decision out;
         ASSERT_EQ(cgr__shapes_decide(&m, dims, &out), CGR_STATUS_OK);
         uint32_t key = key_of(&out);
+        ASSERT_EQ(out.fresh, out.new_shape);
+        ASSERT_EQ(memcmp(entry_of(&m, &out)->dims, out.dims, 2 * sizeof out.dims[0]), 0);
+        if (out.fresh) {
+            expect_fresh(&m, &out);
+            if (warming_before == CGR__SHAPES_MAX_WARMING)
+                ASSERT_EQ(out.entry, lru_warming);
+            else
+                ASSERT(was_free[out.entry]);
+        } else {
+            ASSERT(!was_free[out.entry]);
+        }
         if (out.action == CGR__SHAPES_REPLAY) {
             uintptr_t id = (uintptr_t)out.payload;
             ASSERT(id > 0 && id < md->next && md->live[id]);
@@ -1258,9 +2445,28 @@ static void run_random(model *md, run_counts *rc)
                 uintptr_t id = (uintptr_t)out.payload;
                 ASSERT(id < md->next && md->live[id]);
             }
+            /* The offer: the spare, else the least recently used graph of a full table. */
+            uintptr_t age[RANDOM_MAX_ENTRIES];
+            size_t age_bytes[RANDOM_MAX_ENTRIES];
+            uint32_t n_age = graphs_by_age(&m, age, age_bytes);
+            if (m.has_spare) {
+                ASSERT_EQ(out.source, CGR__SHAPES_FROM_SPARE);
+                ASSERT_PTR_EQ(out.payload, m.spare.payload);
+            } else if (n_age == m.max_entries) {
+                ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU);
+                ASSERT_PTR_EQ(out.payload, pl(age[0]));
+            } else {
+                ASSERT_EQ(out.source, CGR__SHAPES_FROM_NONE);
+                ASSERT(out.payload == NULL);
+            }
+            uint32_t eager_before;
+            uint32_t lru_eager = lru_in(&m, CGR__SHAPE_EAGER, &eager_before);
             uint64_t roll = rng_next() % 100;
             if (roll < 8) {
                 ASSERT_EQ(cgr__shapes_capture_failed(&m, "random failure"), CGR_STATUS_OK);
+                check_eager_verdict(&m, out.entry, CGR__SHAPES_REASON_CAPTURE_FAILED, lru_eager,
+                                    eager_before);
+                ASSERT_STR_EQ(cgr__shapes_entry(&m, out.entry)->text, "random failure");
                 rc->failures++;
                 continue;
             }
@@ -1272,7 +2478,7 @@ static void run_random(model *md, run_counts *rc)
             int updated = 0;
             if (out.payload != NULL) {
                 if (rng_next() % 3 == 0) {
-                    cgr__cache_evicted v;
+                    cgr__shapes_freed v;
                     ASSERT_EQ(cgr__shapes_update_failed(&m, (int)(rng_next() % 9), "r", &v),
                               CGR_STATUS_OK);
                     ASSERT_PTR_EQ(v.payload, out.payload);
@@ -1295,9 +2501,60 @@ static void run_random(model *md, run_counts *rc)
             }
             md->owner[(uintptr_t)r.payload] = key;
             r.bytes = rng_next() % 20 == 0 ? 4000 : 1 + rng_next() % 400;
+            /*
+             * What may go, oldest first: the graphs as they are now (after a
+             * failed update took its victim), less the one an update takes.
+             */
+            n_age = graphs_by_age(&m, age, age_bytes);
+            uint32_t from = 0;
+            if (updated && out.source == CGR__SHAPES_FROM_LRU) {
+                ASSERT_EQ(age[0], (uintptr_t)out.payload);
+                from = 1;
+            }
+            int spare_stays = m.has_spare && !(updated && out.source == CGR__SHAPES_FROM_SPARE);
             cgr__shapes_outcome o;
             ASSERT_EQ(cgr__shapes_capture_done(&m, &r, &o), CGR_STATUS_OK);
             rc->too_large += !o.cached;
+            if (!o.cached) {
+                ASSERT_EQ(o.n_freed, 1);
+                ASSERT_PTR_EQ(o.freed[0].payload, r.payload);
+                ASSERT_EQ(stats(&m).entries, n_age - from);
+                check_eager_verdict(&m, out.entry, CGR__SHAPES_REASON_TOO_LARGE, lru_eager,
+                                    eager_before);
+            } else {
+                /* The evictions, in order: a new spare first (the first evicted), then freed. */
+                uintptr_t ev[RANDOM_MAX_ENTRIES];
+                uint32_t n_ev = 0;
+                ASSERT_LE(o.n_freed + (!spare_stays && m.has_spare ? 1u : 0u), n_age);
+                if (!spare_stays && m.has_spare)
+                    ev[n_ev++] = (uintptr_t)m.spare.payload;
+                for (uint32_t k = 0; k < o.n_freed; k++)
+                    ev[n_ev++] = (uintptr_t)o.freed[k].payload;
+                ASSERT_LE(from + n_ev, n_age);
+                size_t rest = 0;
+                for (uint32_t k = 0; k < n_ev; k++)
+                    ASSERT_EQ(ev[k], age[from + k]); /* least recently used first */
+                for (uint32_t k = from + n_ev; k < n_age; k++)
+                    rest += age_bytes[k];
+                /* Exactly as many as needed: the rest fits, one fewer would not have. */
+                uint32_t left = n_age - from - n_ev;
+                ASSERT_LT(left, m.max_entries);
+                if (m.max_bytes > 0)
+                    ASSERT_LE(rest + r.bytes, m.max_bytes);
+                if (n_ev > 0)
+                    ASSERT(left + 1 >= m.max_entries ||
+                           (m.max_bytes > 0 &&
+                            rest + age_bytes[from + n_ev - 1] + r.bytes > m.max_bytes));
+                if (m.keep_spare && !spare_stays && n_ev > 0)
+                    ASSERT(m.has_spare);
+                const cgr__shape *e = cgr__shapes_entry(&m, out.entry);
+                ASSERT(e != NULL);
+                ASSERT_EQ(e->state, CGR__SHAPE_GRAPH);
+                ASSERT_PTR_EQ(e->payload, r.payload);
+                ASSERT_EQ(e->bytes, r.bytes);
+                ASSERT_U64_EQ(e->replays, 0);
+                ASSERT_EQ(stats(&m).entries, left + 1);
+            }
             for (uint32_t k = 0; k < o.n_freed; k++)
                 give_back(md, o.freed[k].payload);
             rc->evicted += o.n_freed;
@@ -1306,7 +2563,7 @@ static void run_random(model *md, run_counts *rc)
             check_identities(&m);
     }
     check_identities(&m);
-    cgr__cache_evicted e;
+    cgr__shapes_freed e;
     while (cgr__shapes_drain(&m, &e) == CGR_STATUS_OK)
         give_back(md, e.payload);
     for (uintptr_t id = 1; id < md->next; id++)
@@ -1371,7 +2628,7 @@ static void test_peek(void)
     }
     /* Cached: bucket 1 (payload 11) then bucket 4 (payload 12); 4 is the MRU. */
     cgr__shapes_stats before = stats(&m);
-    uint32_t lru = cgr__cache_lru(&m.cache);
+    snap *sn = snap_take(&m);
     x = 1;
     ASSERT_PTR_EQ(cgr__shapes_peek(&m, &x, &b), pl(11));
     ASSERT_EQ(b, 1);
@@ -1394,7 +2651,7 @@ static void test_peek(void)
     ASSERT_U64_EQ(after.misses, before.misses);
     ASSERT_U64_EQ(after.new_shapes, before.new_shapes);
     ASSERT_U64_EQ(after.warmup_runs, before.warmup_runs);
-    ASSERT_EQ(cgr__cache_lru(&m.cache), lru);
+    snap_check(sn, &m); /* LRU order (last_use), the latest entry and all else included */
     /* The bucket alone, as the armed launch compares it. */
     x = 3;
     ASSERT_EQ(cgr__shapes_bucket(&m, &x, &b), CGR_STATUS_OK);
@@ -1423,7 +2680,14 @@ int main(void)
     test_uncapturable();
     test_churn();
     test_bad_input();
+    test_last_first();
+    test_kinds();
+    test_lru_order();
+    test_recycle();
+    test_dims_extremes();
+    test_freed_max();
     test_random();
+    test_byte_totals();
     printf("shapes: ok\n");
     return 0;
 }
