@@ -75,7 +75,7 @@ CGR_API int cgr_has_nccl(void)
 cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, int line)
 {
     const char *detail = ncclGetLastError(NULL);
-    return cgr__fail(CGR_STATUS_CUDA_ERROR, file, line, "NCCL: %s failed: %s%s%s", expr,
+    return cgr__fail(CGR_STATUS_COMM_ERROR, file, line, "NCCL: %s failed: %s%s%s", expr,
                      ncclGetErrorString(r), detail && detail[0] ? ": " : "",
                      detail ? detail : "");
 }
@@ -206,7 +206,7 @@ static cgr_status split_private(struct cgr__comm *c, int *leak)
             return cgr__nccl_fail(async, "ncclCommSplit", __FILE__, __LINE__);
         if (cgr__now_us() > deadline) {
             *leak = 1;
-            return CGR_FAIL(CGR_STATUS_CUDA_ERROR,
+            return CGR_FAIL(CGR_STATUS_TIMEOUT,
                             "NCCL: ncclCommSplit did not complete within %u ms: every rank must "
                             "call cgr_runtime_attach_nccl",
                             c->timeout_ms);
@@ -265,7 +265,7 @@ static cgr_status attach_locked(cgr_runtime *rt, ncclComm_t comm, unsigned timeo
     CGR_NCCL_TRY_GOTO(ncclCommCount(c->priv, &pworld), st, fail);
     CGR_NCCL_TRY_GOTO(ncclCommUserRank(c->priv, &prank), st, fail);
     if (pworld != world || prank != rank) {
-        st = CGR_FAIL(CGR_STATUS_CUDA_ERROR,
+        st = CGR_FAIL(CGR_STATUS_COMM_ERROR,
                       "%s: the split communicator has rank %d of %d, the user's rank %d of %d", fn,
                       prank, pworld, rank, world);
         goto fail;

@@ -76,7 +76,14 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
     cfg.churn_window = (uint64_t)o->churn_window;
     cfg.churn_stable = (uint64_t)o->churn_stable;
     cfg.keep_spare = o->shape_spare;
-    return cgr__shapes_init(&s->shapes, &cfg);
+    cgr_status st = cgr__shapes_init(&s->shapes, &cfg);
+    if (st == CGR_STATUS_OUT_OF_MEMORY)
+        return CGR_FAIL(st, "cgr_step_create: step '%s': shape manager tables", s->name);
+    /* Everything in cfg comes from options and a description that passed validation. */
+    if (st != CGR_STATUS_OK)
+        return CGR_BUG("step '%s': the shape manager refused the validated configuration (%s)",
+                       s->name, cgr_status_name(st));
+    return CGR_STATUS_OK;
 }
 
 /* Frees every graph the step still holds and its scratch plans. */

@@ -45,7 +45,9 @@ typedef struct cudnnContext *cgr_cudnn_handle;
 
 /*
  * Status codes. One list generates the enum, cgr_status_name() and
- * cgr_status_string(), so the three can never disagree.
+ * cgr_status_string(), so the three can never disagree. New statuses are
+ * only added at the end: a value keeps its meaning across versions.
+ * CGR_STATUS_INTERNAL reports a bug in cgr itself, never a misuse.
  */
 #define CGR_STATUS_MAP(X)                                                                  \
     X(OK, 0, "success")                                                                    \
@@ -62,7 +64,10 @@ typedef struct cudnnContext *cgr_cudnn_handle;
     X(ARENA_LIMIT, 11, "the scratch plan needs more than the arena limit allows")          \
     X(BUSY, 12, "every staging slot holds an unwaited result, or another thread uses the step") \
     X(STEP_FAILED, 13, "the user's step function returned an error")                       \
-    X(WRONG_STATE, 14, "the call is not allowed in the current state")
+    X(WRONG_STATE, 14, "the call is not allowed in the current state")                    \
+    X(INTERNAL, 15, "an internal error in cgr (a bug in cgr itself; please report it)")    \
+    X(TIMEOUT, 16, "an operation did not complete in the time allowed")                    \
+    X(COMM_ERROR, 17, "an NCCL or inter-process communication call failed")
 
 /** Result of every call that can fail. */
 typedef enum cgr_status {

@@ -18,7 +18,11 @@
  * communicator that cgr splits off at attach time, with a bounded wait:
  * either every rank launches its graph, or every rank returns
  * CGR_STATUS_CAPTURE_FAILED, naming the ranks that failed, and runs the
- * step eagerly from then on.
+ * step eagerly from then on. When the exchange itself cannot complete, the
+ * capturing run returns CGR_STATUS_TIMEOUT (a peer did not join in time)
+ * or CGR_STATUS_COMM_ERROR (NCCL reported an error); cgr then aborts its
+ * private communicator, and every later capture that needs the peers'
+ * agreement fails at once with CGR_STATUS_COMM_ERROR.
  *
  * This header needs only a C11 compiler, like cgr.h: the communicator
  * appears through the struct tag NCCL itself uses, so a cgr_nccl_comm is
@@ -85,8 +89,9 @@ CGR_API int cgr_has_nccl(void);
  *   capture at the same run);
  * - CGR_STATUS_NOT_SUPPORTED: built without NCCL, or the NCCL library is
  *   older than 2.18.
- * NCCL failures and the timeout return CGR_STATUS_CUDA_ERROR with NCCL's
- * message.
+ * A failed NCCL call returns CGR_STATUS_COMM_ERROR with NCCL's message;
+ * a split or check that the peers do not complete within opt->timeout_ms
+ * returns CGR_STATUS_TIMEOUT.
  *
  * The communicator stays the caller's: destroy the runtime (which destroys
  * its graphs) before the communicator, since NCCL waits in ncclCommDestroy
