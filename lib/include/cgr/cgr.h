@@ -90,6 +90,20 @@ CGR_API const char *cgr_last_error(void);
 /** Clears the calling thread's last-error message. */
 CGR_API void cgr_clear_error(void);
 
+/**
+ * Version of the cgr library actually loaded, such as "0.1.0" (the meson
+ * project version it was built from). It can differ from the header's
+ * CGR_VERSION_STRING when a program runs with another libcgr than the one
+ * it was compiled against. Never NULL; a static string.
+ */
+CGR_API const char *cgr_version(void);
+/**
+ * The loaded library's version as one number, MAJOR * 10000 + MINOR * 100 +
+ * PATCH, for comparing with CGR_VERSION_NUMBER from cgr_version.h: a value
+ * below it means the library is older than the header.
+ */
+CGR_API unsigned cgr_version_number(void);
+
 /** Element types of step inputs and outputs. */
 typedef enum cgr_dtype {
     CGR_DTYPE_F32 = 0,
