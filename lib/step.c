@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "internal.h"
 
 cgr_status cgr__check_step(const cgr_step *s, const char *fn)
@@ -117,7 +118,10 @@ CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, c
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_create: %s is NULL",
                         desc ? "out" : "desc");
     *out = NULL;
-    CGR_TRY(cgr__validate_step_desc(desc));
+    /* From here on only the loaded copy is read: it follows the struct_size rule. */
+    cgr_step_desc d;
+    CGR_TRY(cgr__step_desc_load(desc, &d));
+    desc = &d;
 
     cgr_step *s = calloc(1, sizeof *s);
     if (!s)

@@ -142,10 +142,30 @@ typedef void (*cgr_log_fn)(cgr_log_level level, const char *message, void *user)
 #define CGR_MAX_SLOTS 16
 #define CGR_MAX_WARMUP 100
 
+/*
+ * Versioned structs. cgr_options, cgr_step_desc and cgr_nccl_options begin
+ * with struct_size, which their init function sets to the size this header
+ * declares, and later versions of cgr only add fields at their end. The
+ * library reads struct_size bytes of the caller's struct:
+ *  - a smaller struct (a program built against an older header) is read up
+ *    to struct_size, and the fields past it take their defaults;
+ *  - a larger one (a newer header than the library) is accepted when every
+ *    byte past the fields this library knows is zero, which is what the
+ *    init function leaves there; a non-zero byte asks for something this
+ *    library cannot do, and the call is refused with
+ *    CGR_STATUS_INVALID_ARGUMENT rather than ignoring it;
+ *  - a struct_size below the first version's fields, or above
+ *    CGR_MAX_STRUCT_SIZE, is refused: the struct was not initialized.
+ * Output structs with a struct_size (cgr_shape_stats, cgr_shape_info) are
+ * documented where they are declared.
+ */
+#define CGR_MAX_STRUCT_SIZE 4096
+
 /**
  * Runtime options. Always start from cgr_options_init(): it writes the
- * defaults and struct_size, which lets later versions add fields at the end
- * without breaking callers built against this one.
+ * defaults and struct_size (see "Versioned structs" above).
+ * cgr_runtime_create() copies the options, and the dump_dir string with
+ * them, so the caller may reuse or free both once it returns.
  */
 typedef struct cgr_options {
     size_t struct_size;        /**< set by cgr_options_init() */
@@ -165,8 +185,10 @@ typedef struct cgr_options {
                                     (polls, with a later run in flight); 0 skips the spin
                                     (less CPU, a few us later); default 200, at most
                                     1000000 */
-    const char *dump_dir;      /**< when set (or CGR_DUMP_DIR is), each captured graph is
-                                    written there as a Graphviz DOT file */
+    const char *dump_dir;      /**< when set (or, when NULL, the environment variable
+                                    CGR_DUMP_DIR at cgr_runtime_create), each captured graph
+                                    is written there as a Graphviz DOT file; the runtime
+                                    keeps its own copy of the string */
     cgr_log_fn log_fn;         /**< NULL: log lines go to stderr, when the level asks */
     void *log_user;            /**< passed to log_fn */
     /*
@@ -189,11 +211,21 @@ typedef struct cgr_options {
                                     this long gives its stream back: it runs on whatever the
                                     slot holds, and its launch runs the graph again;
                                     1..60000000; default 100000 (0.1 s) */
-    unsigned char reserved[64];/**< must be zero */
 } cgr_options;
 
+/**
+ * Writes the default options into the caller's struct of struct_size bytes
+ * and sets opt->struct_size to it; never writes past struct_size. Called
+ * through cgr_options_init(), which passes the size this header declares.
+ * CGR_STATUS_INVALID_ARGUMENT for NULL or a size outside the range of
+ * "Versioned structs".
+ */
+CGR_API cgr_status cgr_options_init_size(cgr_options *opt, size_t struct_size);
 /** Writes the default options. Fails only on NULL. */
-CGR_API cgr_status cgr_options_init(cgr_options *opt);
+static inline cgr_status cgr_options_init(cgr_options *opt)
+{
+    return cgr_options_init_size(opt, sizeof(cgr_options));
+}
 
 /** A runtime: one device, one stream, one scratch arena, library handles. */
 typedef struct cgr_runtime cgr_runtime;
@@ -270,7 +302,11 @@ typedef struct cgr_dim_use {
  */
 typedef cgr_status (*cgr_step_fn)(cgr_ctx *ctx, void *user);
 
-/** Description of a fixed-shape step. Start from cgr_step_desc_init(). */
+/**
+ * Description of a step. Start from cgr_step_desc_init() (struct_size
+ * follows "Versioned structs" above). cgr_step_create() copies what it
+ * keeps: names, shapes, bucket lists, padding values.
+ */
 typedef struct cgr_step_desc {
     size_t struct_size;             /**< set by cgr_step_desc_init() */
     const char *name;               /**< for messages; NULL means "step" */
@@ -297,16 +333,25 @@ typedef struct cgr_step_desc {
      * (about 1 us) at that gate. Default 0.
      */
     int armable;
-    unsigned char reserved[64];     /**< must be zero */
 } cgr_step_desc;
 
+/**
+ * Writes an empty description into the caller's struct of struct_size bytes,
+ * as cgr_options_init_size() does for options. Called through
+ * cgr_step_desc_init().
+ */
+CGR_API cgr_status cgr_step_desc_init_size(cgr_step_desc *desc, size_t struct_size);
 /** Writes an empty description with struct_size set. Fails only on NULL. */
-CGR_API cgr_status cgr_step_desc_init(cgr_step_desc *desc);
+static inline cgr_status cgr_step_desc_init(cgr_step_desc *desc)
+{
+    return cgr_step_desc_init_size(desc, sizeof(cgr_step_desc));
+}
 
 /**
  * Registers a step: allocates its static device input/output buffers, its
  * pinned staging slots and their events. Runs nothing. The description and
- * the strings in it are copied.
+ * the strings and arrays it points to are copied (the user pointer is
+ * kept as given).
  */
 CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_step **out);
 /**

@@ -47,7 +47,8 @@ typedef struct ncclComm *cgr_nccl_comm;
 #define CGR_NCCL_MAX_TIMEOUT_MS 86400000u
 
 /**
- * Options of cgr_runtime_attach_nccl(). Start from cgr_nccl_options_init().
+ * Options of cgr_runtime_attach_nccl(). Start from cgr_nccl_options_init();
+ * struct_size follows the rule of "Versioned structs" in cgr.h.
  */
 typedef struct cgr_nccl_options {
     size_t struct_size;   /**< set by cgr_nccl_options_init() */
@@ -62,11 +63,18 @@ typedef struct cgr_nccl_options {
      * time ranks may drift apart (a slow first warm-up, a checkpoint).
      */
     unsigned timeout_ms;
-    unsigned char reserved[64]; /**< must be zero */
 } cgr_nccl_options;
 
+/**
+ * Writes the default options into the caller's struct of struct_size bytes,
+ * as cgr_options_init_size() does. Called through cgr_nccl_options_init().
+ */
+CGR_API cgr_status cgr_nccl_options_init_size(cgr_nccl_options *opt, size_t struct_size);
 /** Writes the default options. Fails only on NULL. */
-CGR_API cgr_status cgr_nccl_options_init(cgr_nccl_options *opt);
+static inline cgr_status cgr_nccl_options_init(cgr_nccl_options *opt)
+{
+    return cgr_nccl_options_init_size(opt, sizeof(cgr_nccl_options));
+}
 
 /** 1 when this build of cgr has NCCL support. */
 CGR_API int cgr_has_nccl(void);
