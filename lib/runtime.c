@@ -41,7 +41,8 @@ cgr_status cgr__check_runtime(const cgr_runtime *rt, const char *fn)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: runtime is NULL", fn);
     if (rt->magic != CGR__MAGIC_RUNTIME)
         return CGR_FAIL(CGR_STATUS_INVALID_HANDLE,
-                        "%s: %p is not a live cgr_runtime (destroyed or not a runtime)", fn,
+                        "%s: %p is not a cgr_runtime (its magic word is wrong; a runtime used "
+                        "after cgr_runtime_destroy is undefined behaviour, not always caught)", fn,
                         (const void *)rt);
     return CGR_STATUS_OK;
 }

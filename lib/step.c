@@ -13,7 +13,8 @@ cgr_status cgr__check_step(const cgr_step *s, const char *fn)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: step is NULL", fn);
     if (s->magic != CGR__MAGIC_STEP)
         return CGR_FAIL(CGR_STATUS_INVALID_HANDLE,
-                        "%s: %p is not a live cgr_step (destroyed or not a step)", fn,
+                        "%s: %p is not a cgr_step (its magic word is wrong; a step used after "
+                        "cgr_step_destroy is undefined behaviour, not always caught)", fn,
                         (const void *)s);
     return cgr__check_runtime(s->rt, fn);
 }

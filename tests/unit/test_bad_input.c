@@ -119,7 +119,13 @@ static cgr_status validate_newer_desc(unsigned char extra)
 }
 
 static char long_name[80];
-/* Handles that are not live: zeroed memory, and one marked destroyed. */
+/*
+ * Pointers whose magic word is not cgr's: zeroed memory, and memory that
+ * holds the word cgr stamps into a handle as it destroys it. They are
+ * static arrays, not freed handles: using a real handle after destroy is
+ * undefined behaviour, which no test can assert on. What these rows show
+ * is only that a call refuses a pointer whose word is wrong.
+ */
 static uint32_t fake_handle[64];
 static uint32_t dead_handle[64] = {CGR__MAGIC_DEAD};
 #define FAKE_RT ((cgr_runtime *)fake_handle)
@@ -169,11 +175,11 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       cgr_options o = opts(); o.struct_size = CGR_MAX_STRUCT_SIZE + 1; return create(&o);) \
     X(runtime_stream_null, INVALID_ARGUMENT, "NULL",                                       \
       cgr_stream s; return cgr_runtime_stream(NULL, &s);)                                  \
-    X(runtime_stream_fake, INVALID_HANDLE, "not a live",                                   \
+    X(runtime_stream_fake, INVALID_HANDLE, "magic word",                                   \
       cgr_stream s; return cgr_runtime_stream(FAKE_RT, &s);)                               \
-    X(runtime_after_destroy, INVALID_HANDLE, "destroyed",                                  \
+    X(runtime_dead_magic, INVALID_HANDLE, "magic word",                                    \
       cgr_runtime_stats st; return cgr_runtime_get_stats(DEAD_RT, &st);)                   \
-    X(runtime_destroy_fake, INVALID_HANDLE, "not a live",                                  \
+    X(runtime_destroy_fake, INVALID_HANDLE, "magic word",                                  \
       cgr_runtime *rt = FAKE_RT; return cgr_runtime_destroy(&rt);)                         \
     X(runtime_stats_null, INVALID_ARGUMENT, "NULL",                                        \
       return cgr_runtime_get_stats(NULL, NULL);)                                           \
@@ -181,22 +187,22 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       void *p; return cgr_persistent_alloc(NULL, 64, &p);)                                 \
     X(step_create_null_runtime, INVALID_ARGUMENT, "NULL",                                  \
       cgr_step_desc d = desc(); cgr_step *s; return cgr_step_create(NULL, &d, &s);)        \
-    X(step_create_dead_runtime, INVALID_HANDLE, "destroyed",                               \
+    X(step_create_dead_magic_runtime, INVALID_HANDLE, "magic word",                        \
       cgr_step_desc d = desc(); cgr_step *s; return cgr_step_create(DEAD_RT, &d, &s);)     \
     X(step_run_null, INVALID_ARGUMENT, "cgr_step_run", return cgr_step_run(NULL, NULL, NULL);) \
-    X(step_run_after_destroy, INVALID_HANDLE, "destroyed",                                 \
+    X(step_run_dead_magic, INVALID_HANDLE, "magic word",                                   \
       return cgr_step_run(DEAD_STEP, NULL, NULL);)                                         \
     X(step_acquire_null, INVALID_ARGUMENT, "NULL",                                         \
       cgr_slot sl; return cgr_step_acquire(NULL, &sl);)                                    \
     X(step_launch_null, INVALID_ARGUMENT, "NULL",                                          \
       cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_launch(NULL, &sl);)          \
     X(step_wait_null, INVALID_ARGUMENT, "NULL", return cgr_step_wait(NULL, 0);)            \
-    X(step_sync_dead, INVALID_HANDLE, "destroyed", return cgr_step_sync(DEAD_STEP);)       \
+    X(step_sync_dead_magic, INVALID_HANDLE, "magic word", return cgr_step_sync(DEAD_STEP);) \
     X(step_output_null, INVALID_ARGUMENT, "NULL",                                          \
       const void *p; return cgr_step_output(NULL, 0, 0, &p, NULL);)                        \
     X(step_stats_null, INVALID_ARGUMENT, "NULL", return cgr_step_get_stats(NULL, NULL);)   \
-    X(step_seed_dead, INVALID_HANDLE, "destroyed", return cgr_step_set_seed(DEAD_STEP, 1);) \
-    X(step_destroy_dead, INVALID_HANDLE, "destroyed",                                      \
+    X(step_seed_dead_magic, INVALID_HANDLE, "magic word", return cgr_step_set_seed(DEAD_STEP, 1);) \
+    X(step_destroy_dead_magic, INVALID_HANDLE, "magic word",                               \
       cgr_step *s = DEAD_STEP; return cgr_step_destroy(&s);)                               \
     X(ctx_stream_null, INVALID_ARGUMENT, "NULL", cgr_stream s; return cgr_ctx_stream(NULL, &s);) \
     X(ctx_input_outside_step, INVALID_HANDLE, "inside the step",                           \
@@ -302,11 +308,11 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       return cgr__validate_step_desc(&d);)                                                 \
     X(step_run_dims_null, INVALID_ARGUMENT, "cgr_step_run",                                \
       int64_t b = 1; return cgr_step_run_dims(NULL, &b, NULL, NULL);)                      \
-    X(step_launch_dims_dead, INVALID_HANDLE, "destroyed",                                  \
+    X(step_launch_dims_dead_magic, INVALID_HANDLE, "magic word",                           \
       cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_launch_dims(DEAD_STEP, &sl, NULL);) \
     X(step_run_action_null, INVALID_ARGUMENT, "NULL",                                      \
       cgr_run_action a; return cgr_step_run_action(NULL, 0, &a);)                          \
-    X(step_shape_stats_dead, INVALID_HANDLE, "destroyed",                                  \
+    X(step_shape_stats_dead_magic, INVALID_HANDLE, "magic word",                           \
       cgr_shape_stats st; st.struct_size = sizeof st;                                      \
       return cgr_step_get_shape_stats(DEAD_STEP, &st);)                                    \
     X(step_shape_at_null, INVALID_ARGUMENT, "NULL",                                        \
@@ -321,12 +327,12 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       cgr_step_desc d = desc(); d.armable = 2; return cgr__validate_step_desc(&d);)        \
     X(step_arm_null, INVALID_ARGUMENT, "NULL",                                             \
       cgr_slot sl; return cgr_step_arm(NULL, NULL, &sl);)                                  \
-    X(step_release_dead, INVALID_HANDLE, "destroyed",                                      \
+    X(step_release_dead_magic, INVALID_HANDLE, "magic word",                               \
       cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_release(DEAD_STEP, &sl);)   \
     X(step_write_input_null, INVALID_ARGUMENT, "NULL",                                     \
       cgr_slot sl; memset(&sl, 0, sizeof sl); float x = 1.0f;                              \
       return cgr_step_write_input(NULL, &sl, 0, 0, &x, sizeof x);)                         \
-    X(step_write_input_dead, INVALID_HANDLE, "destroyed",                                  \
+    X(step_write_input_dead_magic, INVALID_HANDLE, "magic word",                           \
       cgr_slot sl; memset(&sl, 0, sizeof sl); float x = 1.0f;                              \
       return cgr_step_write_input(DEAD_STEP, &sl, 0, 0, &x, sizeof x);)
 
@@ -375,7 +381,7 @@ int main(void)
     ASSERT_OK(cgr_runtime_destroy(NULL));
     ASSERT_OK(cgr_step_destroy(&st));
     ASSERT_OK(cgr_step_destroy(NULL));
-    /* The dead handle was not touched by any call. */
+    /* The stamped memory was not written by any call. */
     ASSERT_EQ(dead_handle[0], CGR__MAGIC_DEAD);
     ASSERT_GE(n, 40);
     printf("PASS: %d bad-input cases\n", n);

@@ -52,7 +52,7 @@ typedef struct cudnnContext *cgr_cudnn_handle;
 #define CGR_STATUS_MAP(X)                                                                  \
     X(OK, 0, "success")                                                                    \
     X(INVALID_ARGUMENT, 1, "an argument is NULL, out of range or inconsistent")            \
-    X(INVALID_HANDLE, 2, "the handle is not live (destroyed, or not a cgr handle)")        \
+    X(INVALID_HANDLE, 2, "the pointer is not a cgr handle of the kind the call takes")     \
     X(OUT_OF_MEMORY, 3, "device or pinned host memory could not be allocated")             \
     X(NO_DEVICE, 4, "no usable CUDA device (missing driver or no GPU)")                    \
     X(CUDA_ERROR, 5, "a CUDA runtime or driver call failed")                               \
@@ -227,6 +227,18 @@ static inline cgr_status cgr_options_init(cgr_options *opt)
     return cgr_options_init_size(opt, sizeof(cgr_options));
 }
 
+/*
+ * Handles. cgr_runtime, cgr_step and cgr_ctx pointers begin with a magic
+ * word, and a call given a pointer whose word is not the one its kind
+ * carries returns CGR_STATUS_INVALID_HANDLE: a cheap check that catches a
+ * foreign or garbage pointer, or a runtime passed as a step. It is a
+ * debugging aid, not a guarantee. Using a handle after it was destroyed
+ * (cgr_runtime_destroy() also destroys the runtime's steps) is undefined
+ * behaviour, as using memory after free() is: the memory may already hold
+ * something else. A cgr_ctx is only valid inside the step function it was
+ * passed to.
+ */
+
 /** A runtime: one device, one stream, one scratch arena, library handles. */
 typedef struct cgr_runtime cgr_runtime;
 /** A step registered with a runtime. */
@@ -242,7 +254,8 @@ CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
 /**
  * Waits for the runtime's stream, destroys every step still registered and
  * releases all device and pinned memory. Accepts NULL and *rt == NULL;
- * sets *rt to NULL. CGR_STATUS_BUSY (and nothing freed) while another
+ * sets *rt to NULL. The runtime and its steps must not be used afterwards
+ * (undefined behaviour; see "Handles" above). CGR_STATUS_BUSY (and nothing freed) while another
  * thread waits on one of its steps or holds an acquired slot; no other
  * thread may start a call on the runtime once this is called.
  */
@@ -356,7 +369,8 @@ static inline cgr_status cgr_step_desc_init(cgr_step_desc *desc)
 CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_step **out);
 /**
  * Waits for the step's work, then frees its graphs, buffers and slots.
- * Accepts NULL and *step == NULL; sets *step to NULL. CGR_STATUS_BUSY (and
+ * Accepts NULL and *step == NULL; sets *step to NULL. The step must not be
+ * used afterwards (undefined behaviour; see "Handles" above). CGR_STATUS_BUSY (and
  * nothing freed) while another thread waits on the step or holds its
  * acquired slot.
  */
