@@ -255,9 +255,10 @@ CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
  * Waits for the runtime's stream, destroys every step still registered and
  * releases all device and pinned memory. Accepts NULL and *rt == NULL;
  * sets *rt to NULL. The runtime and its steps must not be used afterwards
- * (undefined behaviour; see "Handles" above). CGR_STATUS_BUSY (and nothing freed) while another
- * thread waits on one of its steps or holds an acquired slot; no other
- * thread may start a call on the runtime once this is called.
+ * (undefined behaviour; see "Handles" above). CGR_STATUS_BUSY (and nothing
+ * freed) while another thread waits on one of its steps or holds an
+ * acquired slot; no other thread may start a call on the runtime once this
+ * is called.
  */
 CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **rt);
 /** The runtime's stream (a cudaStream_t). */
@@ -370,9 +371,9 @@ CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, c
 /**
  * Waits for the step's work, then frees its graphs, buffers and slots.
  * Accepts NULL and *step == NULL; sets *step to NULL. The step must not be
- * used afterwards (undefined behaviour; see "Handles" above). CGR_STATUS_BUSY (and
- * nothing freed) while another thread waits on the step or holds its
- * acquired slot.
+ * used afterwards (undefined behaviour; see "Handles" above).
+ * CGR_STATUS_BUSY (and nothing freed) while another thread waits on the
+ * step or holds its acquired slot.
  */
 CGR_API cgr_status cgr_step_destroy(cgr_step **step);
 
