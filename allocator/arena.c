@@ -1,3 +1,4 @@
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,8 +122,8 @@ cgr_status cgr__arena_init(cgr__arena *a, int device, size_t limit)
     DRV_TRY(vmm.gran(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
     if (gran == 0)
         return CGR_FAIL(CGR_STATUS_CUDA_ERROR, "cuMemGetAllocationGranularity returned 0");
-    if (limit > SIZE_MAX - gran)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "arena limit %zu is too large", limit);
+    /* cgr_options.arena_limit is validated to at most 1 TiB: rounding it up cannot wrap. */
+    assert(limit <= SIZE_MAX - gran);
     size_t reserve = (limit + gran - 1) / gran * gran;
     CUdeviceptr base = 0;
     DRV_TRY(vmm.reserve(&base, reserve, 0, 0, 0));

@@ -54,7 +54,8 @@ cgr_status cgr__persist_free(cgr__persist *p, void *ptr)
             return CGR_STATUS_OK;
         }
     }
-    return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%p is not a persistent allocation", ptr);
+    /* Only cgr frees persistent memory, and only what it allocated there. */
+    return CGR_BUG("%p is not a persistent allocation", ptr);
 }
 
 void cgr__persist_destroy(cgr__persist *p)

@@ -34,6 +34,8 @@ typedef struct cgr__trace {
     uint32_t clock;  /**< events so far (allocs plus frees) */
 } cgr__trace;
 
+/* Every trace function takes a trace that is not NULL (asserted). */
+
 /** Empty trace; owns no memory yet. */
 void cgr__trace_init(cgr__trace *t);
 /** Frees the trace's memory and re-initializes it. */
@@ -58,7 +60,8 @@ void cgr__trace_close(cgr__trace *t);
  * Greedy-by-size placement (as in TFLite's arena planner): buffers in
  * decreasing size order, each at the lowest `align`-aligned offset that
  * does not overlap any already placed buffer with an overlapping live
- * interval. align is a power of two. Writes bufs[i].offset.
+ * interval. align is a power of two. Writes bufs[i].offset; bufs may be
+ * NULL only when n is 0 (asserted).
  * *peak: end of the highest placed buffer (aligned size);
  * *lower_bound: largest sum of aligned sizes live at one clock tick, which
  * no placement can beat. Either output pointer may be NULL.

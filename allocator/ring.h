@@ -23,8 +23,13 @@ typedef struct cgr__ring {
     int acquired;       /**< 1 while a slot is handed out and not committed */
 } cgr__ring;
 
-/** N slots, nothing launched. CGR_STATUS_INVALID_ARGUMENT when slots is 0. */
-cgr_status cgr__ring_init(cgr__ring *r, uint32_t slots);
+/*
+ * Every function takes a valid ring and, where it has them, valid out
+ * pointers (asserted, not reported).
+ */
+
+/** N >= 1 slots, nothing launched. */
+void cgr__ring_init(cgr__ring *r, uint32_t slots);
 /**
  * Hands out the next slot: *ticket = launched, *slot = ticket % N.
  * CGR_STATUS_WRONG_STATE when a slot is already acquired,

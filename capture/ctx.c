@@ -122,6 +122,15 @@ cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s)
     return ctx_error(c, s);
 }
 
+/* The trace counts alloc and free events in 32 bits; a run past that cannot be planned. */
+static cgr_status clock_full(cgr_ctx *c, const char *fn)
+{
+    return ctx_error(c, CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                                 "%s: step '%s' made more scratch requests and frees in one run "
+                                 "than the trace counts (about 4 billion)",
+                                 fn, c->step->name));
+}
+
 static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
 {
     cgr__shape_plan *s = c->plan;
@@ -143,7 +152,10 @@ static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
     cgr_status st = cgr__trace_alloc(&s->trace, bytes, &id);
     if (st != CGR_STATUS_OK) {
         cudaFreeAsync(ptr, c->rt->stream);
-        return ctx_error(c, st);
+        /* bytes >= 1 was checked above, so only the table or the clock can refuse. */
+        if (st == CGR_STATUS_OUT_OF_MEMORY)
+            return ctx_error(c, CGR_FAIL(st, "step '%s': scratch trace table", c->step->name));
+        return clock_full(c, "cgr_ctx_alloc");
     }
     s->trace_ptrs[id] = ptr;
     *out = ptr;
@@ -209,7 +221,9 @@ CGR_API cgr_status cgr_ctx_free(cgr_ctx *c, void *ptr)
     if (c->mode == CGR__CTX_TRACE) {
         for (size_t i = 0; i < t->n; i++) {
             if (pl->trace_ptrs[i] == ptr && t->bufs[i].end == UINT32_MAX) {
-                CGR_TRY(cgr__trace_free(t, i));
+                /* i is live, so only the full clock can refuse the free. */
+                if (cgr__trace_free(t, i) != CGR_STATUS_OK)
+                    return clock_full(c, "cgr_ctx_free");
                 cudaError_t e = cudaFreeAsync(ptr, c->rt->stream);
                 if (e != cudaSuccess)
                     return ctx_error(c, cgr__cuda_fail((int)e, "cudaFreeAsync", __FILE__,

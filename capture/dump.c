@@ -41,8 +41,9 @@ void cgr__graph_report(cgr_step *s, cudaGraph_t g, cgr__graph *out)
              "step '%s' graph: %zu nodes (%llu kernel, %llu memcpy, %llu event, %llu other)",
              s->name, n, (unsigned long long)kernels, (unsigned long long)copies,
              (unsigned long long)events, (unsigned long long)other);
-    const char *dir = rt->opt.dump_dir ? rt->opt.dump_dir : getenv("CGR_DUMP_DIR");
-    if (!dir || !dir[0])
+    /* cgr_runtime_create resolved CGR_DUMP_DIR and copied the string. */
+    const char *dir = rt->opt.dump_dir;
+    if (!dir)
         return;
     char path[1024];
     /* One file per capture: a step with dynamic dims captures once per shape. */

@@ -42,7 +42,14 @@ static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
     if (e != cudaSuccess)
         return cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
     CGR_CUDA_TRY(cudaMemPoolTrimTo(rt->trace_pool, 0));
-    CGR_TRY(cgr__plan(p->trace.bufs, p->trace.n, CGR__ALIGN, &peak, &lower));
+    cgr_status st = cgr__plan(p->trace.bufs, p->trace.n, CGR__ALIGN, &peak, &lower);
+    if (st == CGR_STATUS_OUT_OF_MEMORY)
+        return CGR_FAIL(st, "step '%s': planning %zu scratch requests: host allocation", s->name,
+                        p->trace.n);
+    /* The trace is closed (every interval ended) and CGR__ALIGN is a power of two. */
+    if (st != CGR_STATUS_OK)
+        return CGR_BUG("step '%s': the planner refused the closed trace of %zu requests (%s)",
+                       s->name, p->trace.n, cgr_status_name(st));
     /* Every shape is laid out from the arena's base: the arena only grows to the largest plan. */
     CGR_TRY(cgr__arena_ensure(&rt->arena, peak));
     p->planned = 1;

@@ -26,10 +26,11 @@
  * uncaptured operations on all ranks alike.
  *
  * The exchange is bounded (wait.c). When it cannot finish, this rank
- * cannot know what its peers decided, so it fails with
- * CGR_STATUS_CUDA_ERROR (not CAPTURE_FAILED: running the step eagerly
- * next, while a peer replays its graph, would hang), aborts the private
- * communicator, and fails every later capture at once.
+ * cannot know what its peers decided, so it fails with CGR_STATUS_TIMEOUT
+ * (the deadline passed) or CGR_STATUS_COMM_ERROR (NCCL reported an error),
+ * not with CAPTURE_FAILED: running the step eagerly next, while a peer
+ * replays its graph, would hang. It also aborts the private communicator,
+ * so every later capture fails at once, with CGR_STATUS_COMM_ERROR.
  */
 #include <stdio.h>
 #include <string.h>
@@ -41,7 +42,7 @@
 cgr_status cgr__comm_exchange(struct cgr__comm *c, const int64_t *mine, const int64_t **all)
 {
     if (c->broken)
-        return CGR_FAIL(CGR_STATUS_CUDA_ERROR,
+        return CGR_FAIL(CGR_STATUS_COMM_ERROR,
                         "NCCL: cgr's agreement communicator was aborted earlier (%s); no graph "
                         "that needs the peers' agreement can be launched on this runtime",
                         c->broken_why);

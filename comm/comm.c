@@ -21,48 +21,61 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "cgr/cgr_nccl.h"
 #include "comm.h"
 
 #define NOT_BUILT " (cgr was built without NCCL; see the meson option nccl)"
 
-static cgr_status validate_options(const cgr_nccl_options *o, const char *fn)
+/* What the first version of cgr_nccl_options held (abi.h). */
+#define NCCL_OPTIONS_MIN_SIZE CGR__END_OF(cgr_nccl_options, timeout_ms)
+
+static void options_defaults(cgr_nccl_options *o)
 {
-    if (o->struct_size != sizeof *o)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "%s: options.struct_size is %zu, expected %zu (start from "
-                        "cgr_nccl_options_init)",
-                        fn, o->struct_size, sizeof *o);
-    if (o->timeout_ms < 1 || o->timeout_ms > CGR_NCCL_MAX_TIMEOUT_MS)
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->timeout_ms = CGR_NCCL_DEFAULT_TIMEOUT_MS;
+}
+
+/* The caller's options (NULL: the defaults) into *out, under the struct_size rule. */
+static cgr_status load_options(const cgr_nccl_options *opt, cgr_nccl_options *out,
+                               const char *fn)
+{
+    options_defaults(out);
+    if (!opt)
+        return CGR_STATUS_OK;
+    cgr_nccl_options o;
+    options_defaults(&o);
+    cgr_status st = cgr__struct_in(&o, sizeof o, opt, NCCL_OPTIONS_MIN_SIZE, "cgr_nccl_options");
+    if (st != CGR_STATUS_OK) {
+        cgr__error_append("in %s", fn);
+        return st;
+    }
+    if (o.timeout_ms < 1 || o.timeout_ms > CGR_NCCL_MAX_TIMEOUT_MS)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: timeout_ms %u is outside 1..%u", fn,
-                        o->timeout_ms, CGR_NCCL_MAX_TIMEOUT_MS);
-    for (size_t i = 0; i < sizeof o->reserved; i++)
-        if (o->reserved[i])
-            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: options.reserved[%zu] is not zero",
-                            fn, i);
+                        o.timeout_ms, CGR_NCCL_MAX_TIMEOUT_MS);
+    *out = o;
     return CGR_STATUS_OK;
 }
 
 /* The argument checks cgr_runtime_attach_nccl makes with or without NCCL. */
 static cgr_status check_attach(cgr_runtime *rt, cgr_nccl_comm comm, const cgr_nccl_options *opt,
-                               const char *fn)
+                               cgr_nccl_options *loaded, const char *fn)
 {
     CGR_TRY(cgr__check_runtime(rt, fn));
     if (!comm)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: comm is NULL", fn);
-    if (opt)
-        CGR_TRY(validate_options(opt, fn));
-    return CGR_STATUS_OK;
+    return load_options(opt, loaded, fn);
 }
 
-CGR_API cgr_status cgr_nccl_options_init(cgr_nccl_options *opt)
+CGR_API cgr_status cgr_nccl_options_init_size(cgr_nccl_options *opt, size_t struct_size)
 {
     if (!opt)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_nccl_options_init: opt is NULL");
-    memset(opt, 0, sizeof *opt);
-    opt->struct_size = sizeof *opt;
-    opt->timeout_ms = CGR_NCCL_DEFAULT_TIMEOUT_MS;
-    return CGR_STATUS_OK;
+    cgr_nccl_options d;
+    options_defaults(&d);
+    return cgr__struct_init(opt, struct_size, &d, sizeof d, NCCL_OPTIONS_MIN_SIZE,
+                            "cgr_nccl_options");
 }
 
 CGR_API int cgr_has_nccl(void)
@@ -75,7 +88,7 @@ CGR_API int cgr_has_nccl(void)
 cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, int line)
 {
     const char *detail = ncclGetLastError(NULL);
-    return cgr__fail(CGR_STATUS_CUDA_ERROR, file, line, "NCCL: %s failed: %s%s%s", expr,
+    return cgr__fail(CGR_STATUS_COMM_ERROR, file, line, "NCCL: %s failed: %s%s%s", expr,
                      ncclGetErrorString(r), detail && detail[0] ? ": " : "",
                      detail ? detail : "");
 }
@@ -206,7 +219,7 @@ static cgr_status split_private(struct cgr__comm *c, int *leak)
             return cgr__nccl_fail(async, "ncclCommSplit", __FILE__, __LINE__);
         if (cgr__now_us() > deadline) {
             *leak = 1;
-            return CGR_FAIL(CGR_STATUS_CUDA_ERROR,
+            return CGR_FAIL(CGR_STATUS_TIMEOUT,
                             "NCCL: ncclCommSplit did not complete within %u ms: every rank must "
                             "call cgr_runtime_attach_nccl",
                             c->timeout_ms);
@@ -265,7 +278,7 @@ static cgr_status attach_locked(cgr_runtime *rt, ncclComm_t comm, unsigned timeo
     CGR_NCCL_TRY_GOTO(ncclCommCount(c->priv, &pworld), st, fail);
     CGR_NCCL_TRY_GOTO(ncclCommUserRank(c->priv, &prank), st, fail);
     if (pworld != world || prank != rank) {
-        st = CGR_FAIL(CGR_STATUS_CUDA_ERROR,
+        st = CGR_FAIL(CGR_STATUS_COMM_ERROR,
                       "%s: the split communicator has rank %d of %d, the user's rank %d of %d", fn,
                       prank, pworld, rank, world);
         goto fail;
@@ -304,12 +317,8 @@ CGR_API cgr_status cgr_runtime_attach_nccl(cgr_runtime *rt, cgr_nccl_comm comm,
                                            const cgr_nccl_options *opt)
 {
     const char *fn = "cgr_runtime_attach_nccl";
-    CGR_TRY(check_attach(rt, comm, opt, fn));
     cgr_nccl_options o;
-    if (opt)
-        o = *opt;
-    else
-        cgr_nccl_options_init(&o);
+    CGR_TRY(check_attach(rt, comm, opt, &o, fn));
     const char *env = getenv("CGR_NCCL_TIMEOUT_MS");
     if (env && env[0]) {
         char *end = NULL;
@@ -407,7 +416,8 @@ CGR_API cgr_status cgr_runtime_attach_nccl(cgr_runtime *rt, cgr_nccl_comm comm,
                                            const cgr_nccl_options *opt)
 {
     const char *fn = "cgr_runtime_attach_nccl";
-    CGR_TRY(check_attach(rt, comm, opt, fn));
+    cgr_nccl_options o;
+    CGR_TRY(check_attach(rt, comm, opt, &o, fn));
     return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: no multi-GPU support%s", fn, NOT_BUILT);
 }
 

@@ -55,7 +55,7 @@ struct cgr__comm {
     int all_steps;             /* the table overflowed: agree on every capture */
 };
 
-/* Records a failed NCCL call (with NCCL's last-error text) and returns CGR_STATUS_CUDA_ERROR. */
+/* Records a failed NCCL call (with NCCL's last-error text) and returns CGR_STATUS_COMM_ERROR. */
 cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, int line);
 
 #define CGR_NCCL_TRY(expr)                                                                 \

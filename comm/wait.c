@@ -41,7 +41,7 @@ double cgr__comm_deadline(unsigned timeout_ms)
 
 static cgr_status timed_out(const char *what, unsigned timeout_ms)
 {
-    return CGR_FAIL(CGR_STATUS_CUDA_ERROR,
+    return CGR_FAIL(CGR_STATUS_TIMEOUT,
                     "NCCL: %s did not complete within %u ms (cgr_nccl_options.timeout_ms): a peer "
                     "rank may have failed, exited, or not made the matching call",
                     what, timeout_ms);
@@ -58,10 +58,8 @@ cgr_status cgr__comm_wait_ready(ncclComm_t comm, double deadline, unsigned timeo
             return cgr__nccl_fail(r, "ncclCommGetAsyncError", __FILE__, __LINE__);
         if (async == ncclSuccess)
             return CGR_STATUS_OK;
-        if (async != ncclInProgress) {
-            cgr__nccl_fail(async, what, __FILE__, __LINE__);
-            return CGR_STATUS_CUDA_ERROR;
-        }
+        if (async != ncclInProgress)
+            return cgr__nccl_fail(async, what, __FILE__, __LINE__);
         if (cgr__now_us() > deadline)
             return timed_out(what, timeout_ms);
         cgr__comm_pause(&spins);

@@ -32,12 +32,29 @@ cgr_status cgr__cublas_fail(int err, const char *expr, const char *file, int lin
 cgr_status cgr__cudnn_fail(int err, const char *expr, const char *file, int line);
 /** Appends to the thread's last-error message ("; " separated). */
 void cgr__error_append(const char *fmt, ...) CGR__PRINTF(1, 2);
+/**
+ * Records a bug in cgr itself (see CGR_BUG) and returns CGR_STATUS_INTERNAL.
+ * Where assertions are compiled in (NDEBUG not defined) it prints the
+ * message to stderr and aborts instead, as a failed assert() would.
+ */
+cgr_status cgr__bug(const char *file, int line, const char *fmt, ...) CGR__PRINTF(3, 4);
 
 #ifdef __cplusplus
 }
 #endif
 
 #define CGR_FAIL(status, ...) cgr__fail((status), __FILE__, __LINE__, __VA_ARGS__)
+
+/*
+ * A condition that cgr's own code guarantees turned out false: a bug in cgr,
+ * not a mistake of the caller, so no caller-blaming status fits. Builds with
+ * assertions (meson's b_ndebug=false, which CI's sanitizer build uses) stop
+ * right there, so the test that reached the bug fails where it happened;
+ * release builds return CGR_STATUS_INTERNAL with the message instead of
+ * going on with inconsistent state. Use it only where the condition cannot
+ * be reached through the public API, whatever the caller does.
+ */
+#define CGR_BUG(...) cgr__bug(__FILE__, __LINE__, __VA_ARGS__)
 
 #define CGR_CUDA_TRY(expr)                                                                 \
     do {                                                                                   \

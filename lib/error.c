@@ -3,6 +3,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cublas_api.h>
@@ -60,9 +61,10 @@ static const char *base_name(const char *file)
     return slash ? slash + 1 : file;
 }
 
-static void vset(const char *file, int line, const char *fmt, va_list ap)
+/* Sets the message to "file:line: <prefix><fmt...>". */
+static void vset(const char *file, int line, const char *prefix, const char *fmt, va_list ap)
 {
-    int n = snprintf(errbuf, sizeof errbuf, "%s:%d: ", base_name(file), line);
+    int n = snprintf(errbuf, sizeof errbuf, "%s:%d: %s", base_name(file), line, prefix);
     if (n < 0 || (size_t)n >= sizeof errbuf)
         return;
     vsnprintf(errbuf + n, sizeof errbuf - (size_t)n, fmt, ap);
@@ -72,9 +74,23 @@ cgr_status cgr__fail(cgr_status s, const char *file, int line, const char *fmt, 
 {
     va_list ap;
     va_start(ap, fmt);
-    vset(file, line, fmt, ap);
+    vset(file, line, "", fmt, ap);
     va_end(ap);
     return s;
+}
+
+cgr_status cgr__bug(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vset(file, line, "internal error in cgr (please report it): ", fmt, ap);
+    va_end(ap);
+#ifndef NDEBUG
+    /* A debug or test build: stop at the bug, as a failed assert() would. */
+    fprintf(stderr, "cgr: %s\n", errbuf);
+    abort();
+#endif
+    return CGR_STATUS_INTERNAL;
 }
 
 void cgr__error_append(const char *fmt, ...)

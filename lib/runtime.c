@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "abi.h"
 #include "internal.h"
 
 double cgr__now_us(void)
@@ -40,7 +41,8 @@ cgr_status cgr__check_runtime(const cgr_runtime *rt, const char *fn)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: runtime is NULL", fn);
     if (rt->magic != CGR__MAGIC_RUNTIME)
         return CGR_FAIL(CGR_STATUS_INVALID_HANDLE,
-                        "%s: %p is not a live cgr_runtime (destroyed or not a runtime)", fn,
+                        "%s: %p is not a cgr_runtime (its magic word is wrong; a runtime used "
+                        "after cgr_runtime_destroy is undefined behaviour, not always caught)", fn,
                         (const void *)rt);
     return CGR_STATUS_OK;
 }
@@ -107,12 +109,10 @@ CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_runtime_create: out is NULL");
     *out = NULL;
     cgr_options o;
-    if (opt) {
-        CGR_TRY(cgr__validate_options(opt));
-        o = *opt;
-    } else {
+    if (opt)
+        CGR_TRY(cgr__options_load(opt, &o));
+    else
         cgr_options_init(&o);
-    }
     log_level_from_env(&o);
 
     int count = 0;
@@ -134,14 +134,22 @@ CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
     if (!rt)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_runtime_create: host allocation");
     rt->opt = o;
+    /* The caller's strings may be gone by the first capture. */
+    cgr_status st = cgr__options_own_strings(&rt->opt);
+    if (st != CGR_STATUS_OK) {
+        free(rt);
+        return st;
+    }
     if (pthread_mutex_init(&rt->lock, NULL) != 0) {
+        cgr__options_free_strings(&rt->opt);
         free(rt);
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_runtime_create: pthread_mutex_init");
     }
     int prev = 0;
-    cgr_status st = cgr__device_enter(rt, &prev);
+    st = cgr__device_enter(rt, &prev);
     if (st != CGR_STATUS_OK) {
         pthread_mutex_destroy(&rt->lock);
+        cgr__options_free_strings(&rt->opt);
         free(rt);
         return st;
     }
@@ -172,6 +180,7 @@ fail:
     cgr__arena_destroy(&rt->arena);
     cgr__device_leave(prev);
     pthread_mutex_destroy(&rt->lock);
+    cgr__options_free_strings(&rt->opt);
     free(rt);
     return st;
 }
@@ -224,6 +233,7 @@ CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **prt)
     cgr__device_leave(prev);
     cgr__unlock(rt);
     pthread_mutex_destroy(&rt->lock);
+    cgr__options_free_strings(&rt->opt);
     free(rt);
     *prt = NULL;
     return st;

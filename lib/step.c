@@ -1,9 +1,11 @@
 /*
  * Step registration: description copy, buffers, slots, stats.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "internal.h"
 
 cgr_status cgr__check_step(const cgr_step *s, const char *fn)
@@ -12,7 +14,8 @@ cgr_status cgr__check_step(const cgr_step *s, const char *fn)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: step is NULL", fn);
     if (s->magic != CGR__MAGIC_STEP)
         return CGR_FAIL(CGR_STATUS_INVALID_HANDLE,
-                        "%s: %p is not a live cgr_step (destroyed or not a step)", fn,
+                        "%s: %p is not a cgr_step (its magic word is wrong; a step used after "
+                        "cgr_step_destroy is undefined behaviour, not always caught)", fn,
                         (const void *)s);
     return cgr__check_runtime(s->rt, fn);
 }
@@ -25,7 +28,10 @@ static void copy_tensor(cgr__tensor *dst, const cgr_tensor_desc *src)
     dst->desc.name = dst->name;
     for (int i = src->rank; i < CGR_MAX_RANK; i++)
         dst->desc.dims[i] = 1;
-    cgr__tensor_bytes(&dst->desc, &dst->bytes);
+    /* The description passed validation, which computed this size already. */
+    cgr_status st = cgr__tensor_bytes(&dst->desc, &dst->bytes);
+    assert(st == CGR_STATUS_OK);
+    (void)st;
     memset(dst->dyn, -1, sizeof dst->dyn);
     /* Until a run says otherwise the step is at its declared shape. */
     dst->cur = dst->desc;
@@ -73,7 +79,13 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
     cfg.churn_window = (uint64_t)o->churn_window;
     cfg.churn_stable = (uint64_t)o->churn_stable;
     cfg.keep_spare = o->shape_spare;
-    CGR_TRY(cgr__shapes_init(&s->shapes, &cfg));
+    cgr_status st = cgr__shapes_init(&s->shapes, &cfg);
+    if (st == CGR_STATUS_OUT_OF_MEMORY)
+        return CGR_FAIL(st, "cgr_step_create: step '%s': shape table", s->name);
+    /* Everything in cfg comes from options and a description that passed validation. */
+    if (st != CGR_STATUS_OK)
+        return CGR_BUG("step '%s': the shape table refused the validated configuration (%s)",
+                       s->name, cgr_status_name(st));
     s->plans = calloc(cgr__shapes_capacity(&s->shapes), sizeof *s->plans);
     if (!s->plans)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: scratch plans of step '%s'",
@@ -113,7 +125,10 @@ CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, c
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_create: %s is NULL",
                         desc ? "out" : "desc");
     *out = NULL;
-    CGR_TRY(cgr__validate_step_desc(desc));
+    /* From here on only the loaded copy is read: it follows the struct_size rule. */
+    cgr_step_desc d;
+    CGR_TRY(cgr__step_desc_load(desc, &d));
+    desc = &d;
 
     cgr_step *s = calloc(1, sizeof *s);
     if (!s)

@@ -4,8 +4,10 @@
  * the field and the accepted range.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "bucket.h"
 #include "internal.h"
 
@@ -21,10 +23,73 @@ static int all_zero(const unsigned char *p, size_t n)
     return 1;
 }
 
-CGR_API cgr_status cgr_options_init(cgr_options *opt)
+/* ---- the struct_size rule (abi.h) ---------------------------------------- */
+
+static cgr_status check_struct_size(size_t given, size_t min_size, const char *type)
 {
-    if (!opt)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options_init: opt is NULL");
+    if (given < min_size || given > CGR_MAX_STRUCT_SIZE)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "%s.struct_size is %zu, must be %zu..%d: initialize the struct with "
+                        "%s_init()",
+                        type, given, min_size, CGR_MAX_STRUCT_SIZE, type);
+    return CGR_STATUS_OK;
+}
+
+static size_t min_size_t(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+cgr_status cgr__struct_in(void *dst, size_t size, const void *src, size_t min_size,
+                          const char *type)
+{
+    size_t given;
+    memcpy(&given, src, sizeof given);
+    CGR_TRY(check_struct_size(given, min_size, type));
+    /*
+     * A newer caller's fields: zero means "as its init left them", which an
+     * older library can honour by not knowing them; anything else asks for
+     * something this library cannot do, so it must not be dropped silently.
+     */
+    const unsigned char *bytes = src;
+    for (size_t i = size; i < given; i++)
+        if (bytes[i])
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "%s.struct_size is %zu and byte %zu is not zero: the caller sets a "
+                            "field of a newer cgr than this library (cgr %s knows %zu bytes)",
+                            type, given, i, cgr_version(), size);
+    memcpy(dst, src, min_size_t(given, size));
+    memcpy(dst, &size, sizeof size);
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__struct_init(void *dst, size_t struct_size, const void *defaults, size_t size,
+                            size_t min_size, const char *type)
+{
+    CGR_TRY(check_struct_size(struct_size, min_size, type));
+    memset(dst, 0, struct_size);
+    memcpy(dst, defaults, min_size_t(struct_size, size));
+    memcpy(dst, &struct_size, sizeof struct_size);
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__struct_out(void *dst, const void *src, size_t size, size_t min_size,
+                           const char *type)
+{
+    size_t given;
+    memcpy(&given, dst, sizeof given);
+    CGR_TRY(check_struct_size(given, min_size, type));
+    memcpy(dst, src, min_size_t(given, size));
+    if (given > size)
+        memset((unsigned char *)dst + size, 0, given - size);
+    memcpy(dst, &given, sizeof given);
+    return CGR_STATUS_OK;
+}
+
+/* ---- options ---------------------------------------------------------------- */
+
+static void options_defaults(cgr_options *opt)
+{
     memset(opt, 0, sizeof *opt);
     opt->struct_size = sizeof *opt;
     opt->device = 0;
@@ -43,16 +108,20 @@ CGR_API cgr_status cgr_options_init(cgr_options *opt)
     opt->churn_shapes = 8;
     opt->churn_window = 64;
     opt->churn_stable = 32;
-    return CGR_STATUS_OK;
 }
 
-cgr_status cgr__validate_options(const cgr_options *o)
+CGR_API cgr_status cgr_options_init_size(cgr_options *opt, size_t struct_size)
 {
-    if (o->struct_size != sizeof *o)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.struct_size is %zu, expected %zu: initialize the options "
-                        "with cgr_options_init()",
-                        o->struct_size, sizeof *o);
+    if (!opt)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options_init: opt is NULL");
+    cgr_options d;
+    options_defaults(&d);
+    return cgr__struct_init(opt, struct_size, &d, sizeof d, CGR__OPTIONS_MIN_SIZE, "cgr_options");
+}
+
+/* The range of every field of options that passed the struct_size rule. */
+static cgr_status check_options(const cgr_options *o)
+{
     if (o->device < 0)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options.device is %d, must be >= 0",
                         o->device);
@@ -101,9 +170,44 @@ cgr_status cgr__validate_options(const cgr_options *o)
     if (o->shape_spare != 0 && o->shape_spare != 1)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.shape_spare is %d, must be 0 or 1", o->shape_spare);
-    if (!all_zero(o->reserved, sizeof o->reserved))
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options.reserved must be zero");
     return CGR_STATUS_OK;
+}
+
+cgr_status cgr__options_load(const cgr_options *opt, cgr_options *out)
+{
+    cgr_options o;
+    options_defaults(&o);
+    CGR_TRY(cgr__struct_in(&o, sizeof o, opt, CGR__OPTIONS_MIN_SIZE, "cgr_options"));
+    CGR_TRY(check_options(&o));
+    *out = o;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__validate_options(const cgr_options *opt)
+{
+    cgr_options o;
+    return cgr__options_load(opt, &o);
+}
+
+cgr_status cgr__options_own_strings(cgr_options *o)
+{
+    const char *dir = o->dump_dir ? o->dump_dir : getenv("CGR_DUMP_DIR");
+    o->dump_dir = NULL;
+    if (!dir || !dir[0])
+        return CGR_STATUS_OK;
+    size_t n = strlen(dir) + 1;
+    char *copy = malloc(n);
+    if (!copy)
+        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_runtime_create: copying dump_dir");
+    memcpy(copy, dir, n);
+    o->dump_dir = copy;
+    return CGR_STATUS_OK;
+}
+
+void cgr__options_free_strings(cgr_options *o)
+{
+    free((void *)o->dump_dir);
+    o->dump_dir = NULL;
 }
 
 CGR_API size_t cgr_dtype_size(cgr_dtype t)
@@ -356,20 +460,14 @@ static cgr_status check_dyn(const cgr_step_desc *d)
     return CGR_STATUS_OK;
 }
 
-cgr_status cgr__validate_step_desc(const cgr_step_desc *d)
+/* Every rule of a step description that passed the struct_size rule. */
+static cgr_status check_step_desc(const cgr_step_desc *d)
 {
-    if (d->struct_size != sizeof *d)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_step_desc.struct_size is %zu, expected %zu: initialize it with "
-                        "cgr_step_desc_init()",
-                        d->struct_size, sizeof *d);
     if (!d->fn)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.fn is NULL");
     if (d->name && strlen(d->name) > CGR__NAME_MAX)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "step name is longer than %d characters",
                         CGR__NAME_MAX);
-    if (!all_zero(d->reserved, sizeof d->reserved))
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.reserved must be zero");
     if (d->armable != 0 && d->armable != 1)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.armable is %d, must be 0 or 1",
                         d->armable);
@@ -390,11 +488,29 @@ cgr_status cgr__validate_step_desc(const cgr_step_desc *d)
     return check_dyn(d);
 }
 
-CGR_API cgr_status cgr_step_desc_init(cgr_step_desc *desc)
+cgr_status cgr__step_desc_load(const cgr_step_desc *desc, cgr_step_desc *out)
+{
+    cgr_step_desc d;
+    memset(&d, 0, sizeof d);
+    CGR_TRY(cgr__struct_in(&d, sizeof d, desc, CGR__STEP_DESC_MIN_SIZE, "cgr_step_desc"));
+    CGR_TRY(check_step_desc(&d));
+    *out = d;
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__validate_step_desc(const cgr_step_desc *desc)
+{
+    cgr_step_desc d;
+    return cgr__step_desc_load(desc, &d);
+}
+
+CGR_API cgr_status cgr_step_desc_init_size(cgr_step_desc *desc, size_t struct_size)
 {
     if (!desc)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc_init: desc is NULL");
-    memset(desc, 0, sizeof *desc);
-    desc->struct_size = sizeof *desc;
-    return CGR_STATUS_OK;
+    /* Every field of a description defaults to zero (NULL, none, off). */
+    cgr_step_desc d;
+    memset(&d, 0, sizeof d);
+    return cgr__struct_init(desc, struct_size, &d, sizeof d, CGR__STEP_DESC_MIN_SIZE,
+                            "cgr_step_desc");
 }

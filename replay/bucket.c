@@ -4,9 +4,13 @@
  * Powers of two are computed in uint64_t: the next power of two of any
  * int64_t value >= 1 is at most 2^63, which fits, and every power above
  * max is replaced by max before it is converted back.
+ *
+ * Pointers are asserted (cgr's callers never pass NULL); the sizes and
+ * dims are reported, since they come from the caller of the public API.
  */
 #include "bucket.h"
 
+#include <assert.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -43,7 +47,8 @@ static int policy_ok(const cgr__bucket_policy *p)
 
 cgr_status cgr__bucket_init_list(cgr__bucket_policy *p, const int64_t *sizes, uint32_t count)
 {
-    if (p == NULL || sizes == NULL || count == 0 || count > CGR__BUCKET_MAX_SIZES)
+    assert(p != NULL && sizes != NULL);
+    if (count == 0 || count > CGR__BUCKET_MAX_SIZES)
         return CGR_STATUS_INVALID_ARGUMENT;
     if (sizes[0] < 1)
         return CGR_STATUS_INVALID_ARGUMENT;
@@ -62,7 +67,8 @@ cgr_status cgr__bucket_init_list(cgr__bucket_policy *p, const int64_t *sizes, ui
 
 cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max)
 {
-    if (p == NULL || max < 1)
+    assert(p != NULL);
+    if (max < 1)
         return CGR_STATUS_INVALID_ARGUMENT;
     cgr__bucket_policy t;
     memset(&t, 0, sizeof t);
@@ -76,7 +82,8 @@ cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max)
 
 cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int64_t *bucketed)
 {
-    if (p == NULL || bucketed == NULL || !policy_ok(p))
+    assert(p != NULL && bucketed != NULL);
+    if (!policy_ok(p))
         return CGR_STATUS_INVALID_ARGUMENT;
     if (true_dim < 1 || true_dim > p->max)
         return CGR_STATUS_INVALID_ARGUMENT;
@@ -100,7 +107,8 @@ cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int
 
 cgr_status cgr__bucket_at(const cgr__bucket_policy *p, uint32_t index, int64_t *size)
 {
-    if (p == NULL || size == NULL || !policy_ok(p) || index >= p->count)
+    assert(p != NULL && size != NULL);
+    if (!policy_ok(p) || index >= p->count)
         return CGR_STATUS_INVALID_ARGUMENT;
     if (p->kind == CGR__BUCKET_LIST)
         *size = p->sizes[index];

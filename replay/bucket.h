@@ -41,30 +41,31 @@ typedef struct cgr__bucket_policy {
 } cgr__bucket_policy;
 
 /**
- * A user list of `count` bucket sizes. CGR_STATUS_INVALID_ARGUMENT when p
- * or sizes is NULL, count is 0 or above CGR__BUCKET_MAX_SIZES, a size is
- * below 1, or the sizes are not strictly increasing; *p is left unchanged.
+ * A user list of `count` bucket sizes (p and sizes not NULL, asserted).
+ * CGR_STATUS_INVALID_ARGUMENT when count is 0 or above
+ * CGR__BUCKET_MAX_SIZES, a size is below 1, or the sizes are not strictly
+ * increasing; *p is left unchanged.
  */
 cgr_status cgr__bucket_init_list(cgr__bucket_policy *p, const int64_t *sizes, uint32_t count);
 
 /**
  * Powers of two up to max (see the top of this file).
- * CGR_STATUS_INVALID_ARGUMENT when p is NULL or max < 1; *p is left unchanged.
+ * CGR_STATUS_INVALID_ARGUMENT when max < 1; *p is left unchanged.
  */
 cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max);
 
 /**
  * *bucketed = the smallest bucket >= true_dim. CGR_STATUS_INVALID_ARGUMENT
- * when p or bucketed is NULL, p is not an initialized policy, true_dim < 1
- * or true_dim is above the largest bucket; *bucketed is left unchanged then.
+ * when p is not an initialized policy, true_dim < 1 or true_dim is above
+ * the largest bucket; *bucketed is left unchanged then.
  */
 cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int64_t *bucketed);
 
 /**
  * Bucket number `index` in increasing order (0 is the smallest), for
  * enumerating every shape a policy can produce.
- * CGR_STATUS_INVALID_ARGUMENT when p or size is NULL, p is not an
- * initialized policy or index >= p->count; *size is left unchanged then.
+ * CGR_STATUS_INVALID_ARGUMENT when p is not an initialized policy or
+ * index >= p->count; *size is left unchanged then.
  */
 cgr_status cgr__bucket_at(const cgr__bucket_policy *p, uint32_t index, int64_t *size);
 

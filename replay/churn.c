@@ -8,12 +8,14 @@
  */
 #include "churn.h"
 
+#include <assert.h>
 #include <stddef.h>
 #include <string.h>
 
 cgr_status cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t stable_steps)
 {
-    if (g == NULL || k > CGR__CHURN_MAX_K)
+    assert(g != NULL);
+    if (k > CGR__CHURN_MAX_K)
         return CGR_STATUS_INVALID_ARGUMENT;
     if (k > 0 && (window < k || stable_steps == 0))
         return CGR_STATUS_INVALID_ARGUMENT;
@@ -27,8 +29,7 @@ cgr_status cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t 
 cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
                               int *tripped_now, int *recovered_now)
 {
-    if (g == NULL)
-        return CGR_STATUS_INVALID_ARGUMENT;
+    assert(g != NULL);
     uint64_t t = g->step++;
     int tripped = 0, recovered = 0;
     g->counters.steps++;
@@ -72,5 +73,6 @@ cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
 
 int cgr__churn_eager(const cgr__churn *g)
 {
-    return g != NULL && g->eager;
+    assert(g != NULL);
+    return g->eager;
 }

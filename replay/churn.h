@@ -59,7 +59,8 @@ typedef struct cgr__churn {
  * A guard in graph mode: k new shapes within `window` steps trip it, and
  * `stable_steps` consecutive steps without one bring it back. k = 0 turns
  * the guard off (it never trips; window and stable_steps are ignored).
- * CGR_STATUS_INVALID_ARGUMENT, with *g unchanged, when g is NULL, k is above
+ * g is not NULL (asserted, as in every call below).
+ * CGR_STATUS_INVALID_ARGUMENT, with *g unchanged, when k is above
  * CGR__CHURN_MAX_K, or k > 0 and either window < k (k new shapes, one per
  * step at most, could never fit) or stable_steps is 0.
  */
@@ -69,13 +70,13 @@ cgr_status cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t 
  * Observes one step: is_new_shape is nonzero when the step's signature was
  * new. *eager_out receives 1 when this step must run eagerly, *tripped_now 1
  * when the guard tripped on this step, *recovered_now 1 when it recovered on
- * this step (that step is not eager). Each output may be NULL.
- * CGR_STATUS_INVALID_ARGUMENT when g is NULL (outputs untouched).
+ * this step (that step is not eager). Each output may be NULL. Always
+ * CGR_STATUS_OK.
  */
 cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
                               int *tripped_now, int *recovered_now);
 
-/** 1 while the guard is tripped (eager mode), 0 otherwise or for NULL. */
+/** 1 while the guard is tripped (eager mode), 0 otherwise. */
 int cgr__churn_eager(const cgr__churn *g);
 
 #endif

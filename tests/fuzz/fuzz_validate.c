@@ -10,11 +10,15 @@
  * every disagreement, every status other than OK or INVALID_ARGUMENT and
  * every failure without a last-error message aborts. ASan and UBSan catch
  * out-of-bounds reads (each name and list is its own heap block, sized
- * exactly) and undefined arithmetic.
+ * exactly) and undefined arithmetic. The options and the description each
+ * sit at the start of a heap block of CGR_MAX_STRUCT_SIZE bytes, so that a
+ * fuzzed struct_size up to that limit reads the bytes a newer caller's
+ * fields would occupy, and nothing past them.
  *
  * Input layout, in order (a short input reads as zeros past its end):
  *   options:   u16 mask of fields to override, then each overridden field
- *   step desc: mode bytes for struct_size, fn, name, reserved
+ *              (bit 9: one byte past the struct, where a newer field would be)
+ *   step desc: mode bytes for struct_size, fn, name, a byte past the struct
  *   lists:     for inputs then outputs: count byte, flags byte, optional
  *              raw n, then each tensor (name, dtype, rank, dims)
  */
@@ -56,12 +60,29 @@ static void dummy_log(cgr_log_level level, const char *message, void *user)
 static const size_t model_elem[] = {4, 2, 2, 8, 4, 8, 1};
 #define MODEL_NDTYPES (sizeof model_elem / sizeof model_elem[0])
 
+/*
+ * The struct_size rule of cgr.h ("Versioned structs"): at least the first
+ * version's fields (up to and including `last`, which ends at last_end),
+ * at most CGR_MAX_STRUCT_SIZE, and zero bytes past the library's struct.
+ */
+static int model_struct_size(const void *s, size_t lib_size, size_t last_end)
+{
+    size_t n;
+    memcpy(&n, s, sizeof n);
+    if (n < last_end || n > CGR_MAX_STRUCT_SIZE)
+        return 0;
+    for (size_t i = lib_size; i < n; i++)
+        if (((const unsigned char *)s)[i] != 0)
+            return 0;
+    return 1;
+}
+
 static int model_options(const cgr_options *o)
 {
-    for (size_t i = 0; i < sizeof o->reserved; i++)
-        if (o->reserved[i] != 0)
-            return 0;
-    return o->struct_size == sizeof *o && o->device >= 0 && o->staging_slots >= 2 &&
+    size_t last_end = offsetof(cgr_options, arm_timeout_us) + sizeof o->arm_timeout_us;
+    if (!model_struct_size(o, sizeof *o, last_end))
+        return 0;
+    return o->device >= 0 && o->staging_slots >= 2 &&
            o->staging_slots <= CGR_MAX_SLOTS && o->warmup_runs >= 1 &&
            o->warmup_runs <= CGR_MAX_WARMUP && (unsigned)o->log_level <= CGR_LOG_DEBUG &&
            o->arena_limit >= MIB && o->arena_limit <= TIB && o->zero_copy_max_bytes <= GIB &&
@@ -118,13 +139,11 @@ static const cgr_tensor_desc *model_nth(const cgr_step_desc *d, int i)
 
 static int model_desc(const cgr_step_desc *d)
 {
-    if (d->struct_size != sizeof *d || d->fn == NULL)
+    size_t last_end = offsetof(cgr_step_desc, armable) + sizeof d->armable;
+    if (!model_struct_size(d, sizeof *d, last_end) || d->fn == NULL)
         return 0;
     if (d->name != NULL && strlen(d->name) > NAME_MAX_LEN)
         return 0;
-    for (size_t i = 0; i < sizeof d->reserved; i++)
-        if (d->reserved[i] != 0)
-            return 0;
     if (!model_list(d->inputs, d->n_inputs) || !model_list(d->outputs, d->n_outputs))
         return 0;
     /* Names are unique across inputs and outputs together. */
@@ -139,8 +158,8 @@ static int model_desc(const cgr_step_desc *d)
 /* ---- decoding ------------------------------------------------------------ */
 
 typedef struct decoded {
-    cgr_options opt;
-    cgr_step_desc desc;
+    cgr_options *opt;          /* each at the start of a CGR_MAX_STRUCT_SIZE heap block */
+    cgr_step_desc *desc;
     cgr_tensor_desc *lists[2]; /* heap blocks of exactly counts[k] entries */
     int counts[2];
     char *strings[MAX_STRINGS]; /* every name, freed at the end */
@@ -250,12 +269,36 @@ static void decode_tensor(fuzz_input *in, decoded *dc, cgr_tensor_desc *t,
      * as a disagreement with the model. */
 }
 
+/* A struct_size: mostly around the valid sizes, sometimes any value. */
+static size_t decode_struct_size(fuzz_input *in, size_t lib_size)
+{
+    uint8_t b = fuzz_u8(in);
+    if (b & 0x80)
+        return (size_t)fuzz_u64(in);
+    return lib_size - 16 + (size_t)(b & 0x3f); /* lib_size - 16 .. lib_size + 47 */
+}
+
+/* Sets one byte past the library's struct (a field only a newer cgr knows). */
+static void poke_past(fuzz_input *in, void *s, size_t lib_size)
+{
+    uint8_t at = fuzz_u8(in);
+    ((unsigned char *)s)[lib_size + at % 64] = fuzz_u8(in);
+}
+
+static void *struct_block(void)
+{
+    void *p = calloc(1, CGR_MAX_STRUCT_SIZE);
+    if (p == NULL)
+        abort();
+    return p;
+}
+
 static void decode_options(fuzz_input *in, cgr_options *o)
 {
     cgr_options_init(o);
     uint16_t mask = fuzz_u16(in);
     if (mask & (1u << 0))
-        o->struct_size = (size_t)fuzz_u64(in);
+        o->struct_size = decode_struct_size(in, sizeof *o);
     if (mask & (1u << 1))
         o->device = fuzz_i32(in);
     if (mask & (1u << 2))
@@ -272,10 +315,8 @@ static void decode_options(fuzz_input *in, cgr_options *o)
         o->capture = fuzz_i32(in);
     if (mask & (1u << 8))
         o->wait_spin_us = fuzz_u32(in);
-    if (mask & (1u << 9)) {
-        uint8_t at = fuzz_u8(in);
-        o->reserved[at % sizeof o->reserved] = fuzz_u8(in);
-    }
+    if (mask & (1u << 9))
+        poke_past(in, o, sizeof *o);
     if (mask & (1u << 10))
         o->log_fn = dummy_log;
     if (mask & (1u << 11))
@@ -313,31 +354,29 @@ static void decode_list(fuzz_input *in, decoded *dc, int k, const char **names, 
     dc->lists[k] = list;
     dc->counts[k] = count;
     if (k == 0) {
-        dc->desc.inputs = list;
-        dc->desc.n_inputs = n;
+        dc->desc->inputs = list;
+        dc->desc->n_inputs = n;
     } else {
-        dc->desc.outputs = list;
-        dc->desc.n_outputs = n;
+        dc->desc->outputs = list;
+        dc->desc->n_outputs = n;
     }
 }
 
 static void decode_desc(fuzz_input *in, decoded *dc)
 {
-    cgr_step_desc *d = &dc->desc;
+    cgr_step_desc *d = dc->desc;
     cgr_step_desc_init(d);
     uint8_t modes = fuzz_u8(in);
     if (modes & 1)
-        d->struct_size = (size_t)fuzz_u64(in);
+        d->struct_size = decode_struct_size(in, sizeof *d);
     d->fn = (modes & 2) ? NULL : dummy_step;
     d->user = dc;
     if (modes & 4) {
         const char *none = NULL;
         d->name = decode_name(in, dc, &none, 0);
     }
-    if (modes & 8) {
-        uint8_t at = fuzz_u8(in);
-        d->reserved[at % sizeof d->reserved] = fuzz_u8(in);
-    }
+    if (modes & 8)
+        poke_past(in, d, sizeof *d);
     const char *names[2 * MAX_DECODED];
     int n_names = 0;
     decode_list(in, dc, 0, names, &n_names);
@@ -350,6 +389,8 @@ static void free_decoded(decoded *dc)
         free(dc->strings[i]);
     free(dc->lists[0]);
     free(dc->lists[1]);
+    free(dc->opt);
+    free(dc->desc);
 }
 
 /* ---- the checks ---------------------------------------------------------- */
@@ -407,13 +448,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_status(s0, "cgr_step_desc_init(NULL)");
     }
 
-    decode_options(&in, &dc.opt);
+    dc.opt = struct_block();
+    dc.desc = struct_block();
+    decode_options(&in, dc.opt);
     decode_desc(&in, &dc);
 
     cgr_clear_error();
-    cgr_status st = cgr__validate_options(&dc.opt);
+    cgr_status st = cgr__validate_options(dc.opt);
     check_status(st, "cgr__validate_options");
-    FUZZ_CHECK((st == CGR_STATUS_OK) == model_options(&dc.opt),
+    FUZZ_CHECK((st == CGR_STATUS_OK) == model_options(dc.opt),
                "cgr__validate_options says %s, the model disagrees: %s", cgr_status_name(st),
                cgr_last_error());
 
@@ -424,12 +467,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 check_tensor(&dc.lists[k][i]);
 
     cgr_clear_error();
-    st = cgr__validate_step_desc(&dc.desc);
+    st = cgr__validate_step_desc(dc.desc);
     check_status(st, "cgr__validate_step_desc");
-    FUZZ_CHECK((st == CGR_STATUS_OK) == model_desc(&dc.desc),
+    FUZZ_CHECK((st == CGR_STATUS_OK) == model_desc(dc.desc),
                "cgr__validate_step_desc says %s, the model disagrees (n_inputs %d, n_outputs %d): "
                "%s",
-               cgr_status_name(st), dc.desc.n_inputs, dc.desc.n_outputs, cgr_last_error());
+               cgr_status_name(st), dc.desc->n_inputs, dc.desc->n_outputs, cgr_last_error());
 
     free_decoded(&dc);
     return 0;

@@ -44,10 +44,13 @@ if ! command -v meson >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; the
 fi
 
 # CC only matters on the first setup: meson keeps the compiler afterwards.
+# Assertions stay compiled in (b_ndebug=false): an input that breaks one of
+# cgr's internal invariants is a finding like a crash.
 if [ -d "$builddir" ]; then
-    meson configure "$builddir" -Dfuzz=true -Dtests=true -Dbench=false >/dev/null
+    meson configure "$builddir" -Dfuzz=true -Dtests=true -Dbench=false -Db_ndebug=false >/dev/null
 else
-    CC=clang meson setup "$builddir" -Dfuzz=true -Dtests=true -Dbench=false >/dev/null
+    CC=clang meson setup "$builddir" -Dfuzz=true -Dtests=true -Dbench=false -Db_ndebug=false \
+        >/dev/null
 fi
 buildlog=$(mktemp)
 if ! ninja -C "$builddir" "${targets[@]/#/tests/fuzz/}" >"$buildlog" 2>&1; then

@@ -393,6 +393,9 @@ static void part_c(const rank_ctx *rc)
                  cgr_last_error());
         if (s == CGR_STATUS_OK)
             TEST_FAIL_("%s", "a capture agreement without the peer succeeded");
+        if (s != CGR_STATUS_TIMEOUT)
+            TEST_FAIL_("the agreement nobody joins returned %s, expected CGR_STATUS_TIMEOUT",
+                       cgr_status_name(s));
         if (ms > 20000.0)
             TEST_FAIL_("the agreement took %.0f ms to give up (timeout 3000 ms)", ms);
         /* The runtime fails fast from now on instead of waiting again. */

@@ -1,7 +1,8 @@
 /* cgr_version.h compiles on its own and matches the library's version. */
 #include "cgr/cgr_version.h"
 
-#if !defined(CGR_VERSION_MAJOR) || !defined(CGR_VERSION_MINOR) || !defined(CGR_VERSION_PATCH)
+#if !defined(CGR_VERSION_MAJOR) || !defined(CGR_VERSION_MINOR) || !defined(CGR_VERSION_PATCH) || \
+    !defined(CGR_VERSION_NUMBER)
 #error "cgr_version.h lacks a version macro"
 #endif
 

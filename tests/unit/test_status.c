@@ -9,6 +9,18 @@ int main(void)
     ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_OK), "CGR_STATUS_OK");
     ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_CAPTURE_FAILED), "CGR_STATUS_CAPTURE_FAILED");
     ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_BUSY), "CGR_STATUS_BUSY");
+    /* Statuses keep their numbers: new ones are only added at the end. */
+    ASSERT_EQ(CGR_STATUS_WRONG_STATE, 14);
+    ASSERT_EQ(CGR_STATUS_INTERNAL, 15);
+    ASSERT_EQ(CGR_STATUS_TIMEOUT, 16);
+    ASSERT_EQ(CGR_STATUS_COMM_ERROR, 17);
+    ASSERT_EQ(CGR_STATUS_COUNT_, 18);
+    ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_INTERNAL), "CGR_STATUS_INTERNAL");
+    ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_TIMEOUT), "CGR_STATUS_TIMEOUT");
+    ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_COMM_ERROR), "CGR_STATUS_COMM_ERROR");
+    ASSERT(strstr(cgr_status_string(CGR_STATUS_INTERNAL), "report") != NULL);
+    ASSERT(strstr(cgr_status_string(CGR_STATUS_TIMEOUT), "time") != NULL);
+    ASSERT(strstr(cgr_status_string(CGR_STATUS_COMM_ERROR), "NCCL") != NULL);
     ASSERT_STR_EQ(cgr_status_name((cgr_status)-1), "CGR_STATUS_UNKNOWN");
     ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_COUNT_), "CGR_STATUS_UNKNOWN");
     ASSERT_STR_EQ(cgr_status_string((cgr_status)1000), "unknown status");

@@ -1,10 +1,14 @@
 /*
- * Options and step-description validation: defaults, accepted edges and
- * tensor sizes. The rejected inputs are in test_bad_input.c's table.
+ * Options and step-description validation: defaults, accepted edges,
+ * tensor sizes, the struct_size rule of versioned structs and the strings
+ * a runtime keeps. The rejected inputs are in test_bad_input.c's table.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "cgr/cgr.h"
 #include "internal.h"
 #include "test.h"
@@ -47,6 +51,218 @@ static void test_options(void)
     o.zero_copy_max_bytes = 0;
     o.log_level = CGR_LOG_DEBUG;
     ASSERT_OK(cgr__validate_options(&o));
+}
+
+/* ---- the struct_size rule (abi.h, cgr.h "Versioned structs") ---------------- */
+
+#define GUARD 0xA5
+
+static int bytes_are(const unsigned char *p, size_t n, unsigned char v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != v)
+            return 0;
+    return 1;
+}
+
+/*
+ * Two versions of one struct, as cgr's would be after a field is added:
+ * v2 appends `added` at or past v1's sizeof (the rule of abi.h), and its
+ * library default is 77. The mechanism is the one every versioned struct
+ * goes through; cgr_options has a single version so far.
+ */
+typedef struct v1 {
+    size_t struct_size;
+    int a;
+    double b;
+} v1;
+typedef struct v2 {
+    size_t struct_size;
+    int a;
+    double b;
+    int added;
+} v2;
+_Static_assert(offsetof(v2, added) >= sizeof(v1), "v2 appends after v1's size");
+
+static void v2_defaults(v2 *d)
+{
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    d->a = 1;
+    d->b = 2.5;
+    d->added = 77;
+}
+
+static void test_struct_versions(void)
+{
+    const size_t v2_min = CGR__END_OF(v1, b); /* v1's fields: the first version */
+    v2 lib;
+    /* An older caller (v1) gets its own fields and the default of the one it lacks. */
+    v1 old;
+    memset(&old, 0, sizeof old);
+    old.struct_size = sizeof old;
+    old.a = -4;
+    old.b = 8.0;
+    v2_defaults(&lib);
+    ASSERT_OK(cgr__struct_in(&lib, sizeof lib, &old, v2_min, "v2"));
+    ASSERT_EQ(lib.struct_size, sizeof lib);
+    ASSERT_EQ(lib.a, -4);
+    ASSERT(lib.b == 8.0);
+    ASSERT_EQ(lib.added, 77);
+
+    /* An older caller's init writes its own size and never past it. */
+    union {
+        v1 s;
+        unsigned char b[sizeof(v1) + 32];
+    } u;
+    memset(&u, GUARD, sizeof u);
+    v2_defaults(&lib);
+    ASSERT_OK(cgr__struct_init(&u.s, sizeof u.s, &lib, sizeof lib, v2_min, "v2"));
+    ASSERT_EQ(u.s.struct_size, sizeof(v1));
+    ASSERT_EQ(u.s.a, 1);
+    ASSERT(bytes_are(u.b + sizeof(v1), 32, GUARD));
+
+    /* An output struct of an older caller is filled up to its size only. */
+    memset(&u, GUARD, sizeof u);
+    u.s.struct_size = sizeof(v1);
+    v2_defaults(&lib);
+    lib.a = 9;
+    ASSERT_OK(cgr__struct_out(&u.s, &lib, sizeof lib, v2_min, "v2"));
+    ASSERT_EQ(u.s.struct_size, sizeof(v1));
+    ASSERT_EQ(u.s.a, 9);
+    ASSERT(u.s.b == 2.5);
+    ASSERT(bytes_are(u.b + sizeof(v1), 32, GUARD));
+    /* ... and one too small for the first version is refused untouched. */
+    memset(&u, GUARD, sizeof u);
+    u.s.struct_size = v2_min - 1;
+    expect_invalid(cgr__struct_out(&u.s, &lib, sizeof lib, v2_min, "v2"), "struct_size",
+                   "small output struct");
+    ASSERT(bytes_are(u.b + sizeof u.s.struct_size, sizeof u - sizeof u.s.struct_size, GUARD));
+
+    /* A newer caller's output struct: the fields this library lacks come back zero. */
+    union {
+        v2 s;
+        unsigned char b[sizeof(v2) + 32];
+    } big;
+    memset(&big, GUARD, sizeof big);
+    big.s.struct_size = sizeof(v2) + 16;
+    ASSERT_OK(cgr__struct_out(&big.s, &lib, sizeof lib, v2_min, "v2"));
+    ASSERT_EQ(big.s.struct_size, sizeof(v2) + 16);
+    ASSERT_EQ(big.s.added, 77);
+    ASSERT(bytes_are(big.b + sizeof(v2), 16, 0));
+    ASSERT(bytes_are(big.b + sizeof(v2) + 16, 16, GUARD));
+}
+
+/* cgr_options under the rule: smaller, larger with a zero tail, larger with a field set. */
+static void test_options_size(void)
+{
+    union {
+        cgr_options o;
+        unsigned char b[sizeof(cgr_options) + 64];
+    } u;
+    cgr_options def, got;
+    ASSERT_OK(cgr_options_init(&def));
+
+    /* The first version's fields without trailing padding: read as given. */
+    memset(&u, GUARD, sizeof u);
+    ASSERT_OK(cgr_options_init_size(&u.o, CGR__OPTIONS_MIN_SIZE));
+    ASSERT_EQ(u.o.struct_size, CGR__OPTIONS_MIN_SIZE);
+    ASSERT(bytes_are(u.b + CGR__OPTIONS_MIN_SIZE, sizeof u - CGR__OPTIONS_MIN_SIZE, GUARD));
+    u.o.warmup_runs = 5;
+    u.o.arm_timeout_us = 1234;
+    ASSERT_OK(cgr__options_load(&u.o, &got));
+    ASSERT_EQ(got.struct_size, sizeof got);
+    ASSERT_EQ(got.warmup_runs, 5);
+    ASSERT_EQ(got.arm_timeout_us, 1234);
+    ASSERT_EQ(got.shape_cache_entries, def.shape_cache_entries);
+
+    /* Below the first version, or past the largest size: refused, and init writes nothing. */
+    memset(&u, GUARD, sizeof u);
+    expect_invalid(cgr_options_init_size(&u.o, CGR__OPTIONS_MIN_SIZE - 1), "struct_size",
+                   "init below the first version");
+    ASSERT(bytes_are(u.b, sizeof u, GUARD));
+    ASSERT_OK(cgr_options_init(&u.o));
+    u.o.struct_size = CGR__OPTIONS_MIN_SIZE - 4;
+    expect_invalid(cgr__validate_options(&u.o), "struct_size", "options below the first version");
+    u.o.struct_size = CGR_MAX_STRUCT_SIZE + 1;
+    expect_invalid(cgr__validate_options(&u.o), "struct_size", "options too large");
+
+    /* A newer header's struct: its init (this library) zeros the fields it does not know. */
+    memset(&u, GUARD, sizeof u);
+    ASSERT_OK(cgr_options_init_size(&u.o, sizeof u));
+    ASSERT_EQ(u.o.struct_size, sizeof u);
+    ASSERT(bytes_are(u.b + sizeof(cgr_options), 64, 0));
+    ASSERT_EQ(u.o.warmup_runs, def.warmup_runs);
+    ASSERT_OK(cgr__options_load(&u.o, &got));
+    ASSERT_EQ(got.struct_size, sizeof got);
+    ASSERT_EQ(got.arm_timeout_us, def.arm_timeout_us);
+    /* ... and refuses one whose unknown field is set, naming the byte. */
+    u.b[sizeof(cgr_options) + 63] = 1;
+    expect_invalid(cgr__validate_options(&u.o), "newer", "newer field set");
+    char byte[32];
+    snprintf(byte, sizeof byte, "byte %zu", sizeof(cgr_options) + 63);
+    ASSERT(strstr(cgr_last_error(), byte) != NULL);
+}
+
+static void test_step_desc_size(void)
+{
+    union {
+        cgr_step_desc d;
+        unsigned char b[sizeof(cgr_step_desc) + 16];
+    } u;
+    memset(&u, GUARD, sizeof u);
+    ASSERT_OK(cgr_step_desc_init_size(&u.d, CGR__STEP_DESC_MIN_SIZE));
+    ASSERT(bytes_are(u.b + CGR__STEP_DESC_MIN_SIZE, sizeof u - CGR__STEP_DESC_MIN_SIZE, GUARD));
+    u.d.fn = dummy_step;
+    u.d.armable = 1;
+    cgr_step_desc got;
+    ASSERT_OK(cgr__step_desc_load(&u.d, &got));
+    ASSERT_EQ(got.struct_size, sizeof got);
+    ASSERT_EQ(got.armable, 1);
+    ASSERT(got.fn == dummy_step);
+
+    memset(&u, GUARD, sizeof u);
+    ASSERT_OK(cgr_step_desc_init_size(&u.d, sizeof u));
+    ASSERT(bytes_are(u.b + sizeof(cgr_step_desc), 16, 0));
+    u.d.fn = dummy_step;
+    ASSERT_OK(cgr__validate_step_desc(&u.d));
+    u.b[sizeof(cgr_step_desc)] = 3;
+    expect_invalid(cgr__validate_step_desc(&u.d), "newer", "newer desc field set");
+}
+
+/* The runtime's options own dump_dir: the caller's buffer may change after create. */
+static void test_dump_dir_copy(void)
+{
+    unsetenv("CGR_DUMP_DIR");
+    char dir[32];
+    snprintf(dir, sizeof dir, "/tmp/cgr-dump-test");
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.dump_dir = dir;
+    cgr_options kept;
+    ASSERT_OK(cgr__options_load(&o, &kept));
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT(kept.dump_dir != NULL && kept.dump_dir != dir);
+    memset(dir, 'x', sizeof dir - 1);
+    ASSERT_STR_EQ(kept.dump_dir, "/tmp/cgr-dump-test");
+    cgr__options_free_strings(&kept);
+    ASSERT(kept.dump_dir == NULL);
+
+    /* Without dump_dir, CGR_DUMP_DIR is copied as it is at create. */
+    ASSERT_EQ(setenv("CGR_DUMP_DIR", "/tmp/from-env", 1), 0);
+    ASSERT_OK(cgr_options_init(&kept));
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT_EQ(setenv("CGR_DUMP_DIR", "/elsewhere", 1), 0);
+    ASSERT(kept.dump_dir != NULL);
+    ASSERT_STR_EQ(kept.dump_dir, "/tmp/from-env");
+    cgr__options_free_strings(&kept);
+    /* An empty name means no dump, as no name does. */
+    ASSERT_EQ(setenv("CGR_DUMP_DIR", "", 1), 0);
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT(kept.dump_dir == NULL);
+    unsetenv("CGR_DUMP_DIR");
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT(kept.dump_dir == NULL);
 }
 
 static cgr_tensor_desc t2(const char *name, cgr_dtype d, int64_t a, int64_t b)
@@ -151,6 +367,10 @@ static void test_create_without_gpu(void)
 int main(void)
 {
     test_options();
+    test_struct_versions();
+    test_options_size();
+    test_step_desc_size();
+    test_dump_dir_copy();
     test_tensor_bytes();
     test_step_desc();
     test_create_without_gpu();

@@ -45,12 +45,14 @@ typedef struct cudnnContext *cgr_cudnn_handle;
 
 /*
  * Status codes. One list generates the enum, cgr_status_name() and
- * cgr_status_string(), so the three can never disagree.
+ * cgr_status_string(), so the three can never disagree. New statuses are
+ * only added at the end: a value keeps its meaning across versions.
+ * CGR_STATUS_INTERNAL reports a bug in cgr itself, never a misuse.
  */
 #define CGR_STATUS_MAP(X)                                                                  \
     X(OK, 0, "success")                                                                    \
     X(INVALID_ARGUMENT, 1, "an argument is NULL, out of range or inconsistent")            \
-    X(INVALID_HANDLE, 2, "the handle is not live (destroyed, or not a cgr handle)")        \
+    X(INVALID_HANDLE, 2, "the pointer is not a cgr handle of the kind the call takes")     \
     X(OUT_OF_MEMORY, 3, "device or pinned host memory could not be allocated")             \
     X(NO_DEVICE, 4, "no usable CUDA device (missing driver or no GPU)")                    \
     X(CUDA_ERROR, 5, "a CUDA runtime or driver call failed")                               \
@@ -62,7 +64,10 @@ typedef struct cudnnContext *cgr_cudnn_handle;
     X(ARENA_LIMIT, 11, "the scratch plan needs more than the arena limit allows")          \
     X(BUSY, 12, "every staging slot holds an unwaited result, or another thread uses the step") \
     X(STEP_FAILED, 13, "the user's step function returned an error")                       \
-    X(WRONG_STATE, 14, "the call is not allowed in the current state")
+    X(WRONG_STATE, 14, "the call is not allowed in the current state")                    \
+    X(INTERNAL, 15, "an internal error in cgr (a bug in cgr itself; please report it)")    \
+    X(TIMEOUT, 16, "an operation did not complete in the time allowed")                    \
+    X(COMM_ERROR, 17, "an NCCL or inter-process communication call failed")
 
 /** Result of every call that can fail. */
 typedef enum cgr_status {
@@ -84,6 +89,20 @@ CGR_API const char *cgr_status_string(cgr_status s);
 CGR_API const char *cgr_last_error(void);
 /** Clears the calling thread's last-error message. */
 CGR_API void cgr_clear_error(void);
+
+/**
+ * Version of the cgr library actually loaded, such as "0.1.0" (the meson
+ * project version it was built from). It can differ from the header's
+ * CGR_VERSION_STRING when a program runs with another libcgr than the one
+ * it was compiled against. Never NULL; a static string.
+ */
+CGR_API const char *cgr_version(void);
+/**
+ * The loaded library's version as one number, MAJOR * 10000 + MINOR * 100 +
+ * PATCH, for comparing with CGR_VERSION_NUMBER from cgr_version.h: a value
+ * below it means the library is older than the header.
+ */
+CGR_API unsigned cgr_version_number(void);
 
 /** Element types of step inputs and outputs. */
 typedef enum cgr_dtype {
@@ -123,10 +142,30 @@ typedef void (*cgr_log_fn)(cgr_log_level level, const char *message, void *user)
 #define CGR_MAX_SLOTS 16
 #define CGR_MAX_WARMUP 100
 
+/*
+ * Versioned structs. cgr_options, cgr_step_desc and cgr_nccl_options begin
+ * with struct_size, which their init function sets to the size this header
+ * declares, and later versions of cgr only add fields at their end. The
+ * library reads struct_size bytes of the caller's struct:
+ *  - a smaller struct (a program built against an older header) is read up
+ *    to struct_size, and the fields past it take their defaults;
+ *  - a larger one (a newer header than the library) is accepted when every
+ *    byte past the fields this library knows is zero, which is what the
+ *    init function leaves there; a non-zero byte asks for something this
+ *    library cannot do, and the call is refused with
+ *    CGR_STATUS_INVALID_ARGUMENT rather than ignoring it;
+ *  - a struct_size below the first version's fields, or above
+ *    CGR_MAX_STRUCT_SIZE, is refused: the struct was not initialized.
+ * Output structs with a struct_size (cgr_shape_stats, cgr_shape_info) are
+ * documented where they are declared.
+ */
+#define CGR_MAX_STRUCT_SIZE 4096
+
 /**
  * Runtime options. Always start from cgr_options_init(): it writes the
- * defaults and struct_size, which lets later versions add fields at the end
- * without breaking callers built against this one.
+ * defaults and struct_size (see "Versioned structs" above).
+ * cgr_runtime_create() copies the options, and the dump_dir string with
+ * them, so the caller may reuse or free both once it returns.
  */
 typedef struct cgr_options {
     size_t struct_size;        /**< set by cgr_options_init() */
@@ -146,8 +185,10 @@ typedef struct cgr_options {
                                     (polls, with a later run in flight); 0 skips the spin
                                     (less CPU, a few us later); default 200, at most
                                     1000000 */
-    const char *dump_dir;      /**< when set (or CGR_DUMP_DIR is), each captured graph is
-                                    written there as a Graphviz DOT file */
+    const char *dump_dir;      /**< when set (or, when NULL, the environment variable
+                                    CGR_DUMP_DIR at cgr_runtime_create), each captured graph
+                                    is written there as a Graphviz DOT file; the runtime
+                                    keeps its own copy of the string */
     cgr_log_fn log_fn;         /**< NULL: log lines go to stderr, when the level asks */
     void *log_user;            /**< passed to log_fn */
     /*
@@ -170,11 +211,33 @@ typedef struct cgr_options {
                                     this long gives its stream back: it runs on whatever the
                                     slot holds, and its launch runs the graph again;
                                     1..60000000; default 100000 (0.1 s) */
-    unsigned char reserved[64];/**< must be zero */
 } cgr_options;
 
+/**
+ * Writes the default options into the caller's struct of struct_size bytes
+ * and sets opt->struct_size to it; never writes past struct_size. Called
+ * through cgr_options_init(), which passes the size this header declares.
+ * CGR_STATUS_INVALID_ARGUMENT for NULL or a size outside the range of
+ * "Versioned structs".
+ */
+CGR_API cgr_status cgr_options_init_size(cgr_options *opt, size_t struct_size);
 /** Writes the default options. Fails only on NULL. */
-CGR_API cgr_status cgr_options_init(cgr_options *opt);
+static inline cgr_status cgr_options_init(cgr_options *opt)
+{
+    return cgr_options_init_size(opt, sizeof(cgr_options));
+}
+
+/*
+ * Handles. cgr_runtime, cgr_step and cgr_ctx pointers begin with a magic
+ * word, and a call given a pointer whose word is not the one its kind
+ * carries returns CGR_STATUS_INVALID_HANDLE: a cheap check that catches a
+ * foreign or garbage pointer, or a runtime passed as a step. It is a
+ * debugging aid, not a guarantee. Using a handle after it was destroyed
+ * (cgr_runtime_destroy() also destroys the runtime's steps) is undefined
+ * behaviour, as using memory after free() is: the memory may already hold
+ * something else. A cgr_ctx is only valid inside the step function it was
+ * passed to.
+ */
 
 /** A runtime: one device, one stream, one scratch arena, library handles. */
 typedef struct cgr_runtime cgr_runtime;
@@ -191,9 +254,11 @@ CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
 /**
  * Waits for the runtime's stream, destroys every step still registered and
  * releases all device and pinned memory. Accepts NULL and *rt == NULL;
- * sets *rt to NULL. CGR_STATUS_BUSY (and nothing freed) while another
- * thread waits on one of its steps or holds an acquired slot; no other
- * thread may start a call on the runtime once this is called.
+ * sets *rt to NULL. The runtime and its steps must not be used afterwards
+ * (undefined behaviour; see "Handles" above). CGR_STATUS_BUSY (and nothing
+ * freed) while another thread waits on one of its steps or holds an
+ * acquired slot; no other thread may start a call on the runtime once this
+ * is called.
  */
 CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **rt);
 /** The runtime's stream (a cudaStream_t). */
@@ -251,7 +316,11 @@ typedef struct cgr_dim_use {
  */
 typedef cgr_status (*cgr_step_fn)(cgr_ctx *ctx, void *user);
 
-/** Description of a fixed-shape step. Start from cgr_step_desc_init(). */
+/**
+ * Description of a step. Start from cgr_step_desc_init() (struct_size
+ * follows "Versioned structs" above). cgr_step_create() copies what it
+ * keeps: names, shapes, bucket lists, padding values.
+ */
 typedef struct cgr_step_desc {
     size_t struct_size;             /**< set by cgr_step_desc_init() */
     const char *name;               /**< for messages; NULL means "step" */
@@ -278,23 +347,33 @@ typedef struct cgr_step_desc {
      * (about 1 us) at that gate. Default 0.
      */
     int armable;
-    unsigned char reserved[64];     /**< must be zero */
 } cgr_step_desc;
 
+/**
+ * Writes an empty description into the caller's struct of struct_size bytes,
+ * as cgr_options_init_size() does for options. Called through
+ * cgr_step_desc_init().
+ */
+CGR_API cgr_status cgr_step_desc_init_size(cgr_step_desc *desc, size_t struct_size);
 /** Writes an empty description with struct_size set. Fails only on NULL. */
-CGR_API cgr_status cgr_step_desc_init(cgr_step_desc *desc);
+static inline cgr_status cgr_step_desc_init(cgr_step_desc *desc)
+{
+    return cgr_step_desc_init_size(desc, sizeof(cgr_step_desc));
+}
 
 /**
  * Registers a step: allocates its static device input/output buffers, its
  * pinned staging slots and their events. Runs nothing. The description and
- * the strings in it are copied.
+ * the strings and arrays it points to are copied (the user pointer is
+ * kept as given).
  */
 CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_step **out);
 /**
  * Waits for the step's work, then frees its graphs, buffers and slots.
- * Accepts NULL and *step == NULL; sets *step to NULL. CGR_STATUS_BUSY (and
- * nothing freed) while another thread waits on the step or holds its
- * acquired slot.
+ * Accepts NULL and *step == NULL; sets *step to NULL. The step must not be
+ * used afterwards (undefined behaviour; see "Handles" above).
+ * CGR_STATUS_BUSY (and nothing freed) while another thread waits on the
+ * step or holds its acquired slot.
  */
 CGR_API cgr_status cgr_step_destroy(cgr_step **step);
 

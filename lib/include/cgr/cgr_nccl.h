@@ -18,7 +18,11 @@
  * communicator that cgr splits off at attach time, with a bounded wait:
  * either every rank launches its graph, or every rank returns
  * CGR_STATUS_CAPTURE_FAILED, naming the ranks that failed, and runs the
- * step eagerly from then on.
+ * step eagerly from then on. When the exchange itself cannot complete, the
+ * capturing run returns CGR_STATUS_TIMEOUT (a peer did not join in time)
+ * or CGR_STATUS_COMM_ERROR (NCCL reported an error); cgr then aborts its
+ * private communicator, and every later capture that needs the peers'
+ * agreement fails at once with CGR_STATUS_COMM_ERROR.
  *
  * This header needs only a C11 compiler, like cgr.h: the communicator
  * appears through the struct tag NCCL itself uses, so a cgr_nccl_comm is
@@ -43,7 +47,8 @@ typedef struct ncclComm *cgr_nccl_comm;
 #define CGR_NCCL_MAX_TIMEOUT_MS 86400000u
 
 /**
- * Options of cgr_runtime_attach_nccl(). Start from cgr_nccl_options_init().
+ * Options of cgr_runtime_attach_nccl(). Start from cgr_nccl_options_init();
+ * struct_size follows the rule of "Versioned structs" in cgr.h.
  */
 typedef struct cgr_nccl_options {
     size_t struct_size;   /**< set by cgr_nccl_options_init() */
@@ -58,11 +63,18 @@ typedef struct cgr_nccl_options {
      * time ranks may drift apart (a slow first warm-up, a checkpoint).
      */
     unsigned timeout_ms;
-    unsigned char reserved[64]; /**< must be zero */
 } cgr_nccl_options;
 
+/**
+ * Writes the default options into the caller's struct of struct_size bytes,
+ * as cgr_options_init_size() does. Called through cgr_nccl_options_init().
+ */
+CGR_API cgr_status cgr_nccl_options_init_size(cgr_nccl_options *opt, size_t struct_size);
 /** Writes the default options. Fails only on NULL. */
-CGR_API cgr_status cgr_nccl_options_init(cgr_nccl_options *opt);
+static inline cgr_status cgr_nccl_options_init(cgr_nccl_options *opt)
+{
+    return cgr_nccl_options_init_size(opt, sizeof(cgr_nccl_options));
+}
 
 /** 1 when this build of cgr has NCCL support. */
 CGR_API int cgr_has_nccl(void);
@@ -85,8 +97,9 @@ CGR_API int cgr_has_nccl(void);
  *   capture at the same run);
  * - CGR_STATUS_NOT_SUPPORTED: built without NCCL, or the NCCL library is
  *   older than 2.18.
- * NCCL failures and the timeout return CGR_STATUS_CUDA_ERROR with NCCL's
- * message.
+ * A failed NCCL call returns CGR_STATUS_COMM_ERROR with NCCL's message;
+ * a split or check that the peers do not complete within opt->timeout_ms
+ * returns CGR_STATUS_TIMEOUT.
  *
  * The communicator stays the caller's: destroy the runtime (which destroys
  * its graphs) before the communicator, since NCCL waits in ncclCommDestroy

@@ -1,0 +1,73 @@
+/*
+ * Versioned public structs: the struct_size rule of cgr_options,
+ * cgr_step_desc and cgr_nccl_options (cgr.h states it for callers), and
+ * the strings a runtime keeps.
+ *
+ * Every such struct starts with `size_t struct_size`, and later versions
+ * only add fields at its end. When a field is added, its offset must be
+ * at least the sizeof the struct had before, so that no new field lies in
+ * the trailing padding of an older caller's struct (that padding would be
+ * read as the field). A new field's default is what the library's init
+ * writes; an older caller, whose struct_size stops before the field,
+ * gets that default.
+ */
+#ifndef CGR_ABI_H
+#define CGR_ABI_H
+
+#include <stddef.h>
+
+#include "cgr/cgr.h"
+
+/* Bytes up to the end of `field`: a struct's size without trailing padding. */
+#define CGR__END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* What the first version of each struct held: a smaller struct_size is refused. */
+#define CGR__OPTIONS_MIN_SIZE CGR__END_OF(cgr_options, arm_timeout_us)
+#define CGR__STEP_DESC_MIN_SIZE CGR__END_OF(cgr_step_desc, armable)
+
+/*
+ * Reads a caller's input struct: src begins with its struct_size, which
+ * must lie in min_size..CGR_MAX_STRUCT_SIZE; bytes past `size` (a newer
+ * caller's fields) must be zero. Copies the first min(struct_size, size)
+ * bytes of src over dst, which holds the defaults of a full struct, and
+ * sets dst's struct_size to `size`. `type` names the struct in messages
+ * ("cgr_options"); its init function is type followed by "_init".
+ * CGR_STATUS_INVALID_ARGUMENT, with dst unchanged, when src is refused.
+ */
+cgr_status cgr__struct_in(void *dst, size_t size, const void *src, size_t min_size,
+                          const char *type);
+/*
+ * An init function's work for a caller's struct of struct_size bytes:
+ * checks the size as cgr__struct_in does, zeros all of it, copies the
+ * first min(struct_size, size) bytes of `defaults` (a full struct) and
+ * sets its struct_size to struct_size. Never writes past struct_size.
+ */
+cgr_status cgr__struct_init(void *dst, size_t struct_size, const void *defaults, size_t size,
+                            size_t min_size, const char *type);
+/*
+ * Fills a caller's output struct of struct_size bytes (the first field of
+ * dst) from src, a full struct of `size` bytes: the first min(struct_size,
+ * size) bytes are src's, bytes past `size` (fields a newer caller knows
+ * and this library does not) are zeroed, and nothing past struct_size is
+ * written. dst's struct_size is left as the caller set it.
+ * CGR_STATUS_INVALID_ARGUMENT when struct_size is outside
+ * min_size..CGR_MAX_STRUCT_SIZE.
+ */
+cgr_status cgr__struct_out(void *dst, const void *src, size_t size, size_t min_size,
+                           const char *type);
+
+/* The caller's options (the struct_size rule, then every field's range) into *out. */
+cgr_status cgr__options_load(const cgr_options *opt, cgr_options *out);
+/* The caller's step description (the struct_size rule, then every rule) into *out. */
+cgr_status cgr__step_desc_load(const cgr_step_desc *desc, cgr_step_desc *out);
+/*
+ * Makes o own its strings: dump_dir, or CGR_DUMP_DIR when dump_dir is
+ * NULL, is replaced by a heap copy (NULL when neither names a directory),
+ * so the caller may free or reuse its own string once the runtime exists.
+ * CGR_STATUS_OUT_OF_MEMORY leaves dump_dir NULL.
+ */
+cgr_status cgr__options_own_strings(cgr_options *o);
+/* Frees what cgr__options_own_strings() allocated. */
+void cgr__options_free_strings(cgr_options *o);
+
+#endif
