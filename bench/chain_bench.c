@@ -264,7 +264,7 @@ static int cgr_prepare(void *self, long k)
          * slot. Acquiring the slot (a ring-index update) is therefore
          * outside the clocks, like producing the data.
          */
-        CGR_CK(cgr_step_acquire(m->step, &m->slot));
+        CGR_CK(cgr_step_acquire(m->step, NULL, 0, &m->slot));
         dst = m->slot.inputs[0];
     }
     rng_fill(&m->e->rng, dst, CHAIN_IN_FLOATS);
@@ -283,7 +283,7 @@ static int cgr_submit(void *self, long k)
         return 0;
     }
     const void *inputs[1] = {m->in_ptr};
-    CGR_CK(cgr_step_run(m->step, m->io ? inputs : NULL, &m->ticket));
+    CGR_CK(cgr_step_run(m->step, NULL, m->io ? inputs : NULL, &m->ticket));
     return 0;
 }
 

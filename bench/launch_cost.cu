@@ -7,7 +7,7 @@
  * with three ways of waiting before the next launch: stream synchronize,
  * spinning on the flag, and the flag plus 30 us of idle host.
  *
- * It is raw CUDA, no cgr: the floor that cgr_step_launch_dims sits on.
+ * It is raw CUDA, no cgr: the floor that cgr_step_launch sits on.
  *
  *     build-gpu/bench/graph-launch-cost
  *

@@ -174,7 +174,7 @@ static int ns_run(ns_model *m, cgr_step *step, int64_t T, cgr_run_action *action
     const void *inputs[2] = {m->x, m->labels};
     uint64_t ticket = 0;
     const double t0 = now_us();
-    CGR_CK(cgr_step_run_dims(step, &T, inputs, &ticket));
+    CGR_CK(cgr_step_run(step, &T, inputs, &ticket));
     CGR_CK(cgr_step_wait(step, ticket));
     if (wall_us)
         *wall_us = now_us() - t0;

@@ -215,7 +215,7 @@ static int check_step(soak *s, long k, int shape, cgr_step *g, uint64_t ticket, 
     cgr_step *e = s->eager.step;
     const void *ins[1] = {s->saved_x};
     uint64_t t;
-    CGR_CK(cgr_step_run_dims(e, dims, ins, &t));
+    CGR_CK(cgr_step_run(e, dims, ins, &t));
     CGR_CK(cgr_step_wait(e, t));
     CGR_CK(cgr_step_output(e, t, 0, &ref, &ref_bytes));
     s->checks++;
@@ -304,13 +304,13 @@ static int run_range(soak *s, long k0, long k1, long (*sched)(long), long check_
         int B = soak_batches[shape];
         const int64_t dims[1] = {B};
         cgr_slot slot;
-        CGR_CK(cgr_step_acquire(st, &slot));
+        CGR_CK(cgr_step_acquire(st, dims, 0, &slot));
         /* Packed at the true batch; cgr pads it to the bucket in place. */
         rng_fill(&s->rng, slot.inputs[0], (size_t)B * SOAK_D);
         int check = check_every > 0 && (k + 1) % check_every == 0;
         if (check)
             memcpy(s->saved_x, slot.inputs[0], (size_t)B * SOAK_D * sizeof(float));
-        CGR_CK(cgr_step_launch_dims(st, &slot, dims));
+        CGR_CK(cgr_step_launch(st, &slot));
         TRY(retire(s, &prev));
         prev = (pending){st, slot.ticket, k, shape, check, host};
     }

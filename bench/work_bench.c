@@ -48,7 +48,7 @@ static int w_prepare(void *self, long k)
 {
     work_ctx *c = self;
     (void)k;
-    CGR_CK(cgr_step_acquire(c->step, &c->slot));
+    CGR_CK(cgr_step_acquire(c->step, NULL, 0, &c->slot));
     c->w->fill(c->w->user, &c->rng, c->slot.inputs);
     return 0;
 }

@@ -18,8 +18,10 @@
 #include "shapes.h"
 
 /*
- * Handles carry a magic word so a destroyed or foreign pointer is refused
- * (where its memory still reads back) instead of being used.
+ * Handles carry a magic word, so that a pointer that is not a cgr handle
+ * (where its memory reads back) is refused instead of being used. This is
+ * a debugging aid, not a promise: using a handle after destroy is
+ * undefined behaviour (cgr.h, "Handles").
  */
 #define CGR__MAGIC_RUNTIME 0x52524743u /* "CGRR" */
 #define CGR__MAGIC_STEP 0x53524743u    /* "CGRS" */
@@ -187,6 +189,7 @@ struct cgr_step {
     int armable;
     struct cgr__graph *armed;
     int64_t armed_bucket[CGR_MAX_DYN_DIMS]; /* its bucketed dims */
+    int64_t run_dims[CGR_MAX_DYN_DIMS];     /* the acquired run's true dims */
     /*
      * Shapes (replay/shapes.h decides what each run does). A step without
      * dynamic dims has one shape and takes the same path.
@@ -322,15 +325,6 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan
 cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s);
 
 /* ---- replay/ ---- */
-/* The run's dims: none for a fixed-shape step, else each in 1..its max.
- * Checked before anything is acquired, so bad dims change nothing. */
-cgr_status cgr__check_dims(const cgr_step *s, const int64_t *dims, int given, const char *fn);
-/* Hands out the step's next slot, with messages for `fn`; rt->lock held. */
-cgr_status cgr__step_acquire(cgr_step *s, uint64_t *ticket, uint32_t *slot, const char *fn);
-/* `slot` is the slot this thread acquired; rt->lock held. */
-cgr_status cgr__check_acquired(const cgr_step *s, const cgr_slot *slot, const char *fn);
-/* What cgr_step_acquire returns for run `ticket`. */
-void cgr__slot_fill(const cgr_step *s, uint64_t ticket, int armed, cgr_slot *out);
 /* Launches g for `slot`, pointing its staging at the slot first where the
  * last launch left it elsewhere; a gated graph's gate is opened first, or
  * closed when `ahead` (an armed run); rt->lock held, device entered. */
@@ -346,10 +340,14 @@ void cgr__arm_drop(cgr_step *s);
 /* cudaStreamSynchronize of the runtime's stream, after letting every
  * step's armed run through: how cgr itself waits for its stream. */
 cudaError_t cgr__sync_stream(cgr_runtime *rt);
-/* Decides and carries out one run on `slot` (replay/dispatch.c); rt->lock held,
- * it enters the runtime's device itself. true_dims: n_dyn values, validated
- * by the caller (NULL when n_dyn is 0). */
-cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims);
+/* Carries out a decision other than REPLAY on `slot` (replay/dispatch.c) and
+ * says what the run was in *action (cgr_run_action); rt->lock held, device entered. */
+cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
+                         uint8_t *action);
+/* Every tensor's shape for the run (what the step sees) from the bucket; and
+ * the slot's packed inputs spread to the bucket, with the true dims stored. */
+void cgr__apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_dims);
+void cgr__stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims);
 /* Packs a waited run's outputs to their true shape (once per run); rt->lock held. */
 void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket);
 size_t cgr__output_bytes(const cgr_step *s, uint32_t slot, int index);

@@ -1,8 +1,7 @@
 /*
- * What one run of a step does: the shape manager (shapes.h) decides, this
- * file carries it out.
+ * What a run that does not replay does: the shape table (shapes.h)
+ * decides, replay/run.c launches replays and hands the rest here.
  *
- *   REPLAY   launch the cached graph's executable on the slot
  *   WARMUP   eager run of a new shape (the first traces its scratch)
  *   CAPTURE  capture the shape; update an offered executable in place or
  *            instantiate; cache it; launch it
@@ -11,7 +10,8 @@
  * A step without dynamic dims has one shape and goes through the same
  * path: warm-up runs, one capture, replays. Everything runs under rt->lock
  * (replay/run.c), so a capture on the runtime's stream never meets another
- * thread's launch.
+ * thread's launch. Also here: moving a run's tensors between their true
+ * shape and the bucket's (padding inputs, packing outputs).
  */
 #include <stdint.h>
 #include <string.h>
@@ -37,7 +37,7 @@ size_t cgr__tensor_bytes_at(const cgr__tensor *t, const int64_t *vals)
 }
 
 /* Every tensor's shape for this run (what the step sees), from the bucket. */
-static void apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_dims)
+void cgr__apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_dims)
 {
     memcpy(s->cur_bucket, bucket, (size_t)s->n_dyn * sizeof *bucket);
     memcpy(s->cur_true, true_dims, (size_t)s->n_dyn * sizeof *true_dims);
@@ -54,7 +54,7 @@ static void apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_
 }
 
 /* Spreads the slot's packed inputs to the bucket and stores the true dims. */
-static void stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims)
+void cgr__stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims)
 {
     unsigned char *host = cgr__slot_host(s, slot);
     memcpy(host + CGR__SLOT_DIMS_OFFSET, true_dims, (size_t)s->n_dyn * sizeof *true_dims);
@@ -67,58 +67,6 @@ static void stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims)
         cgr__shape_pad(host + t->slot_offset, t->desc.rank, td, t->cur.dims,
                        cgr_dtype_size(t->desc.dtype), t->pad, !t->pad_nonzero);
     }
-}
-
-/* Points g's memcpy nodes at `slot` (capture/capture.c says why they, alone, need it). */
-static cgr_status repoint_copies(cgr_step *s, cgr__graph *g, uint32_t slot)
-{
-    unsigned char *host = cgr__slot_host(s, slot);
-    /* Unknown until every node is done: a failure part way must not leave a stale claim. */
-    g->copy_slot = UINT32_MAX;
-    for (int k = 0; k < g->n_copies; k++) {
-        const cgr__graph_copy *c = &g->copies[k];
-        unsigned char *h = host + c->slot_offset;
-        CGR_CUDA_TRY(c->to_host ? cudaGraphExecMemcpyNodeSetParams1D(g->exec, c->node, h, c->dev,
-                                                                     c->bytes,
-                                                                     cudaMemcpyDeviceToHost)
-                                : cudaGraphExecMemcpyNodeSetParams1D(g->exec, c->node, c->dev, h,
-                                                                     c->bytes,
-                                                                     cudaMemcpyHostToDevice));
-    }
-    g->copy_slot = slot;
-    return CGR_STATUS_OK;
-}
-
-cgr_status cgr__launch_graph(cgr_step *s, cgr__graph *g, uint32_t slot, int ahead)
-{
-    /*
-     * The staging kernels take the slot from the slot word. Consecutive
-     * graph runs find it right, since each advances it; after anything else
-     * (an eager run, a run launched again on its slot) it is reset here,
-     * in stream order, so no graph still running can see the change.
-     */
-    if (g->flag && s->slot_next != slot) {
-        CGR_CUDA_TRY(cudaMemsetAsync(s->slot_word, (int)slot, 1, s->rt->stream));
-        s->slot_next = slot;
-    }
-    if (g->n_copies && g->copy_slot != slot)
-        CGR_TRY(repoint_copies(s, g, slot));
-    if (g->gated)
-        cgr__gate_set(s, slot, ahead ? 0 : 1);
-    cgr__range_push("cgr replay");
-    cudaError_t e = cudaGraphLaunch(g->exec, s->rt->stream);
-    cgr__range_pop();
-    if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaGraphLaunch", __FILE__, __LINE__);
-    s->sig_graph[slot] = ++s->graph_runs;
-    if (g->flag) {
-        s->slot_next = slot + 1 == s->ring.slots ? 0 : slot + 1;
-        s->sig_kind[slot] = CGR__SIG_FLAG;
-        s->sig_expect[slot] = ++s->sig_runs[slot];
-    } else {
-        s->sig_kind[slot] = CGR__SIG_GRAPH;
-    }
-    return CGR_STATUS_OK;
 }
 
 static cgr_status eager_run(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
@@ -218,8 +166,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         if (!co.updated)
             cgr__graph_free(g);
         (void)cgr__shapes_capture_cancel(&s->shapes);
-        return CGR_FAIL(CGR_STATUS_WRONG_STATE, "step '%s': the shape manager refused a "
-                        "finished capture", s->name);
+        return CGR_BUG("step '%s': the shape table refused a finished capture", s->name);
     }
     /*
      * Launch first: a graph refused as too large is in the freed list and
@@ -254,112 +201,37 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     return CGR_STATUS_OK;
 }
 
-/*
- * An armed run whose dims still map to its graph goes before the decision
- * and its bookkeeping: every nanosecond before go is latency, and the
- * decision can only be this replay (while the slot is acquired nothing
- * else runs the step, so its cache cannot change). Returns 1 when it went,
- * with *expired set when the run must be launched again.
- */
-static int armed_go(cgr_step *s, uint32_t slot, const int64_t *true_dims, int *expired)
-{
-    if (!s->armed)
-        return 0;
-    /* Same buckets, same graph: the cache cannot have changed (above). */
-    if (s->n_dyn) {
-        int64_t bucket[CGR_MAX_DYN_DIMS];
-        if (cgr__shapes_bucket(&s->shapes, true_dims, bucket) != CGR_STATUS_OK ||
-            memcmp(bucket, s->armed_bucket, (size_t)s->n_dyn * sizeof bucket[0]) != 0)
-            return 0;
-        apply_shape(s, bucket, true_dims);
-        stage_inputs(s, slot, true_dims);
-    }
-    *expired = cgr__arm_go(s, slot);
-    return 1;
-}
-
-/* The run after an armed run's go (went), or all of it; device entered. */
-static cgr_status dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims,
-                           cgr__graph *armed, int went, int expired)
+cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
+                        uint8_t *action)
 {
     cgr_step_stats *ss = &s->stats;
-    cgr__shapes_decision d;
-    cgr_status st = cgr__shapes_decide(&s->shapes, true_dims, &d);
-    if (st != CGR_STATUS_OK)
-        return CGR_FAIL(st, "step '%s': the shape manager refused the run (%s)", s->name,
-                        cgr_status_name(st));
-    if (went && (d.action != CGR__SHAPES_REPLAY || d.payload != armed))
-        return CGR_FAIL(CGR_STATUS_WRONG_STATE,
-                        "step '%s': internal error: an armed run went, but the shape manager "
-                        "decided otherwise; its outputs are dropped",
-                        s->name);
-    if (s->n_dyn && !went) {
-        apply_shape(s, d.dims, d.true_dims);
-        stage_inputs(s, slot, d.true_dims);
-    }
-    /* Launched ahead for another graph (the dims changed buckets): let it through. */
-    cgr__arm_drop(s);
     /* A new entry, or one recycled for another shape: its plan starts over. */
-    cgr__shape_plan *plan = &s->plans[d.entry];
-    if (d.fresh)
+    cgr__shape_plan *plan = &s->plans[d->entry];
+    if (d->fresh)
         cgr__plan_reset(plan);
-    cgr__slot_run *sr = &s->slot_run[slot];
-    uint8_t action = CGR_RUN_REPLAY;
-    switch (d.action) {
-    case CGR__SHAPES_REPLAY:
-        /* An armed run that went is launched; again only if it had expired. */
-        st = went && !expired ? CGR_STATUS_OK : cgr__launch_graph(s, d.payload, slot, 0);
-        if (st == CGR_STATUS_OK) {
-            ss->replays++;
-            s->rt->replays++;
-            ss->mode = CGR_MODE_GRAPH;
-        }
-        break;
-    case CGR__SHAPES_WARMUP: {
-        action = CGR_RUN_WARMUP;
+    cgr_status st;
+    switch (d->action) {
+    case CGR__SHAPES_WARMUP:
+        *action = CGR_RUN_WARMUP;
         st = eager_run(s, slot, plan);
         if (st == CGR_STATUS_OK) {
             ss->warmup_runs++;
             if (ss->mode != CGR_MODE_EAGER)
                 ss->mode = ss->captures ? CGR_MODE_GRAPH : CGR_MODE_WARMUP;
         }
-        break;
-    }
+        return st;
     case CGR__SHAPES_CAPTURE:
-        st = capture_run(s, slot, &d, &action);
-        break;
+        return capture_run(s, slot, d, action);
     case CGR__SHAPES_EAGER:
     default:
-        if (d.churn_tripped)
+        if (d->churn_tripped)
             cgr__log(s->rt, CGR_LOG_WARN, "%s", cgr__shapes_warning(&s->shapes));
-        action = CGR_RUN_EAGER;
+        *action = CGR_RUN_EAGER;
         st = eager_run(s, slot, plan);
         if (st == CGR_STATUS_OK)
             ss->eager_runs++;
-        break;
+        return st;
     }
-    if (st != CGR_STATUS_OK)
-        return st;
-    sr->action = action;
-    memcpy(sr->true_dims, d.true_dims, (size_t)s->n_dyn * sizeof(int64_t));
-    memcpy(sr->bucket, d.dims, (size_t)s->n_dyn * sizeof(int64_t));
-    sr->compacted = 0;
-    return CGR_STATUS_OK;
-}
-
-cgr_status cgr__dispatch(cgr_step *s, uint32_t slot, const int64_t *true_dims)
-{
-    /* The go comes before any CUDA call, cudaGetDevice included. */
-    cgr__graph *armed = s->armed;
-    int expired = 0;
-    const int went = armed_go(s, slot, true_dims, &expired);
-    int prev = 0;
-    cgr_status st = cgr__device_enter(s->rt, &prev);
-    if (st != CGR_STATUS_OK)
-        return st;
-    st = dispatch(s, slot, true_dims, armed, went, expired);
-    cgr__device_leave(prev);
-    return st;
 }
 
 /* Packs the outputs of the waited run `ticket` on `slot` to their true shape, once. */

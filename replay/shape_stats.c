@@ -96,7 +96,7 @@ CGR_API cgr_status cgr_step_get_shape_stats(const cgr_step *s, cgr_shape_stats *
     }
     cgr__unlock(rt);
     if (st != CGR_STATUS_OK)
-        return CGR_FAIL(st, "cgr_step_get_shape_stats: step '%s' has no shape manager", s->name);
+        return CGR_BUG("cgr_step_get_shape_stats: step '%s' has no shape table", s->name);
     return CGR_STATUS_OK;
 }
 

@@ -79,7 +79,7 @@ static int r_prepare(void *self, long k)
 {
     ddp_run *r = self;
     (void)k;
-    CGR_CK(cgr_step_acquire(r->step, &r->slot));
+    CGR_CK(cgr_step_acquire(r->step, NULL, 0, &r->slot));
     ddp_fill(&r->rng, &r->model.cfg, r->slot.inputs[0], r->slot.inputs[1]);
     return 0;
 }

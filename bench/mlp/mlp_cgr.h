@@ -45,7 +45,7 @@ cgr_status mlp_cgr_bind(cgr_ctx *ctx, const mlp_cfg *cfg, size_t scratch_bytes,
  *
  * One step serves every batch 1..Bmax: its tensors are declared at Bmax
  * (= cfg->batch), the batch is dynamic dim 0 with a bucket list, and each
- * run passes its true batch to cgr_step_run_dims(). cgr pads x and labels
+ * run passes its true batch to cgr_step_run(). cgr pads x and labels
  * to the bucket with zeros (label 0 is a valid class; the loss kernel
  * masks the padded rows anyway). Inside the step everything is shaped for
  * the bucket (launch shapes, cuBLAS sizes, scratch), so one graph per

@@ -210,7 +210,7 @@ static void run_step(run *r, int k, float *x, int *labels, float *loss, float **
     make_batch(&m->cfg, k, x, labels);
     const void *inputs[2] = {x, labels};
     uint64_t ticket = 0;
-    ASSERT_OK(cgr_step_run(r->step, inputs, &ticket));
+    ASSERT_OK(cgr_step_run(r->step, NULL, inputs, &ticket));
     ASSERT_OK(cgr_step_wait(r->step, ticket));
     /* B rows of L.out[l] floats: m->scratch.act_bytes[l] (mlp_scratch_sizes). */
     read_outputs(r->step, ticket, &m->L, m->n_hidden, (size_t)m->cfg.batch, loss, acts);
@@ -228,7 +228,7 @@ static void down(void *h, const void *d, size_t n)
 static void down_state(cgr_step *step, const mlp_bufs *dev, float *p, float *m, float *v,
                        size_t nb)
 {
-    ASSERT_OK(cgr_step_sync(step));
+    ASSERT_OK(cgr_step_wait(step, CGR_TICKET_LAST));
     down(p, dev->params, nb);
     if (m)
         down(m, dev->m, nb);
@@ -618,7 +618,7 @@ static void dyn_step(dyn_run *r, int k, int64_t T, float *x, int *labels, float 
     const void *inputs[2] = {x, labels};
     const long calls = m->calls;
     uint64_t ticket = 0;
-    ASSERT_OK(cgr_step_run_dims(r->step, &T, inputs, &ticket));
+    ASSERT_OK(cgr_step_run(r->step, &T, inputs, &ticket));
     ASSERT_OK(cgr_step_wait(r->step, ticket));
     ASSERT_OK(cgr_step_run_action(r->step, ticket, action));
     /*

@@ -13,7 +13,7 @@ meson test -C build-gpu arm shapes staging equivalence --print-errorlogs 2>&1 | 
 for r in 1 2; do for b in build-gpu build-old; do
   echo "=== $b run $r"
   $b/bench/cgr-bench serve --quick > $OUT/s-$b-$r.log 2>&1
-  grep -A9 "armed (cgr_step_arm" $OUT/s-$b-$r.log | tail -7
+  grep -A9 "armed (CGR_ACQUIRE_ARM" $OUT/s-$b-$r.log | tail -7
   grep -A8 "p50/busy-u plain" $OUT/s-$b-$r.log | tail -7 | awk '{print "  busy", $0}'
   grep -E "MISS|bars met" $OUT/s-$b-$r.log
 done; done

@@ -51,7 +51,7 @@ typedef struct serve_rt {
     cgr_step *step;
     float *dev_params;  /**< persistent, on rt */
     int slots;          /**< the step's staging slots: requests that can be in flight */
-    int armable;        /**< the step is armable and requests go through cgr_step_arm */
+    int armable;        /**< the step is armable and requests are armed (CGR_ACQUIRE_ARM) */
     int memcpy_inputs;  /**< inputs go in with memcpy into slot->inputs, not
                              cgr_step_write_input (the comparison's other side) */
 } serve_rt;
@@ -65,7 +65,7 @@ typedef struct serve_rt {
 int serve_rt_create(serve_rt *r, const serve_model *m, int device, int capture, int pdl,
                     int armable);
 /**
- * Takes a slot for a request of batch B: cgr_step_arm on an armable
+ * Takes a slot for a request of batch B: armed (CGR_ACQUIRE_ARM) on an armable
  * runtime (the bucket's graph is launched at once and waits for the
  * launch), cgr_step_acquire otherwise. 0, or -1 (reported).
  */

@@ -7,7 +7,7 @@
  * step, same inputs, same order:
  *   graph  cgr's graphs (per new bucket, warm-up runs, one capture, then
  *          replays) on an armable step: each request is armed with
- *          cgr_step_arm, so its bucket's graph is launched before the host
+ *          CGR_ACQUIRE_ARM, so its bucket's graph is launched before the host
  *          writes the inputs and waits on the GPU for the launch;
  *   eager  cgr_options.capture = 0: every run eager;
  *   plain  graphs as in "graph", but the step is not armable and each
@@ -16,11 +16,11 @@
  *
  * One request, closed loop (the next is submitted only after this one's
  * output was read):
- *   untimed  cgr_step_arm (graph, eager) or cgr_step_acquire (plain), then
+ *   untimed  cgr_step_acquire with CGR_ACQUIRE_ARM (graph, eager) or without (plain), then
  *            the host writes the request's inputs into the pinned slot,
  *            packed at the true batch (cgr's fast path, as in the other
  *            workload suites);
- *   timed    cgr_step_launch_dims + cgr_step_wait + cgr_step_output: from
+ *   timed    cgr_step_launch + cgr_step_wait + cgr_step_output: from
  *            submission to the probabilities in host memory (cgr pads the
  *            input to the bucket, stages it in the graph, and packs the
  *            output back to the true batch);
@@ -92,7 +92,7 @@
 #define SERVE_PIPE_REPS 5 /* passes with requests in flight, per mode and set */
 
 /*
- * graph: cgr's graphs, each request armed (cgr_step_arm) before its inputs
+ * graph: cgr's graphs, each request armed (CGR_ACQUIRE_ARM) before its inputs
  * are written; eager: every run eager; plain: graphs launched at
  * submission (cgr_step_acquire, a step that is not armable), the same
  * requests, for the comparison and for the profiled pass; graph-memcpy:
@@ -148,7 +148,7 @@ typedef struct serve_run {
     int n;                   /* requests */
     int *batch;              /* [n] */
     double *lat[MODES];      /* [n] us */
-    double *launch_us[MODES];/* [n] host time inside cgr_step_launch_dims */
+    double *launch_us[MODES];/* [n] host time inside cgr_step_launch */
     double *write_us[MODES]; /* [n] host time writing the inputs into the slot */
     unsigned char *action;   /* [n] graph run's cgr_run_action */
     float **sample;          /* [n / SAMPLE_EVERY + 1] graph outputs kept for the eager check */
@@ -278,7 +278,6 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
     double t_start = now_us();
     for (int i = 0; i < r->n; i++) {
         const int B = r->batch[i];
-        const int64_t dims[1] = {B};
         cgr_slot slot;
         TRY(serve_acquire(srt, B, &slot));
         /* The request's rows arrive in host memory; the clock starts once they are in the slot. */
@@ -294,7 +293,7 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
         size_t bytes = 0;
         double t0 = now_us();
         r->write_us[m][i] = t0 - tw;
-        CGR_CK(cgr_step_launch_dims(srt->step, &slot, dims));
+        CGR_CK(cgr_step_launch(srt->step, &slot));
         double t1 = now_us();
         CGR_CK(cgr_step_wait(srt->step, slot.ticket));
         CGR_CK(cgr_step_output(srt->step, slot.ticket, 0, &out, &bytes));
@@ -441,7 +440,6 @@ static int pipe_passes(serve_run *r, const serve_model *model, serve_rt rts[MODE
 static int one_request(serve_rt *srt, prof *p, bench_rng *rng, int B, int in_dim,
                        cgr_run_action *a, uint64_t t[2])
 {
-    const int64_t dims[1] = {B};
     static float req_in[SERVE_MAX_BATCH * 1024];
     cgr_slot slot;
     TRY(serve_acquire(srt, B, &slot));
@@ -449,7 +447,7 @@ static int one_request(serve_rt *srt, prof *p, bench_rng *rng, int B, int in_dim
     TRY(serve_write_input(srt, &slot, req_in, (size_t)B * in_dim * sizeof(float)));
     if (t && prof_now(p, &t[0]) != PROF_OK)
         return -1;
-    CGR_CK(cgr_step_launch_dims(srt->step, &slot, dims));
+    CGR_CK(cgr_step_launch(srt->step, &slot));
     CGR_CK(cgr_step_wait(srt->step, slot.ticket));
     if (t && prof_now(p, &t[1]) != PROF_OK)
         return -1;
@@ -761,7 +759,7 @@ static void report(const serve_run *r, const bench_results *res)
                "%.2f x eager\n",
                pipe_req_per_s(pp), pipe_req_per_s(pp) / pipe_req_per_s(pe));
     }
-    printf("\n  armed (cgr_step_arm before the inputs are written) against plain (graph "
+    printf("\n  armed (CGR_ACQUIRE_ARM before the inputs are written) against plain (graph "
            "launched at submission), same requests, steady;\n  write = the input write before "
            "the clock starts (cgr_step_write_input; memcpy: memcpy into slot->inputs, armed)\n");
     printf("  %6s  %9s %9s %7s %6s  %9s %9s %7s %6s  %11s  %10s %6s %10s\n", "bucket",

@@ -91,12 +91,11 @@ int serve_pipe_pass(serve_rt *srt, const int *batch, int from, int n, int max_ba
             count--;
         }
         cgr_slot slot;
-        const int64_t dims[1] = {B};
         TRY(serve_acquire(srt, B, &slot));
         const int first = (int)(((uint64_t)i * 61u) % (SERVE_PIPE_POOL_ROWS - SERVE_MAX_BATCH + 1));
         TRY(serve_write_input(srt, &slot, pool + (size_t)first * in_dim,
                               (size_t)B * in_dim * sizeof(float)));
-        CGR_CK(cgr_step_launch_dims(srt->step, &slot, dims));
+        CGR_CK(cgr_step_launch(srt->step, &slot));
         q[(head + count) % depth] = (inflight){slot.ticket, i};
         count++;
         out->n++;

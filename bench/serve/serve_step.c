@@ -140,10 +140,7 @@ int serve_rt_create(serve_rt *r, const serve_model *m, int device, int capture, 
 int serve_acquire(serve_rt *r, int B, cgr_slot *slot)
 {
     const int64_t dims[1] = {B};
-    if (r->armable)
-        CGR_CK(cgr_step_arm(r->step, dims, slot));
-    else
-        CGR_CK(cgr_step_acquire(r->step, slot));
+    CGR_CK(cgr_step_acquire(r->step, dims, r->armable ? CGR_ACQUIRE_ARM : 0, slot));
     return 0;
 }
 

@@ -73,7 +73,7 @@ int main(void)
         uint64_t ticket;
         const float *y;
         /* Runs 1-2 are eager warm-ups, run 3 captures, the rest replay. */
-        if ((s = cgr_step_run(st, inputs, &ticket)) || (s = cgr_step_wait(st, ticket)) ||
+        if ((s = cgr_step_run(st, NULL, inputs, &ticket)) || (s = cgr_step_wait(st, ticket)) ||
             (s = cgr_step_output(st, ticket, 0, (const void **)&y, NULL)))
             return fprintf(stderr, "%s\n", cgr_last_error()), 1;
         for (int i = 0; i < N; i++)

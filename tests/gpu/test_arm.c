@@ -1,21 +1,22 @@
 /*
- * Armed runs (cgr_step_arm, replay/arm.c): a graph launched before its
- * inputs are written, held at the slot's gate until cgr_step_launch.
+ * Armed runs (cgr_step_acquire with CGR_ACQUIRE_ARM, replay/arm.c): a
+ * graph launched before its inputs are written, held at the slot's gate
+ * until cgr_step_launch.
  *
  * The step is test_shapes' in small: x[64][K] with a bucketed batch ->
  * h = x W + b -> y = h centered over the true rows (shapes_kernels.cu),
  * plus the true batch as the device read it. Every checked run gets fresh
- * random inputs that are written only after cgr_step_arm returned, often
+ * random inputs that are written only after the acquire returned, often
  * after a pause, so a gate that let the graph read the slot early would
  * show as outputs computed from the previous inputs. Outputs are compared
  * bit for bit with the same kernels run at the true size on a plain stream.
  *
  *   sizes     every batch 1..64 through arm: warm-up and capture runs are
  *             not armed, replays are; results exact; stats count them
- *   plain     ordinary launches (acquire, cgr_step_run_dims) of the same
- *             armable step open the gate themselves
- *   moved     armed for one bucket, launched with dims of another: the
- *             armed run is let through, the launch runs the right graph
+ *   plain     ordinary launches (acquire without the flag, cgr_step_run)
+ *             of the same armable step open the gate themselves
+ *   rearm     armed for one bucket, released, armed again for another:
+ *             the first armed run is let through, the second is exact
  *   release   cgr_step_release of an armed and of a plain slot; the next
  *             run is exact
  *   expired   arm_timeout_us = 2 ms, 30 ms between arm and launch: the
@@ -24,8 +25,8 @@
  *   fixed     a step without dynamic dims arms with dims = NULL
  *   other     another step's warm-up (which synchronizes the stream)
  *             while a run is armed does not wait for arm_timeout_us
- *   errors    not armable, bad dims, twice, launch without dims, release
- *             of nothing, a slot of another run; cgr_step_write_input with a
+ *   errors    not armable, bad dims, unknown flags, twice, release of
+ *             nothing, a slot of another run; cgr_step_write_input with a
  *             bad index, past the input's end, NULL src, another run's slot,
  *             a slot not held: clear statuses, nothing launched or written,
  *             the armed run still usable
@@ -203,25 +204,24 @@ static void write_rows(env *e, const cgr_slot *slot, const float *x, int B, unsi
 }
 
 /*
- * One run through cgr_step_arm: arm, pause `pause_us`, write fresh inputs
- * (write_rows), launch with dims B (launch_B, normally B), check. Returns
+ * One armed run: acquire with CGR_ACQUIRE_ARM at batch B, pause
+ * `pause_us`, write fresh inputs (write_rows), launch, check. Returns
  * slot.armed.
  */
-static int armed_run(env *e, int B, int launch_B, long pause_us, cgr_run_action *action,
-                     const char *what)
+static int armed_run(env *e, int B, long pause_us, cgr_run_action *action, const char *what)
 {
     static float x[MAXB * K];
-    const int64_t dims[1] = {B}, ldims[1] = {launch_B};
+    const int64_t dims[1] = {B};
     cgr_slot slot;
-    ASSERT_OK(cgr_step_arm(e->step, dims, &slot));
+    ASSERT_OK(cgr_step_acquire(e->step, dims, CGR_ACQUIRE_ARM, &slot));
     if (pause_us)
         sleep_us(pause_us);
-    rng_fill(&g_rng, x, (size_t)launch_B * K);
+    rng_fill(&g_rng, x, (size_t)B * K);
     static unsigned n_writes;
-    write_rows(e, &slot, x, launch_B, n_writes++);
-    ASSERT_OK(cgr_step_launch_dims(e->step, &slot, ldims));
+    write_rows(e, &slot, x, B, n_writes++);
+    ASSERT_OK(cgr_step_launch(e->step, &slot));
     ASSERT_OK(cgr_step_run_action(e->step, slot.ticket, action));
-    check_run(e, slot.ticket, launch_B, x, what);
+    check_run(e, slot.ticket, B, x, what);
     return slot.armed;
 }
 
@@ -237,7 +237,7 @@ static void part_sizes(void)
         const int B = (int)buckets[b];
         for (int r = 0; r < 5; r++) {
             cgr_run_action a;
-            int was = armed_run(&e, B, B, r == 4 ? 300 : 0, &a, "sizes, first pass");
+            int was = armed_run(&e, B, r == 4 ? 300 : 0, &a, "sizes, first pass");
             const cgr_run_action want = r < 2 ? CGR_RUN_WARMUP : r == 2 ? CGR_RUN_CAPTURE
                                                                         : CGR_RUN_REPLAY;
             if (a != want || was != (r >= 3))
@@ -258,8 +258,7 @@ static void part_sizes(void)
     }
     for (int i = 0; i < MAXB; i++) {
         cgr_run_action a;
-        ASSERT_EQ(armed_run(&e, order[i], order[i], i % 3 == 0 ? 200 : 0, &a, "sizes, shuffled"),
-                  1);
+        ASSERT_EQ(armed_run(&e, order[i], i % 3 == 0 ? 200 : 0, &a, "sizes, shuffled"), 1);
         ASSERT_EQ(a, CGR_RUN_REPLAY);
         armed++;
     }
@@ -284,13 +283,13 @@ static void part_plain(void)
         uint64_t t;
         if (r % 2) {
             const void *ins[1] = {x};
-            ASSERT_OK(cgr_step_run_dims(e.step, dims, ins, &t));
+            ASSERT_OK(cgr_step_run(e.step, dims, ins, &t));
         } else {
             cgr_slot slot;
-            ASSERT_OK(cgr_step_acquire(e.step, &slot));
+            ASSERT_OK(cgr_step_acquire(e.step, dims, 0, &slot));
             ASSERT_EQ(slot.armed, 0);
             write_rows(&e, &slot, x, B, (unsigned)r / 2);
-            ASSERT_OK(cgr_step_launch_dims(e.step, &slot, dims));
+            ASSERT_OK(cgr_step_launch(e.step, &slot));
             t = slot.ticket;
         }
         check_run(&e, t, B, x, "plain");
@@ -298,7 +297,7 @@ static void part_plain(void)
     /* Then armed again, on graphs a plain launch used last. */
     for (int B = 1; B <= 8; B++) {
         cgr_run_action a;
-        int was = armed_run(&e, B, B, 100, &a, "plain, then armed");
+        int was = armed_run(&e, B, 100, &a, "plain, then armed");
         ASSERT(a != CGR_RUN_REPLAY || was == 1);
     }
     ASSERT_OK(cgr_runtime_destroy(&e.rt));
@@ -316,31 +315,39 @@ static void capture_all(env *e)
             const int64_t dims[1] = {B};
             const void *ins[1] = {x};
             uint64_t t;
-            ASSERT_OK(cgr_step_run_dims(e->step, dims, ins, &t));
+            ASSERT_OK(cgr_step_run(e->step, dims, ins, &t));
             check_run(e, t, B, x, "capture_all");
         }
 }
 
-static void part_moved(void)
+/*
+ * A caller whose batch changed after arming gives the slot back and arms
+ * again: the first armed run is let through (its outputs are never read),
+ * and the second, in another bucket, is exact.
+ */
+static void part_rearm(void)
 {
     env e;
     env_make(&e, 0, 1);
     capture_all(&e);
     const int pairs[][2] = {{3, 20}, {20, 3}, {1, 64}, {64, 2}, {7, 8}};
-    uint64_t moved = 0;
-    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+    const size_t n = sizeof pairs / sizeof pairs[0];
+    for (size_t i = 0; i < n; i++) {
+        const int64_t first[1] = {pairs[i][0]};
+        cgr_slot slot;
+        ASSERT_OK(cgr_step_acquire(e.step, first, CGR_ACQUIRE_ARM, &slot));
+        ASSERT_EQ(slot.armed, 1);
+        sleep_us(100);
+        ASSERT_OK(cgr_step_release(e.step, &slot));
         cgr_run_action a;
-        ASSERT_EQ(armed_run(&e, pairs[i][0], pairs[i][1], 100, &a, "moved"), 1);
+        ASSERT_EQ(armed_run(&e, pairs[i][1], 100, &a, "rearm"), 1);
         ASSERT_EQ(a, CGR_RUN_REPLAY);
-        /* 7 -> 8 stays in bucket 8: the armed run is the right one and is used. */
-        moved += pairs[i][0] != 7;
     }
     cgr_step_stats s = step_stats(&e);
-    ASSERT_U64_EQ(s.arm_released, moved);
-    ASSERT_U64_EQ(s.armed_runs, 1);
+    ASSERT_U64_EQ(s.arm_released, n);
+    ASSERT_U64_EQ(s.armed_runs, n);
     ASSERT_OK(cgr_runtime_destroy(&e.rt));
-    printf("moved: %llu armed runs let through, the launches exact\n",
-           (unsigned long long)moved);
+    printf("rearm: %zu armed runs let through, the runs armed after them exact\n", n);
 }
 
 static void part_release(void)
@@ -351,16 +358,16 @@ static void part_release(void)
     const int64_t dims[1] = {6};
     cgr_slot slot;
     for (int r = 0; r < 3; r++) {
-        ASSERT_OK(cgr_step_arm(e.step, dims, &slot));
+        ASSERT_OK(cgr_step_acquire(e.step, dims, CGR_ACQUIRE_ARM, &slot));
         ASSERT_EQ(slot.armed, 1);
         ASSERT_OK(cgr_step_release(e.step, &slot));
     }
-    ASSERT_OK(cgr_step_acquire(e.step, &slot));
+    ASSERT_OK(cgr_step_acquire(e.step, dims, 0, &slot));
     ASSERT_OK(cgr_step_release(e.step, &slot));
     ASSERT_STATUS(cgr_step_release(e.step, &slot), CGR_STATUS_WRONG_STATE);
     for (int r = 0; r < 4; r++) {
         cgr_run_action a;
-        ASSERT_EQ(armed_run(&e, 6, 6, 0, &a, "after release"), 1);
+        ASSERT_EQ(armed_run(&e, 6, 0, &a, "after release"), 1);
     }
     cgr_step_stats s = step_stats(&e);
     ASSERT_U64_EQ(s.arm_released, 3);
@@ -375,10 +382,10 @@ static void part_expired(void)
     env_make(&e, 2000, 1);
     capture_all(&e);
     cgr_run_action a;
-    ASSERT_EQ(armed_run(&e, 5, 5, 30000, &a, "expired"), 1);
+    ASSERT_EQ(armed_run(&e, 5, 30000, &a, "expired"), 1);
     ASSERT_EQ(a, CGR_RUN_REPLAY);
-    ASSERT_EQ(armed_run(&e, 30, 30, 30000, &a, "expired"), 1);
-    ASSERT_EQ(armed_run(&e, 30, 30, 0, &a, "after expired"), 1);
+    ASSERT_EQ(armed_run(&e, 30, 30000, &a, "expired"), 1);
+    ASSERT_EQ(armed_run(&e, 30, 0, &a, "after expired"), 1);
     cgr_step_stats s = step_stats(&e);
     ASSERT_U64_EQ(s.armed_runs, 3);
     /* The third run's launch came at once; a 2 ms timeout only passes if the host stalls. */
@@ -420,7 +427,7 @@ static void part_fixed(void)
     int armed = 0;
     for (int r = 0; r < 8; r++) {
         cgr_slot slot;
-        ASSERT_OK(cgr_step_arm(s, NULL, &slot));
+        ASSERT_OK(cgr_step_acquire(s, NULL, CGR_ACQUIRE_ARM, &slot));
         armed += slot.armed;
         sleep_us(r % 2 ? 150 : 0);
         rng_fill(&g_rng, x, 5 * K);
@@ -460,14 +467,14 @@ static void part_other(void)
     cgr_step *other = make_step(e.rt, "other", &vin, 1, &vout, 1, other_fn, NULL);
     const int64_t dims[1] = {12};
     cgr_slot slot;
-    ASSERT_OK(cgr_step_arm(e.step, dims, &slot));
+    ASSERT_OK(cgr_step_acquire(e.step, dims, CGR_ACQUIRE_ARM, &slot));
     ASSERT_EQ(slot.armed, 1);
     /* The other step's first run traces its scratch and synchronizes the stream. */
     const float v[4] = {1.5f, -2.25f, 3.0f, 0.125f};
     const void *ins[1] = {v};
     uint64_t t;
     double t0 = now_ms();
-    ASSERT_OK(cgr_step_run(other, ins, &t));
+    ASSERT_OK(cgr_step_run(other, NULL, ins, &t));
     ASSERT_OK(cgr_step_wait(other, t));
     double ms = now_ms() - t0;
     if (ms > 5000.0)
@@ -479,7 +486,7 @@ static void part_other(void)
     static float x[MAXB * K];
     rng_fill(&g_rng, x, 12 * K);
     memcpy(slot.inputs[0], x, 12 * K * sizeof(float));
-    ASSERT_OK(cgr_step_launch_dims(e.step, &slot, dims));
+    ASSERT_OK(cgr_step_launch(e.step, &slot));
     check_run(&e, slot.ticket, 12, x, "other");
     ASSERT_U64_EQ(step_stats(&e).arm_released, 1);
     ASSERT_OK(cgr_runtime_destroy(&e.rt));
@@ -492,26 +499,29 @@ static void part_errors(void)
     env_make(&e, 0, 0);
     const int64_t dims[1] = {4}, zero[1] = {0}, big[1] = {65};
     cgr_slot slot;
-    ASSERT_STATUS(cgr_step_arm(e.step, dims, &slot), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_acquire(e.step, dims, CGR_ACQUIRE_ARM, &slot),
+                  CGR_STATUS_INVALID_ARGUMENT);
     ASSERT(strstr(cgr_last_error(), "armable") != NULL);
     ASSERT_OK(cgr_runtime_destroy(&e.rt));
 
     env_make(&e, 0, 1);
     capture_all(&e);
-    ASSERT_STATUS(cgr_step_arm(e.step, zero, &slot), CGR_STATUS_INVALID_ARGUMENT);
-    ASSERT_STATUS(cgr_step_arm(e.step, big, &slot), CGR_STATUS_INVALID_ARGUMENT);
-    ASSERT_STATUS(cgr_step_arm(e.step, NULL, &slot), CGR_STATUS_INVALID_ARGUMENT);
-    ASSERT_STATUS(cgr_step_arm(e.step, dims, NULL), CGR_STATUS_INVALID_ARGUMENT);
+    const unsigned ARM = CGR_ACQUIRE_ARM;
+    ASSERT_STATUS(cgr_step_acquire(e.step, zero, ARM, &slot), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_acquire(e.step, big, ARM, &slot), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_acquire(e.step, NULL, ARM, &slot), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_acquire(e.step, dims, ARM, NULL), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_acquire(e.step, dims, ARM | 2u, &slot), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT(strstr(cgr_last_error(), "flags") != NULL);
     ASSERT_STATUS(cgr_step_release(e.step, &slot), CGR_STATUS_WRONG_STATE);
-    ASSERT_OK(cgr_step_arm(e.step, dims, &slot));
+    ASSERT_OK(cgr_step_acquire(e.step, dims, ARM, &slot));
     ASSERT_EQ(slot.armed, 1);
     cgr_slot again;
-    ASSERT_STATUS(cgr_step_arm(e.step, dims, &again), CGR_STATUS_WRONG_STATE);
-    ASSERT_STATUS(cgr_step_acquire(e.step, &again), CGR_STATUS_WRONG_STATE);
-    ASSERT_STATUS(cgr_step_launch(e.step, &slot), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_acquire(e.step, dims, ARM, &again), CGR_STATUS_WRONG_STATE);
+    ASSERT_STATUS(cgr_step_acquire(e.step, dims, 0, &again), CGR_STATUS_WRONG_STATE);
     cgr_slot wrong = slot;
     wrong.ticket++;
-    ASSERT_STATUS(cgr_step_launch_dims(e.step, &wrong, dims), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_launch(e.step, &wrong), CGR_STATUS_INVALID_ARGUMENT);
     ASSERT_STATUS(cgr_step_release(e.step, &wrong), CGR_STATUS_INVALID_ARGUMENT);
     /* cgr_step_write_input refusals: none of them may write a byte. */
     static float x[MAXB * K], junk[MAXB * K + 1];
@@ -536,7 +546,7 @@ static void part_errors(void)
     /* A write that ends exactly at the input's end is allowed (zero bytes, too). */
     ASSERT_OK(cgr_step_write_input(e.step, &slot, 0, cap, junk, 0));
     /* After every refusal the armed run still launches and is exact. */
-    ASSERT_OK(cgr_step_launch_dims(e.step, &slot, dims));
+    ASSERT_OK(cgr_step_launch(e.step, &slot));
     check_run(&e, slot.ticket, 4, x, "errors");
     /* The slot is launched: it is not held any more. */
     ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 0, 0, x, 4), CGR_STATUS_WRONG_STATE);
@@ -555,7 +565,7 @@ int main(void)
     shapes_ref_init(&ref, W_host, b_host, MAXB, K, M);
     part_sizes();
     part_plain();
-    part_moved();
+    part_rearm();
     part_release();
     part_expired();
     part_fixed();

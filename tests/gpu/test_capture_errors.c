@@ -69,7 +69,7 @@ static cgr_status run_checked(cgr_step *s, rng *r)
     rng_fill(r, x, LEN);
     const void *ins[1] = {x};
     uint64_t t;
-    cgr_status st = cgr_step_run(s, ins, &t);
+    cgr_status st = cgr_step_run(s, NULL, ins, &t);
     if (st != CGR_STATUS_OK)
         return st;
     ASSERT_OK(cgr_step_wait(s, t));

@@ -134,8 +134,8 @@ int main(void)
         rng_fill(&r, x, NB * CI * H * W);
         const void *ins[1] = {x};
         uint64_t tg, te;
-        ASSERT_OK(cgr_step_run(sg, ins, &tg));
-        ASSERT_OK(cgr_step_run(se, ins, &te));
+        ASSERT_OK(cgr_step_run(sg, NULL, ins, &tg));
+        ASSERT_OK(cgr_step_run(se, NULL, ins, &te));
         ASSERT_OK(cgr_step_wait(sg, tg));
         ASSERT_OK(cgr_step_wait(se, te));
         const float *yg, *ye;

@@ -159,7 +159,7 @@ static void train_n(const rank_ctx *rc, const mlp_cfg *cfg, const mlp_cfg *rank_
         }
         const void *in[2] = {x, labels};
         uint64_t t = 0;
-        ASSERT_OK(cgr_step_run(st, in, &t));
+        ASSERT_OK(cgr_step_run(st, NULL, in, &t));
         ASSERT_OK(cgr_step_wait(st, t));
         float loss = NAN;
         ASSERT_OK(cgr_step_copy_output(st, t, 0, &loss, sizeof loss));
@@ -315,7 +315,7 @@ static void part_b(const rank_ctx *rc)
         ddp_fill(&seed, &cfg, x, &label);
         const void *in[2] = {x, &label};
         uint64_t t = 0;
-        cgr_status s = cgr_step_run(st, in, &t);
+        cgr_status s = cgr_step_run(st, NULL, in, &t);
         if (k == 2) {
             /* The capture run (2 warm-ups by default). */
             if (s != CGR_STATUS_CAPTURE_FAILED)
@@ -381,12 +381,12 @@ static void part_c(const rank_ctx *rc)
         ASSERT_OK(cgr_step_create(rt, &d, &st));
         for (int k = 0; k < 2; k++) {
             uint64_t t = 0;
-            ASSERT_OK(cgr_step_run(st, NULL, &t));
+            ASSERT_OK(cgr_step_run(st, NULL, NULL, &t));
             ASSERT_OK(cgr_step_wait(st, t));
         }
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        cgr_status s = cgr_step_run(st, NULL, NULL);
+        cgr_status s = cgr_step_run(st, NULL, NULL, NULL);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
         RANK_LOG(rc->who, "agreement nobody joins: %s after %.0f ms: %s", cgr_status_name(s), ms,
@@ -399,7 +399,7 @@ static void part_c(const rank_ctx *rc)
         if (ms > 20000.0)
             TEST_FAIL_("the agreement took %.0f ms to give up (timeout 3000 ms)", ms);
         /* The runtime fails fast from now on instead of waiting again. */
-        s = cgr_step_run(st, NULL, NULL);
+        s = cgr_step_run(st, NULL, NULL, NULL);
         ASSERT(s != CGR_STATUS_OK);
         rc->sh->c_done = 1;
         rc->sh->c_ms = ms;

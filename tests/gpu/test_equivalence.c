@@ -126,17 +126,17 @@ static void run_config(size_t zero_copy_max, uint64_t seed)
         const void *ins[2] = {a, b};
         uint64_t tg, te;
         if (step % 2 == 0) {
-            ASSERT_OK(cgr_step_run(g.step, ins, &tg));
+            ASSERT_OK(cgr_step_run(g.step, NULL, ins, &tg));
         } else {
             /* The fast path: write straight into the pinned slot. */
             cgr_slot slot;
-            ASSERT_OK(cgr_step_acquire(g.step, &slot));
+            ASSERT_OK(cgr_step_acquire(g.step, NULL, 0, &slot));
             memcpy(slot.inputs[0], a, sizeof a);
             memcpy(slot.inputs[1], b, sizeof b);
             ASSERT_OK(cgr_step_launch(g.step, &slot));
             tg = slot.ticket;
         }
-        ASSERT_OK(cgr_step_run(e.step, ins, &te));
+        ASSERT_OK(cgr_step_run(e.step, NULL, ins, &te));
         ASSERT_U64_EQ(tg, (uint64_t)step);
         ASSERT_OK(cgr_step_wait(g.step, tg));
         ASSERT_OK(cgr_step_wait(e.step, te));

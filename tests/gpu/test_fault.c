@@ -114,7 +114,7 @@ static cgr_status run_checked(cgr_step *s, const step_user *u)
     rng_fill(&g_rng, g_x, u->n);
     const void *ins[1] = {g_x};
     uint64_t t;
-    cgr_status st = cgr_step_run(s, ins, &t);
+    cgr_status st = cgr_step_run(s, NULL, ins, &t);
     if (st != CGR_STATUS_OK)
         return st;
     ASSERT_OK(cgr_step_wait(s, t));

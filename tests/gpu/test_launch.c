@@ -57,7 +57,7 @@ int main(void)
         rng_fill(&r, x, LEN);
         const void *ins[1] = {x};
         uint64_t t;
-        ASSERT_OK(cgr_step_run(s, ins, &t));
+        ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
         ASSERT_OK(cgr_step_wait(s, t));
         const float *y;
         ASSERT_OK(cgr_step_output(s, t, 0, (const void **)&y, NULL));

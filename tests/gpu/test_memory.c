@@ -45,7 +45,7 @@ static void cycle(rng *r, float *x)
         rng_fill(r, x, 1024); /* refresh a prefix; the rest stays random from before */
         const void *ins[1] = {x};
         uint64_t t;
-        ASSERT_OK(cgr_step_run(s, ins, &t));
+        ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
         ASSERT_OK(cgr_step_wait(s, t));
         const float *y;
         ASSERT_OK(cgr_step_output(s, t, 0, (const void **)&y, NULL));

@@ -50,8 +50,8 @@ int main(void)
     static float prev[LEN], host[LEN];
     for (int k = 0; k < RUNS; k++) {
         uint64_t tg, te;
-        ASSERT_OK(cgr_step_run(sg, NULL, &tg));
-        ASSERT_OK(cgr_step_run(se, NULL, &te));
+        ASSERT_OK(cgr_step_run(sg, NULL, NULL, &tg));
+        ASSERT_OK(cgr_step_run(se, NULL, NULL, &te));
         ASSERT_OK(cgr_step_wait(sg, tg));
         ASSERT_OK(cgr_step_wait(se, te));
         const float *yg, *ye;
@@ -86,7 +86,7 @@ int main(void)
     /* Re-seeding restarts the stream: run 0's numbers come back. */
     ASSERT_OK(cgr_step_set_seed(sg, SEED));
     uint64_t t;
-    ASSERT_OK(cgr_step_run(sg, NULL, &t));
+    ASSERT_OK(cgr_step_run(sg, NULL, NULL, &t));
     ASSERT_OK(cgr_step_wait(sg, t));
     const float *y;
     ASSERT_OK(cgr_step_output(sg, t, 0, (const void **)&y, NULL));

@@ -219,7 +219,7 @@ static run_out run_checked(env *e, int B, const char *where)
     uint64_t t = 0;
     run_out o = {CGR_STATUS_OK, CGR_RUN_EAGER, 0};
     const int calls = e->m.calls;
-    o.status = cgr_step_run_dims(e->step, dims, ins, &t);
+    o.status = cgr_step_run(e->step, dims, ins, &t);
     o.called = e->m.calls > calls;
     if (o.status != CGR_STATUS_OK)
         return o;
@@ -268,7 +268,7 @@ static void expect_run_(env *e, int B, cgr_run_action want, const char *where)
 {
     run_out o = run_checked(e, B, where);
     if (o.status != CGR_STATUS_OK)
-        TEST_FAIL_("%s: B=%d: cgr_step_run_dims returned %s (%s)", where, B,
+        TEST_FAIL_("%s: B=%d: cgr_step_run returned %s (%s)", where, B,
                    cgr_status_name(o.status), cgr_last_error());
     if (o.action != want)
         TEST_FAIL_("%s: B=%d: the run was %s, expected %s", where, B,

@@ -94,7 +94,7 @@ static void part_memory_nodes(void)
         for (int k = 0; k < SLOTS; k++) {
             rng_fill(&r, x[k], SMALL);
             const void *ins[1] = {x[k]};
-            ASSERT_OK(cgr_step_run(s, ins, &tickets[k]));
+            ASSERT_OK(cgr_step_run(s, NULL, ins, &tickets[k]));
         }
         for (int k = 0; k < SLOTS; k++) {
             const float *y;
@@ -149,7 +149,7 @@ int main(void)
         rng_fill(&r, xl[0], LARGE);
         const void *ins[2] = {xs[0], xl[0]};
         uint64_t t;
-        ASSERT_OK(cgr_step_run(s, ins, &t));
+        ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
         ASSERT_OK(cgr_step_wait(s, t));
         check_run(s, t, xs[0], xl[0]);
     }
@@ -170,7 +170,7 @@ int main(void)
         uint64_t tickets[SLOTS];
         for (int k = 0; k < SLOTS; k++) {
             cgr_slot slot;
-            ASSERT_OK(cgr_step_acquire(s, &slot));
+            ASSERT_OK(cgr_step_acquire(s, NULL, 0, &slot));
             rng_fill(&r, xs[k], SMALL);
             rng_fill(&r, xl[k], LARGE);
             memcpy(slot.inputs[0], xs[k], sizeof xs[k]);
@@ -180,9 +180,9 @@ int main(void)
         }
         /* Every slot is in flight: the next run must be refused, not overwrite one. */
         cgr_slot extra;
-        ASSERT_STATUS(cgr_step_acquire(s, &extra), CGR_STATUS_BUSY);
+        ASSERT_STATUS(cgr_step_acquire(s, NULL, 0, &extra), CGR_STATUS_BUSY);
         const void *ins[2] = {xs[0], xl[0]};
-        ASSERT_STATUS(cgr_step_run(s, ins, NULL), CGR_STATUS_BUSY);
+        ASSERT_STATUS(cgr_step_run(s, NULL, ins, NULL), CGR_STATUS_BUSY);
         /* Outputs of an unwaited run are not readable yet. */
         const void *p;
         ASSERT_STATUS(cgr_step_output(s, tickets[0], 0, &p, NULL), CGR_STATUS_WRONG_STATE);

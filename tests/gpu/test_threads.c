@@ -226,13 +226,13 @@ static void *run_own_runtime(void *arg)
             uint64_t t = 0;
             if (k % 2) {
                 cgr_slot slot;
-                T_OK(cgr_step_acquire(s, &slot));
+                T_OK(cgr_step_acquire(s, NULL, 0, &slot));
                 memcpy(slot.inputs[0], x, n * sizeof(float));
                 T_OK(cgr_step_launch(s, &slot));
                 t = slot.ticket;
             } else {
                 const void *ins[1] = {x};
-                T_OK(cgr_step_run(s, ins, &t));
+                T_OK(cgr_step_run(s, NULL, ins, &t));
             }
             T_ASSERT(t == (uint64_t)k);
         }
@@ -356,7 +356,7 @@ static void shared_burst(worker_b *w, rng *r, int i)
         cgr_status st;
         if (w->id == 1 && j == 0 && i % 2) {
             cgr_slot slot;
-            st = cgr_step_acquire(s, &slot);
+            st = cgr_step_acquire(s, NULL, 0, &slot);
             if (st == CGR_STATUS_OK) {
                 memcpy(slot.inputs[0], x[j], n * sizeof(float));
                 st = cgr_step_launch(s, &slot);
@@ -364,7 +364,7 @@ static void shared_burst(worker_b *w, rng *r, int i)
             }
         } else {
             const void *ins[1] = {x[j]};
-            st = cgr_step_run(s, ins, &t[j]);
+            st = cgr_step_run(s, NULL, ins, &t[j]);
         }
         if (st == CGR_STATUS_BUSY) {
             w->busy++;
@@ -390,7 +390,7 @@ static void own_run(worker_b *w, rng *r)
     const void *ins[1] = {x};
     uint64_t t;
     /* Nobody else touches this step: the other thread may only make us wait for the lock. */
-    T_OK(cgr_step_run(w->own, ins, &t));
+    T_OK(cgr_step_run(w->own, NULL, ins, &t));
     w->own_runs++;
     check_shared(w, w->own, &w->own_m, t, x, 0);
 }
@@ -469,7 +469,7 @@ static void test_shared_runtime(void)
         rng_fill(&r, x, (size_t)sh.shared_m.rows * (size_t)sh.shared_m.cols);
         const void *ins[1] = {x};
         uint64_t t;
-        ASSERT_OK(cgr_step_run(sh.shared, ins, &t));
+        ASSERT_OK(cgr_step_run(sh.shared, NULL, ins, &t));
         check_shared(&solo, sh.shared, &sh.shared_m, t, x, 0);
         solo.own = w[k % 2].own;
         solo.own_m = w[k % 2].own_m;
@@ -504,8 +504,8 @@ static void *intrude(void *arg)
     memset(x, 0, sizeof x);
     const void *ins[1] = {x};
     cgr_slot slot;
-    T_STATUS(cgr_step_acquire(in->s, &slot), CGR_STATUS_BUSY);
-    T_STATUS(cgr_step_run(in->s, ins, NULL), CGR_STATUS_BUSY);
+    T_STATUS(cgr_step_acquire(in->s, NULL, 0, &slot), CGR_STATUS_BUSY);
+    T_STATUS(cgr_step_run(in->s, NULL, ins, NULL), CGR_STATUS_BUSY);
     T_ASSERT(strstr(cgr_last_error(), "another thread") != NULL);
     /* The other thread may still be writing that slot's inputs. */
     T_STATUS(cgr_step_launch(in->s, in->held), CGR_STATUS_WRONG_STATE);
@@ -537,13 +537,13 @@ static void test_cross_thread_acquire(void)
         rng_fill(&r, x, n);
         const void *ins[1] = {x};
         uint64_t t;
-        ASSERT_OK(cgr_step_run(s, ins, &t));
+        ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
         ASSERT_OK(cgr_step_wait(s, t));
     }
     cgr_slot slot, again;
-    ASSERT_OK(cgr_step_acquire(s, &slot));
+    ASSERT_OK(cgr_step_acquire(s, NULL, 0, &slot));
     /* The same thread acquiring twice is its own mistake, not contention. */
-    ASSERT_STATUS(cgr_step_acquire(s, &again), CGR_STATUS_WRONG_STATE);
+    ASSERT_STATUS(cgr_step_acquire(s, NULL, 0, &again), CGR_STATUS_WRONG_STATE);
     intruder in = {rt, s, &slot};
     pthread_t th;
     ASSERT_EQ(pthread_create(&th, NULL, intrude, &in), 0);
@@ -586,8 +586,8 @@ static cgr_status nested_step(cgr_ctx *ctx, void *user)
         cgr_step_get_stats(n->self, &ss),
         cgr_runtime_get_stats(n->rt, &rs),
         cgr_persistent_alloc(n->rt, 256, &p),
-        cgr_step_run(n->other, ins, NULL),
-        cgr_step_sync(n->self),
+        cgr_step_run(n->other, NULL, ins, NULL),
+        cgr_step_wait(n->self, CGR_TICKET_LAST),
     };
     for (int i = 0; i < 5; i++)
         if (got[i] != CGR_STATUS_WRONG_STATE)
@@ -622,7 +622,7 @@ static void test_nested_calls(void)
         rng_fill(&r, x, 64);
         const void *ins[1] = {x};
         uint64_t t;
-        ASSERT_OK(cgr_step_run(n.self, ins, &t));
+        ASSERT_OK(cgr_step_run(n.self, NULL, ins, &t));
         ASSERT_OK(cgr_step_wait(n.self, t));
         ASSERT_OK(cgr_step_copy_output(n.self, t, 0, got_y, sizeof got_y));
         ASSERT_OK(cgr_step_copy_output(n.self, t, 1, got_rs, sizeof got_rs));

@@ -189,15 +189,17 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       cgr_step_desc d = desc(); cgr_step *s; return cgr_step_create(NULL, &d, &s);)        \
     X(step_create_dead_magic_runtime, INVALID_HANDLE, "magic word",                        \
       cgr_step_desc d = desc(); cgr_step *s; return cgr_step_create(DEAD_RT, &d, &s);)     \
-    X(step_run_null, INVALID_ARGUMENT, "cgr_step_run", return cgr_step_run(NULL, NULL, NULL);) \
+    X(step_run_null, INVALID_ARGUMENT, "cgr_step_run",                                     \
+      return cgr_step_run(NULL, NULL, NULL, NULL);)                                        \
     X(step_run_dead_magic, INVALID_HANDLE, "magic word",                                   \
-      return cgr_step_run(DEAD_STEP, NULL, NULL);)                                         \
+      return cgr_step_run(DEAD_STEP, NULL, NULL, NULL);)                                   \
     X(step_acquire_null, INVALID_ARGUMENT, "NULL",                                         \
-      cgr_slot sl; return cgr_step_acquire(NULL, &sl);)                                    \
+      cgr_slot sl; return cgr_step_acquire(NULL, NULL, 0, &sl);)                           \
     X(step_launch_null, INVALID_ARGUMENT, "NULL",                                          \
       cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_launch(NULL, &sl);)          \
     X(step_wait_null, INVALID_ARGUMENT, "NULL", return cgr_step_wait(NULL, 0);)            \
-    X(step_sync_dead_magic, INVALID_HANDLE, "magic word", return cgr_step_sync(DEAD_STEP);) \
+    X(step_wait_last_dead_magic, INVALID_HANDLE, "magic word",                             \
+      return cgr_step_wait(DEAD_STEP, CGR_TICKET_LAST);)                                   \
     X(step_output_null, INVALID_ARGUMENT, "NULL",                                          \
       const void *p; return cgr_step_output(NULL, 0, 0, &p, NULL);)                        \
     X(step_stats_null, INVALID_ARGUMENT, "NULL", return cgr_step_get_stats(NULL, NULL);)   \
@@ -306,10 +308,10 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       static const double pad[2] = {0.0, 0.5}; cgr_step_desc d = dyn_desc();               \
       tensors[1].dtype = CGR_DTYPE_I32; d.input_pad = pad;                                 \
       return cgr__validate_step_desc(&d);)                                                 \
-    X(step_run_dims_null, INVALID_ARGUMENT, "cgr_step_run",                                \
-      int64_t b = 1; return cgr_step_run_dims(NULL, &b, NULL, NULL);)                      \
-    X(step_launch_dims_dead_magic, INVALID_HANDLE, "magic word",                           \
-      cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_launch_dims(DEAD_STEP, &sl, NULL);) \
+    X(step_run_with_dims_null, INVALID_ARGUMENT, "cgr_step_run",                           \
+      int64_t b = 1; return cgr_step_run(NULL, &b, NULL, NULL);)                           \
+    X(step_launch_dead_magic, INVALID_HANDLE, "magic word",                                \
+      cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_launch(DEAD_STEP, &sl);)     \
     X(step_run_action_null, INVALID_ARGUMENT, "NULL",                                      \
       cgr_run_action a; return cgr_step_run_action(NULL, 0, &a);)                          \
     X(step_shape_stats_dead_magic, INVALID_HANDLE, "magic word",                           \
@@ -325,8 +327,8 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       cgr_options o = opts(); o.arm_timeout_us = 60000001; return create(&o);)             \
     X(desc_armable_bad, INVALID_ARGUMENT, "armable",                                       \
       cgr_step_desc d = desc(); d.armable = 2; return cgr__validate_step_desc(&d);)        \
-    X(step_arm_null, INVALID_ARGUMENT, "NULL",                                             \
-      cgr_slot sl; return cgr_step_arm(NULL, NULL, &sl);)                                  \
+    X(step_acquire_arm_null, INVALID_ARGUMENT, "NULL",                                     \
+      cgr_slot sl; return cgr_step_acquire(NULL, NULL, CGR_ACQUIRE_ARM, &sl);)             \
     X(step_release_dead_magic, INVALID_HANDLE, "magic word",                               \
       cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_release(DEAD_STEP, &sl);)   \
     X(step_write_input_null, INVALID_ARGUMENT, "NULL",                                     \

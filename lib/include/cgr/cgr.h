@@ -207,7 +207,7 @@ typedef struct cgr_options {
                                     again; default 32 */
     int shape_spare;           /**< 1: keep one evicted executable as a spare for update in
                                     place (outside the byte budget); default 0 */
-    unsigned arm_timeout_us;   /**< an armed run (cgr_step_arm) that is not launched within
+    unsigned arm_timeout_us;   /**< an armed run (CGR_ACQUIRE_ARM) that is not launched within
                                     this long gives its stream back: it runs on whatever the
                                     slot holds, and its launch runs the graph again;
                                     1..60000000; default 100000 (0.1 s) */
@@ -341,7 +341,7 @@ typedef struct cgr_step_desc {
      */
     const double *input_pad;
     /**
-     * 1: the step's graphs begin with a gate, so cgr_step_arm() can launch
+     * 1: the step's graphs begin with a gate, so CGR_ACQUIRE_ARM can launch
      * a run before its inputs are written (docs/staging.md, "Armed runs").
      * A run launched the ordinary way then waits one PCIe read on the GPU
      * (about 1 us) at that gate. Default 0.
@@ -378,116 +378,110 @@ CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, c
 CGR_API cgr_status cgr_step_destroy(cgr_step **step);
 
 /**
- * Runs one step asynchronously with inputs copied from host memory
- * (inputs[i] points at the bytes of input i, in the declared layout).
- * On success *ticket (may be NULL) identifies this run for cgr_step_wait().
+ * Submitting runs. A run goes through one staging slot of pinned host
+ * memory: acquire the slot (with the run's dims), write the inputs into it,
+ * launch. cgr_step_run() does all three from host pointers. Each launched
+ * run has a ticket; wait for it, then read its outputs.
  *
- * The first warmup_runs calls run eagerly; the next one captures the graph
- * and launches it; later calls are one cudaGraphLaunch each.
- * Returns CGR_STATUS_BUSY when all staging slots hold results that were not
- * waited for yet; nothing is launched then.
+ * For a step with dynamic dims, dims[j] is the true value of dyn_dims[j]
+ * for the run (1..its max), and each input is written packed at the true
+ * shape (row-major, the dynamic axes at their true sizes). cgr pads each
+ * input up to the bucket in the staging slot and makes the true dims
+ * readable through cgr_ctx_dim(). A bucket seen before replays its graph;
+ * a new one warms up, then captures (or updates a cached executable in
+ * place), unless the churn guard or a failed capture makes it run eagerly:
+ * cgr_step_run_action() says which happened. For a step without dynamic
+ * dims, dims may be NULL (it is not read).
+ *
+ * The first warmup_runs runs of a shape run eagerly; the next one captures
+ * the graph and launches it; later runs are one cudaGraphLaunch each.
  */
-CGR_API cgr_status cgr_step_run(cgr_step *step, const void *const *inputs, uint64_t *ticket);
 
-/**
- * cgr_step_run() for a step with dynamic dims: dims[j] is the true value of
- * dyn_dims[j] for this run (1..its max), and each input holds its tensor
- * packed at the true shape (row-major, the dynamic axes at their true
- * sizes). cgr pads each input up to the bucket in the staging slot and
- * makes the true dims readable through cgr_ctx_dim(). A bucket seen before
- * replays its graph; a new one warms up, then captures (or updates a
- * cached executable in place), unless the churn guard or a failed capture
- * makes it run eagerly: cgr_step_run_action() says which happened.
- * CGR_STATUS_INVALID_ARGUMENT (nothing launched) when dims is NULL or a
- * value is out of range. cgr_step_run() on such a step is refused.
- */
-CGR_API cgr_status cgr_step_run_dims(cgr_step *step, const int64_t *dims,
-                                     const void *const *inputs, uint64_t *ticket);
-
-/** A pinned staging slot handed to the caller for the zero-copy path. */
+/** A pinned staging slot handed to the caller. */
 typedef struct cgr_slot {
     uint64_t ticket;                      /**< the run this slot will belong to */
     void *inputs[CGR_MAX_TENSORS];        /**< pinned host memory, one per input */
-    int armed;                            /**< cgr_step_arm: 1 when the run's graph is
+    int armed;                            /**< CGR_ACQUIRE_ARM: 1 when the run's graph is
                                                already launched and waits for the launch */
 } cgr_slot;
 
+/** cgr_step_acquire() flag: launch the run ahead (steps created with desc.armable = 1). */
+#define CGR_ACQUIRE_ARM 1u
+
 /**
- * Fast path, part 1: reserves the next staging slot and returns pointers
- * into its pinned memory. Write the inputs there, then call
- * cgr_step_launch() from the same thread. Only one slot may be acquired at
- * a time: CGR_STATUS_WRONG_STATE when this thread already holds it,
- * CGR_STATUS_BUSY when another thread does.
+ * Reserves the next staging slot for a run at `dims` and returns pointers
+ * into its pinned memory. Write the inputs there (or with
+ * cgr_step_write_input()), then call cgr_step_launch() from the same
+ * thread, or cgr_step_release() to give the slot back. Only one slot may
+ * be acquired at a time: CGR_STATUS_WRONG_STATE when this thread already
+ * holds it, CGR_STATUS_BUSY when another thread does, or when all staging
+ * slots hold results that were not waited for yet.
+ * CGR_STATUS_INVALID_ARGUMENT (nothing acquired) for bad dims or flags.
+ *
+ * With CGR_ACQUIRE_ARM, when the run's shape replays a cached graph, the
+ * graph is launched now and its first kernel waits on the GPU, polling the
+ * slot, until cgr_step_launch() says go: the launch call is then a store
+ * to pinned memory, and the launch latency overlaps the time the caller
+ * spends writing the inputs (docs/staging.md, "Armed runs").
+ * slot->armed says whether that happened; otherwise (a new shape warming
+ * up or capturing, an eager shape) the slot is a plain acquired slot.
+ * While a run is armed it holds the runtime's stream: other work on that
+ * stream (other steps, the caller's own) queues behind it until the
+ * launch, cgr_step_release(), or arm_timeout_us. Acquire, write the inputs
+ * and launch without pausing in between.
  */
-CGR_API cgr_status cgr_step_acquire(cgr_step *step, cgr_slot *slot);
+CGR_API cgr_status cgr_step_acquire(cgr_step *step, const int64_t *dims, unsigned flags,
+                                    cgr_slot *slot);
 /**
- * Fast path, part 2: runs the step on the slot from cgr_step_acquire().
- * CGR_STATUS_WRONG_STATE when the slot was acquired by another thread. On
- * any failure nothing is launched and the slot is given back.
- */
-CGR_API cgr_status cgr_step_launch(cgr_step *step, const cgr_slot *slot);
-/**
- * cgr_step_launch() for a step with dynamic dims: the caller wrote each
- * input into slot->inputs[i] packed at the true shape given by dims (as
- * for cgr_step_run_dims); cgr pads it in place. Same errors as both.
- */
-CGR_API cgr_status cgr_step_launch_dims(cgr_step *step, const cgr_slot *slot,
-                                        const int64_t *dims);
-/**
- * Copies `bytes` from src into input `index` of the acquired (or armed)
- * slot, at byte `offset`, the way the GPU reads fastest: with streaming
- * stores that leave no modified line in the CPU's caches (x86-64; a plain
- * copy elsewhere). Writing the inputs this way instead of with memcpy into
+ * Copies `bytes` from src into input `index` of the acquired slot, at byte
+ * `offset`, the way the GPU reads fastest: with streaming stores that
+ * leave no modified line in the CPU's caches (x86-64; a plain copy
+ * elsewhere). Writing the inputs this way instead of with memcpy into
  * slot->inputs[index] shortens an armed run by about 1 us per 16 KiB
  * (docs/staging.md, "Writing inputs"). Call it any number of times (a row
- * at a time, say) between acquire or arm and launch, from the thread that
- * holds the slot; every byte is visible to the GPU when it returns.
+ * at a time, say) between acquire and launch, from the thread that holds
+ * the slot; every byte is visible to the GPU when it returns.
  * CGR_STATUS_INVALID_ARGUMENT for a bad index, NULL src, or offset + bytes
  * past the input's size at its largest shape; CGR_STATUS_WRONG_STATE as
  * cgr_step_launch() for a slot that is not held. Nothing is written then.
  */
 CGR_API cgr_status cgr_step_write_input(cgr_step *step, const cgr_slot *slot, int index,
                                         size_t offset, const void *src, size_t bytes);
-
 /**
- * cgr_step_acquire() that also launches the run ahead, for steps created
- * with desc.armable = 1. dims are the run's true dims (NULL for a step
- * without dynamic dims). When that shape replays a cached graph, the graph
- * is launched now and its first kernel waits on the GPU, polling the
- * slot, until cgr_step_launch() or _launch_dims() says go: the launch call
- * is then a store to pinned memory, and the launch latency overlaps the
- * time the caller spends writing the inputs. Launch dims in the same
- * bucket use the armed run; dims in another bucket let it through (its
- * outputs are dropped) and run as usual.
- * slot->armed says whether that happened; otherwise (a new shape warming
- * up or capturing, an eager shape) the slot is a plain acquired slot.
- *
- * While a run is armed it holds the runtime's stream: other work on that
- * stream (other steps, the caller's own) queues behind it until the
- * launch, cgr_step_release(), or arm_timeout_us. Acquire, write the
- * inputs and launch without pausing in between. Errors as
- * cgr_step_acquire(), plus CGR_STATUS_INVALID_ARGUMENT for bad dims or a
- * step that is not armable; nothing is launched then.
+ * Runs the step on the slot from cgr_step_acquire(), at the dims given
+ * there. CGR_STATUS_WRONG_STATE when no slot is acquired or another
+ * thread acquired it. On any failure nothing is launched and the slot is
+ * given back.
  */
-CGR_API cgr_status cgr_step_arm(cgr_step *step, const int64_t *dims, cgr_slot *slot);
+CGR_API cgr_status cgr_step_launch(cgr_step *step, const cgr_slot *slot);
 /**
- * Gives back a slot from cgr_step_acquire() or cgr_step_arm() without
- * running the step on it. An armed run is let through: it runs on
- * whatever the slot holds, nobody reads its outputs, and it counts in
- * cgr_step_stats.arm_released. CGR_STATUS_WRONG_STATE when no slot is
- * acquired or another thread holds it; CGR_STATUS_INVALID_ARGUMENT when
- * `slot` is not the acquired one.
+ * Gives back a slot from cgr_step_acquire() without running the step on
+ * it. An armed run is let through: it runs on whatever the slot holds,
+ * nobody reads its outputs, and it counts in cgr_step_stats.arm_released.
+ * CGR_STATUS_WRONG_STATE when no slot is acquired or another thread holds
+ * it; CGR_STATUS_INVALID_ARGUMENT when `slot` is not the acquired one.
  */
 CGR_API cgr_status cgr_step_release(cgr_step *step, const cgr_slot *slot);
+/**
+ * Runs one step asynchronously at `dims`, with inputs copied from host
+ * memory (inputs[i] points at the bytes of input i, packed at the run's
+ * shape): acquire, write and launch in one call. On success *ticket (may
+ * be NULL) identifies the run for cgr_step_wait(). Errors as
+ * cgr_step_acquire() and cgr_step_launch(); nothing is launched then.
+ */
+CGR_API cgr_status cgr_step_run(cgr_step *step, const int64_t *dims, const void *const *inputs,
+                                uint64_t *ticket);
+
+/** cgr_step_wait() ticket: the step's latest launched run. */
+#define CGR_TICKET_LAST UINT64_MAX
 
 /**
  * Blocks until run `ticket` (and every earlier run of the step) has
- * finished. Its outputs can then be read with cgr_step_output(); they stay
- * valid until the run staging_slots tickets later is launched.
+ * finished; CGR_TICKET_LAST waits for every launched run (none launched:
+ * returns at once). Its outputs can then be read with cgr_step_output();
+ * they stay valid until the run staging_slots tickets later is launched.
  */
 CGR_API cgr_status cgr_step_wait(cgr_step *step, uint64_t ticket);
-/** Waits for every launched run of the step. */
-CGR_API cgr_status cgr_step_sync(cgr_step *step);
 /**
  * Pinned host copy of output `index` of a waited run. *bytes (may be NULL)
  * receives its size. For a step with dynamic dims the output is packed at
@@ -534,11 +528,10 @@ typedef struct cgr_step_stats {
     uint64_t scratch_lower_bound; /**< peak live bytes of the trace */
     uint64_t pinned_bytes;      /**< pinned staging bytes of this step */
     char capture_error[512];    /**< why the last capture failed; empty otherwise */
-    uint64_t armed_runs;        /**< runs launched ahead by cgr_step_arm, then launched */
+    uint64_t armed_runs;        /**< runs launched ahead (CGR_ACQUIRE_ARM), then launched */
     uint64_t arm_expired;       /**< of which waited past arm_timeout_us and ran again */
     uint64_t arm_released;      /**< armed runs let through without their launch:
-                                     cgr_step_release, a launch whose dims fall in
-                                     another bucket, a failed launch, a synchronizing
+                                     cgr_step_release, a failed launch, a synchronizing
                                      warm-up or destroy on the runtime */
 } cgr_step_stats;
 
