@@ -11,8 +11,9 @@
  *   the arena whose base never moves, and each slot's pinned memory is
  *   allocated once at step creation.
  * - The graph is the whole step: zero-copy kernel (small inputs), memcpy
- *   nodes (large inputs), the body, the same for outputs, and an event
- *   record node marking the slot free. So a replay is one cudaGraphLaunch.
+ *   nodes (large inputs), the body, the same for outputs, the last
+ *   publishing the completion flag. So a replay is one cudaGraphLaunch
+ *   (and an event record while it runs, replay/run.c).
  *
  * Pointing the graph at the current slot. Each captured shape has one
  * executable, whatever the number of slots. Its staging kernels find the
@@ -121,10 +122,14 @@ static cgr_status last_node(cudaStream_t stream, cudaGraphNode_t *node)
     const cudaGraphNode_t *deps = NULL;
     size_t n = 0;
     CGR_CUDA_TRY(cudaStreamGetCaptureInfo(stream, &cs, NULL, NULL, &deps, NULL, &n));
-    if (cs != cudaStreamCaptureStatusActive || n != 1)
+    /* The step may have invalidated the capture; a staging node cgr just
+     * added with more or fewer than one dependency would be cgr's bug. */
+    if (cs != cudaStreamCaptureStatusActive)
         return CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
-                        "capture lost track of its staging node (status %d, %zu dependencies)",
-                        (int)cs, n);
+                        "the capture ended before cgr's staging node (status %d)", (int)cs);
+    if (n != 1)
+        return CGR_FAIL(CGR_STATUS_INTERNAL,
+                        "capture lost track of its staging node (%zu dependencies)", n);
     *node = deps[0];
     return CGR_STATUS_OK;
 }
@@ -165,8 +170,11 @@ static cgr_status record_outputs(cgr_step *s, io_nodes *io)
      */
     if (io->zout.advance)
         CGR_CUDA_TRY(cgr__stage_copy(&io->zout, st, 0));
-    /* External record: a real event record node, which the host can wait on. */
-    CGR_CUDA_TRY(cudaEventRecordWithFlags(s->graph_done, st, cudaEventRecordExternal));
+    /*
+     * No event record node: the host records the step's graph_done event
+     * after each launch instead (replay/run.c). A node would add its GPU
+     * time to every replay; the record call overlaps the graph's run.
+     */
     return CGR_STATUS_OK;
 }
 

@@ -163,7 +163,8 @@ struct cgr_step {
     unsigned char *pinned_dev; /* device view of the same memory */
     size_t slot_stride;
     cudaEvent_t done[CGR_MAX_SLOTS]; /* recorded when an eager run on the slot ends */
-    cudaEvent_t graph_done;          /* recorded by every graph of the step as it ends */
+    cudaEvent_t graph_done;          /* recorded after every graph launch of the step */
+    int graph_done_error;            /* a cudaError_t of a failed record; 0: none */
     /*
      * Completion flags (replay/run.c). A graph with staging kernels has its
      * last one publish a per-slot sequence number into the slot's flag word

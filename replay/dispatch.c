@@ -112,10 +112,10 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         return CGR_STATUS_OK;
     }
     /*
-     * Capture records the step's graph_done event inside the graph. CUDA
-     * forbids waiting on or querying an event that takes part in a
-     * capture, and another thread inside cgr_step_wait may be doing just
-     * that; so capture only while nobody waits on the step.
+     * A thread inside cgr_step_wait on this step may be querying its
+     * events and reading its slots while it holds no lock; a capture
+     * (and the warm-up it may need again) stays out of its way: capture
+     * only while nobody waits on the step.
      */
     if (s->waiters > 0) {
         (void)cgr__shapes_capture_cancel(&s->shapes);

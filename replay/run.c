@@ -11,9 +11,11 @@
  *   launch_acquired   commit the slot's ticket (or give it back on failure)
  *
  * The replay path is kept to what cannot be avoided: a handle check, the
- * runtime lock, the ring check, the device check, the table's lookup and
- * one cudaGraphLaunch. The graph itself publishes its completion (a flag
- * word, an event record node), so no second API call is needed.
+ * runtime lock, the ring check, the device check, the table's lookup,
+ * one cudaGraphLaunch and one cudaEventRecord after it. The graph itself
+ * publishes its completion in the slot's flag word; the event, recorded
+ * while the graph runs, is how a wait blocks or learns of a failure, and
+ * costs host time the graph hides instead of a node's GPU time.
  *
  * Threads (docs/threading.md): every entry point here holds rt->lock while
  * it reads or changes step state, and submitting holds it throughout, so a
@@ -77,6 +79,15 @@ cgr_status cgr__launch_graph(cgr_step *s, cgr__graph *g, uint32_t slot, int ahea
     } else {
         s->sig_kind[slot] = CGR__SIG_GRAPH;
     }
+    /*
+     * After the launch, so that it costs host time while the graph runs
+     * rather than a node's GPU time in every replay. The run is launched
+     * and counted whatever happens here: a failed record is kept, and
+     * the waits report it instead of trusting an event that missed it.
+     */
+    e = cudaEventRecord(s->graph_done, s->rt->stream);
+    if (e != cudaSuccess && !s->graph_done_error)
+        s->graph_done_error = (int)e;
     return CGR_STATUS_OK;
 }
 

@@ -20,23 +20,28 @@
  * (measured in docs/staging.md). The wait spins on the word for up to
  * cgr_options.wait_spin_us, then blocks on the step's graph_done event,
  * which also reports a failed run instead of spinning forever on a flag
- * that will never come. Every graph of the step records graph_done, so
- * it tells of this run only while no later graph run of the step was
- * launched (`latest`); otherwise blocking on it would also wait for the
- * later run, and the wait polls the flag between yields of the CPU,
- * asking the event only whether the stream failed. A graph without
+ * that will never come. It is recorded after every graph launch of the
+ * step (replay/run.c), so it tells of this run only while no later graph
+ * run of the step was launched (`latest`); otherwise blocking on it would
+ * also wait for the later run, and the wait polls the flag between yields
+ * of the CPU, asking the event only whether the stream failed. A graph without
  * staging kernels has no flag and is waited for on graph_done, which
  * then may also wait for a later graph run of the step; an eager run on
  * its slot's own event.
  *
  * Runs without rt->lock, on what the caller read under it: how the run
- * signals (kind), which value (want) and whether it was the latest. If
+ * signals (kind), which value (want), whether it was the latest, and a
+ * failed record of graph_done (rec_err), which the event cannot tell of. If
  * other threads meanwhile retire this run and launch a later one on the
  * slot, the flag only grows and the events' new records complete later,
  * so the wait can only last longer, never end before this run has.
  */
-static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want, int latest)
+static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want, int latest,
+                            int rec_err)
 {
+    if (kind != CGR__SIG_EAGER && rec_err)
+        return cgr__cuda_fail(rec_err, "cudaEventRecord (after cudaGraphLaunch)", __FILE__,
+                              __LINE__);
     if (kind == CGR__SIG_EAGER) {
         CGR_CUDA_TRY(cudaEventSynchronize(s->done[slot]));
         return CGR_STATUS_OK;
@@ -100,9 +105,10 @@ static cgr_status wait_ticket(cgr_step *s, uint64_t ticket, const char *fn)
     int kind = s->sig_kind[slot];
     uint64_t want = s->sig_expect[slot];
     int latest = s->sig_graph[slot] == s->graph_runs;
+    int rec_err = s->graph_done_error;
     s->waiters++;
     cgr__unlock(rt);
-    cgr_status st = wait_slot(s, slot, kind, want, latest);
+    cgr_status st = wait_slot(s, slot, kind, want, latest, rec_err);
     /* Cannot fail: this thread held no lock after the unlock above. */
     (void)cgr__lock(rt, fn);
     s->waiters--;
