@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "fault.h"
-#include "internal.h"
+#include "capture.h"
 #include "stage.h"
 #include "trace.h"
 
@@ -95,7 +95,7 @@ static void plan_io(const cgr_step *s, size_t zero_copy_max, io_nodes *io)
             io->mout[io->n_mout++] = i;
         }
     }
-    /* An armable step's input kernel waits at the slot's gate (replay/arm.c). */
+    /* An armable step's input kernel waits at the slot's gate (capture/gate.c). */
     if (s->armable) {
         io->zin.gate = (unsigned long long *)(dev + CGR__SLOT_GATE_OFFSET);
         io->zin.gate_relay = (unsigned int *)(s->sig_dev + 2 * s->ring.slots);

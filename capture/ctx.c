@@ -14,17 +14,7 @@
 #include <string.h>
 
 #include "fault.h"
-#include "internal.h"
-
-cgr_status cgr__check_ctx(const cgr_ctx *c, const char *fn)
-{
-    if (!c)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
-    if (c->magic != CGR__MAGIC_CTX)
-        return CGR_FAIL(CGR_STATUS_INVALID_HANDLE,
-                        "%s: the context is only valid inside the step function", fn);
-    return CGR_STATUS_OK;
-}
+#include "capture.h"
 
 CGR_API cgr_status cgr_ctx_stream(const cgr_ctx *c, cgr_stream *out)
 {

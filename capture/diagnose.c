@@ -10,7 +10,7 @@
  * replay runtime cannot afford it. The error code narrows the cause to a
  * short list, which the message gives.
  */
-#include "internal.h"
+#include "capture.h"
 
 /* Advice from the error code alone. */
 static const char *advice_for_error(cudaError_t e)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "capture.h"
 
 void cgr__graph_report(cgr_step *s, cudaGraph_t g, cgr__graph *out)
 {

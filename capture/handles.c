@@ -17,7 +17,7 @@
 
 #include "cgr_config.h"
 #include "fault.h"
-#include "internal.h"
+#include "capture.h"
 
 #if CGR_HAVE_CUDNN
 #include <cudnn.h>

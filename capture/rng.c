@@ -5,7 +5,7 @@
  * by the counters the run reserved. Eager runs do the same, so the k-th
  * run of a step draws the same numbers whether it was replayed or not.
  */
-#include "internal.h"
+#include "capture.h"
 
 CGR_API cgr_status cgr_ctx_philox(cgr_ctx *c, uint64_t count, const cgr_philox_state **state,
                                   uint64_t *sub)
@@ -22,7 +22,7 @@ CGR_API cgr_status cgr_ctx_philox(cgr_ctx *c, uint64_t count, const cgr_philox_s
         if (c->mode == CGR__CTX_CAPTURE)
             return CGR_FAIL(CGR_STATUS_WRONG_STATE,
                             "cgr_ctx_philox: first called during capture; call it on every run");
-        /* cgr's own failures fail the run with their status (internal.h). */
+        /* cgr's own failures fail the run with their status (cgr__ctx_fail). */
         void *p = NULL;
         cgr_status st = cgr__persist_alloc(&c->rt->persist, sizeof(cgr_philox_state), &p);
         if (st != CGR_STATUS_OK)

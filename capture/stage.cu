@@ -70,7 +70,7 @@ static __device__ unsigned load_acquire_gpu(const unsigned *p)
  * keep that queue long, so they never read it. A block 0 that is not
  * resident cannot hang them: every block has its own timeout.
  *
- * The timeout is a handshake with the host (replay/arm.c), in the shape of
+ * The timeout is a handshake with the host (capture/gate.c), in the shape of
  * Dekker's: a block that waited too long stores expired, fences at system
  * scope, then reads go once more; the host stores go, fences, then reads
  * expired. At least one side sees the other's store. If the host sees

@@ -60,7 +60,7 @@ typedef struct cgr__copy_list {
     unsigned long long *seq;
     unsigned int *arrive;
     /*
-     * Gate of an armed run (replay/arm.c), NULL when unused: the device
+     * Gate of an armed run (capture/gate.c), NULL when unused: the device
      * view of slot 0's two gate words, go (written by the host) and
      * expired (written here), moved to the run's slot. Every block waits
      * until the run may go before it reads anything; a block that waited

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "capture.h"
 #include "trace.h"
 
 void cgr__plan_reset(cgr__shape_plan *p)

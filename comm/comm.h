@@ -19,7 +19,19 @@
 #define CGR_COMM_H
 
 #include "cgr_config.h"
-#include "internal.h"
+#include "core.h"
+
+/*
+ * Called by replay/dispatch.c after every capture attempt of a step, with the
+ * attempt's status (CGR_STATUS_OK when the graph was made). With an NCCL
+ * communicator attached, every rank learns whether all ranks captured and
+ * the result is the same on all of them, so that no rank launches a graph
+ * whose collectives a peer will never join. Without one it returns local.
+ */
+cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local);
+/* Releases rt's NCCL attachment, if any (the user's communicator is left alone);
+ * called by cgr_runtime_destroy once the steps and their graphs are gone. */
+void cgr__comm_release(cgr_runtime *rt);
 
 #if CGR_HAVE_NCCL
 #include <nccl.h>

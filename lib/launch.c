@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "lib.h"
 
 CGR_API cgr_status cgr_launch_kernel(cgr_stream stream, const void *kernel,
                                      const cgr_launch_cfg *cfg, void **args)

@@ -6,19 +6,9 @@
 #include <string.h>
 
 #include "abi.h"
-#include "internal.h"
+#include "lib.h"
+#include "replay.h"
 
-cgr_status cgr__check_step(const cgr_step *s, const char *fn)
-{
-    if (!s)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: step is NULL", fn);
-    if (s->magic != CGR__MAGIC_STEP)
-        return CGR_FAIL(CGR_STATUS_INVALID_HANDLE,
-                        "%s: %p is not a cgr_step (its magic word is wrong; a step used after "
-                        "cgr_step_destroy is undefined behaviour, not always caught)", fn,
-                        (const void *)s);
-    return cgr__check_runtime(s->rt, fn);
-}
 
 static void copy_tensor(cgr__tensor *dst, const cgr_tensor_desc *src)
 {
@@ -79,14 +69,18 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
     cfg.churn_window = (uint64_t)o->churn_window;
     cfg.churn_stable = (uint64_t)o->churn_stable;
     cfg.keep_spare = o->shape_spare;
-    cgr_status st = cgr__shapes_init(&s->shapes, &cfg);
+    s->shapes = calloc(1, sizeof *s->shapes);
+    if (!s->shapes)
+        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: step '%s': shape table",
+                        s->name);
+    cgr_status st = cgr__shapes_init(s->shapes, &cfg);
     if (st == CGR_STATUS_OUT_OF_MEMORY)
         return CGR_FAIL(st, "cgr_step_create: step '%s': shape table", s->name);
     /* Everything in cfg comes from options and a description that passed validation. */
     if (st != CGR_STATUS_OK)
         return CGR_BUG("step '%s': the shape table refused the validated configuration (%s)",
                        s->name, cgr_status_name(st));
-    s->plans = calloc(cgr__shapes_capacity(&s->shapes), sizeof *s->plans);
+    s->plans = calloc(cgr__shapes_capacity(s->shapes), sizeof *s->plans);
     if (!s->plans)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: scratch plans of step '%s'",
                         s->name);
@@ -96,15 +90,19 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
 /* Frees every graph the step still holds and its scratch plans. */
 static void release_shapes(cgr_step *s)
 {
+    if (!s->shapes)
+        return;
     cgr__shapes_freed e;
-    while (cgr__shapes_drain(&s->shapes, &e) == CGR_STATUS_OK)
+    while (cgr__shapes_drain(s->shapes, &e) == CGR_STATUS_OK)
         cgr__graph_free(e.payload);
     if (s->plans)
-        for (uint32_t i = 0; i < cgr__shapes_capacity(&s->shapes); i++)
+        for (uint32_t i = 0; i < cgr__shapes_capacity(s->shapes); i++)
             cgr__plan_destroy(&s->plans[i]);
     free(s->plans);
     s->plans = NULL;
-    cgr__shapes_destroy(&s->shapes);
+    cgr__shapes_destroy(s->shapes);
+    free(s->shapes);
+    s->shapes = NULL;
 }
 
 static void unlink_step(cgr_runtime *rt, cgr_step *s)

@@ -9,7 +9,7 @@
 
 #include "abi.h"
 #include "bucket.h"
-#include "internal.h"
+#include "lib.h"
 
 #define CGR__NAME_MAX 63
 #define CGR__MIB ((size_t)1 << 20)
@@ -21,69 +21,6 @@ static int all_zero(const unsigned char *p, size_t n)
         if (p[i])
             return 0;
     return 1;
-}
-
-/* ---- the struct_size rule (abi.h) ---------------------------------------- */
-
-static cgr_status check_struct_size(size_t given, size_t min_size, const char *type)
-{
-    if (given < min_size || given > CGR_MAX_STRUCT_SIZE)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "%s.struct_size is %zu, must be %zu..%d: initialize the struct with "
-                        "%s_init()",
-                        type, given, min_size, CGR_MAX_STRUCT_SIZE, type);
-    return CGR_STATUS_OK;
-}
-
-static size_t min_size_t(size_t a, size_t b)
-{
-    return a < b ? a : b;
-}
-
-cgr_status cgr__struct_in(void *dst, size_t size, const void *src, size_t min_size,
-                          const char *type)
-{
-    size_t given;
-    memcpy(&given, src, sizeof given);
-    CGR_TRY(check_struct_size(given, min_size, type));
-    /*
-     * A newer caller's fields: zero means "as its init left them", which an
-     * older library can honour by not knowing them; anything else asks for
-     * something this library cannot do, so it must not be dropped silently.
-     */
-    const unsigned char *bytes = src;
-    for (size_t i = size; i < given; i++)
-        if (bytes[i])
-            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                            "%s.struct_size is %zu and byte %zu is not zero: the caller sets a "
-                            "field of a newer cgr than this library (cgr %s knows %zu bytes)",
-                            type, given, i, cgr_version(), size);
-    memcpy(dst, src, min_size_t(given, size));
-    memcpy(dst, &size, sizeof size);
-    return CGR_STATUS_OK;
-}
-
-cgr_status cgr__struct_init(void *dst, size_t struct_size, const void *defaults, size_t size,
-                            size_t min_size, const char *type)
-{
-    CGR_TRY(check_struct_size(struct_size, min_size, type));
-    memset(dst, 0, struct_size);
-    memcpy(dst, defaults, min_size_t(struct_size, size));
-    memcpy(dst, &struct_size, sizeof struct_size);
-    return CGR_STATUS_OK;
-}
-
-cgr_status cgr__struct_out(void *dst, const void *src, size_t size, size_t min_size,
-                           const char *type)
-{
-    size_t given;
-    memcpy(&given, dst, sizeof given);
-    CGR_TRY(check_struct_size(given, min_size, type));
-    memcpy(dst, src, min_size_t(given, size));
-    if (given > size)
-        memset((unsigned char *)dst + size, 0, given - size);
-    memcpy(dst, &given, sizeof given);
-    return CGR_STATUS_OK;
 }
 
 /* ---- options ---------------------------------------------------------------- */
@@ -208,18 +145,6 @@ void cgr__options_free_strings(cgr_options *o)
 {
     free((void *)o->dump_dir);
     o->dump_dir = NULL;
-}
-
-CGR_API size_t cgr_dtype_size(cgr_dtype t)
-{
-    static const size_t sizes[CGR_DTYPE_COUNT_] = {4, 2, 2, 8, 4, 8, 1};
-    return (unsigned)t < CGR_DTYPE_COUNT_ ? sizes[t] : 0;
-}
-
-CGR_API const char *cgr_dtype_name(cgr_dtype t)
-{
-    static const char *names[CGR_DTYPE_COUNT_] = {"f32", "f16", "bf16", "f64", "i32", "i64", "u8"};
-    return (unsigned)t < CGR_DTYPE_COUNT_ ? names[t] : "invalid";
 }
 
 cgr_status cgr__tensor_bytes(const cgr_tensor_desc *t, size_t *bytes)

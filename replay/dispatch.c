@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "internal.h"
+#include "replay.h"
 #include "shape_io.h"
 #include "trace.h"
 
@@ -85,7 +85,7 @@ static void capture_refused(cgr_step *s, const char *why, int failed)
     ss->capture_failures += (uint64_t)failed;
     strncpy(ss->capture_error, why, sizeof ss->capture_error - 1);
     ss->capture_error[sizeof ss->capture_error - 1] = '\0';
-    (void)cgr__shapes_capture_failed(&s->shapes, ss->capture_error);
+    (void)cgr__shapes_capture_failed(s->shapes, ss->capture_error);
     cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name,
              ss->capture_error);
 }
@@ -94,7 +94,7 @@ static void capture_refused(cgr_step *s, const char *why, int failed)
 static void drop_offer(cgr_step *s, int reason, const char *text)
 {
     cgr__shapes_freed victim;
-    if (cgr__shapes_update_failed(&s->shapes, reason, text, &victim) == CGR_STATUS_OK)
+    if (cgr__shapes_update_failed(s->shapes, reason, text, &victim) == CGR_STATUS_OK)
         cgr__graph_free(victim.payload);
 }
 
@@ -118,7 +118,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
      * only while nobody waits on the step.
      */
     if (s->waiters > 0) {
-        (void)cgr__shapes_capture_cancel(&s->shapes);
+        (void)cgr__shapes_capture_cancel(s->shapes);
         return CGR_FAIL(CGR_STATUS_BUSY,
                         "step '%s' is due for capture while another thread waits on it; "
                         "nothing was launched, try again",
@@ -126,7 +126,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     }
     if (!plan->planned) {
         /* Its warm-ups failed before they planned the scratch: warm up again first. */
-        (void)cgr__shapes_capture_cancel(&s->shapes);
+        (void)cgr__shapes_capture_cancel(s->shapes);
         *action = CGR_RUN_WARMUP;
         CGR_TRY(eager_run(s, slot, plan));
         ss->warmup_runs++;
@@ -148,7 +148,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         if (st == CGR_STATUS_CAPTURE_FAILED)
             capture_refused(s, cgr_last_error(), 1);
         else
-            (void)cgr__shapes_capture_cancel(&s->shapes);
+            (void)cgr__shapes_capture_cancel(s->shapes);
         return st;
     }
     cgr__graph *g = co.graph;
@@ -161,11 +161,11 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     r.instantiate_us = co.updated ? 0.0 : co.make_us;
     r.update_us = co.updated ? co.make_us : 0.0;
     cgr__shapes_outcome oc;
-    if (cgr__shapes_capture_done(&s->shapes, &r, &oc) != CGR_STATUS_OK) {
+    if (cgr__shapes_capture_done(s->shapes, &r, &oc) != CGR_STATUS_OK) {
         /* Cannot happen with the arguments above; do not leak the graph if it does. */
         if (!co.updated)
             cgr__graph_free(g);
-        (void)cgr__shapes_capture_cancel(&s->shapes);
+        (void)cgr__shapes_capture_cancel(s->shapes);
         return CGR_BUG("step '%s': the shape table refused a finished capture", s->name);
     }
     /*
@@ -225,7 +225,7 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
     case CGR__SHAPES_EAGER:
     default:
         if (d->churn_tripped)
-            cgr__log(s->rt, CGR_LOG_WARN, "%s", cgr__shapes_warning(&s->shapes));
+            cgr__log(s->rt, CGR_LOG_WARN, "%s", cgr__shapes_warning(s->shapes));
         *action = CGR_RUN_EAGER;
         st = eager_run(s, slot, plan);
         if (st == CGR_STATUS_OK)

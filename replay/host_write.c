@@ -3,7 +3,7 @@
  *
  * Why: a line the CPU has just written sits modified in that core's
  * cache, and the GPU's PCIe read of it has to fetch it from there. With an
- * armed run (arm.c) the GPU reads the inputs right after go, so it pays
+ * armed run (capture/gate.c) the GPU reads the inputs right after go, so it pays
  * that in full; a launch at submission hid it behind its own 3 us. On the
  * H200 host (bench/probes/fresh_probe.cu, one 1024-thread block reading
  * after go, medians of 201): 16 KiB written with memcpy took 5.5 to 6.9 us

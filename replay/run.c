@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "host_write.h"
-#include "internal.h"
+#include "replay.h"
 #include "trace.h"
 
 /* ---- launching a graph ------------------------------------------------------------ */
@@ -114,7 +114,7 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
     int prev = 0;
     CGR_TRY(cgr__device_enter(s->rt, &prev));
     cgr__shapes_decision d;
-    cgr_status st = cgr__shapes_decide(&s->shapes, dims, &d);
+    cgr_status st = cgr__shapes_decide(s->shapes, dims, &d);
     /* The dims were checked at acquire, and nothing but this run can be capturing. */
     if (st != CGR_STATUS_OK) {
         st = CGR_BUG("step '%s': the shape table refused a checked run (%s)", s->name,
@@ -247,13 +247,13 @@ static cgr_status check_acquired(const cgr_step *s, const cgr_slot *slot, const 
 
 /*
  * Launches the acquired slot's run ahead when its shape replays a gated
- * graph (replay/arm.c): the graph's input kernel then waits at the slot's
+ * graph (capture/gate.c): the graph's input kernel then waits at the slot's
  * gate until the launch opens it. Warm-up and capture runs, eager shapes
  * and graphs without a gate are not armed. Returns 1 when armed.
  */
 static int arm_ahead(cgr_step *s, uint32_t slot, cgr_status *st)
 {
-    cgr__graph *g = cgr__shapes_peek(&s->shapes, s->run_dims, s->armed_bucket);
+    cgr__graph *g = cgr__shapes_peek(s->shapes, s->run_dims, s->armed_bucket);
     if (!g || !g->gated)
         return 0;
     int prev = 0;

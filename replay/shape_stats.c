@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "replay.h"
 
 _Static_assert(CGR__SHAPES_TEXT_MAX == sizeof(((cgr_shape_info *)0)->text),
                "cgr_shape_info.text holds a shape manager text");
@@ -57,7 +57,7 @@ CGR_API cgr_status cgr_step_get_shape_stats(const cgr_step *s, cgr_shape_stats *
     cgr_runtime *rt = s->rt;
     CGR_TRY(cgr__lock(rt, "cgr_step_get_shape_stats"));
     cgr__shapes_stats m;
-    cgr_status st = cgr__shapes_get_stats(&s->shapes, &m);
+    cgr_status st = cgr__shapes_get_stats(s->shapes, &m);
     if (st == CGR_STATUS_OK) {
         memset(out, 0, sizeof *out);
         out->struct_size = sizeof *out;
@@ -89,9 +89,9 @@ CGR_API cgr_status cgr_step_get_shape_stats(const cgr_step *s, cgr_shape_stats *
         out->bytes = m.bytes;
         out->arena_bytes = rt->arena.mapped;
         out->scratch_peak = s->scratch_peak_max;
-        strncpy(out->last_update_error, cgr__shapes_update_error(&s->shapes),
+        strncpy(out->last_update_error, cgr__shapes_update_error(s->shapes),
                 sizeof out->last_update_error - 1);
-        strncpy(out->churn_warning, cgr__shapes_warning(&s->shapes),
+        strncpy(out->churn_warning, cgr__shapes_warning(s->shapes),
                 sizeof out->churn_warning - 1);
     }
     cgr__unlock(rt);
@@ -132,13 +132,13 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
      * one entry, so their last uses differ), then those that run eagerly
      * for good; warming ones are not listed.
      */
-    const uint32_t cap = cgr__shapes_capacity(&s->shapes);
+    const uint32_t cap = cgr__shapes_capacity(s->shapes);
     const cgr__shape *pick = NULL;
     int k = 0;
     for (uint64_t below = UINT64_MAX; k <= index; k++) {
         const cgr__shape *next = NULL;
         for (uint32_t i = 0; i < cap; i++) {
-            const cgr__shape *e = cgr__shapes_entry(&s->shapes, i);
+            const cgr__shape *e = cgr__shapes_entry(s->shapes, i);
             if (e && e->state == CGR__SHAPE_GRAPH && e->last_use < below &&
                 (!next || e->last_use > next->last_use))
                 next = e;
@@ -151,7 +151,7 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
     if (k <= index)
         pick = NULL;
     for (uint32_t i = 0; i < cap && !pick; i++) {
-        const cgr__shape *e = cgr__shapes_entry(&s->shapes, i);
+        const cgr__shape *e = cgr__shapes_entry(s->shapes, i);
         if (e && e->state == CGR__SHAPE_EAGER && k++ == index)
             pick = e;
     }

@@ -312,7 +312,7 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
  * that run would not replay (no graph for the shape, or a capture is not
  * reported yet) or the arguments are bad. bucketed (optional, n_dims
  * values) gets the bucketed dims when the payload is not NULL. The
- * runtime uses it to launch a run ahead (replay/arm.c).
+ * runtime uses it to launch a run ahead (capture/gate.c).
  */
 void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed);
 

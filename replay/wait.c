@@ -9,7 +9,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "internal.h"
+#include "replay.h"
 
 /*
  * Waits for the last run on `slot`, by how that run signals (CGR__SIG_*).

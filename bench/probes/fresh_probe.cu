@@ -1,5 +1,5 @@
 // Fresh-input probe: what an armed run's input copy pays after go (the
-// gate of capture/stage.cu, replay/arm.c), and what would shorten it.
+// gate of capture/stage.cu, capture/gate.c), and what would shorten it.
 // One block of 1024 threads waits at a gate, then copies `bytes` from
 // pinned host memory in 64 KiB (4 chunks a thread, as the staging kernel)
 // and writes a done word to pinned memory. The host times its write (and

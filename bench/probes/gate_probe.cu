@@ -1,5 +1,5 @@
 // Gate probe: how a copy kernel launched ahead of its inputs should wait for
-// the host's "go" (the armed runs of replay/arm.c, capture/stage.cu).
+// the host's "go" (the armed runs of capture/gate.c, capture/stage.cu).
 // Each row copies `bytes` from pinned host memory after the host sets a go
 // word, 41 times, and reports the median spread of the blocks' go-seen
 // times (globaltimer), the copy after the last block saw go, and host time

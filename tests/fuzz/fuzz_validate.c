@@ -27,7 +27,7 @@
 
 #include "cgr/cgr.h"
 #include "fuzz_input.h"
-#include "internal.h"
+#include "lib.h"
 
 /* Limits the library documents or states in its messages (validate.c). */
 #define NAME_MAX_LEN 63

@@ -1,5 +1,5 @@
 /*
- * Armed runs (cgr_step_acquire with CGR_ACQUIRE_ARM, replay/arm.c): a
+ * Armed runs (cgr_step_acquire with CGR_ACQUIRE_ARM, capture/gate.c): a
  * graph launched before its inputs are written, held at the slot's gate
  * until cgr_step_launch.
  *

@@ -1,6 +1,6 @@
 /*
  * Fault injection: the error paths behind out-of-memory, failed captures and
- * library errors, provoked through the sites of lib/fault.h. This test links
+ * library errors, provoked through the sites of lib/base/fault.h. This test links
  * libcgr_fault.a, the library built with -DCGR_FAULT_INJECTION; the shipped
  * libcgr has no hook.
  *

@@ -241,10 +241,10 @@ static snap *snap_take(const cgr__shapes *m)
     ASSERT(s != NULL);
     s->m = *m;
     s->entries = malloc(m->capacity * sizeof *s->entries);
-    s->freed = malloc((m->max_entries + 1) * sizeof *s->freed);
+    s->freed = malloc(m->max_entries * sizeof *s->freed);
     ASSERT(s->entries != NULL && s->freed != NULL);
     memcpy(s->entries, m->entries, m->capacity * sizeof *s->entries);
-    memcpy(s->freed, m->freed, (m->max_entries + 1) * sizeof *s->freed);
+    memcpy(s->freed, m->freed, m->max_entries * sizeof *s->freed);
     s->stats = stats(m);
     return s;
 }
@@ -255,7 +255,7 @@ static void snap_check(snap *s, const cgr__shapes *m)
     ASSERT_EQ(memcmp(&s->stats, &now, sizeof now), 0);
     ASSERT_EQ(memcmp(&s->m, m, sizeof *m), 0);
     ASSERT_EQ(memcmp(s->entries, m->entries, m->capacity * sizeof *s->entries), 0);
-    ASSERT_EQ(memcmp(s->freed, m->freed, (m->max_entries + 1) * sizeof *s->freed), 0);
+    ASSERT_EQ(memcmp(s->freed, m->freed, m->max_entries * sizeof *s->freed), 0);
     free(s->entries);
     free(s->freed);
     free(s);

@@ -10,7 +10,7 @@
 
 #include "abi.h"
 #include "cgr/cgr.h"
-#include "internal.h"
+#include "lib.h"
 #include "test.h"
 
 static cgr_status dummy_step(cgr_ctx *ctx, void *user)

@@ -1,5 +1,5 @@
 /*
- * Fault injection state (lib/fault.h). Compiled only into the test variant
+ * Fault injection state (lib/base/fault.h). Compiled only into the test variant
  * of the library, never into the shipped libcgr.
  *
  * Each site has a countdown: arming sets it to N, every call at the site
@@ -8,7 +8,7 @@
  * twice or not at all; the tests themselves arm and check from one thread.
  */
 #ifndef CGR_FAULT_INJECTION
-#error "lib/fault.c belongs to the fault-injection test build only (-DCGR_FAULT_INJECTION)"
+#error "lib/base/fault.c belongs to the fault-injection test build only (-DCGR_FAULT_INJECTION)"
 #endif
 
 #include <stdatomic.h>

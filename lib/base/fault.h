@@ -18,7 +18,7 @@
  * else, the shipped libcgr included, CGR__FAULT(site) is the constant 0, the
  * compiler folds the branch away and the library contains no hook at all.
  * tests/meson.build builds the one injecting variant (libcgr_fault.a, same
- * sources plus lib/fault.c) for tests/gpu/test_fault.c; docs/errors.md lists
+ * sources plus lib/base/fault.c) for tests/gpu/test_fault.c; docs/errors.md lists
  * the sites and what is guaranteed when one fires.
  */
 #ifndef CGR_FAULT_H
@@ -68,7 +68,7 @@ extern "C" {
 #endif
 
 /*
- * Defined only in the injecting build (lib/fault.c); a program that calls
+ * Defined only in the injecting build (lib/base/fault.c); a program that calls
  * these against the shipped libcgr does not link, which is intended.
  */
 int cgr__fault_hit(cgr__fault_site site);

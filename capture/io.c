@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fault.h"
-#include "internal.h"
+#include "capture.h"
 
 static size_t align_up(size_t v)
 {

@@ -24,7 +24,7 @@
  * counts it (it was counted when it was launched), so nothing that waits
  * can mistake it for a later run.
  */
-#include "internal.h"
+#include "capture.h"
 
 static uint64_t *gate_of(const cgr_step *s, uint32_t slot)
 {

@@ -1,0 +1,109 @@
+/*
+ * The capture layer: eager runs (warm-up and fallback), stream capture into
+ * one executable per shape, the staging around the step, the library
+ * handles, the RNG state, the step's I/O memory and the gate of armed runs.
+ */
+#ifndef CGR_CAPTURE_H
+#define CGR_CAPTURE_H
+
+#include "core.h"
+
+/* A tensor that crosses by a memcpy node, repointed at the run's slot before a launch. */
+typedef struct cgr__graph_copy {
+    cudaGraphNode_t node; /* in the graph the executable was instantiated from */
+    void *dev;            /* the tensor's device buffer */
+    size_t slot_offset;   /* its place in each slot */
+    size_t bytes;
+    int to_host;          /* an output */
+} cgr__graph_copy;
+
+/*
+ * A captured shape: one executable for every staging slot (capture.c says
+ * how its staging finds the run's slot).
+ */
+typedef struct cgr__graph {
+    cudaGraphExec_t exec;
+    /* What exec was instantiated from, kept while it has memcpy nodes:
+     * their handles in it are how the executable's copies are repointed. */
+    cudaGraph_t tmpl;
+    int n_copies;
+    cgr__graph_copy copies[2 * CGR_MAX_TENSORS];
+    uint32_t copy_slot;       /* the slot its memcpy nodes point at; UINT32_MAX: unknown */
+    /* Its staging kernels read the slot index, the last one advances it and
+     * publishes a completion flag. 0: it has no staging kernel. */
+    int flag;
+    int gated;                /* its input kernel waits at the slot's gate (armable step) */
+    uint64_t nodes, kernel_nodes, memcpy_nodes;
+    uint64_t zero_copy_tensors, memcpy_tensors;
+    size_t bytes;             /* estimate charged to the cache's byte budget */
+} cgr__graph;
+
+/* The step's static device buffers, pinned slots and events (capture/io.c). */
+cgr_status cgr__step_alloc_io(cgr_step *s);
+void cgr__step_free_io(cgr_step *s);
+
+/* Runs the step eagerly on `slot` (warm-up or fallback) with scratch from `plan`,
+ * tracing and planning it on its first run. */
+cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *plan);
+/* What a capture made (capture.c). */
+typedef struct cgr__capture_out {
+    cgr__graph *graph;    /* the new graph, or the offered one when updated */
+    int updated;
+    int update_failed;    /* updating the offer failed: it is the caller's to drop */
+    int update_result;    /* its cudaGraphExecUpdateResult; -1 for another error */
+    char update_text[200];
+    double capture_us, make_us;
+} cgr__capture_out;
+/*
+ * Captures the step's current shape with scratch from `plan`. With `offer`,
+ * first tries cudaGraphExecUpdate on its executables; when that fails, says
+ * so in out and instantiates a new graph (the offer is then the caller's to
+ * free). On failure out->graph is NULL.
+ */
+cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer, cgr__capture_out *out);
+/* Destroys a graph's executables (in-flight ones are freed by CUDA once done) and frees it. */
+void cgr__graph_free(cgr__graph *g);
+void cgr__plan_reset(cgr__shape_plan *p);
+void cgr__plan_destroy(cgr__shape_plan *p);
+/* Counts the graph's nodes by type into `out`, logs a summary and writes a
+ * DOT file when a dump directory is set (capture/dump.c). */
+void cgr__graph_report(cgr_step *s, cudaGraph_t g, cgr__graph *out);
+/* What went wrong in a capture, gathered by capture.c for diagnose.c. */
+typedef struct cgr__capture_fault {
+    int seen_err;        /* cudaGetLastError() right after the step returned */
+    int end_err;         /* cudaStreamEndCapture's result */
+    cgr_status body;     /* what the step function (or cgr's staging) returned */
+    char body_msg[512];  /* its last-error message */
+} cgr__capture_fault;
+/* Formats a failed capture into the last-error message; returns CAPTURE_FAILED. */
+cgr_status cgr__capture_failed(const cgr_step *s, const cgr__capture_fault *f);
+/* Library handles (capture/handles.c). */
+void cgr__handles_destroy(cgr_runtime *rt);
+/* Ends a run's RNG use: checks the count and enqueues the offset advance. */
+cgr_status cgr__philox_finish(cgr_ctx *c);
+void cgr__philox_free(cgr_step *s);
+/* offset += n on the device (capture/rng_kernels.cu). */
+cudaError_t cgr__philox_advance(cgr_philox_state *st, uint64_t n, cudaStream_t stream);
+/* Calls the user's step function with a context in `mode` and scratch from `plan`. */
+cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan);
+/*
+ * Fails the run of `c` with `s` (the first failure of the run stands) and
+ * returns `s`. For failures of cgr's own work inside a step (scratch, the
+ * library handles, the RNG state): the run then reports that status and its
+ * message, not CGR_STATUS_STEP_FAILED, since the step itself did nothing wrong.
+ */
+cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s);
+
+/* The gate of an armed run (capture/gate.c); rt->lock held. gate_set: the
+ * slot's gate before a launch, go = 1 passes at once, 0 waits for the
+ * host. arm_go opens the gate of the armed run on `slot` and returns 1
+ * when that run had expired (it must be launched again); arm_drop lets the
+ * step's armed run through unlaunched, if it has one. */
+void cgr__gate_set(cgr_step *s, uint32_t slot, int go);
+int cgr__arm_go(cgr_step *s, uint32_t slot);
+void cgr__arm_drop(cgr_step *s);
+/* cudaStreamSynchronize of the runtime's stream, after letting every
+ * step's armed run through: how cgr itself waits for its stream. */
+cudaError_t cgr__sync_stream(cgr_runtime *rt);
+
+#endif
