@@ -346,7 +346,7 @@ static int cgr_finish(cgr_mode *m, mode_result *r)
     i->memcpy_tensors = s.memcpy_tensors;
     i->replays = s.replays;
     i->warmup_runs = s.warmup_runs;
-    i->capture_us = s.capture_us;
+    i->capture_us = s.last_capture_us + s.last_make_us;
     if (s.replays - m->replays0 != (uint64_t)r->steps || s.mode != CGR_MODE_GRAPH) {
         bench_error("%s: %llu of %d timed steps were graph replays", m->name,
                     (unsigned long long)(s.replays - m->replays0), r->steps);

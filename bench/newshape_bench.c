@@ -15,7 +15,7 @@
  *   GEMM kernels cuBLAS picks for each size (a split-K kernel adds a node);
  *   the suite reports what happened and why.
  *
- * What is measured (cgr_step_get_shape_stats right after the run that
+ * What is measured (cgr_step_get_stats right after the run that
  * captured, so warm-up runs are never in the figures):
  * (a) capture + instantiate: a runtime whose steps cache 16 graphs, so
  *     every new bucket is instantiated. Each repetition creates a fresh
@@ -189,11 +189,10 @@ static int ns_run(ns_model *m, cgr_step *step, int64_t T, cgr_run_action *action
     return 0;
 }
 
-static int ns_shape_stats(const cgr_step *step, cgr_shape_stats *ss)
+static int ns_shape_stats(const cgr_step *step, cgr_step_stats *ss)
 {
     memset(ss, 0, sizeof *ss);
-    ss->struct_size = sizeof *ss;
-    CGR_CK(cgr_step_get_shape_stats(step, ss));
+    CGR_CK(cgr_step_get_stats(step, ss));
     return 0;
 }
 
@@ -204,7 +203,7 @@ static int ns_shape_stats(const cgr_step *step, cgr_shape_stats *ss)
  * replays or runs eagerly where a warm-up or a capture is due.
  */
 static int ns_capture(ns_model *m, cgr_step *step, const ns_bucket *b, cgr_run_action *action,
-                      cgr_shape_stats *ss, cgr_step_stats *st)
+                      cgr_step_stats *ss, cgr_step_stats *st)
 {
     memset(ss, 0, sizeof *ss);
     for (int i = 0; i <= NS_WARMUP_RUNS + 1; i++) {
@@ -241,7 +240,7 @@ static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_pair *p)
         TRY(ns_step_create(rt, &u, buckets, &step));
         for (int k = 0; k < 2; k++) {
             cgr_run_action a;
-            cgr_shape_stats ss;
+            cgr_step_stats ss;
             cgr_step_stats st;
             TRY_GOTO(ns_capture(m, step, &p->b[k], &a, &ss, &st), fail);
             if (a != CGR_RUN_CAPTURE) {
@@ -314,7 +313,7 @@ static int ns_update(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_pair *p)
     ns_step_user u = {.m = m};
     cgr_step *step = NULL;
     cgr_run_action a;
-    cgr_shape_stats ss;
+    cgr_step_stats ss;
     TRY(ns_step_create(rt, &u, buckets, &step));
     /* The first bucket fills the one-graph cache (an instantiation, not counted). */
     TRY_GOTO(ns_capture(m, step, &p->b[0], &a, &ss, NULL), fail);

@@ -67,7 +67,7 @@ static cgr_status soak_step_fn(cgr_ctx *ctx, void *user)
     cgr_stream st;
     float *x, *y, *h;
     cgr_status s;
-    if ((s = cgr_ctx_stream(ctx, &st)) || (s = cgr_ctx_input_desc(ctx, 0, &d)) ||
+    if ((s = cgr_ctx_stream(ctx, &st)) || (s = cgr_ctx_desc(ctx, 0, 0, &d)) ||
         (s = cgr_ctx_input(ctx, 0, (void **)&x)) || (s = cgr_ctx_output(ctx, 0, (void **)&y)))
         return s;
     int B = (int)d->dims[0];
@@ -336,9 +336,8 @@ static int soak_body(soak *s)
     int rc = run_range(s, 0, (long)SOAK_WARMUP * SOAK_SHAPES, sched_warmup, SOAK_WARMUP, 1);
     watchdog_disarm();
     TRY(rc);
-    cgr_shape_stats h0;
-    h0.struct_size = sizeof h0;
-    CGR_CK(cgr_step_get_shape_stats(s->graph.step, &h0));
+    cgr_step_stats h0;
+    CGR_CK(cgr_step_get_stats(s->graph.step, &h0));
     if (h0.captures < SOAK_SHAPES || h0.entries != SOAK_CACHE || h0.eager_runs != 0) {
         bench_error("soak: after warm-up %llu captures, %u cached graphs, %llu eager runs; "
                     "expected %d, %d, 0", (unsigned long long)h0.captures, h0.entries,
@@ -366,15 +365,14 @@ static int soak_body(soak *s)
     s->wall_s = (now_us() - t0) * 1e-6;
     printf("  %ld outputs checked (%ld in warm-up, also against the host), %ld mismatches\n",
            s->checks, warm_checks, s->mismatches);
-    cgr_shape_stats h;
-    h.struct_size = sizeof h;
-    CGR_CK(cgr_step_get_shape_stats(s->graph.step, &h));
-    s->replays = h.hits;
+    cgr_step_stats h;
+    CGR_CK(cgr_step_get_stats(s->graph.step, &h));
+    s->replays = (h.replays - h.captures);
     s->updates = h.updates;
     s->evictions = h.evictions;
     printf("  graph runtime: %llu replays, %llu captures (%llu updated in place, %llu updates "
            "failed), %llu evictions, %llu eager warm-up runs\n",
-           (unsigned long long)h.hits, (unsigned long long)h.captures,
+           (unsigned long long)(h.replays - h.captures), (unsigned long long)h.captures,
            (unsigned long long)h.updates, (unsigned long long)h.update_failures,
            (unsigned long long)h.evictions, (unsigned long long)h.warmup_runs);
     if (s->cfg->stats) {

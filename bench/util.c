@@ -137,7 +137,7 @@ void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int 
         printf("               %llu captures (%llu failed), last %.1f us; graph %llu nodes "
                "(%llu kernel, %llu memcpy)\n",
                (unsigned long long)s.captures, (unsigned long long)s.capture_failures,
-               s.capture_us, (unsigned long long)s.graph_nodes,
+               s.last_capture_us + s.last_make_us, (unsigned long long)s.graph_nodes,
                (unsigned long long)s.graph_kernel_nodes, (unsigned long long)s.graph_memcpy_nodes);
         printf("               I/O %llu zero-copy + %llu memcpy tensors; scratch %llu requests, "
                "plan %.3f MiB (lower bound %.3f MiB); pinned %.3f MiB\n",
@@ -157,9 +157,8 @@ void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int 
 
 void bench_print_shape_stats(const cgr_step *step)
 {
-    cgr_shape_stats h;
-    h.struct_size = sizeof h;
-    if (cgr_step_get_shape_stats(step, &h) != CGR_STATUS_OK) {
+    cgr_step_stats h;
+    if (cgr_step_get_stats(step, &h) != CGR_STATUS_OK) {
         printf("               shape stats unavailable (%s)\n", cgr_last_error());
         return;
     }
@@ -167,7 +166,8 @@ void bench_print_shape_stats(const cgr_step *step)
            "place, %llu updates failed, %llu capture failures), %llu evictions; %llu eager "
            "(churn %llu, capture failed %llu, too large %llu); churn guard %llu trips, "
            "%llu recoveries\n",
-           (unsigned long long)h.hits, (unsigned long long)h.misses,
+           (unsigned long long)(h.replays - h.captures),
+           (unsigned long long)(h.runs - (h.replays - h.captures)),
            (unsigned long long)h.captures, (unsigned long long)h.updates,
            (unsigned long long)h.update_failures, (unsigned long long)h.capture_failures,
            (unsigned long long)h.evictions, (unsigned long long)h.eager_runs,

@@ -101,7 +101,7 @@ static int keep_output(work_ctx *c)
     memcpy(c->out->last_out, data, c->out->last_out_bytes);
     cgr_step_stats s;
     CGR_CK(cgr_step_get_stats(c->step, &s));
-    c->out->capture_us = s.capture_us;
+    c->out->capture_us = s.last_capture_us + s.last_make_us;
     c->out->graph_nodes = s.graph_nodes;
     return 0;
 }

@@ -57,22 +57,17 @@ CGR_API cgr_status cgr_ctx_output(const cgr_ctx *c, int index, void **out)
     return CGR_STATUS_OK;
 }
 
-CGR_API cgr_status cgr_ctx_input_desc(const cgr_ctx *c, int index, const cgr_tensor_desc **out)
+CGR_API cgr_status cgr_ctx_desc(const cgr_ctx *c, int output, int index,
+                                const cgr_tensor_desc **out)
 {
+    CGR_TRY(cgr__check_ctx(c, "cgr_ctx_desc"));
+    if (output != 0 && output != 1)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_desc: output is %d, must be 0 "
+                        "(an input) or 1 (an output)", output);
     const cgr__tensor *t = NULL;
-    CGR_TRY(tensor_at(c, "cgr_ctx_input_desc", 0, index, &t));
+    CGR_TRY(tensor_at(c, "cgr_ctx_desc", output, index, &t));
     if (!out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_input_desc: out is NULL");
-    *out = &t->cur;
-    return CGR_STATUS_OK;
-}
-
-CGR_API cgr_status cgr_ctx_output_desc(const cgr_ctx *c, int index, const cgr_tensor_desc **out)
-{
-    const cgr__tensor *t = NULL;
-    CGR_TRY(tensor_at(c, "cgr_ctx_output_desc", 1, index, &t));
-    if (!out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_output_desc: out is NULL");
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_desc: out is NULL");
     *out = &t->cur;
     return CGR_STATUS_OK;
 }
@@ -263,7 +258,7 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan
     if (mode == CGR__CTX_TRACE)
         cgr__trace_reset(&plan->trace);
     /* Whatever the step's own cgr calls report becomes part of our message. */
-    cgr_clear_error();
+    cgr__clear_error();
     cgr_status fs = s->fn(&c, s->user);
     c.magic = CGR__MAGIC_DEAD;
     if (mode == CGR__CTX_TRACE)

@@ -23,11 +23,6 @@
 #include <cudnn.h>
 #endif
 
-CGR_API int cgr_has_cudnn(void)
-{
-    return CGR_HAVE_CUDNN;
-}
-
 CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
 {
     CGR_TRY(cgr__check_ctx(c, "cgr_ctx_cublas"));

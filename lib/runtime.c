@@ -196,6 +196,8 @@ CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stat
     CGR_TRY(cgr__lock(mrt, "cgr_runtime_get_stats"));
     memset(out, 0, sizeof *out);
     out->steps = rt->n_steps;
+    out->runs = rt->runs;
+    out->warmup_runs = rt->warmup_runs;
     out->replays = rt->replays;
     out->captures = rt->captures;
     out->eager_runs = rt->eager_runs;

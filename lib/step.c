@@ -235,15 +235,3 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
         *ps = NULL;
     return st;
 }
-
-CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
-{
-    CGR_TRY(cgr__check_step(s, "cgr_step_get_stats"));
-    if (!out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_get_stats: out is NULL");
-    /* A consistent snapshot: counters move together under the lock. */
-    CGR_TRY(cgr__lock(s->rt, "cgr_step_get_stats"));
-    *out = s->stats;
-    cgr__unlock(s->rt);
-    return CGR_STATUS_OK;
-}

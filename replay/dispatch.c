@@ -73,16 +73,14 @@ static cgr_status eager_run(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
 {
     CGR_TRY(cgr__run_eager(s, slot, p));
     s->sig_kind[slot] = CGR__SIG_EAGER;
-    s->rt->eager_runs++;
     return CGR_STATUS_OK;
 }
 
 /* A capture that failed for good (or is disabled): the shape runs eagerly from now on. */
-static void capture_refused(cgr_step *s, const char *why, int failed)
+static void capture_refused(cgr_step *s, const char *why)
 {
     cgr_step_stats *ss = &s->stats;
     ss->mode = CGR_MODE_EAGER;
-    ss->capture_failures += (uint64_t)failed;
     strncpy(ss->capture_error, why, sizeof ss->capture_error - 1);
     ss->capture_error[sizeof ss->capture_error - 1] = '\0';
     (void)cgr__shapes_capture_failed(s->shapes, ss->capture_error);
@@ -99,17 +97,16 @@ static void drop_offer(cgr_step *s, int reason, const char *text)
 }
 
 static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
-                              uint8_t *action)
+                              uint8_t *action, uint8_t *reason)
 {
     cgr_runtime *rt = s->rt;
     cgr_step_stats *ss = &s->stats;
     cgr__shape_plan *plan = &s->plans[d->entry];
     if (!rt->opt.capture) {
-        capture_refused(s, "capture disabled (cgr_options.capture = 0)", 0);
+        capture_refused(s, "capture disabled (cgr_options.capture = 0)");
         *action = CGR_RUN_EAGER;
-        CGR_TRY(eager_run(s, slot, plan));
-        ss->eager_runs++;
-        return CGR_STATUS_OK;
+        *reason = CGR_EAGER_CAPTURE_FAILED;
+        return eager_run(s, slot, plan);
     }
     /*
      * A thread inside cgr_step_wait on this step may be querying its
@@ -128,9 +125,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         /* Its warm-ups failed before they planned the scratch: warm up again first. */
         (void)cgr__shapes_capture_cancel(s->shapes);
         *action = CGR_RUN_WARMUP;
-        CGR_TRY(eager_run(s, slot, plan));
-        ss->warmup_runs++;
-        return CGR_STATUS_OK;
+        return eager_run(s, slot, plan);
     }
     cgr__capture_out co;
     cgr_status local = cgr__capture(s, plan, d->payload, &co);
@@ -146,7 +141,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
                 cgr__graph_free(co.graph);
         }
         if (st == CGR_STATUS_CAPTURE_FAILED)
-            capture_refused(s, cgr_last_error(), 1);
+            capture_refused(s, cgr_last_error());
         else
             (void)cgr__shapes_capture_cancel(s->shapes);
         return st;
@@ -185,9 +180,6 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     *action = co.updated ? CGR_RUN_UPDATE : CGR_RUN_CAPTURE;
     ss->mode = CGR_MODE_GRAPH;
     ss->capture_error[0] = '\0';
-    ss->captures++;
-    ss->replays++;
-    ss->capture_us = co.capture_us + co.make_us;
     s->last_capture_us = co.capture_us;
     s->last_make_us = co.make_us;
     ss->graph_nodes = made.nodes;
@@ -195,14 +187,12 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     ss->graph_memcpy_nodes = made.memcpy_nodes;
     ss->zero_copy_tensors = made.zero_copy_tensors;
     ss->memcpy_tensors = made.memcpy_tensors;
-    rt->captures++;
-    rt->replays++;
-    rt->capture_us += ss->capture_us;
+    rt->capture_us += co.capture_us + co.make_us;
     return CGR_STATUS_OK;
 }
 
 cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
-                        uint8_t *action)
+                        uint8_t *action, uint8_t *reason)
 {
     cgr_step_stats *ss = &s->stats;
     /* A new entry, or one recycled for another shape: its plan starts over. */
@@ -214,23 +204,18 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
     case CGR__SHAPES_WARMUP:
         *action = CGR_RUN_WARMUP;
         st = eager_run(s, slot, plan);
-        if (st == CGR_STATUS_OK) {
-            ss->warmup_runs++;
-            if (ss->mode != CGR_MODE_EAGER)
-                ss->mode = ss->captures ? CGR_MODE_GRAPH : CGR_MODE_WARMUP;
-        }
+        if (st == CGR_STATUS_OK && ss->mode != CGR_MODE_EAGER)
+            ss->mode = ss->captures ? CGR_MODE_GRAPH : CGR_MODE_WARMUP;
         return st;
     case CGR__SHAPES_CAPTURE:
-        return capture_run(s, slot, d, action);
+        return capture_run(s, slot, d, action, reason);
     case CGR__SHAPES_EAGER:
     default:
         if (d->churn_tripped)
             cgr__log(s->rt, CGR_LOG_WARN, "%s", cgr__shapes_warning(s->shapes));
         *action = CGR_RUN_EAGER;
-        st = eager_run(s, slot, plan);
-        if (st == CGR_STATUS_OK)
-            ss->eager_runs++;
-        return st;
+        *reason = (uint8_t)cgr__public_reason(d->reason);
+        return eager_run(s, slot, plan);
     }
 }
 

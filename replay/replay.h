@@ -15,9 +15,12 @@
  * closed when `ahead` (an armed run); rt->lock held, device entered. */
 cgr_status cgr__launch_graph(cgr_step *s, struct cgr__graph *g, uint32_t slot, int ahead);
 /* Carries out a decision other than REPLAY on `slot` (replay/dispatch.c) and
- * says what the run was in *action (cgr_run_action); rt->lock held, device entered. */
+ * says what the run was in *action (cgr_run_action) and, for an eager run,
+ * why in *reason (cgr_eager_reason); rt->lock held, device entered. */
 cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
-                         uint8_t *action);
+                         uint8_t *action, uint8_t *reason);
+/* The public cgr_eager_reason of a shape table reason (replay/shape_stats.c). */
+cgr_eager_reason cgr__public_reason(cgr__shapes_reason r);
 /* Every tensor's shape for the run (what the step sees) from the bucket; and
  * the slot's packed inputs spread to the bucket, with the true dims stored. */
 void cgr__apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_dims);

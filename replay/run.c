@@ -94,6 +94,36 @@ cgr_status cgr__launch_graph(cgr_step *s, cgr__graph *g, uint32_t slot, int ahea
 /* ---- one run ------------------------------------------------------------------------ */
 
 /*
+ * Every launched run is counted here and only here, once, by what it did,
+ * in the step's and the runtime's counters alike (cgr_step_stats says how
+ * they add up).
+ */
+static void count_run(cgr_step *s, uint8_t action, uint8_t reason)
+{
+    cgr_step_stats *ss = &s->stats;
+    cgr_runtime *rt = s->rt;
+    ss->runs++;
+    rt->runs++;
+    if (action == CGR_RUN_WARMUP) {
+        ss->warmup_runs++;
+        rt->warmup_runs++;
+    } else if (action == CGR_RUN_EAGER) {
+        ss->eager_runs++;
+        ss->eager_by_reason[reason < CGR_EAGER_REASONS ? reason : CGR_EAGER_NONE]++;
+        rt->eager_runs++;
+    } else {
+        /* A capturing run (an update is one) launches its new graph: a replay too. */
+        ss->replays++;
+        rt->replays++;
+        if (action != CGR_RUN_REPLAY) {
+            ss->captures++;
+            rt->captures++;
+            ss->updates += action == CGR_RUN_UPDATE;
+        }
+    }
+}
+
+/*
  * Carries out the run of the acquired slot `slot` at the dims given at
  * acquire (s->run_dims). An armed run goes first: while the slot is
  * acquired nothing else runs the step, so the table cannot have changed
@@ -131,19 +161,17 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
         cgr__apply_shape(s, d.dims, d.true_dims);
         cgr__stage_inputs(s, slot, d.true_dims);
     }
-    uint8_t action = CGR_RUN_REPLAY;
+    uint8_t action = CGR_RUN_REPLAY, reason = CGR_EAGER_NONE;
     if (d.action == CGR__SHAPES_REPLAY) {
         /* An armed run that went is launched; again only if it had expired. */
         st = armed && !expired ? CGR_STATUS_OK : cgr__launch_graph(s, d.payload, slot, 0);
-        if (st == CGR_STATUS_OK) {
-            s->stats.replays++;
-            s->rt->replays++;
+        if (st == CGR_STATUS_OK)
             s->stats.mode = CGR_MODE_GRAPH;
-        }
     } else {
-        st = cgr__run_miss(s, slot, &d, &action);
+        st = cgr__run_miss(s, slot, &d, &action, &reason);
     }
     if (st == CGR_STATUS_OK) {
+        count_run(s, action, reason);
         cgr__slot_run *sr = &s->slot_run[slot];
         sr->action = action;
         memcpy(sr->true_dims, d.true_dims, (size_t)s->n_dyn * sizeof(int64_t));
@@ -165,7 +193,6 @@ static cgr_status launch_acquired(cgr_step *s, uint64_t ticket)
         cgr__ring_cancel(&s->ring);
         return st;
     }
-    s->stats.runs++;
     /* The slot was acquired under this same lock, for this ticket. */
     if (cgr__ring_commit(&s->ring, ticket) != CGR_STATUS_OK)
         return CGR_BUG("step '%s': run %llu could not be committed to its slot", s->name,

@@ -1,6 +1,6 @@
 /*
- * What a step says about its shapes: the action of each run, the shape
- * manager's counters and the list of shapes (public API in cgr.h).
+ * What a step says about itself: the action of each run, its counters and
+ * the list of its shapes (public API in cgr.h).
  * Everything is read under rt->lock, so one snapshot is consistent.
  */
 #include <string.h>
@@ -48,47 +48,41 @@ static cgr_status check_size(size_t got, size_t want, const char *fn)
     return CGR_STATUS_OK;
 }
 
-CGR_API cgr_status cgr_step_get_shape_stats(const cgr_step *s, cgr_shape_stats *out)
+/*
+ * The step's own counters (the runs, counted in replay/run.c) with the
+ * shape table's (the shapes' events) and the times and sizes of the
+ * latest capture, read under the lock, so that one snapshot is consistent.
+ */
+CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
 {
-    CGR_TRY(cgr__check_step(s, "cgr_step_get_shape_stats"));
+    CGR_TRY(cgr__check_step(s, "cgr_step_get_stats"));
     if (!out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_get_shape_stats: out is NULL");
-    CGR_TRY(check_size(out->struct_size, sizeof *out, "cgr_step_get_shape_stats"));
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_get_stats: out is NULL");
     cgr_runtime *rt = s->rt;
-    CGR_TRY(cgr__lock(rt, "cgr_step_get_shape_stats"));
+    CGR_TRY(cgr__lock(rt, "cgr_step_get_stats"));
     cgr__shapes_stats m;
     cgr_status st = cgr__shapes_get_stats(s->shapes, &m);
     if (st == CGR_STATUS_OK) {
-        memset(out, 0, sizeof *out);
-        out->struct_size = sizeof *out;
-        out->runs = m.runs;
-        out->hits = m.hits;
-        out->misses = m.misses;
+        *out = s->stats;
         out->new_shapes = m.new_shapes;
-        out->warmup_runs = m.warmup_runs;
-        out->captures = m.captures;
         out->capture_failures = m.capture_failures;
-        out->updates = m.updates;
         out->update_failures = m.update_failures;
         for (int i = 0; i < 16 && i < (int)CGR__SHAPES_UPDATE_REASONS; i++)
             out->update_failures_by_reason[i] = m.update_failures_by_reason[i];
         out->evictions = m.evictions;
-        out->eager_runs = m.eager_runs;
-        out->eager_by_reason[CGR_EAGER_CHURN] = m.eager_by_reason[CGR__SHAPES_REASON_CHURN];
-        out->eager_by_reason[CGR_EAGER_CAPTURE_FAILED] =
-            m.eager_by_reason[CGR__SHAPES_REASON_CAPTURE_FAILED];
-        out->eager_by_reason[CGR_EAGER_TOO_LARGE] = m.eager_by_reason[CGR__SHAPES_REASON_TOO_LARGE];
         out->churn_activations = m.churn_activations;
         out->churn_recoveries = m.churn_recoveries;
+        out->entries = m.entries;
+        out->bytes = m.bytes;
         out->capture_us = m.capture_us;
         out->instantiate_us = m.instantiate_us;
         out->update_us = m.update_us;
         out->last_capture_us = s->last_capture_us;
         out->last_make_us = s->last_make_us;
-        out->entries = m.entries;
-        out->bytes = m.bytes;
-        out->arena_bytes = rt->arena.mapped;
         out->scratch_peak = s->scratch_peak_max;
+        out->arena_bytes = rt->arena.mapped;
+        memset(out->last_update_error, 0, sizeof out->last_update_error);
+        memset(out->churn_warning, 0, sizeof out->churn_warning);
         strncpy(out->last_update_error, cgr__shapes_update_error(s->shapes),
                 sizeof out->last_update_error - 1);
         strncpy(out->churn_warning, cgr__shapes_warning(s->shapes),
@@ -96,11 +90,11 @@ CGR_API cgr_status cgr_step_get_shape_stats(const cgr_step *s, cgr_shape_stats *
     }
     cgr__unlock(rt);
     if (st != CGR_STATUS_OK)
-        return CGR_BUG("cgr_step_get_shape_stats: step '%s' has no shape table", s->name);
+        return CGR_BUG("cgr_step_get_stats: step '%s' has no shape table", s->name);
     return CGR_STATUS_OK;
 }
 
-static cgr_eager_reason public_reason(cgr__shapes_reason r)
+cgr_eager_reason cgr__public_reason(cgr__shapes_reason r)
 {
     switch (r) {
     case CGR__SHAPES_REASON_CHURN:
@@ -165,7 +159,7 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
             out->bytes = pick->bytes;
         } else {
             out->eager_runs = pick->eager_runs;
-            out->reason = public_reason((cgr__shapes_reason)pick->reason);
+            out->reason = cgr__public_reason((cgr__shapes_reason)pick->reason);
             /* Both hold 256 bytes; the table's text always ends in a NUL. */
             memcpy(out->text, pick->text, sizeof out->text);
             out->text[sizeof out->text - 1] = '\0';

@@ -158,7 +158,7 @@ typedef struct serve_run {
     long host_checks, host_mismatches;
     double host_worst_rel;
     double wall_s[MODES];
-    cgr_shape_stats shape[MODES];
+    cgr_step_stats shape[MODES];
     cgr_runtime_stats rts[MODES];
     lat_stats overall[MODES], overall_steady[MODES], small[MODES];
     serve_pipe_result pipe[MODES][2]; /* requests in flight: [0] steady, [1] steady batch <= 8;
@@ -342,8 +342,7 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
         }
     }
     r->wall_s[m] = (now_us() - t_start) * 1e-6;
-    r->shape[m].struct_size = sizeof r->shape[m];
-    CGR_CK(cgr_step_get_shape_stats(srt->step, &r->shape[m]));
+    CGR_CK(cgr_step_get_stats(srt->step, &r->shape[m]));
     CGR_CK(cgr_runtime_get_stats(srt->rt, &r->rts[m]));
     return 0;
 }
@@ -721,7 +720,7 @@ static void print_lat_row(const char *what, const lat_stats *g, const lat_stats 
 
 static void report(const serve_run *r, const bench_results *res)
 {
-    const cgr_shape_stats *g = &r->shape[MODE_GRAPH];
+    const cgr_step_stats *g = &r->shape[MODE_GRAPH];
     printf("\nW-serve: %d requests, batch uniform in 1..64 (seed %#llx), buckets "
            "{1,2,4,8,16,32,64}, fresh inputs per request; closed loop; latency = launch + wait "
            "+ output, in us%s\n",
@@ -944,11 +943,11 @@ static int write_json(const serve_run *r, const bench_results *res, int pass)
         json_end_object(&w);
     }
     json_end_array(&w);
-    const cgr_shape_stats *g = &r->shape[MODE_GRAPH];
+    const cgr_step_stats *g = &r->shape[MODE_GRAPH];
     json_begin_object(&w, "graph_shape_stats");
     json_int(&w, "runs", (long long)g->runs);
-    json_int(&w, "hits", (long long)g->hits);
-    json_int(&w, "misses", (long long)g->misses);
+    json_int(&w, "hits", (long long)(g->replays - g->captures));
+    json_int(&w, "misses", (long long)(g->runs - (g->replays - g->captures)));
     json_int(&w, "warmup_runs", (long long)g->warmup_runs);
     json_int(&w, "captures", (long long)g->captures);
     json_int(&w, "updates", (long long)g->updates);

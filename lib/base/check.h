@@ -30,6 +30,8 @@ cgr_status cgr__cuda_fail(int err, const char *expr, const char *file, int line)
 cgr_status cgr__cublas_fail(int err, const char *expr, const char *file, int line);
 /** Records a failed cuDNN call (only built with cuDNN). */
 cgr_status cgr__cudnn_fail(int err, const char *expr, const char *file, int line);
+/** Empties the thread's last-error message. */
+void cgr__clear_error(void);
 /** Appends to the thread's last-error message ("; " separated). */
 void cgr__error_append(const char *fmt, ...) CGR__PRINTF(1, 2);
 /**

@@ -49,7 +49,7 @@ CGR_API const char *cgr_last_error(void)
     return errbuf;
 }
 
-CGR_API void cgr_clear_error(void)
+void cgr__clear_error(void)
 {
     errbuf[0] = '\0';
 }

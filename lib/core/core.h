@@ -52,7 +52,7 @@ struct cgr_runtime {
     void *cudnn;                /* cudnnHandle_t, created on first use */
     struct cgr_step *steps;     /* live steps (singly linked) */
     uint64_t n_steps;
-    uint64_t replays, captures, eager_runs;
+    uint64_t runs, warmup_runs, replays, captures, eager_runs; /* cgr_runtime_stats */
     double capture_us;
     size_t pinned_bytes;
     struct cgr__comm *comm;     /* attached NCCL communicator (comm/comm.h); NULL: none */

@@ -408,7 +408,7 @@ static void check_status(cgr_status st, const char *what)
 static void check_tensor(const cgr_tensor_desc *t)
 {
     size_t bytes = 0, want = 0;
-    cgr_clear_error();
+    cgr__clear_error();
     cgr_status st = cgr__tensor_bytes(t, &bytes);
     check_status(st, "cgr__tensor_bytes");
     int valid = model_tensor(t, &want);
@@ -436,12 +436,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static int inits_checked;
     if (!inits_checked) {
         inits_checked = 1;
-        cgr_clear_error();
+        cgr__clear_error();
         cgr_status s0 = cgr_options_init(NULL);
         FUZZ_CHECK(s0 == CGR_STATUS_INVALID_ARGUMENT, "cgr_options_init(NULL) returned %s",
                    cgr_status_name(s0));
         check_status(s0, "cgr_options_init(NULL)");
-        cgr_clear_error();
+        cgr__clear_error();
         s0 = cgr_step_desc_init(NULL);
         FUZZ_CHECK(s0 == CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc_init(NULL) returned %s",
                    cgr_status_name(s0));
@@ -453,7 +453,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     decode_options(&in, dc.opt);
     decode_desc(&in, &dc);
 
-    cgr_clear_error();
+    cgr__clear_error();
     cgr_status st = cgr__validate_options(dc.opt);
     check_status(st, "cgr__validate_options");
     FUZZ_CHECK((st == CGR_STATUS_OK) == model_options(dc.opt),
@@ -466,7 +466,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (int i = 0; i < dc.counts[k]; i++)
                 check_tensor(&dc.lists[k][i]);
 
-    cgr_clear_error();
+    cgr__clear_error();
     st = cgr__validate_step_desc(dc.desc);
     check_status(st, "cgr__validate_step_desc");
     FUZZ_CHECK((st == CGR_STATUS_OK) == model_desc(dc.desc),

@@ -117,7 +117,7 @@ static void make(cgr_runtime **rt, cgr_step **s, conv *c, int warmup, const floa
 int main(void)
 {
     require_gpu();
-    if (!cgr_has_cudnn()) {
+    if (!CGR_HAVE_CUDNN) {
         printf("SKIP: cgr was built without cuDNN\n");
         return TEST_SKIP;
     }

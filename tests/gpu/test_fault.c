@@ -379,7 +379,7 @@ int main(void)
     require_gpu();
     CUDA_OK(cudaSetDevice(0));
     CUDA_OK(cudaFree(NULL)); /* create the context before measuring */
-    int have_cudnn = cgr_has_cudnn() && TEST_HAVE_CUDNN;
+    int have_cudnn = CGR_HAVE_CUDNN && TEST_HAVE_CUDNN;
     kind last = have_cudnn ? K_CUDNN : K_CUBLAS;
 
     /* Load every kernel and library once, then count each site's calls. */

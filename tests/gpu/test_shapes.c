@@ -92,8 +92,8 @@ static cgr_status shapes_step(cgr_ctx *ctx, void *user)
     m->calls++;
     STEP_TRY(cgr_ctx_stream(ctx, &st));
     STEP_TRY(cgr_ctx_dim(ctx, 0, &bucket, &true_b, &true_dev));
-    STEP_TRY(cgr_ctx_input_desc(ctx, 0, &xd));
-    STEP_TRY(cgr_ctx_output_desc(ctx, 0, &yd));
+    STEP_TRY(cgr_ctx_desc(ctx, 0, 0, &xd));
+    STEP_TRY(cgr_ctx_desc(ctx, 1, 0, &yd));
     STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
     STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
     STEP_TRY(cgr_ctx_output(ctx, 1, (void **)&x_seen));
@@ -295,16 +295,25 @@ static void expect_runs_(env *e, const expect *script, size_t n, int line)
 
 /* ---- stats ------------------------------------------------------------------------------ */
 
-/* The step's shape counters, checked for consistency. */
-static cgr_shape_stats shape_stats(const env *e)
+/* Runs that replayed a graph already cached, and the others. */
+static uint64_t hits_of(const cgr_step_stats *s)
 {
-    cgr_shape_stats s;
+    return s->replays - s->captures;
+}
+
+static uint64_t misses_of(const cgr_step_stats *s)
+{
+    return s->runs - hits_of(s);
+}
+
+/* The step's counters, checked for consistency (cgr_step_stats says how they add up). */
+static cgr_step_stats shape_stats(const env *e)
+{
+    cgr_step_stats s;
     memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    ASSERT_OK(cgr_step_get_shape_stats(e->step, &s));
-    ASSERT_U64_EQ(s.runs, s.hits + s.misses);
-    /* No capture here is cancelled (out of memory, device error). */
-    ASSERT_U64_EQ(s.misses, s.warmup_runs + s.captures + s.capture_failures + s.eager_runs);
+    ASSERT_OK(cgr_step_get_stats(e->step, &s));
+    ASSERT_U64_EQ(s.runs, s.warmup_runs + s.replays + s.eager_runs);
+    ASSERT(s.captures <= s.replays);
     uint64_t by_reason = 0, fails = 0;
     for (int r = 0; r < CGR_EAGER_REASONS; r++)
         by_reason += s.eager_by_reason[r];
@@ -314,7 +323,7 @@ static cgr_shape_stats shape_stats(const env *e)
         fails += s.update_failures_by_reason[r];
     ASSERT_U64_EQ(fails, s.update_failures);
     ASSERT(s.updates <= s.captures);
-    ASSERT(s.new_shapes <= s.misses);
+    ASSERT(s.new_shapes <= misses_of(&s) + s.capture_failures);
     ASSERT(s.churn_recoveries <= s.churn_activations);
     ASSERT(s.arena_bytes >= s.scratch_peak);
     ASSERT(s.capture_us >= 0 && s.instantiate_us >= 0 && s.update_us >= 0);
@@ -416,11 +425,11 @@ static void part_sizes(void)
         last_bucket = bucket_of(order[i]);
     }
 
-    cgr_shape_stats s = shape_stats(&e);
+    cgr_step_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.runs, runs);
     ASSERT_U64_EQ(s.captures, NB);
-    ASSERT_U64_EQ(s.misses, 3 * NB);
-    ASSERT_U64_EQ(s.hits, runs - 3 * NB);
+    ASSERT_U64_EQ(misses_of(&s), 3 * NB);
+    ASSERT_U64_EQ(hits_of(&s), runs - 3 * NB);
     ASSERT_U64_EQ(s.warmup_runs, 2 * NB);
     ASSERT_U64_EQ(s.new_shapes, NB);
     ASSERT_U64_EQ(s.updates, 0);
@@ -455,13 +464,13 @@ static void part_sizes(void)
         bytes += info.bytes;
     }
     ASSERT_EQ(i, NB);
-    ASSERT_U64_EQ(replay_sum, s.hits);
+    ASSERT_U64_EQ(replay_sum, hits_of(&s));
     ASSERT_U64_EQ(bytes, s.bytes);
     printf("sizes: %d runs over %d batch sizes, bitwise equal to the true-size reference; "
            "%llu captures (%.0f us capture + %.0f us instantiate in all), %llu hits; arena "
            "%llu bytes, largest plan %llu\n",
            runs, n, (unsigned long long)s.captures, s.capture_us, s.instantiate_us,
-           (unsigned long long)s.hits, (unsigned long long)s.arena_bytes,
+           (unsigned long long)hits_of(&s), (unsigned long long)s.arena_bytes,
            (unsigned long long)s.scratch_peak);
     env_free(&e);
 
@@ -485,7 +494,7 @@ static void part_sizes(void)
     }
     s = shape_stats(&e);
     ASSERT_U64_EQ(s.captures, 0);
-    ASSERT_U64_EQ(s.hits, 0);
+    ASSERT_U64_EQ(hits_of(&s), 0);
     ASSERT_EQ(s.entries, 0);
     env_free(&e);
 }
@@ -515,12 +524,12 @@ static void part_update(size_t zero_copy_max, int slots)
     cgr_step_stats ss;
     ASSERT_OK(cgr_step_get_stats(e.step, &ss));
     ASSERT_U64_EQ(ss.memcpy_tensors, zero_copy_max ? 0 : 4); /* x, y, x_seen, true_b */
-    cgr_shape_stats s = shape_stats(&e);
+    cgr_step_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.captures, 4);
     ASSERT_U64_EQ(s.updates, 3);
     ASSERT_U64_EQ(s.update_failures, 0);
     ASSERT_U64_EQ(s.evictions, 3);
-    ASSERT_U64_EQ(s.hits, 5);
+    ASSERT_U64_EQ(hits_of(&s), 5);
     ASSERT_EQ(s.entries, 1);
     ASSERT(s.update_us > 0);
     int cached;
@@ -558,7 +567,7 @@ static void part_topology(void)
     env e;
     env_make(&e, &o, NULL, 0, 32);
     EXPECT_RUNS(&e, to32);
-    cgr_shape_stats s = shape_stats(&e);
+    cgr_step_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.update_failures, 1);
     ASSERT_U64_EQ(s.update_failures_by_reason[cudaGraphExecUpdateErrorTopologyChanged], 1);
     ASSERT_U64_EQ(s.updates, 0);
@@ -605,7 +614,7 @@ static void part_eviction(void)
     env e;
     env_make(&e, &o, NULL, 0, 0);
     rotate(&e, rounds, CGR_RUN_UPDATE);
-    cgr_shape_stats s = shape_stats(&e);
+    cgr_step_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.evictions, remakes);
     ASSERT_U64_EQ(s.updates, remakes);
     ASSERT_U64_EQ(s.captures, remakes + 2);
@@ -658,9 +667,9 @@ static void part_too_large(void)
     env e;
     env_make(&e, &o, NULL, 0, 0);
     EXPECT_RUNS(&e, script);
-    cgr_shape_stats s = shape_stats(&e);
+    cgr_step_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.captures, 2);
-    ASSERT_U64_EQ(s.hits, 0);
+    ASSERT_U64_EQ(hits_of(&s), 0);
     ASSERT_U64_EQ(s.eager_by_reason[CGR_EAGER_TOO_LARGE], s.eager_runs);
     ASSERT_U64_EQ(s.eager_runs, 4);
     ASSERT_EQ(s.entries, 0);
@@ -696,12 +705,12 @@ static void part_uncapturable(void)
     printf("uncapturable: %s\n", cgr_last_error());
     EXPECT_RUNS(&e, around);
 
-    cgr_shape_stats s = shape_stats(&e);
+    cgr_step_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.capture_failures, 1);
     ASSERT_U64_EQ(s.captures, 1);
     ASSERT_U64_EQ(s.eager_by_reason[CGR_EAGER_CAPTURE_FAILED], s.eager_runs);
     ASSERT_U64_EQ(s.eager_runs, 3);
-    ASSERT_U64_EQ(s.hits, 2);
+    ASSERT_U64_EQ(hits_of(&s), 2);
     cgr_shape_info info = expect_eager_shape(&e, 16, CGR_EAGER_CAPTURE_FAILED, 3);
     printf("uncapturable: bucket 16 listed as eager: %s\n", info.text);
     ASSERT(find_shape(&e, 4, &info));
@@ -745,7 +754,7 @@ static void part_churn(void)
     env e;
     env_make(&e, &o, NULL, 0, 0);
     EXPECT_RUNS(&e, two_new);
-    cgr_shape_stats s = shape_stats(&e);
+    cgr_step_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.churn_activations, 0);
     ASSERT(s.churn_warning[0] == '\0');
     EXPECT_RUN(&e, 3, CGR_RUN_EAGER); /* new shape 3 (bucket 4): trips */
@@ -782,7 +791,7 @@ static void part_arena(void)
     EXPECT_RUN(&one, MAXB, CGR_RUN_WARMUP);
     EXPECT_RUN(&one, MAXB, CGR_RUN_CAPTURE);
     EXPECT_RUN(&one, MAXB, CGR_RUN_REPLAY);
-    cgr_shape_stats sa = shape_stats(&all), so = shape_stats(&one);
+    cgr_step_stats sa = shape_stats(&all), so = shape_stats(&one);
     cgr_runtime_stats ra, ro;
     ASSERT_OK(cgr_runtime_get_stats(all.rt, &ra));
     ASSERT_OK(cgr_runtime_get_stats(one.rt, &ro));

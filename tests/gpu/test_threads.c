@@ -256,7 +256,8 @@ static void *run_own_runtime(void *arg)
     T_ASSERT(ss.replays == (uint64_t)w->steps - ss.warmup_runs);
     cgr_runtime_stats rs_;
     T_OK(cgr_runtime_get_stats(rt, &rs_));
-    T_ASSERT(rs_.replays + rs_.eager_runs == (uint64_t)w->steps);
+    T_ASSERT(rs_.runs == (uint64_t)w->steps);
+    T_ASSERT(rs_.warmup_runs + rs_.replays + rs_.eager_runs == rs_.runs);
     T_ASSERT(rs_.steps == 1);
     T_OK(cgr_runtime_destroy(&rt));
     return NULL;
@@ -456,7 +457,8 @@ static void test_shared_runtime(void)
     cgr_runtime_stats rs;
     ASSERT_OK(cgr_runtime_get_stats(sh.rt, &rs));
     ASSERT_U64_EQ(rs.steps, 3);
-    ASSERT_U64_EQ(rs.replays + rs.eager_runs, total);
+    ASSERT_U64_EQ(rs.runs, total);
+    ASSERT_U64_EQ(rs.warmup_runs + rs.replays + rs.eager_runs, rs.runs);
     ASSERT_U64_EQ(rs.captures, captures);
 
     /* Still usable from one thread: each step runs and is right (the shared

@@ -2,7 +2,7 @@
 #include "cgr/cgr_version.h"
 
 #if !defined(CGR_VERSION_MAJOR) || !defined(CGR_VERSION_MINOR) || !defined(CGR_VERSION_PATCH) || \
-    !defined(CGR_VERSION_NUMBER)
+    !defined(CGR_VERSION_NUMBER) || !defined(CGR_HAVE_CUDNN)
 #error "cgr_version.h lacks a version macro"
 #endif
 

@@ -314,9 +314,8 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       cgr_slot sl; memset(&sl, 0, sizeof sl); return cgr_step_launch(DEAD_STEP, &sl);)     \
     X(step_run_action_null, INVALID_ARGUMENT, "NULL",                                      \
       cgr_run_action a; return cgr_step_run_action(NULL, 0, &a);)                          \
-    X(step_shape_stats_dead_magic, INVALID_HANDLE, "magic word",                           \
-      cgr_shape_stats st; st.struct_size = sizeof st;                                      \
-      return cgr_step_get_shape_stats(DEAD_STEP, &st);)                                    \
+    X(step_stats_dead_magic, INVALID_HANDLE, "magic word",                                 \
+      cgr_step_stats st; return cgr_step_get_stats(DEAD_STEP, &st);)                       \
     X(step_shape_at_null, INVALID_ARGUMENT, "NULL",                                        \
       cgr_shape_info si; si.struct_size = sizeof si; return cgr_step_shape_at(NULL, 0, &si);) \
     X(ctx_dim_outside_step, INVALID_HANDLE, "inside the step",                             \
@@ -362,7 +361,7 @@ int main(void)
     memset(long_name, 'n', sizeof long_name - 1);
     int n = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < n; i++) {
-        cgr_clear_error();
+        cgr__clear_error();
         cgr_status got = cases[i].fn();
         if (got != cases[i].want)
             TEST_FAIL_("case %s: got %s, expected %s (%s)", cases[i].name, cgr_status_name(got),

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cgr/cgr.h"
+#include "check.h"
 #include "test.h"
 
 int main(void)
@@ -37,13 +38,13 @@ int main(void)
         }
     }
     /* The last-error message starts empty and can be cleared. */
-    cgr_clear_error();
+    cgr__clear_error();
     ASSERT_STR_EQ(cgr_last_error(), "");
     cgr_options o;
     ASSERT_STATUS(cgr_options_init(NULL), CGR_STATUS_INVALID_ARGUMENT);
     ASSERT(strstr(cgr_last_error(), "cgr_options_init") != NULL);
     ASSERT(strstr(cgr_last_error(), ".c:") != NULL); /* file:line */
-    cgr_clear_error();
+    cgr__clear_error();
     ASSERT_STR_EQ(cgr_last_error(), "");
     ASSERT_OK(cgr_options_init(&o));
     printf("PASS: %d statuses\n", (int)CGR_STATUS_COUNT_);

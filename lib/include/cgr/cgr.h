@@ -87,8 +87,6 @@ CGR_API const char *cgr_status_string(cgr_status s);
  * has seen no failure. Valid until the thread's next cgr call.
  */
 CGR_API const char *cgr_last_error(void);
-/** Clears the calling thread's last-error message. */
-CGR_API void cgr_clear_error(void);
 
 /**
  * Version of the cgr library actually loaded, such as "0.1.0" (the meson
@@ -97,12 +95,6 @@ CGR_API void cgr_clear_error(void);
  * it was compiled against. Never NULL; a static string.
  */
 CGR_API const char *cgr_version(void);
-/**
- * The loaded library's version as one number, MAJOR * 10000 + MINOR * 100 +
- * PATCH, for comparing with CGR_VERSION_NUMBER from cgr_version.h: a value
- * below it means the library is older than the header.
- */
-CGR_API unsigned cgr_version_number(void);
 
 /** Element types of step inputs and outputs. */
 typedef enum cgr_dtype {
@@ -156,8 +148,8 @@ typedef void (*cgr_log_fn)(cgr_log_level level, const char *message, void *user)
  *    CGR_STATUS_INVALID_ARGUMENT rather than ignoring it;
  *  - a struct_size below the first version's fields, or above
  *    CGR_MAX_STRUCT_SIZE, is refused: the struct was not initialized.
- * Output structs with a struct_size (cgr_shape_stats, cgr_shape_info) are
- * documented where they are declared.
+ * An output struct with a struct_size (cgr_shape_info) is documented where
+ * it is declared.
  */
 #define CGR_MAX_STRUCT_SIZE 4096
 
@@ -508,47 +500,6 @@ typedef enum cgr_step_mode {
     CGR_MODE_EAGER       /**< capture failed; it runs eagerly (see capture_error) */
 } cgr_step_mode;
 
-/** Counters of one step. */
-typedef struct cgr_step_stats {
-    cgr_step_mode mode;
-    uint64_t runs;            /**< every launched run */
-    uint64_t warmup_runs;     /**< eager warm-up runs */
-    uint64_t replays;         /**< graph launches */
-    uint64_t eager_runs;      /**< eager runs after a failed capture */
-    uint64_t captures;        /**< successful captures */
-    uint64_t capture_failures;
-    double capture_us;        /**< capture + instantiate + upload of the last capture */
-    uint64_t graph_nodes;     /**< nodes in the captured graph (staging included) */
-    uint64_t graph_kernel_nodes; /**< of which kernel nodes */
-    uint64_t graph_memcpy_nodes; /**< of which memcpy nodes */
-    uint64_t zero_copy_tensors; /**< inputs+outputs staged by zero-copy kernels */
-    uint64_t memcpy_tensors;    /**< inputs+outputs staged by memcpy nodes */
-    uint64_t scratch_requests;  /**< cgr_ctx_alloc calls per run */
-    uint64_t scratch_peak;      /**< planned arena bytes of this step */
-    uint64_t scratch_lower_bound; /**< peak live bytes of the trace */
-    uint64_t pinned_bytes;      /**< pinned staging bytes of this step */
-    char capture_error[512];    /**< why the last capture failed; empty otherwise */
-    uint64_t armed_runs;        /**< runs launched ahead (CGR_ACQUIRE_ARM), then launched */
-    uint64_t arm_expired;       /**< of which waited past arm_timeout_us and ran again */
-    uint64_t arm_released;      /**< armed runs let through without their launch:
-                                     cgr_step_release, a failed launch, a synchronizing
-                                     warm-up or destroy on the runtime */
-} cgr_step_stats;
-
-/** Counters of one runtime. */
-typedef struct cgr_runtime_stats {
-    uint64_t steps;           /**< live steps */
-    uint64_t replays;
-    uint64_t captures;
-    uint64_t eager_runs;      /**< warm-up plus fallback runs */
-    double capture_us;        /**< total over all captures */
-    uint64_t arena_reserved;  /**< device bytes mapped for the arena */
-    uint64_t arena_planned;   /**< largest step plan (all steps share the arena) */
-    uint64_t arena_lower_bound; /**< largest peak live bytes */
-    uint64_t persistent_bytes;  /**< step I/O buffers and cgr_persistent_alloc */
-    uint64_t pinned_bytes;      /**< all pinned staging */
-} cgr_runtime_stats;
-
 /** What one run of a step did. */
 typedef enum cgr_run_action {
     CGR_RUN_REPLAY = 0, /**< launched a cached graph */
@@ -578,38 +529,85 @@ typedef enum cgr_eager_reason {
     CGR_EAGER_REASONS
 } cgr_eager_reason;
 
-/** Shape-change counters of one step. Set struct_size = sizeof before the call. */
-typedef struct cgr_shape_stats {
-    size_t struct_size;
-    uint64_t runs;                 /**< = hits + misses */
-    uint64_t hits;                 /**< runs that replayed a cached graph */
-    uint64_t misses;
-    uint64_t new_shapes;           /**< shapes the churn guard saw as new */
-    uint64_t warmup_runs;
-    uint64_t captures;             /**< graphs made (instantiated or updated) */
-    uint64_t capture_failures;     /**< shapes whose capture failed; with capture = 0 each
-                                        shape counts one here when it would have been
-                                        captured (its reason text says so) */
-    uint64_t updates;              /**< graphs made by cudaGraphExecUpdate */
-    uint64_t update_failures;
+/**
+ * Counters of one step, from cgr_step_get_stats(). Each run that launched
+ * is counted once, by what it did:
+ *
+ *     runs = warmup_runs + replays + eager_runs
+ *
+ * A run that captures a graph launches it, so it counts as a replay too:
+ * captures <= replays, updates <= captures, and replays - captures runs
+ * replayed a graph that was already cached. eager_runs is the sum of
+ * eager_by_reason. A run that failed is in none of them.
+ */
+typedef struct cgr_step_stats {
+    cgr_step_mode mode;           /**< how the step's latest run ran */
+    uint64_t runs;                /**< runs launched */
+    uint64_t warmup_runs;         /**< eager runs of a new shape before its capture */
+    uint64_t replays;             /**< runs that launched a graph */
+    uint64_t captures;            /**< of which made it first: captured, then instantiated
+                                       or updated in place */
+    uint64_t updates;             /**< of which updated a cached executable in place */
+    uint64_t eager_runs;          /**< eager runs other than warm-ups */
+    uint64_t eager_by_reason[CGR_EAGER_REASONS]; /**< eager_runs by why; [CGR_EAGER_NONE] is 0 */
+    uint64_t armed_runs;          /**< runs launched ahead (CGR_ACQUIRE_ARM), then launched */
+    uint64_t arm_expired;         /**< of which waited past arm_timeout_us and ran again */
+    uint64_t arm_released;        /**< armed runs let through without their launch:
+                                       cgr_step_release, a failed launch, a synchronizing
+                                       warm-up or destroy on the runtime */
+    /* Shapes (docs/shapes.md). */
+    uint64_t new_shapes;          /**< shapes the churn guard saw as new */
+    uint64_t capture_failures;    /**< shapes whose capture failed; with capture = 0 each
+                                       shape counts one when it would have been captured
+                                       (its reason text says so) */
+    uint64_t update_failures;     /**< updates in place that CUDA refused (then instantiated) */
     uint64_t update_failures_by_reason[16]; /**< by cudaGraphExecUpdateResult; [15]: others */
-    uint64_t evictions;
+    uint64_t evictions;           /**< graphs pushed out of the cache, or taken by an update */
+    uint64_t churn_activations;   /**< times the churn guard tripped */
+    uint64_t churn_recoveries;    /**< times it recovered */
+    uint32_t entries;             /**< graphs cached now */
+    uint64_t bytes;               /**< their estimated bytes (4 KiB per node) */
+    /* Time. */
+    double capture_us;            /**< stream capture, summed over captures */
+    double instantiate_us;        /**< instantiate + upload, summed over instantiated graphs */
+    double update_us;             /**< update + upload, summed over updated graphs */
+    double last_capture_us;       /**< stream capture of the latest capture */
+    double last_make_us;          /**< its instantiate or update (+ upload) */
+    /* The latest captured graph. */
+    uint64_t graph_nodes;         /**< nodes (staging included) */
+    uint64_t graph_kernel_nodes;  /**< of which kernel nodes */
+    uint64_t graph_memcpy_nodes;  /**< of which memcpy nodes */
+    uint64_t zero_copy_tensors;   /**< inputs + outputs staged by zero-copy kernels */
+    uint64_t memcpy_tensors;      /**< inputs + outputs staged by memcpy nodes */
+    /* Memory. */
+    uint64_t scratch_requests;    /**< cgr_ctx_alloc calls per run, of the latest planned shape */
+    uint64_t scratch_peak;        /**< largest scratch plan among the step's shapes */
+    uint64_t scratch_lower_bound; /**< peak live bytes of the latest planned trace */
+    uint64_t pinned_bytes;        /**< the step's pinned staging */
+    uint64_t arena_bytes;         /**< the runtime's arena, shared by all steps and shapes */
+    char capture_error[512];      /**< why the latest capture failed; "" after a success */
+    char last_update_error[256];  /**< why the latest update failed; "" if none */
+    char churn_warning[512];      /**< the latest churn guard warning; "" if none */
+} cgr_step_stats;
+
+/**
+ * Counters of one runtime: the run counters are the sums of its live and
+ * destroyed steps', defined as in cgr_step_stats.
+ */
+typedef struct cgr_runtime_stats {
+    uint64_t steps;             /**< live steps */
+    uint64_t runs;
+    uint64_t warmup_runs;
+    uint64_t replays;
+    uint64_t captures;
     uint64_t eager_runs;
-    uint64_t eager_by_reason[CGR_EAGER_REASONS];
-    uint64_t churn_activations;
-    uint64_t churn_recoveries;
-    double capture_us;             /**< stream capture, summed */
-    double instantiate_us;         /**< instantiate + upload, summed over instantiated graphs */
-    double update_us;              /**< update + upload, summed over updated graphs */
-    double last_capture_us;        /**< of the latest capture */
-    double last_make_us;           /**< its instantiate or update (+ upload) */
-    uint32_t entries;              /**< graphs cached now */
-    uint64_t bytes;                /**< their estimated bytes */
-    uint64_t arena_bytes;          /**< the runtime's arena, shared by all steps and shapes */
-    uint64_t scratch_peak;         /**< largest scratch plan among this step's shapes */
-    char last_update_error[256];   /**< why the latest update failed; "" if none */
-    char churn_warning[512];       /**< the latest churn guard warning; "" if none */
-} cgr_shape_stats;
+    double capture_us;          /**< stream capture + instantiate or update, summed */
+    uint64_t arena_reserved;    /**< device bytes mapped for the arena */
+    uint64_t arena_planned;     /**< largest step plan (all steps share the arena) */
+    uint64_t arena_lower_bound; /**< largest peak live bytes */
+    uint64_t persistent_bytes;  /**< step I/O buffers and cgr_persistent_alloc */
+    uint64_t pinned_bytes;      /**< all pinned staging */
+} cgr_runtime_stats;
 
 /** One shape of a step, from cgr_step_shape_at(). Set struct_size first. */
 typedef struct cgr_shape_info {
@@ -626,7 +624,6 @@ typedef struct cgr_shape_info {
     char text[256];                 /**< not cached: the capture error or the sizes */
 } cgr_shape_info;
 
-CGR_API cgr_status cgr_step_get_shape_stats(const cgr_step *step, cgr_shape_stats *out);
 /**
  * Shape `index` of the step: cached graphs first, most recently used
  * first, then the shapes that run eagerly for good.
@@ -634,7 +631,9 @@ CGR_API cgr_status cgr_step_get_shape_stats(const cgr_step *step, cgr_shape_stat
  */
 CGR_API cgr_status cgr_step_shape_at(const cgr_step *step, int index, cgr_shape_info *out);
 
+/** The step's counters (cgr_step_stats), a consistent snapshot. */
 CGR_API cgr_status cgr_step_get_stats(const cgr_step *step, cgr_step_stats *out);
+/** The runtime's counters (cgr_runtime_stats), a consistent snapshot. */
 CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stats *out);
 
 /**
@@ -652,10 +651,12 @@ CGR_API cgr_status cgr_ctx_stream(const cgr_ctx *ctx, cgr_stream *out);
 CGR_API cgr_status cgr_ctx_input(const cgr_ctx *ctx, int index, void **out);
 /** Static device buffer of output `index`. */
 CGR_API cgr_status cgr_ctx_output(const cgr_ctx *ctx, int index, void **out);
-/** Shape of input `index` in this run: the bucket shape for a step with dynamic dims. */
-CGR_API cgr_status cgr_ctx_input_desc(const cgr_ctx *ctx, int index, const cgr_tensor_desc **out);
-/** Shape of output `index` in this run (as cgr_ctx_input_desc). */
-CGR_API cgr_status cgr_ctx_output_desc(const cgr_ctx *ctx, int index, const cgr_tensor_desc **out);
+/**
+ * Shape of input `index` (output = 0) or output `index` (output = 1) in
+ * this run: the bucket shape for a step with dynamic dims.
+ */
+CGR_API cgr_status cgr_ctx_desc(const cgr_ctx *ctx, int output, int index,
+                                const cgr_tensor_desc **out);
 /**
  * Scratch memory for this run, 256-byte aligned. During capture and replay
  * it is a fixed place in the arena, so the same request gets the same
@@ -702,7 +703,7 @@ CGR_API cgr_status cgr_step_set_seed(cgr_step *step, uint64_t seed);
 /**
  * Dynamic dim `index` of this run. *bucket (may be NULL) is the size the
  * run is shaped for: use it for launch shapes, loops and scratch sizes, and
- * read tensors at their bucket shape (cgr_ctx_input_desc() gives it).
+ * read tensors at their bucket shape (cgr_ctx_desc() gives it).
  * *true_value (may be NULL) is the run's true size, for eager decisions
  * only: a graph bakes in what the step did while captured, and replays
  * serve every size of the bucket. *dev (may be NULL) points at the true
@@ -739,9 +740,6 @@ typedef struct cgr_launch_cfg {
  */
 CGR_API cgr_status cgr_launch_kernel(cgr_stream stream, const void *kernel,
                                      const cgr_launch_cfg *cfg, void **args);
-
-/** 1 when this build of cgr has cuDNN support. */
-CGR_API int cgr_has_cudnn(void);
 
 #ifdef __cplusplus
 }
