@@ -9,7 +9,6 @@
 #include "lib.h"
 #include "replay.h"
 
-
 static void copy_tensor(cgr__tensor *dst, const cgr_tensor_desc *src)
 {
     dst->desc = *src;
