@@ -29,7 +29,7 @@ static void copy_tensor(cgr__tensor *dst, const cgr_tensor_desc *src)
 
 /*
  * Dynamic dims: names, maxima, which tensor axes they size, padding values,
- * and the shape manager that decides what each run does. A step without
+ * and the shape table that decides what each run does. A step without
  * dynamic dims gets a manager too, with no dims: its one shape warms up,
  * captures and replays through the same code.
  */

@@ -2,7 +2,7 @@
  * Bucket policy for one dynamic dim (pure C, no CUDA).
  *
  * A dynamic dim's true value is rounded up to a bucket, and the bucket is
- * what goes into the shape signature: every true value that falls into one
+ * what keys the step's shape table: every true value that falls into one
  * bucket replays the same graph, with the inputs padded up to the bucket
  * (the true dims travel to the device separately, so kernels can mask the
  * padding). Two policies:

@@ -5,12 +5,12 @@
  * changing is better run eagerly. The guard watches one stream of steps
  * and says, step by step, whether to run eagerly:
  *
- *  - graph mode (the start): each step reports whether its signature was
+ *  - graph mode (the start): each step reports whether its shape was
  *    new (a capture would be needed). When the K-th new shape arrives
  *    within W steps of the K-1 before it, that is K new shapes at steps
  *    t1 < ... < tK with tK - t1 < W, the guard trips: that step and the
  *    following ones run eagerly.
- *  - eager mode: the guard counts consecutive steps with no new signature;
+ *  - eager mode: the guard counts consecutive steps with no new shape;
  *    any new one resets the count. When it reaches S, the guard recovers
  *    and that step runs in graph mode again. The history of new shapes is
  *    forgotten both on tripping and on recovering, so tripping again takes
@@ -19,8 +19,7 @@
  * Tripping (K in W) and recovering (S stable) use different evidence, which
  * is the hysteresis: a workload at the edge does not flip every step.
  * What counts as a "new shape" is the caller's choice (for the runtime: a
- * miss in the graph cache in graph mode; a signature not seen before in
- * eager mode). One step is one cgr__churn_observe() call; every call takes
+ * shape with no entry in the shape table, in either mode). One step is one cgr__churn_observe() call; every call takes
  * O(1) time, allocates nothing and depends only on the calls before it.
  */
 #ifndef CGR_CHURN_H
@@ -67,7 +66,7 @@ typedef struct cgr__churn {
 cgr_status cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t stable_steps);
 
 /**
- * Observes one step: is_new_shape is nonzero when the step's signature was
+ * Observes one step: is_new_shape is nonzero when the step's shape was
  * new. *eager_out receives 1 when this step must run eagerly, *tripped_now 1
  * when the guard tripped on this step, *recovered_now 1 when it recovered on
  * this step (that step is not eager). Each output may be NULL. Always

@@ -8,7 +8,7 @@
 #include "replay.h"
 
 _Static_assert(CGR__SHAPES_TEXT_MAX == sizeof(((cgr_shape_info *)0)->text),
-               "cgr_shape_info.text holds a shape manager text");
+               "cgr_shape_info.text holds a shape table text");
 
 CGR_API const char *cgr_run_action_name(cgr_run_action a)
 {

@@ -63,7 +63,7 @@ static void test_init(void)
     ASSERT_EQ(cgr__churn_init(&g, 3, 10, 0), CGR_STATUS_INVALID_ARGUMENT); /* S = 0 */
     ASSERT_EQ(cgr__churn_init(&g, 1, 0, 1), CGR_STATUS_INVALID_ARGUMENT);
     ASSERT_EQ(memcmp(&g, &before, sizeof g), 0);
-    /* A NULL guard is a precondition, asserted: cgr's shape manager always has one. */
+    /* A NULL guard is a precondition, asserted: cgr's shape table always has one. */
     ASSERT_DIES(cgr__churn_init(NULL, 3, 10, 10));
     ASSERT_DIES(cgr__churn_observe(NULL, 1, NULL, NULL, NULL));
     ASSERT_DIES(cgr__churn_eager(NULL));
