@@ -226,6 +226,46 @@ static cgr_status graph_finish(cgr_step *s, cudaGraph_t g, const io_nodes *io, c
     return CGR_STATUS_OK;
 }
 
+/* Memory-allocation nodes of g: what most often makes an instantiation fail. */
+static size_t count_alloc_nodes(cudaGraph_t g)
+{
+    size_t n = 0, allocs = 0;
+    if (cudaGraphGetNodes(g, NULL, &n) != cudaSuccess || n == 0)
+        return 0;
+    cudaGraphNode_t *nodes = malloc(n * sizeof *nodes);
+    if (nodes && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess)
+        for (size_t i = 0; i < n; i++) {
+            enum cudaGraphNodeType t;
+            if (cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess &&
+                t == cudaGraphNodeTypeMemAlloc)
+                allocs++;
+        }
+    free(nodes);
+    return allocs;
+}
+
+/*
+ * A graph that captured cleanly but cannot be instantiated is still a
+ * capture that failed, for a reason of the step's making: the caller runs
+ * the shape eagerly, as after any failed capture.
+ */
+static cgr_status instantiate_failed(const cgr_step *s, cudaGraph_t g, cudaError_t e)
+{
+    size_t allocs = count_alloc_nodes(g);
+    (void)cudaGetLastError();
+    cgr__fail(CGR_STATUS_CAPTURE_FAILED, __FILE__, __LINE__,
+              "capture of step '%s': cudaGraphInstantiate failed with %s (%s)", s->name,
+              cudaGetErrorName(e), cudaGetErrorString(e));
+    if (allocs)
+        cgr__error_append(
+            "the graph holds %zu memory-allocation nodes, which CUDA allows in only one "
+            "executable and not in every graph: they come from cudaMallocAsync in the step, "
+            "or from a cuBLAS handle without a workspace (use cgr_ctx_cublas(), or give your "
+            "handle one with cublasSetWorkspace); allocate with cgr_ctx_alloc() instead",
+            allocs);
+    return CGR_STATUS_CAPTURE_FAILED;
+}
+
 /* The executable of the template; takes the template (kept or destroyed). */
 static cgr_status instantiate(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *out)
 {
@@ -237,7 +277,7 @@ static cgr_status instantiate(cgr_step *s, cudaGraph_t g, const io_nodes *io, cg
     cudaError_t e = CGR__FAULT(CGR__FAULT_INSTANTIATE) ? cudaErrorInvalidValue
                                                         : cudaGraphInstantiate(&exec, g, 0);
     if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaGraphInstantiate", __FILE__, __LINE__);
+        return instantiate_failed(s, g, e);
     out->exec = exec;
     /* Upload now so the first replay does not pay for it. */
     CGR_CUDA_TRY(cudaGraphUpload(out->exec, s->rt->stream));

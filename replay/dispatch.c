@@ -140,11 +140,21 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
             else
                 cgr__graph_free(co.graph);
         }
-        if (st == CGR_STATUS_CAPTURE_FAILED)
-            capture_refused(s, cgr_last_error());
-        else
+        if (st != CGR_STATUS_CAPTURE_FAILED) {
             (void)cgr__shapes_capture_cancel(s->shapes);
-        return st;
+            return st;
+        }
+        /*
+         * Nothing of this run has executed: a capture records work without
+         * running it. So the run goes eagerly now, on the inputs already in
+         * its slot, and the caller's ticket completes as any other; the
+         * failure is in the stats and the log. Every rank agreed on the
+         * failure (comm), so all of them run this shape eagerly alike.
+         */
+        capture_refused(s, cgr_last_error());
+        *action = CGR_RUN_EAGER;
+        *reason = CGR_EAGER_CAPTURE_FAILED;
+        return eager_run(s, slot, plan);
     }
     cgr__graph *g = co.graph;
     cgr__shapes_capture_result r;

@@ -41,7 +41,7 @@
     X(CAPTURE_INVALIDATE, "capture_invalidate",                                            \
       "a scratch request during capture invalidates the capture, as an illegal call in "   \
       "the step would")                                                                    \
-    X(INSTANTIATE, "instantiate", "cudaGraphInstantiate (once per slot); cudaErrorInvalidValue") \
+    X(INSTANTIATE, "instantiate", "cudaGraphInstantiate (once per shape); cudaErrorInvalidValue") \
     X(CUBLAS, "cublas",                                                                    \
       "cublasCreate, cublasSetStream (first use) and the per-run cublasSetWorkspace")      \
     X(CUDNN, "cudnn", "cudnnCreate and cudnnSetStream (first use)")

@@ -305,6 +305,12 @@ typedef struct cgr_dim_use {
  * (e.g. CGR_STATUS_OUT_OF_MEMORY, CGR_STATUS_CUBLAS_ERROR) and message.
  * It must make the same scratch requests, in the same order, on every call
  * (for a step with dynamic dims: on every call with the same buckets).
+ *
+ * It may be called twice for one run: when the capture of a run fails
+ * (an illegal call in the step, or a graph CUDA cannot instantiate), that
+ * run is not lost; cgr calls the function again, eagerly, on the same
+ * inputs (cgr_ctx_is_capturing() tells the calls apart), and the reason is
+ * kept in cgr_step_stats.capture_error.
  */
 typedef cgr_status (*cgr_step_fn)(cgr_ctx *ctx, void *user);
 
@@ -386,7 +392,9 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **step);
  * dims, dims may be NULL (it is not read).
  *
  * The first warmup_runs runs of a shape run eagerly; the next one captures
- * the graph and launches it; later runs are one cudaGraphLaunch each.
+ * the graph and launches it; later runs are one cudaGraphLaunch each. A
+ * run whose capture fails executes eagerly instead and succeeds (see
+ * cgr_step_fn).
  */
 
 /** A pinned staging slot handed to the caller. */
