@@ -9,6 +9,7 @@
 
 #include "arena.h"
 #include "check.h"
+#include "driver.h"
 #include "fault.h"
 
 /* Driver VMM entry points, fetched once per process through the runtime. */
@@ -36,15 +37,8 @@ static struct {
 
 static cgr_status load_one(const char *name, void **out)
 {
-    enum cudaDriverEntryPointQueryResult q;
-    cudaError_t e = cudaGetDriverEntryPointByVersion(name, out, 12000, cudaEnableDefault, &q);
-    if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaGetDriverEntryPointByVersion", __FILE__, __LINE__);
-    if (q != cudaDriverEntryPointSuccess || *out == NULL)
-        return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED,
-                        "the driver has no %s (virtual memory management is needed for the arena)",
-                        name);
-    return CGR_STATUS_OK;
+    return cgr__driver_entry(name, 12000, "virtual memory management is needed for the arena",
+                             out);
 }
 
 static cgr_status load_all(void)

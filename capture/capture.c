@@ -188,6 +188,8 @@ void cgr__graph_free(cgr__graph *g)
     /* CUDA frees an executable that is still running once it completes. */
     if (g->exec)
         cudaGraphExecDestroy(g->exec);
+    if (g->check && g->check != g->tmpl)
+        cudaGraphDestroy(g->check);
     if (g->tmpl)
         cudaGraphDestroy(g->tmpl);
     free(g);
@@ -324,9 +326,13 @@ static cgr_status update(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__gr
     return CGR_STATUS_OK;
 }
 
-/* Turns the captured template into a graph: update the offer, or instantiate. */
+/*
+ * Turns the captured template into a graph: update the offer, or
+ * instantiate. keep_check: keep the template for the frozen-value check of
+ * the shape's next run.
+ */
 static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *offer,
-                             cgr__capture_out *out)
+                             int keep_check, cgr__capture_out *out)
 {
     double t0 = cgr__now_us();
     if (offer) {
@@ -335,7 +341,14 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
                                sizeof out->update_text);
         cgr__range_pop();
         if (st == CGR_STATUS_OK) {
-            cudaGraphDestroy(g);
+            /* An offer never checked still holds its own old template. */
+            if (offer->check && offer->check != offer->tmpl)
+                cudaGraphDestroy(offer->check);
+            offer->check = NULL;
+            if (keep_check)
+                offer->check = g;
+            else
+                cudaGraphDestroy(g);
             out->graph = offer;
             out->updated = 1;
             out->make_us = cgr__now_us() - t0;
@@ -364,10 +377,12 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
     cgr__range_push("cgr instantiate");
     cgr_status st = instantiate(s, g, io, ng);
     cgr__range_pop();
-    /* Kept only where its memcpy nodes are needed to repoint the executable. */
+    /* Kept where its memcpy nodes are needed to repoint the executable, or for the check. */
     if (st == CGR_STATUS_OK && ng->n_copies)
         ng->tmpl = g;
-    else
+    if (st == CGR_STATUS_OK && keep_check)
+        ng->check = g;
+    if (!ng->tmpl && !ng->check)
         cudaGraphDestroy(g);
     if (st != CGR_STATUS_OK) {
         cgr__graph_free(ng);
@@ -378,11 +393,10 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
     return CGR_STATUS_OK;
 }
 
-static cgr_status capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
-                          cgr__capture_out *out)
+/* Records one run of the step, staging included, into *out; nothing executes. */
+static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io_out, cudaGraph_t *out)
 {
     cgr_runtime *rt = s->rt;
-    double t0 = cgr__now_us();
     io_nodes io;
     plan_io(s, rt->opt.zero_copy_max_bytes, &io);
 
@@ -421,12 +435,25 @@ static cgr_status capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
         cudaGraphDestroy(g);
         return CGR_FAIL(f.body, "%s", f.body_msg);
     }
+    *io_out = io;
+    *out = g;
+    return CGR_STATUS_OK;
+}
+
+static cgr_status capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
+                          cgr__capture_out *out)
+{
+    cgr_runtime *rt = s->rt;
+    double t0 = cgr__now_us();
+    io_nodes io;
+    cudaGraph_t g = NULL;
+    CGR_TRY(record(s, plan, &io, &g));
     out->capture_us = cgr__now_us() - t0;
     cgr__graph node_counts;
     memset(&node_counts, 0, sizeof node_counts);
     cgr__graph_report(s, g, &node_counts);
     /* Takes g. */
-    cgr_status st = make_graph(s, g, &io, offer, out);
+    cgr_status st = make_graph(s, g, &io, offer, rt->opt.frozen_check, out);
     if (st != CGR_STATUS_OK)
         return st;
     out->graph->kernel_nodes = node_counts.kernel_nodes;
@@ -436,6 +463,46 @@ static cgr_status capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
              s->name, (unsigned long long)out->graph->nodes,
              out->updated ? "updated in place" : "instantiated", out->capture_us, out->make_us);
     return CGR_STATUS_OK;
+}
+
+cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
+                              cgr__check_out *out)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = cgr__now_us();
+    io_nodes io;
+    cudaGraph_t again = NULL;
+    cgr__range_push("cgr frozen-value check");
+    cgr_status st = record(s, plan, &io, &again);
+    out->capture_us = cgr__now_us() - t0;
+    if (st == CGR_STATUS_OK) {
+        st = cgr__graphs_compare(s, g->check, again, out->text, sizeof out->text);
+        if (st != CGR_STATUS_OK && st != CGR_STATUS_CAPTURE_FAILED) {
+            /* The graphs could not be read (an old driver): replay unchecked, as without it. */
+            cgr__log(s->rt, CGR_LOG_WARN,
+                     "step '%s': the frozen-value check could not compare this shape's graphs, "
+                     "so it replays unchecked: %s",
+                     s->name, cgr_last_error());
+            st = CGR_STATUS_OK;
+        }
+    }
+    if (st == CGR_STATUS_OK) {
+        cudaGraphDestroy(again);
+        if (g->check != g->tmpl)
+            cudaGraphDestroy(g->check);
+        g->check = NULL;
+        out->same = 1;
+    } else if (st == CGR_STATUS_CAPTURE_FAILED && again) {
+        /* This run's own capture is right for this run: instantiated, it runs once. */
+        cgr__capture_out co;
+        memset(&co, 0, sizeof co);
+        st = make_graph(s, again, &io, NULL, 0, &co);
+        out->own = co.graph;
+    } else if (again) {
+        cudaGraphDestroy(again);
+    }
+    cgr__range_pop();
+    return st;
 }
 
 cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer, cgr__capture_out *out)

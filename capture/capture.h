@@ -29,6 +29,10 @@ typedef struct cgr__graph {
     int n_copies;
     cgr__graph_copy copies[2 * CGR_MAX_TENSORS];
     uint32_t copy_slot;       /* the slot its memcpy nodes point at; UINT32_MAX: unknown */
+    /* The template of its capture, kept until the next run's capture of the
+     * shape was compared with it (freeze.c); NULL once checked or when the
+     * check is off. May be tmpl itself. */
+    cudaGraph_t check;
     /* Its staging kernels read the slot index, the last one advances it and
      * publishes a completion flag. 0: it has no staging kernel. */
     int flag;
@@ -61,6 +65,29 @@ typedef struct cgr__capture_out {
  * free). On failure out->graph is NULL.
  */
 cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer, cgr__capture_out *out);
+/* What the frozen-value check of a graph found (cgr__capture_check). */
+typedef struct cgr__check_out {
+    int same;             /* the run's capture matched: replay the graph */
+    cgr__graph *own;      /* !same: this run's own graph, to launch once and free */
+    char text[512];       /* !same: the first difference */
+    double capture_us;
+} cgr__check_out;
+/*
+ * Captures the current run of the step again and compares it with the
+ * template kept in `g` (freeze.c). Same: drops the template, out->same = 1.
+ * Different: instantiates the run's own capture into out->own (it is this
+ * run, computed right) and says why in out->text. A capture that fails
+ * returns CGR_STATUS_CAPTURE_FAILED as cgr__capture() does.
+ */
+cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
+                              cgr__check_out *out);
+/*
+ * Compares two captures of one shape node by node (freeze.c): OK when they
+ * are the same graph, CGR_STATUS_CAPTURE_FAILED with the first difference
+ * in msg otherwise, another status when the graphs cannot be read.
+ */
+cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, cudaGraph_t b, char *msg,
+                               size_t cap);
 /* Destroys a graph's executables (in-flight ones are freed by CUDA once done) and frees it. */
 void cgr__graph_free(cgr__graph *g);
 void cgr__plan_reset(cgr__shape_plan *p);

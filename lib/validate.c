@@ -45,6 +45,7 @@ static void options_defaults(cgr_options *opt)
     opt->churn_shapes = 8;
     opt->churn_window = 64;
     opt->churn_stable = 32;
+    opt->frozen_check = 1;
 }
 
 CGR_API cgr_status cgr_options_init_size(cgr_options *opt, size_t struct_size)
@@ -107,6 +108,9 @@ static cgr_status check_options(const cgr_options *o)
     if (o->shape_spare != 0 && o->shape_spare != 1)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.shape_spare is %d, must be 0 or 1", o->shape_spare);
+    if (o->frozen_check != 0 && o->frozen_check != 1)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_options.frozen_check is %d, must be 0 or 1", o->frozen_check);
     return CGR_STATUS_OK;
 }
 
@@ -126,25 +130,39 @@ cgr_status cgr__validate_options(const cgr_options *opt)
     return cgr__options_load(opt, &o);
 }
 
+/* *field = a copy of src (NULL or "" gives NULL). */
+static cgr_status own_string(const char **field, const char *src, const char *what)
+{
+    *field = NULL;
+    if (!src || !src[0])
+        return CGR_STATUS_OK;
+    size_t n = strlen(src) + 1;
+    char *copy = malloc(n);
+    if (!copy)
+        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_runtime_create: copying %s", what);
+    memcpy(copy, src, n);
+    *field = copy;
+    return CGR_STATUS_OK;
+}
+
 cgr_status cgr__options_own_strings(cgr_options *o)
 {
     const char *dir = o->dump_dir ? o->dump_dir : getenv("CGR_DUMP_DIR");
-    o->dump_dir = NULL;
-    if (!dir || !dir[0])
-        return CGR_STATUS_OK;
-    size_t n = strlen(dir) + 1;
-    char *copy = malloc(n);
-    if (!copy)
-        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_runtime_create: copying dump_dir");
-    memcpy(copy, dir, n);
-    o->dump_dir = copy;
-    return CGR_STATUS_OK;
+    const char *allow = o->frozen_allow;
+    o->frozen_allow = NULL;
+    CGR_TRY(own_string(&o->dump_dir, dir, "dump_dir"));
+    cgr_status st = own_string(&o->frozen_allow, allow, "frozen_allow");
+    if (st != CGR_STATUS_OK)
+        cgr__options_free_strings(o);
+    return st;
 }
 
 void cgr__options_free_strings(cgr_options *o)
 {
     free((void *)o->dump_dir);
+    free((void *)o->frozen_allow);
     o->dump_dir = NULL;
+    o->frozen_allow = NULL;
 }
 
 cgr_status cgr__tensor_bytes(const cgr_tensor_desc *t, size_t *bytes)

@@ -5,7 +5,8 @@
  *   WARMUP   eager run of a new shape (the first traces its scratch)
  *   CAPTURE  capture the shape; update an offered executable in place or
  *            instantiate; cache it; launch it
- *   EAGER    eager run (churn guard, failed capture, too large)
+ *   EAGER    eager run (churn guard, failed capture, too large, frozen value)
+ *   REPLAY of a graph not checked yet: the frozen-value check (below)
  *
  * A step without dynamic dims has one shape and goes through the same
  * path: warm-up runs, one capture, replays. Everything runs under rt->lock
@@ -14,6 +15,7 @@
  * shape and the bucket's (padding inputs, packing outputs).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "replay.h"
@@ -199,6 +201,84 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     ss->memcpy_tensors = made.memcpy_tensors;
     rt->capture_us += co.capture_us + co.make_us;
     return CGR_STATUS_OK;
+}
+
+/* The shape's graph is wrong for later runs: the shape runs eagerly from now on. */
+static void graph_refused(cgr_step *s, const cgr__shapes_decision *d, cgr__shapes_reason reason,
+                          const char *why)
+{
+    cgr_step_stats *ss = &s->stats;
+    cgr__shapes_freed victim;
+    snprintf(ss->capture_error, sizeof ss->capture_error, "%s", why);
+    /* CUDA frees the executable once a launch still running it is done. */
+    if (cgr__shapes_refuse(s->shapes, d->entry, reason, ss->capture_error, &victim) ==
+        CGR_STATUS_OK)
+        cgr__graph_free(victim.payload);
+    ss->mode = CGR_MODE_EAGER;
+    cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name,
+             ss->capture_error);
+}
+
+/*
+ * The run after a shape's capture: captured again and compared with the
+ * first capture (capture/freeze.c) before that graph ever serves another
+ * run. The same: this run replays it, and so do later runs. Different:
+ * this run's own capture is right for this run and is launched once; the
+ * shape runs eagerly from then on. All ranks of a communicator agree, so
+ * that none replays a graph whose peers run eagerly.
+ */
+cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
+                          uint8_t *action, uint8_t *reason)
+{
+    cgr__graph *g = d->payload;
+    cgr__shape_plan *plan = &s->plans[d->entry];
+    if (s->waiters > 0)
+        return CGR_FAIL(CGR_STATUS_BUSY,
+                        "step '%s' is due for its frozen-value check while another thread waits "
+                        "on it; nothing was launched, try again",
+                        s->name);
+    cgr__check_out co;
+    cgr_status local = cgr__capture_check(s, plan, g, &co);
+    if (local == CGR_STATUS_OK && !co.same)
+        local = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
+                         "step '%s': its graph froze a value that changes from run to run, so "
+                         "it is not replayed: %s. A graph replays the values it was captured "
+                         "with: pass a value that changes per run through a step input or "
+                         "device memory (or name the kernel in cgr_options.frozen_allow)",
+                         s->name, co.text);
+    cgr_status st = cgr__comm_after_capture(s->rt, s, local);
+    s->stats.frozen_checks++;
+    if (st != CGR_STATUS_OK && st != CGR_STATUS_CAPTURE_FAILED) {
+        cgr__graph_free(co.own);
+        return st;
+    }
+    if (st == CGR_STATUS_OK) {
+        *action = CGR_RUN_REPLAY;
+        return cgr__launch_graph(s, g, slot, 0);
+    }
+    /* Refused. This run executes by what is right for it, counted as what it did. */
+    char why[512];
+    snprintf(why, sizeof why, "%s", cgr_last_error());
+    int recorded = co.own != NULL || co.same;
+    cgr_status ls;
+    if (co.own) {
+        /* Its own capture, launched once: CUDA frees it when the launch is done. */
+        ls = cgr__launch_graph(s, co.own, slot, 0);
+        *action = CGR_RUN_CAPTURE;
+    } else if (co.same) {
+        /* The same here, refused by a peer: the first graph is right for this run. */
+        ls = cgr__launch_graph(s, g, slot, 0);
+        *action = CGR_RUN_REPLAY;
+    } else {
+        /* This run's capture failed: nothing of it ran yet. */
+        ls = eager_run(s, slot, plan);
+        *action = CGR_RUN_EAGER;
+        *reason = CGR_EAGER_CAPTURE_FAILED;
+    }
+    cgr__graph_free(co.own);
+    graph_refused(s, d, recorded ? CGR__SHAPES_REASON_FROZEN : CGR__SHAPES_REASON_CAPTURE_FAILED,
+                  why);
+    return ls;
 }
 
 cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,

@@ -17,6 +17,9 @@ cgr_status cgr__launch_graph(cgr_step *s, struct cgr__graph *g, uint32_t slot, i
 /* Carries out a decision other than REPLAY on `slot` (replay/dispatch.c) and
  * says what the run was in *action (cgr_run_action) and, for an eager run,
  * why in *reason (cgr_eager_reason); rt->lock held, device entered. */
+/* The frozen-value check of a shape's graph on its first replay (dispatch.c). */
+cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
+                          uint8_t *action, uint8_t *reason);
 cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                          uint8_t *action, uint8_t *reason);
 /* The public cgr_eager_reason of a shape table reason (replay/shape_stats.c). */

@@ -162,7 +162,10 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
         cgr__stage_inputs(s, slot, d.true_dims);
     }
     uint8_t action = CGR_RUN_REPLAY, reason = CGR_EAGER_NONE;
-    if (d.action == CGR__SHAPES_REPLAY) {
+    if (d.action == CGR__SHAPES_REPLAY && ((cgr__graph *)d.payload)->check) {
+        /* Its first replay: the frozen-value check (arm_ahead never arms such a graph). */
+        st = cgr__run_check(s, slot, &d, &action, &reason);
+    } else if (d.action == CGR__SHAPES_REPLAY) {
         /* An armed run that went is launched; again only if it had expired. */
         st = armed && !expired ? CGR_STATUS_OK : cgr__launch_graph(s, d.payload, slot, 0);
         if (st == CGR_STATUS_OK)
@@ -281,7 +284,8 @@ static cgr_status check_acquired(const cgr_step *s, const cgr_slot *slot, const 
 static int arm_ahead(cgr_step *s, uint32_t slot, cgr_status *st)
 {
     cgr__graph *g = cgr__shapes_peek(s->shapes, s->run_dims, s->armed_bucket);
-    if (!g || !g->gated)
+    /* A graph not checked yet must be captured again at this run, not launched ahead. */
+    if (!g || !g->gated || g->check)
         return 0;
     int prev = 0;
     *st = cgr__device_enter(s->rt, &prev);

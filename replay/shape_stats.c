@@ -103,6 +103,8 @@ cgr_eager_reason cgr__public_reason(cgr__shapes_reason r)
         return CGR_EAGER_CAPTURE_FAILED;
     case CGR__SHAPES_REASON_TOO_LARGE:
         return CGR_EAGER_TOO_LARGE;
+    case CGR__SHAPES_REASON_FROZEN:
+        return CGR_EAGER_FROZEN_VALUE;
     default:
         return CGR_EAGER_NONE;
     }

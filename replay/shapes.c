@@ -529,6 +529,30 @@ cgr_status cgr__shapes_capture_failed(cgr__shapes *m, const char *text)
     return CGR_STATUS_OK;
 }
 
+cgr_status cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr__shapes_reason reason,
+                              const char *text, cgr__shapes_freed *out)
+{
+    if (!shapes_ok(m) || out == NULL || entry >= m->capacity ||
+        (reason != CGR__SHAPES_REASON_FROZEN && reason != CGR__SHAPES_REASON_CAPTURE_FAILED))
+        return CGR_STATUS_INVALID_ARGUMENT;
+    cgr__shape *e = &m->entries[entry];
+    if (m->capturing || e->state != CGR__SHAPE_GRAPH)
+        return CGR_STATUS_WRONG_STATE;
+    int64_t dims[CGR_MAX_DYN_DIMS];
+    memcpy(dims, e->dims, sizeof dims);
+    uint64_t last_use = e->last_use;
+    int was_last = m->last == entry;
+    /* Not an eviction: the graph leaves because it is wrong, not for room. */
+    remove_graph(m, entry, out);
+    m->stats.evictions--;
+    memcpy(e->dims, dims, sizeof dims);
+    e->last_use = last_use;
+    if (was_last)
+        m->last = entry;
+    make_eager(m, entry, reason, text != NULL ? text : "");
+    return CGR_STATUS_OK;
+}
+
 cgr_status cgr__shapes_capture_cancel(cgr__shapes *m)
 {
     if (!shapes_ok(m))
@@ -643,6 +667,7 @@ const char *cgr__shapes_reason_name(cgr__shapes_reason r)
     case CGR__SHAPES_REASON_CHURN: return "churn guard";
     case CGR__SHAPES_REASON_CAPTURE_FAILED: return "capture failed";
     case CGR__SHAPES_REASON_TOO_LARGE: return "too large";
+    case CGR__SHAPES_REASON_FROZEN: return "frozen value";
     case CGR__SHAPES_REASONS: break;
     }
     return "invalid";

@@ -16,7 +16,8 @@
  *            Bounded by max_entries and by max_bytes (the payloads'
  *            estimated bytes); the least recently used goes first.
  *   EAGER    runs eagerly for good, with a reason and its text: the
- *            capture failed, or the graph alone exceeded max_bytes. At
+ *            capture failed, the graph alone exceeded max_bytes, or the
+ *            runtime found its graph wrong for later runs (refuse()). At
  *            most CGR__SHAPES_MAX_EAGER; the least recently used is
  *            forgotten first (that shape is then new again).
  *
@@ -104,7 +105,8 @@ typedef enum cgr__shapes_reason {
     CGR__SHAPES_REASON_CHURN = 1,          /**< churn guard tripped, shape not cached */
     CGR__SHAPES_REASON_CAPTURE_FAILED = 2, /**< this shape's capture failed earlier */
     CGR__SHAPES_REASON_TOO_LARGE = 3,      /**< its graph exceeded the byte budget */
-    CGR__SHAPES_REASONS = 4
+    CGR__SHAPES_REASON_FROZEN = 4,         /**< its graph froze a value that changes per run */
+    CGR__SHAPES_REASONS = 5
 } cgr__shapes_reason;
 
 /** Where the executable offered for update in place comes from. */
@@ -368,6 +370,19 @@ cgr_status cgr__shapes_capture_cancel(cgr__shapes *m);
  */
 cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
                                      cgr__shapes_freed *victim);
+
+/**
+ * The graph of GRAPH entry `entry` must not be replayed again (the
+ * runtime found that it froze a value that changes from run to run, or
+ * could not capture the shape again): the entry runs EAGER for `reason`
+ * (FROZEN or CAPTURE_FAILED) from now on with `text` (NULL is ""), and its
+ * payload goes to *out for the caller to free. Allowed between decisions,
+ * not while a capture is in flight. CGR_STATUS_WRONG_STATE when the entry
+ * holds no graph or a capture is in flight, CGR_STATUS_INVALID_ARGUMENT
+ * for NULLs or an entry out of range.
+ */
+cgr_status cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr__shapes_reason reason,
+                              const char *text, cgr__shapes_freed *out);
 
 /**
  * Hands back one payload still held: graphs, least recently used first,

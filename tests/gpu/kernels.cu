@@ -34,6 +34,22 @@ __global__ void affine_kernel(float *y, const float *x, size_t n)
         y[i] = 2.0f * x[i] + 1.0f;
 }
 
+/* t by value: what a graph freezes at its capture. */
+__global__ void add_scalar_kernel(float *y, const float *x, float t, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = x[i] + t;
+}
+
+/* t read from device memory: what a graph replays correctly. */
+__global__ void add_device_kernel(float *y, const float *x, const float *t, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = x[i] + *t;
+}
+
 __global__ void affine_pdl_kernel(float *y, const float *x, size_t n)
 {
     cudaGridDependencySynchronize();
@@ -85,6 +101,19 @@ extern "C" cudaError_t tk_row_sum(float *out, const float *x, int rows, int cols
 extern "C" cudaError_t tk_affine(float *y, const float *x, size_t n, cudaStream_t s)
 {
     affine_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(y, x, n);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t tk_add_scalar(float *y, const float *x, float t, size_t n, cudaStream_t s)
+{
+    add_scalar_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(y, x, t, n);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t tk_add_device(float *y, const float *x, const float *t, size_t n,
+                                     cudaStream_t s)
+{
+    add_device_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(y, x, t, n);
     return cudaGetLastError();
 }
 

@@ -211,10 +211,12 @@ static void run_config(size_t zero_copy_max, uint64_t seed)
     ASSERT(strncmp(head, "digraph", 7) == 0);
     remove(dot);
 
-    /* Calls: warm-up 1 (trace), warm-up 2 (planned), capture. Replays call nothing. */
-    ASSERT_EQ(g.m.calls, 3);
+    /* Calls: warm-up 1 (trace), warm-up 2 (planned), capture, its frozen-value check.
+     * Replays call nothing. */
+    ASSERT_EQ(g.m.calls, 4);
     ASSERT_PTR_EQ(g.m.t1[1], g.m.t1[2]);
     ASSERT_PTR_EQ(g.m.t3[1], g.m.t3[2]);
+    ASSERT_PTR_EQ(g.m.t3[2], g.m.t3[3]); /* the check's capture gets the same plan */
     ASSERT_EQ((int64_t)(intptr_t)g.m.t3[2], first_ptr);
     /* t1 is dead when t3 is born: the planner lets them share memory. */
     ASSERT_PTR_EQ(g.m.t1[2], g.m.t3[2]);

@@ -210,7 +210,8 @@ static void check_identities(const cgr__shapes *m)
         case CGR__SHAPE_EAGER:
             eager++;
             ASSERT(e->reason == CGR__SHAPES_REASON_CAPTURE_FAILED ||
-                   e->reason == CGR__SHAPES_REASON_TOO_LARGE);
+                   e->reason == CGR__SHAPES_REASON_TOO_LARGE ||
+                   e->reason == CGR__SHAPES_REASON_FROZEN);
             eager_runs += e->eager_runs;
             break;
         default:
@@ -223,7 +224,8 @@ static void check_identities(const cgr__shapes *m)
     ASSERT_EQ(bytes, s.bytes);
     ASSERT_LE(replays, s.hits);
     ASSERT_LE(eager_runs, s.eager_by_reason[CGR__SHAPES_REASON_CAPTURE_FAILED] +
-                              s.eager_by_reason[CGR__SHAPES_REASON_TOO_LARGE]);
+                              s.eager_by_reason[CGR__SHAPES_REASON_TOO_LARGE] +
+                              s.eager_by_reason[CGR__SHAPES_REASON_FROZEN]);
 }
 
 /* ---- byte-for-byte snapshots: failed calls change nothing --------------------------- */
@@ -1031,6 +1033,70 @@ static void test_too_large(void)
     expect(&out, CGR__SHAPES_CAPTURE);
     o = done(&m, 7, 1000, 0);
     ASSERT_EQ(o.cached, 1);
+    check_identities(&m);
+    cgr__shapes_destroy(&m);
+}
+
+/* A cached graph found wrong (the frozen-value check): its shape runs eagerly for good. */
+static void test_refuse(void)
+{
+    cgr__shapes_dim_desc d;
+    cgr__shapes_config c = one_dim(&d, 1024, 1, 4, 0);
+    cgr__shapes m;
+    mgr(&m, &c);
+    cgr__shapes_decision out;
+    cgr__shapes_freed f;
+
+    decide1(&m, 1);
+    decide1(&m, 1);
+    done(&m, 1, 400, 0);
+    decide1(&m, 2);
+    decide1(&m, 2);
+    done(&m, 2, 300, 0);
+    out = decide1(&m, 1);
+    expect(&out, CGR__SHAPES_REPLAY);
+    uint32_t e1 = out.entry;
+
+    /* Refused only for a graph, with a known reason, between decisions. */
+    ASSERT_EQ(cgr__shapes_refuse(&m, e1, CGR__SHAPES_REASON_CHURN, "x", &f),
+              CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__shapes_refuse(&m, cgr__shapes_capacity(&m), CGR__SHAPES_REASON_FROZEN, "x", &f),
+              CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__shapes_refuse(&m, e1, CGR__SHAPES_REASON_FROZEN, "x", NULL),
+              CGR_STATUS_INVALID_ARGUMENT);
+    decide1(&m, 3); /* warming */
+    out = decide1(&m, 3);
+    expect(&out, CGR__SHAPES_CAPTURE);
+    ASSERT_EQ(cgr__shapes_refuse(&m, e1, CGR__SHAPES_REASON_FROZEN, "x", &f),
+              CGR_STATUS_WRONG_STATE);
+    ASSERT_EQ(cgr__shapes_capture_cancel(&m), CGR_STATUS_OK);
+    cgr__shapes_stats before = stats(&m);
+
+    ASSERT_EQ(cgr__shapes_refuse(&m, e1, CGR__SHAPES_REASON_FROZEN, "kernel k froze t", &f),
+              CGR_STATUS_OK);
+    ASSERT_PTR_EQ(f.payload, pl(1));
+    ASSERT_EQ(f.bytes, 400);
+    cgr__shapes_stats s = stats(&m);
+    ASSERT_EQ(s.entries, 1);
+    ASSERT_EQ(s.bytes, 300);
+    ASSERT_U64_EQ(s.evictions, before.evictions); /* leaving for being wrong is not for room */
+    ASSERT_EQ(s.eager, before.eager + 1);
+    /* The same entry, the same key: an eager shape now, and not a graph a second time. */
+    ASSERT_EQ(cgr__shapes_refuse(&m, e1, CGR__SHAPES_REASON_FROZEN, "x", &f),
+              CGR_STATUS_WRONG_STATE);
+    for (int i = 0; i < 3; i++) {
+        out = decide1(&m, 1);
+        expect(&out, CGR__SHAPES_EAGER);
+        ASSERT_EQ(out.reason, CGR__SHAPES_REASON_FROZEN);
+        ASSERT_EQ(out.entry, e1);
+        ASSERT(strcmp(out.text, "kernel k froze t") == 0);
+        out = decide1(&m, 2);
+        expect(&out, CGR__SHAPES_REPLAY);
+        ASSERT_PTR_EQ(out.payload, pl(2));
+    }
+    s = stats(&m);
+    ASSERT_U64_EQ(s.eager_by_reason[CGR__SHAPES_REASON_FROZEN], 3);
+    ASSERT(strcmp(cgr__shapes_reason_name(CGR__SHAPES_REASON_FROZEN), "frozen value") == 0);
     check_identities(&m);
     cgr__shapes_destroy(&m);
 }
@@ -2678,6 +2744,7 @@ int main(void)
     test_spare();
     test_too_large();
     test_uncapturable();
+    test_refuse();
     test_churn();
     test_bad_input();
     test_last_first();

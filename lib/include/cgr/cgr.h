@@ -203,6 +203,23 @@ typedef struct cgr_options {
                                     this long gives its stream back: it runs on whatever the
                                     slot holds, and its launch runs the graph again;
                                     1..60000000; default 100000 (0.1 s) */
+    /*
+     * The frozen-value check (docs/wrapping.md). A graph replays the host
+     * values it was captured with: a kernel argument, memset value or copy
+     * address that the step changes from run to run would be frozen.
+     * With the check on, the run after each shape's first capture is
+     * captured as well and compared with it node by node; the same graph
+     * replays from then on (no second instantiation), a different one
+     * never does: that run and the shape's later runs execute eagerly
+     * (CGR_EAGER_FROZEN_VALUE), and capture_error names the kernel, the
+     * parameter and both values. Nothing is added to a replay.
+     */
+    int frozen_check;          /**< 1 (default): on; 0: off, every capture is trusted */
+    const char *frozen_allow;  /**< comma-separated strings; a kernel whose (mangled) name
+                                    contains one of them may differ between the two
+                                    captures (its first capture is replayed). NULL
+                                    (default): none. NCCL's kernels are always allowed.
+                                    The runtime keeps its own copy */
 } cgr_options;
 
 /**
@@ -534,6 +551,8 @@ typedef enum cgr_eager_reason {
     CGR_EAGER_CHURN,          /**< the churn guard is tripped and the shape is not cached */
     CGR_EAGER_CAPTURE_FAILED, /**< the shape's capture failed (or capture is disabled) */
     CGR_EAGER_TOO_LARGE,      /**< its graph alone exceeds shape_cache_bytes */
+    CGR_EAGER_FROZEN_VALUE,   /**< its graph froze a host value that changed at the next
+                                   run (cgr_options.frozen_check); capture_error says which */
     CGR_EAGER_REASONS
 } cgr_eager_reason;
 
@@ -565,6 +584,9 @@ typedef struct cgr_step_stats {
                                        warm-up or destroy on the runtime */
     /* Shapes (docs/shapes.md). */
     uint64_t new_shapes;          /**< shapes the churn guard saw as new */
+    uint64_t frozen_checks;       /**< runs captured a second time for the frozen-value check
+                                       (cgr_options.frozen_check), one per new graph; each
+                                       is counted in runs as what it executed */
     uint64_t capture_failures;    /**< shapes whose capture failed; with capture = 0 each
                                        shape counts one when it would have been captured
                                        (its reason text says so) */

@@ -1,0 +1,510 @@
+/*
+ * The frozen-value check: are two captures of one shape, made at two
+ * different runs, the same graph?
+ *
+ * A graph replays the values it was captured with. A step that passes a
+ * host value that changes from run to run as a kernel argument (the step
+ * count of an optimizer, a learning rate from a schedule) or as a memset
+ * value or copy address gets that value frozen at the capture, and every
+ * replay computes something the eager step would not. Nothing in CUDA
+ * says so. So the run after a shape's first capture is captured too, and
+ * the two graphs are compared node by node, in the order the step created
+ * them: the node types, the edges, every kernel's function, launch
+ * configuration and parameters (their offsets and sizes from the driver),
+ * memset values, copy extents and addresses, host-function calls, events,
+ * child graphs. The first difference is described in the message.
+ *
+ * Addresses that differ only because each capture got its own
+ * memory-allocation node (cudaMallocAsync in the step, a library
+ * allocating in the graph) are matched through those nodes: the k-th
+ * allocation of one graph stands for the k-th of the other. NCCL's own
+ * kernels are exempt, since NCCL gives every captured graph work buffers
+ * of its own; so are kernels the user names in cgr_options.frozen_allow.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "capture.h"
+#include "driver.h"
+
+/* ---- driver entry points --------------------------------------------------------------- */
+
+typedef CUresult (*fn_node_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+typedef CUresult (*fn_func_param)(CUfunction, size_t, size_t *, size_t *);
+typedef CUresult (*fn_kern_param)(CUkernel, size_t, size_t *, size_t *);
+typedef CUresult (*fn_func_name)(const char **, CUfunction);
+typedef CUresult (*fn_kern_name)(const char **, CUkernel);
+
+static struct {
+    fn_node_params node_params;
+    fn_func_param func_param;
+    fn_kern_param kern_param;
+    fn_func_name func_name;
+    fn_kern_name kern_name;
+    cgr_status status;
+    char error[256];
+} drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+static void drv_load(void)
+{
+    static const char why[] = "it reports kernel parameters for the frozen-value check; "
+                              "CUDA 12.4 drivers and newer have it";
+    cgr_status st = cgr__driver_entry("cuGraphKernelNodeGetParams", 12040, why,
+                                      (void **)&drv.node_params);
+    if (st == CGR_STATUS_OK)
+        st = cgr__driver_entry("cuFuncGetParamInfo", 12040, why, (void **)&drv.func_param);
+    if (st == CGR_STATUS_OK)
+        st = cgr__driver_entry("cuKernelGetParamInfo", 12040, why, (void **)&drv.kern_param);
+    if (st == CGR_STATUS_OK)
+        st = cgr__driver_entry("cuFuncGetName", 12040, why, (void **)&drv.func_name);
+    if (st == CGR_STATUS_OK)
+        st = cgr__driver_entry("cuKernelGetName", 12040, why, (void **)&drv.kern_name);
+    drv.status = st;
+    if (st != CGR_STATUS_OK)
+        snprintf(drv.error, sizeof drv.error, "%s", cgr_last_error());
+}
+
+/* ---- one graph's nodes ------------------------------------------------------------------ */
+
+typedef struct alloc_range {
+    uintptr_t base;
+    size_t bytes;
+} alloc_range;
+
+typedef struct node_list {
+    size_t n;
+    cudaGraphNode_t *node;
+    enum cudaGraphNodeType *type;
+    size_t n_alloc;
+    alloc_range *alloc; /* memory-allocation nodes, in node order */
+} node_list;
+
+static void list_free(node_list *l)
+{
+    free(l->node);
+    free(l->type);
+    free(l->alloc);
+    memset(l, 0, sizeof *l);
+}
+
+static cgr_status list_nodes(cudaGraph_t g, node_list *l)
+{
+    memset(l, 0, sizeof *l);
+    CGR_CUDA_TRY(cudaGraphGetNodes(g, NULL, &l->n));
+    if (l->n == 0)
+        return CGR_STATUS_OK;
+    l->node = malloc(l->n * sizeof *l->node);
+    l->type = malloc(l->n * sizeof *l->type);
+    l->alloc = malloc(l->n * sizeof *l->alloc);
+    if (!l->node || !l->type || !l->alloc)
+        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: %zu graph nodes", l->n);
+    CGR_CUDA_TRY(cudaGraphGetNodes(g, l->node, &l->n));
+    for (size_t i = 0; i < l->n; i++) {
+        CGR_CUDA_TRY(cudaGraphNodeGetType(l->node[i], &l->type[i]));
+        if (l->type[i] == cudaGraphNodeTypeMemAlloc) {
+            struct cudaMemAllocNodeParams p;
+            memset(&p, 0, sizeof p);
+            CGR_CUDA_TRY(cudaGraphMemAllocNodeGetParams(l->node[i], &p));
+            l->alloc[l->n_alloc].base = (uintptr_t)p.dptr;
+            l->alloc[l->n_alloc++].bytes = p.bytesize;
+        }
+    }
+    return CGR_STATUS_OK;
+}
+
+/* ---- comparing values ------------------------------------------------------------------- */
+
+/* The two graphs being compared: a (the first capture) and b (the next run's). */
+typedef struct pair {
+    const cgr_step *s;
+    node_list a, b;
+    char *msg;
+    size_t cap;
+} pair;
+
+/* Address v of graph b, in graph a's terms (its allocation nodes matched by order). */
+static uintptr_t in_a(const pair *p, uintptr_t v)
+{
+    for (size_t k = 0; k < p->b.n_alloc && k < p->a.n_alloc; k++) {
+        const alloc_range *r = &p->b.alloc[k];
+        if (v >= r->base && v - r->base < r->bytes)
+            return p->a.alloc[k].base + (v - r->base);
+    }
+    return v;
+}
+
+static int same_ptr(const pair *p, const void *a, const void *b)
+{
+    return (uintptr_t)a == in_a(p, (uintptr_t)b);
+}
+
+/* n bytes of parameter data: equal, or equal once b's allocation addresses are a's. */
+static int same_bytes(const pair *p, const unsigned char *a, const unsigned char *b, size_t n)
+{
+    if (memcmp(a, b, n) == 0)
+        return 1;
+    if (n % sizeof(uint64_t) != 0 || p->b.n_alloc == 0)
+        return 0;
+    for (size_t o = 0; o < n; o += sizeof(uint64_t)) {
+        uint64_t wa, wb;
+        memcpy(&wa, a + o, sizeof wa);
+        memcpy(&wb, b + o, sizeof wb);
+        if (wa != wb && wa != (uint64_t)in_a(p, (uintptr_t)wb))
+            return 0;
+    }
+    return 1;
+}
+
+/* A parameter's bytes for the message: as integers, and as a float when 4 bytes. */
+static void show(char *out, size_t cap, const unsigned char *v, size_t n)
+{
+    if (n == 4) {
+        int32_t i;
+        float f;
+        memcpy(&i, v, 4);
+        memcpy(&f, v, 4);
+        snprintf(out, cap, "%d (0x%08x, as float %g)", i, (unsigned)i, (double)f);
+    } else if (n == 8) {
+        int64_t i;
+        double d;
+        memcpy(&i, v, 8);
+        memcpy(&d, v, 8);
+        snprintf(out, cap, "%lld (0x%016llx, as double %g)", (long long)i, (unsigned long long)i,
+                 d);
+    } else {
+        size_t o = (size_t)snprintf(out, cap, "0x");
+        for (size_t k = 0; k < n && k < 16 && o + 3 < cap; k++)
+            o += (size_t)snprintf(out + o, cap - o, "%02x", v[k]);
+        if (n > 16 && o + 4 < cap)
+            snprintf(out + o, cap - o, "...");
+    }
+}
+
+/* Formats the difference into p->msg and returns CGR_STATUS_CAPTURE_FAILED. */
+static cgr_status differ(pair *p, size_t node, const char *fmt, ...) CGR__PRINTF(3, 4);
+static cgr_status differ(pair *p, size_t node, const char *fmt, ...)
+{
+    int o = snprintf(p->msg, p->cap, "node %zu of %zu: ", node, p->a.n);
+    va_list ap;
+    va_start(ap, fmt);
+    if (o > 0 && (size_t)o < p->cap)
+        vsnprintf(p->msg + o, p->cap - (size_t)o, fmt, ap);
+    va_end(ap);
+    return CGR_STATUS_CAPTURE_FAILED;
+}
+
+/* ---- comparing nodes -------------------------------------------------------------------- */
+
+static const char *kernel_name(const CUDA_KERNEL_NODE_PARAMS *k)
+{
+    const char *name = NULL;
+    CUresult r = k->func ? drv.func_name(&name, k->func)
+                         : k->kern ? drv.kern_name(&name, k->kern) : CUDA_ERROR_INVALID_VALUE;
+    return r == CUDA_SUCCESS && name ? name : "(unnamed kernel)";
+}
+
+/* Offset and size of parameter i; 0 past the last one. */
+static int param_info(const CUDA_KERNEL_NODE_PARAMS *k, size_t i, size_t *off, size_t *size)
+{
+    CUresult r = k->func ? drv.func_param(k->func, i, off, size)
+                         : drv.kern_param(k->kern, i, off, size);
+    return r == CUDA_SUCCESS;
+}
+
+/* Whether differences in kernel `name` are accepted: NCCL's, and those in frozen_allow. */
+static int allowed(const cgr_step *s, const char *name)
+{
+    if (strncmp(name, "nccl", 4) == 0 || strstr(name, "ncclDevKernel") || strstr(name, "ncclKernel"))
+        return 1;
+    const char *list = s->rt->opt.frozen_allow;
+    if (!list)
+        return 0;
+    for (const char *q = list; *q;) {
+        size_t n = strcspn(q, ",");
+        char word[256];
+        if (n > 0 && n < sizeof word) {
+            memcpy(word, q, n);
+            word[n] = '\0';
+            if (strstr(name, word))
+                return 1;
+        }
+        q += n;
+        if (*q == ',')
+            q++;
+    }
+    return 0;
+}
+
+/* The packed argument buffer of a kernel launched with `extra`, or NULL. */
+static const unsigned char *extra_buffer(void **extra, size_t *bytes)
+{
+    const unsigned char *buf = NULL;
+    *bytes = 0;
+    for (size_t k = 0; extra && extra[k] != CU_LAUNCH_PARAM_END; k += 2) {
+        if (extra[k] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buf = extra[k + 1];
+        else if (extra[k] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+            *bytes = *(const size_t *)extra[k + 1];
+    }
+    return buf;
+}
+
+static cgr_status compare_kernel(pair *p, size_t i)
+{
+    CUDA_KERNEL_NODE_PARAMS ka, kb;
+    memset(&ka, 0, sizeof ka);
+    memset(&kb, 0, sizeof kb);
+    CUresult r = drv.node_params((CUgraphNode)p->a.node[i], &ka);
+    if (r == CUDA_SUCCESS)
+        r = drv.node_params((CUgraphNode)p->b.node[i], &kb);
+    if (r != CUDA_SUCCESS)
+        return CGR_FAIL(CGR_STATUS_CUDA_ERROR, "cuGraphKernelNodeGetParams failed (CUresult %d)",
+                        (int)r);
+    const char *name = kernel_name(&ka);
+    if (ka.func != kb.func || ka.kern != kb.kern)
+        return differ(p, i, "kernel %s at the capture, %s at the next run", name,
+                      kernel_name(&kb));
+    if (ka.gridDimX != kb.gridDimX || ka.gridDimY != kb.gridDimY || ka.gridDimZ != kb.gridDimZ ||
+        ka.blockDimX != kb.blockDimX || ka.blockDimY != kb.blockDimY ||
+        ka.blockDimZ != kb.blockDimZ || ka.sharedMemBytes != kb.sharedMemBytes)
+        return differ(p, i,
+                      "kernel %s: launch configuration grid (%u,%u,%u) block (%u,%u,%u) shared "
+                      "%u at the capture, grid (%u,%u,%u) block (%u,%u,%u) shared %u at the "
+                      "next run",
+                      name, ka.gridDimX, ka.gridDimY, ka.gridDimZ, ka.blockDimX, ka.blockDimY,
+                      ka.blockDimZ, ka.sharedMemBytes, kb.gridDimX, kb.gridDimY, kb.gridDimZ,
+                      kb.blockDimX, kb.blockDimY, kb.blockDimZ, kb.sharedMemBytes);
+    size_t ea = 0, eb = 0;
+    const unsigned char *bufa = ka.kernelParams ? NULL : extra_buffer(ka.extra, &ea);
+    const unsigned char *bufb = kb.kernelParams ? NULL : extra_buffer(kb.extra, &eb);
+    if (!ka.kernelParams && (!bufa || !bufb || ea != eb))
+        return differ(p, i, "kernel %s: its arguments cannot be compared", name);
+    size_t off = 0, size = 0;
+    for (size_t j = 0; param_info(&ka, j, &off, &size); j++) {
+        const unsigned char *va = ka.kernelParams ? ka.kernelParams[j] : bufa + off;
+        const unsigned char *vb = kb.kernelParams ? kb.kernelParams[j] : bufb + off;
+        if (!ka.kernelParams && off + size > ea)
+            break;
+        if (same_bytes(p, va, vb, size) || allowed(p->s, name))
+            continue;
+        char sa[96], sb[96];
+        show(sa, sizeof sa, va, size);
+        show(sb, sizeof sb, vb, size);
+        return differ(p, i,
+                      "kernel %s, parameter %zu (%zu bytes at offset %zu) is %s in the graph "
+                      "captured at one run and %s at the next",
+                      name, j, size, off, sa, sb);
+    }
+    return CGR_STATUS_OK;
+}
+
+static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int depth);
+
+static cgr_status compare_node(pair *p, size_t i, int depth)
+{
+    cudaGraphNode_t na = p->a.node[i], nb = p->b.node[i];
+    switch (p->a.type[i]) {
+    case cudaGraphNodeTypeKernel:
+        return compare_kernel(p, i);
+    case cudaGraphNodeTypeMemset: {
+        struct cudaMemsetParams ma, mb;
+        CGR_CUDA_TRY(cudaGraphMemsetNodeGetParams(na, &ma));
+        CGR_CUDA_TRY(cudaGraphMemsetNodeGetParams(nb, &mb));
+        if (!same_ptr(p, ma.dst, mb.dst) || ma.pitch != mb.pitch ||
+            ma.elementSize != mb.elementSize || ma.width != mb.width || ma.height != mb.height)
+            return differ(p, i, "a memset writes %zu x %zu elements of %u bytes at %p at the "
+                          "capture, %zu x %zu of %u at %p at the next run",
+                          ma.height, ma.width, ma.elementSize, ma.dst, mb.height, mb.width,
+                          mb.elementSize, mb.dst);
+        if (ma.value != mb.value)
+            return differ(p, i, "a memset writes the value 0x%x at the capture, 0x%x at the next "
+                          "run", ma.value, mb.value);
+        return CGR_STATUS_OK;
+    }
+    case cudaGraphNodeTypeMemcpy: {
+        struct cudaMemcpy3DParms ca, cb;
+        CGR_CUDA_TRY(cudaGraphMemcpyNodeGetParams(na, &ca));
+        CGR_CUDA_TRY(cudaGraphMemcpyNodeGetParams(nb, &cb));
+        if (!same_ptr(p, ca.srcPtr.ptr, cb.srcPtr.ptr) || !same_ptr(p, ca.dstPtr.ptr, cb.dstPtr.ptr) ||
+            ca.srcArray != cb.srcArray || ca.dstArray != cb.dstArray)
+            return differ(p, i, "a copy goes from %p to %p at the capture, from %p to %p at the "
+                          "next run (an address that changes per run must not be captured)",
+                          ca.srcPtr.ptr, ca.dstPtr.ptr, cb.srcPtr.ptr, cb.dstPtr.ptr);
+        if (memcmp(&ca.extent, &cb.extent, sizeof ca.extent) != 0 || ca.kind != cb.kind ||
+            ca.srcPtr.pitch != cb.srcPtr.pitch || ca.dstPtr.pitch != cb.dstPtr.pitch ||
+            memcmp(&ca.srcPos, &cb.srcPos, sizeof ca.srcPos) != 0 ||
+            memcmp(&ca.dstPos, &cb.dstPos, sizeof ca.dstPos) != 0)
+            return differ(p, i, "a copy of %zu bytes at the capture copies %zu at the next run",
+                          ca.extent.width * ca.extent.height * ca.extent.depth,
+                          cb.extent.width * cb.extent.height * cb.extent.depth);
+        return CGR_STATUS_OK;
+    }
+    case cudaGraphNodeTypeHost: {
+        struct cudaHostNodeParams ha, hb;
+        CGR_CUDA_TRY(cudaGraphHostNodeGetParams(na, &ha));
+        CGR_CUDA_TRY(cudaGraphHostNodeGetParams(nb, &hb));
+        if (ha.fn != hb.fn || ha.userData != hb.userData)
+            return differ(p, i, "a host function call (cudaLaunchHostFunc) has other arguments "
+                          "at the next run");
+        return CGR_STATUS_OK;
+    }
+    case cudaGraphNodeTypeEventRecord:
+    case cudaGraphNodeTypeWaitEvent: {
+        cudaEvent_t ea, eb;
+        int rec = p->a.type[i] == cudaGraphNodeTypeEventRecord;
+        CGR_CUDA_TRY(rec ? cudaGraphEventRecordNodeGetEvent(na, &ea)
+                         : cudaGraphEventWaitNodeGetEvent(na, &ea));
+        CGR_CUDA_TRY(rec ? cudaGraphEventRecordNodeGetEvent(nb, &eb)
+                         : cudaGraphEventWaitNodeGetEvent(nb, &eb));
+        if (ea != eb)
+            return differ(p, i, "an event %s names another event at the next run",
+                          rec ? "record" : "wait");
+        return CGR_STATUS_OK;
+    }
+    case cudaGraphNodeTypeMemFree: {
+        void *fa = NULL, *fb = NULL;
+        CGR_CUDA_TRY(cudaGraphMemFreeNodeGetParams(na, &fa));
+        CGR_CUDA_TRY(cudaGraphMemFreeNodeGetParams(nb, &fb));
+        if (!same_ptr(p, fa, fb))
+            return differ(p, i, "a free (cudaFreeAsync) frees another address at the next run");
+        return CGR_STATUS_OK;
+    }
+    case cudaGraphNodeTypeGraph: {
+        cudaGraph_t ga, gb;
+        CGR_CUDA_TRY(cudaGraphChildGraphNodeGetGraph(na, &ga));
+        CGR_CUDA_TRY(cudaGraphChildGraphNodeGetGraph(nb, &gb));
+        if (depth >= 8)
+            return differ(p, i, "child graphs nest deeper than 8 levels");
+        return compare_graphs(p, ga, gb, depth + 1);
+    }
+    default:
+        /* Allocations are matched by order (in_a); other kinds have no values cgr checks. */
+        return CGR_STATUS_OK;
+    }
+}
+
+/* Index of node n in l (l is small next to a capture's cost: a linear scan). */
+static size_t index_of(const node_list *l, cudaGraphNode_t n)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->node[i] == n)
+            return i;
+    return SIZE_MAX;
+}
+
+typedef struct edge {
+    size_t from, to;
+    cudaGraphEdgeData data;
+} edge;
+
+static int edge_cmp(const void *x, const void *y)
+{
+    const edge *a = x, *b = y;
+    if (a->from != b->from)
+        return a->from < b->from ? -1 : 1;
+    if (a->to != b->to)
+        return a->to < b->to ? -1 : 1;
+    return memcmp(&a->data, &b->data, sizeof a->data);
+}
+
+/* The edges of g as sorted (from, to, data) index triples; caller frees *out. */
+static cgr_status list_edges(cudaGraph_t g, const node_list *l, edge **out, size_t *n)
+{
+    *out = NULL;
+    CGR_CUDA_TRY(cudaGraphGetEdges(g, NULL, NULL, NULL, n));
+    if (*n == 0)
+        return CGR_STATUS_OK;
+    cudaGraphNode_t *from = malloc(*n * sizeof *from), *to = malloc(*n * sizeof *to);
+    cudaGraphEdgeData *data = calloc(*n, sizeof *data);
+    edge *e = malloc(*n * sizeof *e);
+    cgr_status st = CGR_STATUS_OK;
+    if (!from || !to || !data || !e) {
+        st = CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: %zu graph edges", *n);
+    } else if (cudaGraphGetEdges(g, from, to, data, n) != cudaSuccess) {
+        st = CGR_FAIL(CGR_STATUS_CUDA_ERROR, "cudaGraphGetEdges failed: %s",
+                      cudaGetErrorString(cudaGetLastError()));
+    } else {
+        for (size_t k = 0; k < *n; k++) {
+            e[k].from = index_of(l, from[k]);
+            e[k].to = index_of(l, to[k]);
+            e[k].data = data[k];
+        }
+        qsort(e, *n, sizeof *e, edge_cmp);
+    }
+    free(from);
+    free(to);
+    free(data);
+    if (st != CGR_STATUS_OK)
+        free(e);
+    else
+        *out = e;
+    return st;
+}
+
+static cgr_status compare_edges(pair *p, cudaGraph_t a, cudaGraph_t b)
+{
+    edge *ea = NULL, *eb = NULL;
+    size_t na = 0, nb = 0;
+    cgr_status st = list_edges(a, &p->a, &ea, &na);
+    if (st == CGR_STATUS_OK)
+        st = list_edges(b, &p->b, &eb, &nb);
+    if (st == CGR_STATUS_OK && (na != nb || (na && memcmp(ea, eb, na * sizeof *ea) != 0))) {
+        snprintf(p->msg, p->cap, "the nodes depend on each other differently (%zu edges at the "
+                 "capture, %zu at the next run)", na, nb);
+        st = CGR_STATUS_CAPTURE_FAILED;
+    }
+    free(ea);
+    free(eb);
+    return st;
+}
+
+static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int depth)
+{
+    node_list outer_a = p->a, outer_b = p->b;
+    cgr_status st = list_nodes(a, &p->a);
+    if (st == CGR_STATUS_OK)
+        st = list_nodes(b, &p->b);
+    if (st == CGR_STATUS_OK && p->a.n != p->b.n) {
+        snprintf(p->msg, p->cap, "the step enqueued %zu operations at the capture and %zu at the "
+                 "next run", p->a.n, p->b.n);
+        st = CGR_STATUS_CAPTURE_FAILED;
+    }
+    for (size_t i = 0; st == CGR_STATUS_OK && i < p->a.n; i++) {
+        if (p->a.type[i] != p->b.type[i])
+            st = differ(p, i, "operation of type %d at the capture, %d at the next run",
+                        (int)p->a.type[i], (int)p->b.type[i]);
+        else
+            st = compare_node(p, i, depth);
+    }
+    if (st == CGR_STATUS_OK)
+        st = compare_edges(p, a, b);
+    list_free(&p->a);
+    list_free(&p->b);
+    p->a = outer_a;
+    p->b = outer_b;
+    return st;
+}
+
+cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, cudaGraph_t b, char *msg,
+                               size_t cap)
+{
+    pthread_once(&drv_once, drv_load);
+    if (drv.status != CGR_STATUS_OK)
+        return CGR_FAIL(drv.status, "%s", drv.error);
+    pair p;
+    memset(&p, 0, sizeof p);
+    p.s = s;
+    p.msg = msg;
+    p.cap = cap;
+    msg[0] = '\0';
+    cgr_status st = compare_graphs(&p, a, b, 0);
+    (void)cudaGetLastError();
+    return st;
+}

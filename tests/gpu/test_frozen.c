@@ -1,0 +1,188 @@
+/*
+ * The frozen-value check: a step whose kernel takes a host counter by
+ * value (y = x + t, t counting the step's runs, as an optimizer's step
+ * count would) must never be replayed, since every replay would keep the
+ * t of its capture. The run after the capture is captured again; the
+ * graphs differ in that parameter, so cgr runs that run from its own
+ * capture and the shape eagerly from then on, and says which kernel,
+ * which parameter and both values. Every run's output is checked against
+ * the host, so a frozen t would fail the test.
+ *
+ * The same step with t from a step input replays from the first capture;
+ * with the kernel named in frozen_allow, or with the check off, the
+ * frozen graph replays (its outputs keep the captured t, which is what
+ * those options accept).
+ */
+#include <string.h>
+
+#include "common.h"
+#include "kernels.h"
+
+enum { LEN = 4096, RUNS = 12 };
+
+typedef struct counter_step {
+    int by_input; /* t from input 1 instead of a kernel argument */
+    int calls;
+    float t;      /* the host counter: one more per call of the step function */
+} counter_step;
+
+static cgr_status step_fn(cgr_ctx *ctx, void *user)
+{
+    counter_step *c = user;
+    c->calls++;
+    c->t += 1.0f;
+    cgr_stream st;
+    float *x, *y, *t;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    if (c->by_input) {
+        STEP_TRY(cgr_ctx_input(ctx, 1, (void **)&t));
+        STEP_CUDA(tk_add_device(y, x, t, LEN, st));
+    } else {
+        STEP_CUDA(tk_add_scalar(y, x, c->t, LEN, st));
+    }
+    return CGR_STATUS_OK;
+}
+
+static cgr_step *make_counter_step(cgr_runtime *rt, counter_step *c, const char *name)
+{
+    cgr_tensor_desc in[2] = {tensor1("x", CGR_DTYPE_F32, LEN), tensor1("t", CGR_DTYPE_F32, 1)};
+    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
+    return make_step(rt, name, in, c->by_input ? 2 : 1, &out, 1, step_fn, c);
+}
+
+/*
+ * One run with fresh x and the run's t (run k: t = k + 1); checks every
+ * y[i] == x[i] + want_t bitwise (one fp32 add, the same on both sides).
+ */
+static void run_one(cgr_step *s, rng *r, float t, float want_t, cgr_run_action *action)
+{
+    static float x[LEN], y[LEN];
+    rng_fill(r, x, LEN);
+    const void *ins[2] = {x, &t};
+    uint64_t ticket;
+    ASSERT_OK(cgr_step_run(s, NULL, ins, &ticket));
+    ASSERT_OK(cgr_step_wait(s, ticket));
+    ASSERT_OK(cgr_step_run_action(s, ticket, action));
+    ASSERT_OK(cgr_step_copy_output(s, ticket, 0, y, sizeof y));
+    for (int i = 0; i < LEN; i++) {
+        float want = x[i] + want_t;
+        if (memcmp(&y[i], &want, sizeof want) != 0)
+            TEST_FAIL_("run with t = %g (%s): y[%d] = %.9g, expected x + %g = %.9g", (double)t,
+                       cgr_run_action_name(*action), i, (double)y[i], (double)want_t,
+                       (double)want);
+    }
+}
+
+static cgr_runtime *runtime(int check, const char *allow)
+{
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.frozen_check = check;
+    o.frozen_allow = allow;
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    return rt;
+}
+
+/* The host counter passed by value: refused with the kernel, the parameter and both values. */
+static void test_refused(rng *r)
+{
+    cgr_runtime *rt = runtime(1, NULL);
+    counter_step c = {0, 0, 0.0f};
+    cgr_step *s = make_counter_step(rt, &c, "counter");
+    static const cgr_run_action want[4] = {CGR_RUN_WARMUP, CGR_RUN_WARMUP, CGR_RUN_CAPTURE,
+                                           CGR_RUN_CAPTURE};
+    for (int k = 0; k < RUNS; k++) {
+        cgr_run_action a;
+        /* Every run's output has its own t: none replayed a frozen one. */
+        run_one(s, r, 0.0f, (float)(k + 1), &a);
+        cgr_run_action w = k < 4 ? want[k] : CGR_RUN_EAGER;
+        if (a != w)
+            TEST_FAIL_("run %d was %s, expected %s", k, cgr_run_action_name(a),
+                       cgr_run_action_name(w));
+    }
+    ASSERT_EQ(c.calls, RUNS); /* once per run: the refused run went from its own capture */
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    printf("refused: %s\n", ss.capture_error);
+    ASSERT_EQ(ss.mode, CGR_MODE_EAGER);
+    ASSERT_U64_EQ(ss.frozen_checks, 1);
+    ASSERT_U64_EQ(ss.runs, RUNS);
+    ASSERT_U64_EQ(ss.eager_runs, RUNS - 4);
+    ASSERT_U64_EQ(ss.eager_by_reason[CGR_EAGER_FROZEN_VALUE], RUNS - 4);
+    ASSERT(strstr(ss.capture_error, "add_scalar_kernel") != NULL);
+    ASSERT(strstr(ss.capture_error, "parameter 2 (4 bytes at offset 16)") != NULL);
+    /* The captured t (3) and the next run's (4), as floats. */
+    ASSERT(strstr(ss.capture_error, "as float 3)") != NULL);
+    ASSERT(strstr(ss.capture_error, "as float 4)") != NULL);
+    ASSERT(strstr(ss.capture_error, "step input or device memory") != NULL);
+    cgr_shape_info info;
+    ASSERT_OK(cgr_step_shape_at(s, 0, &info));
+    ASSERT_EQ(info.reason, CGR_EAGER_FROZEN_VALUE);
+    ASSERT_OK(cgr_step_destroy(&s));
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
+/* t from an input: the second capture matches the first, which replays. */
+static void test_from_input(rng *r)
+{
+    cgr_runtime *rt = runtime(1, NULL);
+    counter_step c = {1, 0, 0.0f};
+    cgr_step *s = make_counter_step(rt, &c, "counter_input");
+    for (int k = 0; k < RUNS; k++) {
+        cgr_run_action a;
+        run_one(s, r, (float)(k + 1), (float)(k + 1), &a);
+        cgr_run_action w = k < 2 ? CGR_RUN_WARMUP : k == 2 ? CGR_RUN_CAPTURE : CGR_RUN_REPLAY;
+        if (a != w)
+            TEST_FAIL_("run %d was %s, expected %s", k, cgr_run_action_name(a),
+                       cgr_run_action_name(w));
+    }
+    ASSERT_EQ(c.calls, 4); /* 2 warm-ups, the capture, the check's capture */
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
+    ASSERT_U64_EQ(ss.frozen_checks, 1);
+    ASSERT_U64_EQ(ss.captures, 1);
+    ASSERT_U64_EQ(ss.replays, RUNS - 2);
+    ASSERT(ss.capture_error[0] == '\0');
+    ASSERT_OK(cgr_step_destroy(&s));
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
+/* Accepted differences: the frozen graph replays with the captured t = 3. */
+static void test_accepted(rng *r, int check, const char *allow)
+{
+    cgr_runtime *rt = runtime(check, allow);
+    counter_step c = {0, 0, 0.0f};
+    cgr_step *s = make_counter_step(rt, &c, "counter_allowed");
+    for (int k = 0; k < RUNS; k++) {
+        cgr_run_action a;
+        run_one(s, r, 0.0f, k < 3 ? (float)(k + 1) : 3.0f, &a);
+    }
+    ASSERT_EQ(c.calls, check ? 4 : 3);
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
+    ASSERT_U64_EQ(ss.frozen_checks, (uint64_t)check);
+    ASSERT_U64_EQ(ss.replays, RUNS - 2);
+    ASSERT_OK(cgr_step_destroy(&s));
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
+int main(void)
+{
+    require_gpu();
+    rng r = {7};
+    test_refused(&r);
+    printf("a host counter passed by value: refused, every run correct\n");
+    test_from_input(&r);
+    printf("the counter from an input: replayed, every run correct\n");
+    test_accepted(&r, 1, "no_such_kernel,add_scalar");
+    printf("frozen_allow naming the kernel: the first capture replays\n");
+    test_accepted(&r, 0, NULL);
+    printf("frozen_check = 0: the first capture replays\n");
+    printf("PASS\n");
+    return 0;
+}
