@@ -276,6 +276,7 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
         *reason = CGR_EAGER_CAPTURE_FAILED;
     }
     cgr__graph_free(co.own);
+    s->stats.capture_failures += !recorded;
     graph_refused(s, d, recorded ? CGR__SHAPES_REASON_FROZEN : CGR__SHAPES_REASON_CAPTURE_FAILED,
                   why);
     return ls;

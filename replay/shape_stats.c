@@ -65,7 +65,8 @@ CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
     if (st == CGR_STATUS_OK) {
         *out = s->stats;
         out->new_shapes = m.new_shapes;
-        out->capture_failures = m.capture_failures;
+        /* The step's own count: shapes whose capture for the frozen-value check failed. */
+        out->capture_failures = m.capture_failures + s->stats.capture_failures;
         out->update_failures = m.update_failures;
         for (int i = 0; i < 16 && i < (int)CGR__SHAPES_UPDATE_REASONS; i++)
             out->update_failures_by_reason[i] = m.update_failures_by_reason[i];

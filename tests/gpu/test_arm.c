@@ -232,17 +232,21 @@ static void part_sizes(void)
     env e;
     env_make(&e, 0, 1);
     uint64_t armed = 0;
-    /* Per bucket: two warm-ups and a capture (not armed: no graph yet), then replays (armed). */
+    /*
+     * Per bucket: two warm-ups and a capture (not armed: no graph yet), the
+     * first replay (not armed: it is captured again for the frozen-value
+     * check), then replays (armed).
+     */
     for (int b = 0; b < NB; b++) {
         const int B = (int)buckets[b];
-        for (int r = 0; r < 5; r++) {
+        for (int r = 0; r < 6; r++) {
             cgr_run_action a;
-            int was = armed_run(&e, B, r == 4 ? 300 : 0, &a, "sizes, first pass");
+            int was = armed_run(&e, B, r == 5 ? 300 : 0, &a, "sizes, first pass");
             const cgr_run_action want = r < 2 ? CGR_RUN_WARMUP : r == 2 ? CGR_RUN_CAPTURE
                                                                         : CGR_RUN_REPLAY;
-            if (a != want || was != (r >= 3))
+            if (a != want || was != (r >= 4))
                 TEST_FAIL_("B=%d run %d: %s, armed %d; expected %s, armed %d", B, r,
-                           cgr_run_action_name(a), was, cgr_run_action_name(want), r >= 3);
+                           cgr_run_action_name(a), was, cgr_run_action_name(want), r >= 4);
             armed += (uint64_t)was;
         }
     }
@@ -297,19 +301,26 @@ static void part_plain(void)
     /* Then armed again, on graphs a plain launch used last. */
     for (int B = 1; B <= 8; B++) {
         cgr_run_action a;
+        uint64_t checks = step_stats(&e).frozen_checks;
         int was = armed_run(&e, B, 100, &a, "plain, then armed");
-        ASSERT(a != CGR_RUN_REPLAY || was == 1);
+        /* Only a graph's first replay (its frozen-value check) goes unarmed. */
+        if (a == CGR_RUN_REPLAY && !was) {
+            ASSERT_U64_EQ(step_stats(&e).frozen_checks, checks + 1);
+            was = armed_run(&e, B, 100, &a, "plain, then armed again");
+            ASSERT_EQ(a, CGR_RUN_REPLAY);
+            ASSERT_EQ(was, 1);
+        }
     }
     ASSERT_OK(cgr_runtime_destroy(&e.rt));
     printf("plain: ordinary launches of an armable step exact\n");
 }
 
-/* Warms up and captures every bucket of e through ordinary runs. */
+/* Warms up, captures and checks every bucket of e through ordinary runs. */
 static void capture_all(env *e)
 {
     static float x[MAXB * K];
     for (int b = 0; b < NB; b++)
-        for (int r = 0; r < 3; r++) {
+        for (int r = 0; r < 4; r++) {
             const int B = (int)buckets[b];
             rng_fill(&g_rng, x, (size_t)B * K);
             const int64_t dims[1] = {B};

@@ -350,7 +350,8 @@ static void cycle(kind k, const site_spec *spec, uint64_t nth, int measure)
         ASSERT_EQ(ss.mode, CGR_MODE_EAGER);
         ASSERT_U64_EQ(ss.capture_failures, 1);
         ASSERT(contains_any(ss.capture_error, spec->msg[1]));
-        ASSERT_U64_EQ(ss.replays, 0);
+        /* 1 when the fault hit the frozen-value check's capture, after a first replay. */
+        ASSERT_LE(ss.replays, 1);
     } else {
         ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
         ASSERT_U64_EQ(ss.capture_failures, 0);

@@ -119,6 +119,8 @@ static void test_refused(rng *r)
     ASSERT(strstr(ss.capture_error, "as float 4)") != NULL);
     ASSERT(strstr(ss.capture_error, "step input or device memory") != NULL);
     cgr_shape_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
     ASSERT_OK(cgr_step_shape_at(s, 0, &info));
     ASSERT_EQ(info.reason, CGR_EAGER_FROZEN_VALUE);
     ASSERT_OK(cgr_step_destroy(&s));
