@@ -17,9 +17,14 @@
  * Addresses that differ only because each capture got its own
  * memory-allocation node (cudaMallocAsync in the step, a library
  * allocating in the graph) are matched through those nodes: the k-th
- * allocation of one graph stands for the k-th of the other. NCCL's own
- * kernels are exempt, since NCCL gives every captured graph work buffers
- * of its own; so are kernels the user names in cgr_options.frozen_allow.
+ * allocation of one graph stands for the k-th of the other. A word that
+ * holds an address in this thread's stack in both graphs is not a value
+ * either: a replay runs long after that stack frame is gone, so no kernel
+ * can use it (cuBLAS passes the address of a host-mode alpha this way
+ * next to its value, and the two captures are called from different
+ * depths). NCCL's own kernels are exempt, since NCCL gives every captured
+ * graph work buffers of its own; so are kernels the user names in
+ * cgr_options.frozen_allow.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -124,6 +129,7 @@ static cgr_status list_nodes(cudaGraph_t g, node_list *l)
 /* The two graphs being compared: a (the first capture) and b (the next run's). */
 typedef struct pair {
     const cgr_step *s;
+    uintptr_t stack;    /* an address in the calling thread's stack */
     node_list a, b;
     char *msg;
     size_t cap;
@@ -140,6 +146,19 @@ static uintptr_t in_a(const pair *p, uintptr_t v)
     return v;
 }
 
+/*
+ * Within this distance of a local variable, a word is taken for an address
+ * in the thread's stack: the default stack is 8 MiB, and no pointer into
+ * the heap, device memory or the code lies that close to it.
+ */
+#define CGR__STACK_REACH ((uintptr_t)8 << 20)
+
+static int on_stack(const pair *p, uint64_t v)
+{
+    uintptr_t a = (uintptr_t)v;
+    return a - (p->stack - CGR__STACK_REACH) < 2 * CGR__STACK_REACH;
+}
+
 static int same_ptr(const pair *p, const void *a, const void *b)
 {
     return (uintptr_t)a == in_a(p, (uintptr_t)b);
@@ -150,13 +169,14 @@ static int same_bytes(const pair *p, const unsigned char *a, const unsigned char
 {
     if (memcmp(a, b, n) == 0)
         return 1;
-    if (n % sizeof(uint64_t) != 0 || p->b.n_alloc == 0)
+    if (n % sizeof(uint64_t) != 0)
         return 0;
     for (size_t o = 0; o < n; o += sizeof(uint64_t)) {
         uint64_t wa, wb;
         memcpy(&wa, a + o, sizeof wa);
         memcpy(&wb, b + o, sizeof wb);
-        if (wa != wb && wa != (uint64_t)in_a(p, (uintptr_t)wb))
+        if (wa != wb && wa != (uint64_t)in_a(p, (uintptr_t)wb) &&
+            !(on_stack(p, wa) && on_stack(p, wb)))
             return 0;
     }
     return 1;
@@ -501,6 +521,7 @@ cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, cudaGraph_t b, 
     pair p;
     memset(&p, 0, sizeof p);
     p.s = s;
+    p.stack = (uintptr_t)&p;
     p.msg = msg;
     p.cap = cap;
     msg[0] = '\0';
