@@ -405,6 +405,7 @@ static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io_out, c
     CGR_CUDA_TRY(cudaStreamBeginCapture(rt->stream, cudaStreamCaptureModeThreadLocal));
     cgr__capture_fault f;
     memset(&f, 0, sizeof f);
+    s->fn_cuda_error = 0;
     f.body = record_inputs(s, &io);
     if (f.body == CGR_STATUS_OK)
         f.body = cgr__call_step(s, CGR__CTX_CAPTURE, plan);
@@ -413,7 +414,7 @@ static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io_out, c
      * cudaMalloc -> cudaErrorStreamCaptureUnsupported) is the useful one,
      * and any later call, ours included, would only report "invalidated".
      */
-    f.seen_err = (int)cudaGetLastError();
+    f.seen_err = s->fn_cuda_error ? s->fn_cuda_error : (int)cudaGetLastError();
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     cudaError_t qe = cudaStreamIsCapturing(rt->stream, &cs);
     if (f.body == CGR_STATUS_OK && qe == cudaSuccess && cs == cudaStreamCaptureStatusActive)

@@ -257,14 +257,34 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan
     c.mode = mode;
     if (mode == CGR__CTX_TRACE)
         cgr__trace_reset(&plan->trace);
+    /*
+     * Code that launches without a stream, built with nvcc --default-stream
+     * per-thread, enqueues on the calling thread's default stream. Forked
+     * off cgr's stream before the step and joined back after it, that
+     * stream's work is part of every run: captured with the rest, in
+     * order, and never left out of a graph to run once at capture time.
+     * A stream that gets no work adds no node.
+     */
+    s->fn_cuda_error = 0;
+    CGR_CUDA_TRY(cudaEventRecord(s->rt->join, s->rt->stream));
+    CGR_CUDA_TRY(cudaStreamWaitEvent(cudaStreamPerThread, s->rt->join, 0));
     /* Whatever the step's own cgr calls report becomes part of our message. */
     cgr__clear_error();
     cgr_status fs = s->fn(&c, s->user);
     c.magic = CGR__MAGIC_DEAD;
+    /* Read before the join below, whose own error would hide the step's. */
+    s->fn_cuda_error = (int)cudaGetLastError();
+    /* Joined even after a failure, so that a capture can end. */
+    cudaError_t je = cudaEventRecord(s->rt->join, cudaStreamPerThread);
+    if (je == cudaSuccess)
+        je = cudaStreamWaitEvent(s->rt->stream, s->rt->join, 0);
     if (mode == CGR__CTX_TRACE)
         trace_finish(&c);
     if (c.error != CGR_STATUS_OK)
         return c.error; /* the message of the first scratch failure stands */
+    if (je != cudaSuccess && fs == CGR_STATUS_OK)
+        return cgr__cuda_fail((int)je, "joining the per-thread default stream", __FILE__,
+                              __LINE__);
     if (fs != CGR_STATUS_OK) {
         char detail[512];
         strncpy(detail, cgr_last_error(), sizeof detail - 1);

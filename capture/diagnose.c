@@ -23,8 +23,11 @@ static const char *advice_for_error(cudaError_t e)
                "synchronous cudaMemcpy (a step must not wait on the host)";
     case cudaErrorStreamCaptureImplicit:
         return "the step used the legacy default stream, for example a synchronous "
-               "cudaMemcpy to read device data on the host, or a launch without a stream: "
-               "enqueue everything on cgr_ctx_stream() and make data the host needs a step output";
+               "cudaMemcpy to read device data on the host, or a launch without a stream "
+               "compiled without nvcc --default-stream per-thread: enqueue everything on "
+               "cgr_ctx_stream(), or build that code with --default-stream per-thread (cgr "
+               "joins the calling thread's default stream into every run), and make data the "
+               "host needs a step output";
     case cudaErrorStreamCaptureIsolation:
     case cudaErrorStreamCaptureMerge:
     case cudaErrorStreamCaptureUnjoined:

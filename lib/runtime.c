@@ -82,6 +82,7 @@ CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
      * silently running that copy outside the graph.
      */
     CGR_CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&rt->stream, cudaStreamDefault), st, fail);
+    CGR_CUDA_TRY_GOTO(cudaEventCreateWithFlags(&rt->join, cudaEventDisableTiming), st, fail);
     CGR_TRY_GOTO(cgr__arena_init(&rt->arena, o.device, o.arena_limit), st, fail);
     struct cudaMemPoolProps props;
     memset(&props, 0, sizeof props);
@@ -97,8 +98,11 @@ CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
     return CGR_STATUS_OK;
 
 fail:
+    if (rt->join)
+        cudaEventDestroy(rt->join);
     if (rt->stream)
-        cudaStreamDestroy(rt->stream);
+        cudaEventDestroy(rt->join);
+    cudaStreamDestroy(rt->stream);
     cgr__arena_destroy(&rt->arena);
     cgr__device_leave(prev);
     pthread_mutex_destroy(&rt->lock);

@@ -45,6 +45,9 @@ struct cgr_runtime {
     uint32_t magic;
     cgr_options opt;
     cudaStream_t stream;
+    /* Forks the calling thread's per-thread default stream off `stream` and
+     * joins it back around every call of a step function (capture/ctx.c). */
+    cudaEvent_t join;
     cgr__arena arena;
     cgr__persist persist;
     cudaMemPool_t trace_pool;   /* serves scratch during the tracing warm-up */
@@ -133,6 +136,7 @@ struct cgr_step {
     struct cgr_step *next;
     char name[64];
     cgr_step_fn fn;
+    int fn_cuda_error;          /* cudaGetLastError() as the step function returned (ctx.c) */
     void *user;
     int n_in, n_out;
     cgr__tensor in[CGR_MAX_TENSORS];
