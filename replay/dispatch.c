@@ -71,6 +71,21 @@ void cgr__stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims)
     }
 }
 
+/* capture_error = "<the public call>: why", cut to fit. */
+static void set_capture_error(cgr_step *s, const char *why)
+{
+    char *out = s->stats.capture_error;
+    const size_t cap = sizeof s->stats.capture_error;
+    int n = snprintf(out, cap, "%s: ", s->api_fn ? s->api_fn : "cgr");
+    if (n < 0 || (size_t)n >= cap)
+        return;
+    size_t len = strlen(why);
+    if (len > cap - (size_t)n - 1)
+        len = cap - (size_t)n - 1;
+    memmove(out + n, why, len);
+    out[(size_t)n + len] = '\0';
+}
+
 static cgr_status eager_run(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
 {
     CGR_TRY(cgr__run_eager(s, slot, p));
@@ -83,8 +98,7 @@ static void capture_refused(cgr_step *s, const char *why)
 {
     cgr_step_stats *ss = &s->stats;
     ss->mode = CGR_MODE_EAGER;
-    strncpy(ss->capture_error, why, sizeof ss->capture_error - 1);
-    ss->capture_error[sizeof ss->capture_error - 1] = '\0';
+    set_capture_error(s, why);
     (void)cgr__shapes_capture_failed(s->shapes, ss->capture_error);
     cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name,
              ss->capture_error);
@@ -209,7 +223,7 @@ static void graph_refused(cgr_step *s, const cgr__shapes_decision *d, cgr__shape
 {
     cgr_step_stats *ss = &s->stats;
     cgr__shapes_freed victim;
-    snprintf(ss->capture_error, sizeof ss->capture_error, "%s", why);
+    set_capture_error(s, why);
     /* CUDA frees the executable once a launch still running it is done. */
     if (cgr__shapes_refuse(s->shapes, d->entry, reason, ss->capture_error, &victim) ==
         CGR_STATUS_OK)

@@ -186,11 +186,17 @@ out:
     return st;
 }
 
-/* Submits the acquired slot and commits it, or gives it back on failure. */
-static cgr_status launch_acquired(cgr_step *s, uint64_t ticket)
+/*
+ * Submits the acquired slot and commits it, or gives it back on failure.
+ * fn is the public call: what its messages, and the step's capture_error,
+ * lead with.
+ */
+static cgr_status launch_acquired(cgr_step *s, uint64_t ticket, const char *fn)
 {
+    s->api_fn = fn;
     cgr_status st = submit(s, cgr__ring_slot(&s->ring, ticket));
     if (st != CGR_STATUS_OK) {
+        cgr__error_lead(fn);
         /* A run launched ahead must not hold the stream for a slot given back. */
         cgr__arm_drop(s);
         cgr__ring_cancel(&s->ring);
@@ -334,8 +340,10 @@ CGR_API cgr_status cgr_step_acquire(cgr_step *s, const int64_t *dims, unsigned f
     cgr_status st = acquire(s, dims, &t, &slot, fn);
     if (st == CGR_STATUS_OK && (flags & CGR_ACQUIRE_ARM)) {
         armed = arm_ahead(s, slot, &st);
-        if (st != CGR_STATUS_OK)
+        if (st != CGR_STATUS_OK) {
             cgr__ring_cancel(&s->ring);
+            cgr__error_lead(fn);
+        }
     }
     cgr__unlock(s->rt);
     CGR_TRY(st);
@@ -380,7 +388,7 @@ CGR_API cgr_status cgr_step_launch(cgr_step *s, const cgr_slot *slot)
     CGR_TRY(cgr__lock(s->rt, "cgr_step_launch"));
     cgr_status st = check_acquired(s, slot, "cgr_step_launch");
     if (st == CGR_STATUS_OK)
-        st = launch_acquired(s, slot->ticket);
+        st = launch_acquired(s, slot->ticket, "cgr_step_launch");
     cgr__unlock(s->rt);
     return st;
 }
@@ -426,7 +434,7 @@ CGR_API cgr_status cgr_step_run(cgr_step *s, const int64_t *dims, const void *co
         for (int i = 0; i < s->n_in; i++)
             cgr__host_write(host + s->in[i].slot_offset, inputs[i],
                             cgr__tensor_bytes_at(&s->in[i], s->run_dims));
-        st = launch_acquired(s, t);
+        st = launch_acquired(s, t, fn);
     }
     cgr__unlock(s->rt);
     if (st == CGR_STATUS_OK && ticket)

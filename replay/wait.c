@@ -109,6 +109,8 @@ static cgr_status wait_ticket(cgr_step *s, uint64_t ticket, const char *fn)
     s->waiters++;
     cgr__unlock(rt);
     cgr_status st = wait_slot(s, slot, kind, want, latest, rec_err);
+    if (st != CGR_STATUS_OK)
+        cgr__error_lead(fn);
     /* Cannot fail: this thread held no lock after the unlock above. */
     (void)cgr__lock(rt, fn);
     s->waiters--;

@@ -34,6 +34,8 @@ cgr_status cgr__cudnn_fail(int err, const char *expr, const char *file, int line
 void cgr__clear_error(void);
 /** Appends to the thread's last-error message ("; " separated). */
 void cgr__error_append(const char *fmt, ...) CGR__PRINTF(1, 2);
+/* Makes the message lead with "fn: " (a public function's name) unless it already does. */
+void cgr__error_lead(const char *fn);
 /**
  * Records a bug in cgr itself (see CGR_BUG) and returns CGR_STATUS_INTERNAL.
  * Where assertions are compiled in (NDEBUG not defined) it prints the

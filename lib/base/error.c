@@ -61,10 +61,13 @@ static const char *base_name(const char *file)
     return slash ? slash + 1 : file;
 }
 
-/* Sets the message to "file:line: <prefix><fmt...>". */
-static void vset(const char *file, int line, const char *prefix, const char *fmt, va_list ap)
+/*
+ * Sets the message to "<prefix><fmt...>". Messages are for users, so they
+ * carry no source position; only cgr's own bugs (cgr__bug) say where.
+ */
+static void vset(const char *prefix, const char *fmt, va_list ap)
 {
-    int n = snprintf(errbuf, sizeof errbuf, "%s:%d: %s", base_name(file), line, prefix);
+    int n = snprintf(errbuf, sizeof errbuf, "%s", prefix);
     if (n < 0 || (size_t)n >= sizeof errbuf)
         return;
     vsnprintf(errbuf + n, sizeof errbuf - (size_t)n, fmt, ap);
@@ -72,19 +75,36 @@ static void vset(const char *file, int line, const char *prefix, const char *fmt
 
 cgr_status cgr__fail(cgr_status s, const char *file, int line, const char *fmt, ...)
 {
+    (void)file;
+    (void)line;
     va_list ap;
     va_start(ap, fmt);
-    vset(file, line, "", fmt, ap);
+    vset("", fmt, ap);
     va_end(ap);
     return s;
+}
+
+void cgr__error_lead(const char *fn)
+{
+    size_t n = strlen(fn);
+    if (strncmp(errbuf, fn, n) == 0 || n + 2 >= sizeof errbuf)
+        return;
+    size_t keep = strlen(errbuf);
+    if (keep > sizeof errbuf - n - 3)
+        keep = sizeof errbuf - n - 3;
+    memmove(errbuf + n + 2, errbuf, keep);
+    memcpy(errbuf, fn, n);
+    memcpy(errbuf + n, ": ", 2);
+    errbuf[n + 2 + keep] = '\0';
 }
 
 cgr_status cgr__bug(const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vset(file, line, "internal error in cgr (please report it): ", fmt, ap);
+    vset("internal error in cgr (please report it): ", fmt, ap);
     va_end(ap);
+    cgr__error_append("at %s:%d", base_name(file), line);
 #ifndef NDEBUG
     /* A debug or test build: stop at the bug, as a failed assert() would. */
     fprintf(stderr, "cgr: %s\n", errbuf);

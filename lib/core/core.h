@@ -137,6 +137,7 @@ struct cgr_step {
     char name[64];
     cgr_step_fn fn;
     int fn_cuda_error;          /* cudaGetLastError() as the step function returned (ctx.c) */
+    const char *api_fn;         /* the public call submitting the current run (replay/run.c) */
     void *user;
     int n_in, n_out;
     cgr__tensor in[CGR_MAX_TENSORS];

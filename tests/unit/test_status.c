@@ -42,8 +42,9 @@ int main(void)
     ASSERT_STR_EQ(cgr_last_error(), "");
     cgr_options o;
     ASSERT_STATUS(cgr_options_init(NULL), CGR_STATUS_INVALID_ARGUMENT);
-    ASSERT(strstr(cgr_last_error(), "cgr_options_init") != NULL);
-    ASSERT(strstr(cgr_last_error(), ".c:") != NULL); /* file:line */
+    /* Led by the public function; no source position of cgr's. */
+    ASSERT(strncmp(cgr_last_error(), "cgr_options_init", 16) == 0);
+    ASSERT(strstr(cgr_last_error(), ".c:") == NULL);
     cgr__clear_error();
     ASSERT_STR_EQ(cgr_last_error(), "");
     ASSERT_OK(cgr_options_init(&o));

@@ -82,8 +82,10 @@ CGR_API const char *cgr_status_name(cgr_status s);
 /** One-line description of a status; never NULL. */
 CGR_API const char *cgr_status_string(cgr_status s);
 /**
- * Detail of the last failure on the calling thread: the failing call, the
- * CUDA/cuBLAS/cuDNN error text and file:line. Empty string when the thread
+ * Detail of the last failure on the calling thread, led by the public
+ * function that failed: the step, the failing call and the CUDA/cuBLAS/
+ * cuDNN error text (for CGR_STATUS_INTERNAL also the place in cgr's
+ * source). Empty string when the thread
  * has seen no failure. Valid until the thread's next cgr call.
  */
 CGR_API const char *cgr_last_error(void);
