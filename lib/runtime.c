@@ -25,7 +25,7 @@ static void log_level_from_env(cgr_options *o)
             o->log_level = (cgr_log_level)i;
 }
 
-CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
+static cgr_status runtime_create(cgr_runtime **out, const cgr_options *opt)
 {
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_runtime_create: out is NULL");
@@ -218,4 +218,12 @@ CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stat
     out->pinned_bytes = rt->pinned_bytes;
     cgr__unlock(mrt);
     return CGR_STATUS_OK;
+}
+
+CGR_API cgr_status cgr_runtime_create(cgr_runtime **out, const cgr_options *opt)
+{
+    cgr_status st = runtime_create(out, opt);
+    if (st != CGR_STATUS_OK)
+        cgr__error_lead("cgr_runtime_create");
+    return st;
 }

@@ -115,7 +115,7 @@ static void unlink_step(cgr_runtime *rt, cgr_step *s)
     }
 }
 
-CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_step **out)
+static cgr_status step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_step **out)
 {
     CGR_TRY(cgr__check_runtime(rt, "cgr_step_create"));
     if (!desc || !out)
@@ -232,5 +232,13 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
     cgr__unlock(rt);
     if (destroyed)
         *ps = NULL;
+    return st;
+}
+
+CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_step **out)
+{
+    cgr_status st = step_create(rt, desc, out);
+    if (st != CGR_STATUS_OK)
+        cgr__error_lead("cgr_step_create");
     return st;
 }
