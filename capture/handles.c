@@ -63,6 +63,25 @@ CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
     return CGR_STATUS_OK;
 }
 
+CGR_API cgr_status cgr_ctx_bind_cublas(cgr_ctx *c, cgr_cublas_handle handle)
+{
+    CGR_TRY(cgr__check_ctx(c, "cgr_ctx_bind_cublas"));
+    if (!handle)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_bind_cublas: handle is NULL");
+    cublasHandle_t h = (cublasHandle_t)handle;
+    /* The stream first: cublasSetStream drops the handle's workspace. */
+    cublasStatus_t e = cublasSetStream(h, c->rt->stream);
+    if (e != CUBLAS_STATUS_SUCCESS)
+        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream", __FILE__, __LINE__));
+    void *ws = NULL;
+    CGR_TRY(cgr_ctx_alloc(c, CGR__CUBLAS_WORKSPACE, &ws)); /* fails the run itself */
+    e = cublasSetWorkspace(h, ws, CGR__CUBLAS_WORKSPACE);
+    if (e != CUBLAS_STATUS_SUCCESS)
+        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetWorkspace", __FILE__,
+                                                 __LINE__));
+    return CGR_STATUS_OK;
+}
+
 CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
 {
     CGR_TRY(cgr__check_ctx(c, "cgr_ctx_cudnn"));

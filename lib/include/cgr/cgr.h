@@ -703,6 +703,17 @@ CGR_API cgr_status cgr_ctx_free(cgr_ctx *ctx, void *ptr);
  */
 CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *ctx, cgr_cublas_handle *out);
 /**
+ * Binds a cuBLAS handle of your own to this run, as cgr_ctx_cublas() binds
+ * cgr's: cublasSetStream to cgr_ctx_stream(), then cublasSetWorkspace with
+ * scratch from the arena. Call it on every run, before the handle's first
+ * call in the step. Without a workspace cuBLAS allocates inside the graph
+ * (memory-allocation nodes), which CUDA does not allow in every graph.
+ * cuBLASLt takes its workspace per call: give it cgr_ctx_alloc() memory.
+ * The handle stays yours (cgr never destroys it), and it stays bound to
+ * cgr's stream after the run.
+ */
+CGR_API cgr_status cgr_ctx_bind_cublas(cgr_ctx *ctx, cgr_cublas_handle handle);
+/**
  * The runtime's cuDNN handle, bound to the stream. CGR_STATUS_NOT_SUPPORTED
  * when cgr was built without cuDNN. Take convolution workspaces from
  * cgr_ctx_alloc, and choose algorithms while cgr_ctx_is_capturing() is 0.
