@@ -55,6 +55,15 @@ static void *open_one(const char *file, char *msg, size_t size, int *tried)
     return h;
 }
 
+/* Gives back a library that turned out unusable; msg already says why. */
+static void close_unusable(void *h, char *msg, size_t size)
+{
+    if (dlclose(h) != 0) {
+        const char *e = dlerror();
+        add(msg, size, "; dlclose failed: %s", e ? e : "unknown dlerror");
+    }
+}
+
 int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_size)
 {
     if (msg_size == 0)
@@ -85,6 +94,9 @@ int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_si
             if (n > 0 && (size_t)n < sizeof fallback) {
                 h = open_one(fallback, msg, msg_size, &tried);
                 used = fallback;
+            } else {
+                add(msg, msg_size, "; not %s/%s (path too long)", spec->fallback_dir,
+                    spec->soname);
             }
         }
         if (!h) {
@@ -99,8 +111,7 @@ int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_si
     if (spec->n_symbols > sizeof found / sizeof found[0]) {
         snprintf(msg, msg_size, "%s: %zu symbols asked for, at most %zu supported", spec->what,
                  spec->n_symbols, sizeof found / sizeof found[0]);
-        if (dlclose(h) != 0)
-            add(msg, msg_size, "; dlclose failed: %s", dlerror());
+        close_unusable(h, msg, msg_size);
         return -1;
     }
     for (size_t i = 0; i < spec->n_symbols; i++) {
@@ -111,8 +122,7 @@ int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_si
             snprintf(msg, msg_size, "%s: %s has no %s (%s): not the %s cgr was built for. %s",
                      spec->what, used, spec->symbols[i], e ? e : "NULL address", spec->soname,
                      spec->install_hint);
-            if (dlclose(h) != 0)
-                add(msg, msg_size, "; dlclose failed: %s", dlerror());
+            close_unusable(h, msg, msg_size);
             return -1;
         }
     }
