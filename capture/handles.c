@@ -16,12 +16,9 @@
 #include <cublas_v2.h>
 
 #include "cgr_config.h"
+#include "dynload.h"
 #include "fault.h"
 #include "capture.h"
-
-#if CGR_HAVE_CUDNN
-#include <cudnn.h>
-#endif
 
 CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
 {
@@ -93,15 +90,20 @@ CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
         if (c->mode == CGR__CTX_CAPTURE)
             return CGR_FAIL(CGR_STATUS_WRONG_STATE,
                             "cgr_ctx_cudnn: first called during capture; call it on every run");
+        /* libcudnn is loaded here, on first use, so programs without cuDNN never need it. */
+        cgr_status st = cgr__cudnn_load("cgr_ctx_cudnn");
+        if (st != CGR_STATUS_OK)
+            return cgr__ctx_fail(c, st);
+        const cgr__cudnn_api *dnn = cgr__cudnn();
         cudnnHandle_t h = NULL;
         cudnnStatus_t e =
-            CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_NOT_INITIALIZED : cudnnCreate(&h);
+            CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_NOT_INITIALIZED : dnn->cudnnCreate(&h);
         if (e != CUDNN_STATUS_SUCCESS)
             return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnCreate", __FILE__, __LINE__));
         e = CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_EXECUTION_FAILED
-                                         : cudnnSetStream(h, rt->stream);
+                                         : dnn->cudnnSetStream(h, rt->stream);
         if (e != CUDNN_STATUS_SUCCESS) {
-            cudnnDestroy(h);
+            dnn->cudnnDestroy(h);
             return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnSetStream", __FILE__,
                                                     __LINE__));
         }
@@ -121,8 +123,9 @@ void cgr__handles_destroy(cgr_runtime *rt)
         cublasDestroy((cublasHandle_t)rt->cublas);
     rt->cublas = NULL;
 #if CGR_HAVE_CUDNN
+    /* A handle exists only once cuDNN was loaded. */
     if (rt->cudnn)
-        cudnnDestroy((cudnnHandle_t)rt->cudnn);
+        cgr__cudnn()->cudnnDestroy((cudnnHandle_t)rt->cudnn);
 #endif
     rt->cudnn = NULL;
 }

@@ -52,8 +52,8 @@ cgr_status cgr__comm_exchange(struct cgr__comm *c, const int64_t *mine, const in
     memcpy(c->host, mine, rec);
     CGR_CUDA_TRY_GOTO(cudaMemcpyAsync(c->dev, c->host, rec, cudaMemcpyHostToDevice, c->stream),
                       st, fail);
-    CGR_NCCL_TRY_GOTO(ncclAllGather(c->dev, c->dev + CGR__AGREE_WORDS, CGR__AGREE_WORDS,
-                                    ncclInt64, c->priv, c->stream),
+    CGR_NCCL_TRY_GOTO(cgr__nccl()->ncclAllGather(c->dev, c->dev + CGR__AGREE_WORDS,
+                                                 CGR__AGREE_WORDS, ncclInt64, c->priv, c->stream),
                       st, fail);
     /*
      * Non-blocking: the all-gather may still be on its way into the stream

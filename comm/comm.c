@@ -87,10 +87,16 @@ CGR_API int cgr_has_nccl(void)
 
 cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, int line)
 {
-    const char *detail = ncclGetLastError(NULL);
+    /* The message names the NCCL call, not the table it was reached through. */
+    static const char via[] = "cgr__nccl()->";
+    if (!strncmp(expr, via, sizeof via - 1))
+        expr += sizeof via - 1;
+    /* Only reached after a call through the loaded table. */
+    const cgr__nccl_api *nccl = cgr__nccl();
+    const char *detail = nccl ? nccl->ncclGetLastError(NULL) : NULL;
     return cgr__fail(CGR_STATUS_COMM_ERROR, file, line, "NCCL: %s failed: %s%s%s", expr,
-                     ncclGetErrorString(r), detail && detail[0] ? ": " : "",
-                     detail ? detail : "");
+                     nccl ? nccl->ncclGetErrorString(r) : "NCCL error",
+                     detail && detail[0] ? ": " : "", detail ? detail : "");
 }
 
 uint64_t cgr__comm_hash(const char *s)
@@ -162,12 +168,13 @@ static int other_devices_attached(int device)
 static void comm_free(const cgr_runtime *rt, struct cgr__comm *c, int graceful)
 {
     if (c->priv && graceful && !c->broken) {
-        ncclResult_t r = ncclCommFinalize(c->priv);
+        ncclResult_t r = cgr__nccl()->ncclCommFinalize(c->priv);
         cgr_status st = r == ncclSuccess || r == ncclInProgress
                             ? cgr__comm_wait_ready(c->priv, cgr__comm_deadline(c->timeout_ms),
                                                    c->timeout_ms, "ncclCommFinalize")
                             : cgr__nccl_fail(r, "ncclCommFinalize", __FILE__, __LINE__);
-        if (st == CGR_STATUS_OK && (r = ncclCommDestroy(c->priv)) == ncclSuccess) {
+        if (st == CGR_STATUS_OK &&
+            (r = cgr__nccl()->ncclCommDestroy(c->priv)) == ncclSuccess) {
             c->priv = NULL;
         } else {
             if (st == CGR_STATUS_OK)
@@ -177,7 +184,7 @@ static void comm_free(const cgr_runtime *rt, struct cgr__comm *c, int graceful)
         }
     }
     if (c->priv)
-        (void)ncclCommAbort(c->priv);
+        (void)cgr__nccl()->ncclCommAbort(c->priv);
     c->priv = NULL;
     if (c->done)
         cudaEventDestroy(c->done);
@@ -206,7 +213,7 @@ static cgr_status split_private(struct cgr__comm *c, int *leak)
     cfg.blocking = 0;   /* every wait on it is ours to bound */
     cfg.splitShare = 0; /* own resources: aborting it leaves the user's alone */
     double deadline = cgr__comm_deadline(c->timeout_ms);
-    CGR_NCCL_TRY(ncclCommSplit(c->user, 0, c->rank, &c->priv, &cfg));
+    CGR_NCCL_TRY(cgr__nccl()->ncclCommSplit(c->user, 0, c->rank, &c->priv, &cfg));
     unsigned spins = 0;
     for (;;) {
         ncclComm_t p = __atomic_load_n(&c->priv, __ATOMIC_ACQUIRE);
@@ -214,7 +221,7 @@ static cgr_status split_private(struct cgr__comm *c, int *leak)
             return cgr__comm_wait_ready(p, deadline, c->timeout_ms, "ncclCommSplit");
         /* Not there yet: the split runs in NCCL's thread; its errors land on the parent. */
         ncclResult_t async = ncclSuccess;
-        CGR_NCCL_TRY(ncclCommGetAsyncError(c->user, &async));
+        CGR_NCCL_TRY(cgr__nccl()->ncclCommGetAsyncError(c->user, &async));
         if (async != ncclSuccess && async != ncclInProgress)
             return cgr__nccl_fail(async, "ncclCommSplit", __FILE__, __LINE__);
         if (cgr__now_us() > deadline) {
@@ -244,7 +251,7 @@ static cgr_status attach_locked(cgr_runtime *rt, ncclComm_t comm, unsigned timeo
                             "ranks",
                             fn, s->name);
     int version = 0;
-    CGR_NCCL_TRY(ncclGetVersion(&version));
+    CGR_NCCL_TRY(cgr__nccl()->ncclGetVersion(&version));
     if (version < 21800)
         return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED,
                         "%s: the loaded NCCL is version %d; cgr needs 2.18 or newer "
@@ -254,9 +261,9 @@ static cgr_status attach_locked(cgr_runtime *rt, ncclComm_t comm, unsigned timeo
     CGR_TRY(cgr__comm_wait_ready(comm, cgr__comm_deadline(timeout_ms), timeout_ms,
                                  "the communicator's initialization"));
     int device = -1, world = 0, rank = -1;
-    CGR_NCCL_TRY(ncclCommCuDevice(comm, &device));
-    CGR_NCCL_TRY(ncclCommCount(comm, &world));
-    CGR_NCCL_TRY(ncclCommUserRank(comm, &rank));
+    CGR_NCCL_TRY(cgr__nccl()->ncclCommCuDevice(comm, &device));
+    CGR_NCCL_TRY(cgr__nccl()->ncclCommCount(comm, &world));
+    CGR_NCCL_TRY(cgr__nccl()->ncclCommUserRank(comm, &rank));
     if (device != rt->opt.device)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "%s: the communicator is on device %d, the runtime on device %d; give "
@@ -275,8 +282,8 @@ static cgr_status attach_locked(cgr_runtime *rt, ncclComm_t comm, unsigned timeo
     int leak = 0;
     CGR_TRY_GOTO(split_private(c, &leak), st, fail);
     int pworld = 0, prank = -1;
-    CGR_NCCL_TRY_GOTO(ncclCommCount(c->priv, &pworld), st, fail);
-    CGR_NCCL_TRY_GOTO(ncclCommUserRank(c->priv, &prank), st, fail);
+    CGR_NCCL_TRY_GOTO(cgr__nccl()->ncclCommCount(c->priv, &pworld), st, fail);
+    CGR_NCCL_TRY_GOTO(cgr__nccl()->ncclCommUserRank(c->priv, &prank), st, fail);
     if (pworld != world || prank != rank) {
         st = CGR_FAIL(CGR_STATUS_COMM_ERROR,
                       "%s: the split communicator has rank %d of %d, the user's rank %d of %d", fn,
@@ -319,6 +326,8 @@ CGR_API cgr_status cgr_runtime_attach_nccl(cgr_runtime *rt, cgr_nccl_comm comm,
     const char *fn = "cgr_runtime_attach_nccl";
     cgr_nccl_options o;
     CGR_TRY(check_attach(rt, comm, opt, &o, fn));
+    /* libnccl is loaded here, on first use, so programs without NCCL never need it. */
+    CGR_TRY(cgr__nccl_load(fn));
     const char *env = getenv("CGR_NCCL_TIMEOUT_MS");
     if (env && env[0]) {
         char *end = NULL;

@@ -34,7 +34,11 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
 void cgr__comm_release(cgr_runtime *rt);
 
 #if CGR_HAVE_NCCL
-#include <nccl.h>
+/*
+ * NCCL is loaded at attach time (lib/base/dynload.h), so every call goes
+ * through cgr__nccl(), the table of its functions: cgr__nccl()->ncclCommSplit.
+ */
+#include "dynload.h"
 
 /* Steps that used the communicator, remembered per runtime. */
 #define CGR__COMM_MAX_STEPS 64

@@ -53,7 +53,7 @@ cgr_status cgr__comm_wait_ready(ncclComm_t comm, double deadline, unsigned timeo
     unsigned spins = 0;
     for (;;) {
         ncclResult_t async = ncclSuccess;
-        ncclResult_t r = ncclCommGetAsyncError(comm, &async);
+        ncclResult_t r = cgr__nccl()->ncclCommGetAsyncError(comm, &async);
         if (r != ncclSuccess)
             return cgr__nccl_fail(r, "ncclCommGetAsyncError", __FILE__, __LINE__);
         if (async == ncclSuccess)
@@ -77,7 +77,7 @@ cgr_status cgr__comm_wait_done(struct cgr__comm *c, double deadline, const char 
             return cgr__cuda_fail((int)e, "cudaEventQuery (NCCL agreement)", __FILE__, __LINE__);
         /* A peer that went away shows up here (ncclRemoteError, a system error). */
         ncclResult_t async = ncclSuccess;
-        ncclResult_t r = ncclCommGetAsyncError(c->priv, &async);
+        ncclResult_t r = cgr__nccl()->ncclCommGetAsyncError(c->priv, &async);
         if (r != ncclSuccess)
             return cgr__nccl_fail(r, "ncclCommGetAsyncError", __FILE__, __LINE__);
         if (async != ncclSuccess && async != ncclInProgress)
@@ -95,7 +95,7 @@ void cgr__comm_break(struct cgr__comm *c, const char *why)
     c->broken = 1;
     if (c->priv) {
         /* Local: it stops this rank's operations on priv, never waits for peers. */
-        (void)ncclCommAbort(c->priv);
+        (void)cgr__nccl()->ncclCommAbort(c->priv);
         c->priv = NULL;
     }
 }

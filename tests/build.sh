@@ -2,6 +2,8 @@
 # Shared by README's two commands (tests/run.sh, bench/run.sh): installs meson
 # and ninja from Debian's packages when missing, then configures and builds
 # cgr in ${CGR_BUILD_DIR:-build}. Extra arguments go to `meson setup`.
+# Setup prints meson's summary (CUDA, arch, cuDNN, NCCL, CUPTI found); when
+# it fails, its whole output.
 set -eu
 cd "$(dirname "$0")/.."
 builddir=${CGR_BUILD_DIR:-build}
@@ -11,9 +13,18 @@ if ! command -v meson >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; the
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq meson ninja-build pkg-config >/dev/null
 fi
+reconfigure=()
 if [ -d "$builddir" ]; then
-    meson setup --reconfigure "$builddir" "$@" >/dev/null
-else
-    meson setup "$builddir" "$@" >/dev/null
+    reconfigure=(--reconfigure)
 fi
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! meson setup ${reconfigure[@]+"${reconfigure[@]}"} "$builddir" "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "meson setup $builddir failed (its log: $builddir/meson-logs/meson-log.txt)" >&2
+    exit 1
+fi
+# The summary block: from "cgr <version>" up to the line meson ends setup with.
+awk '/^cgr [0-9]/ { show = 1 } /^Found ninja/ { show = 0 } show' "$log"
+grep -i 'warning' "$log" | grep -v 'built-in werror option' >&2 || true
 ninja -C "$builddir"

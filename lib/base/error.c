@@ -11,10 +11,7 @@
 
 #include "cgr_config.h"
 #include "check.h"
-
-#if CGR_HAVE_CUDNN
-#include <cudnn.h>
-#endif
+#include "dynload.h"
 
 /* Large enough for a capture diagnosis plus the CUDA error text. */
 #define CGR__ERRBUF 1024
@@ -180,7 +177,10 @@ cgr_status cgr__cudnn_fail(int err, const char *expr, const char *file, int line
     cudnnStatus_t e = (cudnnStatus_t)err;
     cgr_status s = e == CUDNN_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
                                                   : CGR_STATUS_CUDNN_ERROR;
-    return cgr__fail(s, file, line, "%s failed: %s (%d)", expr, cudnnGetErrorString(e), err);
+    /* cuDNN's own text once it is loaded; a cuDNN status exists only after that. */
+    const cgr__cudnn_api *dnn = cgr__cudnn();
+    return cgr__fail(s, file, line, "%s failed: %s (%d)", expr,
+                     dnn ? dnn->cudnnGetErrorString(e) : "cuDNN error", err);
 #else
     return cgr__fail(CGR_STATUS_CUDNN_ERROR, file, line, "%s failed: cuDNN error %d", expr, err);
 #endif

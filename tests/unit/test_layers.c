@@ -6,7 +6,8 @@
  *
  *   0  lib/include/cgr   the public API (every layer may include it)
  *   1  lib/base          status and error messages, checks, fault
- *                        injection, NVTX ranges, the struct_size rule
+ *                        injection, NVTX ranges, the struct_size rule,
+ *                        loading cuDNN and NCCL
  *   2  allocator         arena, persistent memory, scratch planner, slot ring
  *   3  lib/core          the runtime's objects and the calls every layer
  *                        makes on them (lock, handle checks, device, log)

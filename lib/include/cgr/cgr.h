@@ -715,8 +715,11 @@ CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *ctx, cgr_cublas_handle *out);
 CGR_API cgr_status cgr_ctx_bind_cublas(cgr_ctx *ctx, cgr_cublas_handle handle);
 /**
  * The runtime's cuDNN handle, bound to the stream. CGR_STATUS_NOT_SUPPORTED
- * when cgr was built without cuDNN. Take convolution workspaces from
- * cgr_ctx_alloc, and choose algorithms while cgr_ctx_is_capturing() is 0.
+ * when cgr was built without cuDNN, or when the first call cannot load
+ * libcudnn (cgr does not link it; CGR_CUDNN_LIBRARY names the file to load,
+ * and the message the files tried); the run then fails with that status.
+ * Take convolution workspaces from cgr_ctx_alloc, and choose algorithms
+ * while cgr_ctx_is_capturing() is 0.
  */
 CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *ctx, cgr_cudnn_handle *out);
 /** Philox parameters of a step, in device memory (see cgr_philox.h). */

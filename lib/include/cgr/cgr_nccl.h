@@ -27,7 +27,9 @@
  * This header needs only a C11 compiler, like cgr.h: the communicator
  * appears through the struct tag NCCL itself uses, so a cgr_nccl_comm is
  * an ncclComm_t. Every call returns CGR_STATUS_NOT_SUPPORTED, with a
- * message saying so, when cgr was built without NCCL.
+ * message saying so, when cgr was built without NCCL. libcgr does not link
+ * NCCL: cgr_runtime_attach_nccl loads libnccl on its first call in the
+ * process (normally the copy the program has loaded already).
  */
 #ifndef CGR_NCCL_H
 #define CGR_NCCL_H
@@ -76,7 +78,10 @@ static inline cgr_status cgr_nccl_options_init(cgr_nccl_options *opt)
     return cgr_nccl_options_init_size(opt, sizeof(cgr_nccl_options));
 }
 
-/** 1 when this build of cgr has NCCL support. */
+/**
+ * 1 when this build of cgr has NCCL support. Whether libnccl can be loaded
+ * is known at the first cgr_runtime_attach_nccl.
+ */
 CGR_API int cgr_has_nccl(void);
 
 /**
@@ -95,8 +100,9 @@ CGR_API int cgr_has_nccl(void);
  *   captured without the agreement), inside a step function, or the
  *   ranks' warm-up counts or capture settings differ (every rank must
  *   capture at the same run);
- * - CGR_STATUS_NOT_SUPPORTED: built without NCCL, or the NCCL library is
- *   older than 2.18.
+ * - CGR_STATUS_NOT_SUPPORTED: built without NCCL, libnccl cannot be loaded
+ *   (the message names the files tried; CGR_NCCL_LIBRARY names the file to
+ *   load), or the NCCL library is older than 2.18.
  * A failed NCCL call returns CGR_STATUS_COMM_ERROR with NCCL's message;
  * a split or check that the peers do not complete within opt->timeout_ms
  * returns CGR_STATUS_TIMEOUT.

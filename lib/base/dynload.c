@@ -1,0 +1,268 @@
+/*
+ * Loading cuDNN and NCCL on first use (dynload.h has the search order).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "dynload.h"
+
+#define CGR__STR_(x) #x
+#define CGR__STR(x) CGR__STR_(x)
+
+/* Room for the dlerror() texts of every file tried, and the advice. */
+#define WHY_SIZE 900
+
+/* Appends to msg (always terminated, silently cut at its end). */
+static void add(char *msg, size_t size, const char *fmt, ...) CGR__PRINTF(3, 4);
+static void add(char *msg, size_t size, const char *fmt, ...)
+{
+    size_t n = strlen(msg);
+    if (n + 1 >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, size - n, fmt, ap);
+    va_end(ap);
+}
+
+/* dlerror()'s text without the leading "file: ", which the message already names. */
+static const char *reason(const char *file)
+{
+    const char *e = dlerror();
+    if (!e)
+        return "unknown dlerror";
+    size_t n = strlen(file);
+    if (!strncmp(e, file, n) && e[n] == ':' && e[n + 1] == ' ')
+        return e + n + 2;
+    return e;
+}
+
+/*
+ * RTLD_NOW: a library whose own dependencies are missing fails here, where
+ * the message can say so, not at its first call. RTLD_LOCAL: its symbols
+ * stay out of the global scope, since cgr reaches them through dlsym only.
+ */
+static void *open_one(const char *file, char *msg, size_t size, int *tried)
+{
+    void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        add(msg, size, "%s%s (%s)", (*tried)++ ? "; " : "", file, reason(file));
+    return h;
+}
+
+/* Gives back a library that turned out unusable; msg already says why. */
+static void close_unusable(void *h, char *msg, size_t size)
+{
+    if (dlclose(h) != 0) {
+        const char *e = dlerror();
+        add(msg, size, "; dlclose failed: %s", e ? e : "unknown dlerror");
+    }
+}
+
+int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_size)
+{
+    if (msg_size == 0)
+        return -1;
+    msg[0] = '\0';
+    const char *forced = spec->env ? getenv(spec->env) : NULL;
+    const char *used = NULL;
+    void *h = NULL;
+    int tried = 0;
+    char fallback[4096];
+    if (forced && forced[0]) {
+        add(msg, msg_size, "%s could not be loaded from %s=", spec->what, spec->env);
+        h = open_one(forced, msg, msg_size, &tried);
+        if (!h) {
+            add(msg, msg_size, "; set %s to the full path of %s, or unset it to let the "
+                "dynamic loader find %s",
+                spec->env, spec->soname, spec->soname);
+            return -1;
+        }
+        used = forced;
+    } else {
+        add(msg, msg_size, "%s could not be loaded: tried ", spec->what);
+        h = open_one(spec->soname, msg, msg_size, &tried);
+        used = spec->soname;
+        if (!h && spec->fallback_dir && spec->fallback_dir[0]) {
+            int n = snprintf(fallback, sizeof fallback, "%s/%s", spec->fallback_dir,
+                             spec->soname);
+            if (n > 0 && (size_t)n < sizeof fallback) {
+                h = open_one(fallback, msg, msg_size, &tried);
+                used = fallback;
+            } else {
+                add(msg, msg_size, "; not %s/%s (path too long)", spec->fallback_dir,
+                    spec->soname);
+            }
+        }
+        if (!h) {
+            add(msg, msg_size, ". %s, and add the directory that holds %s to "
+                "LD_LIBRARY_PATH (or set %s to its full path)",
+                spec->install_hint, spec->soname, spec->env);
+            return -1;
+        }
+    }
+    /* All symbols or none: a library that lacks one is not the one cgr was built for. */
+    void *found[64];
+    if (spec->n_symbols > sizeof found / sizeof found[0]) {
+        snprintf(msg, msg_size, "%s: %zu symbols asked for, at most %zu supported", spec->what,
+                 spec->n_symbols, sizeof found / sizeof found[0]);
+        close_unusable(h, msg, msg_size);
+        return -1;
+    }
+    for (size_t i = 0; i < spec->n_symbols; i++) {
+        (void)dlerror(); /* a NULL symbol is only an error when dlerror says so */
+        found[i] = dlsym(h, spec->symbols[i]);
+        const char *e = dlerror();
+        if (e || !found[i]) {
+            snprintf(msg, msg_size, "%s: %s has no %s (%s): not the %s cgr was built for. %s",
+                     spec->what, used, spec->symbols[i], e ? e : "NULL address", spec->soname,
+                     spec->install_hint);
+            close_unusable(h, msg, msg_size);
+            return -1;
+        }
+    }
+    memcpy(syms, found, spec->n_symbols * sizeof *syms);
+    msg[0] = '\0';
+    return 0;
+}
+
+/*
+ * The tables below are filled from void pointers, which POSIX guarantees
+ * can hold function pointers; memcpy makes the conversion without the
+ * cast that ISO C leaves undefined. _Generic checks each member's type
+ * against the header's declaration, so a changed prototype fails the build.
+ */
+#define CGR__DL_NAME(ret, name, args) #name,
+#define CGR__DL_CHECK(ret, name, args)                                                     \
+    _Static_assert(_Generic(&name, ret(*) args: 1, default: 0),                            \
+                   #name " in dynload.h does not match the header's declaration");
+#define CGR__DL_COPY(ret, name, args)                                                      \
+    _Static_assert(sizeof(api->name) == sizeof(void *), "function pointer size");         \
+    memcpy(&api->name, &syms[i++], sizeof api->name);
+
+#if CGR_HAVE_CUDNN || CGR_HAVE_NCCL
+
+/* One library's state: loaded once, the outcome kept for every later call. */
+typedef struct loaded {
+    pthread_once_t once;
+    int ready; /* written once, before readers see it (release / acquire) */
+    char why[WHY_SIZE];
+} loaded;
+
+static cgr_status outcome(loaded *l, void (*init)(void), const char *what, const char *fn)
+{
+    int e = pthread_once(&l->once, init);
+    if (e != 0)
+        return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: loading %s: pthread_once failed (%d)", fn,
+                        what, e);
+    if (__atomic_load_n(&l->ready, __ATOMIC_ACQUIRE))
+        return CGR_STATUS_OK;
+    return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: %s", fn, l->why);
+}
+
+#endif
+
+/* ---- cuDNN ------------------------------------------------------------------ */
+
+#if CGR_HAVE_CUDNN
+
+CGR__CUDNN_FUNCTIONS(CGR__DL_CHECK)
+
+static const char *const cudnn_symbols[] = {CGR__CUDNN_FUNCTIONS(CGR__DL_NAME)};
+static cgr__cudnn_api cudnn_api;
+static loaded cudnn_state = {.once = PTHREAD_ONCE_INIT};
+
+static void cudnn_init(void)
+{
+    static const cgr__dl_spec spec = {
+        .what = "cuDNN",
+        .soname = "libcudnn.so." CGR__STR(CUDNN_MAJOR),
+        .env = "CGR_CUDNN_LIBRARY",
+        .fallback_dir = CGR_CUDNN_LIBDIR,
+        .install_hint = "Install cuDNN " CGR__STR(CUDNN_MAJOR) " (a system package, or pip "
+                        "install nvidia-cudnn-cu13)",
+        .symbols = cudnn_symbols,
+        .n_symbols = sizeof cudnn_symbols / sizeof cudnn_symbols[0],
+    };
+    void *syms[sizeof cudnn_symbols / sizeof cudnn_symbols[0]];
+    if (cgr__dl_load(&spec, syms, cudnn_state.why, sizeof cudnn_state.why) != 0)
+        return;
+    cgr__cudnn_api *api = &cudnn_api;
+    size_t i = 0;
+    CGR__CUDNN_FUNCTIONS(CGR__DL_COPY)
+    __atomic_store_n(&cudnn_state.ready, 1, __ATOMIC_RELEASE);
+}
+
+const cgr__cudnn_api *cgr__cudnn(void)
+{
+    return __atomic_load_n(&cudnn_state.ready, __ATOMIC_ACQUIRE) ? &cudnn_api : NULL;
+}
+
+cgr_status cgr__cudnn_load(const char *fn)
+{
+    return outcome(&cudnn_state, cudnn_init, "cuDNN", fn);
+}
+
+#else
+
+cgr_status cgr__cudnn_load(const char *fn)
+{
+    return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: cgr was built without cuDNN", fn);
+}
+
+#endif
+
+/* ---- NCCL ------------------------------------------------------------------- */
+
+#if CGR_HAVE_NCCL
+
+CGR__NCCL_FUNCTIONS(CGR__DL_CHECK)
+
+static const char *const nccl_symbols[] = {CGR__NCCL_FUNCTIONS(CGR__DL_NAME)};
+static cgr__nccl_api nccl_api;
+static loaded nccl_state = {.once = PTHREAD_ONCE_INIT};
+
+static void nccl_init(void)
+{
+    static const cgr__dl_spec spec = {
+        .what = "NCCL",
+        .soname = "libnccl.so." CGR__STR(NCCL_MAJOR),
+        .env = "CGR_NCCL_LIBRARY",
+        .fallback_dir = CGR_NCCL_LIBDIR,
+        .install_hint = "Install NCCL 2.18 or newer (a system package, or pip install "
+                        "nvidia-nccl-cu13)",
+        .symbols = nccl_symbols,
+        .n_symbols = sizeof nccl_symbols / sizeof nccl_symbols[0],
+    };
+    void *syms[sizeof nccl_symbols / sizeof nccl_symbols[0]];
+    if (cgr__dl_load(&spec, syms, nccl_state.why, sizeof nccl_state.why) != 0)
+        return;
+    cgr__nccl_api *api = &nccl_api;
+    size_t i = 0;
+    CGR__NCCL_FUNCTIONS(CGR__DL_COPY)
+    __atomic_store_n(&nccl_state.ready, 1, __ATOMIC_RELEASE);
+}
+
+const cgr__nccl_api *cgr__nccl(void)
+{
+    return __atomic_load_n(&nccl_state.ready, __ATOMIC_ACQUIRE) ? &nccl_api : NULL;
+}
+
+cgr_status cgr__nccl_load(const char *fn)
+{
+    return outcome(&nccl_state, nccl_init, "NCCL", fn);
+}
+
+#else
+
+cgr_status cgr__nccl_load(const char *fn)
+{
+    return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: cgr was built without NCCL", fn);
+}
+
+#endif
