@@ -220,9 +220,9 @@ static int cgr_setup(cgr_mode *m)
     CGR_CK(cgr_options_init(&o));
     o.device = cfg->device;
     if (m->memcpy_nodes)
-        o.zero_copy_max_bytes = 0;
+        o.advanced.zero_copy_max_bytes = 0;
     if (m->event_wait)
-        o.wait_spin_us = 0;
+        o.advanced.wait_spin_us = 0;
     CGR_CK(cgr_runtime_create(&m->rt, &o));
     void *x = NULL;
     CGR_CK(cgr_persistent_alloc(m->rt, sizeof m->e->x_init, &x));

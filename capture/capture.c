@@ -398,7 +398,7 @@ static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io_out, c
 {
     cgr_runtime *rt = s->rt;
     io_nodes io;
-    plan_io(s, rt->opt.zero_copy_max_bytes, &io);
+    plan_io(s, rt->opt.advanced.zero_copy_max_bytes, &io);
 
     /* Start from a clean error state so the diagnosis sees the step's error. */
     (void)cudaGetLastError();

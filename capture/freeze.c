@@ -241,7 +241,7 @@ static int param_info(const CUDA_KERNEL_NODE_PARAMS *k, size_t i, size_t *off, s
 /* Whether differences in kernel `name` are accepted: NCCL's, and those in frozen_allow. */
 static int allowed(const cgr_step *s, const char *name)
 {
-    if (strncmp(name, "nccl", 4) == 0 || strstr(name, "ncclDevKernel") || strstr(name, "ncclKernel"))
+    if (strstr(name, "ncclDevKernel") || strstr(name, "ncclKernel"))
         return 1;
     const char *list = s->rt->opt.frozen_allow;
     if (!list)
@@ -352,8 +352,9 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
         struct cudaMemcpy3DParms ca, cb;
         CGR_CUDA_TRY(cudaGraphMemcpyNodeGetParams(na, &ca));
         CGR_CUDA_TRY(cudaGraphMemcpyNodeGetParams(nb, &cb));
-        if (!same_ptr(p, ca.srcPtr.ptr, cb.srcPtr.ptr) || !same_ptr(p, ca.dstPtr.ptr, cb.dstPtr.ptr) ||
-            ca.srcArray != cb.srcArray || ca.dstArray != cb.dstArray)
+        if (!same_ptr(p, ca.srcPtr.ptr, cb.srcPtr.ptr) ||
+            !same_ptr(p, ca.dstPtr.ptr, cb.dstPtr.ptr) || ca.srcArray != cb.srcArray ||
+            ca.dstArray != cb.dstArray)
             return differ(p, i, "a copy goes from %p to %p at the capture, from %p to %p at the "
                           "next run (an address that changes per run must not be captured)",
                           ca.srcPtr.ptr, ca.dstPtr.ptr, cb.srcPtr.ptr, cb.dstPtr.ptr);

@@ -67,7 +67,7 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
     cfg.churn_k = (uint32_t)o->churn_shapes;
     cfg.churn_window = (uint64_t)o->churn_window;
     cfg.churn_stable = (uint64_t)o->churn_stable;
-    cfg.keep_spare = o->shape_spare;
+    cfg.keep_spare = o->advanced.shape_spare;
     s->shapes = calloc(1, sizeof *s->shapes);
     if (!s->shapes)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: step '%s': shape table",

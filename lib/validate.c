@@ -36,8 +36,8 @@ static void options_defaults(cgr_options *opt)
     opt->arena_limit = 16 * CGR__GIB;
     /* docs/staging.md: on the H200 a zero-copy kernel node was as fast as or
      * faster than a memcpy node at every size measured, 4 KiB to 16 MiB. */
-    opt->zero_copy_max_bytes = 16 * CGR__MIB;
-    opt->wait_spin_us = 200;
+    opt->advanced.zero_copy_max_bytes = 16 * CGR__MIB;
+    opt->advanced.wait_spin_us = 200;
     opt->arm_timeout_us = 100000;
     opt->capture = 1;
     /* W-serve's 7 buckets fit with room to spare; docs/shapes.md has the guard's reasoning. */
@@ -78,16 +78,17 @@ static cgr_status check_options(const cgr_options *o)
     if (o->arena_limit < CGR__MIB || o->arena_limit > ((size_t)1 << 40))
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.arena_limit is %zu, must be 1 MiB..1 TiB", o->arena_limit);
-    if (o->zero_copy_max_bytes > CGR__GIB)
+    if (o->advanced.zero_copy_max_bytes > CGR__GIB)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.zero_copy_max_bytes is %zu, must be <= 1 GiB",
-                        o->zero_copy_max_bytes);
+                        "cgr_options.advanced.zero_copy_max_bytes is %zu, must be <= 1 GiB",
+                        o->advanced.zero_copy_max_bytes);
     if (o->capture != 0 && o->capture != 1)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options.capture is %d, must be 0 or 1",
                         o->capture);
-    if (o->wait_spin_us > 1000000)
+    if (o->advanced.wait_spin_us > 1000000)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.wait_spin_us is %u, must be <= 1000000", o->wait_spin_us);
+                        "cgr_options.advanced.wait_spin_us is %u, must be <= 1000000",
+                        o->advanced.wait_spin_us);
     if (o->shape_cache_entries < 1 || o->shape_cache_entries > 4096)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.shape_cache_entries is %d, must be 1..4096",
@@ -105,9 +106,10 @@ static cgr_status check_options(const cgr_options *o)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.arm_timeout_us is %u, must be 1..60000000",
                         o->arm_timeout_us);
-    if (o->shape_spare != 0 && o->shape_spare != 1)
+    if (o->advanced.shape_spare != 0 && o->advanced.shape_spare != 1)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.shape_spare is %d, must be 0 or 1", o->shape_spare);
+                        "cgr_options.advanced.shape_spare is %d, must be 0 or 1",
+                        o->advanced.shape_spare);
     if (o->frozen_check != 0 && o->frozen_check != 1)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.frozen_check is %d, must be 0 or 1", o->frozen_check);

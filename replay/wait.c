@@ -18,7 +18,7 @@
  * slot's flag word as soon as its outputs are visible; the host sees that
  * a few microseconds before the graph's end would reach an event
  * (measured in docs/staging.md). The wait spins on the word for up to
- * cgr_options.wait_spin_us, then blocks on the step's graph_done event,
+ * cgr_options.advanced.wait_spin_us, then blocks on the step's graph_done event,
  * which also reports a failed run instead of spinning forever on a flag
  * that will never come. It is recorded after every graph launch of the
  * step (replay/run.c), so it tells of this run only while no later graph
@@ -51,7 +51,7 @@ static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want,
         return CGR_STATUS_OK;
     }
     const uint64_t *flag = (const uint64_t *)cgr__slot_host(s, slot);
-    double spin_us = (double)s->rt->opt.wait_spin_us, start = 0.0;
+    double spin_us = (double)s->rt->opt.advanced.wait_spin_us, start = 0.0;
     for (unsigned i = 1; spin_us > 0.0; i++) {
         if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) >= want)
             return CGR_STATUS_OK;

@@ -85,8 +85,8 @@ static int model_options(const cgr_options *o)
     return o->device >= 0 && o->staging_slots >= 2 &&
            o->staging_slots <= CGR_MAX_SLOTS && o->warmup_runs >= 1 &&
            o->warmup_runs <= CGR_MAX_WARMUP && (unsigned)o->log_level <= CGR_LOG_DEBUG &&
-           o->arena_limit >= MIB && o->arena_limit <= TIB && o->zero_copy_max_bytes <= GIB &&
-           (o->capture == 0 || o->capture == 1) && o->wait_spin_us <= 1000000u;
+           o->arena_limit >= MIB && o->arena_limit <= TIB && o->advanced.zero_copy_max_bytes <= GIB &&
+           (o->capture == 0 || o->capture == 1) && o->advanced.wait_spin_us <= 1000000u;
 }
 
 /*
@@ -310,11 +310,11 @@ static void decode_options(fuzz_input *in, cgr_options *o)
     if (mask & (1u << 5))
         o->arena_limit = (size_t)fuzz_u64(in);
     if (mask & (1u << 6))
-        o->zero_copy_max_bytes = (size_t)fuzz_u64(in);
+        o->advanced.zero_copy_max_bytes = (size_t)fuzz_u64(in);
     if (mask & (1u << 7))
         o->capture = fuzz_i32(in);
     if (mask & (1u << 8))
-        o->wait_spin_us = fuzz_u32(in);
+        o->advanced.wait_spin_us = fuzz_u32(in);
     if (mask & (1u << 9))
         poke_past(in, o, sizeof *o);
     if (mask & (1u << 10))

@@ -95,7 +95,7 @@ static void make(setup *s, int capture, size_t zero_copy_max, const float *bias_
     char dir[sizeof dump_dir];
     memcpy(dir, dump_dir, sizeof dir);
     o.dump_dir = dir;
-    o.zero_copy_max_bytes = zero_copy_max;
+    o.advanced.zero_copy_max_bytes = zero_copy_max;
     ASSERT_OK(cgr_runtime_create(&s->rt, &o));
     memset(dir, 'x', sizeof dir - 1);
     dir[sizeof dir - 1] = '\0';

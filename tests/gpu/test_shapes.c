@@ -516,7 +516,7 @@ static void part_update(size_t zero_copy_max, int slots)
         {1, CGR_RUN_WARMUP}, {1, CGR_RUN_UPDATE}, {1, CGR_RUN_REPLAY},
     };
     cgr_options o = options(1, 1);
-    o.zero_copy_max_bytes = zero_copy_max;
+    o.advanced.zero_copy_max_bytes = zero_copy_max;
     o.staging_slots = slots;
     env e;
     env_make(&e, &o, NULL, 0, 0); /* padding: zeros */

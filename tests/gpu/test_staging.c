@@ -132,7 +132,7 @@ int main(void)
     cgr_options o;
     ASSERT_OK(cgr_options_init(&o));
     o.staging_slots = SLOTS;
-    o.zero_copy_max_bytes = (size_t)1 << 20; /* xl (2 MiB) crosses by memcpy nodes */
+    o.advanced.zero_copy_max_bytes = (size_t)1 << 20; /* xl (2 MiB) crosses by memcpy nodes */
     cgr_runtime *rt;
     ASSERT_OK(cgr_runtime_create(&rt, &o));
     cgr_tensor_desc in[2] = {tensor1("xs", CGR_DTYPE_F32, SMALL),

@@ -166,9 +166,9 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
     X(opt_arena_huge, INVALID_ARGUMENT, "arena_limit",                                     \
       cgr_options o = opts(); o.arena_limit = SIZE_MAX; return create(&o);)                \
     X(opt_zero_copy_huge, INVALID_ARGUMENT, "zero_copy_max_bytes",                         \
-      cgr_options o = opts(); o.zero_copy_max_bytes = SIZE_MAX; return create(&o);)        \
+      cgr_options o = opts(); o.advanced.zero_copy_max_bytes = SIZE_MAX; return create(&o);)       \
     X(opt_spin_huge, INVALID_ARGUMENT, "wait_spin_us",                                     \
-      cgr_options o = opts(); o.wait_spin_us = 2000000; return create(&o);)                \
+      cgr_options o = opts(); o.advanced.wait_spin_us = 2000000; return create(&o);)               \
     X(opt_capture_flag, INVALID_ARGUMENT, "capture",                                       \
       cgr_options o = opts(); o.capture = -1; return create(&o);)                          \
     X(opt_struct_size_huge, INVALID_ARGUMENT, "struct_size",                               \
@@ -275,7 +275,7 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
     X(opt_churn_window_short, INVALID_ARGUMENT, "churn_window",                            \
       cgr_options o = opts(); o.churn_window = o.churn_shapes - 1; return create(&o);)     \
     X(opt_shape_spare, INVALID_ARGUMENT, "shape_spare",                                    \
-      cgr_options o = opts(); o.shape_spare = 2; return create(&o);)                       \
+      cgr_options o = opts(); o.advanced.shape_spare = 2; return create(&o);)                      \
     X(dyn_too_many_dims, INVALID_ARGUMENT, "n_dyn_dims",                                   \
       cgr_step_desc d = dyn_desc(); d.n_dyn_dims = CGR_MAX_DYN_DIMS + 1;                   \
       return cgr__validate_step_desc(&d);)                                                 \

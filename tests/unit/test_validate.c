@@ -39,8 +39,8 @@ static void test_options(void)
     ASSERT_EQ(o.staging_slots, 2);
     ASSERT_EQ(o.warmup_runs, 2);
     ASSERT_EQ(o.log_level, CGR_LOG_OFF);
-    ASSERT_EQ(o.zero_copy_max_bytes, (size_t)16 << 20);
-    ASSERT_EQ(o.wait_spin_us, 200);
+    ASSERT_EQ(o.advanced.zero_copy_max_bytes, (size_t)16 << 20);
+    ASSERT_EQ(o.advanced.wait_spin_us, 200);
     ASSERT_OK(cgr__validate_options(&o));
 
 
@@ -48,7 +48,7 @@ static void test_options(void)
     ASSERT_OK(cgr_options_init(&o));
     o.staging_slots = CGR_MAX_SLOTS;
     o.warmup_runs = 1;
-    o.zero_copy_max_bytes = 0;
+    o.advanced.zero_copy_max_bytes = 0;
     o.log_level = CGR_LOG_DEBUG;
     ASSERT_OK(cgr__validate_options(&o));
 }

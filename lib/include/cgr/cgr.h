@@ -168,17 +168,9 @@ typedef struct cgr_options {
     int warmup_runs;           /**< eager runs before capture, 1..CGR_MAX_WARMUP; default 2 */
     cgr_log_level log_level;   /**< default CGR_LOG_OFF */
     size_t arena_limit;        /**< bytes of scratch arena allowed; default 16 GiB */
-    size_t zero_copy_max_bytes;/**< tensors up to this size cross PCIe by zero-copy kernels,
-                                    larger ones by memcpy nodes; default 16 MiB
-                                    (docs/staging.md has the measurements) */
     int capture;               /**< 1 (default): capture after warm-up; 0: run every step
                                     eagerly (a baseline, or to rule graphs out when
                                     debugging) */
-    unsigned wait_spin_us;     /**< cgr_step_wait spins up to this long on a graph run's
-                                    completion flag, then blocks on the step's graph event
-                                    (polls, with a later run in flight); 0 skips the spin
-                                    (less CPU, a few us later); default 200, at most
-                                    1000000 */
     const char *dump_dir;      /**< when set (or, when NULL, the environment variable
                                     CGR_DUMP_DIR at cgr_runtime_create), each captured graph
                                     is written there as a Graphviz DOT file; the runtime
@@ -199,8 +191,6 @@ typedef struct cgr_options {
                                     run eagerly; default 64 */
     int churn_stable;          /**< runs without a new shape (S >= 1) before capturing
                                     again; default 32 */
-    int shape_spare;           /**< 1: keep one evicted executable as a spare for update in
-                                    place (outside the byte budget); default 0 */
     unsigned arm_timeout_us;   /**< an armed run (CGR_ACQUIRE_ARM) that is not launched within
                                     this long gives its stream back: it runs on whatever the
                                     slot holds, and its launch runs the graph again;
@@ -222,6 +212,24 @@ typedef struct cgr_options {
                                     captures (its first capture is replayed). NULL
                                     (default): none. NCCL's kernels are always allowed.
                                     The runtime keeps its own copy */
+    /*
+     * Tuning that the defaults settle for most steps, measured in
+     * docs/staging.md and docs/shapes.md. Change it to try an alternative
+     * on your own workload, not to make a step work.
+     */
+    struct cgr_advanced_options {
+        size_t zero_copy_max_bytes; /**< tensors up to this size cross PCIe by zero-copy
+                                         kernels, larger ones by memcpy nodes; default 16 MiB,
+                                         at most 1 GiB */
+        unsigned wait_spin_us;      /**< cgr_step_wait spins up to this long on a graph run's
+                                         completion flag, then blocks on the step's graph
+                                         event (polls, with a later run in flight); 0 skips
+                                         the spin (less CPU, a few us later); default 200,
+                                         at most 1000000 */
+        int shape_spare;            /**< 1: keep one evicted executable as a spare for
+                                         update in place (outside the byte budget);
+                                         default 0 */
+    } advanced;
 } cgr_options;
 
 /**
