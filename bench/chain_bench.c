@@ -298,15 +298,13 @@ static int cgr_wait(void *self, long k)
 static int cgr_check(void *self, long k)
 {
     cgr_mode *m = self;
-    const void *data = NULL;
+    float got;
     size_t bytes = 0;
-    CGR_CK(cgr_step_output(m->step, m->ticket, 0, &data, &bytes));
+    CGR_CK(cgr_step_output(m->step, m->ticket, 0, &got, sizeof got, &bytes));
     if (bytes != sizeof(float)) {
         bench_error("%s: output has %zu bytes, expected 4", m->name, bytes);
         return -1;
     }
-    float got;
-    memcpy(&got, data, sizeof got);
     return check_output(m->name, k, got, m->expect);
 }
 

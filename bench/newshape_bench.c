@@ -180,7 +180,7 @@ static int ns_run(ns_model *m, cgr_step *step, int64_t T, cgr_run_action *action
         *wall_us = now_us() - t0;
     CGR_CK(cgr_step_run_action(step, ticket, action));
     float loss = NAN;
-    CGR_CK(cgr_step_copy_output(step, ticket, 0, &loss, sizeof loss));
+    CGR_CK(cgr_step_output(step, ticket, 0, &loss, sizeof loss, NULL));
     if (!isfinite(loss)) {
         bench_error("newshape: W-mlp loss %g at true batch %lld (%s run)", (double)loss,
                     (long long)T, cgr_run_action_name(*action));

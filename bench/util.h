@@ -71,6 +71,13 @@ int bench_cgr_failed(cgr_status s, const char *expr, const char *file, int line)
  */
 int bench_device_recover(void);
 
+/*
+ * Output `index` of waited run `ticket`, copied by cgr_step_output() into a
+ * buffer of the calling thread's that stays valid for its next 7 calls;
+ * *bytes (may be NULL) gets its size. NULL on failure, with the error set.
+ */
+const void *bench_output(cgr_step *s, uint64_t ticket, int index, size_t *bytes);
+
 /* xorshift64*: fresh, reproducible input data every step. */
 typedef struct bench_rng {
     uint64_t s;

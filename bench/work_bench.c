@@ -96,7 +96,8 @@ static int keep_output(work_ctx *c)
 {
     const void *data = NULL;
     size_t bytes = 0;
-    CGR_CK(cgr_step_output(c->step, c->ticket, 0, &data, &bytes));
+    if (!(data = bench_output(c->step, c->ticket, 0, &bytes)))
+        return -1;
     c->out->last_out_bytes = bytes < WORK_OUT_KEEP ? bytes : WORK_OUT_KEEP;
     memcpy(c->out->last_out, data, c->out->last_out_bytes);
     cgr_step_stats s;

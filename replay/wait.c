@@ -157,45 +157,31 @@ static cgr_status output_at(cgr_step *s, uint64_t ticket, int index, const char 
     return CGR_STATUS_OK;
 }
 
-CGR_API cgr_status cgr_step_output(cgr_step *s, uint64_t ticket, int index, const void **data,
-                                   size_t *bytes)
+CGR_API cgr_status cgr_step_output(cgr_step *s, uint64_t ticket, int index, void *dst,
+                                   size_t capacity, size_t *bytes)
 {
-    CGR_TRY(cgr__check_step(s, "cgr_step_output"));
-    if (!data)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_output: data is NULL");
+    static const char fn[] = "cgr_step_output";
+    CGR_TRY(cgr__check_step(s, fn));
+    if (!dst && capacity)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: dst is NULL but capacity is %zu", fn,
+                        capacity);
     const unsigned char *p = NULL;
     size_t n = 0;
-    CGR_TRY(cgr__lock(s->rt, "cgr_step_output"));
-    cgr_status st = output_at(s, ticket, index, "cgr_step_output", &p, &n);
-    cgr__unlock(s->rt);
-    CGR_TRY(st);
-    *data = p;
-    if (bytes)
-        *bytes = n;
-    return CGR_STATUS_OK;
-}
-
-CGR_API cgr_status cgr_step_copy_output(cgr_step *s, uint64_t ticket, int index, void *dst,
-                                        size_t capacity)
-{
-    CGR_TRY(cgr__check_step(s, "cgr_step_copy_output"));
-    if (!dst)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_copy_output: dst is NULL");
-    const unsigned char *p = NULL;
-    size_t n = 0;
-    CGR_TRY(cgr__lock(s->rt, "cgr_step_copy_output"));
-    cgr_status st = output_at(s, ticket, index, "cgr_step_copy_output", &p, &n);
-    if (st == CGR_STATUS_OK && capacity < n)
+    CGR_TRY(cgr__lock(s->rt, fn));
+    cgr_status st = output_at(s, ticket, index, fn, &p, &n);
+    if (st == CGR_STATUS_OK && dst && capacity < n)
         st = CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                      "cgr_step_copy_output: output %d of step '%s' has %zu bytes, dst holds %zu",
-                      index, s->name, n, capacity);
+                      "%s: output %d of step '%s' has %zu bytes, dst holds %zu", fn, index,
+                      s->name, n, capacity);
     /*
      * Copying under the lock is the point: no thread can launch the run
      * that reuses this slot until the copy is done, so the bytes are this
      * run's, all of them.
      */
-    if (st == CGR_STATUS_OK)
+    if (st == CGR_STATUS_OK && dst)
         memcpy(dst, p, n);
     cgr__unlock(s->rt);
+    if (st == CGR_STATUS_OK && bytes)
+        *bytes = n;
     return st;
 }

@@ -98,10 +98,10 @@ static int r_wait(void *self, long k)
     ddp_run *r = self;
     (void)k;
     CGR_CK(cgr_step_wait(r->step, r->ticket));
-    const void *loss = NULL;
-    CGR_CK(cgr_step_output(r->step, r->ticket, 0, &loss, NULL));
-    if (!isfinite(*(const float *)loss)) {
-        bench_error("W-ddp B=%d: the loss is %g", r->model.cfg.batch, *(const float *)loss);
+    float loss = 0.0f;
+    CGR_CK(cgr_step_output(r->step, r->ticket, 0, &loss, sizeof loss, NULL));
+    if (!isfinite(loss)) {
+        bench_error("W-ddp B=%d: the loss is %g", r->model.cfg.batch, (double)loss);
         return CHECK_WRONG;
     }
     return 0;

@@ -188,15 +188,13 @@ static void make_batch(const mlp_cfg *c, int k, float *x, int *labels)
 static void read_outputs(cgr_step *step, uint64_t ticket, const mlp_layout *L, int n_hidden,
                          size_t rows, float *loss, float **acts)
 {
-    const void *data;
     size_t bytes;
-    ASSERT_OK(cgr_step_output(step, ticket, 0, &data, &bytes));
+    ASSERT_OK(cgr_step_output(step, ticket, 0, loss, sizeof(float), &bytes));
     ASSERT_EQ(bytes, sizeof(float));
-    memcpy(loss, data, sizeof(float));
     for (int l = 0; l < n_hidden; l++) {
-        ASSERT_OK(cgr_step_output(step, ticket, 1 + l, &data, &bytes));
-        ASSERT_EQ(bytes, rows * L->out[l] * sizeof(float));
-        memcpy(acts[l], data, bytes);
+        const size_t want = rows * L->out[l] * sizeof(float);
+        ASSERT_OK(cgr_step_output(step, ticket, 1 + l, acts[l], want, &bytes));
+        ASSERT_EQ(bytes, want);
     }
 }
 

@@ -296,7 +296,8 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
         CGR_CK(cgr_step_launch(srt->step, &slot));
         double t1 = now_us();
         CGR_CK(cgr_step_wait(srt->step, slot.ticket));
-        CGR_CK(cgr_step_output(srt->step, slot.ticket, 0, &out, &bytes));
+        if (!(out = bench_output(srt->step, slot.ticket, 0, &bytes)))
+            return -1;
         r->lat[m][i] = now_us() - t0;
         r->launch_us[m][i] = t1 - t0;
 

@@ -52,7 +52,8 @@ static int retire(serve_rt *srt, const inflight *f, const int *batch, int classe
     size_t bytes = 0;
     cgr_run_action a;
     CGR_CK(cgr_step_wait(srt->step, f->ticket));
-    CGR_CK(cgr_step_output(srt->step, f->ticket, 0, &o, &bytes));
+    if (!(o = bench_output(srt->step, f->ticket, 0, &bytes)))
+        return -1;
     CGR_CK(cgr_step_run_action(srt->step, f->ticket, &a));
     const size_t row = (size_t)classes * sizeof(float);
     if (bytes != (size_t)B * row) {

@@ -77,3 +77,30 @@ int under_sanitizer(const char *tool)
         return 0;
     return !tool || strcmp(v, tool) == 0;
 }
+
+const void *test_output(cgr_step *s, uint64_t ticket, int index, size_t *bytes)
+{
+    /* A ring per thread: the pointer stays good for the next 15 calls on this thread. */
+    enum { RING = 16 };
+    static _Thread_local void *buf[RING];
+    static _Thread_local size_t cap[RING];
+    static _Thread_local unsigned next;
+    unsigned k = next++ % RING;
+    size_t n = 0;
+    cgr_status st = cgr_step_output(s, ticket, index, NULL, 0, &n);
+    if (st != CGR_STATUS_OK)
+        TEST_FAIL_("cgr_step_output(run %llu, output %d) returned %s: %s",
+                   (unsigned long long)ticket, index, cgr_status_name(st), cgr_last_error());
+    if (n > cap[k]) {
+        free(buf[k]);
+        buf[k] = malloc(n);
+        cap[k] = buf[k] ? n : 0;
+        if (!buf[k])
+            TEST_FAIL_("out of host memory for an output of %zu bytes", n);
+    }
+    st = cgr_step_output(s, ticket, index, buf[k], cap[k], bytes);
+    if (st != CGR_STATUS_OK)
+        TEST_FAIL_("cgr_step_output(run %llu, output %d) returned %s: %s",
+                   (unsigned long long)ticket, index, cgr_status_name(st), cgr_last_error());
+    return buf[k];
+}

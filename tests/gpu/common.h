@@ -53,6 +53,13 @@ void rng_fill(rng *r, float *x, size_t n);
 cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in, int n_in,
                     const cgr_tensor_desc *out, int n_out, cgr_step_fn fn, void *user);
 
+/*
+ * Output `index` of waited run `ticket`, copied by cgr_step_output() into a
+ * buffer of the calling thread's that stays valid for its next 15 calls;
+ * *bytes (may be NULL) gets its size. Any failure fails the test.
+ */
+const void *test_output(cgr_step *s, uint64_t ticket, int index, size_t *bytes);
+
 /* A filled-in tensor description. */
 cgr_tensor_desc tensor2(const char *name, cgr_dtype t, int64_t d0, int64_t d1);
 cgr_tensor_desc tensor1(const char *name, cgr_dtype t, int64_t d0);

@@ -71,10 +71,10 @@ int main(void)
             x[i] = (float)((k * 7919 + i * 104729) % 2003) - 1001.5f; /* new input each run */
         const void *inputs[] = {x};
         uint64_t ticket;
-        const float *y;
+        static float y[N];
         /* Runs 1-2 are eager warm-ups, run 3 captures, the rest replay. */
         if ((s = cgr_step_run(st, NULL, inputs, &ticket)) || (s = cgr_step_wait(st, ticket)) ||
-            (s = cgr_step_output(st, ticket, 0, (const void **)&y, NULL)))
+            (s = cgr_step_output(st, ticket, 0, y, sizeof y, NULL)))
             return fprintf(stderr, "%s\n", cgr_last_error()), 1;
         for (int i = 0; i < N; i++)
             if (y[i] != 2.0f * x[i] + (float)i)

@@ -83,7 +83,7 @@ int main(void)
         ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
         ASSERT_OK(cgr_step_wait(s, t));
         const float *y;
-        ASSERT_OK(cgr_step_output(s, t, 0, (const void **)&y, NULL));
+        y = test_output(s, t, 0, NULL);
         for (int i = 0; i < LEN; i++)
             if (y[i] != 2.0f * x[i] + 1.0f)
                 TEST_FAIL_("run %d: y[%d] = %.9g, want %.9g", run, i, y[i], 2.0f * x[i] + 1.0f);

@@ -201,7 +201,7 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
     X(step_wait_last_dead_magic, INVALID_HANDLE, "magic word",                             \
       return cgr_step_wait(DEAD_STEP, CGR_TICKET_LAST);)                                   \
     X(step_output_null, INVALID_ARGUMENT, "NULL",                                          \
-      const void *p; return cgr_step_output(NULL, 0, 0, &p, NULL);)                        \
+      float p; return cgr_step_output(NULL, 0, 0, &p, sizeof p, NULL);)                    \
     X(step_stats_null, INVALID_ARGUMENT, "NULL", return cgr_step_get_stats(NULL, NULL);)   \
     X(step_seed_dead_magic, INVALID_HANDLE, "magic word", return cgr_step_set_seed(DEAD_STEP, 1);) \
     X(step_destroy_dead_magic, INVALID_HANDLE, "magic word",                               \

@@ -505,28 +505,25 @@ CGR_API cgr_status cgr_step_run(cgr_step *step, const int64_t *dims, const void 
 /**
  * Blocks until run `ticket` (and every earlier run of the step) has
  * finished; CGR_TICKET_LAST waits for every launched run (none launched:
- * returns at once). Its outputs can then be read with cgr_step_output();
- * they stay valid until the run staging_slots tickets later is launched.
+ * returns at once). Its outputs can then be read with cgr_step_output()
+ * until the run staging_slots tickets later is launched.
  */
 CGR_API cgr_status cgr_step_wait(cgr_step *step, uint64_t ticket);
 /**
- * Pinned host copy of output `index` of a waited run. *bytes (may be NULL)
- * receives its size. For a step with dynamic dims the output is packed at
- * the run's true shape and *bytes is that size. CGR_STATUS_INVALID_ARGUMENT when the run's slot was
- * already reused by a later run.
+ * Copies output `index` of waited run `ticket` into dst and sets *bytes
+ * (may be NULL) to its size; for a step with dynamic dims the output is
+ * packed at the run's true shape and that is its size. dst NULL with
+ * capacity 0 only sets *bytes. The copy is made under the runtime's lock,
+ * so even when several threads run the same step, no later run can
+ * overwrite the slot while it is read: on CGR_STATUS_OK every byte is this
+ * run's. CGR_STATUS_INVALID_ARGUMENT when capacity is smaller than the
+ * output, or when the run's slot was already reused by a later run (the
+ * result is gone); CGR_STATUS_WRONG_STATE when the run was not waited for.
+ * To read an output in place, without a copy, write the step so that it
+ * leaves the result in device memory of your own.
  */
-CGR_API cgr_status cgr_step_output(cgr_step *step, uint64_t ticket, int index, const void **data,
-                                   size_t *bytes);
-/**
- * Copies output `index` of a waited run into dst (capacity >= its size).
- * Same checks as cgr_step_output(), but the copy is made under the
- * runtime's lock, so when several threads run the same step no later run
- * can overwrite the slot while it is being read: on CGR_STATUS_OK every
- * byte is this run's; CGR_STATUS_INVALID_ARGUMENT means the slot was
- * reused first and the result is gone.
- */
-CGR_API cgr_status cgr_step_copy_output(cgr_step *step, uint64_t ticket, int index, void *dst,
-                                        size_t capacity);
+CGR_API cgr_status cgr_step_output(cgr_step *step, uint64_t ticket, int index, void *dst,
+                                   size_t capacity, size_t *bytes);
 
 /** How the step currently runs. */
 typedef enum cgr_step_mode {
