@@ -106,6 +106,7 @@ if [ "${result[build]}" = ok ]; then
         bp=build-gpu-ptx
         if meson setup "$bp" -Dgpu_arch=$sass -Dgpu_ptx=$ptx_arch >"$OUT/setup-ptx.log" 2>&1 &&
             ninja -C "$bp" >"$OUT/build-ptx.log" 2>&1; then
+            echo "-- $bp: machine code sm_$sass only, PTX compute_$ptx_arch"
             if command -v cuobjdump >/dev/null 2>&1; then
                 cuobjdump --list-elf --list-ptx "$bp/lib/libcgr.so" >"$OUT/fatbin-ptx.txt" 2>&1
                 echo "-- $bp/lib/libcgr.so holds:"; sort -u "$OUT/fatbin-ptx.txt" | head -8
