@@ -93,6 +93,9 @@ typedef struct staging_result {
 typedef struct bench_results {
     char device_name[256];
     int device, cc_major, cc_minor, sm_count, driver_version, runtime_version;
+    /* Launches that ask for PDL get it (lib/base/pdl.h); else why not. */
+    int pdl_allowed;
+    char pdl_off_why[128];
     bench_config cfg;
     mode_result timer;  /* empty submit + empty wait: the clocks' own cost */
     int chain_ran;

@@ -1,8 +1,8 @@
 /*
  * graph-launch-cost: host time inside cudaGraphLaunch for a graph shaped
- * like a small W-serve bucket (8 kernel nodes, PDL edges between them, the
- * last kernel publishing a flag in mapped host memory the way cgr's output
- * copy does), with and without a trailing external event-record node (cgr
+ * like a small W-serve bucket (8 kernel nodes, PDL edges between them
+ * where the GPU has PDL and CGR_PDL is not 0, the last kernel publishing a
+ * flag in mapped host memory the way cgr's output copy does), with and without a trailing external event-record node (cgr
  * puts one in every graph so that a wait can block and see failures), and
  * with three ways of waiting before the next launch: stream synchronize,
  * spinning on the flag, and the flag plus 30 us of idle host.
@@ -31,8 +31,11 @@
 
 static __global__ void work_kernel(float *p, int i)
 {
+    /* sm_90 and newer; main() launches without PDL edges on older GPUs. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaGridDependencySynchronize();
     cudaTriggerProgrammaticLaunchCompletion();
+#endif
     if (threadIdx.x == 0)
         p[blockIdx.x] += (float)i;
 }
@@ -61,7 +64,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 static cudaGraphExec_t make_exec(cudaStream_t s, float *p, unsigned long long *flag,
-                                 unsigned long long *runs, cudaEvent_t ev)
+                                 unsigned long long *runs, cudaEvent_t ev, int pdl)
 {
     cudaGraph_t g;
     cudaGraphExec_t ex;
@@ -74,7 +77,7 @@ static cudaGraphExec_t make_exec(cudaStream_t s, float *p, unsigned long long *f
         c.stream = s;
         a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
         a.val.programmaticStreamSerializationAllowed = 1;
-        if (i > 0) {
+        if (i > 0 && pdl) {
             c.attrs = &a;
             c.numAttrs = 1;
         }
@@ -109,6 +112,7 @@ int main(void)
     *host_flag = 0;
     CK(cudaHostGetDevicePointer((void **)&dev_flag, host_flag, 0));
     CK(cudaStreamCreate(&s));
+    const int pdl = tool_pdl_allowed("graph-launch-cost", (const void *)work_kernel);
 
     cudaGraphExec_t ex[2][2];
     for (int v = 0; v < 2; v++)
@@ -116,7 +120,7 @@ int main(void)
             cudaEvent_t ev = NULL;
             if (v)
                 CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-            ex[v][slot] = make_exec(s, p, dev_flag, runs, ev);
+            ex[v][slot] = make_exec(s, p, dev_flag, runs, ev, pdl);
         }
     CK(cudaStreamSynchronize(s));
 
@@ -154,7 +158,8 @@ int main(void)
                 }
             }
     CK(cudaStreamSynchronize(s));
-    printf("cudaGraphLaunch host time, 8 kernel nodes (us)\n");
+    printf("cudaGraphLaunch host time, 8 kernel nodes, %s (us)\n",
+           pdl ? "PDL edges" : "plain edges (no PDL for this GPU and build, or CGR_PDL=0)");
     for (int v = 0; v < 2; v++)
         for (int w = 0; w < 3; w++) {
             double *x = t + (v * 3 + w) * per;

@@ -18,6 +18,7 @@
 #include "bench.h"
 #include "chain.h"
 #include "newshape.h"
+#include "pdl.h"
 #include "serve/serve.h"
 #if BENCH_HAVE_DDP
 #include "ddp/ddp_bench.h"
@@ -28,7 +29,7 @@
 #define EXIT_USAGE 64
 
 #ifndef BENCH_GPU_ARCH
-#define BENCH_GPU_ARCH "90"
+#define BENCH_GPU_ARCH "sm_90"
 #endif
 
 typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING, SUITE_MLP, SUITE_CNN, SUITE_SOAK, SUITE_NEWSHAPE,
@@ -235,6 +236,11 @@ static int probe_device(const bench_config *cfg, bench_results *res)
     res->sm_count = p.multiProcessorCount;
     cudaDriverGetVersion(&res->driver_version);
     cudaRuntimeGetVersion(&res->runtime_version);
+    cgr__pdl pdl;
+    if (bench_cuda_failed(cgr__pdl_probe(cfg->device, &pdl), "cgr__pdl_probe", __FILE__, __LINE__))
+        return 1;
+    res->pdl_allowed = pdl.allowed;
+    snprintf(res->pdl_off_why, sizeof res->pdl_off_why, "%s", cgr__pdl_why_off(&pdl));
     if (!p.canMapHostMemory) {
         fprintf(stderr, "cgr-bench: no usable CUDA device (%s cannot map pinned host memory, "
                         "which zero-copy staging needs)\n", p.name);
@@ -256,7 +262,7 @@ static int sanity_launch(const bench_results *res)
     if (e == cudaSuccess)
         return 0;
     bench_error("a test kernel did not run on %s (sm_%d%d): %s: %s. cgr-bench is built for "
-                "sm_" BENCH_GPU_ARCH " (meson option gpu_arch)",
+                BENCH_GPU_ARCH " (meson option gpu_arch)",
                 res->device_name, res->cc_major, res->cc_minor, cudaGetErrorName(e),
                 cudaGetErrorString(e));
     return -1;
@@ -370,6 +376,12 @@ static void print_header(const bench_results *res)
     printf("%d timed steps after %d warm-up steps per mode%s%s; times in microseconds (us)\n",
            c->steps, c->warmup, c->quick ? " (--quick)" : "",
            c->pdl ? ", chain kernels with programmatic dependent launch" : "");
+    /* Every "PDL" figure below is a plain launch when this says off. */
+    if (res->pdl_allowed)
+        printf("programmatic dependent launch: on\n");
+    else
+        printf("programmatic dependent launch: off (%s): kernels asking for it launch plainly\n",
+               res->pdl_off_why);
 }
 
 int main(int argc, char **argv)

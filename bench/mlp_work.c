@@ -121,6 +121,11 @@ void mlp_workload_free(workload *w)
 
 int mlp_suite(const bench_config *cfg, bench_results *res, const int *batches, int n)
 {
+    if (!mlp_device_ok()) {
+        fprintf(stderr, "cgr-bench: W-mlp skipped: its training step needs compute capability "
+                        "9.0 (thread block clusters)\n");
+        return 0;
+    }
     /* Plain launches, then PDL for our kernels, then PDL with dropout. */
     static const int variants[] = {0, MLP_VARIANT_PDL, MLP_VARIANT_PDL | MLP_VARIANT_DROPOUT};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++)

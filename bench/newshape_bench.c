@@ -506,6 +506,11 @@ static int ns_json(const ns_suite *S, const bench_results *res)
 int newshape_suite(const bench_config *cfg, const bench_results *res)
 {
     static ns_suite S; /* large: kept off the stack */
+    if (!mlp_device_ok()) {
+        fprintf(stderr, "cgr-bench: newshape skipped: the W-mlp training step needs compute "
+                        "capability 9.0 (thread block clusters)\n");
+        return 0;
+    }
     memset(&S, 0, sizeof S);
     S.cfg = cfg;
     S.reps = cfg->quick ? 20 : NS_REPS;

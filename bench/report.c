@@ -608,6 +608,7 @@ static void json_header(json_writer *w, const bench_results *res)
     json_string(w, "name", res->device_name);
     json_int(w, "cc_major", res->cc_major);
     json_int(w, "cc_minor", res->cc_minor);
+    json_bool(w, "pdl_allowed", res->pdl_allowed);
     json_int(w, "sm_count", res->sm_count);
     json_int(w, "driver_version", res->driver_version);
     json_int(w, "runtime_version", res->runtime_version);

@@ -19,6 +19,7 @@
  */
 #include <stdint.h>
 
+#include "pdl.h"
 #include "stage.h"
 
 #ifndef CGR_STAGE_THREADS
@@ -117,6 +118,7 @@ static __device__ void gate_wait(unsigned long long *g, unsigned *relay,
 
 __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_list l)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* With programmatic dependent launch the kernel may start before the
      * step's last kernel is done: wait for its writes before reading. */
     cudaGridDependencySynchronize();
@@ -124,6 +126,9 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
      * cudaGridDependencySynchronize) for this grid to finish and its writes
      * to land, but its launch latency hides behind this copy. */
     cudaTriggerProgrammaticLaunchCompletion();
+#endif
+    /* Before sm_90 there is no programmatic launch (griddepcontrol needs
+     * sm_90): every launch waits for the previous grid, so nothing is needed. */
     /*
      * The run's slot (stage.h). The previous run's last staging kernel or
      * the host's reset wrote it, and both are ordered before this grid by
@@ -243,8 +248,15 @@ extern "C" cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t str
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     if (pdl) {
-        c.attrs = &attr;
-        c.numAttrs = 1;
+        /* Only where the device has it and CGR_PDL=0 is not set (pdl.h). */
+        int allowed = 0;
+        const cudaError_t e = cgr__pdl_here(&allowed);
+        if (e != cudaSuccess)
+            return e;
+        if (allowed) {
+            c.attrs = &attr;
+            c.numAttrs = 1;
+        }
     }
     return cudaLaunchKernelEx(&c, cgr__stage_kernel, *l);
 }

@@ -81,7 +81,8 @@ typedef struct cgr__copy_list {
  * launch error, if any. Pointers must be 16-byte aligned; sizes may be
  * anything. pdl = 1 launches it with
  * programmatic dependent launch (the kernel waits for its predecessor's
- * writes itself); capture.c explains why cgr does not use that today.
+ * writes itself) where the device allows it (lib/base/pdl.h), and as a
+ * plain launch elsewhere; capture.c explains why cgr does not use that today.
  */
 cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream, int pdl);
 

@@ -1,11 +1,13 @@
 /*
  * cgr_launch_kernel: cudaLaunchKernelExC with the programmatic-stream-
- * serialization attribute when asked. Kept in C so users of the C API get
- * programmatic dependent launch without writing C++ launch code.
+ * serialization attribute when asked and the device allows it (pdl.h).
+ * Kept in C so users of the C API get programmatic dependent launch without
+ * writing C++ launch code.
  */
 #include <string.h>
 
 #include "lib.h"
+#include "pdl.h"
 
 CGR_API cgr_status cgr_launch_kernel(cgr_stream stream, const void *kernel,
                                      const cgr_launch_cfg *cfg, void **args)
@@ -39,8 +41,14 @@ CGR_API cgr_status cgr_launch_kernel(cgr_stream stream, const void *kernel,
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     if (cfg->pdl) {
-        c.attrs = &attr;
-        c.numAttrs = 1;
+        /* Before sm_90, or with CGR_PDL=0, the same kernel runs after its
+         * predecessor instead: its dependency wait is then a no-op. */
+        int allowed = 0;
+        CGR_CUDA_TRY(cgr__pdl_here(&allowed));
+        if (allowed) {
+            c.attrs = &attr;
+            c.numAttrs = 1;
+        }
     }
     CGR_CUDA_TRY(cudaLaunchKernelExC(&c, kernel, args));
     return CGR_STATUS_OK;

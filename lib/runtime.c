@@ -11,6 +11,7 @@
 
 #include "abi.h"
 #include "lib.h"
+#include "pdl.h"
 #include "replay.h"
 
 /* CGR_LOG=error|warn|info|debug overrides the level in the options. */
@@ -83,6 +84,10 @@ static cgr_status runtime_create(cgr_runtime **out, const cgr_options *opt)
      */
     CGR_CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&rt->stream, cudaStreamDefault), st, fail);
     CGR_CUDA_TRY_GOTO(cudaEventCreateWithFlags(&rt->join, cudaEventDisableTiming), st, fail);
+    /* Decided once here, for every launch on this device that asks for
+     * programmatic dependent launch (cgr_launch_kernel, the staging kernels). */
+    cgr__pdl pdl;
+    CGR_CUDA_TRY_GOTO(cgr__pdl_probe(o.device, &pdl), st, fail);
     CGR_TRY_GOTO(cgr__arena_init(&rt->arena, o.device, o.arena_limit), st, fail);
     struct cudaMemPoolProps props;
     memset(&props, 0, sizeof props);
@@ -92,8 +97,11 @@ static cgr_status runtime_create(cgr_runtime **out, const cgr_options *opt)
     CGR_CUDA_TRY_GOTO(cudaMemPoolCreate(&rt->trace_pool, &props), st, fail);
     rt->magic = CGR__MAGIC_RUNTIME;
     cgr__device_leave(prev);
-    cgr__log(rt, CGR_LOG_INFO, "runtime on device %d: %d staging slots, %d warm-up runs", o.device,
-             o.staging_slots, o.warmup_runs);
+    cgr__log(rt, CGR_LOG_INFO,
+             "runtime on device %d (compute capability %d.%d): %d staging slots, %d warm-up "
+             "runs, programmatic dependent launch %s%s%s",
+             o.device, pdl.major, pdl.minor, o.staging_slots, o.warmup_runs,
+             pdl.allowed ? "on" : "off (", cgr__pdl_why_off(&pdl), pdl.allowed ? "" : ")");
     *out = rt;
     return CGR_STATUS_OK;
 

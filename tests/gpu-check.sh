@@ -1,9 +1,29 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, run the unit/headers/gpu suites, the
-# gpu suite under compute-sanitizer memcheck, and cgr-bench's default suite.
-# Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is printed last.
+# gpu suite again with programmatic dependent launch forced off and from
+# PTX, the gpu suite under compute-sanitizer memcheck, and cgr-bench's
+# default suite. Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is
+# printed last.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
 #                      [--sanitizers] [--shapes] [--ddp] [--base DIR]
+#                      [--no-extra | --no-pdl-off | --no-ptx] [--force-ptx-jit]
+# The two extra gpu-suite passes (about as long as the first each, plus a
+# build for the second):
+#   pdl-off  CGR_PDL=0: every launch that asks for PDL is a plain one, so the
+#            suite proves the path older GPUs take (docs/runtime.md).
+#   ptx-jit  a second build, build-gpu-ptx, with machine code only for an
+#            architecture this GPU cannot run (sm_80 on compute capability
+#            9.0 and newer, else sm_90) and PTX for its own (compute_90, or
+#            compute_80): the driver compiles every kernel of cgr, its tests
+#            and cgr-bench from PTX at load time, as on a GPU newer than the
+#            build, while cuBLAS and cuDNN run their own machine code. Its
+#            PDL follows the PTX (on from compute_90).
+# --no-extra skips both. --force-ptx-jit adds the gpu suite under
+# CUDA_FORCE_PTX_JIT=1 on the first build (ptx-force): every module of the
+# process then loads from PTX, cuBLAS's and cuDNN's too, which ship PTX only
+# for their newest architecture (CUDA 13's libcublas: compute_120), so the
+# tests that call them are expected to fail there; the other tests prove the
+# build's own PTX.
 # --workloads also runs `cgr-bench mlp --profile` (W-mlp, all batch sizes and
 # variants), `cgr-bench cnn --profile --trace` and the PyTorch peer script on
 # the same GPU, and compares them. --soak runs `cgr-bench soak` (1,000,000
@@ -24,6 +44,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/cgr-gpu-check}
 mkdir -p "$OUT"
 memcheck=1 bench=1 quick="" workloads=0 soak=0 sanitizers=0 shapes=0 ddp=0 base=""
+pdl_off=1 ptx=1 force_ptx=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --no-memcheck) memcheck=0 ;;
@@ -34,6 +55,10 @@ while [ $# -gt 0 ]; do
     --sanitizers) sanitizers=1 ;;
     --shapes) shapes=1 ;;
     --ddp) ddp=1 ;;
+    --no-extra) pdl_off=0 ptx=0 ;;
+    --no-pdl-off) pdl_off=0 ;;
+    --no-ptx) ptx=0 ;;
+    --force-ptx-jit) force_ptx=1 ;;
     --base) shift; base=${1:-} ;;
     --base=*) base=${1#--base=} ;;
     esac
@@ -58,6 +83,44 @@ if [ "${result[build]}" = ok ]; then
         >"$OUT/test.log" 2>&1 && result[tests]=ok || result[tests]=FAILED
     grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test.log"
     grep -hE "^(zero_copy_max|PASS|cycle|bad_)" "$b/meson-logs/testlog.txt" | cut -c1-300
+    # The extra passes (see the top): each its own log and meson test log.
+    # extra_pass KEY LOGNAME BUILD [VAR=VALUE]: the gpu suite of BUILD.
+    extra_pass() {
+        local key=$1 name=$2 dir=$3
+        shift 3
+        env "$@" meson test -C "$dir" --print-errorlogs --suite gpu --logbase "testlog-$name" \
+            >"$OUT/test-$name.log" 2>&1 && result[$key]=ok || result[$key]=FAILED
+        echo "-- gpu suite, $key ($dir${*:+, $*}):"
+        grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test-$name.log" | grep -vE " OK | SKIP " | head -20
+        grep -E "^(Ok|Fail|Skipped|Timeout): " "$OUT/test-$name.log" | tr -s ' ' | paste -sd ' '
+        grep -h "^PASS: .*PDL" "$dir/meson-logs/testlog-$name.txt" 2>/dev/null | cut -c1-200
+        cp "$dir/meson-logs/testlog-$name.txt" "$OUT/" 2>/dev/null
+    }
+    if [ $pdl_off = 1 ]; then
+        extra_pass pdl-off pdl-off "$b" CGR_PDL=0
+    fi
+    if [ $ptx = 1 ]; then
+        # Machine code this GPU cannot load, PTX it can compile.
+        cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2>/dev/null | head -1)
+        if [ "${cc%%.*}" -ge 9 ] 2>/dev/null; then sass=80 ptx_arch=90; else sass=90 ptx_arch=80; fi
+        bp=build-gpu-ptx
+        if meson setup "$bp" -Dgpu_arch=$sass -Dgpu_ptx=$ptx_arch >"$OUT/setup-ptx.log" 2>&1 &&
+            ninja -C "$bp" >"$OUT/build-ptx.log" 2>&1; then
+            echo "-- $bp: machine code sm_$sass only, PTX compute_$ptx_arch"
+            if command -v cuobjdump >/dev/null 2>&1; then
+                cuobjdump --list-elf --list-ptx "$bp/lib/libcgr.so" >"$OUT/fatbin-ptx.txt" 2>&1
+                echo "-- $bp/lib/libcgr.so holds:"; sort -u "$OUT/fatbin-ptx.txt" | head -8
+            fi
+            extra_pass ptx-jit ptx "$bp"
+        else
+            result[ptx-jit]=FAILED
+            echo "-- $bp (sm_$sass + PTX compute_$ptx_arch) did not build:"
+            tail -n 20 "$OUT/setup-ptx.log" "$OUT/build-ptx.log"
+        fi
+    fi
+    if [ $force_ptx = 1 ]; then
+        extra_pass ptx-force ptx-force "$b" CUDA_FORCE_PTX_JIT=1
+    fi
     if [ $memcheck = 1 ]; then
         meson test -C "$b" --setup memcheck --suite gpu --print-errorlogs \
             >"$OUT/memcheck.log" 2>&1 && result[memcheck]=ok || result[memcheck]=FAILED
@@ -137,7 +200,9 @@ fi
 echo
 echo "== gpu-check summary =="
 cat "$OUT/gpu.txt"
-keys="build tests memcheck racecheck initcheck soak shapes ddp bench torch"
+keys="build tests pdl-off ptx-jit"
+[ $force_ptx = 1 ] && keys="$keys ptx-force"
+keys="$keys memcheck racecheck initcheck soak shapes ddp bench torch"
 [ -n "$base" ] && keys="$keys compare"
 for k in $keys; do
     printf '%-10s %s\n' "$k" "${result[$k]:-skipped}"

@@ -347,6 +347,12 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, who->local_rank) == cudaSuccess)
         snprintf(job->device_name, sizeof job->device_name, "%s", p.name);
+    if (!mlp_device_ok()) {
+        watchdog_disarm();
+        fprintf(stderr, "cgr-bench: rank %d: W-ddp needs compute capability 9.0 (the W-mlp "
+                        "training step's thread block clusters)\n", who->rank);
+        return EXIT_NO_DEVICE;
+    }
     ncclResult_t r = ncclCommInitRank(&job->comm, who->world, *id, who->rank);
     watchdog_disarm();
     if (r != ncclSuccess) {

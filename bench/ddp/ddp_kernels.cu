@@ -27,7 +27,10 @@
 static __global__ void __launch_bounds__(SCALE_THREADS)
     scale_kernel(float *__restrict__ x, size_t n, float s)
 {
+    /* sm_90 and newer only: older GPUs never launch programmatically. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaGridDependencySynchronize();
+#endif
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     float4 *x4 = reinterpret_cast<float4 *>(x);

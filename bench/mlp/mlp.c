@@ -452,3 +452,12 @@ int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cu
     MLP_CUDA(mlp_adamw_step_count_inc(b->step, s, pdl));
     return 0;
 }
+
+int mlp_device_ok(void)
+{
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+        return 0;
+    return major >= 9;
+}

@@ -215,6 +215,14 @@ int mlp_forward_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h,
 int mlp_step_enqueue(const mlp_cfg *cfg, const mlp_bufs *b, cublasHandle_t h, cudaStream_t s,
                      int pdl);
 
+/**
+ * 1 when the current device can run mlp_step_enqueue: compute capability
+ * 9.0 or newer, for the thread block clusters of the small-batch data
+ * gradient; 0 on older devices or when the device cannot be queried. The
+ * forward pass alone runs on every architecture of the build.
+ */
+int mlp_device_ok(void);
+
 /** The calling thread's last error message ("" when none). */
 const char *mlp_last_error(void);
 

@@ -48,8 +48,17 @@
 
 #include "mlp_kernels.h"
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#error "mlp_kernels.cu needs sm_90 or newer (thread block clusters, programmatic dependent launch)"
+/*
+ * The data-gradient GEMV needs thread block clusters, and PDL needs
+ * griddepcontrol: both sm_90 and newer. The file is still compiled for every
+ * architecture of the build, so that a build for older GPUs links: there the
+ * cluster kernel traps and PDL waits are left out, and mlp_device_ok()
+ * (mlp.h) keeps the W-mlp step off such devices.
+ */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define MLP_SM90 1
+#else
+#define MLP_SM90 0
 #endif
 
 namespace cg = cooperative_groups;
@@ -58,8 +67,10 @@ namespace cg = cooperative_groups;
 
 static __device__ __forceinline__ void pdl_begin(void)
 {
+#if MLP_SM90
     cudaGridDependencySynchronize();
     cudaTriggerProgrammaticLaunchCompletion();
+#endif
 }
 
 /*
@@ -698,12 +709,21 @@ extern "C" cudaError_t mlp_adamw_step_count_inc(int *step, cudaStream_t s, int p
 #define GB_CLUSTER 8
 #define GB_UNROLL 8
 
+#if MLP_SM90
+#define GB_CLUSTER_DIMS __cluster_dims__(GB_CLUSTER, 1, 1)
+#else
+#define GB_CLUSTER_DIMS
+#endif
+
 template <int NB, bool VEC, bool MASK>
-static __global__ void __cluster_dims__(GB_CLUSTER, 1, 1) __launch_bounds__(GB_TX *GB_TY)
+static __global__ void GB_CLUSTER_DIMS __launch_bounds__(GB_TX *GB_TY)
     gemv_bwd_kernel(float *__restrict__ dx, const float *dy,
                     const float *W, const float *mask, float scale,
                     int out, int in)
 {
+#if !MLP_SM90
+    __trap(); /* no clusters before sm_90; mlp_device_ok() keeps W-mlp off such GPUs */
+#else
     __shared__ __align__(16) float red[GB_TY][NB][GB_COLS];
     __shared__ float part[NB * GB_COLS];
     cg::cluster_group cluster = cg::this_cluster();
@@ -784,6 +804,7 @@ static __global__ void __cluster_dims__(GB_CLUSTER, 1, 1) __launch_bounds__(GB_T
         }
     }
     cluster.sync(); /* no block leaves while another still reads its `part` */
+#endif
 }
 
 template <int NB>

@@ -19,7 +19,10 @@
  * - Nothing here synchronizes or allocates: all of it can be captured into a
  *   CUDA graph.
  *
- * The file needs sm_90 or newer (thread block clusters, PDL).
+ * The whole step needs sm_90 or newer (thread block clusters in
+ * mlp_gemv_bwd; mlp_device_ok() in mlp.h says whether the device has them).
+ * PDL is used where the device has it (cgr_launch_kernel decides), so pdl
+ * != 0 is harmless elsewhere.
  */
 #ifndef BENCH_MLP_KERNELS_H
 #define BENCH_MLP_KERNELS_H

@@ -906,6 +906,11 @@ static void make_seq(int64_t *seq, int steps, const int64_t *first, int n_first,
 int main(void)
 {
     require_gpu();
+    if (!mlp_device_ok()) {
+        printf("SKIP: the W-mlp training step needs compute capability 9.0 (thread block "
+               "clusters)\n");
+        return TEST_SKIP;
+    }
     const int sanitizer = under_sanitizer(NULL);
     if (sanitizer) {
         STEPS = 12;

@@ -10,10 +10,13 @@
 //   relay, volatile  the same with relaxed polling and one acquire fence
 //   gate kernel+PDL  a one-block gate kernel; the copy kernel, launched with
 //                    programmatic dependent launch, waits in hardware
-// Build and run on the GPU machine (not part of the meson build):
+// Build and run on the GPU machine (not part of the meson build; mode 4 needs
+// sm_90 or newer, and is skipped elsewhere or with CGR_PDL=0):
 //   nvcc -arch=sm_90 -O2 -o /tmp/gate_probe bench/probes/gate_probe.cu && /tmp/gate_probe
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -25,7 +28,9 @@ static __device__ unsigned ldacq_gpu(const unsigned *p) { unsigned v; asm volati
 __global__ void copyk(const uint4 *src, uint4 *dst, size_t n, unsigned long long *go, unsigned *relay, unsigned long long *times, int mode)
 {
     __shared__ unsigned long long t0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // griddepcontrol: sm_90+; main() skips mode 4 before
     if (mode == 4) cudaGridDependencySynchronize();
+#endif
     if (threadIdx.x == 0) {
         if (mode == 1) { while (ldacq_sys(go) == 0) {} }
         if (mode == 2 || mode == 3) {
@@ -42,7 +47,9 @@ __global__ void copyk(const uint4 *src, uint4 *dst, size_t n, unsigned long long
 }
 __global__ void gatek(unsigned long long *go, unsigned long long *t)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaTriggerProgrammaticLaunchCompletion();
+#endif
     while (ldacq_sys(go) == 0) {}
     *t = gns();
 }
@@ -61,7 +68,13 @@ int main()
     for (size_t i = 0; i < maxb; i++) h[i] = (unsigned char)(i * 7 + 1);
     size_t sizes[3] = {4096, 32768, 262144};
     const char *names[5] = {"fresh", "all poll host", "relay", "relay, volatile", "gate kernel+PDL"};
+    // PDL by cgr's rule (cgr.h, cgr_launch_cfg.pdl): compute capability 9.0+, code from compute_90+, CGR_PDL not "0".
+    int dev = 0, major = 0; CK(cudaGetDevice(&dev)); CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    cudaFuncAttributes fa; CK(cudaFuncGetAttributes(&fa, copyk));
+    const char *pdl_env = getenv("CGR_PDL");
+    const bool pdl = major >= 9 && fa.ptxVersion >= 90 && !(pdl_env && strcmp(pdl_env, "0") == 0);
     for (int si = 0; si < 3; si++) for (int mode = 0; mode < 5; mode++) {
+        if (mode == 4 && !pdl) { printf("%7zu B  %-16s  skipped: no PDL (compute capability < 9.0, code before compute_90, or CGR_PDL=0)\n", sizes[si], names[mode]); continue; }
         size_t n = sizes[si] / 16; int blocks = (int)((n + 255) / 256);
         double spread[41], tail[41], lat[41];
         for (int r = 0; r < 41; r++) {

@@ -53,10 +53,13 @@ __global__ void __launch_bounds__(SM_THREADS)
                                 const int64_t *true_rows)
 {
     __shared__ float buf[SM_WARPS];
+    /* PDL exists from sm_90 on; older GPUs never launch programmatically. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* A no-op unless launched with PDL: then it waits for the logits' writer. */
     cudaGridDependencySynchronize();
     /* The next kernel (cgr's output copy) may be scheduled now; it waits for this one's writes. */
     cudaTriggerProgrammaticLaunchCompletion();
+#endif
     const int64_t t = *true_rows;
     const int T = t < 1 ? 1 : t > rows ? rows : (int)t;
     const int r = blockIdx.x;

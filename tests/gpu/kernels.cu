@@ -52,7 +52,10 @@ __global__ void add_device_kernel(float *y, const float *x, const float *t, size
 
 __global__ void affine_pdl_kernel(float *y, const float *x, size_t n)
 {
+    /* griddepcontrol exists from sm_90 on; before it no launch is programmatic. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cudaGridDependencySynchronize();
+#endif
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         y[i] = 2.0f * x[i] + 1.0f;

@@ -775,11 +775,27 @@ typedef struct cgr_launch_cfg {
     unsigned block[3];   /**< each >= 1, product <= 1024 */
     size_t shared_bytes; /**< dynamic shared memory */
     /**
-     * 1: programmatic dependent launch (sm_90+). The kernel may start while
-     * the previous kernel on the stream is still finishing, so it must call
-     * cudaGridDependencySynchronize() before it reads anything that kernel
-     * wrote. Inside a graph this shortens each kernel-to-kernel edge
-     * (0.955 -> 0.712 us per node measured on an H200 in DESIGN.md).
+     * 1: programmatic dependent launch (PDL) where the device has it. The
+     * kernel may start while the previous kernel on the stream is still
+     * finishing, so it must call cudaGridDependencySynchronize() before it
+     * reads anything that kernel wrote; compile that call for sm_90 and
+     * newer only (#if __CUDA_ARCH__ >= 900), the first architecture with
+     * it. Inside a graph PDL shortens each kernel-to-kernel edge (0.955 ->
+     * 0.712 us per node measured on an H200).
+     *
+     * PDL is used only on devices of compute capability 9.0 and newer that
+     * run code cgr compiled for sm_90 or newer (a build without it, such as
+     * -Dgpu_arch=80 on a Hopper GPU, has no dependency waits in its
+     * kernels), and not at all when the environment variable CGR_PDL is
+     * "0" (to prove the plain path on a Hopper GPU). This is decided when a
+     * runtime is created on the device, or at the first such launch on a
+     * device without one. Otherwise the same kernel is launched the plain
+     * way: it starts after the previous kernel has finished, its dependency
+     * wait does nothing, and the results are the same, without the overlap;
+     * no error either way. Build your kernels with sm_90+ code (machine
+     * code or PTX) for the Hopper and newer GPUs you run them on, as cgr's
+     * default architectures do: cgr checks its own code, not each kernel's
+     * (that would cost a query per launch).
      */
     int pdl;
 } cgr_launch_cfg;
