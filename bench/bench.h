@@ -110,6 +110,9 @@ typedef struct bench_results {
      */
     int canary_ran;
     mode_result canary_before, canary_after;
+    /* The capture diagnosis run between the canaries (chain_diagnosis): its message. */
+    int diagnosis_ran, diagnosis_ok;
+    char diagnosis[512];
     int aborted;        /* the device became unusable; later modes skipped */
     int n_work;
     work_result work[16]; /* W-mlp (with and without PDL) and W-cnn at each batch size */
@@ -125,6 +128,12 @@ enum chain_pass { CHAIN_PASS_RAW = 0, CHAIN_PASS_CGR };
 int chain_suite(const bench_config *cfg, bench_results *res, enum chain_pass pass);
 /* Measures the N = 100 raw graph into *r (the canary). */
 void chain_canary(const bench_config *cfg, bench_results *res, mode_result *r);
+/*
+ * Diagnoses one capture that fails (cgr_options.diagnose, a step that
+ * synchronizes its stream), so that the canary after it shows whether the
+ * diagnosis left later launches slower.
+ */
+void chain_diagnosis(const bench_config *cfg, bench_results *res);
 int staging_suite(const bench_config *cfg, bench_results *res);
 /* W-mlp at the given batch sizes, without and with PDL (through cgr, eager vs graph). */
 int mlp_suite(const bench_config *cfg, bench_results *res, const int *batches, int n);

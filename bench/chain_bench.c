@@ -542,3 +542,62 @@ void chain_canary(const bench_config *cfg, bench_results *res, mode_result *r)
     run_mode(res, "canary", r, chain_budget(&e), raw_mode_run, &graph);
     env_teardown(&e);
 }
+
+/* A chain step that synchronizes its stream, which no capture allows. */
+static cgr_status syncing_step_fn(cgr_ctx *ctx, void *user)
+{
+    step_user *u = user;
+    cgr_stream s = NULL;
+    cgr_status st = cgr_ctx_stream(ctx, &s);
+    if (st != CGR_STATUS_OK)
+        return st;
+    chain_args a = {u->x, u->n, NULL, CHAIN_IN_FLOATS, NULL, 0};
+    if (bench_cuda_failed(chain_enqueue(&a, s), "chain_enqueue", __FILE__, __LINE__))
+        return CGR_STATUS_CUDA_ERROR;
+    /* Eagerly harmless; during capture it fails, and the error is dropped here. */
+    (void)cudaStreamSynchronize(s);
+    (void)cudaGetLastError();
+    return CGR_STATUS_OK;
+}
+
+static int diagnose_once(const bench_config *cfg, bench_results *res)
+{
+    cgr_options o;
+    CGR_CK(cgr_options_init(&o));
+    o.device = cfg->device;
+    o.diagnose = 1;
+    cgr_runtime *rt = NULL;
+    cgr_step *step = NULL;
+    int rc = -1;
+    CGR_CK(cgr_runtime_create(&rt, &o));
+    step_user u = {NULL, 10, 0, 0};
+    CGR_CK_GOTO(cgr_persistent_alloc(rt, CHAIN_ELEMS * sizeof(float), (void **)&u.x), out);
+    cgr_step_desc d;
+    CGR_CK_GOTO(cgr_step_desc_init(&d), out);
+    d.name = "chain_syncing";
+    d.fn = syncing_step_fn;
+    d.user = &u;
+    CGR_CK_GOTO(cgr_step_create(rt, &d, &step), out);
+    for (int k = 0; k < 3; k++) /* two warm-ups, then the capture that fails */
+        CGR_CK_GOTO(cgr_step_run(step, NULL, NULL, NULL), out);
+    CGR_CK_GOTO(cgr_step_wait(step, CGR_TICKET_LAST), out);
+    cgr_step_stats s;
+    CGR_CK_GOTO(cgr_step_get_stats(step, &s), out);
+    const char *diag = strstr(s.capture_error, "the first failing call");
+    snprintf(res->diagnosis, sizeof res->diagnosis, "%s", diag ? diag : s.capture_error);
+    res->diagnosis_ok = diag && strstr(diag, "cudaStreamSynchronize");
+    if (!res->diagnosis_ok)
+        bench_error("the diagnosis did not name cudaStreamSynchronize: %s", s.capture_error);
+    rc = res->diagnosis_ok ? 0 : -1;
+out:
+    if (rt)
+        bench_cgr_failed(cgr_runtime_destroy(&rt), "cgr_runtime_destroy", __FILE__, __LINE__);
+    return rc;
+}
+
+void chain_diagnosis(const bench_config *cfg, bench_results *res)
+{
+    res->diagnosis_ran = 1;
+    if (diagnose_once(cfg, res) != 0 && !res->diagnosis[0])
+        snprintf(res->diagnosis, sizeof res->diagnosis, "%s", bench_last_error());
+}

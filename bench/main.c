@@ -346,6 +346,7 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
         res->canary_ran = 1;
         chain_canary(cfg, res, &res->canary_before);
         chain_suite(cfg, res, CHAIN_PASS_CGR);
+        chain_diagnosis(cfg, res);
         chain_canary(cfg, res, &res->canary_after);
     }
     if (mlp) {

@@ -194,7 +194,8 @@ static void canary_lines(const bench_results *res, const char *indent)
     if (!res->canary_ran)
         return;
     const mode_result *b = &res->canary_before, *a = &res->canary_after;
-    printf("%sraw graph N=100 before | after the cgr modes: wall", indent);
+    printf("%sraw graph N=100 before | after the cgr modes and a capture diagnosis: wall",
+           indent);
     num(8, 2, wall_med(b));
     printf(" |");
     num(8, 2, wall_med(a));
@@ -376,7 +377,8 @@ int results_failed(const bench_results *res)
 {
     verdict v;
     get_verdict(res, &v);
-    return v.failed || v.wrong || v.skipped || res->aborted;
+    return v.failed || v.wrong || v.skipped || res->aborted ||
+           (res->diagnosis_ran && !res->diagnosis_ok);
 }
 
 /* ---- summary ---------------------------------------------------------- */
@@ -443,6 +445,10 @@ static void summary_canary(const bench_results *res)
     num(8, 2, cpu_med(&res->canary_after));
     int fx = canary_side_effect(res);
     printf("%s\n", fx == 1 ? "  WARNING: cgr slowed the process" : fx == 0 ? "  (unchanged)" : "");
+    /* The cgr modes and a capture diagnosis ran between the two canaries. */
+    if (res->diagnosis_ran)
+        printf("%-46s %s%.200s\n", "diagnosis between the canaries",
+               res->diagnosis_ok ? "" : "FAILED: ", res->diagnosis);
 }
 
 void report_summary(const bench_results *res)
@@ -678,13 +684,18 @@ int report_json(const bench_results *res, const char *path)
     if (res->canary_ran) {
         int fx = canary_side_effect(res);
         json_begin_object(&w, "canary");
-        json_string(&w, "what", "raw CUDA graph, N=100, measured before and after the cgr modes");
+        json_string(&w, "what", "raw CUDA graph, N=100, measured before and after the cgr modes "
+                                "and a capture diagnosis");
         json_mode(&w, &res->canary_before, 100, NULL);
         json_mode(&w, &res->canary_after, 100, NULL);
         if (fx < 0)
             json_null(&w, "process_slowed_by_cgr");
         else
             json_bool(&w, "process_slowed_by_cgr", fx);
+        if (res->diagnosis_ran) {
+            json_bool(&w, "diagnosis_ok", res->diagnosis_ok);
+            json_string(&w, "diagnosis", res->diagnosis);
+        }
         json_end_object(&w);
     }
     if (res->n_work)

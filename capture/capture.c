@@ -441,6 +441,31 @@ static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io_out, c
     return CGR_STATUS_OK;
 }
 
+cgr_status cgr__capture_again(cgr_step *s, cgr__shape_plan *plan)
+{
+    io_nodes io;
+    cudaGraph_t g = NULL;
+    cgr_status st = record(s, plan, &io, &g);
+    if (g)
+        cudaGraphDestroy(g);
+    return st;
+}
+
+/* A failed capture, with the diagnosis appended when cgr_options.diagnose asks for one. */
+static cgr_status failed(cgr_step *s, cgr__shape_plan *plan, cgr_status st)
+{
+    if (st != CGR_STATUS_CAPTURE_FAILED || !s->rt->opt.diagnose)
+        return st;
+    char why[1024], diag[512];
+    snprintf(why, sizeof why, "%s", cgr_last_error());
+    cgr_status ds = cgr__watch_capture(s, plan, diag, sizeof diag);
+    if (ds != CGR_STATUS_OK)
+        snprintf(diag, sizeof diag, "no diagnosis: %s", cgr_last_error());
+    CGR_FAIL(CGR_STATUS_CAPTURE_FAILED, "%s", why);
+    cgr__error_append("%s", diag);
+    return CGR_STATUS_CAPTURE_FAILED;
+}
+
 static cgr_status capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
                           cgr__capture_out *out)
 {
@@ -448,7 +473,9 @@ static cgr_status capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
     double t0 = cgr__now_us();
     io_nodes io;
     cudaGraph_t g = NULL;
-    CGR_TRY(record(s, plan, &io, &g));
+    cgr_status rs = record(s, plan, &io, &g);
+    if (rs != CGR_STATUS_OK)
+        return failed(s, plan, rs);
     out->capture_us = cgr__now_us() - t0;
     cgr__graph node_counts;
     memset(&node_counts, 0, sizeof node_counts);

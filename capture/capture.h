@@ -102,6 +102,15 @@ typedef struct cgr__capture_fault {
     cgr_status body;     /* what the step function (or cgr's staging) returned */
     char body_msg[512];  /* its last-error message */
 } cgr__capture_fault;
+/*
+ * The diagnosis of a failed capture (watch.c): runs the capture again
+ * (cgr__capture_again) while watching every CUDA API call of this thread,
+ * and describes the first one that failed and its caller in msg.
+ * CGR_STATUS_NOT_SUPPORTED when CUPTI cannot be loaded or subscribed.
+ */
+cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, size_t cap);
+/* Records the step's current shape once more and throws the graph away (capture.c). */
+cgr_status cgr__capture_again(cgr_step *s, cgr__shape_plan *plan);
 /* Formats a failed capture into the last-error message; returns CAPTURE_FAILED. */
 cgr_status cgr__capture_failed(const cgr_step *s, const cgr__capture_fault *f);
 /* Library handles (capture/handles.c). */

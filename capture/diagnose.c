@@ -39,7 +39,9 @@ static const char *advice_for_error(cudaError_t e)
                "thread that called cgr_step_run";
     case cudaErrorStreamCaptureInvalidated:
         return "an earlier call in the step was illegal during capture (a host "
-               "synchronization, cudaMalloc/cudaFree, or a host read of device data)";
+               "synchronization, cudaMalloc/cudaFree, a host read of device data, an event "
+               "query), and its error was cleared or not kept; set CGR_DIAGNOSE=1 "
+               "(cgr_options.diagnose) to have the call named";
     default:
         return "a call inside the step failed during capture";
     }

@@ -110,6 +110,9 @@ static cgr_status check_options(const cgr_options *o)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.advanced.shape_spare is %d, must be 0 or 1",
                         o->advanced.shape_spare);
+    if (o->diagnose != 0 && o->diagnose != 1)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_options.diagnose is %d, must be 0 or 1", o->diagnose);
     if (o->frozen_check != 0 && o->frozen_check != 1)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.frozen_check is %d, must be 0 or 1", o->frozen_check);
@@ -149,6 +152,9 @@ static cgr_status own_string(const char **field, const char *src, const char *wh
 
 cgr_status cgr__options_own_strings(cgr_options *o)
 {
+    const char *diagnose = getenv("CGR_DIAGNOSE");
+    if (diagnose && diagnose[0] && strcmp(diagnose, "0") != 0)
+        o->diagnose = 1;
     const char *dir = o->dump_dir ? o->dump_dir : getenv("CGR_DUMP_DIR");
     const char *allow = o->frozen_allow;
     o->frozen_allow = NULL;

@@ -145,7 +145,7 @@ int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_si
     _Static_assert(sizeof(api->name) == sizeof(void *), "function pointer size");         \
     memcpy(&api->name, &syms[i++], sizeof api->name);
 
-#if CGR_HAVE_CUDNN || CGR_HAVE_NCCL
+#if CGR_HAVE_CUDNN || CGR_HAVE_NCCL || CGR_HAVE_CUPTI
 
 /* One library's state: loaded once, the outcome kept for every later call. */
 typedef struct loaded {
@@ -263,6 +263,55 @@ cgr_status cgr__nccl_load(const char *fn)
 cgr_status cgr__nccl_load(const char *fn)
 {
     return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: cgr was built without NCCL", fn);
+}
+
+#endif
+
+/* ---- CUPTI ------------------------------------------------------------------- */
+
+#if CGR_HAVE_CUPTI
+
+CGR__CUPTI_FUNCTIONS(CGR__DL_CHECK)
+
+static const char *const cupti_symbols[] = {CGR__CUPTI_FUNCTIONS(CGR__DL_NAME)};
+static cgr__cupti_api cupti_api;
+static loaded cupti_state = {.once = PTHREAD_ONCE_INIT};
+
+static void cupti_init(void)
+{
+    static const cgr__dl_spec spec = {
+        .what = "CUPTI",
+        .soname = CGR_CUPTI_SONAME,
+        .env = "CGR_CUPTI_LIBRARY",
+        .fallback_dir = CGR_CUPTI_LIBDIR,
+        .install_hint = "CUPTI comes with the CUDA toolkit (lib64 or extras/CUPTI/lib64)",
+        .symbols = cupti_symbols,
+        .n_symbols = sizeof cupti_symbols / sizeof cupti_symbols[0],
+    };
+    void *syms[sizeof cupti_symbols / sizeof cupti_symbols[0]];
+    if (cgr__dl_load(&spec, syms, cupti_state.why, sizeof cupti_state.why) != 0)
+        return;
+    cgr__cupti_api *api = &cupti_api;
+    size_t i = 0;
+    CGR__CUPTI_FUNCTIONS(CGR__DL_COPY)
+    __atomic_store_n(&cupti_state.ready, 1, __ATOMIC_RELEASE);
+}
+
+const cgr__cupti_api *cgr__cupti(void)
+{
+    return __atomic_load_n(&cupti_state.ready, __ATOMIC_ACQUIRE) ? &cupti_api : NULL;
+}
+
+cgr_status cgr__cupti_load(const char *fn)
+{
+    return outcome(&cupti_state, cupti_init, "CUPTI", fn);
+}
+
+#else
+
+cgr_status cgr__cupti_load(const char *fn)
+{
+    return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: cgr was built without CUPTI", fn);
 }
 
 #endif

@@ -101,6 +101,28 @@ typedef struct cgr__nccl_api {
 const cgr__nccl_api *cgr__nccl(void);
 #endif
 
+#if CGR_HAVE_CUPTI
+#include <cupti.h>
+
+/* What a capture diagnosis needs: a callback on every CUDA API call, then none. */
+#define CGR__CUPTI_FUNCTIONS(X)                                                            \
+    X(CUptiResult, cuptiSubscribe, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *)) \
+    X(CUptiResult, cuptiUnsubscribe, (CUpti_SubscriberHandle))                             \
+    X(CUptiResult, cuptiEnableDomain, (uint32_t, CUpti_SubscriberHandle,                   \
+                                       CUpti_CallbackDomain))                              \
+    X(CUptiResult, cuptiFinalize, (void))                                                  \
+    X(CUptiResult, cuptiGetResultString, (CUptiResult, const char **))
+
+typedef struct cgr__cupti_api {
+#define CGR__DL_MEMBER(ret, name, args) ret(*name) args;
+    CGR__CUPTI_FUNCTIONS(CGR__DL_MEMBER)
+#undef CGR__DL_MEMBER
+} cgr__cupti_api;
+
+/* The table, or NULL before cgr__cupti_load has succeeded. */
+const cgr__cupti_api *cgr__cupti(void);
+#endif
+
 /*
  * Loads cuDNN / NCCL on the first call in the process (thread-safe); later
  * calls return the first one's outcome. CGR_STATUS_OK, after which
@@ -110,5 +132,7 @@ const cgr__nccl_api *cgr__nccl(void);
  */
 cgr_status cgr__cudnn_load(const char *fn);
 cgr_status cgr__nccl_load(const char *fn);
+/* CUPTI (the toolkit's libcupti, CGR_CUPTI_LIBRARY to name another file), the same way. */
+cgr_status cgr__cupti_load(const char *fn);
 
 #endif

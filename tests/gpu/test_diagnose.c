@@ -1,0 +1,122 @@
+/*
+ * The capture diagnosis (cgr_options.diagnose): a step makes an illegal
+ * call during capture and then clears the error with cudaGetLastError(),
+ * as code with its own error checks often does. Without the diagnosis the
+ * message can only say that an earlier call broke the capture, and points
+ * at CGR_DIAGNOSE; with it, cgr runs the capture once more while watching
+ * every CUDA call and names the first one that failed, its error and the
+ * function that made it (diag_bad_step is exported, --export-dynamic in
+ * tests/meson.build, so that dladdr finds its name). Every run's output
+ * is checked: the failed capture's run executes eagerly.
+ */
+#include <string.h>
+
+#include "common.h"
+#include "kernels.h"
+
+enum { LEN = 2048, RUNS = 5 };
+
+typedef enum bad { MALLOC, SYNC, EVENT_QUERY } bad;
+
+typedef struct bad_step {
+    bad kind;
+    cudaEvent_t ev;
+} bad_step;
+
+/* Exported (the build hides symbols by default): the diagnosis names the caller by it. */
+__attribute__((visibility("default"))) cgr_status diag_bad_step(cgr_ctx *ctx, void *user);
+cgr_status diag_bad_step(cgr_ctx *ctx, void *user)
+{
+    bad_step *b = user;
+    cgr_stream st;
+    float *x, *y;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    STEP_CUDA(tk_affine(y, x, LEN, st));
+    if (b->kind == MALLOC) {
+        void *p = NULL;
+        if (cudaMalloc(&p, 4096) == cudaSuccess)
+            cudaFree(p);
+    } else if (b->kind == SYNC) {
+        (void)cudaStreamSynchronize(st);
+    } else {
+        (void)cudaEventRecord(b->ev, st);
+        (void)cudaEventQuery(b->ev);
+    }
+    (void)cudaGetLastError(); /* the step's own checks clear what it saw */
+    return CGR_STATUS_OK;
+}
+
+/* RUNS runs, each checked; returns the step's capture error. */
+static cgr_step_stats run_bad(int diagnose, bad kind, rng *r)
+{
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.diagnose = diagnose;
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    bad_step b = {kind, NULL};
+    CUDA_OK(cudaEventCreateWithFlags(&b.ev, cudaEventDisableTiming));
+    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
+    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
+    cgr_step *s = make_step(rt, "bad", &in, 1, &out, 1, diag_bad_step, &b);
+    static float x[LEN];
+    for (int k = 0; k < RUNS; k++) {
+        rng_fill(r, x, LEN);
+        const void *ins[1] = {x};
+        uint64_t t;
+        ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
+        ASSERT_OK(cgr_step_wait(s, t));
+        const float *y = test_output(s, t, 0, NULL);
+        for (int i = 0; i < LEN; i++)
+            if (y[i] != 2.0f * x[i] + 1.0f)
+                TEST_FAIL_("run %d: y[%d] = %g, expected %g", k, i, (double)y[i],
+                           (double)(2.0f * x[i] + 1.0f));
+    }
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_EQ(ss.mode, CGR_MODE_EAGER);
+    ASSERT_U64_EQ(ss.capture_failures, 1);
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    CUDA_OK(cudaEventDestroy(b.ev));
+    return ss;
+}
+
+static void expect(const char *msg, const char *want)
+{
+    if (!strstr(msg, want))
+        TEST_FAIL_("the message lacks \"%s\": %s", want, msg);
+}
+
+int main(void)
+{
+    require_gpu();
+    rng r = {3};
+    cgr_step_stats ss = run_bad(0, MALLOC, &r);
+    printf("without diagnosis: %s\n", ss.capture_error);
+    expect(ss.capture_error, "cudaErrorStreamCaptureInvalidated");
+    expect(ss.capture_error, "CGR_DIAGNOSE=1");
+
+    static const struct {
+        bad kind;
+        const char *call, *error;
+    } cases[] = {
+        {MALLOC, "cudaMalloc", "cudaErrorStreamCaptureUnsupported"},
+        {SYNC, "cudaStreamSynchronize", "cudaErrorStreamCaptureUnsupported"},
+        {EVENT_QUERY, "cudaEventQuery", "cudaErrorStreamCapture"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ss = run_bad(1, cases[i].kind, &r);
+        printf("diagnosed: %s\n", ss.capture_error);
+        if (under_sanitizer(NULL) && strstr(ss.capture_error, "could not be watched"))
+            continue; /* the sanitizer may hold CUDA's one tool slot itself */
+        char want[128];
+        snprintf(want, sizeof want, "the first failing call was %s (", cases[i].call);
+        expect(ss.capture_error, want);
+        expect(ss.capture_error, cases[i].error);
+        expect(ss.capture_error, "called from diag_bad_step+0x");
+    }
+    printf("PASS\n");
+    return 0;
+}
