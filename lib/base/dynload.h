@@ -102,7 +102,11 @@ const cgr__nccl_api *cgr__nccl(void);
 #endif
 
 #if CGR_HAVE_CUPTI
+/* cupti_activity.h has enumerators past INT_MAX, which -Wpedantic rejects in C11. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
 #include <cupti.h>
+#pragma GCC diagnostic pop
 
 /* What a capture diagnosis needs: a callback on every CUDA API call, then none. */
 #define CGR__CUPTI_FUNCTIONS(X)                                                            \
