@@ -459,10 +459,14 @@ static cgr_status failed(cgr_step *s, cgr__shape_plan *plan, cgr_status st)
     char why[1024], diag[512];
     snprintf(why, sizeof why, "%s", cgr_last_error());
     cgr_status ds = cgr__watch_capture(s, plan, diag, sizeof diag);
-    if (ds != CGR_STATUS_OK)
-        snprintf(diag, sizeof diag, "no diagnosis: %s", cgr_last_error());
-    CGR_FAIL(CGR_STATUS_CAPTURE_FAILED, "%s", why);
-    cgr__error_append("%s", diag);
+    if (ds != CGR_STATUS_OK) {
+        snprintf(diag, sizeof diag, "%s", cgr_last_error());
+        CGR_FAIL(CGR_STATUS_CAPTURE_FAILED, "capture of step '%s' (no diagnosis: %s); %s",
+                 s->name, diag, why);
+        return CGR_STATUS_CAPTURE_FAILED;
+    }
+    /* The diagnosis first: it is what the error alone could not say, and messages are cut. */
+    CGR_FAIL(CGR_STATUS_CAPTURE_FAILED, "capture of step '%s': %s; %s", s->name, diag, why);
     return CGR_STATUS_CAPTURE_FAILED;
 }
 
