@@ -77,16 +77,27 @@ static int model_struct_size(const void *s, size_t lib_size, size_t last_end)
     return 1;
 }
 
-static int model_options(const cgr_options *o)
+static int model_options(const cgr_options *given)
 {
-    size_t last_end = offsetof(cgr_options, arm_timeout_us) + sizeof o->arm_timeout_us;
-    if (!model_struct_size(o, sizeof *o, last_end))
+    size_t last_end = offsetof(cgr_options, arm_timeout_us) + sizeof given->arm_timeout_us;
+    if (!model_struct_size(given, sizeof *given, last_end))
         return 0;
+    /* What the library reads: the caller's first struct_size bytes over the defaults. */
+    cgr_options d, *o = &d;
+    if (cgr_options_init(&d) != CGR_STATUS_OK)
+        return 0;
+    size_t n;
+    memcpy(&n, given, sizeof n);
+    memcpy(&d, given, n < sizeof d ? n : sizeof d);
     return o->device >= 0 && o->staging_slots >= 2 &&
            o->staging_slots <= CGR_MAX_SLOTS && o->warmup_runs >= 1 &&
            o->warmup_runs <= CGR_MAX_WARMUP && (unsigned)o->log_level <= CGR_LOG_DEBUG &&
-           o->arena_limit >= MIB && o->arena_limit <= TIB && o->advanced.zero_copy_max_bytes <= GIB &&
-           (o->capture == 0 || o->capture == 1) && o->advanced.wait_spin_us <= 1000000u;
+           o->arena_limit >= MIB && o->arena_limit <= TIB &&
+           o->advanced.zero_copy_max_bytes <= GIB && (o->capture == 0 || o->capture == 1) &&
+           o->advanced.wait_spin_us <= 1000000u &&
+           (o->frozen_check == 0 || o->frozen_check == 1) &&
+           (o->diagnose == 0 || o->diagnose == 1) &&
+           (o->advanced.shape_spare == 0 || o->advanced.shape_spare == 1);
 }
 
 /*
