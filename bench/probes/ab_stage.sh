@@ -1,6 +1,6 @@
 #!/bin/bash
 # A/B of the staging kernel's shape in one call on the GPU machine: the
-# default (1024 threads x 4 chunks a block) against the earlier 256 x 1,
+# default (1024 threads x 4 chunks a block) against 256 x 1,
 # built side by side (build-old via -Dcuda_args), through the tests that
 # stage data, `cgr-bench serve --quick` twice each, `staging` and `chain`.
 #   OUT=/tmp/ab bash bench/probes/ab_stage.sh
