@@ -1,5 +1,5 @@
 /*
- * W-chain (DESIGN.md, Workloads): N launches of a tiny elementwise kernel
+ * W-chain: N launches of a tiny elementwise kernel
  * on 4096 floats. The launcher, the host model of its output and the raw
  * CUDA graph of it, shared by the chain and staging suites.
  */

@@ -8,7 +8,7 @@
  * which sits in L2 (50 MiB on an H200): about 10 ns of bandwidth at
  * ~3 TB/s. The kernel is therefore pure launch and scheduling latency:
  * about 0.5-1 us of GPU time per node inside a graph and ~4 us of host
- * time per <<<>>> launch (DESIGN.md). That is exactly what W-chain is
+ * time per <<<>>> launch. That is exactly what W-chain is
  * meant to expose. With `in`, the first kernel also reads 16 KiB at most
  * (n_in >= 4096 reads its first 4096 floats), still latency bound.
  *

@@ -1,6 +1,6 @@
 /*
- * Staging suite: measurements behind cgr's staging design (DESIGN.md,
- * Staging), on a 100-kernel W-chain graph in raw CUDA with two mapped
+ * Staging suite: measurements behind cgr's staging design
+ * (docs/staging.md), on a 100-kernel W-chain graph in raw CUDA with two mapped
  * pinned slots, launched alternately as cgr does.
  *
  * (a) Pointing the graph at the current slot, 4 KiB in + 4 B out by

@@ -1,7 +1,7 @@
 /*
  * Clocks, the per-step measurement loop, statistics and the watchdog.
  *
- * Measurement rules (DESIGN.md, Measuring): warm up, then time every step
+ * Measurement rules, the same for every suite: warm up, then time every step
  * on its own. Per step: fresh inputs are made before the clocks start;
  * host CPU time spans only the submission (what the submitting thread
  * pays), wall time spans submission plus the wait for completion.

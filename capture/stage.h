@@ -5,9 +5,9 @@
  * Small tensors cross PCIe fastest as loads and stores by a kernel on
  * mapped pinned memory (cudaHostAllocMapped): on the H200 a copy node costs
  * about 10 us of latency whatever its size, while a kernel node reading
- * 4 KiB of mapped memory costs about 3 us (DESIGN.md, Staging). One kernel
- * moves every small tensor of a direction, so a step with five small inputs
- * still adds one node, not five.
+ * 4 KiB of mapped memory costs about 3 us (estimates; docs/staging.md has
+ * the measurements). One kernel moves every small tensor of a direction, so
+ * a step with five small inputs still adds one node, not five.
  */
 #ifndef CGR_STAGE_H
 #define CGR_STAGE_H

@@ -327,7 +327,7 @@ static int create_descs(cnn *m)
                                        CNN_CH, 3, 3));
     CNN_DNN(cudnnSetConvolution2dDescriptor(m->conv_desc, 1, 1, 1, 1, 1, 1,
                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    /* FMA only: no TF32 tensor-core kernels (DESIGN.md: fp32, TF32 off). */
+    /* FMA only: no TF32 tensor-core kernels (every workload is fp32, TF32 off). */
     CNN_DNN(cudnnSetConvolutionMathType(m->conv_desc, CUDNN_FMA_MATH));
     CNN_DNN(cudnnSetActivationDescriptor(m->relu_desc, CUDNN_ACTIVATION_RELU,
                                          CUDNN_NOT_PROPAGATE_NAN, 0.0));

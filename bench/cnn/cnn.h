@@ -1,6 +1,5 @@
 /*
- * W-cnn (DESIGN.md, Workloads): a small fp32 convolutional network, inference
- * only.
+ * W-cnn: a small fp32 convolutional network, inference only.
  *
  *   x[B][3][64][64] (NCHW)
  *     -> conv3x3 3->64, pad 1, + bias, ReLU

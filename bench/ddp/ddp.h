@@ -1,5 +1,5 @@
 /*
- * W-ddp (DESIGN.md, Workloads): W-mlp trained data-parallel, one process
+ * W-ddp: W-mlp trained data-parallel, one process
  * per GPU. Each rank runs the W-mlp step on its own batch; between the
  * backward pass and the fused AdamW the flat gradient buffer is summed
  * over the ranks with one ncclAllReduce and scaled by 1/world, all on the

@@ -1,8 +1,7 @@
 /*
  * W-mlp: layout, initialization and the enqueued training step (mlp.h).
  *
- * Why the step looks the way it does, at small batch (napkin numbers in
- * DESIGN.md):
+ * Why the step looks the way it does, at small batch (napkin numbers):
  * - Forward: mlp_linear_fwd, 8 output features per block reading W once,
  *   with bias, ReLU and dropout fused: one launch per layer instead of
  *   cuBLAS's GEMV (2.6 us at B=1; a 6.8 us SGEMM tile at B=8) plus a bias

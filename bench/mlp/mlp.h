@@ -1,5 +1,5 @@
 /*
- * W-mlp (DESIGN.md, Workloads): the model and one training step.
+ * W-mlp: the model and one training step.
  *
  *   x[B][1024] -> 4 x (Linear 1024->1024 + bias + ReLU) -> Linear 1024->1000
  *   + bias -> mean softmax cross-entropy on int32 labels -> full backward ->

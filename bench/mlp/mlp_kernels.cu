@@ -33,11 +33,11 @@
  * restrict promise the compiler that the memory does not change while the
  * kernel runs; it may then read it through the non-coherent path and move
  * those loads ahead of cudaGridDependencySynchronize(), before the previous
- * kernel has written it. Seen in the fifth session: a Linear kernel whose
- * x was const __restrict__ gave W-serve outputs off by up to 3 % from the
- * float64 reference, and graph and eager runs that differed, until x lost
- * the qualifier; the PTX of this file now has no ld.global.nc, and the
- * unit test pdl_restrict (tests/unit/test_pdl_restrict.c) keeps it so.
+ * kernel has written it. A Linear kernel whose x is const __restrict__
+ * gives W-serve outputs off by up to 3 % from the float64 reference, and
+ * graph and eager runs that differ; without the qualifier they are right.
+ * The PTX of this file has no ld.global.nc, and the unit test pdl_restrict
+ * (tests/unit/test_pdl_restrict.c) keeps it so.
  */
 #include <math.h>
 #include <stdint.h>
@@ -994,13 +994,13 @@ extern "C" cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out,
  * Inside a chain of dependent launches (a graph, PDL) what decides the time
  * is the latency after the previous kernel ends, not the bandwidth. A chain
  * of five 1024-wide layers in one graph (PDL on, median of 7 x 300 replays
- * on the H200, fifth session; bench/mlp/linear_chain.c measures it), in us
- * per chain at B = 1 / 2 / 4 / 8:
- *   16.0 / 16.5 / 20.6 / 25.9  the fourth session's kernel (one warp per
- *                              output feature, the bias read after the sums,
- *                              x from global memory by every warp);
+ * on the H200; bench/mlp/linear_chain.c measures it), in us per chain at
+ * B = 1 / 2 / 4 / 8:
+ *   16.0 / 16.5 / 20.6 / 25.9  a kernel with one warp per output feature,
+ *                              the bias read after the sums and x read from
+ *                              global memory by every warp;
  *   10.0 / 12.0 / 12.9 / 17.3  the same with the bias read first, x staged in
- *                              shared memory and split sums (one run later);
+ *                              shared memory and split sums (another run);
  *    9.7 / 10.5 / 11.5 / 13.7  this kernel (same run);
  *    8.3 /  8.7 / 10.2 / 12.3  this kernel with w_early (W and bias loaded
  *                              before the PDL wait; inference only, see

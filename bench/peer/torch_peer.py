@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch peer measurements for cgr's workloads (DESIGN.md, Workloads).
+"""PyTorch peer measurements for cgr-bench's workloads (bench/).
 
 Runs on one GPU, in one process:
 
@@ -8,8 +8,8 @@ Runs on one GPU, in one process:
                needs int64) -> backward -> AdamW(lr 1e-3, betas (0.9, 0.999),
                eps 1e-8, weight_decay 0.01, fused). The loss is read back to
                the host every step.
-  mlp-dropout  the same with dropout p=0.1 after each ReLU (DESIGN.md's variant;
-               not run by default).
+  mlp-dropout  the same with dropout p=0.1 after each ReLU (W-mlp's dropout
+               variant; not run by default).
   cnn          W-cnn inference: x[B,3,64,64] -> conv3x3 3->64 pad 1 + bias + ReLU
                -> 6 x (conv3x3 64->64 pad 1 + bias + ReLU) -> global average
                pool -> Linear 64->10, eval mode under torch.no_grad(); the
@@ -24,7 +24,7 @@ Each in two modes:
           pinned host inputs into the static tensors with non_blocking copies,
           replays, and copies the outputs back.
 
-Measurement (DESIGN.md, Measuring): fp32 with TF32 off. Inputs are fresh random
+Measurement (the rules of bench/timing.h): fp32 with TF32 off. Inputs are fresh random
 data from the host every step: generated on the CPU beforehand into a pool of
 pinned buffers (default 64) that the steps rotate through; never zeros. After
 the warm-up steps (default 50, at least 20), each of the timed steps (default
@@ -565,8 +565,8 @@ def main(argv=None):
         raise SystemExit("torch_peer.py: --steps, --pool and --profile-steps must be >= 1, "
                          "--warmup >= 0")
     if args.steps < 200 or args.warmup < 20:
-        sys.stderr.write("torch_peer.py: warning: DESIGN.md asks for >= 20 warm-up and >= 200 "
-                         "timed steps (got %d and %d)\n" % (args.warmup, args.steps))
+        sys.stderr.write("torch_peer.py: warning: cgr-bench measures with at least 20 warm-up "
+                         "and 200 timed steps (got %d and %d)\n" % (args.warmup, args.steps))
 
     if not torch.cuda.is_available():
         sys.stderr.write("torch_peer.py: no usable CUDA device (torch.cuda.is_available() is "

@@ -1,7 +1,7 @@
 /* prof: a small CUPTI activity-trace profiler for cgr-bench.
  *
- * It measures what the GPU did inside a "window" of a benchmark (DESIGN.md,
- * "Measuring"): GPU busy time per step is the sum of the durations of the
+ * It measures what the GPU did inside a "window" of a benchmark
+ * (bench/timing.h has the measurement rules): GPU busy time per step is the sum of the durations of the
  * kernel, memcpy and memset activity records whose start lies in the window;
  * the overhead figure is wall / busy. It also keeps the last window's
  * records for a top-kernels table and for a Chrome / Perfetto JSON trace.

@@ -1,5 +1,5 @@
 /*
- * W-serve (DESIGN.md, Workloads): a serving loop on the W-mlp forward pass
+ * W-serve, the serving workload: a serving loop on the W-mlp forward pass
  * plus softmax, through one cgr step with a dynamic batch.
  *
  *   x[B][1024] -> 4 x (Linear 1024->1024 + bias + ReLU)
@@ -109,9 +109,8 @@ struct bench_results;
 /**
  * cgr-bench serve: runs the request sequence with graphs and eagerly,
  * checks sampled outputs, profiles each bucket's graph, prints the report
- * and the bars (and JSON to cfg->json_path). Returns the exit status: 0
- * when everything ran and every checked output was right (a missed bar is
- * reported, not an error), 1 otherwise.
+ * and its summary (and JSON to cfg->json_path). Returns the exit status: 0
+ * when everything ran and every checked output was right, 1 otherwise.
  */
 int serve_suite(const struct bench_config *cfg, const struct bench_results *res);
 

@@ -1,5 +1,5 @@
 /*
- * W-ddp through cgr on 2 GPUs (issue 5), with a small W-mlp (hidden 256).
+ * W-ddp through cgr on 2 GPUs, with a small W-mlp (hidden 256).
  *
  * The test forks its 2 ranks itself (bench/ddp/boot.h: one process per
  * GPU, NCCL's unique id through a pipe) before any CUDA call, and each

@@ -1,5 +1,5 @@
 /*
- * Steps with a dynamic batch dim (issue 4, docs/shapes.md): one step
+ * Steps with a dynamic batch dim (docs/shapes.md): one step
  * declared at x[64][K] -> y[64][M] with the batch bucketed to
  * {1, 2, 4, 8, 16, 32, 64}, run at true sizes through every path a shape
  * change can take.

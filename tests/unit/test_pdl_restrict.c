@@ -5,9 +5,9 @@
  * const plus restrict promise the compiler that the memory does not change
  * while the kernel runs, so it may read it through the non-coherent path
  * and schedule those loads ahead of the grid-dependency wait, before the
- * previous kernel has written it. The fifth session shipped such a kernel
- * for a few hours: W-serve's outputs came out wrong (bench/mlp/
- * mlp_kernels.cu, docs/staging.md). This test keeps it from coming back.
+ * previous kernel has written it. With such a kernel W-serve's outputs
+ * come out wrong (bench/mlp/mlp_kernels.cu, docs/staging.md). This test
+ * keeps the pattern out.
  *
  * Usage: test_pdl_restrict DIR...   (meson passes the source tree's
  * library, bench and test folders; every .cu below them is read, comments

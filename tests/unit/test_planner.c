@@ -708,7 +708,7 @@ static void test_random(void)
     printf("planner: %d traces, peak/lower_bound mean %.3f worst %.3f\n", RANDOM_TRACES, mean,
            worst);
     /*
-     * The design target was a mean of at most 1.25. With this seed and
+     * The planner aims at a mean of at most 1.25. With this seed and
      * generator the measured mean is 1.008 and the worst trace 1.326, so
      * the bounds sit a little above those numbers: a change that makes the
      * planner noticeably worse fails here instead of passing unnoticed.

@@ -425,7 +425,7 @@ static void test_init(void)
 /* ---- W-serve --------------------------------------------------------------------------------- */
 
 /*
- * DESIGN.md's W-serve traffic: 10,000 requests with batch sizes uniform in
+ * W-serve's traffic (bench/serve/): 10,000 requests with batch sizes uniform in
  * 1..64 from a fixed seed, buckets {1,2,4,8,16,32,64}, one warm-up run per
  * shape, the default churn guard (K = 8: seven buckets never trip it).
  */
