@@ -18,6 +18,14 @@
  * it, and a call that conflicts with another thread's use of the same step
  * returns CGR_STATUS_BUSY (try again) instead of corrupting it.
  * docs/threading.md has the rules.
+ *
+ * Errors: every call that can fail returns a cgr_status, and
+ * cgr_last_error() gives the detail. A call given bad input (a NULL
+ * pointer it needs, a value out of range, a pointer that is not a handle of
+ * the kind it takes) returns CGR_STATUS_INVALID_ARGUMENT or
+ * CGR_STATUS_INVALID_HANDLE, launches nothing and changes nothing;
+ * docs/errors.md has the table of bad inputs that are tested. Each
+ * function's comment names its other statuses.
  */
 #ifndef CGR_H
 #define CGR_H
