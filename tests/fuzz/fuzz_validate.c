@@ -82,6 +82,16 @@ static int model_options(const cgr_options *o)
     size_t last_end = offsetof(cgr_options, arm_timeout_us) + sizeof o->arm_timeout_us;
     if (!model_struct_size(o, sizeof *o, last_end))
         return 0;
+    /*
+     * Only struct_size bytes are read; the fields past them take their
+     * defaults. A struct_size just below the library's cuts into
+     * cgr_options.advanced, whose fields the first version lacked, so what
+     * is checked is the caller's bytes over the defaults.
+     */
+    cgr_options effective;
+    cgr_options_init(&effective);
+    memcpy(&effective, o, o->struct_size < sizeof effective ? o->struct_size : sizeof effective);
+    o = &effective;
     return o->device >= 0 && o->staging_slots >= 2 &&
            o->staging_slots <= CGR_MAX_SLOTS && o->warmup_runs >= 1 &&
            o->warmup_runs <= CGR_MAX_WARMUP && (unsigned)o->log_level <= CGR_LOG_DEBUG &&
