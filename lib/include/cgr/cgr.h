@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * cgr: a CUDA-graph replay runtime.
  *
  * A step function enqueues one step of GPU work on the stream cgr gives it.
@@ -17,6 +18,14 @@
  * it, and a call that conflicts with another thread's use of the same step
  * returns CGR_STATUS_BUSY (try again) instead of corrupting it.
  * docs/threading.md has the rules.
+ *
+ * Errors: every call that can fail returns a cgr_status, and
+ * cgr_last_error() gives the detail. A call given bad input (a NULL
+ * pointer it needs, a value out of range, a pointer that is not a handle of
+ * the kind it takes) returns CGR_STATUS_INVALID_ARGUMENT or
+ * CGR_STATUS_INVALID_HANDLE, launches nothing and changes nothing;
+ * docs/errors.md has the table of bad inputs that are tested. Each
+ * function's comment names its other statuses.
  */
 #ifndef CGR_H
 #define CGR_H
@@ -30,6 +39,11 @@
 extern "C" {
 #endif
 
+/**
+ * Marks the functions libcgr exports. Empty in a program's view of the
+ * headers; the library's own build gives them default visibility, since it
+ * hides every other symbol.
+ */
 #if defined(CGR_BUILDING_LIBRARY) && defined(__GNUC__)
 #define CGR_API __attribute__((visibility("default")))
 #else
@@ -43,11 +57,13 @@ typedef struct cublasContext *cgr_cublas_handle;
 /** Same type as cudnnHandle_t. */
 typedef struct cudnnContext *cgr_cudnn_handle;
 
-/*
+/**
  * Status codes. One list generates the enum, cgr_status_name() and
  * cgr_status_string(), so the three can never disagree. New statuses are
  * only added at the end: a value keeps its meaning across versions.
  * CGR_STATUS_INTERNAL reports a bug in cgr itself, never a misuse.
+ * Each entry is X(name, value, text); a program may expand the list with
+ * its own X to build a table of every status.
  */
 #define CGR_STATUS_MAP(X)                                                                  \
     X(OK, 0, "success")                                                                    \
@@ -74,7 +90,7 @@ typedef enum cgr_status {
 #define CGR__STATUS_ENUM(name, value, text) CGR_STATUS_##name = value,
     CGR_STATUS_MAP(CGR__STATUS_ENUM)
 #undef CGR__STATUS_ENUM
-        CGR_STATUS_COUNT_
+        CGR_STATUS_COUNT_ /**< one past the last status; not a status itself */
 } cgr_status;
 
 /** "CGR_STATUS_OK" and so on; "CGR_STATUS_UNKNOWN" for values outside the list. */
@@ -100,14 +116,14 @@ CGR_API const char *cgr_version(void);
 
 /** Element types of step inputs and outputs. */
 typedef enum cgr_dtype {
-    CGR_DTYPE_F32 = 0,
-    CGR_DTYPE_F16,
-    CGR_DTYPE_BF16,
-    CGR_DTYPE_F64,
-    CGR_DTYPE_I32,
-    CGR_DTYPE_I64,
-    CGR_DTYPE_U8,
-    CGR_DTYPE_COUNT_
+    CGR_DTYPE_F32 = 0, /**< 32-bit IEEE float (4 bytes) */
+    CGR_DTYPE_F16,     /**< 16-bit IEEE half float (2 bytes) */
+    CGR_DTYPE_BF16,    /**< bfloat16 (2 bytes) */
+    CGR_DTYPE_F64,     /**< 64-bit IEEE double (8 bytes) */
+    CGR_DTYPE_I32,     /**< int32_t */
+    CGR_DTYPE_I64,     /**< int64_t */
+    CGR_DTYPE_U8,      /**< uint8_t */
+    CGR_DTYPE_COUNT_   /**< number of dtypes; not a dtype itself */
 } cgr_dtype;
 
 /** Bytes per element of a dtype; 0 for an invalid dtype. */
@@ -117,27 +133,33 @@ CGR_API const char *cgr_dtype_name(cgr_dtype t);
 
 /** Log levels; the default is CGR_LOG_OFF (the library prints nothing). */
 typedef enum cgr_log_level {
-    CGR_LOG_OFF = 0,
-    CGR_LOG_ERROR,
-    CGR_LOG_WARN,
-    CGR_LOG_INFO,
-    CGR_LOG_DEBUG
+    CGR_LOG_OFF = 0, /**< prints nothing */
+    CGR_LOG_ERROR,   /**< errors, such as a capture the NCCL ranks could not agree on */
+    CGR_LOG_WARN,    /**< also warnings: a shape that runs eagerly, the churn guard, an
+                          armed run past its timeout */
+    CGR_LOG_INFO,    /**< also each runtime created, graph captured or written, and
+                          communicator attached */
+    CGR_LOG_DEBUG    /**< also each step's buffers and scratch plan */
 } cgr_log_level;
 
 /** Receives log lines (no trailing newline). */
 typedef void (*cgr_log_fn)(cgr_log_level level, const char *message, void *user);
 
-/*
- * Limits. They keep the per-step tables fixed-size, so the replay path never
+/**
+ * @name Limits
+ * They keep the per-step tables fixed-size, so the replay path never
  * allocates.
+ * @{
  */
-#define CGR_MAX_RANK 8
-#define CGR_MAX_TENSORS 16
-#define CGR_MAX_SLOTS 16
-#define CGR_MAX_WARMUP 100
+#define CGR_MAX_RANK 8     /**< most dims of a tensor (cgr_tensor_desc.rank) */
+#define CGR_MAX_TENSORS 16 /**< most inputs, and most outputs, of a step */
+#define CGR_MAX_SLOTS 16   /**< most staging slots per step (cgr_options.staging_slots) */
+#define CGR_MAX_WARMUP 100 /**< most warm-up runs (cgr_options.warmup_runs) */
+/** @} */
 
-/*
- * Versioned structs. cgr_options, cgr_step_desc and cgr_nccl_options begin
+/**
+ * @name Versioned structs
+ * cgr_options, cgr_step_desc and cgr_nccl_options begin
  * with struct_size, which their init function sets to the size this header
  * declares, and later versions of cgr only add fields at their end. The
  * library reads struct_size bytes of the caller's struct:
@@ -152,14 +174,21 @@ typedef void (*cgr_log_fn)(cgr_log_level level, const char *message, void *user)
  *    CGR_MAX_STRUCT_SIZE, is refused: the struct was not initialized.
  * An output struct with a struct_size (cgr_shape_info) is documented where
  * it is declared.
+ * @{
  */
-#define CGR_MAX_STRUCT_SIZE 4096
+#define CGR_MAX_STRUCT_SIZE 4096 /**< largest struct_size accepted */
+/** @} */
 
 /**
  * Runtime options. Always start from cgr_options_init(): it writes the
  * defaults and struct_size (see "Versioned structs" above).
  * cgr_runtime_create() copies the options, and the dump_dir string with
  * them, so the caller may reuse or free both once it returns.
+ *
+ * The guides explain the groups of fields: docs/shapes.md the shape cache
+ * and the churn guard (shape_cache_entries to churn_stable),
+ * docs/staging.md ("Armed runs") arm_timeout_us, docs/wrapping.md the
+ * frozen-value check (frozen_check, frozen_allow).
  */
 typedef struct cgr_options {
     size_t struct_size;        /**< set by cgr_options_init() */
@@ -240,6 +269,18 @@ typedef struct cgr_options {
 } cgr_options;
 
 /**
+ * @var cgr_options::advanced
+ * Tuning that the defaults settle for most steps, measured in
+ * docs/staging.md and docs/shapes.md; cgr_options_init() writes them.
+ * Change it to try an alternative on your own workload, not to make a step
+ * work.
+ *
+ * @struct cgr_options::cgr_advanced_options
+ * The type of cgr_options.advanced: tuning that the defaults settle for
+ * most steps.
+ */
+
+/**
  * Writes the default options into the caller's struct of struct_size bytes
  * and sets opt->struct_size to it; never writes past struct_size. Called
  * through cgr_options_init(), which passes the size this header declares.
@@ -253,8 +294,9 @@ static inline cgr_status cgr_options_init(cgr_options *opt)
     return cgr_options_init_size(opt, sizeof(cgr_options));
 }
 
-/*
- * Handles. cgr_runtime, cgr_step and cgr_ctx pointers begin with a magic
+/**
+ * @name Handles
+ * cgr_runtime, cgr_step and cgr_ctx pointers begin with a magic
  * word, and a call given a pointer whose word is not the one its kind
  * carries returns CGR_STATUS_INVALID_HANDLE: a cheap check that catches a
  * foreign or garbage pointer, or a runtime passed as a step. It is a
@@ -263,6 +305,7 @@ static inline cgr_status cgr_options_init(cgr_options *opt)
  * behaviour, as using memory after free() is: the memory may already hold
  * something else. A cgr_ctx is only valid inside the step function it was
  * passed to.
+ * @{
  */
 
 /** A runtime: one device, one stream, one scratch arena, library handles. */
@@ -271,6 +314,7 @@ typedef struct cgr_runtime cgr_runtime;
 typedef struct cgr_step cgr_step;
 /** Context handed to the step function while it runs. */
 typedef struct cgr_ctx cgr_ctx;
+/** @} */
 
 /**
  * Creates a runtime on opt->device (opt may be NULL for the defaults).
@@ -293,7 +337,7 @@ CGR_API cgr_status cgr_runtime_stream(const cgr_runtime *rt, cgr_stream *out);
 /** Shape and type of one step input or output. */
 typedef struct cgr_tensor_desc {
     const char *name;               /**< non-empty; unique within the step */
-    cgr_dtype dtype;
+    cgr_dtype dtype;                /**< element type */
     int rank;                       /**< 0..CGR_MAX_RANK (0 is a scalar) */
     int64_t dims[CGR_MAX_RANK];     /**< each >= 1 */
 } cgr_tensor_desc;
@@ -410,7 +454,8 @@ CGR_API cgr_status cgr_step_create(cgr_runtime *rt, const cgr_step_desc *desc, c
 CGR_API cgr_status cgr_step_destroy(cgr_step **step);
 
 /**
- * Submitting runs. A run goes through one staging slot of pinned host
+ * @name Submitting runs
+ * A run goes through one staging slot of pinned host
  * memory: acquire the slot (with the run's dims), write the inputs into it,
  * launch. cgr_step_run() does all three from host pointers. Each launched
  * run has a ticket; wait for it, then read its outputs.
@@ -429,6 +474,7 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **step);
  * the graph and launches it; later runs are one cudaGraphLaunch each. A
  * run whose capture fails executes eagerly instead and succeeds (see
  * cgr_step_fn).
+ * @{
  */
 
 /** A pinned staging slot handed to the caller. */
@@ -531,6 +577,7 @@ CGR_API cgr_status cgr_step_wait(cgr_step *step, uint64_t ticket);
  */
 CGR_API cgr_status cgr_step_output(cgr_step *step, uint64_t ticket, int index, void *dst,
                                    size_t capacity, size_t *bytes);
+/** @} */
 
 /** How the step currently runs. */
 typedef enum cgr_step_mode {
@@ -561,13 +608,13 @@ CGR_API cgr_status cgr_step_run_action(const cgr_step *step, uint64_t ticket,
 
 /** Why a shape runs eagerly. */
 typedef enum cgr_eager_reason {
-    CGR_EAGER_NONE = 0,
+    CGR_EAGER_NONE = 0,       /**< it does not (a cached or warming shape) */
     CGR_EAGER_CHURN,          /**< the churn guard is tripped and the shape is not cached */
     CGR_EAGER_CAPTURE_FAILED, /**< the shape's capture failed (or capture is disabled) */
     CGR_EAGER_TOO_LARGE,      /**< its graph alone exceeds shape_cache_bytes */
     CGR_EAGER_FROZEN_VALUE,   /**< its graph froze a host value that changed at the next
                                    run (cgr_options.frozen_check); capture_error says which */
-    CGR_EAGER_REASONS
+    CGR_EAGER_REASONS         /**< number of reasons; sizes cgr_step_stats.eager_by_reason */
 } cgr_eager_reason;
 
 /**
@@ -640,11 +687,11 @@ typedef struct cgr_step_stats {
  */
 typedef struct cgr_runtime_stats {
     uint64_t steps;             /**< live steps */
-    uint64_t runs;
-    uint64_t warmup_runs;
-    uint64_t replays;
-    uint64_t captures;
-    uint64_t eager_runs;
+    uint64_t runs;              /**< runs launched */
+    uint64_t warmup_runs;       /**< eager runs of a new shape before its capture */
+    uint64_t replays;           /**< runs that launched a graph */
+    uint64_t captures;          /**< of which captured first */
+    uint64_t eager_runs;        /**< eager runs other than warm-ups */
     double capture_us;          /**< stream capture + instantiate or update, summed */
     uint64_t arena_reserved;    /**< device bytes mapped for the arena */
     uint64_t arena_planned;     /**< largest step plan (all steps share the arena) */
@@ -655,7 +702,8 @@ typedef struct cgr_runtime_stats {
 
 /** One shape of a step, from cgr_step_shape_at(). Set struct_size first. */
 typedef struct cgr_shape_info {
-    size_t struct_size;
+    size_t struct_size;             /**< sizeof(cgr_shape_info), set by the caller; another
+                                         value is refused (CGR_STATUS_INVALID_ARGUMENT) */
     int n_dims;                     /**< the step's dynamic dims */
     int64_t dims[CGR_MAX_DYN_DIMS]; /**< bucketed values */
     int cached;                     /**< 1: a cached graph; 0: a shape that runs eagerly */
@@ -786,7 +834,7 @@ typedef struct cgr_launch_cfg {
      * kernel may start while the previous kernel on the stream is still
      * finishing, so it must call cudaGridDependencySynchronize() before it
      * reads anything that kernel wrote; compile that call for sm_90 and
-     * newer only (#if __CUDA_ARCH__ >= 900), the first architecture with
+     * newer only (`#if __CUDA_ARCH__ >= 900`), the first architecture with
      * it. Inside a graph PDL shortens each kernel-to-kernel edge (0.955 ->
      * 0.712 us per node measured on an H200).
      *

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * cgr with NCCL: data-parallel steps whose collectives are captured into
  * the step's graph (docs/multigpu.md).
  *

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
  * 3", SC'11): a counter-based generator, so any thread can draw number i of
  * a stream without state. Usable from C host code and from CUDA device
@@ -14,6 +15,11 @@
 
 #include <stdint.h>
 
+/**
+ * How the functions below are declared: host and device functions, always
+ * inlined, in CUDA code; static inline in C. Undefined again at the end of
+ * this header.
+ */
 #if defined(__CUDACC__)
 #define CGR_HD __host__ __device__ __forceinline__
 #else
@@ -22,9 +28,10 @@
 
 /** Four 32-bit outputs of one Philox block. */
 typedef struct cgr_philox4 {
-    uint32_t v[4];
+    uint32_t v[4]; /**< the block's outputs, each 32 uniformly random bits */
 } cgr_philox4;
 
+/** The high 32 bits of the 64-bit product a * b (a step of a Philox round). */
 CGR_HD uint32_t cgr_philox_mulhi(uint32_t a, uint32_t b)
 {
     return (uint32_t)(((uint64_t)a * b) >> 32);
