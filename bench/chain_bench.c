@@ -578,9 +578,10 @@ static int diagnose_once(const bench_config *cfg, bench_results *res)
     d.fn = syncing_step_fn;
     d.user = &u;
     CGR_CK_GOTO(cgr_step_create(rt, &d, &step), out);
-    for (int k = 0; k < 3; k++) /* two warm-ups, then the capture that fails */
+    for (int k = 0; k < 3; k++) { /* two warm-ups, then the capture that fails */
         CGR_CK_GOTO(cgr_step_run(step, NULL, NULL, NULL), out);
-    CGR_CK_GOTO(cgr_step_wait(step, CGR_TICKET_LAST), out);
+        CGR_CK_GOTO(cgr_step_wait(step, CGR_TICKET_LAST), out);
+    }
     cgr_step_stats s;
     CGR_CK_GOTO(cgr_step_get_stats(step, &s), out);
     const char *diag = strstr(s.capture_error, "the first failing call");
