@@ -32,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test.h"
+
 typedef struct layer {
     const char *dir; /* relative to ROOT; longest prefix wins */
     int rank;
@@ -174,36 +176,6 @@ static int scan(const char *name, int rank, const char *text, int quiet)
     return bad;
 }
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t cap = 0, len = 0, n;
-    char chunk[4096];
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        memcpy(buf + len, chunk, n);
-        len += n;
-    }
-    fclose(f);
-    if (!buf)
-        buf = calloc(1, 1);
-    else
-        buf[len] = '\0';
-    return buf;
-}
-
 /* The checker must catch planted violations and pass planted clean text. */
 static int self_check(void)
 {
@@ -274,7 +246,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "path too long: %s\n", files[i].rel);
             return 2;
         }
-        char *text = read_file(path);
+        char *text = test_read_file(path);
         if (!text) {
             fprintf(stderr, "cannot read %s\n", path);
             return 2;

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test.h"
+
 /* A const pointer with __restrict__ (spaces anywhere), or an explicit __ldg. */
 static const char *pattern = "const[[:space:]]+[A-Za-z_][A-Za-z0-9_]*[[:space:]]*\\*[[:space:]]*"
                              "(__restrict__|__restrict)|__ldg[[:space:]]*\\(";
@@ -117,37 +119,6 @@ static void blank_comments(char *t)
     }
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n + 1 < cap)
-            break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf || err) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
-}
-
 static regex_t re;
 static int bad, covered, files, io_error;
 
@@ -159,7 +130,7 @@ static int visit(const char *path, const struct stat *sb, int type, struct FTW *
     /* Build folders (build, build-gpu, ...) may hold generated copies. */
     if (type != FTW_F || n < 3 || strcmp(base + n - 3, ".cu") != 0 || strstr(path, "/build"))
         return 0;
-    char *text = slurp(path);
+    char *text = test_read_file(path);
     if (!text) {
         fprintf(stderr, "test_pdl_restrict: cannot read %s\n", path);
         io_error = 1;

@@ -12,36 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The whole file, NUL-terminated; NULL on error. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
-}
+#include "test.h"
 
 /*
  * The body of the first ```c block after the line "## Example", each line
@@ -125,7 +96,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_readme_example: FAIL: the block extraction's self-check\n");
         return 1;
     }
-    char *md = slurp(argv[1]), *src = slurp(argv[2]);
+    char *md = test_read_file(argv[1]), *src = test_read_file(argv[2]);
     if (!md || !src) {
         fprintf(stderr, "test_readme_example: cannot read %s\n", md ? argv[2] : argv[1]);
         free(md);
