@@ -10,11 +10,14 @@
  * act[0], act[1] and pooled are carved, in that order and 256-byte aligned,
  * from the caller's one scratch buffer.
  *
- * Algorithm choice uses cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7)
- * rather than cudnnFindConvolutionForwardAlgorithmEx: Find needs real device
- * buffers and synchronizes, which a cgr step may not do, and for these shapes
- * the heuristics' answer (implicit GEMM) is what one wants anyway. Layer 0
- * (3->64) and layers 1..6 (64->64) are the two shapes, so two queries.
+ * Algorithm choice starts from cuDNN's heuristics
+ * (cudnnGetConvolutionForwardAlgorithm_v7). By default every usable entry
+ * of that list is then timed, fused (conv + bias + ReLU in one call) and
+ * unfused, and the fastest kept: the heuristics rank plain convolutions, and
+ * their first answer is not the fastest layer at every batch size. Timing
+ * needs device buffers and synchronizes, which a cgr step may do in a
+ * warm-up run but never while captured. Layer 0 (3->64) and layers 1..6
+ * (64->64) are the two shapes, so two choices.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -155,7 +158,7 @@ int cnn_create(cnn **out, int B, uint64_t seed)
         return fail(CNN_ERR_NOMEM, "cnn_create: out of host memory");
     m->dyn = calloc(1, sizeof *m->dyn);
     m->B = B;
-    m->policy = CNN_ALGO_AUTO;
+    m->policy = CNN_ALGO_MEASURED;
     m->ws_limit = (size_t)256 << 20;
     m->device = -1;
     cnn_layout_init(&m->lay);
@@ -334,6 +337,22 @@ static int create_descs(cnn *m)
     return 0;
 }
 
+/* The workspace algorithm a needs for layer shape cls, within the limit. */
+static int ws_of(const cnn *m, cudnnHandle_t h, int cls, cudnnConvolutionFwdAlgo_t a, size_t *ws)
+{
+    CNN_DNN(cudnnGetConvolutionForwardWorkspaceSize(h, cls == 0 ? m->x_desc : m->act_desc,
+                                                    m->w_desc[cls], m->conv_desc, m->act_desc, a,
+                                                    ws));
+    if (*ws > m->ws_limit)
+        return fail(CNN_ERR_STATE,
+                    "conv%s: algorithm %s needs %zu workspace bytes, over the limit of %zu",
+                    cls == 0 ? "0" : "1-6", algo_name(a), *ws, m->ws_limit);
+    return 0;
+}
+
+static int measure(cnn *m, cudnnHandle_t h, int cls, const cudnnConvolutionFwdAlgoPerf_t *perf,
+                   int got, cudnnConvolutionFwdAlgo_t *algo, int *fused, size_t *ws);
+
 /* Chooses the algorithm for one layer shape (cls 0: conv0, cls 1: conv1..6). */
 static int choose(cnn *m, cudnnHandle_t h, int cls, cudnnConvolutionFwdAlgo_t *algo, int *fused,
                   size_t *ws)
@@ -345,6 +364,8 @@ static int choose(cnn *m, cudnnHandle_t h, int cls, cudnnConvolutionFwdAlgo_t *a
     memset(perf, 0, sizeof perf);
     CNN_DNN(cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, m->conv_desc, m->act_desc,
                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+    if (m->policy == CNN_ALGO_MEASURED)
+        return measure(m, h, cls, perf, got, algo, fused, ws);
     int first = -1, precomp = -1;
     for (int i = 0; i < got; i++) {
         const cudnnConvolutionFwdAlgoPerf_t *p = &perf[i];
@@ -369,13 +390,141 @@ static int choose(cnn *m, cudnnHandle_t h, int cls, cudnnConvolutionFwdAlgo_t *a
      * kernels inside the call anyway. */
     *fused = m->policy != CNN_ALGO_UNFUSED &&
              *algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-    CNN_DNN(cudnnGetConvolutionForwardWorkspaceSize(h, xd, wd, m->conv_desc, m->act_desc, *algo,
-                                                    ws));
-    if (*ws > m->ws_limit)
-        return fail(CNN_ERR_STATE,
-                    "conv%s: algorithm %s needs %zu workspace bytes, over the limit of %zu",
-                    cls == 0 ? "0" : "1-6", algo_name(*algo), *ws, m->ws_limit);
+    return ws_of(m, h, cls, *algo, ws);
+}
+
+/* Device buffers for timing one layer shape: input, output, workspace. */
+typedef struct cnn_trial {
+    float *x, *y;
+    void *ws;
+    size_t ws_bytes;
+    cudaStream_t stream;
+    cudaEvent_t t0, t1;
+} cnn_trial;
+
+/* One layer's call(s) as the forward pass makes them, on the trial's buffers. */
+static cudnnStatus_t trial_call(const cnn *m, cudnnHandle_t h, int cls, cudnnConvolutionFwdAlgo_t a,
+                                int fused, const cnn_trial *t)
+{
+    static const float one = 1.0f, zero = 0.0f;
+    cudnnTensorDescriptor_t xd = cls == 0 ? m->x_desc : m->act_desc;
+    const int l = cls == 0 ? 0 : 1;
+    const float *w = m->dev + m->lay.conv_w[l], *b = m->dev + m->lay.conv_b[l];
+    if (fused)
+        return cudnnConvolutionBiasActivationForward(
+            h, &one, xd, t->x, m->w_desc[cls], w, m->conv_desc, a, t->ws, t->ws_bytes, &zero,
+            m->act_desc, t->y, m->bias_desc, b, m->relu_desc, m->act_desc, t->y);
+    cudnnStatus_t s = cudnnConvolutionForward(h, &one, xd, t->x, m->w_desc[cls], w, m->conv_desc,
+                                              a, t->ws, t->ws_bytes, &zero, m->act_desc, t->y);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnAddTensor(h, &one, m->bias_desc, b, &one, m->act_desc, t->y);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnActivationForward(h, m->relu_desc, &one, m->act_desc, t->y, &zero, m->act_desc,
+                                   t->y);
+    return s;
+}
+
+/* Microseconds per call of one variant, or *us = -1 when cuDNN refuses it
+ * for this shape. One untimed call, then three times five calls queued
+ * behind a hold kernel (cnn_kernels.h says why), keeping the fastest batch. */
+static int trial_time(const cnn *m, cudnnHandle_t h, int cls, cudnnConvolutionFwdAlgo_t a,
+                      int fused, const cnn_trial *t, float *us)
+{
+    enum { CALLS = 5, BATCHES = 3 };
+    *us = -1.0f;
+    cudnnStatus_t s = trial_call(m, h, cls, a, fused, t);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        if (CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_EXECUTION_FAILED)
+            return dnn_fail(s, "timing a convolution", __FILE__, __LINE__);
+        return 0; /* refused before any launch: not a candidate */
+    }
+    float best = -1.0f;
+    for (int r = 0; r < BATCHES; r++) {
+        float ms = 0.0f;
+        /* 2 ms covers the host's enqueueing of five calls with room to spare. */
+        CNN_CUDA(cnn_hold_launch(2000000ull, t->stream));
+        CNN_CUDA(cudaEventRecord(t->t0, t->stream));
+        for (int c = 0; c < CALLS; c++)
+            CNN_DNN(trial_call(m, h, cls, a, fused, t));
+        CNN_CUDA(cudaEventRecord(t->t1, t->stream));
+        CNN_CUDA(cudaEventSynchronize(t->t1));
+        CNN_CUDA(cudaEventElapsedTime(&ms, t->t0, t->t1));
+        if (best < 0.0f || ms < best)
+            best = ms;
+    }
+    *us = best * 1000.0f / CALLS;
     return 0;
+}
+
+/* Times every usable algorithm of the heuristics' list for one layer shape,
+ * fused and unfused, and keeps the fastest. */
+static int measure(cnn *m, cudnnHandle_t h, int cls, const cudnnConvolutionFwdAlgoPerf_t *perf,
+                   int got, cudnnConvolutionFwdAlgo_t *algo, int *fused, size_t *ws)
+{
+    cnn_trial t;
+    memset(&t, 0, sizeof t);
+    const size_t in_floats = (size_t)m->B * (cls == 0 ? CNN_IN_C : CNN_CH) * CNN_H * CNN_W;
+    const size_t out_floats = (size_t)m->B * CNN_CH * CNN_H * CNN_W;
+    for (int i = 0; i < got; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= m->ws_limit &&
+            perf[i].memory > t.ws_bytes)
+            t.ws_bytes = perf[i].memory;
+    float *host = malloc(in_floats * sizeof(float));
+    int rc = host ? 0 : fail(CNN_ERR_NOMEM, "cnn_prepare: out of host memory");
+    cudaError_t e = cudaSuccess;
+    if (rc == 0) {
+        uint64_t s = 0x243F6A8885A308D3ULL; /* never zero: random inputs, as timed runs get */
+        fill_uniform(&s, host, in_floats, 1.0);
+        cudnnStatus_t ds = cudnnGetStream(h, &t.stream);
+        if (ds != CUDNN_STATUS_SUCCESS)
+            rc = dnn_fail(ds, "cudnnGetStream", __FILE__, __LINE__);
+    }
+    if (rc == 0 && (e = cudaMalloc((void **)&t.x, in_floats * sizeof(float))) == cudaSuccess &&
+        (e = cudaMalloc((void **)&t.y, out_floats * sizeof(float))) == cudaSuccess &&
+        (t.ws_bytes == 0 || (e = cudaMalloc(&t.ws, t.ws_bytes)) == cudaSuccess) &&
+        (e = cudaEventCreate(&t.t0)) == cudaSuccess && (e = cudaEventCreate(&t.t1)) == cudaSuccess)
+        e = cudaMemcpyAsync(t.x, host, in_floats * sizeof(float), cudaMemcpyHostToDevice,
+                            t.stream);
+    if (rc == 0 && e != cudaSuccess)
+        rc = cuda_fail(e, "cnn_prepare: buffers for timing", __FILE__, __LINE__);
+    float best = -1.0f;
+    for (int i = 0; rc == 0 && i < got; i++) {
+        const cudnnConvolutionFwdAlgoPerf_t *p = &perf[i];
+        const int fma = p->mathType == CUDNN_FMA_MATH || p->mathType == CUDNN_DEFAULT_MATH;
+        if (p->status != CUDNN_STATUS_SUCCESS || !fma || p->determinism != CUDNN_DETERMINISTIC ||
+            p->memory > m->ws_limit)
+            continue;
+        for (int f = 0; rc == 0 && f < 2; f++) {
+            float us = -1.0f;
+            rc = trial_time(m, h, cls, p->algo, f, &t, &us);
+            if (rc == 0 && us >= 0.0f && (best < 0.0f || us < best)) {
+                best = us;
+                *algo = p->algo;
+                *fused = f;
+            }
+        }
+    }
+    if (rc == 0 && best < 0.0f) {
+        *algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM; /* see choose() */
+        *fused = 0;
+    }
+    if (rc == 0) {
+        /* Nothing of the trial may linger into the first timed run. */
+        e = cudaStreamSynchronize(t.stream);
+        if (e != cudaSuccess)
+            rc = cuda_fail(e, "cudaStreamSynchronize", __FILE__, __LINE__);
+    }
+    cudaFree(t.x);
+    cudaFree(t.y);
+    cudaFree(t.ws);
+    if (t.t0)
+        cudaEventDestroy(t.t0);
+    if (t.t1)
+        cudaEventDestroy(t.t1);
+    free(host);
+    if (rc == 0)
+        rc = ws_of(m, h, cls, *algo, ws);
+    return rc;
 }
 
 int cnn_prepare(cnn *m, cnn_cudnn_handle handle)
@@ -391,6 +540,9 @@ int cnn_prepare(cnn *m, cnn_cudnn_handle handle)
                         m->device, dev);
         return 0;
     }
+    if (m->policy == CNN_ALGO_MEASURED && m->dev == NULL)
+        return fail(CNN_ERR_STATE, "cnn_prepare: the measured policy times the model's own weights: "
+                                   "call cnn_set_device_params() first");
     CNN_TRY(create_descs(m));
     cudnnConvolutionFwdAlgo_t algo[2];
     int fused[2];
@@ -449,7 +601,7 @@ int cnn_fused_layers(const cnn *m)
 const char *cnn_describe(const cnn *m)
 {
     static _Thread_local char buf[768];
-    static const char *const policy_names[] = {"auto", "heuristic", "unfused"};
+    static const char *const policy_names[] = {"auto", "heuristic", "unfused", "measured"};
     if (m == NULL)
         return "(null)";
     if (!m->prepared) {

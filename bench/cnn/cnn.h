@@ -174,6 +174,14 @@ typedef enum cnn_algo_policy {
     CNN_ALGO_HEURISTIC,
     /** Like CNN_ALGO_AUTO, but always conv + add bias + ReLU as three calls. */
     CNN_ALGO_UNFUSED,
+    /**
+     * Every usable algorithm of the heuristics' list, fused and unfused, is
+     * timed on the device (on the handle's stream, with the model's own
+     * weights and random inputs), and the fastest is kept per layer shape.
+     * Needs cnn_set_device_params() first; cnn_prepare() then allocates,
+     * synchronizes the stream and frees, so call it outside capture.
+     */
+    CNN_ALGO_MEASURED,
     CNN_ALGO_POLICY_COUNT_
 } cnn_algo_policy;
 
@@ -202,7 +210,7 @@ void cnn_host_params(const cnn *m, float *dst);
  */
 int cnn_set_device_params(cnn *m, float *dev_params);
 
-/** Selects the algorithm policy (default CNN_ALGO_AUTO); the next cnn_prepare() applies it. */
+/** Selects the algorithm policy (default CNN_ALGO_MEASURED); the next cnn_prepare() applies it. */
 int cnn_set_algo_policy(cnn *m, cnn_algo_policy policy);
 /**
  * Largest cuDNN workspace an algorithm may ask for (default 256 MiB);
@@ -212,7 +220,8 @@ int cnn_set_workspace_limit(cnn *m, size_t bytes);
 
 /**
  * Creates the cuDNN descriptors and chooses the algorithms for the current
- * device (heuristics only: no device memory, no synchronization). Once it
+ * device: from the heuristics alone (no device memory, no synchronization)
+ * or, with CNN_ALGO_MEASURED, by timing them. Once it
  * has succeeded, later calls return 0 at once until cnn_set_algo_policy()
  * or cnn_set_workspace_limit() is called; a later call on another current
  * device fails with CNN_ERR_STATE. Never call it while the handle's stream

@@ -1,6 +1,6 @@
 /*
- * W-cnn custom kernels (cnn_kernels.cu): global average pooling and the
- * final Linear layer. Each launcher enqueues one kernel on `stream` and
+ * W-cnn custom kernels (cnn_kernels.cu): global average pooling, the
+ * final Linear layer, and a wait used when timing algorithms. Each launcher enqueues one kernel on `stream` and
  * returns the launch status (cudaGetLastError() right after the launch).
  * Both are capturable and deterministic (fixed summation order, no atomics).
  */
@@ -29,6 +29,14 @@ cudaError_t cnn_gap_launch(const float *act, float *pooled, int planes, int hw,
  */
 cudaError_t cnn_linear_launch(const float *in, const float *w, const float *bias, float *out,
                               int batch, int in_f, int out_f, cudaStream_t stream);
+
+/**
+ * One thread that spins on the GPU's nanosecond timer for `ns`: it holds
+ * the stream while the host enqueues the work to be timed behind it, so
+ * that work runs back to back and its events measure the GPU, not the
+ * host's launch rate. Not for graphs.
+ */
+cudaError_t cnn_hold_launch(unsigned long long ns, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -2,8 +2,10 @@
  * GPU test of the W-cnn forward pass (suite `gpu`; standalone: it needs the
  * CUDA runtime and cuDNN, not cgr).
  *
- * For B in {1, 8} and for the algorithm policies "auto" (fused conv + bias
- * + ReLU where cuDNN allows) and "unfused" (three cuDNN calls per layer):
+ * For B in {1, 8} and for the algorithm policies "measured" (the default:
+ * the fastest of the usable algorithms, fused or not, timed on the device),
+ * "auto" (fused conv + bias + ReLU where cuDNN allows) and "unfused" (three
+ * cuDNN calls per layer):
  *   (a) one forward pass on plain cudaMalloc'd buffers against the float64
  *       CPU reference: norm-wise ||gpu - ref|| / ||ref|| <= 1e-4, and per
  *       element |gpu - ref| <= 1e-4 |ref| + 1e-5 max|ref|. Scratch and
@@ -377,6 +379,7 @@ int main(void)
         if (cnn_ref_forward(B, params, x, ref) != 0)
             FAILF("B=%d: CPU reference failed (out of memory?)", B);
         printf("B=%d: float64 CPU reference took %.2f s\n", B, now_s() - t0);
+        failures += run_case(h, s, B, CNN_ALGO_MEASURED, "measured", x, x2, ref);
         failures += run_case(h, s, B, CNN_ALGO_AUTO, "auto", x, x2, ref);
         failures += run_case(h, s, B, CNN_ALGO_UNFUSED, "unfused", x, x2, ref);
         free(x);
