@@ -317,7 +317,7 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
     case CGR__SHAPES_EAGER:
     default:
         if (d->churn_tripped)
-            cgr__log(s->rt, CGR_LOG_WARN, "%s", cgr__shapes_warning(s->shapes));
+            cgr__log(s->rt, CGR_LOG_WARN, "%s", s->shapes->warning);
         *action = CGR_RUN_EAGER;
         *reason = (uint8_t)cgr__public_reason(d->reason);
         return eager_run(s, slot, plan);
