@@ -470,31 +470,36 @@ static cgr_status failed(cgr_step *s, cgr__shape_plan *plan, cgr_status st)
     return CGR_STATUS_CAPTURE_FAILED;
 }
 
-static cgr_status capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
-                          cgr__capture_out *out)
+cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer, cgr__capture_out *out)
 {
     cgr_runtime *rt = s->rt;
+    memset(out, 0, sizeof *out);
+    cgr__range_push("cgr capture");
     double t0 = cgr__now_us();
     io_nodes io;
     cudaGraph_t g = NULL;
-    cgr_status rs = record(s, plan, &io, &g);
-    if (rs != CGR_STATUS_OK)
-        return failed(s, plan, rs);
+    cgr_status st = record(s, plan, &io, &g);
+    if (st != CGR_STATUS_OK) {
+        st = failed(s, plan, st);
+        goto out;
+    }
     out->capture_us = cgr__now_us() - t0;
     cgr__graph node_counts;
     memset(&node_counts, 0, sizeof node_counts);
     cgr__graph_report(s, g, &node_counts);
     /* Takes g. */
-    cgr_status st = make_graph(s, g, &io, offer, rt->opt.frozen_check, out);
+    st = make_graph(s, g, &io, offer, rt->opt.frozen_check, out);
     if (st != CGR_STATUS_OK)
-        return st;
+        goto out;
     out->graph->kernel_nodes = node_counts.kernel_nodes;
     out->graph->memcpy_nodes = node_counts.memcpy_nodes;
     cgr__log(rt, CGR_LOG_INFO,
              "step '%s' captured: %llu nodes, executable %s, capture %.1f us + %.1f us",
              s->name, (unsigned long long)out->graph->nodes,
              out->updated ? "updated in place" : "instantiated", out->capture_us, out->make_us);
-    return CGR_STATUS_OK;
+out:
+    cgr__range_pop();
+    return st;
 }
 
 cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
@@ -533,15 +538,6 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
     } else if (again) {
         cudaGraphDestroy(again);
     }
-    cgr__range_pop();
-    return st;
-}
-
-cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer, cgr__capture_out *out)
-{
-    memset(out, 0, sizeof *out);
-    cgr__range_push("cgr capture");
-    cgr_status st = capture(s, plan, offer, out);
     cgr__range_pop();
     return st;
 }

@@ -95,22 +95,17 @@ CGR_API int cgr_ctx_is_capturing(const cgr_ctx *c)
 }
 
 /* Marks the run failed; later scratch calls keep failing with the same status. */
-static cgr_status ctx_error(cgr_ctx *c, cgr_status s)
+cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s)
 {
     if (c->error == CGR_STATUS_OK)
         c->error = s;
     return s;
 }
 
-cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s)
-{
-    return ctx_error(c, s);
-}
-
 /* The trace counts alloc and free events in 32 bits; a run past that cannot be planned. */
 static cgr_status clock_full(cgr_ctx *c, const char *fn)
 {
-    return ctx_error(c, CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+    return cgr__ctx_fail(c, CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                                  "%s: step '%s' made more scratch requests and frees in one run "
                                  "than the trace counts (about 4 billion)",
                                  fn, c->step->name));
@@ -124,7 +119,7 @@ static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
         size_t cap = s->trace_ptrs_cap ? s->trace_ptrs_cap * 2 : 32;
         void **p = realloc(s->trace_ptrs, cap * sizeof *p);
         if (!p)
-            return ctx_error(c, CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "scratch trace table"));
+            return cgr__ctx_fail(c, CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "scratch trace table"));
         s->trace_ptrs = p;
         s->trace_ptrs_cap = cap;
     }
@@ -133,13 +128,13 @@ static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
                         ? cudaErrorMemoryAllocation
                         : cudaMallocFromPoolAsync(&ptr, bytes, c->rt->trace_pool, c->rt->stream);
     if (e != cudaSuccess)
-        return ctx_error(c, cgr__cuda_fail((int)e, "cudaMallocFromPoolAsync", __FILE__, __LINE__));
+        return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaMallocFromPoolAsync", __FILE__, __LINE__));
     cgr_status st = cgr__trace_alloc(&s->trace, bytes, &id);
     if (st != CGR_STATUS_OK) {
         cudaFreeAsync(ptr, c->rt->stream);
         /* bytes >= 1 was checked above, so only the table or the clock can refuse. */
         if (st == CGR_STATUS_OUT_OF_MEMORY)
-            return ctx_error(c, CGR_FAIL(st, "step '%s': scratch trace table", c->step->name));
+            return cgr__ctx_fail(c, CGR_FAIL(st, "step '%s': scratch trace table", c->step->name));
         return clock_full(c, "cgr_ctx_alloc");
     }
     s->trace_ptrs[id] = ptr;
@@ -152,13 +147,13 @@ static cgr_status planned_alloc(cgr_ctx *c, size_t bytes, void **out)
     const cgr__trace *t = &c->plan->trace;
     size_t i = c->next;
     if (i >= t->n)
-        return ctx_error(c, CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
+        return cgr__ctx_fail(c, CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
                                      "step '%s': scratch request #%zu (%zu bytes) was not made "
                                      "in warm-up, which made %zu; a step must make the same "
                                      "requests on every run",
                                      c->step->name, i, bytes, t->n));
     if (t->bufs[i].size != bytes || t->bufs[i].start != c->clock)
-        return ctx_error(c, CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
+        return cgr__ctx_fail(c, CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
                                      "step '%s': scratch request #%zu is %zu bytes at event %u, "
                                      "warm-up asked %zu bytes at event %u",
                                      c->step->name, i, bytes, c->clock, t->bufs[i].size,
@@ -211,7 +206,7 @@ CGR_API cgr_status cgr_ctx_free(cgr_ctx *c, void *ptr)
                     return clock_full(c, "cgr_ctx_free");
                 cudaError_t e = cudaFreeAsync(ptr, c->rt->stream);
                 if (e != cudaSuccess)
-                    return ctx_error(c, cgr__cuda_fail((int)e, "cudaFreeAsync", __FILE__,
+                    return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaFreeAsync", __FILE__,
                                                        __LINE__));
                 return CGR_STATUS_OK;
             }
@@ -227,7 +222,7 @@ CGR_API cgr_status cgr_ctx_free(cgr_ctx *c, void *ptr)
         }
         for (size_t i = 0; i < c->next; i++)
             if (c->rt->arena.base + t->bufs[i].offset == p)
-                return ctx_error(c, CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
+                return cgr__ctx_fail(c, CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
                                              "step '%s': cgr_ctx_free(%p) at event %u does not "
                                              "follow the warm-up order of frees",
                                              s->name, ptr, c->clock));

@@ -66,19 +66,23 @@ static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
     return CGR_STATUS_OK;
 }
 
-static cgr_status run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
+cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
 {
     cgr_runtime *rt = s->rt;
-    const unsigned char *host = cgr__slot_host(s, slot);
-    for (int i = 0; i < s->n_in; i++)
-        CGR_CUDA_TRY(cudaMemcpyAsync(s->in[i].dev, host + s->in[i].slot_offset,
-                                     s->in[i].cur_bytes, cudaMemcpyHostToDevice, rt->stream));
-    if (s->n_dyn)
-        CGR_CUDA_TRY(cudaMemcpyAsync(s->dims_dev, host + CGR__SLOT_DIMS_OFFSET,
-                                     (size_t)s->n_dyn * sizeof(int64_t), cudaMemcpyHostToDevice,
-                                     rt->stream));
+    unsigned char *host = cgr__slot_host(s, slot);
     int tracing = !p->planned;
-    cgr_status st = cgr__call_step(s, tracing ? CGR__CTX_TRACE : CGR__CTX_PLANNED, p);
+    cgr_status st = CGR_STATUS_OK;
+    cgr__range_push(tracing ? "cgr warm-up (tracing)" : "cgr eager run");
+    for (int i = 0; i < s->n_in; i++)
+        CGR_CUDA_TRY_GOTO(cudaMemcpyAsync(s->in[i].dev, host + s->in[i].slot_offset,
+                                          s->in[i].cur_bytes, cudaMemcpyHostToDevice, rt->stream),
+                          st, out);
+    if (s->n_dyn)
+        CGR_CUDA_TRY_GOTO(cudaMemcpyAsync(s->dims_dev, host + CGR__SLOT_DIMS_OFFSET,
+                                          (size_t)s->n_dyn * sizeof(int64_t),
+                                          cudaMemcpyHostToDevice, rt->stream),
+                          st, out);
+    st = cgr__call_step(s, tracing ? CGR__CTX_TRACE : CGR__CTX_PLANNED, p);
     if (st != CGR_STATUS_OK) {
         if (tracing) {
             /*
@@ -91,22 +95,16 @@ static cgr_status run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
                 (void)cudaMemPoolTrimTo(rt->trace_pool, 0);
             (void)cudaGetLastError();
         }
-        return st;
+        goto out;
     }
     if (tracing)
-        CGR_TRY(plan_trace(s, p));
-    unsigned char *out = cgr__slot_host(s, slot);
+        CGR_TRY_GOTO(plan_trace(s, p), st, out);
     for (int i = 0; i < s->n_out; i++)
-        CGR_CUDA_TRY(cudaMemcpyAsync(out + s->out[i].slot_offset, s->out[i].dev,
-                                     s->out[i].cur_bytes, cudaMemcpyDeviceToHost, rt->stream));
-    CGR_CUDA_TRY(cudaEventRecord(s->done[slot], rt->stream));
-    return CGR_STATUS_OK;
-}
-
-cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
-{
-    cgr__range_push(p->planned ? "cgr eager run" : "cgr warm-up (tracing)");
-    cgr_status st = run_eager(s, slot, p);
+        CGR_CUDA_TRY_GOTO(cudaMemcpyAsync(host + s->out[i].slot_offset, s->out[i].dev,
+                                          s->out[i].cur_bytes, cudaMemcpyDeviceToHost, rt->stream),
+                          st, out);
+    CGR_CUDA_TRY_GOTO(cudaEventRecord(s->done[slot], rt->stream), st, out);
+out:
     cgr__range_pop();
     return st;
 }

@@ -72,14 +72,11 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
     if (!s->shapes)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: step '%s': shape table",
                         s->name);
-    cgr_status st = cgr__shapes_init(s->shapes, &cfg);
-    if (st == CGR_STATUS_OUT_OF_MEMORY)
-        return CGR_FAIL(st, "cgr_step_create: step '%s': shape table", s->name);
     /* Everything in cfg comes from options and a description that passed validation. */
-    if (st != CGR_STATUS_OK)
-        return CGR_BUG("step '%s': the shape table refused the validated configuration (%s)",
-                       s->name, cgr_status_name(st));
-    s->plans = calloc(cgr__shapes_capacity(s->shapes), sizeof *s->plans);
+    if (cgr__shapes_init(s->shapes, &cfg) != CGR_STATUS_OK)
+        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: step '%s': shape table",
+                        s->name);
+    s->plans = calloc(s->shapes->capacity, sizeof *s->plans);
     if (!s->plans)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: scratch plans of step '%s'",
                         s->name);
@@ -95,7 +92,7 @@ static void release_shapes(cgr_step *s)
     while (cgr__shapes_drain(s->shapes, &e) == CGR_STATUS_OK)
         cgr__graph_free(e.payload);
     if (s->plans)
-        for (uint32_t i = 0; i < cgr__shapes_capacity(s->shapes); i++)
+        for (uint32_t i = 0; i < s->shapes->capacity; i++)
             cgr__plan_destroy(&s->plans[i]);
     free(s->plans);
     s->plans = NULL;

@@ -30,9 +30,8 @@ cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
                               int *tripped_now, int *recovered_now)
 {
     assert(g != NULL);
-    uint64_t t = g->step++;
+    uint64_t t = g->counters.steps++;
     int tripped = 0, recovered = 0;
-    g->counters.steps++;
     if (is_new_shape)
         g->counters.new_shapes++;
 
@@ -69,10 +68,4 @@ cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
     if (recovered_now != NULL)
         *recovered_now = recovered;
     return CGR_STATUS_OK;
-}
-
-int cgr__churn_eager(const cgr__churn *g)
-{
-    assert(g != NULL);
-    return g->eager;
 }

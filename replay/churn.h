@@ -34,7 +34,7 @@
 
 /** Cumulative counters. */
 typedef struct cgr__churn_counters {
-    uint64_t steps;        /**< observe calls */
+    uint64_t steps;        /**< observe calls; also the number of the next step */
     uint64_t new_shapes;   /**< steps reported as new shapes */
     uint64_t activations;  /**< times the guard tripped */
     uint64_t recoveries;   /**< times it went back to graph mode */
@@ -49,7 +49,6 @@ typedef struct cgr__churn {
     uint64_t window;                     /**< W, in steps */
     uint64_t stable_needed;              /**< S, in steps */
     uint64_t stable;                     /**< consecutive steps with no new shape, while eager */
-    uint64_t step;                       /**< number of the next step */
     uint64_t recent[CGR__CHURN_MAX_K];   /**< step numbers of the latest new shapes (ring) */
     cgr__churn_counters counters;
 } cgr__churn;
@@ -74,8 +73,5 @@ cgr_status cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t 
  */
 cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
                               int *tripped_now, int *recovered_now);
-
-/** 1 while the guard is tripped (eager mode), 0 otherwise. */
-int cgr__churn_eager(const cgr__churn *g);
 
 #endif

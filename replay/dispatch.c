@@ -108,8 +108,8 @@ static void capture_refused(cgr_step *s, const char *why)
 static void drop_offer(cgr_step *s, int reason, const char *text)
 {
     cgr__shapes_freed victim;
-    if (cgr__shapes_update_failed(s->shapes, reason, text, &victim) == CGR_STATUS_OK)
-        cgr__graph_free(victim.payload);
+    (void)cgr__shapes_update_failed(s->shapes, reason, text, &victim);
+    cgr__graph_free(victim.payload);
 }
 
 static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
@@ -182,13 +182,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     r.instantiate_us = co.updated ? 0.0 : co.make_us;
     r.update_us = co.updated ? co.make_us : 0.0;
     cgr__shapes_outcome oc;
-    if (cgr__shapes_capture_done(s->shapes, &r, &oc) != CGR_STATUS_OK) {
-        /* Cannot happen with the arguments above; do not leak the graph if it does. */
-        if (!co.updated)
-            cgr__graph_free(g);
-        (void)cgr__shapes_capture_cancel(s->shapes);
-        return CGR_BUG("step '%s': the shape table refused a finished capture", s->name);
-    }
+    (void)cgr__shapes_capture_done(s->shapes, &r, &oc);
     /*
      * Launch first: a graph refused as too large is in the freed list and
      * goes below, after its one run (CUDA frees a running executable once it
@@ -225,9 +219,8 @@ static void graph_refused(cgr_step *s, const cgr__shapes_decision *d, cgr__shape
     cgr__shapes_freed victim;
     set_capture_error(s, why);
     /* CUDA frees the executable once a launch still running it is done. */
-    if (cgr__shapes_refuse(s->shapes, d->entry, reason, ss->capture_error, &victim) ==
-        CGR_STATUS_OK)
-        cgr__graph_free(victim.payload);
+    (void)cgr__shapes_refuse(s->shapes, d->entry, reason, ss->capture_error, &victim);
+    cgr__graph_free(victim.payload);
     ss->mode = CGR_MODE_EAGER;
     cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name,
              ss->capture_error);
@@ -317,7 +310,7 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
     case CGR__SHAPES_EAGER:
     default:
         if (d->churn_tripped)
-            cgr__log(s->rt, CGR_LOG_WARN, "%s", cgr__shapes_warning(s->shapes));
+            cgr__log(s->rt, CGR_LOG_WARN, "%s", s->shapes->warning);
         *action = CGR_RUN_EAGER;
         *reason = (uint8_t)cgr__public_reason(d->reason);
         return eager_run(s, slot, plan);

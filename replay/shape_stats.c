@@ -7,8 +7,10 @@
 
 #include "replay.h"
 
-_Static_assert(CGR__SHAPES_TEXT_MAX == sizeof(((cgr_shape_info *)0)->text),
-               "cgr_shape_info.text holds a shape table text");
+_Static_assert(CGR__SHAPES_TEXT_MAX == sizeof(((cgr_shape_info *)0)->text) &&
+                   CGR__SHAPES_TEXT_MAX == sizeof(((cgr_step_stats *)0)->last_update_error) &&
+                   CGR__SHAPES_WARNING_MAX == sizeof(((cgr_step_stats *)0)->churn_warning),
+               "cgr's public texts hold the shape table's");
 
 CGR_API const char *cgr_run_action_name(cgr_run_action a)
 {
@@ -61,37 +63,32 @@ CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
     cgr_runtime *rt = s->rt;
     CGR_TRY(cgr__lock(rt, "cgr_step_get_stats"));
     cgr__shapes_stats m;
-    cgr_status st = cgr__shapes_get_stats(s->shapes, &m);
-    if (st == CGR_STATUS_OK) {
-        *out = s->stats;
-        out->new_shapes = m.new_shapes;
-        /* The step's own count: shapes whose capture for the frozen-value check failed. */
-        out->capture_failures = m.capture_failures + s->stats.capture_failures;
-        out->update_failures = m.update_failures;
-        for (int i = 0; i < 16 && i < (int)CGR__SHAPES_UPDATE_REASONS; i++)
-            out->update_failures_by_reason[i] = m.update_failures_by_reason[i];
-        out->evictions = m.evictions;
-        out->churn_activations = m.churn_activations;
-        out->churn_recoveries = m.churn_recoveries;
-        out->entries = m.entries;
-        out->bytes = m.bytes;
-        out->capture_us = m.capture_us;
-        out->instantiate_us = m.instantiate_us;
-        out->update_us = m.update_us;
-        out->last_capture_us = s->last_capture_us;
-        out->last_make_us = s->last_make_us;
-        out->scratch_peak = s->scratch_peak_max;
-        out->arena_bytes = rt->arena.mapped;
-        memset(out->last_update_error, 0, sizeof out->last_update_error);
-        memset(out->churn_warning, 0, sizeof out->churn_warning);
-        strncpy(out->last_update_error, cgr__shapes_update_error(s->shapes),
-                sizeof out->last_update_error - 1);
-        strncpy(out->churn_warning, cgr__shapes_warning(s->shapes),
-                sizeof out->churn_warning - 1);
-    }
+    cgr__shapes_get_stats(s->shapes, &m);
+    *out = s->stats;
+    out->new_shapes = m.new_shapes;
+    /* The step's own count: shapes whose capture for the frozen-value check failed. */
+    out->capture_failures = m.capture_failures + s->stats.capture_failures;
+    out->update_failures = m.update_failures;
+    _Static_assert(sizeof out->update_failures_by_reason == sizeof m.update_failures_by_reason,
+                   "one counter per update result");
+    memcpy(out->update_failures_by_reason, m.update_failures_by_reason,
+           sizeof out->update_failures_by_reason);
+    out->evictions = m.evictions;
+    out->churn_activations = m.churn_activations;
+    out->churn_recoveries = m.churn_recoveries;
+    out->entries = m.entries;
+    out->bytes = m.bytes;
+    out->capture_us = m.capture_us;
+    out->instantiate_us = m.instantiate_us;
+    out->update_us = m.update_us;
+    out->last_capture_us = s->last_capture_us;
+    out->last_make_us = s->last_make_us;
+    out->scratch_peak = s->scratch_peak_max;
+    out->arena_bytes = rt->arena.mapped;
+    /* The table's texts always end in a NUL within these sizes. */
+    memcpy(out->last_update_error, s->shapes->update_error, sizeof out->last_update_error);
+    memcpy(out->churn_warning, s->shapes->warning, sizeof out->churn_warning);
     cgr__unlock(rt);
-    if (st != CGR_STATUS_OK)
-        return CGR_BUG("cgr_step_get_stats: step '%s' has no shape table", s->name);
     return CGR_STATUS_OK;
 }
 
@@ -129,7 +126,7 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
      * one entry, so their last uses differ), then those that run eagerly
      * for good; warming ones are not listed.
      */
-    const uint32_t cap = cgr__shapes_capacity(s->shapes);
+    const uint32_t cap = s->shapes->capacity;
     const cgr__shape *pick = NULL;
     int k = 0;
     for (uint64_t below = UINT64_MAX; k <= index; k++) {
@@ -163,9 +160,7 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
         } else {
             out->eager_runs = pick->eager_runs;
             out->reason = cgr__public_reason((cgr__shapes_reason)pick->reason);
-            /* Both hold 256 bytes; the table's text always ends in a NUL. */
             memcpy(out->text, pick->text, sizeof out->text);
-            out->text[sizeof out->text - 1] = '\0';
         }
     }
     cgr__unlock(rt);

@@ -1,5 +1,5 @@
 /*
- * Shape table (see shapes.h).
+ * Shape table (see shapes.h and docs/shapes.md).
  *
  * Everything lives in one array of entries; a free entry has state FREE.
  * Each state is bounded (GRAPH by max_entries and max_bytes, WARMING and
@@ -10,6 +10,9 @@
  * move the entry being captured or the graph offered for update between
  * the CAPTURE decision and its report.
  *
+ * The churn guard sees every decision, so its counters are the table's
+ * runs (the LRU clock) and new shapes; they are not counted again here.
+ *
  * Churn warning. For each new shape we keep a mask of the dims whose
  * bucketed value differs from the previous new shape's (a ring of
  * CGR__CHURN_MAX_K masks). The guard trips on the K-th of K new shapes
@@ -19,17 +22,13 @@
  */
 #include "shapes.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 _Static_assert(CGR_MAX_DYN_DIMS <= 8, "a change mask is one byte");
-
-static int shapes_ok(const cgr__shapes *m)
-{
-    return m != NULL && m->entries != NULL;
-}
 
 /* A bounded text buffer; a cut text ends in "...". */
 typedef struct text_out {
@@ -59,20 +58,18 @@ static void put(text_out *o, const char *fmt, ...)
     }
 }
 
-/* Copies src, cutting it to cap - 1 characters that end in "..." when too long. */
+/* Copies src (NULL: ""), cutting it to cap - 1 characters that end in "..." when too long. */
 static void copy_text(char *dst, size_t cap, const char *src)
 {
     text_out o = {dst, cap, 0};
     dst[0] = '\0';
-    put(&o, "%s", src);
+    put(&o, "%s", src ? src : "");
 }
 
 /* ---- init ------------------------------------------------------------------------- */
 
 void cgr__shapes_config_init(cgr__shapes_config *cfg)
 {
-    if (cfg == NULL)
-        return;
     memset(cfg, 0, sizeof *cfg);
     cfg->warmup_runs = 2;
     cfg->max_entries = 16;
@@ -81,30 +78,33 @@ void cgr__shapes_config_init(cgr__shapes_config *cfg)
     cfg->churn_stable = 32;
 }
 
-static int name_ok(const char *name)
+#ifndef NDEBUG
+/* What the API edge (lib/validate.c) has already made sure of. */
+static int config_ok(const cgr__shapes_config *cfg)
 {
-    return name == NULL || strlen(name) <= CGR__SHAPES_NAME_MAX;
-}
-
-cgr_status cgr__shapes_init(cgr__shapes *m, const cgr__shapes_config *cfg)
-{
-    if (m == NULL || cfg == NULL || cfg->n_dims > CGR_MAX_DYN_DIMS ||
-        (cfg->dims == NULL && cfg->n_dims > 0) || !name_ok(cfg->step_name))
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (cfg->warmup_runs < 1 || cfg->warmup_runs > CGR_MAX_WARMUP ||
+    if (cfg->n_dims > CGR_MAX_DYN_DIMS || (cfg->dims == NULL && cfg->n_dims > 0) ||
+        (cfg->step_name && strlen(cfg->step_name) > CGR__SHAPES_NAME_MAX) ||
+        cfg->warmup_runs < 1 || cfg->warmup_runs > CGR_MAX_WARMUP ||
         (cfg->keep_spare != 0 && cfg->keep_spare != 1) || cfg->max_entries == 0 ||
         cfg->max_entries > CGR__SHAPES_MAX_ENTRIES)
-        return CGR_STATUS_INVALID_ARGUMENT;
+        return 0;
     for (uint32_t i = 0; i < cfg->n_dims; i++) {
         int64_t smallest;
         if (cgr__bucket_at(&cfg->dims[i].policy, 0, &smallest) != CGR_STATUS_OK ||
-            !name_ok(cfg->dims[i].name))
-            return CGR_STATUS_INVALID_ARGUMENT;
+            (cfg->dims[i].name && strlen(cfg->dims[i].name) > CGR__SHAPES_NAME_MAX))
+            return 0;
     }
+    return 1;
+}
+#endif
+
+cgr_status cgr__shapes_init(cgr__shapes *m, const cgr__shapes_config *cfg)
+{
+    assert(m != NULL && cfg != NULL && config_ok(cfg));
     cgr__churn churn;
-    if (cgr__churn_init(&churn, cfg->churn_k, cfg->churn_window, cfg->churn_stable) !=
-        CGR_STATUS_OK)
-        return CGR_STATUS_INVALID_ARGUMENT;
+    cgr_status cs = cgr__churn_init(&churn, cfg->churn_k, cfg->churn_window, cfg->churn_stable);
+    assert(cs == CGR_STATUS_OK);
+    (void)cs;
 
     uint32_t capacity = cfg->max_entries + CGR__SHAPES_MAX_WARMING + CGR__SHAPES_MAX_EAGER;
     cgr__shape *entries = calloc(capacity, sizeof *entries);
@@ -118,8 +118,7 @@ cgr_status cgr__shapes_init(cgr__shapes *m, const cgr__shapes_config *cfg)
     memset(m, 0, sizeof *m);
     copy_text(m->step_name, sizeof m->step_name, cfg->step_name ? cfg->step_name : "step");
     for (uint32_t i = 0; i < cfg->n_dims; i++) {
-        copy_text(m->dim_name[i], sizeof m->dim_name[i],
-                  cfg->dims[i].name ? cfg->dims[i].name : "");
+        copy_text(m->dim_name[i], sizeof m->dim_name[i], cfg->dims[i].name);
         m->policy[i] = cfg->dims[i].policy;
     }
     m->n_dims = cfg->n_dims;
@@ -132,15 +131,11 @@ cgr_status cgr__shapes_init(cgr__shapes *m, const cgr__shapes_config *cfg)
     m->last = CGR__SHAPES_NONE;
     m->freed = freed;
     m->churn = churn;
-    m->cap_entry = CGR__SHAPES_NONE;
-    m->offer_entry = CGR__SHAPES_NONE;
     return CGR_STATUS_OK;
 }
 
 void cgr__shapes_destroy(cgr__shapes *m)
 {
-    if (m == NULL)
-        return;
     free(m->entries);
     free(m->freed);
     memset(m, 0, sizeof *m);
@@ -156,8 +151,7 @@ static int key_equal(const cgr__shapes *m, const cgr__shape *e, const int64_t *d
 /* The entry of `dims`, or CGR__SHAPES_NONE; the latest decision's entry is tried first. */
 static uint32_t find(const cgr__shapes *m, const int64_t *dims)
 {
-    if (m->last != CGR__SHAPES_NONE && m->entries[m->last].state != CGR__SHAPE_FREE &&
-        key_equal(m, &m->entries[m->last], dims))
+    if (m->last != CGR__SHAPES_NONE && key_equal(m, &m->entries[m->last], dims))
         return m->last;
     for (uint32_t i = 0; i < m->capacity; i++)
         if (m->entries[i].state != CGR__SHAPE_FREE && key_equal(m, &m->entries[i], dims))
@@ -190,16 +184,32 @@ static void clear(cgr__shapes *m, uint32_t i)
         m->last = CGR__SHAPES_NONE;
 }
 
-/* Takes graph i out of the table; its payload goes to *out. */
-static void remove_graph(cgr__shapes *m, uint32_t i, cgr__shapes_freed *out)
+/* Takes graph i's payload out of the budgets into *out; the entry keeps its key. */
+static void uncharge(cgr__shapes *m, uint32_t i, cgr__shapes_freed *out)
 {
     cgr__shape *e = &m->entries[i];
     out->payload = e->payload;
     out->bytes = e->bytes;
     m->n_graphs--;
     m->bytes -= e->bytes;
+    e->payload = NULL;
+    e->bytes = 0;
+    e->replays = 0;
+}
+
+/* Graph i leaves the table (pushed out, or taken by an update): an eviction. */
+static void evict(cgr__shapes *m, uint32_t i, cgr__shapes_freed *out)
+{
+    uncharge(m, i, out);
     m->stats.evictions++;
     clear(m, i);
+}
+
+static void take_spare(cgr__shapes *m, cgr__shapes_freed *out)
+{
+    *out = m->spare;
+    m->has_spare = 0;
+    memset(&m->spare, 0, sizeof m->spare);
 }
 
 /* A new WARMING entry for dims: a free one, else the least recently used warming one. */
@@ -231,30 +241,30 @@ static void make_eager(cgr__shapes *m, uint32_t i, cgr__shapes_reason reason, co
 
 /* ---- churn ------------------------------------------------------------------------------ */
 
-/* Notes which dims of a new shape differ from the previous new shape. */
-static void record_new_shape(cgr__shapes *m, const int64_t *dims)
+/* Notes which dims of the n-th new shape differ from the previous new shape. */
+static void record_new_shape(cgr__shapes *m, const int64_t *dims, uint64_t n)
 {
     uint8_t mask = 0;
     for (uint32_t i = 0; i < m->n_dims; i++) {
-        if (m->new_count > 0 && dims[i] != m->last_new[i])
+        if (n > 1 && dims[i] != m->last_new[i])
             mask |= (uint8_t)(1u << i);
         m->last_new[i] = dims[i];
     }
-    m->change_mask[m->new_count % CGR__CHURN_MAX_K] = mask;
-    m->new_count++;
+    m->change_mask[(n - 1) % CGR__CHURN_MAX_K] = mask;
 }
 
 /* The one warning of a trip, written on the run that trips the guard. */
 static void write_warning(cgr__shapes *m)
 {
     uint32_t k = m->churn.k;
+    uint64_t n = m->churn.counters.new_shapes;
     /* K new shapes hold K - 1 changes; with K = 1, the change that tripped it. */
     uint64_t changes = k > 1 ? k - 1 : 1;
-    if (changes > m->new_count - 1)
-        changes = m->new_count - 1;
+    if (changes > n - 1)
+        changes = n - 1;
     uint32_t count[CGR_MAX_DYN_DIMS] = {0};
     for (uint64_t c = 0; c < changes; c++) {
-        uint8_t mask = m->change_mask[(m->new_count - 1 - c) % CGR__CHURN_MAX_K];
+        uint8_t mask = m->change_mask[(n - 1 - c) % CGR__CHURN_MAX_K];
         for (uint32_t i = 0; i < m->n_dims; i++)
             count[i] += mask >> i & 1u;
     }
@@ -282,31 +292,24 @@ static void write_warning(cgr__shapes *m)
 
 /* ---- decide ------------------------------------------------------------------------------ */
 
-static void eager(cgr__shapes *m, cgr__shapes_decision *out, cgr__shapes_reason r,
-                  const char *text)
+/* The bucketed dims of true_dims; the caller checked them against each dim's largest bucket. */
+static void bucket(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed)
 {
-    out->action = CGR__SHAPES_EAGER;
-    out->reason = r;
-    out->text = text;
-    m->stats.eager_runs++;
-    m->stats.eager_by_reason[r]++;
-}
-
-cgr_status cgr__shapes_bucket(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed)
-{
-    if (!shapes_ok(m) || !bucketed || (true_dims == NULL && m->n_dims > 0))
-        return CGR_STATUS_INVALID_ARGUMENT;
-    for (uint32_t i = 0; i < m->n_dims; i++)
-        if (cgr__bucket_choose(&m->policy[i], true_dims[i], &bucketed[i]) != CGR_STATUS_OK)
-            return CGR_STATUS_INVALID_ARGUMENT;
-    return CGR_STATUS_OK;
+    assert(true_dims != NULL || m->n_dims == 0);
+    for (uint32_t i = 0; i < m->n_dims; i++) {
+        cgr_status st = cgr__bucket_choose(&m->policy[i], true_dims[i], &bucketed[i]);
+        assert(st == CGR_STATUS_OK);
+        (void)st;
+    }
 }
 
 void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed)
 {
     int64_t b[CGR_MAX_DYN_DIMS];
-    if (!shapes_ok(m) || m->capturing || cgr__shapes_bucket(m, true_dims, b) != CGR_STATUS_OK)
+    assert(m != NULL);
+    if (m->capturing)
         return NULL;
+    bucket(m, true_dims, b);
     uint32_t i = find(m, b);
     if (i == CGR__SHAPES_NONE || m->entries[i].state != CGR__SHAPE_GRAPH)
         return NULL;
@@ -315,102 +318,87 @@ void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *
     return m->entries[i].payload;
 }
 
-/* Offers an executable for the capture of entry `cap`: the spare, else a full cache's LRU graph. */
-static void offer(cgr__shapes *m, cgr__shapes_decision *out)
+/* The executable offered to the capture: the spare, else a full cache's LRU graph. */
+static void *offer(cgr__shapes *m)
 {
-    m->offer = CGR__SHAPES_FROM_NONE;
-    m->offer_payload = NULL;
-    m->offer_entry = CGR__SHAPES_NONE;
     m->offer_failed = 0;
+    m->offer_entry = CGR__SHAPES_NONE;
     if (m->has_spare) {
         m->offer = CGR__SHAPES_FROM_SPARE;
-        m->offer_payload = m->spare.payload;
-    } else if (m->n_graphs == m->max_entries) {
-        /* The insert would evict this graph anyway: offer its executable. */
-        m->offer = CGR__SHAPES_FROM_LRU;
-        m->offer_entry = oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL);
-        m->offer_payload = m->entries[m->offer_entry].payload;
+        return m->spare.payload;
     }
-    out->source = m->offer;
-    out->payload = m->offer_payload;
+    if (m->n_graphs < m->max_entries) {
+        m->offer = CGR__SHAPES_FROM_NONE;
+        return NULL;
+    }
+    /* The insert would evict this graph anyway: offer its executable. */
+    m->offer = CGR__SHAPES_FROM_LRU;
+    m->offer_entry = oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL);
+    return m->entries[m->offer_entry].payload;
+}
+
+static void eager(cgr__shapes *m, cgr__shapes_decision *out, cgr__shapes_reason r,
+                  const char *text)
+{
+    out->action = CGR__SHAPES_EAGER;
+    out->reason = r;
+    out->text = text;
+    m->stats.eager_by_reason[r]++;
 }
 
 cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
 {
     int64_t dims[CGR_MAX_DYN_DIMS] = {0};
-    if (!shapes_ok(m) || out == NULL || cgr__shapes_bucket(m, true_dims, dims) != CGR_STATUS_OK)
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (m->capturing)
-        return CGR_STATUS_WRONG_STATE;
-
-    /* From here on nothing can fail. */
-    memcpy(m->true_dims, true_dims ? true_dims : dims, (size_t)m->n_dims * sizeof dims[0]);
-    m->runs++;
-    m->stats.runs++;
+    assert(m != NULL && out != NULL && !m->capturing);
+    bucket(m, true_dims, dims);
     memset(out, 0, sizeof *out);
     out->text = "";
-    out->true_dims = m->true_dims;
 
     uint32_t i = find(m, dims);
     cgr__shape *e = i != CGR__SHAPES_NONE ? &m->entries[i] : NULL;
-    if (e && e->state == CGR__SHAPE_GRAPH) {
-        (void)cgr__churn_observe(&m->churn, 0, NULL, NULL, &out->churn_recovered);
-        e->last_use = m->runs;
-        e->replays++;
-        m->last = i;
-        out->action = CGR__SHAPES_REPLAY;
-        out->payload = e->payload;
-        out->entry = i;
-        out->dims = e->dims;
-        m->stats.hits++;
-        return CGR_STATUS_OK;
-    }
-    m->stats.misses++;
-    if (e && e->state == CGR__SHAPE_EAGER) {
-        (void)cgr__churn_observe(&m->churn, 0, NULL, NULL, &out->churn_recovered);
-        e->last_use = m->runs;
-        e->eager_runs++;
-        m->last = i;
-        out->entry = i;
-        out->dims = e->dims;
-        eager(m, out, (cgr__shapes_reason)e->reason, e->text);
-        return CGR_STATUS_OK;
-    }
-
+    int eager_now = 0;
     out->new_shape = e == NULL;
+    (void)cgr__churn_observe(&m->churn, out->new_shape, &eager_now, &out->churn_tripped,
+                             &out->churn_recovered);
     if (e == NULL) {
-        record_new_shape(m, dims);
-        m->stats.new_shapes++;
+        record_new_shape(m, dims, m->churn.counters.new_shapes);
         i = add_warming(m, dims);
         e = &m->entries[i];
         out->fresh = 1;
     }
-    e->last_use = m->runs;
+    /* The LRU clock: this run's number. */
+    e->last_use = m->churn.counters.steps;
     m->last = i;
     out->entry = i;
     out->dims = e->dims;
-    int eager_now = 0;
-    (void)cgr__churn_observe(&m->churn, out->new_shape, &eager_now, &out->churn_tripped,
-                             &out->churn_recovered);
+    out->true_dims = true_dims ? true_dims : e->dims;
     if (out->churn_tripped)
         write_warning(m);
-    if (eager_now) {
+
+    if (e->state == CGR__SHAPE_GRAPH) {
+        /* Cached shapes replay even while the guard is tripped: it stops captures only. */
+        e->replays++;
+        out->action = CGR__SHAPES_REPLAY;
+        out->payload = e->payload;
+        m->stats.hits++;
+    } else if (e->state == CGR__SHAPE_EAGER) {
+        e->eager_runs++;
+        eager(m, out, (cgr__shapes_reason)e->reason, e->text);
+    } else if (eager_now) {
         /* The entry stays (warm-ups not advanced): the guard saw this shape. */
         eager(m, out, CGR__SHAPES_REASON_CHURN, m->warning);
-        return CGR_STATUS_OK;
-    }
-    if (e->warmups < m->warmup_runs) {
-        e->warmups++;
+    } else if (e->warmups < m->warmup_runs) {
         out->action = CGR__SHAPES_WARMUP;
-        out->warmup_run = e->warmups;
+        out->warmup_run = ++e->warmups;
         m->stats.warmup_runs++;
-        return CGR_STATUS_OK;
+    } else {
+        out->action = CGR__SHAPES_CAPTURE;
+        m->capturing = 1;
+        m->cap_entry = i;
+        out->payload = offer(m);
+        out->source = m->offer;
+        m->stats.capture_attempts++;
     }
-    out->action = CGR__SHAPES_CAPTURE;
-    m->capturing = 1;
-    m->cap_entry = i;
-    offer(m, out);
-    m->stats.capture_attempts++;
     return CGR_STATUS_OK;
 }
 
@@ -419,16 +407,8 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
 static void end_capture(cgr__shapes *m)
 {
     m->capturing = 0;
-    m->cap_entry = CGR__SHAPES_NONE;
     m->offer = CGR__SHAPES_FROM_NONE;
-    m->offer_payload = NULL;
-    m->offer_entry = CGR__SHAPES_NONE;
     m->offer_failed = 0;
-}
-
-static int time_ok(double us)
-{
-    return us >= 0.0; /* false for NaN too */
 }
 
 /* The byte budget; none is SIZE_MAX, so that the total can never wrap. */
@@ -443,8 +423,7 @@ static void make_room(cgr__shapes *m, size_t bytes, uint32_t *n)
     /* m->bytes <= budget always, and bytes <= budget here: no sum can wrap. */
     while (m->n_graphs > 0 &&
            (m->n_graphs >= m->max_entries || bytes > budget(m) - m->bytes)) {
-        uint32_t v = oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL);
-        remove_graph(m, v, &m->freed[(*n)++]);
+        evict(m, oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL), &m->freed[(*n)++]);
         if (m->keep_spare && !m->has_spare) {
             /* Keep the first evicted executable back for the next update. */
             m->spare = m->freed[--(*n)];
@@ -456,27 +435,20 @@ static void make_room(cgr__shapes *m, size_t bytes, uint32_t *n)
 cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *r,
                                     cgr__shapes_outcome *out)
 {
-    if (!shapes_ok(m) || r == NULL || out == NULL)
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (!m->capturing)
-        return CGR_STATUS_WRONG_STATE;
-    if (r->payload == NULL || (r->updated != 0 && r->updated != 1) || !time_ok(r->capture_us) ||
-        !time_ok(r->instantiate_us) || !time_ok(r->update_us))
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (r->updated && (m->offer == CGR__SHAPES_FROM_NONE || m->offer_failed ||
-                       r->payload != m->offer_payload))
-        return CGR_STATUS_INVALID_ARGUMENT;
-
-    /* From here on nothing can fail. */
+    /* The times are >= 0, which NaN is not either. */
+    assert(m != NULL && r != NULL && out != NULL && m->capturing && r->payload != NULL &&
+           (r->updated == 0 || r->updated == 1) && r->capture_us >= 0.0 &&
+           r->instantiate_us >= 0.0 && r->update_us >= 0.0);
     if (r->updated) {
+        assert(m->offer != CGR__SHAPES_FROM_NONE && !m->offer_failed);
+        cgr__shapes_freed gone;
         if (m->offer == CGR__SHAPES_FROM_SPARE) {
-            m->has_spare = 0;
-            memset(&m->spare, 0, sizeof m->spare);
+            take_spare(m, &gone);
         } else {
             /* Its executable now serves the new shape: the old shape leaves. */
-            cgr__shapes_freed gone;
-            remove_graph(m, m->offer_entry, &gone);
+            evict(m, m->offer_entry, &gone);
         }
+        assert(gone.payload == r->payload);
         m->stats.updates++;
         m->stats.update_us += r->update_us;
     } else {
@@ -519,11 +491,8 @@ cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_re
 
 cgr_status cgr__shapes_capture_failed(cgr__shapes *m, const char *text)
 {
-    if (!shapes_ok(m))
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (!m->capturing)
-        return CGR_STATUS_WRONG_STATE;
-    make_eager(m, m->cap_entry, CGR__SHAPES_REASON_CAPTURE_FAILED, text != NULL ? text : "");
+    assert(m != NULL && m->capturing);
+    make_eager(m, m->cap_entry, CGR__SHAPES_REASON_CAPTURE_FAILED, text);
     m->stats.capture_failures++;
     end_capture(m);
     return CGR_STATUS_OK;
@@ -532,33 +501,18 @@ cgr_status cgr__shapes_capture_failed(cgr__shapes *m, const char *text)
 cgr_status cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr__shapes_reason reason,
                               const char *text, cgr__shapes_freed *out)
 {
-    if (!shapes_ok(m) || out == NULL || entry >= m->capacity ||
-        (reason != CGR__SHAPES_REASON_FROZEN && reason != CGR__SHAPES_REASON_CAPTURE_FAILED))
-        return CGR_STATUS_INVALID_ARGUMENT;
-    cgr__shape *e = &m->entries[entry];
-    if (m->capturing || e->state != CGR__SHAPE_GRAPH)
-        return CGR_STATUS_WRONG_STATE;
-    int64_t dims[CGR_MAX_DYN_DIMS];
-    memcpy(dims, e->dims, sizeof dims);
-    uint64_t last_use = e->last_use;
-    int was_last = m->last == entry;
+    assert(m != NULL && out != NULL && entry < m->capacity && !m->capturing &&
+           m->entries[entry].state == CGR__SHAPE_GRAPH &&
+           (reason == CGR__SHAPES_REASON_FROZEN || reason == CGR__SHAPES_REASON_CAPTURE_FAILED));
     /* Not an eviction: the graph leaves because it is wrong, not for room. */
-    remove_graph(m, entry, out);
-    m->stats.evictions--;
-    memcpy(e->dims, dims, sizeof dims);
-    e->last_use = last_use;
-    if (was_last)
-        m->last = entry;
-    make_eager(m, entry, reason, text != NULL ? text : "");
+    uncharge(m, entry, out);
+    make_eager(m, entry, reason, text);
     return CGR_STATUS_OK;
 }
 
 cgr_status cgr__shapes_capture_cancel(cgr__shapes *m)
 {
-    if (!shapes_ok(m))
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (!m->capturing)
-        return CGR_STATUS_WRONG_STATE;
+    assert(m != NULL && m->capturing);
     m->stats.capture_cancels++;
     end_capture(m);
     return CGR_STATUS_OK;
@@ -567,86 +521,64 @@ cgr_status cgr__shapes_capture_cancel(cgr__shapes *m)
 cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
                                      cgr__shapes_freed *victim)
 {
-    if (!shapes_ok(m) || victim == NULL)
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (!m->capturing || m->offer == CGR__SHAPES_FROM_NONE || m->offer_failed)
-        return CGR_STATUS_WRONG_STATE;
-    if (m->offer == CGR__SHAPES_FROM_SPARE) {
-        *victim = m->spare;
-        m->has_spare = 0;
-        memset(&m->spare, 0, sizeof m->spare);
-    } else {
-        remove_graph(m, m->offer_entry, victim);
-    }
+    assert(m != NULL && victim != NULL && m->capturing && m->offer != CGR__SHAPES_FROM_NONE &&
+           !m->offer_failed);
+    if (m->offer == CGR__SHAPES_FROM_SPARE)
+        take_spare(m, victim);
+    else
+        evict(m, m->offer_entry, victim);
     m->offer_failed = 1;
     uint32_t at = reason >= 0 && reason < (int)CGR__SHAPES_UPDATE_REASONS - 1
                       ? (uint32_t)reason
                       : CGR__SHAPES_UPDATE_REASONS - 1;
-    m->stats.update_failures++;
     m->stats.update_failures_by_reason[at]++;
-    copy_text(m->update_error, sizeof m->update_error, text != NULL ? text : "");
+    copy_text(m->update_error, sizeof m->update_error, text);
     return CGR_STATUS_OK;
 }
 
 cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out)
 {
-    if (!shapes_ok(m) || out == NULL)
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (m->capturing)
-        return CGR_STATUS_WRONG_STATE;
+    assert(m != NULL && out != NULL && !m->capturing);
     uint32_t v = oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL);
     if (v != CGR__SHAPES_NONE) {
-        remove_graph(m, v, out);
         /* Tearing down is not an eviction. */
-        m->stats.evictions--;
+        uncharge(m, v, out);
+        clear(m, v);
         return CGR_STATUS_OK;
     }
     if (!m->has_spare)
         return CGR_STATUS_WRONG_STATE;
-    *out = m->spare;
-    m->has_spare = 0;
-    memset(&m->spare, 0, sizeof m->spare);
+    take_spare(m, out);
     return CGR_STATUS_OK;
 }
 
 /* ---- reading ------------------------------------------------------------------------------- */
 
-cgr_status cgr__shapes_get_stats(const cgr__shapes *m, cgr__shapes_stats *out)
+void cgr__shapes_get_stats(const cgr__shapes *m, cgr__shapes_stats *out)
 {
-    if (!shapes_ok(m) || out == NULL)
-        return CGR_STATUS_INVALID_ARGUMENT;
     *out = m->stats;
+    /* The counters that follow from others, or that the churn guard keeps. */
+    out->runs = m->churn.counters.steps;
+    out->new_shapes = m->churn.counters.new_shapes;
+    out->misses = out->runs - out->hits;
+    for (uint32_t r = 0; r < CGR__SHAPES_REASONS; r++)
+        out->eager_runs += out->eager_by_reason[r];
+    for (uint32_t r = 0; r < CGR__SHAPES_UPDATE_REASONS; r++)
+        out->update_failures += out->update_failures_by_reason[r];
     out->churn_activations = m->churn.counters.activations;
     out->churn_recoveries = m->churn.counters.recoveries;
     out->entries = m->n_graphs;
     out->bytes = m->bytes;
     out->spare = (uint32_t)m->has_spare;
-    out->spare_bytes = m->has_spare ? m->spare.bytes : 0;
+    out->spare_bytes = m->spare.bytes;
     (void)oldest(m, CGR__SHAPE_WARMING, CGR__SHAPES_NONE, &out->warming);
     (void)oldest(m, CGR__SHAPE_EAGER, CGR__SHAPES_NONE, &out->eager);
-    return CGR_STATUS_OK;
-}
-
-uint32_t cgr__shapes_capacity(const cgr__shapes *m)
-{
-    return shapes_ok(m) ? m->capacity : 0;
 }
 
 const cgr__shape *cgr__shapes_entry(const cgr__shapes *m, uint32_t i)
 {
-    if (!shapes_ok(m) || i >= m->capacity || m->entries[i].state == CGR__SHAPE_FREE)
-        return NULL;
-    return &m->entries[i];
-}
-
-const char *cgr__shapes_warning(const cgr__shapes *m)
-{
-    return m != NULL ? m->warning : "";
-}
-
-const char *cgr__shapes_update_error(const cgr__shapes *m)
-{
-    return m != NULL ? m->update_error : "";
+    assert(m != NULL && i < m->capacity);
+    return m->entries[i].state == CGR__SHAPE_FREE ? NULL : &m->entries[i];
 }
 
 const char *cgr__shapes_action_name(cgr__shapes_action a)
