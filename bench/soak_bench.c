@@ -430,10 +430,7 @@ static void write_json(const soak *s, const bench_results *res, int64_t g[3], in
     json_number(&w, "pinned", limit_get("soak_pinned_growth_bytes"));
     json_end_object(&w);
     json_bool(&w, "pass", pass);
-    json_end_object(&w);
-    if (json_finish(&w) != 0)
-        bench_error("writing %s failed", s->cfg->json_path);
-    fclose(w.f);
+    report_suite_json_close(&w, s->cfg->json_path);
 }
 
 int soak_suite(const bench_config *cfg, const bench_results *res)
