@@ -472,6 +472,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "cgr-bench: %s\n", why);
         return 1;
     }
+    /* A limit the suite checks must be in the file before hours of measuring, not after. */
+    static const char *const chain_limits[] = {"canary_host_growth_us", NULL};
+    static const char *const soak_limits[] = {"soak_rss_growth_bytes", "soak_device_growth_bytes",
+                                              "soak_pinned_growth_bytes", NULL};
+    const char *const *need = suite == SUITE_DEFAULT || suite == SUITE_CHAIN ? chain_limits
+                              : suite == SUITE_SOAK                          ? soak_limits
+                                                                             : NULL;
+    for (int i = 0; need && need[i]; i++) {
+        if (isnan(limit_get(need[i]))) {
+            fprintf(stderr, "cgr-bench: the limits file %s has no limit '%s'\n", limits_file(),
+                    need[i]);
+            return 1;
+        }
+    }
     static bench_results res; /* large (every mode's result): kept off the stack */
     memset(&res, 0, sizeof res);
     res.cfg = cfg;
