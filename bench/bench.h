@@ -16,27 +16,33 @@ typedef struct bench_config {
     int device;
     int steps;           /* timed steps per mode (>= 200) */
     int warmup;          /* warm-up steps per mode (>= 20) */
+    int rounds;          /* interleaved rounds the timed steps are split into */
     int quick;           /* only N = 100 for the chain suite */
-    int pdl;             /* chain kernels use programmatic dependent launch */
-    int no_pdl;          /* W-serve's kernels without it (serve's default is with) */
+    int no_pdl;          /* W-serve's kernels without PDL (serve's default is with) */
     int profile;         /* print the top kernels of each graphed workload */
     const char *trace_path; /* Chrome/Perfetto trace of the workloads' profiled steps */
     unsigned timeout_s;  /* watchdog base per mode; more is added per step */
     const char *json_path;
+    const char *limits_path; /* --limits: the limits file (limits_file.h) */
     int stats;           /* --stats: print cgr's runtime and step stats after each workload */
     long soak_steps;     /* replays of the soak suite (--soak-steps) */
 } bench_config;
+
+#define BENCH_MAX_ROUNDS 100
 
 /* ---- chain suite ---- */
 enum chain_mode {
     CHAIN_EAGER = 0,     /* N <<<>>> launches + cudaStreamSynchronize */
     CHAIN_GRAPH,         /* raw CUDA graph: cudaGraphLaunch + sync */
     CHAIN_CGR,           /* cgr step without I/O */
+    CHAIN_EAGER_PDL,     /* the same three with programmatic dependent launch */
+    CHAIN_GRAPH_PDL,
+    CHAIN_CGR_PDL,
     CHAIN_CGR_IO,        /* cgr, 4 KiB in + 4 B out, zero-copy staging (cgr_step_run) */
     CHAIN_CGR_IO_FAST,   /* same, inputs written straight into the acquired slot */
-    CHAIN_GRAPH_IO,      /* raw graph + cudaMemcpyAsync in/out (the PyTorch way) */
-    CHAIN_CGR_IO_MEMCPY, /* cgr, I/O through memcpy nodes (zero_copy_max_bytes = 0) */
     CHAIN_CGR_IO_EVENT,  /* cgr, zero-copy I/O, waits on the event (wait_spin_us = 0) */
+    CHAIN_CGR_IO_MEMCPY, /* cgr, I/O through memcpy nodes (zero_copy_max_bytes = 0) */
+    CHAIN_GRAPH_IO,      /* raw graph + cudaMemcpyAsync in/out (the PyTorch way) */
     CHAIN_MODES
 };
 
@@ -52,31 +58,24 @@ typedef struct cgr_info {
 
 typedef struct chain_result {
     int n_kernels;
+    int rounds;
     mode_result mode[CHAIN_MODES];
     cgr_info cgr[CHAIN_MODES];
+    double round_wall[CHAIN_MODES][BENCH_MAX_ROUNDS]; /* median wall per round */
 } chain_result;
 
-/* ---- staging suite ---- */
-enum slot_mode {
-    SLOT_PER_EXEC = 0, /* one executable per slot, launched alternately */
-    SLOT_REPOINT,      /* one executable, staging nodes repointed before each launch */
-    SLOT_INDEX,        /* one executable, staging kernels read the slot index (mapped) */
-    SLOT_BASELINE,     /* the same graph without I/O */
-    SLOT_MODES
-};
-
+/* ---- staging suite: zero-copy kernel vs memcpy node by input size ---- */
 #define SWEEP_SIZES 6
 #define STAGING_KERNELS 100
 
 typedef struct sweep_point {
     size_t in_bytes;
-    mode_result base;   /* graph + 4 B zero-copy output, no input transfer */
-    mode_result zc;     /* + input by a cgr__stage_copy kernel node */
-    mode_result memcpy; /* + input by a memcpy node */
+    mode_result base;   /* cgr step with the 4 B output only */
+    mode_result zc;     /* + the input by cgr's zero-copy kernel */
+    mode_result memcpy; /* + the input by a memcpy node */
 } sweep_point;
 
 typedef struct staging_result {
-    mode_result slot[SLOT_MODES];
     sweep_point sweep[SWEEP_SIZES];
     int n_sweep;
     /*
@@ -90,6 +89,17 @@ typedef struct staging_result {
     int crossover_valid; /* every sweep point measured */
 } staging_result;
 
+/* A check against a limit of the limits file (limits_file.h). */
+typedef struct check_result {
+    char name[48];     /* the limit's name */
+    char what[160];    /* what was checked, in words */
+    double value, limit;
+    int ran, ok;
+    int warn_only;     /* a failed check is printed but does not fail the run */
+} check_result;
+
+#define BENCH_MAX_CHECKS 8
+
 typedef struct bench_results {
     char device_name[256];
     int device, cc_major, cc_minor, sm_count, driver_version, runtime_version;
@@ -97,6 +107,7 @@ typedef struct bench_results {
     int pdl_allowed;
     char pdl_off_why[128];
     bench_config cfg;
+    const char *suite_name; /* as given on the command line ("default" when none) */
     mode_result timer;  /* empty submit + empty wait: the clocks' own cost */
     int chain_ran;
     int n_chain;
@@ -104,34 +115,34 @@ typedef struct bench_results {
     int staging_ran;
     staging_result staging;
     /*
-     * The same raw graph (N = 100) measured right before and right after the
-     * cgr modes: a process-wide side effect of cgr (for example a CUPTI
-     * subscription, which slows every later cudaGraphLaunch) shows here.
+     * The N = 100 raw graph measured alone before the first cgr runtime
+     * exists and again after every cgr mode and a capture diagnosis: a
+     * process-wide side effect of cgr (a CUPTI subscription, for one, makes
+     * every later cudaGraphLaunch slower) shows in its host CPU time.
      */
     int canary_ran;
     mode_result canary_before, canary_after;
-    /* The capture diagnosis run between the canaries (chain_diagnosis): its message. */
+    /* The capture diagnosis (chain_diagnosis): its message. */
     int diagnosis_ran, diagnosis_ok;
     char diagnosis[512];
+    int n_checks;
+    check_result checks[BENCH_MAX_CHECKS];
     int aborted;        /* the device became unusable; later modes skipped */
     int n_work;
     work_result work[16]; /* W-mlp (with and without PDL) and W-cnn at each batch size */
 } bench_results;
 
 /*
- * Suites (each returns 0 when it ran, failed modes are marked in *res).
- * The chain suite runs in two passes: every raw-CUDA mode first, the cgr
- * modes last, so no raw measurement runs after cgr changed the process
- * (see canary above). CHAIN_PASS_RAW also resets the chain results.
+ * Suites (each returns 0 when it ran; failed modes are marked in *res).
+ * All modes of one W-chain N run interleaved (measure_rounds), raw CUDA
+ * and cgr alike.
  */
-enum chain_pass { CHAIN_PASS_RAW = 0, CHAIN_PASS_CGR };
-int chain_suite(const bench_config *cfg, bench_results *res, enum chain_pass pass);
-/* Measures the N = 100 raw graph into *r (the canary). */
+int chain_suite(const bench_config *cfg, bench_results *res);
+/* Measures the N = 100 raw graph alone into *r (the canary). */
 void chain_canary(const bench_config *cfg, bench_results *res, mode_result *r);
 /*
  * Diagnoses one capture that fails (cgr_options.diagnose, a step that
- * synchronizes its stream), so that the canary after it shows whether the
- * diagnosis left later launches slower.
+ * synchronizes its stream): the message must name the failing call.
  */
 void chain_diagnosis(const bench_config *cfg, bench_results *res);
 int staging_suite(const bench_config *cfg, bench_results *res);
@@ -151,23 +162,49 @@ void timer_overhead(const bench_config *cfg, bench_results *res);
 unsigned mode_budget_s(const bench_config *cfg, double ms_per_step);
 
 /*
- * Runs one mode under the watchdog (group names it in messages, e.g.
- * "chain N=100"): marks it skipped when the device is already lost, and
- * checks the device after a failure.
+ * One mode of a group measured in interleaved rounds: its steps, and what
+ * happens around them. setup runs before any mode of the group warms up,
+ * finish (final checks) after the last round, teardown always, last.
  */
-typedef int (*mode_fn)(void *ctx, mode_result *r);
-void run_mode(bench_results *res, const char *group, mode_result *r, unsigned budget_s,
-              mode_fn fn, void *ctx);
+typedef struct bench_mode {
+    mode_result *r;
+    step_ops ops;
+    void *self;
+    int (*setup)(void *self);                  /* NULL: none */
+    int (*finish)(void *self, mode_result *r); /* NULL: none */
+    void (*teardown)(void *self);              /* NULL: none */
+    double *round_wall;                        /* [cfg->rounds] or NULL */
+} bench_mode;
+
+/*
+ * Runs modes m[0..n) of one group (named in messages, e.g. "chain N=100")
+ * under the watchdog: setup of each, measure_rounds over those set up,
+ * finish and teardown of each. Marks them skipped when the device is
+ * already lost, and res->aborted when it is lost now. budget_s is the
+ * watchdog's allowance for the whole group.
+ */
+void run_group(bench_results *res, const char *group, bench_mode *m, int n, unsigned budget_s);
+
+/* Adds a check of value against the named limit (limits_file.h): ok when value <= limit. */
+void add_check(bench_results *res, const char *name, const char *what, double value,
+               int warn_only);
 
 /* report.c */
-void report_chain(const bench_results *res);
-void report_staging(const bench_results *res);
-void report_summary(const bench_results *res);
-void report_work(const bench_results *res);
-int report_json(const bench_results *res, const char *path);
 /*
- * A suite that writes its own JSON file (serve, newshape, soak): opens path
- * into *w and begins the top object with "suite" and "device_name". 0, or
+ * Version of the JSON files' layout (docs/bench-json.md): raised whenever a
+ * key changes meaning, moves or goes; new keys alone do not raise it.
+ */
+#define BENCH_JSON_SCHEMA_VERSION 2
+/*
+ * Prints the tables, checks and summary of res and, when json_path is
+ * given, writes the same figures as JSON. 0, or -1 (reported) when the JSON
+ * file could not be written.
+ */
+int report(const bench_results *res, const char *json_path);
+/*
+ * A suite that writes its own JSON file (serve, newshape, soak, ddp): opens
+ * path into *w and begins the top object with "schema_version", "tool",
+ * "cgr_version", "suite" and "device_name". 0, or
  * -1 (reported) when the file cannot be opened.
  */
 struct json_writer;

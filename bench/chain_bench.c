@@ -1,32 +1,36 @@
 /*
  * W-chain suite: the same N-kernel step run eagerly, as a raw CUDA graph
- * and through cgr, with and without 4 KiB in + 4 B out, all in one run on
- * one GPU so the ratios compare like with like.
+ * and through cgr, plain and with programmatic dependent launch, with and
+ * without 4 KiB in + 4 B out; and the staging suite, the input of a
+ * 100-kernel cgr step at 4 KiB .. 16 MiB by zero-copy kernel or memcpy
+ * node. All modes of one N (one size) run interleaved in rounds
+ * (measure_rounds), so the ratios compare like with like.
  *
- * Every mode starts x from the same known state and follows x[0] on the
- * host (chain_model), so modes with an output check it every step and the
- * others check x[0] once at the end.
+ * Every mode has its own state x, starts it from the same known values and
+ * follows x[0] on the host (chain_model), so modes with an output check it
+ * every step and the others check x[0] once at the end.
  *
- * The raw modes of every N run in a first pass and the cgr modes in a
- * second one (main.c), and the raw graph is timed again after the cgr
- * modes: if anything cgr does slowed the process down for other graphs
- * (as a CUPTI subscription once did: every later cudaGraphLaunch cost
- * ~20 us of host time instead of ~2), the summary says so.
+ * The raw graph is also timed alone before the first cgr runtime exists
+ * and after every cgr mode (the canary): if anything cgr does slowed the
+ * process down for other graphs (as a CUPTI subscription once did: every
+ * later cudaGraphLaunch cost ~20 us of host time instead of ~2), the check
+ * on its host time says so.
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "chain.h"
 #include "util.h"
 
-/* Raw CUDA state shared by the raw modes of one N. */
+/* Raw CUDA state shared by the modes of one N. */
 typedef struct chain_env {
     const bench_config *cfg;
     int n;
     cudaStream_t stream;
-    float *x, *d_in, *d_out; /* device */
+    float *d_in, *d_out;     /* device, for the cudaMemcpyAsync mode */
     float *h_in, *h_out;     /* pinned, for the cudaMemcpyAsync mode */
     float x_init[CHAIN_ELEMS];
     bench_rng rng;
@@ -61,22 +65,31 @@ typedef struct raw_mode {
     const char *name;
     int use_graph;        /* 0: N eager launches per step */
     int io;               /* cudaMemcpyAsync in/out around the graph launch */
+    int pdl;
+    float *x;             /* this mode's own state (device) */
     cudaGraphExec_t exec;
     float expect;         /* host model of x[0] */
 } raw_mode;
 
-static chain_args raw_args(const chain_env *e, int io)
+static chain_args raw_args(const raw_mode *m)
 {
-    chain_args a = {e->x, e->n, io ? e->d_in : NULL, CHAIN_IN_FLOATS, io ? e->d_out : NULL,
-                    e->cfg->pdl};
+    const chain_env *e = m->e;
+    chain_args a = {m->x, e->n, m->io ? e->d_in : NULL, CHAIN_IN_FLOATS, m->io ? e->d_out : NULL,
+                    m->pdl};
     return a;
 }
 
-static int raw_capture(raw_mode *m)
+static int raw_setup(void *self)
 {
+    raw_mode *m = self;
     chain_env *e = m->e;
+    CK(cudaMalloc((void **)&m->x, sizeof e->x_init));
+    CK(cudaMemcpy(m->x, e->x_init, sizeof e->x_init, cudaMemcpyHostToDevice));
+    m->expect = e->x_init[0];
+    if (!m->use_graph)
+        return 0;
     cudaGraph_t g = NULL;
-    chain_args a = raw_args(e, m->io);
+    chain_args a = raw_args(m);
     TRY(capture_begin(e->stream));
     int ok = !bench_cuda_failed(chain_enqueue(&a, e->stream), "chain_enqueue", __FILE__, __LINE__);
     TRY(capture_end(e->stream, ok, &g));
@@ -104,7 +117,7 @@ static int raw_submit(void *self, long k)
     chain_env *e = m->e;
     (void)k;
     if (!m->use_graph) {
-        chain_args a = raw_args(e, 0);
+        chain_args a = raw_args(m);
         CK(chain_enqueue(&a, e->stream));
         return 0;
     }
@@ -131,24 +144,31 @@ static int raw_check(void *self, long k)
     return check_output(m->name, k, *m->e->h_out, m->expect);
 }
 
-static int raw_mode_run(void *ctx, mode_result *r)
+static int raw_finish(void *self, mode_result *r)
 {
-    raw_mode *m = ctx;
-    chain_env *e = m->e;
-    step_ops ops = {raw_prepare, raw_submit, raw_wait, m->io ? raw_check : NULL, NULL};
-    int rc = -1;
-    CK(cudaMemcpy(e->x, e->x_init, sizeof e->x_init, cudaMemcpyHostToDevice));
-    m->expect = e->x_init[0];
-    if (m->use_graph)
-        TRY_GOTO(raw_capture(m), out);
-    TRY_GOTO(measure(&ops, m, e->cfg->warmup, e->cfg->steps, r), out);
-    TRY_GOTO(check_final_x(e->x, m->expect, r), out);
-    rc = 0;
-out:
+    raw_mode *m = self;
+    return check_final_x(m->x, m->expect, r);
+}
+
+static void raw_teardown(void *self)
+{
+    raw_mode *m = self;
     if (m->exec)
         cudaGraphExecDestroy(m->exec);
+    cudaFree(m->x);
     m->exec = NULL;
-    return rc;
+    m->x = NULL;
+}
+
+static void raw_bench_mode(raw_mode *m, mode_result *r, bench_mode *bm)
+{
+    memset(bm, 0, sizeof *bm);
+    bm->r = r;
+    bm->ops = (step_ops){raw_prepare, raw_submit, raw_wait, m->io ? raw_check : NULL, NULL};
+    bm->self = m;
+    bm->setup = raw_setup;
+    bm->finish = raw_finish;
+    bm->teardown = raw_teardown;
 }
 
 /* ---- cgr modes ----------------------------------------------------------- */
@@ -156,27 +176,29 @@ out:
 typedef struct step_user {
     float *x;
     int n;
-    int io;
+    int in, out;      /* the step has the input, the output */
+    size_t in_floats;
     int pdl;
+    const void *in_dev; /* the input's device buffer, as the last call of the step saw it */
 } step_user;
 
 /* The user's step: the same N kernels, on cgr's stream, I/O through cgr. */
 static cgr_status chain_step_fn(cgr_ctx *ctx, void *user)
 {
-    const step_user *u = user;
+    step_user *u = user;
     cgr_stream s = NULL;
     cgr_status st = cgr_ctx_stream(ctx, &s);
     if (st != CGR_STATUS_OK)
         return st;
-    chain_args a = {u->x, u->n, NULL, CHAIN_IN_FLOATS, NULL, u->pdl};
-    if (u->io) {
-        void *in = NULL, *out = NULL;
-        if ((st = cgr_ctx_input(ctx, 0, &in)) != CGR_STATUS_OK ||
-            (st = cgr_ctx_output(ctx, 0, &out)) != CGR_STATUS_OK)
-            return st;
-        a.in = in;
-        a.out = out;
-    }
+    chain_args a = {u->x, u->n, NULL, u->in_floats, NULL, u->pdl};
+    void *in = NULL, *out = NULL;
+    if (u->in && (st = cgr_ctx_input(ctx, 0, &in)) != CGR_STATUS_OK)
+        return st;
+    if (u->out && (st = cgr_ctx_output(ctx, 0, &out)) != CGR_STATUS_OK)
+        return st;
+    a.in = in;
+    a.out = out;
+    u->in_dev = in;
     if (bench_cuda_failed(chain_enqueue(&a, s), "chain_enqueue (step function)", __FILE__,
                           __LINE__))
         return CGR_STATUS_CUDA_ERROR;
@@ -186,10 +208,13 @@ static cgr_status chain_step_fn(cgr_ctx *ctx, void *user)
 typedef struct cgr_mode {
     chain_env *e;
     const char *name;
-    int io;           /* 4 KiB in + 4 B out */
+    size_t in_floats; /* 0: no input */
+    int out;          /* the 4 B output */
+    int pdl;
     int fast;         /* cgr_step_acquire + write into the slot + cgr_step_launch */
-    int memcpy_nodes; /* zero_copy_max_bytes = 0 */
+    long zc_max;      /* zero_copy_max_bytes; -1: cgr's default */
     int event_wait;   /* wait_spin_us = 0: wait on the event, not the flag */
+    uint64_t want_zc, want_mc; /* tensors staged each way, from the options */
     cgr_info *info;
     cgr_runtime *rt;
     cgr_step *step;
@@ -213,35 +238,38 @@ static cgr_tensor_desc vec_f32(const char *name, int64_t n)
     return d;
 }
 
-static int cgr_setup(cgr_mode *m)
+static int cgr_setup(void *self)
 {
+    cgr_mode *m = self;
     const bench_config *cfg = m->e->cfg;
     cgr_options o;
     CGR_CK(cgr_options_init(&o));
     o.device = cfg->device;
-    if (m->memcpy_nodes)
-        o.advanced.zero_copy_max_bytes = 0;
+    if (m->zc_max >= 0)
+        o.advanced.zero_copy_max_bytes = (size_t)m->zc_max;
     if (m->event_wait)
         o.advanced.wait_spin_us = 0;
+    size_t zc = o.advanced.zero_copy_max_bytes, in_bytes = m->in_floats * sizeof(float);
+    m->want_zc = (m->in_floats && in_bytes <= zc) + (m->out && sizeof(float) <= zc);
+    m->want_mc = (m->in_floats && in_bytes > zc) + (m->out && sizeof(float) > zc);
     CGR_CK(cgr_runtime_create(&m->rt, &o));
     void *x = NULL;
     CGR_CK(cgr_persistent_alloc(m->rt, sizeof m->e->x_init, &x));
     CK(cudaMemcpy(x, m->e->x_init, sizeof m->e->x_init, cudaMemcpyHostToDevice));
-    m->user.x = x;
-    m->user.n = m->e->n;
-    m->user.io = m->io;
-    m->user.pdl = m->e->cfg->pdl;
+    m->user = (step_user){x, m->e->n, m->in_floats > 0, m->out, m->in_floats, m->pdl, NULL};
     m->expect = m->e->x_init[0];
 
-    cgr_tensor_desc in = vec_f32("in", CHAIN_IN_FLOATS), out = vec_f32("out", 1);
+    cgr_tensor_desc in = vec_f32("in", (int64_t)m->in_floats), out = vec_f32("out", 1);
     cgr_step_desc d;
     CGR_CK(cgr_step_desc_init(&d));
     d.name = m->name;
     d.fn = chain_step_fn;
     d.user = &m->user;
-    if (m->io) {
+    if (m->in_floats) {
         d.inputs = &in;
         d.n_inputs = 1;
+    }
+    if (m->out) {
         d.outputs = &out;
         d.n_outputs = 1;
     }
@@ -253,10 +281,6 @@ static int cgr_prepare(void *self, long k)
 {
     cgr_mode *m = self;
     (void)k;
-    if (!m->io) {
-        m->expect = chain_model(m->expect, 0, 0.0f, m->e->n);
-        return 0;
-    }
     float *dst = m->in_host;
     if (m->fast) {
         /*
@@ -265,9 +289,13 @@ static int cgr_prepare(void *self, long k)
          * outside the clocks, like producing the data.
          */
         CGR_CK(cgr_step_acquire(m->step, NULL, 0, &m->slot));
-        dst = m->slot.inputs[0];
+        dst = m->in_floats ? m->slot.inputs[0] : NULL;
     }
-    rng_fill(&m->e->rng, dst, CHAIN_IN_FLOATS);
+    if (!m->in_floats) {
+        m->expect = chain_model(m->expect, 0, 0.0f, m->e->n);
+        return 0;
+    }
+    rng_fill(&m->e->rng, dst, m->in_floats);
     m->in_ptr = dst;
     m->expect = chain_model(m->expect, 1, dst[0], m->e->n);
     return 0;
@@ -283,7 +311,7 @@ static int cgr_submit(void *self, long k)
         return 0;
     }
     const void *inputs[1] = {m->in_ptr};
-    CGR_CK(cgr_step_run(m->step, NULL, m->io ? inputs : NULL, &m->ticket));
+    CGR_CK(cgr_step_run(m->step, NULL, m->in_floats ? inputs : NULL, &m->ticket));
     return 0;
 }
 
@@ -319,51 +347,72 @@ static int cgr_after_warmup(void *self)
                     (int)s.mode, s.capture_error[0] ? s.capture_error : "no capture error given");
         return -1;
     }
-    uint64_t want_zc = m->io && !m->memcpy_nodes ? 2 : 0;
-    uint64_t want_mc = m->io && m->memcpy_nodes ? 2 : 0;
-    if (s.zero_copy_tensors != want_zc || s.memcpy_tensors != want_mc) {
+    if (s.zero_copy_tensors != m->want_zc || s.memcpy_tensors != m->want_mc) {
         bench_error("%s: cgr staged %llu tensors zero-copy and %llu by memcpy nodes, expected "
                     "%llu and %llu",
                     m->name, (unsigned long long)s.zero_copy_tensors,
-                    (unsigned long long)s.memcpy_tensors, (unsigned long long)want_zc,
-                    (unsigned long long)want_mc);
+                    (unsigned long long)s.memcpy_tensors, (unsigned long long)m->want_zc,
+                    (unsigned long long)m->want_mc);
         return -1;
     }
     m->replays0 = s.replays;
     return 0;
 }
 
-static int cgr_finish(cgr_mode *m, mode_result *r)
+/* The step's device input must hold exactly the last step's input, every byte. */
+static int check_whole_input(cgr_mode *m, mode_result *r)
 {
+    size_t bytes = m->in_floats * sizeof(float);
+    unsigned char *got = malloc(bytes);
+    if (!got) {
+        bench_error("out of host memory (%zu bytes)", bytes);
+        return -1;
+    }
+    int rc = -1;
+    CK_GOTO(cudaMemcpy(got, m->user.in_dev, bytes, cudaMemcpyDeviceToHost), out);
+    const unsigned char *want = (const unsigned char *)m->in_ptr;
+    size_t i = 0;
+    while (i < bytes && got[i] == want[i])
+        i++;
+    rc = i == bytes ? 0 : -1;
+    if (rc != 0) {
+        bench_error("%s: the step's device input differs from the last input at byte %zu of %zu "
+                    "(wrong result)", m->name, i, bytes);
+        r->wrong = 1;
+    }
+out:
+    free(got);
+    return rc;
+}
+
+static int cgr_finish(void *self, mode_result *r)
+{
+    cgr_mode *m = self;
     cgr_step_stats s;
     CGR_CK(cgr_step_get_stats(m->step, &s));
-    cgr_info *i = m->info;
-    i->valid = 1;
-    i->graph_nodes = s.graph_nodes;
-    i->zero_copy_tensors = s.zero_copy_tensors;
-    i->memcpy_tensors = s.memcpy_tensors;
-    i->replays = s.replays;
-    i->warmup_runs = s.warmup_runs;
-    i->capture_us = s.last_capture_us + s.last_make_us;
+    if (m->info) {
+        cgr_info *i = m->info;
+        i->valid = 1;
+        i->graph_nodes = s.graph_nodes;
+        i->zero_copy_tensors = s.zero_copy_tensors;
+        i->memcpy_tensors = s.memcpy_tensors;
+        i->replays = s.replays;
+        i->warmup_runs = s.warmup_runs;
+        i->capture_us = s.last_capture_us + s.last_make_us;
+    }
     if (s.replays - m->replays0 != (uint64_t)r->steps || s.mode != CGR_MODE_GRAPH) {
         bench_error("%s: %llu of %d timed steps were graph replays", m->name,
                     (unsigned long long)(s.replays - m->replays0), r->steps);
         return -1;
     }
+    if (m->in_floats && m->user.in_dev)
+        TRY(check_whole_input(m, r));
     return check_final_x(m->user.x, m->expect, r);
 }
 
-static int cgr_mode_run(void *ctx, mode_result *r)
+static void cgr_teardown(void *self)
 {
-    cgr_mode *m = ctx;
-    step_ops ops = {cgr_prepare, cgr_submit, cgr_wait, m->io ? cgr_check : NULL,
-                    cgr_after_warmup};
-    int rc = -1;
-    TRY_GOTO(cgr_setup(m), out);
-    TRY_GOTO(measure(&ops, m, m->e->cfg->warmup, m->e->cfg->steps, r), out);
-    TRY_GOTO(cgr_finish(m, r), out);
-    rc = 0;
-out:
+    cgr_mode *m = self;
     if (m->rt && m->e->cfg->stats) {
         printf("cgr stats, chain N=%d, %s:\n", m->e->n, m->name);
         bench_print_stats(m->rt, (const cgr_step *const *)&m->step, m->step ? 1 : 0);
@@ -373,15 +422,25 @@ out:
     if (m->rt)
         bench_cgr_failed(cgr_runtime_destroy(&m->rt), "cgr_runtime_destroy", __FILE__,
                          __LINE__);
-    return rc;
 }
 
-/* ---- one N ------------------------------------------------------------- */
+static void cgr_bench_mode(cgr_mode *m, mode_result *r, bench_mode *bm)
+{
+    memset(bm, 0, sizeof *bm);
+    bm->r = r;
+    bm->ops = (step_ops){cgr_prepare, cgr_submit, cgr_wait, m->out ? cgr_check : NULL,
+                         cgr_after_warmup};
+    bm->self = m;
+    bm->setup = cgr_setup;
+    bm->finish = cgr_finish;
+    bm->teardown = cgr_teardown;
+}
+
+/* ---- environment --------------------------------------------------------- */
 
 static int env_setup(chain_env *e)
 {
     CK(cudaStreamCreateWithFlags(&e->stream, cudaStreamDefault));
-    CK(cudaMalloc((void **)&e->x, sizeof e->x_init));
     CK(cudaMalloc((void **)&e->d_in, CHAIN_IN_FLOATS * sizeof(float)));
     CK(cudaMalloc((void **)&e->d_out, sizeof(float)));
     CK(cudaHostAlloc((void **)&e->h_in, CHAIN_IN_FLOATS * sizeof(float), cudaHostAllocDefault));
@@ -395,7 +454,6 @@ static void env_teardown(chain_env *e)
 {
     if (e->stream)
         cudaStreamSynchronize(e->stream);
-    cudaFree(e->x);
     cudaFree(e->d_in);
     cudaFree(e->d_out);
     cudaFreeHost(e->h_in);
@@ -405,71 +463,9 @@ static void env_teardown(chain_env *e)
     (void)cudaGetLastError();
 }
 
-static const char *const chain_mode_names[CHAIN_MODES] = {
-    [CHAIN_EAGER] = "eager",
-    [CHAIN_GRAPH] = "graph",
-    [CHAIN_CGR] = "cgr",
-    [CHAIN_CGR_IO] = "cgr_io_zero_copy",
-    [CHAIN_CGR_IO_FAST] = "cgr_io_zero_copy_fast_path",
-    [CHAIN_GRAPH_IO] = "graph_io_memcpy_async",
-    [CHAIN_CGR_IO_MEMCPY] = "cgr_io_memcpy_nodes",
-    [CHAIN_CGR_IO_EVENT] = "cgr_io_zero_copy_event_wait",
-};
-
-static unsigned chain_budget(const chain_env *e)
-{
-    /* Eager launches cost up to ~10 us of host time each. */
-    return mode_budget_s(e->cfg, 0.5 + e->n * 0.01);
-}
-
-static void group_name(const chain_env *e, char *buf, size_t n)
-{
-    snprintf(buf, n, "chain N=%d", e->n);
-}
-
-static void run_raw_modes(chain_env *e, bench_results *res, chain_result *cr)
-{
-    char group[32];
-    group_name(e, group, sizeof group);
-    raw_mode eager = {e, chain_mode_names[CHAIN_EAGER], 0, 0, NULL, 0.0f};
-    raw_mode graph = {e, chain_mode_names[CHAIN_GRAPH], 1, 0, NULL, 0.0f};
-    raw_mode graph_io = {e, chain_mode_names[CHAIN_GRAPH_IO], 1, 1, NULL, 0.0f};
-    run_mode(res, group, &cr->mode[CHAIN_EAGER], chain_budget(e), raw_mode_run, &eager);
-    run_mode(res, group, &cr->mode[CHAIN_GRAPH], chain_budget(e), raw_mode_run, &graph);
-    run_mode(res, group, &cr->mode[CHAIN_GRAPH_IO], chain_budget(e), raw_mode_run, &graph_io);
-}
-
-static void run_cgr_modes(chain_env *e, bench_results *res, chain_result *cr)
-{
-    static const struct {
-        int mode, io, fast, memcpy_nodes, event_wait;
-    } modes[] = {
-        {CHAIN_CGR, 0, 0, 0, 0},
-        {CHAIN_CGR_IO, 1, 0, 0, 0},
-        {CHAIN_CGR_IO_FAST, 1, 1, 0, 0},
-        {CHAIN_CGR_IO_MEMCPY, 1, 0, 1, 0},
-        {CHAIN_CGR_IO_EVENT, 1, 0, 0, 1},
-    };
-    char group[32];
-    group_name(e, group, sizeof group);
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-        int id = modes[i].mode;
-        cgr_mode cm;
-        memset(&cm, 0, sizeof cm);
-        cm.e = e;
-        cm.name = chain_mode_names[id];
-        cm.io = modes[i].io;
-        cm.fast = modes[i].fast;
-        cm.memcpy_nodes = modes[i].memcpy_nodes;
-        cm.event_wait = modes[i].event_wait;
-        cm.info = &cr->cgr[id];
-        run_mode(res, group, &cr->mode[id], chain_budget(e), cgr_mode_run, &cm);
-    }
-}
-
-/* Sets up the raw state for N kernels; on failure marks `modes` of *r as not run. */
+/* Sets up the raw state for N kernels; on failure marks r[0..n_modes) as not run. */
 static int env_open(chain_env *e, const bench_config *cfg, bench_results *res, int n,
-                    mode_result *const *modes, int n_modes)
+                    mode_result *r, int n_modes)
 {
     memset(e, 0, sizeof *e);
     e->cfg = cfg;
@@ -483,64 +479,197 @@ static int env_open(chain_env *e, const bench_config *cfg, bench_results *res, i
         return 0;
     int skipped = res->aborted;
     for (int i = 0; i < n_modes; i++)
-        mode_result_not_run(modes[i], skipped);
+        mode_result_not_run(&r[i], skipped);
     if (!skipped && bench_device_recover() != 0)
         res->aborted = 1;
     env_teardown(e);
     return -1;
 }
 
-static void chain_one(const bench_config *cfg, bench_results *res, chain_result *cr,
-                      enum chain_pass pass)
+/* ---- W-chain ------------------------------------------------------------- */
+
+static const char *const chain_mode_names[CHAIN_MODES] = {
+    [CHAIN_EAGER] = "eager",
+    [CHAIN_GRAPH] = "graph",
+    [CHAIN_CGR] = "cgr",
+    [CHAIN_EAGER_PDL] = "eager_pdl",
+    [CHAIN_GRAPH_PDL] = "graph_pdl",
+    [CHAIN_CGR_PDL] = "cgr_pdl",
+    [CHAIN_CGR_IO] = "cgr_io_zero_copy",
+    [CHAIN_CGR_IO_FAST] = "cgr_io_zero_copy_fast_path",
+    [CHAIN_CGR_IO_EVENT] = "cgr_io_zero_copy_event_wait",
+    [CHAIN_CGR_IO_MEMCPY] = "cgr_io_memcpy_nodes",
+    [CHAIN_GRAPH_IO] = "graph_io_memcpy_async",
+};
+
+static void chain_one(const bench_config *cfg, bench_results *res, chain_result *cr)
 {
-    static const int raw_ids[] = {CHAIN_EAGER, CHAIN_GRAPH, CHAIN_GRAPH_IO};
-    static const int cgr_ids[] = {CHAIN_CGR, CHAIN_CGR_IO, CHAIN_CGR_IO_FAST,
-                                  CHAIN_CGR_IO_MEMCPY, CHAIN_CGR_IO_EVENT};
-    const int *ids = pass == CHAIN_PASS_RAW ? raw_ids : cgr_ids;
-    int n_ids = pass == CHAIN_PASS_RAW ? 3 : 5;
-    mode_result *modes[CHAIN_MODES];
-    for (int i = 0; i < n_ids; i++)
-        modes[i] = &cr->mode[ids[i]];
+    static const struct {
+        int id, graph, io, pdl;
+    } raws[] = {
+        {CHAIN_EAGER, 0, 0, 0}, {CHAIN_GRAPH, 1, 0, 0}, {CHAIN_EAGER_PDL, 0, 0, 1},
+        {CHAIN_GRAPH_PDL, 1, 0, 1}, {CHAIN_GRAPH_IO, 1, 1, 0},
+    };
+    static const struct {
+        int id, io, pdl, fast, memcpy_nodes, event_wait;
+    } cgrs[] = {
+        {CHAIN_CGR, 0, 0, 0, 0, 0},        {CHAIN_CGR_PDL, 0, 1, 0, 0, 0},
+        {CHAIN_CGR_IO, 1, 0, 0, 0, 0},     {CHAIN_CGR_IO_FAST, 1, 0, 1, 0, 0},
+        {CHAIN_CGR_IO_EVENT, 1, 0, 0, 0, 1}, {CHAIN_CGR_IO_MEMCPY, 1, 0, 0, 1, 0},
+    };
+    enum { N_RAW = sizeof raws / sizeof raws[0], N_CGR = sizeof cgrs / sizeof cgrs[0] };
     chain_env e;
-    if (env_open(&e, cfg, res, cr->n_kernels, modes, n_ids) != 0)
+    if (env_open(&e, cfg, res, cr->n_kernels, cr->mode, CHAIN_MODES) != 0)
         return;
-    if (pass == CHAIN_PASS_RAW)
-        run_raw_modes(&e, res, cr);
-    else
-        run_cgr_modes(&e, res, cr);
+    static raw_mode rm[N_RAW];
+    static cgr_mode cm[N_CGR]; /* holds a 4 KiB input buffer each: off the stack */
+    bench_mode bm[CHAIN_MODES];
+    for (int i = 0; i < N_RAW; i++) {
+        int id = raws[i].id;
+        rm[i] = (raw_mode){&e, chain_mode_names[id], raws[i].graph, raws[i].io, raws[i].pdl,
+                           NULL, NULL, 0.0f};
+        raw_bench_mode(&rm[i], &cr->mode[id], &bm[id]);
+    }
+    for (int i = 0; i < N_CGR; i++) {
+        int id = cgrs[i].id;
+        memset(&cm[i], 0, sizeof cm[i]);
+        cm[i].e = &e;
+        cm[i].name = chain_mode_names[id];
+        cm[i].in_floats = cgrs[i].io ? CHAIN_IN_FLOATS : 0;
+        cm[i].out = cgrs[i].io;
+        cm[i].pdl = cgrs[i].pdl;
+        cm[i].fast = cgrs[i].fast;
+        cm[i].zc_max = cgrs[i].memcpy_nodes ? 0 : -1;
+        cm[i].event_wait = cgrs[i].event_wait;
+        cm[i].info = &cr->cgr[id];
+        cgr_bench_mode(&cm[i], &cr->mode[id], &bm[id]);
+    }
+    for (int id = 0; id < CHAIN_MODES; id++)
+        bm[id].round_wall = cr->round_wall[id];
+    char group[32];
+    snprintf(group, sizeof group, "chain N=%d", e.n);
+    /* Eager launches cost up to ~10 us of host time each. */
+    run_group(res, group, bm, CHAIN_MODES, mode_budget_s(cfg, CHAIN_MODES * (0.5 + e.n * 0.01)));
     env_teardown(&e);
 }
 
-int chain_suite(const bench_config *cfg, bench_results *res, enum chain_pass pass)
+int chain_suite(const bench_config *cfg, bench_results *res)
 {
     static const int all_n[CHAIN_MAX_SIZES] = {10, 100, 1000};
     static const int quick_n[1] = {100};
-    if (pass == CHAIN_PASS_RAW) {
-        const int *ns = cfg->quick ? quick_n : all_n;
-        res->chain_ran = 1;
-        res->n_chain = cfg->quick ? 1 : CHAIN_MAX_SIZES;
-        for (int i = 0; i < res->n_chain; i++) {
-            chain_result *cr = &res->chain[i];
-            memset(cr, 0, sizeof *cr);
-            cr->n_kernels = ns[i];
-            for (int m = 0; m < CHAIN_MODES; m++)
-                mode_result_init(&cr->mode[m], chain_mode_names[m]);
-        }
+    const int *ns = cfg->quick ? quick_n : all_n;
+    res->chain_ran = 1;
+    res->n_chain = cfg->quick ? 1 : CHAIN_MAX_SIZES;
+    for (int i = 0; i < res->n_chain; i++) {
+        chain_result *cr = &res->chain[i];
+        memset(cr, 0, sizeof *cr);
+        cr->n_kernels = ns[i];
+        cr->rounds = cfg->rounds;
+        for (int m = 0; m < CHAIN_MODES; m++)
+            mode_result_init(&cr->mode[m], chain_mode_names[m]);
     }
     for (int i = 0; i < res->n_chain; i++)
-        chain_one(cfg, res, &res->chain[i], pass);
+        chain_one(cfg, res, &res->chain[i]);
     return 0;
 }
 
 void chain_canary(const bench_config *cfg, bench_results *res, mode_result *r)
 {
     chain_env e;
-    mode_result *modes[1] = {r};
-    if (env_open(&e, cfg, res, 100, modes, 1) != 0)
+    if (env_open(&e, cfg, res, 100, r, 1) != 0)
         return;
-    raw_mode graph = {&e, r->name, 1, 0, NULL, 0.0f};
-    run_mode(res, "canary", r, chain_budget(&e), raw_mode_run, &graph);
+    raw_mode graph = {&e, r->name, 1, 0, 0, NULL, NULL, 0.0f};
+    bench_mode bm;
+    raw_bench_mode(&graph, r, &bm);
+    run_group(res, "canary", &bm, 1, mode_budget_s(cfg, 1.5));
     env_teardown(&e);
+}
+
+/* ---- staging: input by zero-copy kernel vs memcpy node, by size ---------- */
+
+static const size_t sweep_sizes[SWEEP_SIZES] = {
+    (size_t)4 << 10, (size_t)64 << 10, (size_t)256 << 10,
+    (size_t)1 << 20, (size_t)4 << 20,  (size_t)16 << 20,
+};
+
+static int memcpy_faster(const sweep_point *p, int *ok)
+{
+    *ok = p->base.ran && p->zc.ran && p->memcpy.ran && !p->base.failed && !p->zc.failed &&
+          !p->memcpy.failed;
+    return *ok && p->memcpy.wall.median < p->zc.wall.median;
+}
+
+/*
+ * The crossover is where the memcpy node wins from then on (this size and
+ * every larger one), so a single noisy small size cannot set it; the first
+ * size where it wins at all is kept too.
+ */
+static void find_crossover(staging_result *s)
+{
+    int ok = 1;
+    s->crossover_valid = 1;
+    s->crossover_bytes = 0;
+    s->first_memcpy_faster_bytes = 0;
+    for (int i = 0; i < s->n_sweep; i++) {
+        if (memcpy_faster(&s->sweep[i], &ok) && !s->first_memcpy_faster_bytes)
+            s->first_memcpy_faster_bytes = s->sweep[i].in_bytes;
+        if (!ok)
+            s->crossover_valid = 0;
+    }
+    for (int i = s->n_sweep - 1; i >= 0 && memcpy_faster(&s->sweep[i], &ok); i--)
+        s->crossover_bytes = s->sweep[i].in_bytes;
+}
+
+/*
+ * One size: the cgr step with only its 4 B output (baseline), and with an
+ * input of p->in_bytes by zero-copy kernel (cgr's default up to 16 MiB) or
+ * by memcpy node (zero_copy_max_bytes = 4, which keeps the output
+ * zero-copy), so the added time is the input's alone. Inputs take the fast
+ * path: written into the slot before the clocks start.
+ */
+static void sweep_one(const bench_config *cfg, bench_results *res, sweep_point *p)
+{
+    mode_result *r[3] = {&p->base, &p->zc, &p->memcpy};
+    chain_env e;
+    if (env_open(&e, cfg, res, STAGING_KERNELS, &p->base, 1) != 0) {
+        mode_result_not_run(&p->zc, res->aborted);
+        mode_result_not_run(&p->memcpy, res->aborted);
+        return;
+    }
+    static cgr_mode cm[3];
+    bench_mode bm[3];
+    for (int i = 0; i < 3; i++) {
+        memset(&cm[i], 0, sizeof cm[i]);
+        cm[i].e = &e;
+        cm[i].name = r[i]->name;
+        cm[i].in_floats = i == 0 ? 0 : p->in_bytes / sizeof(float);
+        cm[i].out = 1;
+        cm[i].fast = 1;
+        cm[i].zc_max = i == 2 ? (long)sizeof(float) : -1;
+        cgr_bench_mode(&cm[i], r[i], &bm[i]);
+    }
+    char group[48];
+    snprintf(group, sizeof group, "staging %zu KiB", p->in_bytes >> 10);
+    /* Budget: filling up to 16 MiB of input per step on the host, plus the copy. */
+    run_group(res, group, bm, 3, mode_budget_s(cfg, 3 * (0.5 + (double)p->in_bytes / (1 << 20) * 2.0)));
+    env_teardown(&e);
+}
+
+int staging_suite(const bench_config *cfg, bench_results *res)
+{
+    staging_result *s = &res->staging;
+    res->staging_ran = 1;
+    s->n_sweep = SWEEP_SIZES;
+    for (int i = 0; i < SWEEP_SIZES; i++) {
+        s->sweep[i].in_bytes = sweep_sizes[i];
+        mode_result_init(&s->sweep[i].base, "baseline");
+        mode_result_init(&s->sweep[i].zc, "zero_copy_kernel");
+        mode_result_init(&s->sweep[i].memcpy, "memcpy_node");
+    }
+    for (int i = 0; i < SWEEP_SIZES; i++)
+        sweep_one(cfg, res, &s->sweep[i]);
+    find_crossover(s);
+    return 0;
 }
 
 /* A chain step that synchronizes its stream, which no capture allows. */
@@ -570,7 +699,7 @@ static int diagnose_once(const bench_config *cfg, bench_results *res)
     cgr_step *step = NULL;
     int rc = -1;
     CGR_CK(cgr_runtime_create(&rt, &o));
-    step_user u = {NULL, 10, 0, 0};
+    step_user u = {NULL, 10, 0, 0, 0, 0, NULL};
     CGR_CK_GOTO(cgr_persistent_alloc(rt, CHAIN_ELEMS * sizeof(float), (void **)&u.x), out);
     cgr_step_desc d;
     CGR_CK_GOTO(cgr_step_desc_init(&d), out);

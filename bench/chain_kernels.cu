@@ -22,7 +22,7 @@
 __global__ void __launch_bounds__(CHAIN_THREADS)
     chain_kernel(float *x, const float *in, size_t n_in, float *out, float a, float b)
 {
-    /* No-op unless launched with programmatic dependent launch (--pdl):
+    /* No-op unless launched with programmatic dependent launch (the PDL modes):
      * then the previous kernel's writes to x are visible after it. Only
      * sm_90 and newer have it; older GPUs never launch programmatically. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -1,22 +1,23 @@
 /*
  * cgr-bench: command line, device checks and the suite runner.
  *
- *   cgr-bench [chain|staging|mlp|cnn|soak|newshape|serve|ddp|default] [--device N] [--steps S]
- *             [--warmup W] [--json FILE] [--quick] [--timeout SEC] [--stats]
- *             [--soak-steps N] [--nproc N]
+ *   cgr-bench [chain|staging|mlp|cnn|soak|newshape|serve|ddp|default] [options]
  *
- * Exit status: 0 all modes ran and every checked value was right; 1 a mode
- * failed, a value was wrong or the watchdog fired; 2 no usable CUDA device;
- * 64 bad command line.
+ * Exit status: 0 all modes ran, every checked value was right and every
+ * check passed; 1 a mode failed, a value was wrong, a check failed, the
+ * limits file could not be read or the watchdog fired; 2 no usable CUDA
+ * device; 64 bad command line.
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "chain.h"
+#include "limits_file.h"
 #include "newshape.h"
 #include "pdl.h"
 #include "serve/serve.h"
@@ -42,10 +43,11 @@ static void usage(FILE *f)
 {
     fputs("usage: cgr-bench [suite] [options]\n"
           "suites:\n"
-          "  chain      W-chain (N = 10, 100, 1000): eager vs raw CUDA graph vs cgr, with and\n"
-          "             without 4 KiB in + 4 B out\n"
-          "  staging    how step I/O should cross PCIe: slot pointing and the zero-copy vs\n"
-          "             memcpy-node crossover\n"
+          "  chain      W-chain (N = 10, 100, 1000): eager vs raw CUDA graph vs cgr, plain\n"
+          "             and with programmatic dependent launch, with and without 4 KiB in +\n"
+          "             4 B out; all modes of one N interleaved in rounds\n"
+          "  staging    a step input of 4 KiB .. 16 MiB by zero-copy kernel vs memcpy node\n"
+          "             (the crossover)\n"
           "  mlp        W-mlp training (B = 1, 8, 32, 256) through cgr, without and with\n"
           "             programmatic dependent launch, and with dropout: eager vs graph,\n"
           "             GPU busy time\n"
@@ -54,9 +56,9 @@ static void usage(FILE *f)
           "             suite is given)\n"
           "  soak       1,000,000 runs of a step with a dynamic batch, fresh inputs, the\n"
           "             batch changed every 10,000 steps (2 graphs cached for 4 buckets:\n"
-          "             evictions and updates in place): fails on > 1 MiB growth of host\n"
-          "             RSS, device memory or pinned bytes, or on any output unlike an\n"
-          "             eager run's\n"
+          "             evictions and updates in place): fails when host RSS, device memory\n"
+          "             or pinned bytes grow beyond the limits file's soak_* limits, or on\n"
+          "             any output unlike an eager run's\n"
           "  newshape   a new shape of the W-mlp training step (dynamic batch): capture +\n"
           "             instantiate, and capture + update in place, warm-up excluded\n"
           "  serve      W-serve: 10,000 requests (2,000 with --quick), batch uniform in\n"
@@ -71,12 +73,14 @@ static void usage(FILE *f)
           "  --device N      CUDA device ordinal (default 0)\n"
           "  --steps S       timed steps per mode (default 1000, at least 200)\n"
           "  --warmup W      warm-up steps per mode (default 50, at least 20)\n"
+          "  --rounds R      interleaved rounds the timed steps are split into (default 20,\n"
+          "                  at most 100 and at most steps / 10)\n"
+          "  --limits FILE   the limits the checks use (default: limits.txt beside\n"
+          "                  cgr-bench, or ../share/cgr/limits.txt from it)\n"
           "  --json FILE     also write every figure as JSON to FILE\n"
           "  --quick         200 steps, 20 warm-up, chain only at N = 100\n"
           "  --profile       top kernels of each graphed workload (CUPTI)\n"
           "  --trace FILE    Chrome/Perfetto trace of the workloads' profiled steps\n"
-          "  --pdl           chain kernels launched with programmatic dependent launch\n"
-          "                  (cgr_launch_kernel with pdl = 1), in every mode\n"
           "  --no-pdl        W-serve's kernels without programmatic dependent launch\n"
           "                  (serve uses it by default)\n"
           "  --timeout SEC   watchdog per mode, plus an allowance per step (default 60)\n"
@@ -150,8 +154,6 @@ static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
             return 1;
         } else if (!strcmp(a, "--quick")) {
             cfg->quick = 1;
-        } else if (!strcmp(a, "--pdl")) {
-            cfg->pdl = 1;
         } else if (!strcmp(a, "--no-pdl")) {
             cfg->no_pdl = 1;
         } else if (!strcmp(a, "--profile")) {
@@ -180,6 +182,15 @@ static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
         } else if (is_opt(a, "--warmup")) {
             TRY(parse_int("--warmup", option_value(argc, argv, &i, a, 8), 20, 10000000, &v));
             cfg->warmup = (int)v;
+        } else if (is_opt(a, "--rounds")) {
+            TRY(parse_int("--rounds", option_value(argc, argv, &i, a, 8), 1, BENCH_MAX_ROUNDS, &v));
+            cfg->rounds = (int)v;
+        } else if (is_opt(a, "--limits")) {
+            cfg->limits_path = option_value(argc, argv, &i, a, 8);
+            if (!cfg->limits_path || !cfg->limits_path[0]) {
+                fprintf(stderr, "cgr-bench: --limits needs a file name\n");
+                return -1;
+            }
         } else if (is_opt(a, "--timeout")) {
             TRY(parse_int("--timeout", option_value(argc, argv, &i, a, 9), 5, 86400, &v));
             cfg->timeout_s = (unsigned)v;
@@ -199,6 +210,12 @@ static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
     if (cfg->quick) {
         cfg->steps = 200;
         cfg->warmup = 20;
+    }
+    /* At least 10 steps a round, so each round's median means something. */
+    if (cfg->rounds > cfg->steps / 10) {
+        fprintf(stderr, "cgr-bench: --rounds %d needs at least %d timed steps (--steps), got %d\n",
+                cfg->rounds, cfg->rounds * 10, cfg->steps);
+        return -1;
     }
     return 0;
 }
@@ -275,30 +292,76 @@ unsigned mode_budget_s(const bench_config *cfg, double ms_per_step)
     return total > 86400.0 ? 86400u : (unsigned)total;
 }
 
-void run_mode(bench_results *res, const char *group, mode_result *r, unsigned budget_s,
-              mode_fn fn, void *ctx)
+void run_group(bench_results *res, const char *group, bench_mode *m, int n, unsigned budget_s)
 {
-    /* The watchdog's signal handler reads this; it must outlive the mode. */
+    /* The watchdog's signal handler reads this; it must outlive the group. */
     static char label[128];
-    if (res->aborted) {
-        mode_result_not_run(r, 1);
-        return;
+    timed_mode tm[CHAIN_MODES + 4];
+    int *set_up = calloc((size_t)n, sizeof(int));
+    int n_tm = 0;
+    if (!set_up || n > (int)(sizeof tm / sizeof tm[0])) {
+        bench_error("%s: cannot run %d modes", group, n);
+        res->aborted = !set_up;
     }
-    snprintf(label, sizeof label, "%s: %s", group, r->name);
-    bench_clear_error();
+    snprintf(label, sizeof label, "%s", group);
     watchdog_arm(label, budget_s);
-    int rc = fn(ctx, r);
-    watchdog_disarm();
-    if (rc != 0) {
-        mode_result_fail(r);
-        if (bench_device_recover() != 0)
-            res->aborted = 1;
+    for (int i = 0; i < n; i++) {
+        if (res->aborted || !set_up || n > (int)(sizeof tm / sizeof tm[0])) {
+            mode_result_not_run(m[i].r, res->aborted);
+            continue;
+        }
+        bench_clear_error();
+        if (m[i].setup && m[i].setup(m[i].self) != 0) {
+            mode_result_fail(m[i].r);
+            if (bench_device_recover() != 0)
+                res->aborted = 1;
+            continue;
+        }
+        set_up[i] = 1;
+        tm[n_tm++] = (timed_mode){&m[i].ops, m[i].self, m[i].r, m[i].round_wall};
     }
-    if (r->ran && !r->failed)
-        fprintf(stderr, "cgr-bench: %-44s wall %9.2f us  host %8.2f us\n", label, r->wall.median,
-                r->cpu.median);
-    else
-        fprintf(stderr, "cgr-bench: %-44s FAILED%s\n", label, r->wrong ? " (wrong result)" : "");
+    if (n_tm && !res->aborted &&
+        measure_rounds(tm, n_tm, res->cfg.warmup, res->cfg.steps, res->cfg.rounds) == -2)
+        res->aborted = 1;
+    for (int i = 0; i < n; i++) {
+        if (set_up && set_up[i] && m[i].r->ran && !res->aborted && m[i].finish) {
+            bench_clear_error();
+            if (m[i].finish(m[i].self, m[i].r) != 0) {
+                mode_result_fail(m[i].r);
+                if (bench_device_recover() != 0)
+                    res->aborted = 1;
+            }
+        }
+        if (set_up && set_up[i] && m[i].teardown)
+            m[i].teardown(m[i].self);
+    }
+    watchdog_disarm();
+    free(set_up);
+    for (int i = 0; i < n; i++) {
+        const mode_result *r = m[i].r;
+        if (r->ran && !r->failed)
+            fprintf(stderr, "cgr-bench: %-24s %-28s wall %9.2f us  host %8.2f us\n", group,
+                    r->name, r->wall.median, r->cpu.median);
+        else
+            fprintf(stderr, "cgr-bench: %-24s %-28s %s%s\n", group, r->name,
+                    r->skipped ? "skipped" : "FAILED", r->wrong ? " (wrong result)" : "");
+    }
+}
+
+void add_check(bench_results *res, const char *name, const char *what, double value,
+               int warn_only)
+{
+    if (res->n_checks == BENCH_MAX_CHECKS)
+        return;
+    check_result *c = &res->checks[res->n_checks++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    snprintf(c->what, sizeof c->what, "%s", what);
+    c->value = value;
+    c->limit = limit_get(name);
+    c->warn_only = warn_only;
+    c->ran = isfinite(value);
+    c->ok = c->ran && isfinite(c->limit) && value <= c->limit;
 }
 
 static int nop_step(void *self, long k)
@@ -318,15 +381,17 @@ static int timer_mode(void *ctx, mode_result *r)
 void timer_overhead(const bench_config *cfg, bench_results *res)
 {
     mode_result_init(&res->timer, "timer_overhead");
-    run_mode(res, "clocks", &res->timer, mode_budget_s(cfg, 0.01), timer_mode, (void *)cfg);
+    watchdog_arm("clocks", mode_budget_s(cfg, 0.01));
+    timer_mode((void *)cfg, &res->timer);
+    watchdog_disarm();
 }
 
 /*
- * Every raw-CUDA measurement runs before the first cgr runtime exists: cgr
- * may change the whole process (a CUPTI subscription, for one, makes every
- * later cudaGraphLaunch slower), and raw baselines taken after that would
- * hide the cost. The canary measures the same raw graph before and after
- * the cgr modes to show any such effect.
+ * The canary runs first, before the first cgr runtime exists, and again
+ * after every cgr mode of the chain suite and a capture diagnosis: cgr may
+ * change the whole process (a CUPTI subscription, for one, makes every later
+ * cudaGraphLaunch slower), which the interleaved rounds would hide, since
+ * they slow the raw graph and cgr alike.
  */
 static void run_suites(const bench_config *cfg, bench_results *res, suite_id suite)
 {
@@ -335,19 +400,22 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
     int cnn = suite == SUITE_DEFAULT || suite == SUITE_CNN;
     int mlp = suite == SUITE_DEFAULT || suite == SUITE_MLP;
     timer_overhead(cfg, res);
-    if (chain)
-        chain_suite(cfg, res, CHAIN_PASS_RAW);
-    if (staging)
-        staging_suite(cfg, res);
     if (chain) {
         mode_result_init(&res->canary_before, "graph_n100_before_cgr");
         mode_result_init(&res->canary_after, "graph_n100_after_cgr");
         res->canary_ran = 1;
         chain_canary(cfg, res, &res->canary_before);
-        chain_suite(cfg, res, CHAIN_PASS_CGR);
+        chain_suite(cfg, res);
         chain_diagnosis(cfg, res);
         chain_canary(cfg, res, &res->canary_after);
+        const mode_result *b = &res->canary_before, *a = &res->canary_after;
+        int ok = b->ran && !b->failed && a->ran && !a->failed;
+        add_check(res, "canary_host_growth_us",
+                  "host CPU us per launch of the N=100 raw graph: after cgr ran minus before",
+                  ok ? a->cpu.median - b->cpu.median : NAN, 0);
     }
+    if (staging)
+        staging_suite(cfg, res);
     if (mlp) {
         /* The default suite keeps to small batch; `mlp` measures all four. */
         static const int all_b[] = {1, 8, 32, 256}, small_b[] = {1};
@@ -373,9 +441,11 @@ static void print_header(const bench_results *res)
            CGR_VERSION_STRING, res->device, res->device_name, res->cc_major, res->cc_minor,
            res->sm_count, res->driver_version / 1000, res->driver_version % 1000 / 10,
            res->runtime_version / 1000, res->runtime_version % 1000 / 10);
-    printf("%d timed steps after %d warm-up steps per mode%s%s; times in microseconds (us)\n",
-           c->steps, c->warmup, c->quick ? " (--quick)" : "",
-           c->pdl ? ", chain kernels with programmatic dependent launch" : "");
+    printf("%d timed steps after %d warm-up steps per mode%s, compared modes interleaved in %d "
+           "rounds; times in microseconds (us)\n",
+           c->steps, c->warmup, c->quick ? " (--quick)" : "", c->rounds);
+    if (limits_file()[0])
+        printf("limits: %s\n", limits_file());
     /* Every "PDL" figure below is a plain launch when this says off. */
     if (res->pdl_allowed)
         printf("programmatic dependent launch: on\n");
@@ -388,8 +458,8 @@ int main(int argc, char **argv)
 {
     /* Line-buffered, so a watchdog exit or a killed run keeps what was printed. */
     setvbuf(stdout, NULL, _IOLBF, 0);
-    bench_config cfg = {.device = 0, .steps = 1000, .warmup = 50, .timeout_s = 60,
-                        .soak_steps = 1000000};
+    bench_config cfg = {.device = 0, .steps = 1000, .warmup = 50, .rounds = 20,
+                        .timeout_s = 60, .soak_steps = 1000000};
     suite_id suite = SUITE_DEFAULT;
     int pr = parse_args(argc, argv, &cfg, &suite);
     if (pr != 0) {
@@ -397,9 +467,33 @@ int main(int argc, char **argv)
             usage(stderr);
         return pr < 0 ? EXIT_USAGE : 0;
     }
+    char why[512];
+    if (limits_load(cfg.limits_path, why, sizeof why) != 0) {
+        fprintf(stderr, "cgr-bench: %s\n", why);
+        return 1;
+    }
+    /* A limit the suite checks must be in the file before hours of measuring, not after. */
+    static const char *const chain_limits[] = {"canary_host_growth_us", NULL};
+    static const char *const soak_limits[] = {"soak_rss_growth_bytes", "soak_device_growth_bytes",
+                                              "soak_pinned_growth_bytes", NULL};
+    const char *const *need = suite == SUITE_DEFAULT || suite == SUITE_CHAIN ? chain_limits
+                              : suite == SUITE_SOAK                          ? soak_limits
+                                                                             : NULL;
+    for (int i = 0; need && need[i]; i++) {
+        if (isnan(limit_get(need[i]))) {
+            fprintf(stderr, "cgr-bench: the limits file %s has no limit '%s'\n", limits_file(),
+                    need[i]);
+            return 1;
+        }
+    }
     static bench_results res; /* large (every mode's result): kept off the stack */
     memset(&res, 0, sizeof res);
     res.cfg = cfg;
+    static const char *const suite_names[] = {
+        [SUITE_DEFAULT] = "default", [SUITE_CHAIN] = "chain", [SUITE_STAGING] = "staging",
+        [SUITE_MLP] = "mlp", [SUITE_CNN] = "cnn", [SUITE_SOAK] = "soak",
+        [SUITE_NEWSHAPE] = "newshape", [SUITE_SERVE] = "serve", [SUITE_DDP] = "ddp"};
+    res.suite_name = suite_names[suite];
     /* W-ddp forks its ranks before any CUDA call, so it starts before the device probe. */
     if (suite == SUITE_DDP) {
 #if BENCH_HAVE_DDP
@@ -430,14 +524,8 @@ int main(int argc, char **argv)
     if (suite == SUITE_SERVE)
         return serve_suite(&cfg, &res);
     run_suites(&cfg, &res, suite);
-    report_chain(&res);
-    report_staging(&res);
-    report_work(&res);
-    report_summary(&res);
     int trace_failed = cfg.trace_path && work_trace_write(cfg.trace_path) != 0;
     work_finish();
-    int failed = results_failed(&res) || trace_failed;
-    if (cfg.json_path && report_json(&res, cfg.json_path) != 0)
-        failed = 1;
+    int failed = report(&res, cfg.json_path) != 0 || results_failed(&res) || trace_failed;
     return failed ? 1 : 0;
 }

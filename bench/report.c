@@ -1,7 +1,8 @@
 /*
- * Tables, the closing summary and the JSON file. Derived figures (ratios,
- * added costs) are computed in one place and used by both outputs, so the
- * table and the JSON cannot disagree.
+ * The reporter: tables, checks, the closing summary and the JSON file
+ * (docs/bench-json.md). Derived figures (ratios, added costs, spreads) are
+ * computed in one place and used by both outputs, so the table and the
+ * JSON cannot disagree.
  */
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "bench.h"
 #include "cgr/cgr.h"
 #include "json.h"
+#include "limits_file.h"
 #include "util.h"
 
 /* ---- derived figures ------------------------------------------------------ */
@@ -29,14 +31,43 @@ static double cpu_med(const mode_result *r)
     return usable(r) ? r->cpu.median : NAN;
 }
 
+/* cgr against the raw graph, per round: the figure whose repeatability the spread gives. */
+typedef struct round_spread {
+    int n;                         /* rounds where both modes ran */
+    double ratio[BENCH_MAX_ROUNDS]; /* cgr median / raw graph median, per round */
+    double median, iqr_rel, range_rel; /* of the ratios; relative to their median */
+} round_spread;
+
 typedef struct chain_derived {
     double per_kernel[CHAIN_MODES]; /* wall median / N */
     double speedup_vs_eager;        /* eager wall / cgr wall */
     double cgr_over_graph;          /* cgr per kernel / raw graph per kernel */
     double host_cgr_minus_graph;    /* us per step */
+    double pdl_speedup_vs_eager, pdl_cgr_over_graph, pdl_host_cgr_minus_graph; /* with PDL */
     double io_zero_copy, io_fast_path, io_memcpy_nodes, io_memcpy_async; /* added wall us */
     double io_event_wait;
+    round_spread spread, pdl_spread;
 } chain_derived;
+
+static void spread_of(const chain_result *c, int cgr, int graph, round_spread *s)
+{
+    double v[BENCH_MAX_ROUNDS];
+    s->n = 0;
+    if (usable(&c->mode[cgr]) && usable(&c->mode[graph]))
+        for (int k = 0; k < c->rounds && k < BENCH_MAX_ROUNDS; k++) {
+            double r = c->round_wall[cgr][k] / c->round_wall[graph][k];
+            if (isfinite(r))
+                s->ratio[s->n++] = r;
+        }
+    s->median = s->iqr_rel = s->range_rel = NAN;
+    if (s->n < 2)
+        return;
+    memcpy(v, s->ratio, sizeof(double) * (size_t)s->n);
+    stats_sort(v, s->n);
+    s->median = stats_percentile(v, s->n, 0.5);
+    s->iqr_rel = (stats_percentile(v, s->n, 0.75) - stats_percentile(v, s->n, 0.25)) / s->median;
+    s->range_rel = (v[s->n - 1] - v[0]) / s->median;
+}
 
 static void chain_derive(const chain_result *c, chain_derived *d)
 {
@@ -46,21 +77,16 @@ static void chain_derive(const chain_result *c, chain_derived *d)
     d->speedup_vs_eager = wall_med(&m[CHAIN_EAGER]) / wall_med(&m[CHAIN_CGR]);
     d->cgr_over_graph = wall_med(&m[CHAIN_CGR]) / wall_med(&m[CHAIN_GRAPH]);
     d->host_cgr_minus_graph = cpu_med(&m[CHAIN_CGR]) - cpu_med(&m[CHAIN_GRAPH]);
+    d->pdl_speedup_vs_eager = wall_med(&m[CHAIN_EAGER_PDL]) / wall_med(&m[CHAIN_CGR_PDL]);
+    d->pdl_cgr_over_graph = wall_med(&m[CHAIN_CGR_PDL]) / wall_med(&m[CHAIN_GRAPH_PDL]);
+    d->pdl_host_cgr_minus_graph = cpu_med(&m[CHAIN_CGR_PDL]) - cpu_med(&m[CHAIN_GRAPH_PDL]);
     d->io_zero_copy = wall_med(&m[CHAIN_CGR_IO]) - wall_med(&m[CHAIN_CGR]);
     d->io_fast_path = wall_med(&m[CHAIN_CGR_IO_FAST]) - wall_med(&m[CHAIN_CGR]);
     d->io_memcpy_nodes = wall_med(&m[CHAIN_CGR_IO_MEMCPY]) - wall_med(&m[CHAIN_CGR]);
     d->io_memcpy_async = wall_med(&m[CHAIN_GRAPH_IO]) - wall_med(&m[CHAIN_GRAPH]);
     d->io_event_wait = wall_med(&m[CHAIN_CGR_IO_EVENT]) - wall_med(&m[CHAIN_CGR]);
-}
-
-static double slot_added_wall(const staging_result *s, int mode)
-{
-    return wall_med(&s->slot[mode]) - wall_med(&s->slot[SLOT_BASELINE]);
-}
-
-static double slot_added_cpu(const staging_result *s, int mode)
-{
-    return cpu_med(&s->slot[mode]) - cpu_med(&s->slot[SLOT_BASELINE]);
+    spread_of(c, CHAIN_CGR, CHAIN_GRAPH, &d->spread);
+    spread_of(c, CHAIN_CGR_PDL, CHAIN_GRAPH_PDL, &d->pdl_spread);
 }
 
 static const chain_result *chain_for(const bench_results *res, int n)
@@ -69,19 +95,6 @@ static const chain_result *chain_for(const bench_results *res, int n)
         if (res->chain[i].n_kernels == n)
             return &res->chain[i];
     return NULL;
-}
-
-/*
- * 1 when the raw graph got slower across the cgr modes (host CPU up by more
- * than half and 1 us, or wall by 10 % and 2 us), 0 when not, -1 unknown.
- */
-static int canary_side_effect(const bench_results *res)
-{
-    const mode_result *b = &res->canary_before, *a = &res->canary_after;
-    if (!res->canary_ran || !usable(b) || !usable(a))
-        return -1;
-    double bc = b->cpu.median, ac = a->cpu.median, bw = b->wall.median, aw = a->wall.median;
-    return (ac > 1.5 * bc && ac - bc > 1.0) || (aw > 1.1 * bw && aw - bw > 2.0);
 }
 
 /* ---- text helpers ------------------------------------------------------ */
@@ -141,24 +154,21 @@ static const char *const chain_labels[CHAIN_MODES] = {
     [CHAIN_EAGER] = "eager <<<>>> launches",
     [CHAIN_GRAPH] = "raw CUDA graph",
     [CHAIN_CGR] = "cgr",
+    [CHAIN_EAGER_PDL] = "PDL: eager <<<>>> launches",
+    [CHAIN_GRAPH_PDL] = "PDL: raw CUDA graph",
+    [CHAIN_CGR_PDL] = "PDL: cgr",
     [CHAIN_CGR_IO] = "cgr, I/O zero-copy",
     [CHAIN_CGR_IO_FAST] = "cgr, I/O zero-copy, slot fast path",
-    [CHAIN_GRAPH_IO] = "raw graph + cudaMemcpyAsync I/O",
-    [CHAIN_CGR_IO_MEMCPY] = "cgr, I/O by memcpy nodes",
     [CHAIN_CGR_IO_EVENT] = "cgr, I/O zero-copy, event wait",
-};
-
-/* Print order: the three comparisons first, then the I/O variants. */
-static const int chain_order[CHAIN_MODES] = {
-    CHAIN_EAGER, CHAIN_GRAPH, CHAIN_CGR, CHAIN_CGR_IO, CHAIN_CGR_IO_FAST, CHAIN_CGR_IO_EVENT,
-    CHAIN_CGR_IO_MEMCPY, CHAIN_GRAPH_IO,
+    [CHAIN_CGR_IO_MEMCPY] = "cgr, I/O by memcpy nodes",
+    [CHAIN_GRAPH_IO] = "raw graph + cudaMemcpyAsync I/O",
 };
 
 static void chain_rows(const chain_result *c)
 {
     for (int j = 0; j < CHAIN_MODES; j++) {
-        const mode_result *r = &c->mode[chain_order[j]];
-        printf("%5d  %-35s", c->n_kernels, chain_labels[chain_order[j]]);
+        const mode_result *r = &c->mode[j];
+        printf("%5d  %-35s", c->n_kernels, chain_labels[j]);
         if (row_problem(r))
             continue;
         num(9, 2, r->wall.median);
@@ -178,15 +188,36 @@ static void chain_ratios(const chain_result *c)
     chain_derived d;
     chain_derive(c, &d);
     printf("%5d", c->n_kernels);
-    num(11, 2, d.speedup_vs_eager);
-    num(11, 3, d.cgr_over_graph);
-    diff(12, 2, d.host_cgr_minus_graph);
-    diff(12, 2, d.io_zero_copy);
-    diff(12, 2, d.io_fast_path);
-    diff(12, 2, d.io_event_wait);
-    diff(12, 2, d.io_memcpy_nodes);
-    diff(12, 2, d.io_memcpy_async);
+    num(9, 2, d.speedup_vs_eager);
+    num(9, 3, d.cgr_over_graph);
+    diff(9, 2, d.host_cgr_minus_graph);
+    num(9, 2, d.pdl_speedup_vs_eager);
+    num(9, 3, d.pdl_cgr_over_graph);
+    diff(9, 2, d.pdl_host_cgr_minus_graph);
+    diff(9, 2, d.io_zero_copy);
+    diff(9, 2, d.io_fast_path);
+    diff(9, 2, d.io_event_wait);
+    diff(9, 2, d.io_memcpy_nodes);
+    diff(9, 2, d.io_memcpy_async);
     printf("\n");
+}
+
+/* The spread line of one N: what the per-round cgr/raw ratios say about repeatability. */
+static void spread_line(const char *indent, int n, const char *what, const round_spread *s)
+{
+    printf("%sN=%-5d %-5s cgr/raw per round: median", indent, n, what);
+    num(7, 4, s->median);
+    printf(", spread (IQR / median)");
+    if (isfinite(s->iqr_rel))
+        printf(" %5.2f %%", 100.0 * s->iqr_rel);
+    else
+        printf("   n/a");
+    printf(", (max - min) / median");
+    if (isfinite(s->range_rel))
+        printf(" %5.2f %%", 100.0 * s->range_rel);
+    else
+        printf("   n/a");
+    printf(", %d rounds\n", s->n);
 }
 
 static void canary_lines(const bench_results *res, const char *indent)
@@ -194,8 +225,8 @@ static void canary_lines(const bench_results *res, const char *indent)
     if (!res->canary_ran)
         return;
     const mode_result *b = &res->canary_before, *a = &res->canary_after;
-    printf("%sraw graph N=100 before | after the cgr modes and a capture diagnosis: wall",
-           indent);
+    printf("%sraw graph N=100 alone, before any cgr runtime | after the cgr modes and a capture "
+           "diagnosis:\n%s  wall", indent, indent);
     num(8, 2, wall_med(b));
     printf(" |");
     num(8, 2, wall_med(a));
@@ -203,65 +234,43 @@ static void canary_lines(const bench_results *res, const char *indent)
     num(7, 2, cpu_med(b));
     printf(" |");
     num(7, 2, cpu_med(a));
-    printf(" us\n");
-    if (canary_side_effect(res) == 1)
-        printf("%sWARNING: the same raw CUDA graph is slower after cgr ran: cgr changed the whole "
-               "process\n%s(e.g. a CUPTI subscription makes every later cudaGraphLaunch slower "
-               "until cuptiFinalize)\n", indent, indent);
+    printf(" us (not interleaved: the GPU's drift moves the wall figures)\n");
 }
 
-void report_chain(const bench_results *res)
+static void report_chain(const bench_results *res)
 {
     if (!res->chain_ran)
         return;
     printf("\n== W-chain: N launches of a 16x256-thread elementwise kernel on 4096 floats ==\n");
+    printf("  every mode of one N runs interleaved with the others: %d rounds, each mode's "
+           "steps of a round in a row\n", res->cfg.rounds);
     printf("    N  %-35s %9s %9s %9s %9s %9s %8s %8s %8s\n", "mode", "wall med", "p10", "p90",
            "us/kernel", "host med", "p10", "p90", "checked");
     for (int i = 0; i < res->n_chain; i++)
         chain_rows(&res->chain[i]);
     printf("\n  ratios: speedup = eager/cgr wall; cgr/raw = per-kernel wall; host = cgr minus raw "
-           "graph host CPU us;\n  I/O (4 KiB in + 4 B out) = added wall us: cgr modes vs cgr "
-           "without I/O, memcpyAsync vs raw graph\n");
-    printf("%5s %11s %11s %12s %12s %12s %12s %12s %12s\n", "N", "speedup", "cgr/raw",
-           "host +us", "I/O zc", "I/O fast", "I/O event", "I/O mcpy nd", "I/O mcpyAsy");
+           "graph host CPU us;\n  PDL: the same with programmatic dependent launch; I/O (4 KiB "
+           "in + 4 B out) = added wall us:\n  cgr modes vs cgr without I/O, memcpyAsync vs raw "
+           "graph\n");
+    printf("%5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "N", "speedup", "cgr/raw",
+           "host +us", "PDL spd", "PDL c/r", "PDL host", "I/O zc", "I/O fast", "I/O event",
+           "I/O mc nd", "I/O mcAsy");
     for (int i = 0; i < res->n_chain; i++)
         chain_ratios(&res->chain[i]);
+    printf("\n  spread: cgr/raw from each round's medians; IQR = p75 - p25 of those ratios\n");
+    for (int i = 0; i < res->n_chain; i++) {
+        chain_derived d;
+        chain_derive(&res->chain[i], &d);
+        spread_line("  ", res->chain[i].n_kernels, "plain", &d.spread);
+        spread_line("  ", res->chain[i].n_kernels, "PDL", &d.pdl_spread);
+    }
     if (usable(&res->timer))
         printf("  clock overhead (empty step): wall %.2f us, host CPU %.2f us\n",
                res->timer.wall.median, res->timer.cpu.median);
     canary_lines(res, "  ");
 }
 
-/* ---- staging tables ------------------------------------------------------ */
-
-static const char *const slot_labels[SLOT_MODES] = {
-    [SLOT_PER_EXEC] = "one executable per slot",
-    [SLOT_REPOINT] = "repoint staging nodes per launch",
-    [SLOT_INDEX] = "slot index in mapped memory",
-    [SLOT_BASELINE] = "no I/O (baseline)",
-};
-
-static void slot_table(const staging_result *s)
-{
-    printf("\n== Staging (a): pointing a %d-kernel graph at the current slot, 4 KiB in + 4 B "
-           "out, zero-copy ==\n", STAGING_KERNELS);
-    printf("  %-34s %9s %9s %9s %9s %11s %11s %8s\n", "mode", "wall med", "p10", "p90",
-           "host med", "added wall", "added host", "checked");
-    for (int m = 0; m < SLOT_MODES; m++) {
-        const mode_result *r = &s->slot[m];
-        printf("  %-34s", slot_labels[m]);
-        if (row_problem(r))
-            continue;
-        num(9, 2, r->wall.median);
-        num(9, 2, r->wall.p10);
-        num(9, 2, r->wall.p90);
-        num(9, 2, r->cpu.median);
-        diff(11, 2, m == SLOT_BASELINE ? 0.0 : slot_added_wall(s, m));
-        diff(11, 2, m == SLOT_BASELINE ? 0.0 : slot_added_cpu(s, m));
-        checked(r);
-        printf("\n");
-    }
-}
+/* ---- staging table ------------------------------------------------------ */
 
 static void sweep_row(const sweep_point *p)
 {
@@ -299,14 +308,14 @@ static void crossover_line(const staging_result *s, const char *indent)
     }
 }
 
-void report_staging(const bench_results *res)
+static void report_staging(const bench_results *res)
 {
     if (!res->staging_ran)
         return;
     const staging_result *s = &res->staging;
-    slot_table(s);
-    printf("\n== Staging (b): input by zero-copy kernel node vs memcpy node (%d-kernel graph, "
-           "4 B zero-copy output in all) ==\n", STAGING_KERNELS);
+    printf("\n== Staging: a cgr step's input by zero-copy kernel vs memcpy node (%d kernels, "
+           "4 B zero-copy output in all; the three modes of a size interleaved) ==\n",
+           STAGING_KERNELS);
     printf("  %-8s %10s %12s %12s %9s %9s  %s\n", "input", "baseline", "+zero-copy",
            "+memcpy nd", "zc host", "mc host", "faster");
     for (int i = 0; i < s->n_sweep; i++)
@@ -337,8 +346,6 @@ static void visit_modes(const bench_results *res, mode_visit fn, void *u)
     }
     if (!res->staging_ran)
         return;
-    for (int m = 0; m < SLOT_MODES; m++)
-        fn("staging slot", &res->staging.slot[m], u);
     for (int i = 0; i < res->staging.n_sweep; i++) {
         const sweep_point *p = &res->staging.sweep[i];
         snprintf(g, sizeof g, "staging %zu KiB", p->in_bytes >> 10);
@@ -373,12 +380,19 @@ static void get_verdict(const bench_results *res, verdict *v)
     visit_modes(res, tally, v);
 }
 
+static int checks_failed(const bench_results *res)
+{
+    int n = res->diagnosis_ran && !res->diagnosis_ok;
+    for (int i = 0; i < res->n_checks; i++)
+        n += !res->checks[i].ok && !res->checks[i].warn_only;
+    return n;
+}
+
 int results_failed(const bench_results *res)
 {
     verdict v;
     get_verdict(res, &v);
-    return v.failed || v.wrong || v.skipped || res->aborted ||
-           (res->diagnosis_ran && !res->diagnosis_ok);
+    return v.failed || v.wrong || v.skipped || res->aborted || checks_failed(res);
 }
 
 /* ---- summary ---------------------------------------------------------- */
@@ -390,15 +404,25 @@ static void summary_chain(const bench_results *res)
         return;
     chain_derived d;
     chain_derive(c, &d);
-    printf("%-46s", res->cfg.pdl ? "W-chain N=100 PDL us/kernel: eager|graph|cgr"
-                                     : "W-chain N=100 us/kernel: eager | graph | cgr");
+    printf("%-46s", "W-chain N=100 us/kernel: eager | graph | cgr");
     num(8, 3, d.per_kernel[CHAIN_EAGER]);
     num(8, 3, d.per_kernel[CHAIN_GRAPH]);
     num(8, 3, d.per_kernel[CHAIN_CGR]);
-    printf("\n%-46s", "cgr/raw graph per kernel | speedup vs eager");
+    printf("\n%-46s", "the same with PDL");
+    num(8, 3, d.per_kernel[CHAIN_EAGER_PDL]);
+    num(8, 3, d.per_kernel[CHAIN_GRAPH_PDL]);
+    num(8, 3, d.per_kernel[CHAIN_CGR_PDL]);
+    printf("\n%-46s", "cgr/raw graph per kernel: plain | PDL");
     num(8, 3, d.cgr_over_graph);
+    num(8, 3, d.pdl_cgr_over_graph);
+    printf("\n%-46s", "cgr/raw spread (IQR / median): plain | PDL");
+    num(7, 2, 100.0 * d.spread.iqr_rel);
+    printf("%%");
+    num(7, 2, 100.0 * d.pdl_spread.iqr_rel);
+    printf("%%\n%-46s", "cgr speedup vs eager: plain | PDL");
+    num(8, 2, d.speedup_vs_eager);
     printf("x");
-    num(7, 2, d.speedup_vs_eager);
+    num(7, 2, d.pdl_speedup_vs_eager);
     printf("x\n%-46s", "host CPU us/step: cgr | raw graph | diff");
     num(8, 2, cpu_med(&c->mode[CHAIN_CGR]));
     num(8, 2, cpu_med(&c->mode[CHAIN_GRAPH]));
@@ -417,18 +441,6 @@ static void summary_staging(const bench_results *res)
     if (!res->staging_ran)
         return;
     const staging_result *s = &res->staging;
-    static const char *const short_names[SLOT_MODES] = {
-        [SLOT_PER_EXEC] = "exec per slot", [SLOT_REPOINT] = "repoint nodes",
-        [SLOT_INDEX] = "slot index (mapped)", [SLOT_BASELINE] = "",
-    };
-    for (int m = 0; m < SLOT_BASELINE; m++) {
-        char label[64];
-        snprintf(label, sizeof label, "slot: %s, added us wall | host", short_names[m]);
-        printf("%-46s", label);
-        diff(8, 2, slot_added_wall(s, m));
-        diff(8, 2, slot_added_cpu(s, m));
-        printf("\n");
-    }
     char sz[32];
     printf("%-46s %s%s\n", "crossover zero-copy -> memcpy node",
            s->crossover_bytes ? size_label(s->crossover_bytes, sz, sizeof sz)
@@ -436,29 +448,34 @@ static void summary_staging(const bench_results *res)
            s->crossover_valid ? "" : " (incomplete: some sizes failed)");
 }
 
-static void summary_canary(const bench_results *res)
+/* The checks against the limits file, and the capture diagnosis. */
+static void summary_checks(const bench_results *res)
 {
-    if (!res->canary_ran)
-        return;
-    printf("%-46s", "raw graph N=100 host us: before | after cgr");
-    num(8, 2, cpu_med(&res->canary_before));
-    num(8, 2, cpu_med(&res->canary_after));
-    int fx = canary_side_effect(res);
-    printf("%s\n", fx == 1 ? "  WARNING: cgr slowed the process" : fx == 0 ? "  (unchanged)" : "");
-    /* The cgr modes and a capture diagnosis ran between the two canaries. */
     if (res->diagnosis_ran)
-        printf("%-46s %s%.200s\n", "diagnosis between the canaries",
-               res->diagnosis_ok ? "" : "FAILED: ", res->diagnosis);
+        printf("%-46s %s%.200s\n", "check: capture diagnosis names the call",
+               res->diagnosis_ok ? "ok: " : "FAILED: ", res->diagnosis);
+    for (int i = 0; i < res->n_checks; i++) {
+        const check_result *c = &res->checks[i];
+        char label[64];
+        snprintf(label, sizeof label, "check: %s", c->name);
+        printf("%-46s ", label);
+        if (!c->ran)
+            printf("not measured");
+        else if (!isfinite(c->limit))
+            printf("FAILED: no limit '%s' in %s", c->name, limits_file());
+        else
+            printf("%s: %.3g (limit %.3g)", c->ok ? "ok" : "FAILED", c->value, c->limit);
+        printf("\n%-46s   %s\n", "", c->what);
+    }
 }
 
-void report_summary(const bench_results *res)
+static void report_summary(const bench_results *res)
 {
     verdict v;
     get_verdict(res, &v);
     printf("\n==== cgr-bench summary: %s, %d steps/mode ====\n", res->device_name,
            res->cfg.steps);
     summary_chain(res);
-    summary_canary(res);
     summary_staging(res);
     if (res->n_work > 0) {
         printf("%-16s %4s %8s %8s %7s %7s %8s %8s %8s %8s\n", "workload (us)", "B", "eager",
@@ -479,11 +496,13 @@ void report_summary(const bench_results *res)
             printf("\n");
         }
     }
-    if (!v.failed && !v.wrong && !v.skipped && !res->aborted)
+    summary_checks(res);
+    if (!results_failed(res))
         printf("%-46s PASS (%ld outputs checked)\n", "result", v.verified);
     else
-        printf("%-46s FAIL: %d failed, %d wrong, %d skipped%s%s\n", "result", v.failed, v.wrong,
-               v.skipped, v.first[0] ? "; first: " : "", v.first);
+        printf("%-46s FAIL: %d failed, %d wrong, %d skipped, %d checks failed%s%s\n", "result",
+               v.failed, v.wrong, v.skipped, checks_failed(res), v.first[0] ? "; first: " : "",
+               v.first);
 }
 
 /* ---- JSON ------------------------------------------------------------ */
@@ -529,12 +548,28 @@ static void json_mode(json_writer *w, const mode_result *r, int n_kernels, const
     json_end_object(w);
 }
 
+static void json_spread(json_writer *w, const char *key, const round_spread *s)
+{
+    json_begin_object(w, key);
+    json_string(w, "what", "cgr / raw graph wall, from the medians of each round");
+    json_int(w, "rounds", s->n);
+    json_begin_array(w, "per_round");
+    for (int i = 0; i < s->n; i++)
+        json_number(w, NULL, s->ratio[i]);
+    json_end_array(w);
+    json_number(w, "median", s->median);
+    json_number(w, "iqr_over_median", s->iqr_rel);
+    json_number(w, "range_over_median", s->range_rel);
+    json_end_object(w);
+}
+
 static void json_chain(json_writer *w, const chain_result *c)
 {
     chain_derived d;
     chain_derive(c, &d);
     json_begin_object(w, NULL);
     json_int(w, "n_kernels", c->n_kernels);
+    json_int(w, "rounds", c->rounds);
     json_begin_object(w, "modes");
     for (int m = 0; m < CHAIN_MODES; m++)
         json_mode(w, &c->mode[m], c->n_kernels, c->cgr[m].valid ? &c->cgr[m] : NULL);
@@ -543,6 +578,13 @@ static void json_chain(json_writer *w, const chain_result *c)
     json_number(w, "speedup_cgr_vs_eager", d.speedup_vs_eager);
     json_number(w, "cgr_over_graph_per_kernel", d.cgr_over_graph);
     json_number(w, "host_cpu_cgr_minus_graph_us", d.host_cgr_minus_graph);
+    json_number(w, "pdl_speedup_cgr_vs_eager", d.pdl_speedup_vs_eager);
+    json_number(w, "pdl_cgr_over_graph_per_kernel", d.pdl_cgr_over_graph);
+    json_number(w, "pdl_host_cpu_cgr_minus_graph_us", d.pdl_host_cgr_minus_graph);
+    json_end_object(w);
+    json_begin_object(w, "spread");
+    json_spread(w, "cgr_over_graph", &d.spread);
+    json_spread(w, "pdl_cgr_over_graph", &d.pdl_spread);
     json_end_object(w);
     json_begin_object(w, "io_cost_us");
     json_number(w, "cgr_zero_copy", d.io_zero_copy);
@@ -550,27 +592,6 @@ static void json_chain(json_writer *w, const chain_result *c)
     json_number(w, "cgr_memcpy_nodes", d.io_memcpy_nodes);
     json_number(w, "cgr_zero_copy_event_wait", d.io_event_wait);
     json_number(w, "graph_memcpy_async", d.io_memcpy_async);
-    json_end_object(w);
-    json_end_object(w);
-}
-
-static void json_slots(json_writer *w, const staging_result *s)
-{
-    json_begin_object(w, "slot_pointing");
-    json_int(w, "n_kernels", STAGING_KERNELS);
-    json_int(w, "in_bytes", 4096);
-    json_int(w, "out_bytes", 4);
-    json_begin_object(w, "modes");
-    for (int m = 0; m < SLOT_MODES; m++)
-        json_mode(w, &s->slot[m], 0, NULL);
-    json_end_object(w);
-    json_begin_object(w, "added_wall_us");
-    for (int m = 0; m < SLOT_BASELINE; m++)
-        json_number(w, s->slot[m].name, slot_added_wall(s, m));
-    json_end_object(w);
-    json_begin_object(w, "added_host_cpu_us");
-    for (int m = 0; m < SLOT_BASELINE; m++)
-        json_number(w, s->slot[m].name, slot_added_cpu(s, m));
     json_end_object(w);
     json_end_object(w);
 }
@@ -607,7 +628,9 @@ static void json_sweep(json_writer *w, const staging_result *s)
 
 static void json_header(json_writer *w, const bench_results *res)
 {
+    json_int(w, "schema_version", BENCH_JSON_SCHEMA_VERSION);
     json_string(w, "tool", "cgr-bench");
+    json_string(w, "suite", res->suite_name);
     json_string(w, "cgr_version", CGR_VERSION_STRING);
     json_begin_object(w, "device");
     json_int(w, "index", res->device);
@@ -622,7 +645,9 @@ static void json_header(json_writer *w, const bench_results *res)
     json_begin_object(w, "config");
     json_int(w, "steps", res->cfg.steps);
     json_int(w, "warmup", res->cfg.warmup);
+    json_int(w, "rounds", res->cfg.rounds);
     json_bool(w, "quick", res->cfg.quick);
+    json_string(w, "limits_file", limits_file());
     json_end_object(w);
     json_begin_object(w, "clock_overhead");
     json_mode(w, &res->timer, 0, NULL);
@@ -630,6 +655,7 @@ static void json_header(json_writer *w, const bench_results *res)
 }
 
 static void json_work(json_writer *w, const bench_results *res);
+static void report_work(const bench_results *res);
 
 int report_suite_json_open(json_writer *w, const char *path, const char *suite,
                            const char *device_name)
@@ -641,6 +667,9 @@ int report_suite_json_open(json_writer *w, const char *path, const char *suite,
     }
     json_init(w, f);
     json_begin_object(w, NULL);
+    json_int(w, "schema_version", BENCH_JSON_SCHEMA_VERSION);
+    json_string(w, "tool", "cgr-bench");
+    json_string(w, "cgr_version", CGR_VERSION_STRING);
     json_string(w, "suite", suite);
     json_string(w, "device_name", device_name);
     return 0;
@@ -657,7 +686,7 @@ int report_suite_json_close(json_writer *w, const char *path)
     return 0;
 }
 
-int report_json(const bench_results *res, const char *path)
+static int report_json(const bench_results *res, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -677,27 +706,38 @@ int report_json(const bench_results *res, const char *path)
     }
     if (res->staging_ran) {
         json_begin_object(&w, "staging");
-        json_slots(&w, &res->staging);
         json_sweep(&w, &res->staging);
         json_end_object(&w);
     }
     if (res->canary_ran) {
-        int fx = canary_side_effect(res);
         json_begin_object(&w, "canary");
-        json_string(&w, "what", "raw CUDA graph, N=100, measured before and after the cgr modes "
-                                "and a capture diagnosis");
+        json_string(&w, "what", "raw CUDA graph, N=100, measured alone before any cgr runtime "
+                                "and after the cgr modes and a capture diagnosis");
         json_mode(&w, &res->canary_before, 100, NULL);
         json_mode(&w, &res->canary_after, 100, NULL);
-        if (fx < 0)
-            json_null(&w, "process_slowed_by_cgr");
-        else
-            json_bool(&w, "process_slowed_by_cgr", fx);
-        if (res->diagnosis_ran) {
-            json_bool(&w, "diagnosis_ok", res->diagnosis_ok);
-            json_string(&w, "diagnosis", res->diagnosis);
-        }
         json_end_object(&w);
     }
+    json_begin_array(&w, "checks");
+    if (res->diagnosis_ran) {
+        json_begin_object(&w, NULL);
+        json_string(&w, "name", "capture_diagnosis");
+        json_string(&w, "what", "the diagnosis of a failing capture names the failing call");
+        json_bool(&w, "ok", res->diagnosis_ok);
+        json_string(&w, "message", res->diagnosis);
+        json_end_object(&w);
+    }
+    for (int i = 0; i < res->n_checks; i++) {
+        const check_result *c = &res->checks[i];
+        json_begin_object(&w, NULL);
+        json_string(&w, "name", c->name);
+        json_string(&w, "what", c->what);
+        json_bool(&w, "ok", c->ok);
+        json_number(&w, "value", c->value);
+        json_number(&w, "limit", c->limit);
+        json_bool(&w, "warn_only", c->warn_only);
+        json_end_object(&w);
+    }
+    json_end_array(&w);
     if (res->n_work)
         json_work(&w, res);
     json_bool(&w, "ok", !results_failed(res));
@@ -734,7 +774,7 @@ static void work_row(const work_result *w, int m)
     printf("\n");
 }
 
-void report_work(const bench_results *res)
+static void report_work(const bench_results *res)
 {
     if (res->n_work == 0)
         return;
@@ -797,4 +837,13 @@ static void json_work(json_writer *w, const bench_results *res)
         }
     }
     json_end_array(w);
+}
+
+int report(const bench_results *res, const char *json_path)
+{
+    report_chain(res);
+    report_staging(res);
+    report_work(res);
+    report_summary(res);
+    return json_path ? report_json(res, json_path) : 0;
 }

@@ -35,6 +35,7 @@
 #include <cuda_runtime_api.h>
 
 #include "bench.h"
+#include "limits_file.h"
 #include "json.h"
 #include "soak.h"
 #include "util.h"
@@ -45,7 +46,6 @@
 #define SOAK_CHECK 10000L   /* every this many steps one output is checked */
 #define SOAK_SAMPLE 100000L /* steps between memory samples */
 #define SOAK_WARMUP 100     /* warm-up steps per shape */
-#define SOAK_LIMIT ((int64_t)1 << 20) /* allowed growth per figure: 1 MiB */
 #define SOAK_MAX_SAMPLES 64
 
 static const int64_t soak_buckets[SOAK_SHAPES] = {1, 4, 16, 64};
@@ -424,12 +424,13 @@ static void write_json(const soak *s, const bench_results *res, int64_t g[3], in
     json_int(&w, "device_used", g[1]);
     json_int(&w, "pinned", g[2]);
     json_end_object(&w);
-    json_int(&w, "growth_limit_bytes", SOAK_LIMIT);
-    json_bool(&w, "pass", pass);
+    json_begin_object(&w, "growth_limit_bytes");
+    json_number(&w, "host_rss", limit_get("soak_rss_growth_bytes"));
+    json_number(&w, "device_used", limit_get("soak_device_growth_bytes"));
+    json_number(&w, "pinned", limit_get("soak_pinned_growth_bytes"));
     json_end_object(&w);
-    if (json_finish(&w) != 0)
-        bench_error("writing %s failed", s->cfg->json_path);
-    fclose(w.f);
+    json_bool(&w, "pass", pass);
+    report_suite_json_close(&w, s->cfg->json_path);
 }
 
 int soak_suite(const bench_config *cfg, const bench_results *res)
@@ -462,12 +463,17 @@ int soak_suite(const bench_config *cfg, const bench_results *res)
         goto out;
     soak_sample *a = &s.samples[0], *z = &s.samples[s.n_samples - 1];
     int64_t g[3] = {z->rss - a->rss, z->device - a->device, z->pinned - a->pinned};
-    int grew = a->rss < 0 || z->rss < 0 || g[0] > SOAK_LIMIT || g[1] > SOAK_LIMIT ||
-               g[2] > SOAK_LIMIT;
+    /* A limit missing from the limits file is NaN, and no growth passes against it. */
+    double lim[3] = {limit_get("soak_rss_growth_bytes"), limit_get("soak_device_growth_bytes"),
+                     limit_get("soak_pinned_growth_bytes")};
+    int grew = a->rss < 0 || z->rss < 0;
+    for (int i = 0; i < 3; i++)
+        grew |= !((double)g[i] <= lim[i]);
     int pass = !grew && s.mismatches == 0;
     printf("  growth from after warm-up to the end: host RSS %+.3f MiB, device %+.3f MiB, "
-           "pinned %+.3f MiB (limit +1 MiB each)\n",
-           (double)g[0] / 1048576.0, (double)g[1] / 1048576.0, (double)g[2] / 1048576.0);
+           "pinned %+.3f MiB (limits %+.3f, %+.3f, %+.3f MiB, %s)\n",
+           (double)g[0] / 1048576.0, (double)g[1] / 1048576.0, (double)g[2] / 1048576.0,
+           lim[0] / 1048576.0, lim[1] / 1048576.0, lim[2] / 1048576.0, limits_file());
     printf("  %.1f s, %.2f us per step (launch, fill and wait pipelined; checks included)\n",
            s.wall_s, s.steps ? s.wall_s * 1e6 / (double)s.steps : 0.0);
     printf("soak: %s\n", pass ? "PASS" : grew ? "FAIL (memory grew)" : "FAIL (outputs differ)");

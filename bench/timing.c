@@ -111,6 +111,7 @@ static int one_step(const step_ops *ops, void *self, long k, double *wall, doubl
     return ops->check ? ops->check(self, k) : 0;
 }
 
+/* Steps first .. first+n-1; their times go to wall[0..n) and cpu[0..n) when given. */
 static int run_steps(const step_ops *ops, void *self, long first, int n, double *wall,
                      double *cpu, mode_result *r)
 {
@@ -129,28 +130,86 @@ static int run_steps(const step_ops *ops, void *self, long first, int n, double 
 
 int measure(const step_ops *ops, void *self, int warmup, int steps, mode_result *r)
 {
-    r->warmup = warmup;
-    r->steps = steps;
-    double *wall = malloc(sizeof(double) * (size_t)steps);
-    double *cpu = malloc(sizeof(double) * (size_t)steps);
-    int rc = -1;
-    if (!wall || !cpu) {
-        bench_error("out of host memory for %d samples", steps);
+    timed_mode m = {ops, self, r, NULL};
+    return measure_rounds(&m, 1, warmup, steps, 1) == 0 ? 0 : -1;
+}
+
+/* A mode that failed: marked, and the device checked. -2 when the device is lost. */
+static int drop_mode(timed_mode *m)
+{
+    mode_result_fail(m->r);
+    return bench_device_recover() == 0 ? -1 : -2;
+}
+
+int measure_rounds(timed_mode *m, int n, int warmup, int steps, int rounds)
+{
+    if (rounds < 1)
+        rounds = 1;
+    if (rounds > steps)
+        rounds = steps;
+    double *wall = malloc(sizeof(double) * (size_t)steps * (size_t)n);
+    double *cpu = malloc(sizeof(double) * (size_t)steps * (size_t)n);
+    double *tmp = malloc(sizeof(double) * (size_t)steps);
+    int *live = calloc((size_t)n, sizeof(int));
+    int rc = 0;
+    if (!wall || !cpu || !tmp || !live) {
+        bench_error("out of host memory for %d samples of %d modes", steps, n);
+        for (int i = 0; i < n; i++)
+            mode_result_fail(m[i].r);
+        rc = -1;
         goto done;
     }
-    TRY_GOTO(run_steps(ops, self, 0, warmup, NULL, NULL, r), done);
-    if (ops->after_warmup)
-        TRY_GOTO(ops->after_warmup(self), done);
-    TRY_GOTO(run_steps(ops, self, warmup, steps, wall, cpu, r), done);
-    stats_compute(wall, steps, &r->wall);
-    stats_compute(cpu, steps, &r->cpu);
-    r->ran = 1;
-    rc = 0;
+    for (int i = 0; i < n; i++) {
+        m[i].r->warmup = warmup;
+        m[i].r->steps = steps;
+        for (int k = 0; m[i].round_wall && k < rounds; k++)
+            m[i].round_wall[k] = NAN;
+    }
+    /* Warm-up of every mode, then its after-warm-up check. */
+    for (int i = 0; i < n && rc > -2; i++) {
+        bench_clear_error();
+        if (run_steps(m[i].ops, m[i].self, 0, warmup, NULL, NULL, m[i].r) != 0 ||
+            (m[i].ops->after_warmup && m[i].ops->after_warmup(m[i].self) != 0))
+            rc = drop_mode(&m[i]);
+        else
+            live[i] = 1;
+    }
+    for (int k = 0; k < rounds && rc > -2; k++) {
+        int first = (int)((long long)steps * k / rounds);
+        int count = (int)((long long)steps * (k + 1) / rounds) - first;
+        for (int j = 0; j < n && rc > -2; j++) {
+            int i = (j + k) % n;
+            if (!live[i])
+                continue;
+            double *w = wall + (size_t)i * (size_t)steps + (size_t)first;
+            double *c = cpu + (size_t)i * (size_t)steps + (size_t)first;
+            bench_clear_error();
+            if (run_steps(m[i].ops, m[i].self, warmup + first, count, w, c, m[i].r) != 0) {
+                live[i] = 0;
+                rc = drop_mode(&m[i]);
+                continue;
+            }
+            if (m[i].round_wall) {
+                memcpy(tmp, w, sizeof(double) * (size_t)count);
+                stats_sort(tmp, count);
+                m[i].round_wall[k] = stats_percentile(tmp, count, 0.5);
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (live[i] && rc > -2) {
+            stats_compute(wall + (size_t)i * (size_t)steps, steps, &m[i].r->wall);
+            stats_compute(cpu + (size_t)i * (size_t)steps, steps, &m[i].r->cpu);
+            m[i].r->ran = 1;
+        } else if (!m[i].r->failed) {
+            mode_result_fail(m[i].r);
+        }
+    }
 done:
-    if (rc != 0)
-        mode_result_fail(r);
     free(wall);
     free(cpu);
+    free(tmp);
+    free(live);
     return rc;
 }
 

@@ -61,6 +61,34 @@ typedef struct step_ops {
  */
 int measure(const step_ops *ops, void *self, int warmup, int steps, mode_result *r);
 
+/*
+ * Interleaved rounds: how modes that are compared with each other are
+ * measured. Every mode is warmed up in turn; then come `rounds` rounds, in
+ * each of which every mode still running times its share of `steps`
+ * (steps / rounds, the remainder spread over the first rounds) in a row.
+ * The mode that starts a round rotates by one each round, so no mode always
+ * runs right after the same other one. A drift of the GPU or the host over
+ * the run then reaches every mode alike, and a ratio of two modes' medians
+ * does not depend on which ran first. Each mode's statistics are over all
+ * its timed steps.
+ */
+typedef struct timed_mode {
+    const step_ops *ops;
+    void *self;
+    mode_result *r;
+    double *round_wall; /* [rounds]: median wall of each round's steps (NaN when
+                           not run); may be NULL */
+} timed_mode;
+
+/*
+ * Measures m[0..n) in interleaved rounds. A mode that fails is marked
+ * failed and left out of the later rounds; the others go on while the
+ * device still works. Returns 0 when every mode ran to the end, -1 when
+ * some failed, -2 when the device became unusable (every unfinished mode is
+ * then marked failed).
+ */
+int measure_rounds(timed_mode *m, int n, int warmup, int steps, int rounds);
+
 /* Starts a result: name, zeroed figures, NaN statistics. */
 void mode_result_init(mode_result *r, const char *name);
 /* Marks r failed with the last bench_error() message. */

@@ -228,21 +228,6 @@ int capture_end(cudaStream_t s, int body_ok, cudaGraph_t *g)
     return -1;
 }
 
-int capture_last_node(cudaStream_t s, cudaGraphNode_t *node)
-{
-    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    const cudaGraphNode_t *deps = NULL;
-    size_t n = 0;
-    CK(cudaStreamGetCaptureInfo(s, &cs, NULL, NULL, &deps, NULL, &n));
-    if (cs != cudaStreamCaptureStatusActive || n != 1 || !deps) {
-        bench_error("capture lost track of the node just captured (status %d, %zu dependencies)",
-                    (int)cs, n);
-        return -1;
-    }
-    *node = deps[0];
-    return 0;
-}
-
 int graph_instantiate(cudaGraph_t g, cudaStream_t s, cudaGraphExec_t *exec)
 {
     cudaGraphExec_t x = NULL;

@@ -108,8 +108,6 @@ int capture_begin(cudaStream_t s);
  * the graph is destroyed and -1 returned.
  */
 int capture_end(cudaStream_t s, int body_ok, cudaGraph_t *g);
-/* The node just captured on s (the capture's single current dependency). */
-int capture_last_node(cudaStream_t s, cudaGraphNode_t *node);
 /* Instantiates and uploads g, so the first timed launch pays for neither. */
 int graph_instantiate(cudaGraph_t g, cudaStream_t s, cudaGraphExec_t *exec);
 

@@ -55,15 +55,15 @@ typedef struct work_result {
 
 struct bench_config;
 struct bench_results;
-/* Measures both modes of w into *r (r->mode[*].m must be initialized). */
-void work_run(const struct bench_config *cfg, struct bench_results *res, const workload *w,
-              work_result *r);
 /* Builds the workload for batch B (arg: a variant, e.g. PDL); 0 on success. */
 typedef int (*work_make)(int B, int arg, workload *w);
-/* work_run over batch sizes, each workload made by `make` and freed by free_fn. */
+/*
+ * Both modes of each batch size, interleaved in rounds, each mode on its own
+ * workload made by `make` (so each has its own parameters) and freed by free_fn.
+ */
 void work_suite(const struct bench_config *cfg, struct bench_results *res, const int *batches,
                 int n, work_make make, void (*free_fn)(workload *), int arg);
-/* Writes the Chrome/Perfetto trace collected by work_run (when cfg->trace_path). */
+/* Writes the Chrome/Perfetto trace collected by work_suite (when cfg->trace_path). */
 int work_trace_write(const char *path);
 /* Releases the profiler. */
 void work_finish(void);

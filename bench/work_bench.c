@@ -1,12 +1,14 @@
 /*
  * Workload suite: W-cnn (and W-mlp) through cgr, eager vs graphed.
  *
- * Both modes run the same step function on the same input sequence (same
- * seed, same number of steps); only cgr_options.capture differs. So the
- * last step's outputs must be bitwise equal, which is checked (for a
- * training step the parameters evolve identically, so the loss is too).
- * Wall and host CPU come from the timed pass; GPU busy time from a second,
- * profiled pass, since CUPTI itself adds host overhead.
+ * Both modes run the same step function, each on its own copy of the
+ * workload (parameters, runtime), on the same input sequence (same seed,
+ * same number of steps), interleaved in rounds (measure_rounds); only
+ * cgr_options.capture differs. So the last step's outputs must be bitwise
+ * equal, which is checked (for a training step the parameters evolve
+ * identically, so the loss is too). Wall and host CPU come from the timed
+ * rounds; GPU busy time from a profiled pass of each mode after them, since
+ * CUPTI itself adds host overhead.
  *
  * Inputs take cgr's fast path: the workload writes a step's fresh inputs
  * straight into the pinned slot from cgr_step_acquire(), outside the
@@ -36,6 +38,7 @@ typedef struct work_ctx {
     const bench_config *cfg;
     const workload *w;
     work_mode *out;
+    work_result *r;
     int capture;
     cgr_runtime *rt;
     cgr_step *step;
@@ -162,26 +165,18 @@ static int profile_pass(work_ctx *c, work_result *r)
 }
 #endif
 
-typedef struct mode_job {
-    work_ctx *c;
-    work_result *r;
-} mode_job;
-
-static int work_mode_run(void *ctx, mode_result *mr)
+static int work_mode_setup(void *self)
 {
-    mode_job *j = ctx;
-    work_ctx *c = j->c;
+    work_ctx *c = self;
     const workload *w = c->w;
-    step_ops ops = {w_prepare, w_submit, w_wait, NULL, w_after_warmup};
-    int rc = -1;
     cgr_options o;
     CGR_CK(cgr_options_init(&o));
     o.device = c->cfg->device;
     o.capture = c->capture;
     CGR_CK(cgr_runtime_create(&c->rt, &o));
-    TRY_GOTO(w->setup(w->user, c->rt), out);
+    TRY(w->setup(w->user, c->rt));
     cgr_step_desc d;
-    CGR_CK_GOTO(cgr_step_desc_init(&d), out);
+    CGR_CK(cgr_step_desc_init(&d));
     d.name = w->name;
     d.inputs = w->in;
     d.n_inputs = w->n_in;
@@ -189,13 +184,23 @@ static int work_mode_run(void *ctx, mode_result *mr)
     d.n_outputs = w->n_out;
     d.fn = w->fn;
     d.user = w->user;
-    CGR_CK_GOTO(cgr_step_create(c->rt, &d, &c->step), out);
+    CGR_CK(cgr_step_create(c->rt, &d, &c->step));
     rng_seed(&c->rng, 0xc0ffee00u + (uint64_t)w->B);
-    TRY_GOTO(measure(&ops, c, c->cfg->warmup, c->cfg->steps, mr), out);
-    TRY_GOTO(keep_output(c), out);
-    TRY_GOTO(profile_pass(c, j->r), out);
-    rc = 0;
-out:
+    return 0;
+}
+
+static int work_mode_finish(void *self, mode_result *r)
+{
+    work_ctx *c = self;
+    (void)r;
+    TRY(keep_output(c));
+    return profile_pass(c, c->r);
+}
+
+static void work_mode_teardown(void *self)
+{
+    work_ctx *c = self;
+    const workload *w = c->w;
     if (c->cfg->stats && c->rt) {
         printf("cgr stats, %s B=%d %s:\n", w->name, w->B, c->capture ? "graph" : "eager");
         bench_print_stats(c->rt, (const cgr_step *const *)&c->step, c->step ? 1 : 0);
@@ -204,26 +209,31 @@ out:
         bench_cgr_failed(cgr_runtime_destroy(&c->rt), "cgr_runtime_destroy", __FILE__, __LINE__);
     c->step = NULL;
     w->teardown(w->user);
-    return rc;
 }
 
-void work_run(const bench_config *cfg, bench_results *res, const workload *w, work_result *r)
+/* Measures both modes of w (one workload instance per mode) into *r. */
+static void work_run(const bench_config *cfg, bench_results *res, const workload *w,
+                     work_result *r)
 {
-    snprintf(r->name, sizeof r->name, "%s", w->name);
-    r->B = w->B;
+    snprintf(r->name, sizeof r->name, "%s", w[0].name);
+    r->B = w[0].B;
     r->outputs_equal = -1;
-    work_ctx c;
-    memset(&c, 0, sizeof c);
-    c.cfg = cfg;
-    c.w = w;
-    char group[32];
-    snprintf(group, sizeof group, "%s B=%d", w->name, w->B);
+    work_ctx c[WORK_MODES];
+    bench_mode bm[WORK_MODES];
     for (int m = 0; m < WORK_MODES; m++) {
-        c.capture = m == WORK_GRAPH;
-        c.out = &r->mode[m];
-        mode_job j = {&c, r};
-        run_mode(res, group, &r->mode[m].m, mode_budget_s(cfg, 5.0), work_mode_run, &j);
+        memset(&c[m], 0, sizeof c[m]);
+        c[m].cfg = cfg;
+        c[m].w = &w[m];
+        c[m].r = r;
+        c[m].capture = m == WORK_GRAPH;
+        c[m].out = &r->mode[m];
+        bm[m] = (bench_mode){&r->mode[m].m,
+                             {w_prepare, w_submit, w_wait, NULL, w_after_warmup},
+                             &c[m], work_mode_setup, work_mode_finish, work_mode_teardown, NULL};
     }
+    char group[32];
+    snprintf(group, sizeof group, "%s B=%d", w[0].name, w[0].B);
+    run_group(res, group, bm, WORK_MODES, mode_budget_s(cfg, WORK_MODES * 5.0));
     const work_mode *e = &r->mode[WORK_EAGER], *g = &r->mode[WORK_GRAPH];
     if (e->m.ran && g->m.ran && e->last_out_bytes) {
         r->outputs_equal = e->last_out_bytes == g->last_out_bytes &&
@@ -244,14 +254,17 @@ void work_suite(const bench_config *cfg, bench_results *res, const int *batches,
         memset(r, 0, sizeof *r);
         mode_result_init(&r->mode[WORK_EAGER].m, "eager");
         mode_result_init(&r->mode[WORK_GRAPH].m, "graph");
-        workload w;
-        if (make(batches[i], arg, &w) != 0) {
-            mode_result_not_run(&r->mode[WORK_EAGER].m, 0);
-            mode_result_not_run(&r->mode[WORK_GRAPH].m, 0);
-            continue;
-        }
-        work_run(cfg, res, &w, r);
-        free_fn(&w);
+        workload w[WORK_MODES];
+        int made = 0;
+        while (made < WORK_MODES && make(batches[i], arg, &w[made]) == 0)
+            made++;
+        if (made == WORK_MODES)
+            work_run(cfg, res, w, r);
+        else
+            for (int m = 0; m < WORK_MODES; m++)
+                mode_result_not_run(&r->mode[m].m, 0);
+        for (int m = 0; m < made; m++)
+            free_fn(&w[m]);
     }
 }
 

@@ -13,23 +13,16 @@
  * Why blocks of 1024 threads with 4 chunks each, 64 KiB a block: an armed
  * run's blocks other than block 0 learn of go through a relay (below),
  * which puts about 0.5 us on their copy's path; with 64 KiB a block every
- * W-serve bucket up to 8 rows copies in one block, with no relay. Both
- * are compile-time settings (-DCGR_STAGE_THREADS=, -DCGR_STAGE_UNROLL=)
- * for the A/B measurement docs/staging.md reports.
+ * W-serve bucket up to 8 rows copies in one block, with no relay
+ * (docs/staging.md, "Input kernel shape", has the measurement).
  */
 #include <stdint.h>
 
 #include "pdl.h"
 #include "stage.h"
 
-#ifndef CGR_STAGE_THREADS
-#define CGR_STAGE_THREADS 1024
-#endif
-#ifndef CGR_STAGE_UNROLL
-#define CGR_STAGE_UNROLL 4
-#endif
-#define STAGE_THREADS CGR_STAGE_THREADS
-#define STAGE_UNROLL CGR_STAGE_UNROLL
+#define STAGE_THREADS 1024
+#define STAGE_UNROLL 4
 #define STAGE_MAX_BLOCKS 1024
 
 static __host__ __device__ size_t chunks_of(size_t bytes)
@@ -66,7 +59,7 @@ static __device__ unsigned load_acquire_gpu(const unsigned *p)
  * that the other blocks poll. Why one poller: the host side answers reads
  * of one line one at a time, about 1 us each, so with every block polling
  * the last block saw go about 1 us per block late (measured on the H200
- * with bench/probes/gate_probe.cu: 64 blocks each polling go saw it over
+ * with a probe kernel: 64 blocks each polling go saw it over
  * 62 us; with the relay over 0.5 us). Even occasional reads of go by the other blocks
  * keep that queue long, so they never read it. A block 0 that is not
  * resident cannot hang them: every block has its own timeout.

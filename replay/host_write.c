@@ -5,7 +5,7 @@
  * cache, and the GPU's PCIe read of it has to fetch it from there. With an
  * armed run (capture/gate.c) the GPU reads the inputs right after go, so it pays
  * that in full; a launch at submission hid it behind its own 3 us. On the
- * H200 host (bench/probes/fresh_probe.cu, one 1024-thread block reading
+ * H200 host (a probe kernel: one 1024-thread block reading
  * after go, medians of 201): 16 KiB written with memcpy took 5.5 to 6.9 us
  * from go to done, written with streaming stores 4.5 to 5.4 us, about what
  * data the CPU had not touched took; the write itself cost 0.1 to 0.2 us

@@ -2,7 +2,7 @@
 # One call on the GPU machine: build, run the unit/headers/gpu suites, the
 # gpu suite again with programmatic dependent launch forced off and from
 # PTX, the gpu suite under compute-sanitizer memcheck, and cgr-bench's
-# default suite. Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is
+# default suite (W-chain plain and with PDL, interleaved). Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is
 # printed last.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
 #                      [--sanitizers] [--shapes] [--ddp] [--base DIR]
@@ -28,9 +28,8 @@
 # variants), `cgr-bench cnn --profile --trace` and the PyTorch peer script on
 # the same GPU, and compares them. --soak runs `cgr-bench soak` (1,000,000
 # replays); --sanitizers adds the racecheck and initcheck setups. --shapes
-# runs `cgr-bench serve --stats` (W-serve), `cgr-bench newshape` (capture
-# against update in place) and `mlp-linear-chain` (the small-batch Linear
-# kernel in a five-layer graph); --ddp runs `cgr-bench ddp --nproc 2` (2 GPUs).
+# runs `cgr-bench serve --stats` (W-serve) and `cgr-bench newshape` (capture
+# against update in place); --ddp runs `cgr-bench ddp --nproc 2` (2 GPUs).
 # --base DIR, after everything else, runs tests/compare.sh DIR against this
 # tree's build-gpu: the old source tree DIR (tests/compare.sh says how to
 # make it) built beside it and both cgr-bench binaries measured in turns,
@@ -142,9 +141,6 @@ if [ "${result[build]}" = ok ]; then
         "$b/bench/cgr-bench" default $quick --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 \
             && result[bench]=ok || result[bench]=FAILED
         tail -n 40 "$OUT/bench.log"
-        "$b/bench/cgr-bench" chain --pdl $quick --json "$OUT/bench-pdl.json" \
-            >"$OUT/bench-pdl.log" 2>&1 || result[bench]=FAILED
-        tail -n 14 "$OUT/bench-pdl.log"
     fi
     if [ $shapes = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
         "$b/bench/cgr-bench" serve --stats $quick --json "$OUT/bench-serve.json" \
@@ -153,8 +149,6 @@ if [ "${result[build]}" = ok ]; then
         "$b/bench/cgr-bench" newshape $quick --json "$OUT/bench-newshape.json" \
             >"$OUT/bench-newshape.log" 2>&1 || result[shapes]=FAILED
         tail -n 20 "$OUT/bench-newshape.log"
-        "$b/bench/mlp-linear-chain" >"$OUT/linear-chain.log" 2>&1 || result[shapes]=FAILED
-        cat "$OUT/linear-chain.log"
     fi
     if [ $ddp = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
         "$b/bench/cgr-bench" ddp --nproc 2 $quick --json "$OUT/bench-ddp.json" \

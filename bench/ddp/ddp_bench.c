@@ -233,17 +233,8 @@ static void json_mode_result(json_writer *w, const char *key, const mode_result 
 
 static int write_json(const ddp_job *job, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        bench_error("cannot write %s", path);
-        return -1;
-    }
     json_writer w;
-    json_init(&w, f);
-    json_begin_object(&w, NULL);
-    json_string(&w, "suite", "ddp");
-    json_string(&w, "cgr_version", CGR_VERSION_STRING);
-    json_string(&w, "device_name", job->device_name);
+    TRY(report_suite_json_open(&w, path, "ddp", job->device_name));
     json_int(&w, "world", job->who.world);
     json_begin_array(&w, "results");
     for (int i = 0; i < job->n; i++) {
@@ -263,10 +254,7 @@ static int write_json(const ddp_job *job, const char *path)
         json_end_object(&w);
     }
     json_end_array(&w);
-    json_end_object(&w);
-    int bad = json_finish(&w) != 0;
-    bad |= fclose(f) != 0;
-    return bad ? -1 : 0;
+    return report_suite_json_close(&w, path);
 }
 
 /*

@@ -714,7 +714,7 @@ static void print_lat_row(const char *what, const lat_stats *g, const lat_stats 
            e->rows_per_s, g->req_per_s / e->req_per_s);
 }
 
-static void report(const serve_run *r, const bench_results *res)
+static void serve_report(const serve_run *r, const bench_results *res)
 {
     const cgr_step_stats *g = &r->shape[MODE_GRAPH];
     printf("\nW-serve: %d requests, batch uniform in 1..64 (seed %#llx), buckets "
@@ -1008,7 +1008,7 @@ static int serve_body(serve_run *r, const serve_model *model, serve_rt rts[MODES
     watchdog_disarm();
     TRY(rc);
     TRY(compute_figures(r));
-    report(r, res);
+    serve_report(r, res);
     if (r->cfg->stats)
         for (int m = 0; m < MODES; m++) {
             /* Runtime, step and shape counters, and every shape with its replays and last use. */
