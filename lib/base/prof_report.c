@@ -175,9 +175,9 @@ int cgr__prof_summarize(const cgr__prof_rec *recs, size_t n, const int32_t *run_
         uint64_t d = x->end - x->start;
         r->busy += d;
         switch (x->kind) {
-        case CGR__PROF_KERNEL: r->k_ns += d, r->kernels++; break;
-        case CGR__PROF_MEMCPY: r->mc_ns += d, r->memcpys++; break;
-        default: r->ms_ns += d, r->memsets++; break;
+        case CGR__PROF_KERNEL: r->k_ns += d; r->kernels++; break;
+        case CGR__PROF_MEMCPY: r->mc_ns += d; r->memcpys++; break;
+        default: r->ms_ns += d; r->memsets++; break;
         }
         if (r->n == 0) {
             r->first = x->start;
