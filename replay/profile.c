@@ -24,6 +24,7 @@
  * at the run that closes the window, after the stream drained.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,17 @@
 #include "replay.h"
 
 enum { WAITING = 0, COLLECTING = 1 };
+
+/* snprintf that may cut: every message here fits, or is worth its start alone. */
+static void put(char *dst, size_t cap, const char *fmt, ...) CGR__PRINTF(3, 4);
+static void put(char *dst, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (vsnprintf(dst, cap, fmt, ap) < 0 && cap)
+        dst[0] = '\0';
+    va_end(ap);
+}
 
 typedef struct cgr__profile {
     int state;
@@ -58,7 +70,7 @@ void cgr__profile_attach(cgr_step *s)
         cgr_profile_result *r = &s->stats.profile;
         r->state = CGR_PROFILE_FAILED;
         r->status = CGR_STATUS_OUT_OF_MEMORY;
-        snprintf(r->error, sizeof r->error,
+        put(r->error, sizeof r->error,
                  "cgr_step_create: step '%s': no profile: host allocation of %d runs failed",
                  s->name, o->runs * 2);
         return;
@@ -88,9 +100,8 @@ static void give_up(cgr_step *s, cgr_status st, const char *why)
     r->state = CGR_PROFILE_FAILED;
     r->status = st;
     /* Cut to fit: the start says what and where, the end is CUPTI's or the loader's detail. */
-    if (snprintf(r->error, sizeof r->error, "%s: step '%s': no profile: %s",
-                 s->api_fn ? s->api_fn : "cgr_step_run", s->name, why) < 0)
-        r->error[0] = '\0';
+    put(r->error, sizeof r->error, "%s: step '%s': no profile: %s",
+        s->api_fn ? s->api_fn : "cgr_step_run", s->name, why);
     cgr__log(s->rt, CGR_LOG_WARN, "%s", r->error);
     cgr__profile_detach(s);
 }
@@ -117,7 +128,7 @@ static int open_window(cgr_step *s, cgr__profile *p)
         return -1;
     }
     if (cgr__prof_begin(p->prof, s->name) != CGR__PROF_OK) {
-        snprintf(err, sizeof err, "%s", cgr__prof_errmsg(p->prof));
+        put(err, sizeof err, "%s", cgr__prof_errmsg(p->prof));
         give_up(s, CGR_STATUS_NOT_SUPPORTED, err);
         return -1;
     }
@@ -140,7 +151,7 @@ static void report_path(const cgr_step *s, const char *suffix, char *out, size_t
         name[i] = ok ? c : '_';
     }
     name[i] = '\0';
-    snprintf(out, cap, "%s.%s%s", prefix, name, suffix);
+    put(out, cap, "%s.%s%s", prefix, name, suffix);
 }
 
 enum { TEXT, JSON, TRACE };
@@ -180,7 +191,7 @@ static void close_window(cgr_step *s, cgr__profile *p)
     cudaError_t e = cgr__sync_stream(s->rt);
     if (e != cudaSuccess) {
         /* The run's own error shows at its wait; the profile just ends. */
-        snprintf(why, sizeof why, "cudaStreamSynchronize failed at the end of the window (%s)",
+        put(why, sizeof why, "cudaStreamSynchronize failed at the end of the window (%s)",
                  cudaGetErrorName(e));
         give_up(s, CGR_STATUS_CUDA_ERROR, why);
         return;
@@ -193,7 +204,7 @@ static void close_window(cgr_step *s, cgr__profile *p)
     if (cgr__prof_end(p->prof, (int)p->n, &w) != CGR__PROF_OK ||
         cgr__prof_records(p->prof, &recs, &n, &names, &n_names) != CGR__PROF_OK ||
         cgr__prof_links(p->prof, &links, &n_links) != CGR__PROF_OK) {
-        snprintf(why, sizeof why, "%s", cgr__prof_errmsg(p->prof));
+        put(why, sizeof why, "%s", cgr__prof_errmsg(p->prof));
         give_up(s, CGR_STATUS_NOT_SUPPORTED, why);
         return;
     }
@@ -226,11 +237,11 @@ static void close_window(cgr_step *s, cgr__profile *p)
                                                        : CGR_PROFILE_UNKNOWN;
     r->speedup = sum.speedup;
     if (sum.n_top > 0) {
-        snprintf(r->top_kernel, sizeof r->top_kernel, "%s", sum.top[0].name);
+        put(r->top_kernel, sizeof r->top_kernel, "%s", sum.top[0].name);
         r->top_kernel_share = sum.top[0].share;
     }
     if (bad >= 0) {
-        snprintf(why, sizeof why, "the figures are in cgr_step_stats.profile, but %s could not "
+        put(why, sizeof why, "the figures are in cgr_step_stats.profile, but %s could not "
                  "be written", path[bad]);
         /* The figures stand; only the files failed. */
         cgr_profile_result keep = *r;
@@ -277,7 +288,7 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
     if (cgr__prof_now(p->prof, &run->begin) != CGR__PROF_OK ||
         cgr__prof_push(p->prof, p->n) != CGR__PROF_OK) {
         char why[300];
-        snprintf(why, sizeof why, "%s", cgr__prof_errmsg(p->prof));
+        put(why, sizeof why, "%s", cgr__prof_errmsg(p->prof));
         give_up(s, CGR_STATUS_NOT_SUPPORTED, why);
         return cgr__launch_graph(s, g, slot, 0);
     }
@@ -298,14 +309,14 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
     if (st != CGR_STATUS_OK) {
         /* The run's error is the caller's to see; a window with a failed run says nothing. */
         char msg[512];
-        snprintf(msg, sizeof msg, "run %zu of the window failed (%s)", p->n,
+        put(msg, sizeof msg, "run %zu of the window failed (%s)", p->n,
                  cgr_status_name(st));
         give_up(s, st, msg);
         return st;
     }
     if (tag != CGR__PROF_OK || now != CGR__PROF_OK) {
         char why[300];
-        snprintf(why, sizeof why, "%s", cgr__prof_errmsg(p->prof));
+        put(why, sizeof why, "%s", cgr__prof_errmsg(p->prof));
         give_up(s, CGR_STATUS_NOT_SUPPORTED, why);
         return CGR_STATUS_OK;
     }
