@@ -189,8 +189,9 @@ typedef void (*cgr_log_fn)(cgr_log_level level, const char *message, void *user)
  * compute what the graph would; cgr_step_run_action() reads them as
  * CGR_RUN_EAGER. Armed runs (CGR_ACQUIRE_ARM) are not part of a window.
  * The results go to cgr_step_stats.profile and to the files
- * `path`.<step name>.txt, .json and .trace.json. One step is profiled at
- * a time in a process; another step's window waits until it is done.
+ * PATH.STEP.txt, PATH.STEP.json and PATH.STEP.trace.json (PATH the prefix
+ * below, STEP the step's name). One step is profiled at a time in a
+ * process; another step's window waits until it is done.
  */
 typedef struct cgr_profile_options {
     int runs;         /**< runs of each mode in the window, 1..1000000; 0 (default): no
