@@ -166,6 +166,7 @@ static cgr_status step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_st
         free(s);
         return st;
     }
+    cgr__profile_attach(s);
     s->magic = CGR__MAGIC_STEP;
     s->next = rt->steps;
     rt->steps = s;
@@ -199,6 +200,7 @@ cgr_status cgr__step_destroy_locked(cgr_step *s, int *destroyed)
     cudaError_t e = cgr__sync_stream(rt);
     if (e != cudaSuccess)
         st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
+    cgr__profile_detach(s);
     release_shapes(s);
     cgr__philox_free(s);
     cgr__step_free_io(s);

@@ -46,6 +46,7 @@ static void options_defaults(cgr_options *opt)
     opt->churn_window = 64;
     opt->churn_stable = 32;
     opt->frozen_check = 1;
+    opt->profile.skip = 10;
 }
 
 CGR_API cgr_status cgr_options_init_size(cgr_options *opt, size_t struct_size)
@@ -55,6 +56,73 @@ CGR_API cgr_status cgr_options_init_size(cgr_options *opt, size_t struct_size)
     cgr_options d;
     options_defaults(&d);
     return cgr__struct_init(opt, struct_size, &d, sizeof d, CGR__OPTIONS_MIN_SIZE, "cgr_options");
+}
+
+#define CGR__PROFILE_RUNS_MAX 1000000
+#define CGR__PROFILE_SKIP_MAX 1000000000
+
+/* what: "cgr_options.profile", or the environment variable that set it. */
+static cgr_status check_profile(const cgr_profile_options *p, const char *what)
+{
+    if (p->runs < 0 || p->runs > CGR__PROFILE_RUNS_MAX)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "%s.runs is %d, must be 0..%d (0: no profile)", what, p->runs,
+                        CGR__PROFILE_RUNS_MAX);
+    if (p->skip < 0 || p->skip > CGR__PROFILE_SKIP_MAX)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s.skip is %d, must be 0..%d", what,
+                        p->skip, CGR__PROFILE_SKIP_MAX);
+    return CGR_STATUS_OK;
+}
+
+/* A whole decimal number in 0..max, or -1. */
+static long parse_count(const char *s, size_t n, long max)
+{
+    long v = 0;
+    if (n == 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+        if (v > max)
+            return -1;
+    }
+    return v;
+}
+
+cgr_status cgr__profile_parse(const char *text, cgr_profile_options *out, const char **path)
+{
+    static const char usage[] = "CGR_PROFILE is \"%s\": %s; write RUNS[,skip=N][,path=PREFIX], "
+                                "for example CGR_PROFILE=200,skip=50,path=/tmp/prof";
+    *path = NULL;
+    const char *p = text;
+    size_t n = strcspn(p, ",");
+    long runs = parse_count(p, n, CGR__PROFILE_RUNS_MAX);
+    if (runs < 0)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, usage, text,
+                        "it must start with the runs per mode, 0..1000000");
+    out->runs = (int)runs;
+    p += n;
+    while (*p == ',') {
+        p++;
+        n = strcspn(p, ",");
+        if (n > 5 && !strncmp(p, "skip=", 5)) {
+            long v = parse_count(p + 5, n - 5, CGR__PROFILE_SKIP_MAX);
+            if (v < 0)
+                return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, usage, text,
+                                "skip must be a number, 0..1000000000");
+            out->skip = (int)v;
+        } else if (n > 5 && !strncmp(p, "path=", 5)) {
+            /* The prefix is the rest: a path may hold commas. */
+            *path = p + 5;
+            return CGR_STATUS_OK;
+        } else {
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, usage, text,
+                            "after the runs come skip=N and path=PREFIX");
+        }
+        p += n;
+    }
+    return CGR_STATUS_OK;
 }
 
 /* The range of every field of options that passed the struct_size rule. */
@@ -116,7 +184,7 @@ static cgr_status check_options(const cgr_options *o)
     if (o->frozen_check != 0 && o->frozen_check != 1)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.frozen_check is %d, must be 0 or 1", o->frozen_check);
-    return CGR_STATUS_OK;
+    return check_profile(&o->profile, "cgr_options.profile");
 }
 
 cgr_status cgr__options_load(const cgr_options *opt, cgr_options *out)
@@ -155,11 +223,20 @@ cgr_status cgr__options_own_strings(cgr_options *o)
     const char *diagnose = getenv("CGR_DIAGNOSE");
     if (diagnose && diagnose[0] && strcmp(diagnose, "0") != 0)
         o->diagnose = 1;
+    /* CGR_PROFILE only when the program left the profile off. */
+    const char *profile = o->profile.runs == 0 ? getenv("CGR_PROFILE") : NULL;
+    const char *env_path = NULL;
+    if (profile && profile[0])
+        CGR_TRY(cgr__profile_parse(profile, &o->profile, &env_path));
     const char *dir = o->dump_dir ? o->dump_dir : getenv("CGR_DUMP_DIR");
     const char *allow = o->frozen_allow;
+    const char *ppath = env_path ? env_path : o->profile.path;
     o->frozen_allow = NULL;
+    o->profile.path = NULL;
     CGR_TRY(own_string(&o->dump_dir, dir, "dump_dir"));
     cgr_status st = own_string(&o->frozen_allow, allow, "frozen_allow");
+    if (st == CGR_STATUS_OK)
+        st = own_string(&o->profile.path, ppath, "profile.path");
     if (st != CGR_STATUS_OK)
         cgr__options_free_strings(o);
     return st;
@@ -169,8 +246,10 @@ void cgr__options_free_strings(cgr_options *o)
 {
     free((void *)o->dump_dir);
     free((void *)o->frozen_allow);
+    free((void *)o->profile.path);
     o->dump_dir = NULL;
     o->frozen_allow = NULL;
+    o->profile.path = NULL;
 }
 
 cgr_status cgr__tensor_bytes(const cgr_tensor_desc *t, size_t *bytes)

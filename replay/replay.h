@@ -22,6 +22,17 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
                           uint8_t *action, uint8_t *reason);
 cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                          uint8_t *action, uint8_t *reason);
+/*
+ * The profile window (replay/profile.c, cgr_options.profile). attach at
+ * step creation (s->profile stays NULL without a profile), detach at
+ * destroy; profile_replay carries out a REPLAY decision of a step with
+ * s->profile set, eager or graph by the window, and says which in *action.
+ * rt->lock held, device entered.
+ */
+void cgr__profile_attach(cgr_step *s);
+void cgr__profile_detach(cgr_step *s);
+cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
+                               uint8_t *action);
 /* The public cgr_eager_reason of a shape table reason (replay/shape_stats.c). */
 cgr_eager_reason cgr__public_reason(cgr__shapes_reason r);
 /* Every tensor's shape for the run (what the step sees) from the bucket; and

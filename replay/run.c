@@ -167,7 +167,12 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
         st = cgr__run_check(s, slot, &d, &action, &reason);
     } else if (d.action == CGR__SHAPES_REPLAY) {
         /* An armed run that went is launched; again only if it had expired. */
-        st = armed && !expired ? CGR_STATUS_OK : cgr__launch_graph(s, d.payload, slot, 0);
+        if (armed)
+            st = expired ? cgr__launch_graph(s, d.payload, slot, 0) : CGR_STATUS_OK;
+        else if (__builtin_expect(s->profile != NULL, 0))
+            st = cgr__profile_replay(s, slot, &d, &action); /* the profile window */
+        else
+            st = cgr__launch_graph(s, d.payload, slot, 0);
         if (st == CGR_STATUS_OK)
             s->stats.mode = CGR_MODE_GRAPH;
     } else {

@@ -67,6 +67,11 @@ cgr_status cgr__step_desc_load(const cgr_step_desc *desc, cgr_step_desc *out);
  * CGR_STATUS_OUT_OF_MEMORY leaves dump_dir NULL.
  */
 cgr_status cgr__options_own_strings(cgr_options *o);
+/*
+ * CGR_PROFILE's text ("RUNS[,skip=N][,path=PREFIX]") into out's runs and
+ * skip; *path points into text at the prefix, or is NULL. (validate.c)
+ */
+cgr_status cgr__profile_parse(const char *text, cgr_profile_options *out, const char **path);
 /* Frees what cgr__options_own_strings() allocated. */
 void cgr__options_free_strings(cgr_options *o);
 

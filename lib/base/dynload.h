@@ -108,14 +108,30 @@ const cgr__nccl_api *cgr__nccl(void);
 #include <cupti.h>
 #pragma GCC diagnostic pop
 
-/* What a capture diagnosis needs: a callback on every CUDA API call, then none. */
+/*
+ * What a capture diagnosis needs (a callback on every CUDA API call, then
+ * none) and what the profiler needs (activity records, lib/base/prof.c).
+ */
 #define CGR__CUPTI_FUNCTIONS(X)                                                            \
     X(CUptiResult, cuptiSubscribe, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *)) \
     X(CUptiResult, cuptiUnsubscribe, (CUpti_SubscriberHandle))                             \
     X(CUptiResult, cuptiEnableDomain, (uint32_t, CUpti_SubscriberHandle,                   \
                                        CUpti_CallbackDomain))                              \
     X(CUptiResult, cuptiFinalize, (void))                                                  \
-    X(CUptiResult, cuptiGetResultString, (CUptiResult, const char **))
+    X(CUptiResult, cuptiGetResultString, (CUptiResult, const char **))                     \
+    X(CUptiResult, cuptiGetVersion, (uint32_t *))                                          \
+    X(CUptiResult, cuptiGetTimestamp, (uint64_t *))                                        \
+    X(CUptiResult, cuptiActivityEnable, (CUpti_ActivityKind))                              \
+    X(CUptiResult, cuptiActivityDisable, (CUpti_ActivityKind))                             \
+    X(CUptiResult, cuptiActivityFlushAll, (uint32_t))                                      \
+    X(CUptiResult, cuptiActivityGetNextRecord, (uint8_t *, size_t, CUpti_Activity **))     \
+    X(CUptiResult, cuptiActivityGetNumDroppedRecords, (CUcontext, uint32_t, size_t *))     \
+    X(CUptiResult, cuptiActivityRegisterCallbacks, (CUpti_BuffersCallbackRequestFunc,      \
+                                                    CUpti_BuffersCallbackCompleteFunc))    \
+    X(CUptiResult, cuptiActivityPushExternalCorrelationId,                                 \
+      (CUpti_ExternalCorrelationKind, uint64_t))                                           \
+    X(CUptiResult, cuptiActivityPopExternalCorrelationId,                                  \
+      (CUpti_ExternalCorrelationKind, uint64_t *))
 
 typedef struct cgr__cupti_api {
 #define CGR__DL_MEMBER(ret, name, args) ret(*name) args;

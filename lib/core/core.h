@@ -24,6 +24,7 @@
 struct cgr__graph;
 struct cgr__shapes;
 struct cgr__comm;
+struct cgr__profile;
 
 /*
  * Handles carry a magic word, so that a pointer that is not a cgr handle
@@ -195,6 +196,9 @@ struct cgr_step {
     cgr_philox_state *philox_dev;
     cgr_philox_state philox_init;
     cgr_step_stats stats;
+    /* The profile window (replay/profile.c) while it waits or collects; NULL
+     * otherwise, so that a replay pays one test of it. */
+    struct cgr__profile *profile;
     /* Threads (all under rt->lock; docs/threading.md). */
     pthread_t acquirer;  /* holder of the slot from cgr_step_acquire, while ring.acquired */
     uint32_t waiters;    /* threads inside cgr_step_wait with the lock let go */

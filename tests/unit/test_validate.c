@@ -175,6 +175,10 @@ static void test_options_size(void)
     ASSERT_EQ(got.warmup_runs, 5);
     ASSERT_EQ(got.arm_timeout_us, 1234);
     ASSERT_EQ(got.shape_cache_entries, def.shape_cache_entries);
+    /* The profile block came later: an older caller gets it off, with its defaults. */
+    ASSERT_EQ(got.profile.runs, 0);
+    ASSERT_EQ(got.profile.skip, 10);
+    ASSERT(got.profile.path == NULL);
 
     /* Below the first version, or past the largest size: refused, and init writes nothing. */
     memset(&u, GUARD, sizeof u);
@@ -263,6 +267,73 @@ static void test_dump_dir_copy(void)
     unsetenv("CGR_DUMP_DIR");
     ASSERT_OK(cgr__options_own_strings(&kept));
     ASSERT(kept.dump_dir == NULL);
+}
+
+/* cgr_options.profile, CGR_PROFILE, and the copy of profile.path. */
+static void test_profile_options(void)
+{
+    unsetenv("CGR_PROFILE");
+    cgr_options o, kept;
+    ASSERT_OK(cgr_options_init(&o));
+    ASSERT_EQ(o.profile.runs, 0);
+    ASSERT_EQ(o.profile.skip, 10);
+    o.profile.runs = -1;
+    expect_invalid(cgr__validate_options(&o), "profile.runs", "negative runs");
+    o.profile.runs = 1000001;
+    expect_invalid(cgr__validate_options(&o), "profile.runs", "too many runs");
+    o.profile.runs = 5;
+    o.profile.skip = -2;
+    expect_invalid(cgr__validate_options(&o), "profile.skip", "negative skip");
+    o.profile.skip = 0;
+    char path[32];
+    snprintf(path, sizeof path, "/tmp/mine");
+    o.profile.path = path;
+    ASSERT_OK(cgr__options_load(&o, &kept));
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT(kept.profile.path != NULL && kept.profile.path != path);
+    memset(path, 'x', sizeof path - 1);
+    ASSERT_STR_EQ(kept.profile.path, "/tmp/mine");
+    ASSERT_EQ(kept.profile.runs, 5);
+    cgr__options_free_strings(&kept);
+    ASSERT(kept.profile.path == NULL);
+
+    /* The variable fills a profile the options left off, and only then. */
+    ASSERT_EQ(setenv("CGR_PROFILE", "200,skip=50,path=/tmp/p,q", 1), 0);
+    ASSERT_OK(cgr_options_init(&kept));
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT_EQ(kept.profile.runs, 200);
+    ASSERT_EQ(kept.profile.skip, 50);
+    ASSERT_STR_EQ(kept.profile.path, "/tmp/p,q"); /* the rest, commas and all */
+    cgr__options_free_strings(&kept);
+    ASSERT_OK(cgr__options_load(&o, &kept)); /* runs = 5 from the program */
+    kept.profile.path = NULL;
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT_EQ(kept.profile.runs, 5);
+    ASSERT_EQ(kept.profile.skip, 0);
+    ASSERT(kept.profile.path == NULL);
+    cgr__options_free_strings(&kept);
+    ASSERT_EQ(setenv("CGR_PROFILE", "64", 1), 0);
+    ASSERT_OK(cgr_options_init(&kept));
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT_EQ(kept.profile.runs, 64);
+    ASSERT_EQ(kept.profile.skip, 10);
+    ASSERT(kept.profile.path == NULL);
+    cgr__options_free_strings(&kept);
+    static const char *const bad[] = {"x", "", "200,", "200,skip=", "200,skip=-1",
+                                      "200,runs=3", "2000000", "12,skip=9999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cgr_profile_options p = {0, 10, NULL};
+        const char *pp = NULL;
+        if (!bad[i][0])
+            continue; /* an empty variable is no profile: never parsed */
+        expect_invalid(cgr__profile_parse(bad[i], &p, &pp), "CGR_PROFILE", bad[i]);
+    }
+    ASSERT_EQ(setenv("CGR_PROFILE", "", 1), 0);
+    ASSERT_OK(cgr_options_init(&kept));
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT_EQ(kept.profile.runs, 0);
+    cgr__options_free_strings(&kept);
+    unsetenv("CGR_PROFILE");
 }
 
 static cgr_tensor_desc t2(const char *name, cgr_dtype d, int64_t a, int64_t b)
@@ -371,6 +442,7 @@ int main(void)
     test_options_size();
     test_step_desc_size();
     test_dump_dir_copy();
+    test_profile_options();
     test_tensor_bytes();
     test_step_desc();
     test_create_without_gpu();

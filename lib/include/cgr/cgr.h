@@ -180,10 +180,35 @@ typedef void (*cgr_log_fn)(cgr_log_level level, const char *message, void *user)
 /** @} */
 
 /**
+ * The profile window (cgr_options.profile; docs/wrapping.md, "Is my step
+ * launch-bound?"). Once a step replays a checked graph for its shape and
+ * `skip` more runs of it have passed, its next 2 x `runs` runs of that
+ * shape alternate eager and graph (eager first), measured with CUPTI,
+ * which cgr loads then (the environment variable CGR_CUPTI_LIBRARY names
+ * another file) and detaches when the window closes. The eager runs
+ * compute what the graph would; cgr_step_run_action() reads them as
+ * CGR_RUN_EAGER. Armed runs (CGR_ACQUIRE_ARM) are not part of a window.
+ * The results go to cgr_step_stats.profile and to the files
+ * PATH.STEP.txt, PATH.STEP.json and PATH.STEP.trace.json (PATH the prefix
+ * below, STEP the step's name). One step is profiled at a time in a
+ * process; another step's window waits until it is done.
+ */
+typedef struct cgr_profile_options {
+    int runs;         /**< runs of each mode in the window, 1..1000000; 0 (default): no
+                           profile. Set by the environment variable CGR_PROFILE (for
+                           example CGR_PROFILE=200 or CGR_PROFILE=200,skip=50,path=/tmp/p)
+                           when the options leave it 0 */
+    int skip;         /**< graph runs to let pass before the window opens,
+                           0..1000000000; default 10 */
+    const char *path; /**< file prefix of the reports; NULL (default): "cgr_profile" in the
+                           working directory. The runtime keeps its own copy */
+} cgr_profile_options;
+
+/**
  * Runtime options. Always start from cgr_options_init(): it writes the
  * defaults and struct_size (see "Versioned structs" above).
- * cgr_runtime_create() copies the options, and the dump_dir string with
- * them, so the caller may reuse or free both once it returns.
+ * cgr_runtime_create() copies the options, and the dump_dir, frozen_allow
+ * and profile.path strings with them, so the caller may reuse or free both once it returns.
  *
  * The guides explain the groups of fields: docs/shapes.md the shape cache
  * and the churn guard (shape_cache_entries to churn_stable),
@@ -266,6 +291,8 @@ typedef struct cgr_options {
                                          update in place (outside the byte budget);
                                          default 0 */
     } advanced;
+    cgr_profile_options profile; /**< the profile window (cgr_profile_options); off by
+                                      default */
 } cgr_options;
 
 /**
@@ -608,7 +635,8 @@ CGR_API cgr_status cgr_step_run_action(const cgr_step *step, uint64_t ticket,
 
 /** Why a shape runs eagerly. */
 typedef enum cgr_eager_reason {
-    CGR_EAGER_NONE = 0,       /**< it does not (a cached or warming shape) */
+    CGR_EAGER_NONE = 0,       /**< it does not (a cached or warming shape); counts the
+                                   eager runs of a profile window (cgr_options.profile) */
     CGR_EAGER_CHURN,          /**< the churn guard is tripped and the shape is not cached */
     CGR_EAGER_CAPTURE_FAILED, /**< the shape's capture failed (or capture is disabled) */
     CGR_EAGER_TOO_LARGE,      /**< its graph alone exceeds shape_cache_bytes */
@@ -616,6 +644,55 @@ typedef enum cgr_eager_reason {
                                    run (cgr_options.frozen_check); capture_error says which */
     CGR_EAGER_REASONS         /**< number of reasons; sizes cgr_step_stats.eager_by_reason */
 } cgr_eager_reason;
+
+/** Where a step's profile window is (cgr_profile_result.state). */
+typedef enum cgr_profile_state {
+    CGR_PROFILE_NONE = 0,   /**< no profile asked for, or its window is not open yet */
+    CGR_PROFILE_COLLECTING, /**< the window is open: runs alternate eager and graph */
+    CGR_PROFILE_DONE,       /**< the window closed; the figures and files are written */
+    CGR_PROFILE_FAILED      /**< it could not be taken (error says why); the runs went on */
+} cgr_profile_state;
+
+/** What the profile says of the step (cgr_profile_result.verdict). */
+typedef enum cgr_profile_verdict {
+    CGR_PROFILE_UNKNOWN = 0,  /**< no verdict (no finished profile) */
+    CGR_PROFILE_LAUNCH_BOUND, /**< the GPU is idle more than half of an eager run's wall
+                                   time: launching is the cost, a graph helps */
+    CGR_PROFILE_GPU_BOUND     /**< the GPU is busy at least half of it: the kernels are the
+                                   cost, a graph helps little */
+} cgr_profile_verdict;
+
+/** Per-run figures of one mode of a profile window, in microseconds. */
+typedef struct cgr_profile_mode {
+    uint64_t runs;        /**< runs of this mode measured */
+    double wall_us;       /**< from when the run could start (its launch call began, or the
+                               run before it ended on the GPU, whichever is later) to the end
+                               of its last GPU work */
+    double cpu_us;        /**< host CPU time of the calling thread in cgr's launch call */
+    double busy_us;       /**< GPU time: the sum of its kernel, memcpy and memset durations */
+    double busy_union_us; /**< the union of those intervals (overlapping work once) */
+    double kernels;       /**< kernels per run (a graph run counts cgr's staging kernels) */
+    double idle_share;    /**< 1 - busy_union_us / wall_us over the mode's runs: the share of
+                               wall time the GPU is idle, 0..1 */
+} cgr_profile_mode;
+
+/** The result of a step's profile window (cgr_step_stats.profile). */
+typedef struct cgr_profile_result {
+    cgr_profile_state state;     /**< where the window is */
+    cgr_profile_verdict verdict; /**< launch-bound or GPU-bound, from the eager runs */
+    cgr_profile_mode eager;      /**< the eager runs of the window */
+    cgr_profile_mode graph;      /**< the graph runs of the window */
+    double speedup;              /**< eager.wall_us / graph.wall_us: how many times faster a
+                                      graph run is; 0 when not known */
+    char top_kernel[128];        /**< the kernel with the most GPU time (demangled where the
+                                      process has a demangler); "" if none */
+    double top_kernel_share;     /**< its share of all kernel time in the window, 0..1 */
+    cgr_status status;           /**< with CGR_PROFILE_FAILED: why, as a status:
+                                      CGR_STATUS_NOT_SUPPORTED when CUPTI could not be
+                                      loaded or attached; CGR_STATUS_OK otherwise */
+    char error[1024];            /**< with CGR_PROFILE_FAILED: why, leading with the public
+                                      call and the step; "" otherwise */
+} cgr_profile_result;
 
 /**
  * Counters of one step, from cgr_step_get_stats(). Each run that launched
@@ -626,7 +703,9 @@ typedef enum cgr_eager_reason {
  * A run that captures a graph launches it, so it counts as a replay too:
  * captures <= replays, updates <= captures, and replays - captures runs
  * replayed a graph that was already cached. eager_runs is the sum of
- * eager_by_reason. A run that failed is in none of them.
+ * eager_by_reason. A run that failed is in none of them. The eager runs
+ * of a profile window (cgr_options.profile) are eager runs of a cached
+ * shape: eager_by_reason[CGR_EAGER_NONE] counts them.
  */
 typedef struct cgr_step_stats {
     cgr_step_mode mode;           /**< how the step's latest run ran */
@@ -637,7 +716,8 @@ typedef struct cgr_step_stats {
                                        or updated in place */
     uint64_t updates;             /**< of which updated a cached executable in place */
     uint64_t eager_runs;          /**< eager runs other than warm-ups */
-    uint64_t eager_by_reason[CGR_EAGER_REASONS]; /**< eager_runs by why; [CGR_EAGER_NONE] is 0 */
+    uint64_t eager_by_reason[CGR_EAGER_REASONS]; /**< eager_runs by why; [CGR_EAGER_NONE]:
+                                                    a profile window's */
     uint64_t armed_runs;          /**< runs launched ahead (CGR_ACQUIRE_ARM), then launched */
     uint64_t arm_expired;         /**< of which waited past arm_timeout_us and ran again */
     uint64_t arm_released;        /**< armed runs let through without their launch:
@@ -679,6 +759,7 @@ typedef struct cgr_step_stats {
     char capture_error[512];      /**< why the latest capture failed; "" after a success */
     char last_update_error[256];  /**< why the latest update failed; "" if none */
     char churn_warning[512];      /**< the latest churn guard warning; "" if none */
+    cgr_profile_result profile;   /**< the profile window (cgr_options.profile) */
 } cgr_step_stats;
 
 /**

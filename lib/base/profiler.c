@@ -1,17 +1,17 @@
-/* prof: CUPTI activity-trace profiler for cgr-bench. See prof.h.
+/* cgr__prof: CUPTI activity-trace profiler for cgr-bench. See cgr__prof.h.
  *
  * Data flow:
  *   CUPTI worker thread --buf_completed()--> p->store (guarded by g_lock,
  *   filled only while a window is open, only with records that start at or
- *   after the window's start) --prof_end()--> p->win (owned by the
+ *   after the window's start) --cgr__prof_end()--> p->win (owned by the
  *   API thread: filtered to the window, sorted by start, names resolved)
- *   --> prof_window / prof_top_kernels / prof_trace_add.
+ *   --> cgr__prof_window / cgr__prof_top_kernels / cgr__prof_trace_add.
  *
- * Locking: g_lock guards g_prof and the "shared" part of struct prof. It is
- * never held while calling cuptiActivityFlushAll(), because the flush may run
+ * Locking: g_lock guards g_prof and the "shared" part of struct cgr__prof. It is
+ * never held while calling api->cuptiActivityFlushAll(), because the flush may run
  * buf_completed() on the calling thread, which takes g_lock.
  */
-#include "prof.h"
+#include "profiler.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -20,22 +20,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* cupti_activity.h declares an enum with the value 0x80000000
- * (CUPTI_CLOCKS_THROTTLE_REASON_UNKNOWN), outside the range of int, which
- * -Wpedantic reports (and -Werror would turn into an error). The header is
- * not ours to fix, so that warning is silenced for the includes only. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpedantic"
-#include <cupti_activity.h>
-#include <cupti_result.h>
-#include <cupti_version.h>
-#pragma GCC diagnostic pop
+#include "dynload.h"
+
+#if CGR_HAVE_CUPTI
 
 /* The newest record structs in this CUPTI (13.0): CUPTI fills records of
  * these layouts for the kinds enabled below. */
 typedef CUpti_ActivityKernel10 cupti_kernel_rec;
 typedef CUpti_ActivityMemcpy6 cupti_memcpy_rec;
 typedef CUpti_ActivityMemset4 cupti_memset_rec;
+
+/* CUPTI's functions, loaded by cgr__prof_create (libcgr does not link CUPTI). */
+static const cgr__cupti_api *api;
 
 /* libstdc++'s demangler, used only if something else already loaded
  * libstdc++ into the process; we link no demangler ourselves. A weak
@@ -44,44 +40,30 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
                             int *status)
     __attribute__((weak, visibility("default")));
 
-#ifndef PROF_BUF_MB
-#define PROF_BUF_MB 8
+#ifndef CGR__PROF_BUF_MB
+#define CGR__PROF_BUF_MB 8
 #endif
-#define BUF_SIZE ((size_t)PROF_BUF_MB << 20) /* bytes per CUPTI buffer */
+#define BUF_SIZE ((size_t)CGR__PROF_BUF_MB << 20) /* bytes per CUPTI buffer */
 #define BUF_ALIGN 8                /* CUPTI wants 8-byte aligned buffers */
 #define POOL_MAX 16                /* buffers kept for reuse (128 MiB) */
-#define POOL_PREFILL 4             /* pre-faulted at prof_create (32 MiB) */
-#ifndef PROF_BEGIN_FLUSH
-#define PROF_BEGIN_FLUSH 0         /* see prof_begin */
+#define POOL_PREFILL 4             /* pre-faulted at cgr__prof_create (32 MiB) */
+#ifndef CGR__PROF_BEGIN_FLUSH
+#define CGR__PROF_BEGIN_FLUSH 0         /* see cgr__prof_begin */
 #endif
 #define NAME_CACHE 4096            /* direct-mapped name-pointer cache */
 #define UNKNOWN_NAME_ID 0u         /* names[0] is "<unknown>" */
 
-enum { R_KERNEL = 1, R_MEMCPY = 2, R_MEMSET = 3 };
 
-/* One kernel / memcpy / memset, as kept by prof (72 bytes). */
-typedef struct rec {
-    uint64_t start, end;  /* ns, CUPTI clock */
-    uint64_t bytes;       /* memcpy / memset */
-    const char *cname;    /* kernel: CUPTI's name (resolved at prof_end) */
-    uint32_t name_id;     /* kernel: index into names[] after prof_end */
-    uint32_t stream;      /* CUPTI stream id */
-    int32_t grid[3];
-    uint16_t block[3];
-    uint16_t regs;        /* kernel: registers per thread */
-    uint32_t smem;        /* kernel: static + dynamic shared memory */
-    uint32_t graph_id;    /* 0 if not launched from a graph */
-    uint8_t kind;         /* R_* */
-    uint8_t copy_kind;    /* memcpy: CUpti_ActivityMemcpyKind */
-} rec;
-_Static_assert(sizeof(rec) <= 72, "rec grew: update PROF_MAX_RECORDS' note");
+/* One kernel / memcpy / memset, as kept by cgr__prof (prof_report.h). */
+typedef cgr__prof_rec rec;
+_Static_assert(sizeof(rec) <= 80, "rec grew: update CGR__PROF_MAX_RECORDS' note");
 
 struct name_slot {
     const char *ptr;  /* CUPTI's name pointer */
     uint32_t id;
 };
 
-struct prof {
+struct cgr__prof {
     char err[256];
 
     /* ---- shared with the CUPTI callback: guarded by g_lock ---- */
@@ -91,9 +73,15 @@ struct prof {
     uint64_t store_dropped;   /* cap / OOM / CUPTI drops / bad buffers */
     uint64_t t0;              /* window start, ns: earlier records are
                                  dropped by the callback (written under
-                                 g_lock by prof_begin only) */
+                                 g_lock by cgr__prof_begin only) */
+    cgr__prof_link *links;    /* EXTERNAL_CORRELATION records of the window */
+    size_t links_n, links_cap;
+    uint64_t links_dropped;
 
     /* ---- API thread only ---- */
+    unsigned flags;           /* CGR__PROF_CORRELATE */
+    cgr__prof_link *wlinks;   /* the last window's links (swapped with links at end) */
+    size_t wlinks_n, wlinks_cap;
     int in_window;
     char label[64];
     uint64_t t1;              /* window end, ns */
@@ -101,7 +89,7 @@ struct prof {
     rec *win;                 /* last window: filtered, sorted by start */
     size_t win_n, win_cap;
     int have_window;
-    prof_window last;
+    cgr__prof_window last;
 
     /* interned kernel names (raw = as CUPTI gives, disp = for display) */
     char **raw;
@@ -121,7 +109,7 @@ struct prof {
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static prof *g_prof; /* guarded by g_lock */
+static cgr__prof *g_prof; /* guarded by g_lock */
 
 static const CUpti_ActivityKind k_kinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -141,9 +129,9 @@ static void vset_err(char *dst, size_t len, const char *fmt, va_list ap)
         dst[0] = '\0';
 }
 
-static void set_err(prof *p, const char *fmt, ...)
+static void set_err(cgr__prof *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void set_err(prof *p, const char *fmt, ...)
+static void set_err(cgr__prof *p, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -152,22 +140,22 @@ static void set_err(prof *p, const char *fmt, ...)
 }
 
 /* The const entry points still record a message: the message buffer is not
- * part of prof's logical state, and every prof comes from calloc (never a
+ * part of cgr__prof's logical state, and every cgr__prof comes from calloc (never a
  * const object), so writing through the cast is well defined. */
-static void set_err_c(const prof *p, const char *fmt, ...)
+static void set_err_c(const cgr__prof *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void set_err_c(const prof *p, const char *fmt, ...)
+static void set_err_c(const cgr__prof *p, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vset_err(((prof *)(uintptr_t)p)->err, sizeof p->err, fmt, ap);
+    vset_err(((cgr__prof *)(uintptr_t)p)->err, sizeof p->err, fmt, ap);
     va_end(ap);
 }
 
 static const char *cupti_str(CUptiResult r)
 {
     const char *s = NULL;
-    if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s)
+    if (!api || api->cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s)
         return "unknown CUPTI error";
     return s;
 }
@@ -196,50 +184,35 @@ static const char *cupti_hint(CUptiResult r)
     }
 }
 
-/* Records a CUPTI failure and returns PROF_ECUPTI. */
+/* Records a CUPTI failure and returns CGR__PROF_ECUPTI. */
 static int cupti_fail(char *dst, size_t len, const char *what, CUptiResult r)
 {
     if (dst && len)
         snprintf(dst, len, "%s failed: %s (%d)%s", what, cupti_str(r), (int)r,
                  cupti_hint(r));
-    return PROF_ECUPTI;
+    return CGR__PROF_ECUPTI;
 }
 
-const char *prof_errmsg(const prof *p)
+const char *cgr__prof_errmsg(const cgr__prof *p)
 {
-    return p ? p->err : "prof is NULL";
-}
-
-const char *prof_strerror(int code)
-{
-    switch (code) {
-    case PROF_OK: return "ok";
-    case PROF_WTRUNC: return "trace truncated (size cap reached)";
-    case PROF_EINVAL: return "invalid argument";
-    case PROF_ECUPTI: return "CUPTI call failed";
-    case PROF_ENOMEM: return "out of memory";
-    case PROF_ESTATE: return "call out of order";
-    case PROF_EIO: return "I/O error";
-    case PROF_EBUSY: return "a prof already exists in this process";
-    default: return "unknown prof error";
-    }
+    return p ? p->err : "cgr__prof is NULL";
 }
 
 /* ------------------------------------------------------------------ */
 /* CUPTI buffer callbacks (may run on CUPTI's worker thread)           */
 
-static void store_push(prof *p, const rec *r)
+static void store_push(cgr__prof *p, const rec *r)
 {
     if (p->store_n == p->store_cap) {
         size_t ncap;
         rec *n;
-        if (p->store_cap >= PROF_MAX_RECORDS) {
+        if (p->store_cap >= CGR__PROF_MAX_RECORDS) {
             p->store_dropped++;
             return;
         }
         ncap = p->store_cap ? p->store_cap * 2 : 65536;
-        if (ncap > PROF_MAX_RECORDS)
-            ncap = PROF_MAX_RECORDS;
+        if (ncap > CGR__PROF_MAX_RECORDS)
+            ncap = CGR__PROF_MAX_RECORDS;
         n = realloc(p->store, ncap * sizeof *n);
         if (!n) {
             p->store_dropped++;
@@ -251,12 +224,32 @@ static void store_push(prof *p, const rec *r)
     p->store[p->store_n++] = *r;
 }
 
+/* The window's links, bounded like the store; a lost link only sends its
+ * records to attribution by time. */
+static void link_push(cgr__prof *p, uint32_t correlation, uint64_t id)
+{
+    if (p->links_n == p->links_cap) {
+        size_t ncap = p->links_cap ? p->links_cap * 2 : 4096;
+        cgr__prof_link *n = ncap <= CGR__PROF_MAX_RECORDS ? realloc(p->links, ncap * sizeof *n)
+                                                          : NULL;
+        if (!n) {
+            p->links_dropped++;
+            return;
+        }
+        p->links = n;
+        p->links_cap = ncap;
+    }
+    p->links[p->links_n].correlation = correlation;
+    p->links[p->links_n].run = id > UINT32_MAX ? UINT32_MAX : (uint32_t)id;
+    p->links_n++;
+}
+
 static uint16_t clamp_u16(int32_t v)
 {
     return v < 0 ? 0 : v > 65535 ? 65535 : (uint16_t)v;
 }
 
-static void take_record(prof *p, const CUpti_Activity *a)
+static void take_record(cgr__prof *p, const CUpti_Activity *a)
 {
     rec r;
     memset(&r, 0, sizeof r);
@@ -266,10 +259,10 @@ static void take_record(prof *p, const CUpti_Activity *a)
         const cupti_kernel_rec *k = (const cupti_kernel_rec *)(const void *)a;
         int64_t smem = (int64_t)k->staticSharedMemory +
                        (int64_t)k->dynamicSharedMemory;
-        r.kind = R_KERNEL;
+        r.kind = CGR__PROF_KERNEL;
         r.start = k->start;
         r.end = k->end;
-        r.cname = k->name;
+        r.cupti_name = k->name;
         r.stream = k->streamId;
         r.grid[0] = k->gridX;
         r.grid[1] = k->gridY;
@@ -280,34 +273,44 @@ static void take_record(prof *p, const CUpti_Activity *a)
         r.regs = k->registersPerThread;
         r.smem = smem < 0 ? 0 : smem > UINT32_MAX ? UINT32_MAX : (uint32_t)smem;
         r.graph_id = k->graphId;
+        r.correlation = k->correlationId;
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const cupti_memcpy_rec *m = (const cupti_memcpy_rec *)(const void *)a;
-        r.kind = R_MEMCPY;
+        r.kind = CGR__PROF_MEMCPY;
         r.start = m->start;
         r.end = m->end;
         r.bytes = m->bytes;
         r.stream = m->streamId;
         r.copy_kind = m->copyKind;
         r.graph_id = m->graphId;
+        r.correlation = m->correlationId;
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const cupti_memset_rec *m = (const cupti_memset_rec *)(const void *)a;
-        r.kind = R_MEMSET;
+        r.kind = CGR__PROF_MEMSET;
         r.start = m->start;
         r.end = m->end;
         r.bytes = m->bytes;
         r.stream = m->streamId;
         r.graph_id = m->graphId;
+        r.correlation = m->correlationId;
         break;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+        const CUpti_ActivityExternalCorrelation *x =
+            (const CUpti_ActivityExternalCorrelation *)(const void *)a;
+        if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
+            link_push(p, x->correlationId, x->externalId);
+        return;
     }
     default:
         return; /* a kind someone else enabled: not ours */
     }
     /* Work that started before the window is not the window's. Untimed
-     * records (0, 0) are kept so prof_end can count them. */
+     * records (0, 0) are kept so cgr__prof_end can count them. */
     if ((r.start != 0 || r.end != 0) && r.start < p->t0)
         return;
     store_push(p, &r);
@@ -316,8 +319,8 @@ static void take_record(prof *p, const CUpti_Activity *a)
 /* Buffer pool. A flush hands CUPTI's current buffer back, so the first
  * record after it needs a new one, and CUPTI asks for it inside the launch
  * call. With a fresh 8 MiB allocation each time (mmap + page faults) that
- * launch took 0.5-4 ms on an H200; with buffers pre-faulted at prof_create
- * and recycled, 0.05-0.7 ms (the rest is CUPTI's own, see prof_begin). The
+ * launch took 0.5-4 ms on an H200; with buffers pre-faulted at cgr__prof_create
+ * and recycled, 0.05-0.7 ms (the rest is CUPTI's own, see cgr__prof_begin). The
  * pool has its own lock, never held while calling CUPTI. */
 static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *g_pool[POOL_MAX]; /* guarded by g_pool_lock */
@@ -395,13 +398,13 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream_id,
                                    size_t valid)
 {
     size_t cupti_dropped = 0;
-    prof *p;
+    cgr__prof *p;
     (void)ctx;
     (void)stream_id;
     (void)size;
 
     /* Reads and resets CUPTI's count of records it could not store. */
-    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &cupti_dropped) !=
+    if (api->cuptiActivityGetNumDroppedRecords(NULL, 0, &cupti_dropped) !=
         CUPTI_SUCCESS)
         cupti_dropped = 0;
 
@@ -412,7 +415,7 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream_id,
         if (buffer && valid > 0) {
             CUpti_Activity *a = NULL;
             for (;;) {
-                CUptiResult r = cuptiActivityGetNextRecord(buffer, valid, &a);
+                CUptiResult r = api->cuptiActivityGetNextRecord(buffer, valid, &a);
                 if (r == CUPTI_ERROR_MAX_LIMIT_REACHED)
                     break;
                 if (r != CUPTI_SUCCESS || !a) {
@@ -465,13 +468,13 @@ static char *display_name(const char *raw)
     return dup_str(raw);
 }
 
-static int htab_grow(prof *p)
+static int htab_grow(cgr__prof *p)
 {
     size_t ncap = p->hcap ? p->hcap * 2 : 256;
     uint32_t *t = calloc(ncap, sizeof *t);
     size_t i;
     if (!t)
-        return PROF_ENOMEM;
+        return CGR__PROF_ENOMEM;
     for (i = 0; i < p->names_n; i++) {
         size_t j = (size_t)fnv1a(p->raw[i]) & (ncap - 1);
         while (t[j])
@@ -481,38 +484,38 @@ static int htab_grow(prof *p)
     free(p->htab);
     p->htab = t;
     p->hcap = ncap;
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
 /* Interns name (by content) and returns its id in *id. */
-static int intern(prof *p, const char *name, uint32_t *id)
+static int intern(cgr__prof *p, const char *name, uint32_t *id)
 {
     size_t j;
     char *raw, *disp;
 
-    if ((p->names_n + 1) * 2 > p->hcap && htab_grow(p) != PROF_OK)
-        return PROF_ENOMEM;
+    if ((p->names_n + 1) * 2 > p->hcap && htab_grow(p) != CGR__PROF_OK)
+        return CGR__PROF_ENOMEM;
     j = (size_t)fnv1a(name) & (p->hcap - 1);
     while (p->htab[j]) {
         uint32_t k = p->htab[j] - 1;
         if (strcmp(p->raw[k], name) == 0) {
             *id = k;
-            return PROF_OK;
+            return CGR__PROF_OK;
         }
         j = (j + 1) & (p->hcap - 1);
     }
     if (p->names_n >= UINT32_MAX - 1)
-        return PROF_ENOMEM;
+        return CGR__PROF_ENOMEM;
     if (p->names_n == p->names_cap) {
         size_t ncap = p->names_cap ? p->names_cap * 2 : 64;
         char **a = realloc(p->raw, ncap * sizeof *a);
         char **b;
         if (!a)
-            return PROF_ENOMEM;
+            return CGR__PROF_ENOMEM;
         p->raw = a;
         b = realloc(p->disp, ncap * sizeof *b);
         if (!b)
-            return PROF_ENOMEM;
+            return CGR__PROF_ENOMEM;
         p->disp = b;
         p->names_cap = ncap;
     }
@@ -521,48 +524,50 @@ static int intern(prof *p, const char *name, uint32_t *id)
     if (!raw || !disp) {
         free(raw);
         free(disp);
-        return PROF_ENOMEM;
+        return CGR__PROF_ENOMEM;
     }
     p->raw[p->names_n] = raw;
     p->disp[p->names_n] = disp;
     p->htab[j] = (uint32_t)p->names_n + 1;
     *id = (uint32_t)p->names_n++;
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
 /* CUPTI shares one name string among all records of a kernel, so a cache
  * keyed by the pointer avoids hashing long (templated) names per record.
  * The cache is cleared every window, so a pointer reused after a module
  * unload cannot map to a stale name across windows. */
-static int resolve_name(prof *p, const char *cname, uint32_t *id)
+static int resolve_name(cgr__prof *p, const char *cname, uint32_t *id)
 {
     struct name_slot *s;
     int rc;
     if (!cname || !cname[0]) {
         *id = UNKNOWN_NAME_ID;
-        return PROF_OK;
+        return CGR__PROF_OK;
     }
     s = &p->cache[((uintptr_t)cname >> 3) % NAME_CACHE];
     if (s->ptr == cname) {
         *id = s->id;
-        return PROF_OK;
+        return CGR__PROF_OK;
     }
     rc = intern(p, cname, id);
-    if (rc != PROF_OK)
+    if (rc != CGR__PROF_OK)
         return rc;
     s->ptr = cname;
     s->id = *id;
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
 /* ------------------------------------------------------------------ */
 /* create / destroy                                                    */
 
-static void free_all(prof *p)
+static void free_all(cgr__prof *p)
 {
     size_t i;
     free(p->store);
     free(p->win);
+    free(p->links);
+    free(p->wlinks);
     for (i = 0; i < p->names_n; i++) {
         free(p->raw[i]);
         free(p->disp[i]);
@@ -574,31 +579,80 @@ static void free_all(prof *p)
     free(p);
 }
 
-static void disable_kinds(size_t n)
+/*
+ * With CGR__PROF_CORRELATE: external correlation records are made only
+ * for API calls that CUPTI records, so the runtime and driver API kinds
+ * go with it (kernels launched through either are then tagged).
+ */
+static const CUpti_ActivityKind k_correlate[] = {
+    CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_DRIVER,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+};
+#define N_CORRELATE (sizeof k_correlate / sizeof k_correlate[0])
+
+static void disable_kinds(unsigned flags)
 {
     size_t i;
-    for (i = 0; i < n; i++)
-        (void)cuptiActivityDisable(k_kinds[i]); /* best effort on teardown */
+    for (i = 0; i < N_KINDS; i++)
+        (void)api->cuptiActivityDisable(k_kinds[i]); /* best effort on teardown */
+    for (i = 0; (flags & CGR__PROF_CORRELATE) && i < N_CORRELATE; i++)
+        (void)api->cuptiActivityDisable(k_correlate[i]);
 }
 
-int prof_create(prof **out, char *err, size_t errlen)
+/*
+ * Hands back the buffers CUPTI holds and detaches CUPTI from the process:
+ * a process that keeps CUPTI's activity tracing attached pays more host
+ * time in every later launch (capture/watch.c has the figure).
+ */
+static void detach(unsigned flags)
+{
+    disable_kinds(flags);
+    (void)api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    (void)api->cuptiFinalize();
+}
+
+static int enable(const CUpti_ActivityKind *kinds, size_t n, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        CUptiResult r = api->cuptiActivityEnable(kinds[i]);
+        if (r != CUPTI_SUCCESS) {
+            char what[64];
+            snprintf(what, sizeof what, "cuptiActivityEnable(kind %d)", (int)kinds[i]);
+            return cupti_fail(err, errlen, what, r);
+        }
+    }
+    return CGR__PROF_OK;
+}
+
+int cgr__prof_create(cgr__prof **out, char *err, size_t errlen)
+{
+    return cgr__prof_create_ex(out, 0, err, errlen);
+}
+
+int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errlen)
 {
     uint32_t ver = 0;
     CUptiResult r;
-    prof *p;
-    size_t i;
+    cgr__prof *p;
     uint32_t id;
 
     if (err && errlen)
         err[0] = '\0';
-    if (!out) {
+    if (!out || (flags & ~(unsigned)CGR__PROF_CORRELATE)) {
         if (err && errlen)
-            snprintf(err, errlen, "prof_create: out is NULL");
-        return PROF_EINVAL;
+            snprintf(err, errlen, "cgr__prof_create: out is NULL or unknown flags");
+        return CGR__PROF_EINVAL;
     }
     *out = NULL;
+    if (cgr__cupti_load("profiling") != CGR_STATUS_OK) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s", cgr_last_error());
+        return CGR__PROF_ENOLIB;
+    }
+    api = cgr__cupti();
 
-    r = cuptiGetVersion(&ver);
+    r = api->cuptiGetVersion(&ver);
     if (r != CUPTI_SUCCESS)
         return cupti_fail(err, errlen, "cuptiGetVersion", r);
     /* The record structs above are those of the headers' CUPTI major
@@ -611,20 +665,21 @@ int prof_create(prof **out, char *err, size_t errlen)
                      "%u: build and run with the same CUDA toolkit major "
                      "version",
                      (unsigned)ver, (unsigned)CUPTI_API_VERSION);
-        return PROF_ECUPTI;
+        return CGR__PROF_ECUPTI;
     }
 
     p = calloc(1, sizeof *p);
     if (!p) {
         if (err && errlen)
-            snprintf(err, errlen, "prof_create: out of memory");
-        return PROF_ENOMEM;
+            snprintf(err, errlen, "cgr__prof_create: out of memory");
+        return CGR__PROF_ENOMEM;
     }
-    if (intern(p, "<unknown>", &id) != PROF_OK || id != UNKNOWN_NAME_ID) {
+    p->flags = flags;
+    if (intern(p, "<unknown>", &id) != CGR__PROF_OK || id != UNKNOWN_NAME_ID) {
         free_all(p);
         if (err && errlen)
-            snprintf(err, errlen, "prof_create: out of memory");
-        return PROF_ENOMEM;
+            snprintf(err, errlen, "cgr__prof_create: out of memory");
+        return CGR__PROF_ENOMEM;
     }
 
     (void)pthread_mutex_lock(&g_lock);
@@ -633,57 +688,49 @@ int prof_create(prof **out, char *err, size_t errlen)
         free_all(p);
         if (err && errlen)
             snprintf(err, errlen,
-                     "prof_create: a prof already exists in this process "
+                     "cgr__prof_create: a profiler already exists in this process "
                      "(CUPTI allows one set of buffer callbacks)");
-        return PROF_EBUSY;
+        return CGR__PROF_EBUSY;
     }
     g_prof = p; /* collecting == 0: callbacks ignore records for now */
     (void)pthread_mutex_unlock(&g_lock);
     pool_start(POOL_PREFILL);
 
-    r = cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
+    r = api->cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
     if (r != CUPTI_SUCCESS) {
         cupti_fail(err, errlen, "cuptiActivityRegisterCallbacks", r);
         goto fail;
     }
-    for (i = 0; i < N_KINDS; i++) {
-        r = cuptiActivityEnable(k_kinds[i]);
-        if (r != CUPTI_SUCCESS) {
-            char what[64];
-            snprintf(what, sizeof what, "cuptiActivityEnable(kind %d)",
-                     (int)k_kinds[i]);
-            cupti_fail(err, errlen, what, r);
-            disable_kinds(i);
-            goto fail;
-        }
-    }
+    if (enable(k_kinds, N_KINDS, err, errlen) != CGR__PROF_OK ||
+        ((flags & CGR__PROF_CORRELATE) &&
+         enable(k_correlate, N_CORRELATE, err, errlen) != CGR__PROF_OK))
+        goto fail;
     *out = p;
-    return PROF_OK;
+    return CGR__PROF_OK;
 
 fail:
-    (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    detach(flags);
     (void)pthread_mutex_lock(&g_lock);
     g_prof = NULL;
     (void)pthread_mutex_unlock(&g_lock);
     pool_stop();
     free_all(p);
-    return PROF_ECUPTI;
+    return CGR__PROF_ECUPTI;
 }
 
-void prof_destroy(prof **pp)
+void cgr__prof_destroy(cgr__prof **pp)
 {
-    prof *p;
+    cgr__prof *p;
     if (!pp || !*pp)
         return;
     p = *pp;
     *pp = NULL;
-    disable_kinds(N_KINDS);
-    /* Hand back the buffers CUPTI still holds; with collecting == 0 (or
-     * g_prof cleared below) their records are discarded. Best effort. */
+    /* With collecting == 0 (or g_prof cleared below) the records still
+     * in CUPTI's buffers are discarded. Best effort. */
     (void)pthread_mutex_lock(&g_lock);
     p->collecting = 0;
     (void)pthread_mutex_unlock(&g_lock);
-    (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    detach(p->flags);
     (void)pthread_mutex_lock(&g_lock);
     if (g_prof == p)
         g_prof = NULL;
@@ -695,14 +742,14 @@ void prof_destroy(prof **pp)
 /* ------------------------------------------------------------------ */
 /* windows                                                             */
 
-int prof_begin(prof *p, const char *label)
+int cgr__prof_begin(cgr__prof *p, const char *label)
 {
     CUptiResult r;
     size_t d = 0;
     uint64_t t0 = 0;
 
     if (!p)
-        return PROF_EINVAL;
+        return CGR__PROF_EINVAL;
     p->err[0] = '\0';
 
     /* A second begin without end restarts the window. */
@@ -718,18 +765,18 @@ int prof_begin(prof *p, const char *label)
      * inside every window. Earlier records are discarded by time instead:
      * the callback keeps only records that start at or after t0. Build with
      * -DPROF_BEGIN_FLUSH=1 to flush anyway. */
-#if PROF_BEGIN_FLUSH
-    r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+#if CGR__PROF_BEGIN_FLUSH
+    r = api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (r != CUPTI_SUCCESS)
         return cupti_fail(p->err, sizeof p->err, "cuptiActivityFlushAll", r);
 #endif
     /* Reset CUPTI's dropped-record count so the window sees only its own. */
-    r = cuptiActivityGetNumDroppedRecords(NULL, 0, &d);
+    r = api->cuptiActivityGetNumDroppedRecords(NULL, 0, &d);
     if (r != CUPTI_SUCCESS)
         return cupti_fail(p->err, sizeof p->err,
                           "cuptiActivityGetNumDroppedRecords", r);
 
-    r = cuptiGetTimestamp(&t0);
+    r = api->cuptiGetTimestamp(&t0);
     if (r != CUPTI_SUCCESS)
         return cupti_fail(p->err, sizeof p->err, "cuptiGetTimestamp", r);
 
@@ -737,12 +784,14 @@ int prof_begin(prof *p, const char *label)
     p->t0 = t0;
     p->store_n = 0;
     p->store_dropped = 0;
+    p->links_n = 0;
+    p->links_dropped = 0;
     p->collecting = 1;
     (void)pthread_mutex_unlock(&g_lock);
     p->t1 = 0;
     snprintf(p->label, sizeof p->label, "%s", label ? label : "");
     p->in_window = 1;
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
 static int cmp_rec(const void *a, const void *b)
@@ -755,7 +804,7 @@ static int cmp_rec(const void *a, const void *b)
     return (int)x->kind - (int)y->kind;
 }
 
-int prof_end(prof *p, int steps, prof_window *out)
+int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
 {
     CUptiResult r;
     size_t d = 0, i, n;
@@ -765,33 +814,33 @@ int prof_end(prof *p, int steps, prof_window *out)
     uint64_t first = 0, last_end = 0, cur_s = 0, cur_e = 0;
     rec *tmp;
     size_t tcap;
-    prof_window w;
-    int rc = PROF_OK;
+    cgr__prof_window w;
+    int rc = CGR__PROF_OK;
 
     if (!p)
-        return PROF_EINVAL;
+        return CGR__PROF_EINVAL;
     p->err[0] = '\0';
     if (steps < 1) {
-        set_err(p, "prof_end: steps must be >= 1 (got %d)", steps);
-        return PROF_EINVAL;
+        set_err(p, "cgr__prof_end: steps must be >= 1 (got %d)", steps);
+        return CGR__PROF_EINVAL;
     }
     if (!p->in_window) {
-        set_err(p, "prof_end: no window open (call prof_begin first)");
-        return PROF_ESTATE;
+        set_err(p, "cgr__prof_end: no window open (call cgr__prof_begin first)");
+        return CGR__PROF_ESTATE;
     }
     p->in_window = 0;
     p->have_window = 0;
 
-    r = cuptiGetTimestamp(&t1);
+    r = api->cuptiGetTimestamp(&t1);
     if (r != CUPTI_SUCCESS)
         rc = cupti_fail(p->err, sizeof p->err, "cuptiGetTimestamp", r);
-    if (rc == PROF_OK) {
-        r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (rc == CGR__PROF_OK) {
+        r = api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         if (r != CUPTI_SUCCESS)
             rc = cupti_fail(p->err, sizeof p->err, "cuptiActivityFlushAll", r);
     }
-    if (rc == PROF_OK) {
-        r = cuptiActivityGetNumDroppedRecords(NULL, 0, &d);
+    if (rc == CGR__PROF_OK) {
+        r = api->cuptiActivityGetNumDroppedRecords(NULL, 0, &d);
         if (r != CUPTI_SUCCESS)
             rc = cupti_fail(p->err, sizeof p->err,
                             "cuptiActivityGetNumDroppedRecords", r);
@@ -810,9 +859,19 @@ int prof_end(prof *p, int steps, prof_window *out)
     p->store_n = 0;
     dropped = p->store_dropped + d;
     p->store_dropped = 0;
+    {
+        cgr__prof_link *lt = p->wlinks;
+        size_t lcap = p->wlinks_cap;
+        p->wlinks = p->links;
+        p->wlinks_cap = p->links_cap;
+        p->wlinks_n = p->links_n;
+        p->links = lt;
+        p->links_cap = lcap;
+        p->links_n = 0;
+    }
     (void)pthread_mutex_unlock(&g_lock);
 
-    if (rc != PROF_OK) {
+    if (rc != CGR__PROF_OK) {
         p->win_n = 0;
         return rc;
     }
@@ -838,14 +897,14 @@ int prof_end(prof *p, int steps, prof_window *out)
     memset(p->cache, 0, sizeof p->cache);
     for (i = 0; i < n; i++) {
         rec *x = &p->win[i];
-        if (x->kind != R_KERNEL)
+        if (x->kind != CGR__PROF_KERNEL)
             continue;
-        if (resolve_name(p, x->cname, &x->name_id) != PROF_OK) {
+        if (resolve_name(p, x->cupti_name, &x->name_id) != CGR__PROF_OK) {
             p->win_n = 0;
-            set_err(p, "prof_end: out of memory interning kernel names");
-            return PROF_ENOMEM;
+            set_err(p, "cgr__prof_end: out of memory interning kernel names");
+            return CGR__PROF_ENOMEM;
         }
-        x->cname = NULL; /* not used past this point */
+        x->cupti_name = NULL; /* not used past this point */
     }
 
     /* Sums, counts, span and the union of the busy intervals. */
@@ -853,8 +912,8 @@ int prof_end(prof *p, int steps, prof_window *out)
         const rec *x = &p->win[i];
         uint64_t dur = x->end - x->start;
         switch (x->kind) {
-        case R_KERNEL: k_ns += dur; nk++; break;
-        case R_MEMCPY: mc_ns += dur; nmc++; break;
+        case CGR__PROF_KERNEL: k_ns += dur; nk++; break;
+        case CGR__PROF_MEMCPY: mc_ns += dur; nmc++; break;
         default: ms_ns += dur; nms++; break;
         }
         if (i == 0) {
@@ -898,26 +957,26 @@ int prof_end(prof *p, int steps, prof_window *out)
     p->have_window = 1;
     if (out)
         *out = w;
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
-int prof_now(prof *p, uint64_t *ns)
+int cgr__prof_now(cgr__prof *p, uint64_t *ns)
 {
     if (!p || !ns)
-        return PROF_EINVAL;
-    CUptiResult r = cuptiGetTimestamp(ns);
+        return CGR__PROF_EINVAL;
+    CUptiResult r = api->cuptiGetTimestamp(ns);
     if (r != CUPTI_SUCCESS)
         return cupti_fail(p->err, sizeof p->err, "cuptiGetTimestamp", r);
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
-int prof_intervals(const prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n)
+int cgr__prof_intervals(const cgr__prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n)
 {
     if (!p || !n || (max && (!start || !end)))
-        return PROF_EINVAL;
+        return CGR__PROF_EINVAL;
     if (!p->have_window) {
-        set_err_c(p, "prof_intervals: no finished window");
-        return PROF_ESTATE;
+        set_err_c(p, "cgr__prof_intervals: no finished window");
+        return CGR__PROF_ESTATE;
     }
     size_t k = p->win_n < max ? p->win_n : max;
     for (size_t i = 0; i < k; i++) {
@@ -925,7 +984,7 @@ int prof_intervals(const prof *p, uint64_t *start, uint64_t *end, size_t max, si
         end[i] = p->win[i].end;
     }
     *n = k;
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -961,7 +1020,7 @@ static void copy_trunc(char *dst, size_t len, const char *src)
     memcpy(dst + len - 4, "...", 4);
 }
 
-int prof_top_kernels(const prof *p, prof_kernel_stat *out, int max, int *n)
+int cgr__prof_top_kernels(const cgr__prof *p, cgr__prof_kernel_stat *out, int max, int *n)
 {
     struct kagg *agg;
     size_t i, m = 0;
@@ -971,22 +1030,22 @@ int prof_top_kernels(const prof *p, prof_kernel_stat *out, int max, int *n)
     if (n)
         *n = 0;
     if (!p || !n || max < 0 || (max > 0 && !out))
-        return PROF_EINVAL;
+        return CGR__PROF_EINVAL;
     if (!p->have_window) {
-        set_err_c(p, "prof_top_kernels: no finished window");
-        return PROF_ESTATE;
+        set_err_c(p, "cgr__prof_top_kernels: no finished window");
+        return CGR__PROF_ESTATE;
     }
     if (max == 0 || p->names_n == 0)
-        return PROF_OK;
+        return CGR__PROF_OK;
 
     agg = calloc(p->names_n, sizeof *agg);
     if (!agg) {
-        set_err_c(p, "prof_top_kernels: out of memory");
-        return PROF_ENOMEM;
+        set_err_c(p, "cgr__prof_top_kernels: out of memory");
+        return CGR__PROF_ENOMEM;
     }
     for (i = 0; i < p->win_n; i++) {
         const rec *x = &p->win[i];
-        if (x->kind != R_KERNEL || x->name_id >= p->names_n)
+        if (x->kind != CGR__PROF_KERNEL || x->name_id >= p->names_n)
             continue;
         agg[x->name_id].calls++;
         agg[x->name_id].ns += x->end - x->start;
@@ -1004,7 +1063,7 @@ int prof_top_kernels(const prof *p, prof_kernel_stat *out, int max, int *n)
     g_sort_names = NULL;
 
     for (k = 0; k < max && (size_t)k < m; k++) {
-        prof_kernel_stat *s = &out[k];
+        cgr__prof_kernel_stat *s = &out[k];
         memset(s, 0, sizeof *s);
         copy_trunc(s->name, sizeof s->name, p->disp[agg[k].id]);
         s->calls = agg[k].calls;
@@ -1014,32 +1073,32 @@ int prof_top_kernels(const prof *p, prof_kernel_stat *out, int max, int *n)
     }
     *n = k;
     free(agg);
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
 /* ------------------------------------------------------------------ */
 /* Chrome trace                                                        */
 
-static int tb_reserve(prof *p, size_t extra)
+static int tb_reserve(cgr__prof *p, size_t extra)
 {
     size_t need = p->tlen + extra + 1, ncap;
     char *b;
     if (need <= p->tcap)
-        return PROF_OK;
+        return CGR__PROF_OK;
     ncap = p->tcap ? p->tcap : 1 << 16;
     while (ncap < need)
         ncap *= 2;
     b = realloc(p->tbuf, ncap);
     if (!b)
-        return PROF_ENOMEM;
+        return CGR__PROF_ENOMEM;
     p->tbuf = b;
     p->tcap = ncap;
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
-static int tb_printf(prof *p, const char *fmt, ...)
+static int tb_printf(cgr__prof *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static int tb_printf(prof *p, const char *fmt, ...)
+static int tb_printf(cgr__prof *p, const char *fmt, ...)
 {
     va_list ap;
     int n;
@@ -1047,26 +1106,26 @@ static int tb_printf(prof *p, const char *fmt, ...)
     n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
     if (n < 0)
-        return PROF_EINVAL;
-    if (tb_reserve(p, (size_t)n) != PROF_OK)
-        return PROF_ENOMEM;
+        return CGR__PROF_EINVAL;
+    if (tb_reserve(p, (size_t)n) != CGR__PROF_OK)
+        return CGR__PROF_ENOMEM;
     va_start(ap, fmt);
     n = vsnprintf(p->tbuf + p->tlen, p->tcap - p->tlen, fmt, ap);
     va_end(ap);
     if (n < 0)
-        return PROF_EINVAL;
+        return CGR__PROF_EINVAL;
     p->tlen += (size_t)n;
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
 /* Appends s as a JSON string (with quotes). Bytes >= 0x80 become '?' so the
  * output is plain ASCII and valid whatever the input encoding. */
-static int tb_json_str(prof *p, const char *s)
+static int tb_json_str(cgr__prof *p, const char *s)
 {
     size_t n = strlen(s);
     const unsigned char *u = (const unsigned char *)s;
-    if (tb_reserve(p, n * 6 + 2) != PROF_OK)
-        return PROF_ENOMEM;
+    if (tb_reserve(p, n * 6 + 2) != CGR__PROF_OK)
+        return CGR__PROF_ENOMEM;
     p->tbuf[p->tlen++] = '"';
     for (; *u; u++) {
         unsigned c = *u;
@@ -1083,7 +1142,7 @@ static int tb_json_str(prof *p, const char *s)
     }
     p->tbuf[p->tlen++] = '"';
     p->tbuf[p->tlen] = '\0';
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
 /* ns -> "µs with 3 decimals", without printf's locale-dependent %f. */
@@ -1112,30 +1171,30 @@ static const char *copy_kind_name(uint8_t k)
 }
 
 /* Starts a new event: the separator (if needed) and the event count. */
-static int tb_event_begin(prof *p)
+static int tb_event_begin(cgr__prof *p)
 {
-    if (p->tevents > 0 && tb_printf(p, ",\n") != PROF_OK)
-        return PROF_ENOMEM;
+    if (p->tevents > 0 && tb_printf(p, ",\n") != CGR__PROF_OK)
+        return CGR__PROF_ENOMEM;
     p->tevents++;
-    return PROF_OK;
+    return CGR__PROF_OK;
 }
 
-static int trace_one(prof *p, const rec *x, int pid)
+static int trace_one(cgr__prof *p, const rec *x, int pid)
 {
     char ts[32], dur[32];
     int rc;
     fmt_us(ts, sizeof ts, (int64_t)(x->start - p->torigin));
     fmt_us(dur, sizeof dur, (int64_t)(x->end - x->start));
 
-    if ((rc = tb_event_begin(p)) != PROF_OK)
+    if ((rc = tb_event_begin(p)) != CGR__PROF_OK)
         return rc;
-    if ((rc = tb_printf(p, "{\"name\":")) != PROF_OK)
+    if ((rc = tb_printf(p, "{\"name\":")) != CGR__PROF_OK)
         return rc;
     switch (x->kind) {
-    case R_KERNEL:
+    case CGR__PROF_KERNEL:
         rc = tb_json_str(p, x->name_id < p->names_n ? p->disp[x->name_id]
                                                     : "<unknown>");
-        if (rc == PROF_OK)
+        if (rc == CGR__PROF_OK)
             rc = tb_printf(p,
                            ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":%d,"
                            "\"tid\":%u,\"ts\":%s,\"dur\":%s,\"args\":{"
@@ -1147,7 +1206,7 @@ static int trace_one(prof *p, const rec *x, int pid)
                            (unsigned)x->block[2], (unsigned)x->regs,
                            (unsigned)x->smem, (unsigned)x->graph_id);
         break;
-    case R_MEMCPY:
+    case CGR__PROF_MEMCPY:
         rc = tb_printf(p,
                        "\"%s\",\"cat\":\"memcpy\",\"ph\":\"X\",\"pid\":%d,"
                        "\"tid\":%u,\"ts\":%s,\"dur\":%s,\"args\":{"
@@ -1175,30 +1234,30 @@ static int cmp_u32(const void *a, const void *b)
 }
 
 /* Metadata: process name and order, and one "stream N" name per stream. */
-static int trace_meta(prof *p, const char *label, int pid)
+static int trace_meta(cgr__prof *p, const char *label, int pid)
 {
     uint32_t *streams = NULL;
     size_t i, ns = 0;
     int rc;
 
-    if ((rc = tb_event_begin(p)) != PROF_OK ||
+    if ((rc = tb_event_begin(p)) != CGR__PROF_OK ||
         (rc = tb_printf(p, "{\"name\":\"process_name\",\"ph\":\"M\","
                            "\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
-                        pid)) != PROF_OK ||
-        (rc = tb_json_str(p, label)) != PROF_OK ||
-        (rc = tb_printf(p, "}}")) != PROF_OK)
+                        pid)) != CGR__PROF_OK ||
+        (rc = tb_json_str(p, label)) != CGR__PROF_OK ||
+        (rc = tb_printf(p, "}}")) != CGR__PROF_OK)
         return rc;
-    if ((rc = tb_event_begin(p)) != PROF_OK ||
+    if ((rc = tb_event_begin(p)) != CGR__PROF_OK ||
         (rc = tb_printf(p, "{\"name\":\"process_sort_index\",\"ph\":\"M\","
                            "\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
-                        pid, pid)) != PROF_OK)
+                        pid, pid)) != CGR__PROF_OK)
         return rc;
 
     if (p->win_n == 0)
-        return PROF_OK;
+        return CGR__PROF_OK;
     streams = malloc(p->win_n * sizeof *streams);
     if (!streams)
-        return PROF_ENOMEM;
+        return CGR__PROF_ENOMEM;
     for (i = 0; i < p->win_n; i++)
         streams[i] = p->win[i].stream;
     qsort(streams, p->win_n, sizeof *streams, cmp_u32);
@@ -1207,9 +1266,9 @@ static int trace_meta(prof *p, const char *label, int pid)
             continue;
         streams[ns++] = streams[i];
     }
-    for (i = 0; i < ns && rc == PROF_OK; i++) {
+    for (i = 0; i < ns && rc == CGR__PROF_OK; i++) {
         rc = tb_event_begin(p);
-        if (rc == PROF_OK)
+        if (rc == CGR__PROF_OK)
             rc = tb_printf(p,
                            "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
                            "\"tid\":%u,\"args\":{\"name\":\"stream %u\"}}",
@@ -1219,18 +1278,18 @@ static int trace_meta(prof *p, const char *label, int pid)
     return rc;
 }
 
-int prof_trace_add(prof *p, const char *label, int pid)
+int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid)
 {
     size_t i, saved_len;
     uint64_t saved_events;
     int rc;
 
     if (!p)
-        return PROF_EINVAL;
+        return CGR__PROF_EINVAL;
     p->err[0] = '\0';
     if (!p->have_window) {
-        set_err(p, "prof_trace_add: no finished window");
-        return PROF_ESTATE;
+        set_err(p, "cgr__prof_trace_add: no finished window");
+        return CGR__PROF_ESTATE;
     }
     if (!label || !label[0])
         label = p->last.label[0] ? p->last.label : "window";
@@ -1242,41 +1301,41 @@ int prof_trace_add(prof *p, const char *label, int pid)
     saved_len = p->tlen;
     saved_events = p->tevents;
     rc = trace_meta(p, label, pid);
-    for (i = 0; i < p->win_n && rc == PROF_OK; i++) {
-        if (p->tevents >= PROF_TRACE_MAX_EVENTS ||
-            p->tlen >= PROF_TRACE_MAX_BYTES) {
+    for (i = 0; i < p->win_n && rc == CGR__PROF_OK; i++) {
+        if (p->tevents >= CGR__PROF_TRACE_MAX_EVENTS ||
+            p->tlen >= CGR__PROF_TRACE_MAX_BYTES) {
             p->tleft_out += p->win_n - i;
-            set_err(p, "prof_trace_add: trace cap reached (%u events or "
+            set_err(p, "cgr__prof_trace_add: trace cap reached (%u events or "
                        "%u MiB); %llu events left out in total",
-                    (unsigned)PROF_TRACE_MAX_EVENTS,
-                    (unsigned)(PROF_TRACE_MAX_BYTES >> 20),
+                    (unsigned)CGR__PROF_TRACE_MAX_EVENTS,
+                    (unsigned)(CGR__PROF_TRACE_MAX_BYTES >> 20),
                     (unsigned long long)p->tleft_out);
-            return PROF_WTRUNC;
+            return CGR__PROF_WTRUNC;
         }
         rc = trace_one(p, &p->win[i], pid);
     }
-    if (rc != PROF_OK) {
+    if (rc != CGR__PROF_OK) {
         /* Roll back this call's partial output so the trace stays valid. */
         p->tlen = saved_len;
         p->tevents = saved_events;
         if (p->tbuf)
             p->tbuf[p->tlen] = '\0';
-        set_err(p, "prof_trace_add: %s", prof_strerror(rc));
+        set_err(p, "cgr__prof_trace_add: %s", cgr__prof_strerror(rc));
     }
     return rc;
 }
 
-int prof_trace_write(const prof *p, const char *path)
+int cgr__prof_trace_write(const cgr__prof *p, const char *path)
 {
     FILE *f;
     int bad;
 
     if (!p || !path || !path[0])
-        return PROF_EINVAL;
+        return CGR__PROF_EINVAL;
     f = fopen(path, "w");
     if (!f) {
-        set_err_c(p, "prof_trace_write: cannot open %s for writing", path);
-        return PROF_EIO;
+        set_err_c(p, "cgr__prof_trace_write: cannot open %s for writing", path);
+        return CGR__PROF_EIO;
     }
     bad = fputs("{\"traceEvents\":[\n", f) < 0;
     if (!bad && p->tlen > 0)
@@ -1286,8 +1345,215 @@ int prof_trace_write(const prof *p, const char *path)
     if (fclose(f) != 0)
         bad = 1;
     if (bad) {
-        set_err_c(p, "prof_trace_write: writing %s failed", path);
-        return PROF_EIO;
+        set_err_c(p, "cgr__prof_trace_write: writing %s failed", path);
+        return CGR__PROF_EIO;
     }
-    return PROF_OK;
+    return CGR__PROF_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* tags and the window's records                                       */
+
+int cgr__prof_push(cgr__prof *p, uint64_t id)
+{
+    if (!p)
+        return CGR__PROF_EINVAL;
+    CUptiResult r =
+        api->cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+    if (r != CUPTI_SUCCESS)
+        return cupti_fail(p->err, sizeof p->err, "cuptiActivityPushExternalCorrelationId", r);
+    return CGR__PROF_OK;
+}
+
+int cgr__prof_pop(cgr__prof *p)
+{
+    uint64_t last = 0;
+    if (!p)
+        return CGR__PROF_EINVAL;
+    CUptiResult r =
+        api->cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+    if (r != CUPTI_SUCCESS)
+        return cupti_fail(p->err, sizeof p->err, "cuptiActivityPopExternalCorrelationId", r);
+    return CGR__PROF_OK;
+}
+
+int cgr__prof_records(const cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
+                      const char *const **names, size_t *n_names)
+{
+    if (!p || !recs || !n || !names || !n_names)
+        return CGR__PROF_EINVAL;
+    if (!p->have_window) {
+        set_err_c(p, "cgr__prof_records: no finished window");
+        return CGR__PROF_ESTATE;
+    }
+    *recs = p->win;
+    *n = p->win_n;
+    *names = (const char *const *)p->disp;
+    *n_names = p->names_n;
+    return CGR__PROF_OK;
+}
+
+int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n)
+{
+    if (!p || !links || !n)
+        return CGR__PROF_EINVAL;
+    if (!p->have_window) {
+        set_err(p, "cgr__prof_links: no finished window");
+        return CGR__PROF_ESTATE;
+    }
+    *links = p->wlinks;
+    *n = p->wlinks_n;
+    return CGR__PROF_OK;
+}
+
+#else /* !CGR_HAVE_CUPTI */
+
+/*
+ * Built without CUPTI's headers: every call says so, and nothing else
+ * changes (the profile window reports the failure and the runs go on).
+ */
+struct cgr__prof {
+    char err[8];
+};
+
+static int no_cupti(char *err, size_t errlen)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "cgr was built without CUPTI's headers (cupti.h), which "
+                              "profiling needs; rebuild with the CUDA toolkit's CUPTI");
+    return CGR__PROF_ENOLIB;
+}
+
+int cgr__prof_create(cgr__prof **out, char *err, size_t errlen)
+{
+    return cgr__prof_create_ex(out, 0, err, errlen);
+}
+
+int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errlen)
+{
+    (void)flags;
+    if (out)
+        *out = NULL;
+    return no_cupti(err, errlen);
+}
+
+void cgr__prof_destroy(cgr__prof **p)
+{
+    if (p)
+        *p = NULL;
+}
+
+int cgr__prof_begin(cgr__prof *p, const char *label)
+{
+    (void)p;
+    (void)label;
+    return CGR__PROF_ENOLIB;
+}
+
+int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
+{
+    (void)p;
+    (void)steps;
+    (void)out;
+    return CGR__PROF_ENOLIB;
+}
+
+int cgr__prof_top_kernels(const cgr__prof *p, cgr__prof_kernel_stat *out, int max, int *n)
+{
+    (void)p;
+    (void)out;
+    (void)max;
+    if (n)
+        *n = 0;
+    return CGR__PROF_ENOLIB;
+}
+
+int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid)
+{
+    (void)p;
+    (void)label;
+    (void)pid;
+    return CGR__PROF_ENOLIB;
+}
+
+int cgr__prof_trace_write(const cgr__prof *p, const char *path)
+{
+    (void)p;
+    (void)path;
+    return CGR__PROF_ENOLIB;
+}
+
+int cgr__prof_now(cgr__prof *p, uint64_t *ns)
+{
+    (void)p;
+    (void)ns;
+    return CGR__PROF_ENOLIB;
+}
+
+int cgr__prof_intervals(const cgr__prof *p, uint64_t *start, uint64_t *end, size_t max,
+                        size_t *n)
+{
+    (void)p;
+    (void)start;
+    (void)end;
+    (void)max;
+    if (n)
+        *n = 0;
+    return CGR__PROF_ENOLIB;
+}
+
+int cgr__prof_push(cgr__prof *p, uint64_t id)
+{
+    (void)p;
+    (void)id;
+    return CGR__PROF_ENOLIB;
+}
+
+int cgr__prof_pop(cgr__prof *p)
+{
+    (void)p;
+    return CGR__PROF_ENOLIB;
+}
+
+int cgr__prof_records(const cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
+                      const char *const **names, size_t *n_names)
+{
+    (void)p;
+    (void)recs;
+    (void)n;
+    (void)names;
+    (void)n_names;
+    return CGR__PROF_ENOLIB;
+}
+
+int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n)
+{
+    (void)p;
+    (void)links;
+    (void)n;
+    return CGR__PROF_ENOLIB;
+}
+
+const char *cgr__prof_errmsg(const cgr__prof *p)
+{
+    (void)p;
+    return "cgr was built without CUPTI";
+}
+
+#endif /* CGR_HAVE_CUPTI */
+
+const char *cgr__prof_strerror(int code)
+{
+    switch (code) {
+    case CGR__PROF_OK: return "ok";
+    case CGR__PROF_WTRUNC: return "trace truncated (size cap reached)";
+    case CGR__PROF_EINVAL: return "invalid argument";
+    case CGR__PROF_ECUPTI: return "CUPTI call failed";
+    case CGR__PROF_ENOMEM: return "out of memory";
+    case CGR__PROF_ESTATE: return "call out of order";
+    case CGR__PROF_EIO: return "I/O error";
+    case CGR__PROF_EBUSY: return "a profiler already exists in this process";
+    case CGR__PROF_ENOLIB: return "CUPTI could not be loaded";
+    default: return "unknown profiler error";
+    }
 }

@@ -1,0 +1,260 @@
+/*
+ * The profile's arithmetic (lib/base/prof_report.c) on hand-made records:
+ * the union of intervals, attribution by correlation and by time (with
+ * runs in flight together), the per-mode figures, the verdict, the top
+ * kernels and the three writers. No GPU.
+ */
+#include <math.h>
+
+#include "prof_report.h"
+#include "test.h"
+
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-9 * (1.0 + fabs(b)))
+
+static cgr__prof_rec rec(int kind, uint64_t start, uint64_t end, uint32_t corr, uint32_t name)
+{
+    cgr__prof_rec r;
+    memset(&r, 0, sizeof r);
+    r.kind = (uint8_t)kind;
+    r.start = start;
+    r.end = end;
+    r.correlation = corr;
+    r.name_id = name;
+    r.stream = 7;
+    return r;
+}
+
+static void test_union(void)
+{
+    cgr__prof_rec r[5] = {rec(1, 0, 10, 0, 0), rec(1, 5, 8, 0, 0), rec(1, 8, 15, 0, 0),
+                          rec(1, 20, 30, 0, 0), rec(1, 30, 31, 0, 0)};
+    /* [0,15) and [20,31): 15 + 11. */
+    ASSERT_U64_EQ(cgr__prof_union_ns(r, 5), 26);
+    ASSERT_U64_EQ(cgr__prof_union_ns(r, 1), 10);
+    ASSERT_U64_EQ(cgr__prof_union_ns(r, 0), 0);
+}
+
+/*
+ * Two runs in flight together: run 1's launch call begins before run 0's
+ * GPU work. By time, run 0's late kernel would go to run 1; by
+ * correlation each lands where it belongs.
+ */
+static void test_attribute(void)
+{
+    cgr__prof_run runs[2] = {{.begin = 0, .end = 10, .mode = CGR__PROF_EAGER},
+                             {.begin = 20, .end = 25, .mode = CGR__PROF_GRAPH}};
+    cgr__prof_rec r[4] = {rec(1, 5, 15, 100, 0), rec(1, 30, 40, 101, 0), rec(1, 40, 50, 200, 0),
+                          rec(1, 60, 70, 999, 0)};
+    cgr__prof_link links[3] = {{.correlation = 200, .run = 1},
+                               {.correlation = 101, .run = 0},
+                               {.correlation = 100, .run = 0}};
+    int32_t of[4];
+    uint64_t by_time = 9;
+    cgr__prof_attribute(r, 4, links, 3, runs, 2, of, &by_time);
+    ASSERT_EQ(of[0], 0);
+    ASSERT_EQ(of[1], 0); /* after run 1 began: time alone would say 1 */
+    ASSERT_EQ(of[2], 1);
+    ASSERT_EQ(of[3], -1); /* a call outside the runs */
+    ASSERT_U64_EQ(by_time, 0);
+    /* Without any link: by time. */
+    cgr__prof_rec early = rec(1, 0, 1, 5, 0);
+    cgr__prof_rec t[3] = {r[0], r[1], early};
+    t[2].start = 0;
+    cgr__prof_attribute(t, 3, NULL, 0, runs, 2, of, &by_time);
+    ASSERT_EQ(of[0], 0);
+    ASSERT_EQ(of[1], 1);
+    ASSERT_EQ(of[2], 0); /* begins with run 0's launch call */
+    ASSERT_U64_EQ(by_time, 3);
+    cgr__prof_rec before = rec(1, 0, 1, 5, 0);
+    cgr__prof_run late = {.begin = 10, .end = 11, .mode = 0};
+    cgr__prof_attribute(&before, 1, NULL, 0, &late, 1, of, &by_time);
+    ASSERT_EQ(of[0], -1);
+    ASSERT_U64_EQ(by_time, 0);
+}
+
+/*
+ * ABAB over 4 runs, times in ns. Eager runs: 1 us launch call, one 100 ns
+ * kernel in it: the GPU is idle 90% of the run -> launch-bound. Graph
+ * runs: 100 ns launch, two overlapping kernels [+100, +300) and [+200,
+ * +400) plus a 100 ns memset.
+ */
+static void make_window(cgr__prof_run *runs, cgr__prof_rec *r, size_t *n, int32_t *of)
+{
+    size_t k = 0;
+    for (int j = 0; j < 4; j++) {
+        uint64_t b = 10000u * (uint64_t)j;
+        int eager = (j & 1) == 0;
+        runs[j].begin = b;
+        runs[j].end = b + (eager ? 1000 : 100);
+        runs[j].cpu_ns = eager ? 900 : 80;
+        runs[j].mode = eager ? CGR__PROF_EAGER : CGR__PROF_GRAPH;
+        if (eager) {
+            of[k] = j;
+            r[k++] = rec(CGR__PROF_KERNEL, b + 500, b + 600, 0, 1);
+        } else {
+            of[k] = j;
+            r[k++] = rec(CGR__PROF_KERNEL, b + 100, b + 300, 0, 2);
+            of[k] = j;
+            r[k++] = rec(CGR__PROF_KERNEL, b + 200, b + 400, 0, 1);
+            of[k] = j;
+            r[k++] = rec(CGR__PROF_MEMSET, b + 400, b + 500, 0, 0);
+        }
+    }
+    *n = k;
+}
+
+static const char *const names[3] = {"<unknown>", "small_kernel(float*)", "big_kernel"};
+
+static void test_summarize(void)
+{
+    cgr__prof_run runs[4];
+    cgr__prof_rec r[8];
+    int32_t of[8];
+    size_t n = 0;
+    make_window(runs, r, &n, of);
+    cgr__prof_summary s;
+    ASSERT_EQ(cgr__prof_summarize(r, n, of, runs, 4, names, 3, 2, &s), 0);
+    const cgr__prof_mode *e = &s.mode[CGR__PROF_EAGER], *g = &s.mode[CGR__PROF_GRAPH];
+    ASSERT_U64_EQ(e->runs, 2);
+    ASSERT_U64_EQ(g->runs, 2);
+    /* Eager: ready at the launch call, done at its end (after the kernel). */
+    ASSERT(NEAR(e->wall_us, 1.0));
+    ASSERT(NEAR(e->cpu_us, 0.9));
+    ASSERT(NEAR(e->busy_us, 0.1));
+    ASSERT(NEAR(e->busy_union_us, 0.1));
+    ASSERT(NEAR(e->kernels, 1.0));
+    ASSERT(NEAR(e->idle_share, 0.9));
+    /* Graph: ready at b, last work ends at b + 500. */
+    ASSERT(NEAR(g->wall_us, 0.5));
+    ASSERT(NEAR(g->busy_us, 0.5));       /* 200 + 200 + 100 */
+    ASSERT(NEAR(g->busy_union_us, 0.4)); /* [100, 500) */
+    ASSERT(NEAR(g->kernels, 2.0));
+    ASSERT(NEAR(g->memsets, 1.0));
+    ASSERT(NEAR(g->idle_share, 0.2));
+    ASSERT_EQ(s.verdict, CGR__PROF_LAUNCH_BOUND);
+    ASSERT(NEAR(s.speedup, 2.0));
+    ASSERT_U64_EQ(s.records, n);
+    ASSERT_U64_EQ(s.dropped, 2);
+    /* Top: big_kernel 400 ns (2 calls), small_kernel 2x100 + 2x200 = 600 ns (4 calls). */
+    ASSERT_EQ(s.n_top, 2);
+    ASSERT_STR_EQ(s.top[0].name, "small_kernel(float*)");
+    ASSERT_U64_EQ(s.top[0].calls, 4);
+    ASSERT(NEAR(s.top[0].total_us, 0.6));
+    ASSERT(NEAR(s.top[0].mean_us, 0.15));
+    ASSERT(NEAR(s.top[0].share, 0.6));
+    ASSERT_STR_EQ(s.top[1].name, "big_kernel");
+    ASSERT(NEAR(s.top[1].share, 0.4));
+
+    /* Pipelined: a run whose launch call began before the run before ended on the GPU waits. */
+    cgr__prof_run p[2] = {{.begin = 0, .end = 10, .mode = 0}, {.begin = 20, .end = 30, .mode = 0}};
+    cgr__prof_rec pr[2] = {rec(1, 10, 1000, 0, 1), rec(1, 1000, 2000, 0, 1)};
+    int32_t pof[2] = {0, 1};
+    ASSERT_EQ(cgr__prof_summarize(pr, 2, pof, p, 2, names, 3, 0, &s), 0);
+    /* Run 0: 0 .. 1000; run 1: ready at 1000, not 20: 1000 .. 2000. */
+    ASSERT(NEAR(s.mode[0].wall_us, 1.0));
+    ASSERT(NEAR(s.mode[0].idle_share, 1.0 - 1990.0 / 2000.0));
+    ASSERT_EQ(s.verdict, CGR__PROF_GPU_BOUND);
+    ASSERT(s.speedup == 0.0); /* no graph run */
+
+    /* Nothing measured: no verdict. */
+    ASSERT_EQ(cgr__prof_summarize(NULL, 0, NULL, NULL, 0, names, 3, 0, &s), 0);
+    ASSERT_EQ(s.verdict, CGR__PROF_UNKNOWN);
+    ASSERT_STR_EQ(cgr__prof_verdict_name(CGR__PROF_LAUNCH_BOUND), "launch-bound");
+    ASSERT_STR_EQ(cgr__prof_verdict_name(CGR__PROF_GPU_BOUND), "gpu-bound");
+    ASSERT_STR_EQ(cgr__prof_verdict_name(7), "unknown");
+}
+
+/* Brackets and strings of a JSON text balance (a cheap validity check). */
+static int json_balanced(const char *t)
+{
+    int depth = 0, in_str = 0;
+    for (; *t; t++) {
+        if (in_str) {
+            if (*t == '\\' && t[1])
+                t++;
+            else if (*t == '"')
+                in_str = 0;
+            continue;
+        }
+        if (*t == '"')
+            in_str = 1;
+        else if (*t == '{' || *t == '[')
+            depth++;
+        else if (*t == '}' || *t == ']')
+            if (--depth < 0)
+                return 0;
+    }
+    return depth == 0 && !in_str;
+}
+
+static char *written(FILE *f)
+{
+    long len = ftell(f);
+    ASSERT(len > 0);
+    rewind(f);
+    char *buf = calloc(1, (size_t)len + 1);
+    ASSERT(buf != NULL);
+    ASSERT_EQ(fread(buf, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    return buf;
+}
+
+static void test_writers(void)
+{
+    cgr__prof_run runs[4];
+    cgr__prof_rec r[8];
+    int32_t of[8];
+    size_t n = 0;
+    make_window(runs, r, &n, of);
+    cgr__prof_summary s;
+    ASSERT_EQ(cgr__prof_summarize(r, n, of, runs, 4, names, 3, 0, &s), 0);
+
+    FILE *f = tmpfile();
+    ASSERT(f != NULL);
+    ASSERT_EQ(cgr__prof_write_text(f, "tiny", &s), 0);
+    char *t = written(f);
+    ASSERT(strstr(t, "step 'tiny'") != NULL);
+    ASSERT(strstr(t, "verdict: launch-bound") != NULL);
+    ASSERT(strstr(t, "idle 90.0%") != NULL);
+    ASSERT(strstr(t, "2.00x") != NULL);
+    ASSERT(strstr(t, "small_kernel(float*)") != NULL);
+    free(t);
+
+    f = tmpfile();
+    ASSERT(f != NULL);
+    ASSERT_EQ(cgr__prof_write_json(f, "ti\"ny", &s), 0);
+    t = written(f);
+    ASSERT(json_balanced(t));
+    ASSERT(strstr(t, "\"step\":\"ti\\\"ny\"") != NULL);
+    ASSERT(strstr(t, "\"verdict\":\"launch-bound\"") != NULL);
+    ASSERT(strstr(t, "\"eager\":{\"runs\":2,") != NULL);
+    ASSERT(strstr(t, "\"idle_share\":0.9}") != NULL);
+    free(t);
+
+    f = tmpfile();
+    ASSERT(f != NULL);
+    ASSERT_EQ(cgr__prof_write_trace(f, "tiny", r, n, of, runs, 4, names, 3), 0);
+    t = written(f);
+    ASSERT(json_balanced(t));
+    ASSERT(strncmp(t, "{\"traceEvents\":[", 16) == 0);
+    ASSERT(strstr(t, "\"run 0 (eager)\"") != NULL);
+    ASSERT(strstr(t, "\"run 3 (graph)\"") != NULL);
+    ASSERT(strstr(t, "\"cat\":\"memset\"") != NULL);
+    /* Run 1 begins 10 us after run 0 (the origin); its first kernel 0.1 us later. */
+    ASSERT(strstr(t, "\"ts\":10.100") != NULL);
+    size_t slices = 0;
+    for (const char *c = t; (c = strstr(c, "\"ph\":\"X\"")); c++)
+        slices++;
+    ASSERT_EQ(slices, 4 + n);
+    free(t);
+}
+
+int main(void)
+{
+    test_union();
+    test_attribute();
+    test_summarize();
+    test_writers();
+    printf("prof_report: ok\n");
+    return 0;
+}
