@@ -90,6 +90,14 @@ typedef struct staging_result {
 } staging_result;
 
 /* A check against a limit of the limits file (limits_file.h). */
+/* A check of a message cgr gives: ok when it says what it must. */
+typedef struct said_check {
+    const char *name; /* in the JSON's checks[] */
+    const char *what; /* the line the summary prints */
+    int ok;
+    char message[512];
+} said_check;
+
 typedef struct check_result {
     char name[48];     /* the limit's name */
     char what[160];    /* what was checked, in words */
@@ -116,15 +124,16 @@ typedef struct bench_results {
     staging_result staging;
     /*
      * The N = 100 raw graph measured alone before the first cgr runtime
-     * exists and again after every cgr mode and a capture diagnosis: a
+     * exists and again after every cgr mode, a diagnosis and a profile: a
      * process-wide side effect of cgr (a CUPTI subscription, for one, makes
      * every later cudaGraphLaunch slower) shows in its host CPU time.
      */
     int canary_ran;
     mode_result canary_before, canary_after;
-    /* The capture diagnosis (chain_diagnosis): its message. */
-    int diagnosis_ran, diagnosis_ok;
-    char diagnosis[512];
+    /* Checks of what cgr says rather than of a figure: the capture
+     * diagnosis and the profile window (chain_diagnosis, chain_profile). */
+    int n_said;
+    said_check said[4];
     int n_checks;
     check_result checks[BENCH_MAX_CHECKS];
     int aborted;        /* the device became unusable; later modes skipped */
@@ -145,6 +154,11 @@ void chain_canary(const bench_config *cfg, bench_results *res, mode_result *r);
  * synchronizes its stream): the message must name the failing call.
  */
 void chain_diagnosis(const bench_config *cfg, bench_results *res);
+/*
+ * Profiles one W-chain step (N = 100, cgr_options.profile): the window must
+ * close with the verdict launch-bound, as an eager N = 100 step is.
+ */
+void chain_profile(const bench_config *cfg, bench_results *res);
 int staging_suite(const bench_config *cfg, bench_results *res);
 /* W-mlp at the given batch sizes, without and with PDL (through cgr, eager vs graph). */
 int mlp_suite(const bench_config *cfg, bench_results *res, const int *batches, int n);

@@ -689,7 +689,16 @@ static cgr_status syncing_step_fn(cgr_ctx *ctx, void *user)
     return CGR_STATUS_OK;
 }
 
-static int diagnose_once(const bench_config *cfg, bench_results *res)
+static said_check *said_slot(bench_results *res, const char *name, const char *what)
+{
+    said_check *c = &res->said[res->n_said++];
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    c->what = what;
+    return c;
+}
+
+static int diagnose_once(const bench_config *cfg, said_check *c)
 {
     cgr_options o;
     CGR_CK(cgr_options_init(&o));
@@ -714,11 +723,11 @@ static int diagnose_once(const bench_config *cfg, bench_results *res)
     cgr_step_stats s;
     CGR_CK_GOTO(cgr_step_get_stats(step, &s), out);
     const char *diag = strstr(s.capture_error, "the first failing call");
-    snprintf(res->diagnosis, sizeof res->diagnosis, "%s", diag ? diag : s.capture_error);
-    res->diagnosis_ok = diag && strstr(diag, "cudaStreamSynchronize");
-    if (!res->diagnosis_ok)
+    snprintf(c->message, sizeof c->message, "%s", diag ? diag : s.capture_error);
+    c->ok = diag && strstr(diag, "cudaStreamSynchronize");
+    if (!c->ok)
         bench_error("the diagnosis did not name cudaStreamSynchronize: %s", s.capture_error);
-    rc = res->diagnosis_ok ? 0 : -1;
+    rc = c->ok ? 0 : -1;
 out:
     if (rt)
         bench_cgr_failed(cgr_runtime_destroy(&rt), "cgr_runtime_destroy", __FILE__, __LINE__);
@@ -727,7 +736,74 @@ out:
 
 void chain_diagnosis(const bench_config *cfg, bench_results *res)
 {
-    res->diagnosis_ran = 1;
-    if (diagnose_once(cfg, res) != 0 && !res->diagnosis[0])
-        snprintf(res->diagnosis, sizeof res->diagnosis, "%s", bench_last_error());
+    said_check *c = said_slot(res, "capture_diagnosis", "capture diagnosis names the call");
+    if (diagnose_once(cfg, c) != 0 && !c->message[0])
+        snprintf(c->message, sizeof c->message, "%s", bench_last_error());
+}
+
+/* Runs of each mode in the profile window: enough for stable medians,
+ * short beside the suite. */
+#define PROFILE_RUNS 100
+
+static int profile_once(const bench_config *cfg, said_check *c)
+{
+    char prefix[512];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(prefix, sizeof prefix, "%s/cgr-bench-profile", tmp && tmp[0] ? tmp : "/tmp");
+    cgr_options o;
+    CGR_CK(cgr_options_init(&o));
+    o.device = cfg->device;
+    o.profile.runs = PROFILE_RUNS;
+    o.profile.skip = 0;
+    o.profile.path = prefix;
+    cgr_runtime *rt = NULL;
+    cgr_step *step = NULL;
+    int rc = -1;
+    CGR_CK(cgr_runtime_create(&rt, &o));
+    step_user u = {NULL, 100, 0, 0, 0, 0, NULL};
+    CGR_CK_GOTO(cgr_persistent_alloc(rt, CHAIN_ELEMS * sizeof(float), (void **)&u.x), out);
+    cgr_step_desc d;
+    CGR_CK_GOTO(cgr_step_desc_init(&d), out);
+    d.name = "chain_profiled";
+    d.fn = chain_step_fn;
+    d.user = &u;
+    CGR_CK_GOTO(cgr_step_create(rt, &d, &step), out);
+    cgr_step_stats s;
+    /* Warm-ups, the capture and its check run first; the window then takes
+     * 2 x PROFILE_RUNS runs. The bound only guards against a window that
+     * never opens. */
+    for (int k = 0; k < 2 * PROFILE_RUNS + 100; k++) {
+        CGR_CK_GOTO(cgr_step_run(step, NULL, NULL, NULL), out);
+        CGR_CK_GOTO(cgr_step_wait(step, CGR_TICKET_LAST), out);
+        CGR_CK_GOTO(cgr_step_get_stats(step, &s), out);
+        if (s.profile.state == CGR_PROFILE_DONE || s.profile.state == CGR_PROFILE_FAILED)
+            break;
+    }
+    const cgr_profile_result *p = &s.profile;
+    if (p->state == CGR_PROFILE_DONE) {
+        c->ok = p->verdict == CGR_PROFILE_LAUNCH_BOUND;
+        snprintf(c->message, sizeof c->message,
+                 "%s; eager %.1f us wall, GPU idle %.0f%%; graph %.1f us (%.2fx); "
+                 "%.0f kernels per eager run; report %.200s.chain_profiled.txt",
+                 p->verdict == CGR_PROFILE_LAUNCH_BOUND ? "launch-bound"
+                 : p->verdict == CGR_PROFILE_GPU_BOUND  ? "GPU-bound (expected launch-bound)"
+                                                        : "no verdict",
+                 p->eager.wall_us, 100.0 * p->eager.idle_share, p->graph.wall_us, p->speedup,
+                 p->eager.kernels, prefix);
+    } else {
+        snprintf(c->message, sizeof c->message, "the window did not close: %.480s",
+                 p->state == CGR_PROFILE_FAILED ? p->error : "still open");
+    }
+    rc = c->ok ? 0 : -1;
+out:
+    if (rt)
+        bench_cgr_failed(cgr_runtime_destroy(&rt), "cgr_runtime_destroy", __FILE__, __LINE__);
+    return rc;
+}
+
+void chain_profile(const bench_config *cfg, bench_results *res)
+{
+    said_check *c = said_slot(res, "profile_window", "profile window: W-chain N=100 verdict");
+    if (profile_once(cfg, c) != 0 && !c->message[0])
+        snprintf(c->message, sizeof c->message, "%s", bench_last_error());
 }

@@ -388,7 +388,8 @@ void timer_overhead(const bench_config *cfg, bench_results *res)
 
 /*
  * The canary runs first, before the first cgr runtime exists, and again
- * after every cgr mode of the chain suite and a capture diagnosis: cgr may
+ * after every cgr mode of the chain suite, a capture diagnosis and a
+ * profile window: cgr may
  * change the whole process (a CUPTI subscription, for one, makes every later
  * cudaGraphLaunch slower), which the interleaved rounds would hide, since
  * they slow the raw graph and cgr alike.
@@ -407,6 +408,7 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
         chain_canary(cfg, res, &res->canary_before);
         chain_suite(cfg, res);
         chain_diagnosis(cfg, res);
+        chain_profile(cfg, res);
         chain_canary(cfg, res, &res->canary_after);
         const mode_result *b = &res->canary_before, *a = &res->canary_after;
         int ok = b->ran && !b->failed && a->ran && !a->failed;

@@ -225,8 +225,8 @@ static void canary_lines(const bench_results *res, const char *indent)
     if (!res->canary_ran)
         return;
     const mode_result *b = &res->canary_before, *a = &res->canary_after;
-    printf("%sraw graph N=100 alone, before any cgr runtime | after the cgr modes and a capture "
-           "diagnosis:\n%s  wall", indent, indent);
+    printf("%sraw graph N=100 alone, before any cgr runtime | after the cgr modes, a capture "
+           "diagnosis and a profile:\n%s  wall", indent, indent);
     num(8, 2, wall_med(b));
     printf(" |");
     num(8, 2, wall_med(a));
@@ -382,7 +382,9 @@ static void get_verdict(const bench_results *res, verdict *v)
 
 static int checks_failed(const bench_results *res)
 {
-    int n = res->diagnosis_ran && !res->diagnosis_ok;
+    int n = 0;
+    for (int i = 0; i < res->n_said; i++)
+        n += !res->said[i].ok;
     for (int i = 0; i < res->n_checks; i++)
         n += !res->checks[i].ok && !res->checks[i].warn_only;
     return n;
@@ -448,12 +450,12 @@ static void summary_staging(const bench_results *res)
            s->crossover_valid ? "" : " (incomplete: some sizes failed)");
 }
 
-/* The checks against the limits file, and the capture diagnosis. */
+/* The checks of what cgr says, then those against the limits file. */
 static void summary_checks(const bench_results *res)
 {
-    if (res->diagnosis_ran)
-        printf("%-46s %s%.200s\n", "check: capture diagnosis names the call",
-               res->diagnosis_ok ? "ok: " : "FAILED: ", res->diagnosis);
+    for (int i = 0; i < res->n_said; i++)
+        printf("check: %-39s %s%.200s\n", res->said[i].what, res->said[i].ok ? "ok: " : "FAILED: ",
+               res->said[i].message);
     for (int i = 0; i < res->n_checks; i++) {
         const check_result *c = &res->checks[i];
         char label[64];
@@ -712,18 +714,18 @@ static int report_json(const bench_results *res, const char *path)
     if (res->canary_ran) {
         json_begin_object(&w, "canary");
         json_string(&w, "what", "raw CUDA graph, N=100, measured alone before any cgr runtime "
-                                "and after the cgr modes and a capture diagnosis");
+                                "and after the cgr modes, a capture diagnosis and a profile window");
         json_mode(&w, &res->canary_before, 100, NULL);
         json_mode(&w, &res->canary_after, 100, NULL);
         json_end_object(&w);
     }
     json_begin_array(&w, "checks");
-    if (res->diagnosis_ran) {
+    for (int i = 0; i < res->n_said; i++) {
         json_begin_object(&w, NULL);
-        json_string(&w, "name", "capture_diagnosis");
-        json_string(&w, "what", "the diagnosis of a failing capture names the failing call");
-        json_bool(&w, "ok", res->diagnosis_ok);
-        json_string(&w, "message", res->diagnosis);
+        json_string(&w, "name", res->said[i].name);
+        json_string(&w, "what", res->said[i].what);
+        json_bool(&w, "ok", res->said[i].ok);
+        json_string(&w, "message", res->said[i].message);
         json_end_object(&w);
     }
     for (int i = 0; i < res->n_checks; i++) {
