@@ -114,17 +114,19 @@ static void copy_trunc(char *dst, size_t len, const char *src)
     memcpy(dst + len - 4, "...", 4);
 }
 
-static int top_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
-                       const char *const *names, size_t n_names, cgr__prof_summary *out)
+int cgr__prof_rank_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
+                           const char *const *names, size_t n_names, cgr__prof_kernel *out,
+                           int max)
 {
-    if (n_names == 0)
+    if (n_names == 0 || max <= 0)
         return 0;
     struct kagg *agg = calloc(n_names, sizeof *agg);
     if (!agg)
         return -1;
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        if (recs[i].kind != CGR__PROF_KERNEL || run_of[i] < 0 || recs[i].name_id >= n_names)
+        if (recs[i].kind != CGR__PROF_KERNEL || (run_of && run_of[i] < 0) ||
+            recs[i].name_id >= n_names)
             continue;
         agg[recs[i].name_id].calls++;
         agg[recs[i].name_id].ns += recs[i].end - recs[i].start;
@@ -137,21 +139,32 @@ static int top_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *run_o
             agg[m].id = (uint32_t)i;
             m++;
         }
-    /* qsort has no context argument; the profile is summed under the caller's lock. */
+    /* qsort has no context argument; both callers hold their object's lock
+     * or are its one thread. */
     sort_names = names;
     qsort(agg, m, sizeof *agg, cmp_kagg);
     sort_names = NULL;
     int k = 0;
-    for (; k < CGR__PROF_TOP && (size_t)k < m; k++) {
-        cgr__prof_kernel *t = &out->top[k];
+    for (; k < max && (size_t)k < m; k++) {
+        cgr__prof_kernel *t = &out[k];
+        memset(t, 0, sizeof *t);
         copy_trunc(t->name, sizeof t->name, names[agg[k].id]);
         t->calls = agg[k].calls;
         t->total_us = (double)agg[k].ns / 1e3;
         t->mean_us = t->total_us / (double)agg[k].calls;
         t->share = total ? (double)agg[k].ns / (double)total : 0.0;
     }
-    out->n_top = k;
     free(agg);
+    return k;
+}
+
+static int top_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
+                       const char *const *names, size_t n_names, cgr__prof_summary *out)
+{
+    const int k = cgr__prof_rank_kernels(recs, n, run_of, names, n_names, out->top, CGR__PROF_TOP);
+    if (k < 0)
+        return -1;
+    out->n_top = k;
     return 0;
 }
 

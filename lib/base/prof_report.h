@@ -95,6 +95,13 @@ typedef struct cgr__prof_summary {
 /* The GPU must be idle more than this share of an eager run's wall for launch-bound. */
 #define CGR__PROF_LAUNCH_BOUND_IDLE 0.5
 
+/* The kernels of recs[0..n) (only those of a run when run_of is not NULL),
+ * ranked by total time, then calls, then name: up to max rows into out.
+ * Returns the rows written, or -1 when out of memory. */
+int cgr__prof_rank_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
+                           const char *const *names, size_t n_names, cgr__prof_kernel *out,
+                           int max);
+
 /* Length of the union of [start, end) of recs[0..n), which must be sorted by start. */
 uint64_t cgr__prof_union_ns(const cgr__prof_rec *recs, size_t n);
 

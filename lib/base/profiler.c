@@ -990,43 +990,8 @@ int cgr__prof_intervals(const cgr__prof *p, uint64_t *start, uint64_t *end, size
 /* ------------------------------------------------------------------ */
 /* top kernels                                                         */
 
-struct kagg {
-    uint64_t calls, ns;
-    uint32_t id;
-};
-
-/* qsort comparator context: names for the tie-break. The API is
- * single-threaded, so a file-scope pointer is enough. */
-static char *const *g_sort_names;
-
-static int cmp_kagg(const void *a, const void *b)
-{
-    const struct kagg *x = a, *y = b;
-    if (x->ns != y->ns)
-        return x->ns > y->ns ? -1 : 1;
-    if (x->calls != y->calls)
-        return x->calls > y->calls ? -1 : 1;
-    return strcmp(g_sort_names[x->id], g_sort_names[y->id]);
-}
-
-static void copy_trunc(char *dst, size_t len, const char *src)
-{
-    size_t n = strlen(src);
-    if (n < len) {
-        memcpy(dst, src, n + 1);
-        return;
-    }
-    memcpy(dst, src, len - 4);
-    memcpy(dst + len - 4, "...", 4);
-}
-
 int cgr__prof_top_kernels(const cgr__prof *p, cgr__prof_kernel_stat *out, int max, int *n)
 {
-    struct kagg *agg;
-    size_t i, m = 0;
-    uint64_t total = 0;
-    int k;
-
     if (n)
         *n = 0;
     if (!p || !n || max < 0 || (max > 0 && !out))
@@ -1035,44 +1000,13 @@ int cgr__prof_top_kernels(const cgr__prof *p, cgr__prof_kernel_stat *out, int ma
         set_err_c(p, "cgr__prof_top_kernels: no finished window");
         return CGR__PROF_ESTATE;
     }
-    if (max == 0 || p->names_n == 0)
-        return CGR__PROF_OK;
-
-    agg = calloc(p->names_n, sizeof *agg);
-    if (!agg) {
+    const int k = cgr__prof_rank_kernels(p->win, p->win_n, NULL, (const char *const *)p->disp,
+                                         p->names_n, out, max);
+    if (k < 0) {
         set_err_c(p, "cgr__prof_top_kernels: out of memory");
         return CGR__PROF_ENOMEM;
     }
-    for (i = 0; i < p->win_n; i++) {
-        const rec *x = &p->win[i];
-        if (x->kind != CGR__PROF_KERNEL || x->name_id >= p->names_n)
-            continue;
-        agg[x->name_id].calls++;
-        agg[x->name_id].ns += x->end - x->start;
-        total += x->end - x->start;
-    }
-    for (i = 0; i < p->names_n; i++) {
-        if (agg[i].calls) {
-            agg[m] = agg[i];
-            agg[m].id = (uint32_t)i;
-            m++;
-        }
-    }
-    g_sort_names = p->disp;
-    qsort(agg, m, sizeof *agg, cmp_kagg);
-    g_sort_names = NULL;
-
-    for (k = 0; k < max && (size_t)k < m; k++) {
-        cgr__prof_kernel_stat *s = &out[k];
-        memset(s, 0, sizeof *s);
-        copy_trunc(s->name, sizeof s->name, p->disp[agg[k].id]);
-        s->calls = agg[k].calls;
-        s->total_us = (double)agg[k].ns / 1e3;
-        s->mean_us = s->total_us / (double)agg[k].calls;
-        s->share = total ? (double)agg[k].ns / (double)total : 0.0;
-    }
     *n = k;
-    free(agg);
     return CGR__PROF_OK;
 }
 

@@ -120,16 +120,10 @@ typedef struct cgr__prof_window {
                                   nonzero the figures are too low. */
 } cgr__prof_window;
 
-typedef struct cgr__prof_kernel_stat {
-    char name[128];    /* demangled when a demangler is already in the
-                          process (libstdc++'s __cxa_demangle), otherwise the
-                          name CUPTI gives (often mangled); truncated with
-                          "..." when longer */
-    uint64_t calls;    /* launches in the window */
-    double total_us;   /* total duration over the window */
-    double mean_us;    /* total_us / calls */
-    double share;      /* total_us / (sum of all kernel durations), 0..1 */
-} cgr__prof_kernel_stat;
+/* A row of the top-kernels table (prof_report.h): names demangled when a
+ * demangler is already in the process (libstdc++'s __cxa_demangle),
+ * otherwise as CUPTI gives them (often mangled). */
+typedef cgr__prof_kernel cgr__prof_kernel_stat;
 
 /* Enables the CUPTI activity kinds CONCURRENT_KERNEL, MEMCPY and MEMSET and
  * registers the buffer callbacks. On failure *out is NULL and err (if not
