@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: build, run the unit/headers/gpu suites, the
-# gpu suite again with programmatic dependent launch forced off and from
-# PTX, the gpu suite under compute-sanitizer memcheck, and cgr-bench's
+# One call on the GPU machine: build, run the unit/headers/gpu/bench suites,
+# the gpu and bench suites again with programmatic dependent launch forced
+# off and from PTX and under compute-sanitizer memcheck, and cgr-bench's
 # default suite (W-chain plain and with PDL, interleaved). Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is
 # printed last.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
@@ -78,7 +78,7 @@ fi
 grep -A4 "^cgr" "$OUT/setup.log" | tail -4
 
 if [ "${result[build]}" = ok ]; then
-    meson test -C "$b" --print-errorlogs --suite unit --suite headers --suite gpu \
+    meson test -C "$b" --print-errorlogs --suite unit --suite headers --suite gpu --suite bench \
         >"$OUT/test.log" 2>&1 && result[tests]=ok || result[tests]=FAILED
     grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test.log"
     grep -hE "^(zero_copy_max|PASS|cycle|bad_)" "$b/meson-logs/testlog.txt" | cut -c1-300
@@ -87,7 +87,7 @@ if [ "${result[build]}" = ok ]; then
     extra_pass() {
         local key=$1 name=$2 dir=$3
         shift 3
-        env "$@" meson test -C "$dir" --print-errorlogs --suite gpu --logbase "testlog-$name" \
+        env "$@" meson test -C "$dir" --print-errorlogs --suite gpu --suite bench --logbase "testlog-$name" \
             >"$OUT/test-$name.log" 2>&1 && result[$key]=ok || result[$key]=FAILED
         echo "-- gpu suite, $key ($dir${*:+, $*}):"
         grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test-$name.log" | grep -vE " OK | SKIP " | head -20
@@ -121,13 +121,13 @@ if [ "${result[build]}" = ok ]; then
         extra_pass ptx-force ptx-force "$b" CUDA_FORCE_PTX_JIT=1
     fi
     if [ $memcheck = 1 ]; then
-        meson test -C "$b" --setup memcheck --suite gpu --print-errorlogs \
+        meson test -C "$b" --setup memcheck --suite gpu --suite bench --print-errorlogs \
             >"$OUT/memcheck.log" 2>&1 && result[memcheck]=ok || result[memcheck]=FAILED
         grep -E "^ *[0-9]+/[0-9]+ |ERROR SUMMARY" "$OUT/memcheck.log" | head -20
     fi
     if [ $sanitizers = 1 ]; then
         for tool in racecheck initcheck; do
-            meson test -C "$b" --setup $tool --suite gpu --print-errorlogs \
+            meson test -C "$b" --setup $tool --suite gpu --suite bench --print-errorlogs \
                 >"$OUT/$tool.log" 2>&1 && result[$tool]=ok || result[$tool]=FAILED
             grep -E "^ *[0-9]+/[0-9]+ " "$OUT/$tool.log" | head -20
         done

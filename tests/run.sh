@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # README's test command: installs meson if it is missing (Debian packages),
-# builds cgr and runs the unit, headers and gpu suites. Without a usable GPU
-# the gpu suite reports "skipped" (exit 77); everything else must pass.
+# builds cgr and runs the unit, headers, gpu and bench suites (bench: the
+# benchmark's workloads, W-mlp and W-cnn, against float64 references).
+# Without a usable GPU the gpu and bench tests report "skipped" (exit 77);
+# everything else must pass.
 set -eu
 cd "$(dirname "$0")/.."
 builddir=${CGR_BUILD_DIR:-build}
@@ -9,7 +11,7 @@ bash tests/build.sh "$@"
 
 out=$(mktemp)
 set +e
-meson test -C "$builddir" --print-errorlogs --suite unit --suite headers --suite gpu | tee "$out"
+meson test -C "$builddir" --print-errorlogs --suite unit --suite headers --suite gpu --suite bench | tee "$out"
 rc=${PIPESTATUS[0]}
 set -e
 # One plain summary line from meson's own counts.
