@@ -1,8 +1,12 @@
 /*
- * The arithmetic of a profile and its three reports (prof_report.h).
+ * The arithmetic of a profile and its three reports (prof_report.h), and
+ * the trace writer that the collector's trace (profiler.c) shares.
  */
+#define _POSIX_C_SOURCE 200809L /* open_memstream, fseeko */
+
 #include "prof_report.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -344,18 +348,33 @@ int cgr__prof_write_text(FILE *f, const char *step, const cgr__prof_summary *s)
     return bad ? -1 : 0;
 }
 
+/* The characters of s as inside a JSON string, adding their count to *bytes.
+ * Bytes >= 0x80 become '?', so the output is plain ASCII and valid whatever
+ * the encoding of the input (kernel names, step names). */
+static int json_chars(FILE *f, const char *s, uint64_t *bytes)
+{
+    uint64_t k = 0;
+    int bad = 0;
+    for (const unsigned char *u = (const unsigned char *)s; *u && !bad; u++) {
+        if (*u == '"' || *u == '\\') {
+            bad = fputc('\\', f) == EOF || fputc(*u, f) == EOF;
+            k += 2;
+        } else if (*u < 0x20) {
+            bad = fprintf(f, "\\u%04x", *u) < 0;
+            k += 6;
+        } else {
+            bad = fputc(*u >= 0x80 ? '?' : *u, f) == EOF;
+            k++;
+        }
+    }
+    *bytes += k;
+    return bad ? -1 : 0;
+}
+
 int cgr__prof_json_str(FILE *f, const char *s)
 {
-    int bad = fputc('"', f) == EOF;
-    for (const unsigned char *u = (const unsigned char *)s; *u && !bad; u++) {
-        if (*u == '"' || *u == '\\')
-            bad = fprintf(f, "\\%c", *u) < 0;
-        else if (*u < 0x20)
-            bad = fprintf(f, "\\u%04x", *u) < 0;
-        else
-            bad = fputc(*u >= 0x80 ? '?' : *u, f) == EOF;
-    }
-    return bad || fputc('"', f) == EOF ? -1 : 0;
+    uint64_t k = 0;
+    return fputc('"', f) == EOF || json_chars(f, s, &k) != 0 || fputc('"', f) == EOF ? -1 : 0;
 }
 
 int cgr__prof_write_json(FILE *f, const char *step, const cgr__prof_summary *s)
@@ -390,6 +409,50 @@ int cgr__prof_write_json(FILE *f, const char *step, const cgr__prof_summary *s)
     return bad ? -1 : 0;
 }
 
+/* ---- trace events -------------------------------------------------------------- */
+
+/*
+ * The writes into a cgr__prof_trace_out: each counts its bytes and, after
+ * the first failure, does nothing, so an event is written by a run of calls
+ * and checked once (o->bad) at its end.
+ */
+static void out_printf(cgr__prof_trace_out *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void out_printf(cgr__prof_trace_out *o, const char *fmt, ...)
+{
+    if (o->bad)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    const int k = vfprintf(o->f, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        o->bad = 1;
+    else
+        o->bytes += (uint64_t)k;
+}
+
+/* prefix + s as one JSON string. */
+static void out_str(cgr__prof_trace_out *o, const char *prefix, const char *s)
+{
+    if (o->bad)
+        return;
+    uint64_t k = 2;
+    o->bad = fputc('"', o->f) == EOF || json_chars(o->f, prefix, &k) != 0 ||
+             json_chars(o->f, s, &k) != 0 || fputc('"', o->f) == EOF;
+    if (!o->bad)
+        o->bytes += k;
+}
+
+/* Starts an event: the separator from the one before. */
+static void out_event(cgr__prof_trace_out *o)
+{
+    if (o->events)
+        out_printf(o, ",\n");
+    if (!o->bad)
+        o->events++;
+}
+
 /* ns after origin as microseconds with 3 decimals, without the locale's %f. */
 static void fmt_us(char *buf, size_t len, uint64_t t, uint64_t origin)
 {
@@ -398,51 +461,196 @@ static void fmt_us(char *buf, size_t len, uint64_t t, uint64_t origin)
              (unsigned)(a % 1000));
 }
 
+/* By CUpti_ActivityMemcpyKind, whose values CUPTI keeps across versions
+ * (profiler.c checks them against the headers it is built with). */
+static const char *const copy_names[] = {
+    "memcpy",      "memcpy HtoD", "memcpy DtoH", "memcpy HtoA", "memcpy AtoH", "memcpy AtoA",
+    "memcpy AtoD", "memcpy DtoA", "memcpy DtoD", "memcpy HtoH", "memcpy PtoP",
+};
+
 static const char *rec_name(const cgr__prof_rec *x, const char *const *names, size_t n_names)
 {
     if (x->kind == CGR__PROF_KERNEL)
         return x->name_id < n_names ? names[x->name_id] : "<unknown>";
-    return x->kind == CGR__PROF_MEMCPY ? "memcpy" : "memset";
+    if (x->kind == CGR__PROF_MEMCPY)
+        return x->copy_kind < sizeof copy_names / sizeof copy_names[0] ? copy_names[x->copy_kind]
+                                                                       : copy_names[0];
+    return "memset";
 }
+
+/* Metadata: process pid is named prefix + name, and sorted by pid. */
+static void trace_process(cgr__prof_trace_out *o, int pid, const char *prefix, const char *name)
+{
+    out_event(o);
+    out_printf(o, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
+               pid);
+    out_str(o, prefix, name);
+    out_printf(o, "}}");
+    out_event(o);
+    out_printf(o, "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                  "\"args\":{\"sort_index\":%d}}",
+               pid, pid);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Metadata: a "stream N" thread of process pid per stream of recs. -1 when
+ * out of memory. */
+static int trace_streams(cgr__prof_trace_out *o, int pid, const cgr__prof_rec *recs, size_t n)
+{
+    if (n == 0)
+        return 0;
+    uint32_t *streams = malloc(n * sizeof *streams);
+    if (!streams)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        streams[i] = recs[i].stream;
+    qsort(streams, n, sizeof *streams, cmp_u32);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && streams[i] == streams[i - 1])
+            continue;
+        out_event(o);
+        out_printf(o, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
+                      "\"args\":{\"name\":\"stream %u\"}}",
+                   pid, (unsigned)streams[i], (unsigned)streams[i]);
+    }
+    free(streams);
+    return 0;
+}
+
+/* A slice for record x on its stream's thread of process pid; run NULL: no run argument. */
+static void trace_rec(cgr__prof_trace_out *o, int pid, const cgr__prof_rec *x, uint64_t origin,
+                      const char *const *names, size_t n_names, const int32_t *run)
+{
+    char ts[32], dur[32];
+    fmt_us(ts, sizeof ts, x->start, origin);
+    fmt_us(dur, sizeof dur, x->end, x->start);
+    out_event(o);
+    out_printf(o, "{\"name\":");
+    out_str(o, "", rec_name(x, names, n_names));
+    out_printf(o, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%s,\"dur\":%s,"
+                  "\"args\":{",
+               x->kind == CGR__PROF_KERNEL   ? "kernel"
+               : x->kind == CGR__PROF_MEMCPY ? "memcpy"
+                                             : "memset",
+               pid, (unsigned)x->stream, ts, dur);
+    if (run)
+        out_printf(o, "\"run\":%d,", (int)*run);
+    if (x->kind == CGR__PROF_KERNEL)
+        out_printf(o, "\"grid\":[%d,%d,%d],\"block\":[%u,%u,%u],\"regs\":%u,\"smem\":%u,",
+                   (int)x->grid[0], (int)x->grid[1], (int)x->grid[2], (unsigned)x->block[0],
+                   (unsigned)x->block[1], (unsigned)x->block[2], (unsigned)x->regs,
+                   (unsigned)x->smem);
+    else
+        out_printf(o, "\"bytes\":%llu,", (unsigned long long)x->bytes);
+    out_printf(o, "\"graph\":%u}}", (unsigned)x->graph_id);
+}
+
+/* Process pid, named name: a thread per stream and a slice per record, up
+ * to the caps. 0, or -1 when writing failed or memory ran out. */
+static int trace_gpu(cgr__prof_trace_out *o, int pid, const char *name,
+                     const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
+                     const char *const *names, size_t n_names, uint64_t origin)
+{
+    trace_process(o, pid, "", name);
+    if (trace_streams(o, pid, recs, n) != 0)
+        return -1;
+    for (size_t i = 0; i < n && !o->bad; i++) {
+        if ((o->max_events && o->events >= o->max_events) ||
+            (o->max_bytes && o->bytes >= o->max_bytes)) {
+            o->left_out += n - i;
+            break;
+        }
+        trace_rec(o, pid, &recs[i], origin, names, n_names, run_of ? &run_of[i] : NULL);
+    }
+    return o->bad ? -1 : 0;
+}
+
+static const char trace_head[] = "{\"traceEvents\":[\n";
+static const char trace_tail[] = "\n],\"displayTimeUnit\":\"ns\"}\n";
 
 int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, size_t n,
                           const int32_t *run_of, const cgr__prof_run *runs, size_t n_runs,
                           const char *const *names, size_t n_names)
 {
-    uint64_t origin = n_runs ? runs[0].begin : n ? recs[0].start : 0;
+    const uint64_t origin = n_runs ? runs[0].begin : n ? recs[0].start : 0;
+    cgr__prof_trace_out o = {.f = f};
     char ts[32], dur[32];
-    int bad = fputs("{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
-                    "\"tid\":0,\"args\":{\"name\":",
-                    f) < 0;
-    bad |= fputs("\"cgr host: step ", f) < 0;
-    for (const char *c = step; *c; c++)
-        bad |= fputc(*c == '"' || *c == '\\' || (unsigned char)*c < 0x20 ||
-                             (unsigned char)*c >= 0x80 ? '?' : *c, f) == EOF;
-    bad |= fputs("\"}},\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":2,\"tid\":0,"
-                 "\"args\":{\"name\":\"GPU\"}}",
-                 f) < 0;
+    int bad = fputs(trace_head, f) < 0;
+    trace_process(&o, 1, "cgr host: step ", step);
     for (size_t j = 0; j < n_runs; j++) {
         fmt_us(ts, sizeof ts, runs[j].begin, origin);
         fmt_us(dur, sizeof dur, runs[j].end, runs[j].begin);
-        bad |= fprintf(f, ",\n{\"name\":\"run %zu (%s)\",\"cat\":\"cgr run\",\"ph\":\"X\","
-                          "\"pid\":1,\"tid\":1,\"ts\":%s,\"dur\":%s,\"args\":{\"cpu_us\":%.3f}}",
-                       j, mode_names[runs[j].mode == CGR__PROF_GRAPH], ts, dur,
-                       (double)runs[j].cpu_ns / 1e3) < 0;
+        out_event(&o);
+        out_printf(&o, "{\"name\":\"run %zu (%s)\",\"cat\":\"cgr run\",\"ph\":\"X\",\"pid\":1,"
+                       "\"tid\":1,\"ts\":%s,\"dur\":%s,\"args\":{\"cpu_us\":%.3f}}",
+                   j, mode_names[runs[j].mode == CGR__PROF_GRAPH], ts, dur,
+                   (double)runs[j].cpu_ns / 1e3);
     }
-    for (size_t i = 0; i < n && !bad; i++) {
-        const cgr__prof_rec *x = &recs[i];
-        fmt_us(ts, sizeof ts, x->start, origin);
-        fmt_us(dur, sizeof dur, x->end, x->start);
-        bad |= fputs(",\n{\"name\":", f) < 0 ||
-               cgr__prof_json_str(f, rec_name(x, names, n_names)) != 0;
-        bad |= fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":2,\"tid\":%u,\"ts\":%s,"
-                          "\"dur\":%s,\"args\":{\"run\":%d,\"bytes\":%llu,\"graph\":%u}}",
-                       x->kind == CGR__PROF_KERNEL   ? "kernel"
-                       : x->kind == CGR__PROF_MEMCPY ? "memcpy"
-                                                     : "memset",
-                       (unsigned)x->stream, ts, dur, (int)run_of[i],
-                       (unsigned long long)x->bytes, (unsigned)x->graph_id) < 0;
-    }
-    bad |= fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f) < 0;
+    bad |= trace_gpu(&o, 2, "GPU", recs, n, run_of, names, n_names, origin) != 0;
+    bad |= fputs(trace_tail, f) < 0;
     return bad ? -1 : 0;
+}
+
+/* ---- the trace in memory ------------------------------------------------------ */
+
+int cgr__prof_trace_buf_add(cgr__prof_trace_buf *t, int pid, const char *name,
+                            const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
+                            const char *const *names, size_t n_names, uint64_t origin)
+{
+    if (!t->out.f) {
+        t->out.f = open_memstream(&t->buf, &t->size);
+        if (!t->out.f)
+            return -1;
+    }
+    const cgr__prof_trace_out saved = t->out;
+    if (trace_gpu(&t->out, pid, name, recs, n, run_of, names, n_names, origin) == 0)
+        return t->out.left_out > saved.left_out;
+    /*
+     * Take back this call's events, so the trace holds whole windows: the
+     * next write goes where they began, and only the bytes counted are
+     * written out. A stream that cannot seek back would leave a broken
+     * event in the middle of the trace, so then the trace goes.
+     */
+    clearerr(t->out.f);
+    if (fseeko(t->out.f, (off_t)saved.bytes, SEEK_SET) == 0) {
+        t->out = saved;
+    } else {
+        const uint64_t max_events = saved.max_events, max_bytes = saved.max_bytes;
+        cgr__prof_trace_buf_free(t);
+        t->out.max_events = max_events;
+        t->out.max_bytes = max_bytes;
+    }
+    return -1;
+}
+
+int cgr__prof_trace_buf_write(const cgr__prof_trace_buf *t, FILE *f)
+{
+    int bad = fputs(trace_head, f) < 0;
+    if (!bad && t->out.f) {
+        /*
+         * A memory stream sets buf and size on a flush; that writes t
+         * through the pointers open_memstream took, which is fine: the
+         * bytes it holds do not change, and no cgr__prof_trace_buf is a
+         * const object (the collector's lives in calloc'd memory).
+         */
+        bad = fflush(t->out.f) != 0 || t->size < t->out.bytes ||
+              fwrite(t->buf, 1, (size_t)t->out.bytes, f) != (size_t)t->out.bytes;
+    }
+    bad = bad || fputs(trace_tail, f) < 0;
+    return bad ? -1 : 0;
+}
+
+void cgr__prof_trace_buf_free(cgr__prof_trace_buf *t)
+{
+    /* A memory stream's fclose only hands over its buffer, freed below;
+     * there is nothing to do if it reports a failure. */
+    if (t->out.f)
+        (void)fclose(t->out.f);
+    free(t->buf);
+    memset(t, 0, sizeof *t);
 }

@@ -143,4 +143,49 @@ int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, 
 /* Writes s as a JSON string, quotes included; bytes >= 0x80 become '?'. */
 int cgr__prof_json_str(FILE *f, const char *s);
 
+/*
+ * Where trace events go: both traces (cgr__prof_write_trace's and the
+ * collector's, through cgr__prof_trace_buf) are written by the same
+ * functions into one of these. It counts the events and their bytes, which
+ * the caps need, and keeps the first write failure.
+ */
+typedef struct cgr__prof_trace_out {
+    FILE *f;
+    uint64_t events;     /* written so far */
+    uint64_t bytes;      /* of the events and the separators between them */
+    uint64_t max_events; /* caps: 0 for none; a window's records beyond them are */
+    uint64_t max_bytes;  /* left out (its metadata is always written) */
+    uint64_t left_out;   /* records left out by the caps */
+    int bad;             /* a write failed; later writes are skipped */
+} cgr__prof_trace_out;
+
+/*
+ * A trace built in memory one window at a time, written out later: the
+ * collector's (profiler.h). Zero it, set out.max_events / out.max_bytes,
+ * and free it with cgr__prof_trace_buf_free.
+ */
+typedef struct cgr__prof_trace_buf {
+    cgr__prof_trace_out out; /* out.f: a memory stream, opened by the first add */
+    char *buf;               /* the stream's bytes (open_memstream) */
+    size_t size;
+} cgr__prof_trace_buf;
+
+/*
+ * Appends process pid, named name, with a thread per stream of recs[0..n)
+ * and a slice per record (ts relative to origin; run_of as for
+ * cgr__prof_attribute, NULL for no run argument). Returns 0; 1 when the
+ * caps left records out (the trace stays valid); -1 when memory ran out,
+ * and then the events of this call are taken back, or, should the memory
+ * stream fail to seek back to where they began, the whole trace is dropped.
+ */
+int cgr__prof_trace_buf_add(cgr__prof_trace_buf *t, int pid, const char *name,
+                            const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
+                            const char *const *names, size_t n_names, uint64_t origin);
+
+/* {"traceEvents":[...],"displayTimeUnit":"ns"} with t's events to f; 0 or -1. */
+int cgr__prof_trace_buf_write(const cgr__prof_trace_buf *t, FILE *f);
+
+/* Frees t's memory and zeroes it (caps included). */
+void cgr__prof_trace_buf_free(cgr__prof_trace_buf *t);
+
 #endif

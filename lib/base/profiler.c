@@ -1,4 +1,4 @@
-/* cgr__prof: CUPTI activity-trace profiler for cgr-bench. See cgr__prof.h.
+/* cgr__prof: CUPTI activity-trace profiler for cgr-bench. See profiler.h.
  *
  * Data flow:
  *   CUPTI worker thread --buf_completed()--> p->store (guarded by g_lock,
@@ -99,11 +99,8 @@ struct cgr__prof {
     size_t hcap;              /* power of two */
     struct name_slot cache[NAME_CACHE];
 
-    /* trace: comma-separated JSON events */
-    char *tbuf;
-    size_t tlen, tcap;
-    uint64_t tevents;
-    uint64_t tleft_out;
+    /* trace: the windows added so far, as JSON events (prof_report.h) */
+    cgr__prof_trace_buf trace;
     int torigin_set;
     uint64_t torigin;
 };
@@ -575,7 +572,7 @@ static void free_all(cgr__prof *p)
     free(p->raw);
     free(p->disp);
     free(p->htab);
-    free(p->tbuf);
+    cgr__prof_trace_buf_free(&p->trace);
     free(p);
 }
 
@@ -675,6 +672,8 @@ int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errle
         return CGR__PROF_ENOMEM;
     }
     p->flags = flags;
+    p->trace.out.max_events = CGR__PROF_TRACE_MAX_EVENTS;
+    p->trace.out.max_bytes = CGR__PROF_TRACE_MAX_BYTES;
     if (intern(p, "<unknown>", &id) != CGR__PROF_OK || id != UNKNOWN_NAME_ID) {
         free_all(p);
         if (err && errlen)
@@ -809,9 +808,9 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     CUptiResult r;
     size_t d = 0, i, n;
     uint64_t t1 = 0, dropped;
-    uint64_t k_ns = 0, mc_ns = 0, ms_ns = 0, u_ns = 0;
+    uint64_t k_ns = 0, mc_ns = 0, ms_ns = 0, u_ns;
     uint64_t nk = 0, nmc = 0, nms = 0, untimed = 0;
-    uint64_t first = 0, last_end = 0, cur_s = 0, cur_e = 0;
+    uint64_t first = 0, last_end = 0;
     rec *tmp;
     size_t tcap;
     cgr__prof_window w;
@@ -907,7 +906,7 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
         x->cupti_name = NULL; /* not used past this point */
     }
 
-    /* Sums, counts, span and the union of the busy intervals. */
+    /* Sums, counts and span; the records are sorted by start, as the union needs. */
     for (i = 0; i < n; i++) {
         const rec *x = &p->win[i];
         uint64_t dur = x->end - x->start;
@@ -916,22 +915,11 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
         case CGR__PROF_MEMCPY: mc_ns += dur; nmc++; break;
         default: ms_ns += dur; nms++; break;
         }
-        if (i == 0) {
-            first = x->start;
-            cur_s = x->start;
-            cur_e = x->end;
-        } else if (x->start > cur_e) {
-            u_ns += cur_e - cur_s;
-            cur_s = x->start;
-            cur_e = x->end;
-        } else if (x->end > cur_e) {
-            cur_e = x->end;
-        }
         if (x->end > last_end)
             last_end = x->end;
     }
-    if (n > 0)
-        u_ns += cur_e - cur_s;
+    first = n > 0 ? p->win[0].start : 0;
+    u_ns = cgr__prof_union_ns(p->win, n);
 
     memset(&w, 0, sizeof w);
     snprintf(w.label, sizeof w.label, "%s", p->label);
@@ -1011,211 +999,19 @@ int cgr__prof_top_kernels(const cgr__prof *p, cgr__prof_kernel_stat *out, int ma
 }
 
 /* ------------------------------------------------------------------ */
-/* Chrome trace                                                        */
+/* Chrome trace (written by prof_report.c, as the profile window's is)  */
 
-static int tb_reserve(cgr__prof *p, size_t extra)
-{
-    size_t need = p->tlen + extra + 1, ncap;
-    char *b;
-    if (need <= p->tcap)
-        return CGR__PROF_OK;
-    ncap = p->tcap ? p->tcap : 1 << 16;
-    while (ncap < need)
-        ncap *= 2;
-    b = realloc(p->tbuf, ncap);
-    if (!b)
-        return CGR__PROF_ENOMEM;
-    p->tbuf = b;
-    p->tcap = ncap;
-    return CGR__PROF_OK;
-}
-
-static int tb_printf(cgr__prof *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int tb_printf(cgr__prof *p, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-    va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return CGR__PROF_EINVAL;
-    if (tb_reserve(p, (size_t)n) != CGR__PROF_OK)
-        return CGR__PROF_ENOMEM;
-    va_start(ap, fmt);
-    n = vsnprintf(p->tbuf + p->tlen, p->tcap - p->tlen, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return CGR__PROF_EINVAL;
-    p->tlen += (size_t)n;
-    return CGR__PROF_OK;
-}
-
-/* Appends s as a JSON string (with quotes). Bytes >= 0x80 become '?' so the
- * output is plain ASCII and valid whatever the input encoding. */
-static int tb_json_str(cgr__prof *p, const char *s)
-{
-    size_t n = strlen(s);
-    const unsigned char *u = (const unsigned char *)s;
-    if (tb_reserve(p, n * 6 + 2) != CGR__PROF_OK)
-        return CGR__PROF_ENOMEM;
-    p->tbuf[p->tlen++] = '"';
-    for (; *u; u++) {
-        unsigned c = *u;
-        if (c == '"' || c == '\\') {
-            p->tbuf[p->tlen++] = '\\';
-            p->tbuf[p->tlen++] = (char)c;
-        } else if (c < 0x20) {
-            p->tlen += (size_t)snprintf(p->tbuf + p->tlen, 7, "\\u%04x", c);
-        } else if (c >= 0x80) {
-            p->tbuf[p->tlen++] = '?';
-        } else {
-            p->tbuf[p->tlen++] = (char)c;
-        }
-    }
-    p->tbuf[p->tlen++] = '"';
-    p->tbuf[p->tlen] = '\0';
-    return CGR__PROF_OK;
-}
-
-/* ns -> "µs with 3 decimals", without printf's locale-dependent %f. */
-static void fmt_us(char *buf, size_t len, int64_t ns)
-{
-    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    snprintf(buf, len, "%s%llu.%03u", ns < 0 ? "-" : "",
-             (unsigned long long)(a / 1000), (unsigned)(a % 1000));
-}
-
-static const char *copy_kind_name(uint8_t k)
-{
-    switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "memcpy HtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "memcpy AtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "memcpy AtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "memcpy AtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "memcpy DtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "memcpy HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "memcpy PtoP";
-    default: return "memcpy";
-    }
-}
-
-/* Starts a new event: the separator (if needed) and the event count. */
-static int tb_event_begin(cgr__prof *p)
-{
-    if (p->tevents > 0 && tb_printf(p, ",\n") != CGR__PROF_OK)
-        return CGR__PROF_ENOMEM;
-    p->tevents++;
-    return CGR__PROF_OK;
-}
-
-static int trace_one(cgr__prof *p, const rec *x, int pid)
-{
-    char ts[32], dur[32];
-    int rc;
-    fmt_us(ts, sizeof ts, (int64_t)(x->start - p->torigin));
-    fmt_us(dur, sizeof dur, (int64_t)(x->end - x->start));
-
-    if ((rc = tb_event_begin(p)) != CGR__PROF_OK)
-        return rc;
-    if ((rc = tb_printf(p, "{\"name\":")) != CGR__PROF_OK)
-        return rc;
-    switch (x->kind) {
-    case CGR__PROF_KERNEL:
-        rc = tb_json_str(p, x->name_id < p->names_n ? p->disp[x->name_id]
-                                                    : "<unknown>");
-        if (rc == CGR__PROF_OK)
-            rc = tb_printf(p,
-                           ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":%d,"
-                           "\"tid\":%u,\"ts\":%s,\"dur\":%s,\"args\":{"
-                           "\"grid\":[%d,%d,%d],\"block\":[%u,%u,%u],"
-                           "\"regs\":%u,\"smem\":%u,\"graph\":%u}}",
-                           pid, (unsigned)x->stream, ts, dur, (int)x->grid[0],
-                           (int)x->grid[1], (int)x->grid[2],
-                           (unsigned)x->block[0], (unsigned)x->block[1],
-                           (unsigned)x->block[2], (unsigned)x->regs,
-                           (unsigned)x->smem, (unsigned)x->graph_id);
-        break;
-    case CGR__PROF_MEMCPY:
-        rc = tb_printf(p,
-                       "\"%s\",\"cat\":\"memcpy\",\"ph\":\"X\",\"pid\":%d,"
-                       "\"tid\":%u,\"ts\":%s,\"dur\":%s,\"args\":{"
-                       "\"bytes\":%llu,\"graph\":%u}}",
-                       copy_kind_name(x->copy_kind), pid, (unsigned)x->stream,
-                       ts, dur, (unsigned long long)x->bytes,
-                       (unsigned)x->graph_id);
-        break;
-    default:
-        rc = tb_printf(p,
-                       "\"memset\",\"cat\":\"memset\",\"ph\":\"X\",\"pid\":%d,"
-                       "\"tid\":%u,\"ts\":%s,\"dur\":%s,\"args\":{"
-                       "\"bytes\":%llu,\"graph\":%u}}",
-                       pid, (unsigned)x->stream, ts, dur,
-                       (unsigned long long)x->bytes, (unsigned)x->graph_id);
-        break;
-    }
-    return rc;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Metadata: process name and order, and one "stream N" name per stream. */
-static int trace_meta(cgr__prof *p, const char *label, int pid)
-{
-    uint32_t *streams = NULL;
-    size_t i, ns = 0;
-    int rc;
-
-    if ((rc = tb_event_begin(p)) != CGR__PROF_OK ||
-        (rc = tb_printf(p, "{\"name\":\"process_name\",\"ph\":\"M\","
-                           "\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
-                        pid)) != CGR__PROF_OK ||
-        (rc = tb_json_str(p, label)) != CGR__PROF_OK ||
-        (rc = tb_printf(p, "}}")) != CGR__PROF_OK)
-        return rc;
-    if ((rc = tb_event_begin(p)) != CGR__PROF_OK ||
-        (rc = tb_printf(p, "{\"name\":\"process_sort_index\",\"ph\":\"M\","
-                           "\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
-                        pid, pid)) != CGR__PROF_OK)
-        return rc;
-
-    if (p->win_n == 0)
-        return CGR__PROF_OK;
-    streams = malloc(p->win_n * sizeof *streams);
-    if (!streams)
-        return CGR__PROF_ENOMEM;
-    for (i = 0; i < p->win_n; i++)
-        streams[i] = p->win[i].stream;
-    qsort(streams, p->win_n, sizeof *streams, cmp_u32);
-    for (i = 0; i < p->win_n; i++) {
-        if (i > 0 && streams[i] == streams[i - 1])
-            continue;
-        streams[ns++] = streams[i];
-    }
-    for (i = 0; i < ns && rc == CGR__PROF_OK; i++) {
-        rc = tb_event_begin(p);
-        if (rc == CGR__PROF_OK)
-            rc = tb_printf(p,
-                           "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
-                           "\"tid\":%u,\"args\":{\"name\":\"stream %u\"}}",
-                           pid, (unsigned)streams[i], (unsigned)streams[i]);
-    }
-    free(streams);
-    return rc;
-}
+/* prof_report.c names memcpys by these values of CUpti_ActivityMemcpyKind. */
+_Static_assert(CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN == 0 && CUPTI_ACTIVITY_MEMCPY_KIND_HTOD == 1 &&
+                   CUPTI_ACTIVITY_MEMCPY_KIND_DTOH == 2 && CUPTI_ACTIVITY_MEMCPY_KIND_HTOA == 3 &&
+                   CUPTI_ACTIVITY_MEMCPY_KIND_ATOH == 4 && CUPTI_ACTIVITY_MEMCPY_KIND_ATOA == 5 &&
+                   CUPTI_ACTIVITY_MEMCPY_KIND_ATOD == 6 && CUPTI_ACTIVITY_MEMCPY_KIND_DTOA == 7 &&
+                   CUPTI_ACTIVITY_MEMCPY_KIND_DTOD == 8 && CUPTI_ACTIVITY_MEMCPY_KIND_HTOH == 9 &&
+                   CUPTI_ACTIVITY_MEMCPY_KIND_PTOP == 10,
+               "CUPTI renumbered its memcpy kinds: update copy_names in prof_report.c");
 
 int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid)
 {
-    size_t i, saved_len;
-    uint64_t saved_events;
     int rc;
 
     if (!p)
@@ -1232,31 +1028,21 @@ int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid)
         p->torigin_set = 1;
     }
 
-    saved_len = p->tlen;
-    saved_events = p->tevents;
-    rc = trace_meta(p, label, pid);
-    for (i = 0; i < p->win_n && rc == CGR__PROF_OK; i++) {
-        if (p->tevents >= CGR__PROF_TRACE_MAX_EVENTS ||
-            p->tlen >= CGR__PROF_TRACE_MAX_BYTES) {
-            p->tleft_out += p->win_n - i;
-            set_err(p, "cgr__prof_trace_add: trace cap reached (%u events or "
-                       "%u MiB); %llu events left out in total",
-                    (unsigned)CGR__PROF_TRACE_MAX_EVENTS,
-                    (unsigned)(CGR__PROF_TRACE_MAX_BYTES >> 20),
-                    (unsigned long long)p->tleft_out);
-            return CGR__PROF_WTRUNC;
-        }
-        rc = trace_one(p, &p->win[i], pid);
+    rc = cgr__prof_trace_buf_add(&p->trace, pid, label, p->win, p->win_n, NULL,
+                                 (const char *const *)p->disp, p->names_n, p->torigin);
+    if (rc < 0) {
+        set_err(p, "cgr__prof_trace_add: %s", cgr__prof_strerror(CGR__PROF_ENOMEM));
+        return CGR__PROF_ENOMEM;
     }
-    if (rc != CGR__PROF_OK) {
-        /* Roll back this call's partial output so the trace stays valid. */
-        p->tlen = saved_len;
-        p->tevents = saved_events;
-        if (p->tbuf)
-            p->tbuf[p->tlen] = '\0';
-        set_err(p, "cgr__prof_trace_add: %s", cgr__prof_strerror(rc));
+    if (rc > 0) {
+        set_err(p, "cgr__prof_trace_add: trace cap reached (%u events or "
+                   "%u MiB); %llu events left out in total",
+                (unsigned)CGR__PROF_TRACE_MAX_EVENTS,
+                (unsigned)(CGR__PROF_TRACE_MAX_BYTES >> 20),
+                (unsigned long long)p->trace.out.left_out);
+        return CGR__PROF_WTRUNC;
     }
-    return rc;
+    return CGR__PROF_OK;
 }
 
 int cgr__prof_trace_write(const cgr__prof *p, const char *path)
@@ -1271,11 +1057,7 @@ int cgr__prof_trace_write(const cgr__prof *p, const char *path)
         set_err_c(p, "cgr__prof_trace_write: cannot open %s for writing", path);
         return CGR__PROF_EIO;
     }
-    bad = fputs("{\"traceEvents\":[\n", f) < 0;
-    if (!bad && p->tlen > 0)
-        bad = fwrite(p->tbuf, 1, p->tlen, f) != p->tlen;
-    if (!bad)
-        bad = fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f) < 0;
+    bad = cgr__prof_trace_buf_write(&p->trace, f) != 0;
     if (fclose(f) != 0)
         bad = 1;
     if (bad) {
