@@ -118,7 +118,7 @@ static uint64_t thread_cpu_ns(void)
 static int open_window(cgr_step *s, cgr__profile *p)
 {
     char err[512];
-    int rc = cgr__prof_create_ex(&p->prof, CGR__PROF_CORRELATE, err, sizeof err);
+    int rc = cgr__prof_create_ex(&p->prof, CGR__PROF_CORRELATE | CGR__PROF_RANGES, err, sizeof err);
     if (rc == CGR__PROF_EBUSY)
         return 1; /* another step's window (or cgr-bench's profiler) holds CUPTI */
     if (rc != CGR__PROF_OK) {
@@ -157,9 +157,9 @@ static void report_path(const cgr_step *s, const char *suffix, char *out, size_t
 enum { TEXT, JSON, TRACE };
 
 static int write_report(const cgr_step *s, int which, const cgr__prof_summary *sum,
-                        const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
-                        const cgr__profile *p, const char *const *names, size_t n_names,
-                        char *path, size_t cap)
+                        const cgr__prof_window *w, const cgr__prof_rec *recs, size_t n,
+                        const int32_t *run_of, const cgr__profile *p, const char *const *names,
+                        size_t n_names, char *path, size_t cap)
 {
     static const char *const suffix[] = {".txt", ".json", ".trace.json"};
     report_path(s, suffix[which], path, cap);
@@ -169,7 +169,8 @@ static int write_report(const cgr_step *s, int which, const cgr__prof_summary *s
     int bad = which == TEXT   ? cgr__prof_write_text(f, s->name, sum)
               : which == JSON ? cgr__prof_write_json(f, s->name, sum)
                               : cgr__prof_write_trace(f, s->name, recs, n, run_of, p->runs,
-                                                      p->n, names, n_names);
+                                                      p->n, names, n_names, w->ranges,
+                                                      w->n_ranges);
     return fclose(f) != 0 || bad ? -1 : 0;
 }
 
@@ -220,10 +221,13 @@ static void close_window(cgr_step *s, cgr__profile *p)
         return;
     }
     sum.by_time = by_time;
+    sum.ranges = w.n_ranges;
+    sum.ranges_open = w.ranges_open;
+    sum.ranges_dropped = w.ranges_dropped;
     char path[3][4096];
     int bad = -1;
     for (int k = TEXT; k <= TRACE; k++)
-        if (write_report(s, k, &sum, recs, n, run_of, p, names, n_names, path[k],
+        if (write_report(s, k, &sum, &w, recs, n, run_of, p, names, n_names, path[k],
                          sizeof path[k]) != 0 && bad < 0)
             bad = k;
     free(run_of);

@@ -121,6 +121,7 @@ const cgr__nccl_api *cgr__nccl(void);
     X(CUptiResult, cuptiGetResultString, (CUptiResult, const char **))                     \
     X(CUptiResult, cuptiGetVersion, (uint32_t *))                                          \
     X(CUptiResult, cuptiGetTimestamp, (uint64_t *))                                        \
+    X(CUptiResult, cuptiSetThreadIdType, (CUpti_ActivityThreadIdType))                     \
     X(CUptiResult, cuptiActivityEnable, (CUpti_ActivityKind))                              \
     X(CUptiResult, cuptiActivityDisable, (CUpti_ActivityKind))                             \
     X(CUptiResult, cuptiActivityFlushAll, (uint32_t))                                      \

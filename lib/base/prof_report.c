@@ -403,9 +403,12 @@ int cgr__prof_write_json(FILE *f, const char *step, const cgr__prof_summary *s)
         bad |= fprintf(f, ",\"calls\":%llu,\"total_us\":%.6g,\"mean_us\":%.6g,\"share\":%.6g}",
                        (unsigned long long)t->calls, t->total_us, t->mean_us, t->share) < 0;
     }
-    bad |= fprintf(f, "],\"records\":%llu,\"by_time\":%llu,\"outside\":%llu,\"dropped\":%llu}\n",
+    bad |= fprintf(f, "],\"records\":%llu,\"by_time\":%llu,\"outside\":%llu,\"dropped\":%llu,"
+                      "\"ranges\":%llu,\"ranges_open\":%llu,\"ranges_dropped\":%llu}\n",
                    (unsigned long long)s->records, (unsigned long long)s->by_time,
-                   (unsigned long long)s->outside, (unsigned long long)s->dropped) < 0;
+                   (unsigned long long)s->outside, (unsigned long long)s->dropped,
+                   (unsigned long long)s->ranges, (unsigned long long)s->ranges_open,
+                   (unsigned long long)s->ranges_dropped) < 0;
     return bad ? -1 : 0;
 }
 
@@ -570,12 +573,138 @@ static int trace_gpu(cgr__prof_trace_out *o, int pid, const char *name,
     return o->bad ? -1 : 0;
 }
 
+/* ---- host ranges ----------------------------------------------------------------- */
+
+/* The ends that pair among themselves: cgr's of one thread, the user's of one id. */
+static int same_group(const cgr__prof_range *x, const cgr__prof_range *y)
+{
+    return x->user == y->user && (x->user ? x->id == y->id : x->tid == y->tid);
+}
+
+/* cgr's ends by thread in the order made; the user's by id, a start before its end. */
+static int cmp_end(const void *a, const void *b)
+{
+    const cgr__prof_range *x = a, *y = b;
+    const uint32_t kx = x->user ? x->id : x->tid, ky = y->user ? y->id : y->tid;
+    const uint32_t sx = x->user ? x->what : x->seq, sy = y->user ? y->what : y->seq;
+    if (x->user != y->user)
+        return x->user < y->user ? -1 : 1;
+    return kx != ky ? (kx < ky ? -1 : 1) : sx < sy ? -1 : sx > sy;
+}
+
+/* By track, then start; of two that start together the longer first, as it holds the other. */
+static int cmp_track(const void *a, const void *b)
+{
+    const cgr__prof_range *x = a, *y = b;
+    if (x->user != y->user || x->tid != y->tid)
+        return x->user != y->user ? (x->user < y->user ? -1 : 1) : x->tid < y->tid ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->end > y->end ? -1 : x->end < y->end;
+}
+
+int cgr__prof_pair_ranges(cgr__prof_range *r, size_t n, size_t *n_out, uint64_t *open)
+{
+    size_t *stack = malloc((n ? n : 1) * sizeof *stack), top = 0, k = 0;
+    *n_out = 0;
+    *open = 0;
+    if (!stack)
+        return -1;
+    if (n > 1)
+        qsort(r, n, sizeof *r, cmp_end);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && !same_group(&r[i], &r[i - 1])) {
+            *open += top;
+            top = 0;
+        }
+        if (r[i].what == CGR__PROF_RANGE_START) {
+            stack[top++] = i;
+        } else if (r[i].what == CGR__PROF_RANGE_END && top > 0) {
+            /* An end closes its group's last start still open. */
+            cgr__prof_range *s = &r[stack[--top]];
+            s->end = r[i].start;
+            s->what = CGR__PROF_RANGE_WHOLE;
+        } else if (r[i].what == CGR__PROF_RANGE_MARK) {
+            r[i].end = r[i].start;
+        }
+    }
+    *open += top;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].what == CGR__PROF_RANGE_WHOLE || r[i].what == CGR__PROF_RANGE_MARK)
+            r[k++] = r[i];
+    if (k > 1)
+        qsort(r, k, sizeof *r, cmp_track);
+    /* Depth on each track: how many ranges still open hold this one. */
+    top = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (i > 0 && (r[i].user != r[i - 1].user || r[i].tid != r[i - 1].tid))
+            top = 0;
+        while (top > 0 && r[stack[top - 1]].end <= r[i].start)
+            top--;
+        if (top > 0 && r[i].end > r[stack[top - 1]].end) {
+            r[i].depth = -1;
+            continue;
+        }
+        r[i].depth = top < INT16_MAX ? (int16_t)top : INT16_MAX;
+        stack[top++] = i;
+    }
+    free(stack);
+    *n_out = k;
+    return 0;
+}
+
+/* The start of an event of range r at t on track tid of process 1; the caller ends it. */
+static void range_event(cgr__prof_trace_out *o, const cgr__prof_range *r, int tid, uint64_t t,
+                        uint64_t origin)
+{
+    char ts[32];
+    fmt_us(ts, sizeof ts, t, origin);
+    out_event(o);
+    out_printf(o, "{\"name\":");
+    out_str(o, "", r->name);
+    out_printf(o, ",\"cat\":\"%s\",\"pid\":1,\"tid\":%d,\"ts\":%s,",
+               r->user ? "nvtx" : "cgr phase", tid, ts);
+}
+
+/*
+ * The ranges on tracks of process 1 from tid 2 on, a named one per thread
+ * for cgr's phases and one for the user's NVTX. A track's slices must nest;
+ * a range that does not (nvtxRangeStart/End may cross) is an async slice.
+ */
+static void trace_ranges(cgr__prof_trace_out *o, const cgr__prof_range *r, size_t n,
+                         uint64_t origin)
+{
+    char dur[32];
+    int tid = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || r[i].user != r[i - 1].user || r[i].tid != r[i - 1].tid) {
+            tid++;
+            out_event(o);
+            out_printf(o, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                          "\"args\":{\"name\":\"%s, thread %u\"}}",
+                       tid, r[i].user ? "NVTX" : "cgr phases", (unsigned)r[i].tid);
+        }
+        range_event(o, &r[i], tid, r[i].start, origin);
+        if (r[i].what == CGR__PROF_RANGE_MARK) {
+            out_printf(o, "\"ph\":\"i\",\"s\":\"t\"}");
+        } else if (r[i].depth >= 0) {
+            fmt_us(dur, sizeof dur, r[i].end, r[i].start);
+            out_printf(o, "\"ph\":\"X\",\"dur\":%s}", dur);
+        } else {
+            out_printf(o, "\"ph\":\"b\",\"id\":%zu}", i);
+            range_event(o, &r[i], tid, r[i].end, origin);
+            out_printf(o, "\"ph\":\"e\",\"id\":%zu}", i);
+        }
+    }
+}
+
 static const char trace_head[] = "{\"traceEvents\":[\n";
 static const char trace_tail[] = "\n],\"displayTimeUnit\":\"ns\"}\n";
 
 int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, size_t n,
                           const int32_t *run_of, const cgr__prof_run *runs, size_t n_runs,
-                          const char *const *names, size_t n_names)
+                          const char *const *names, size_t n_names,
+                          const cgr__prof_range *ranges, size_t n_ranges)
 {
     const uint64_t origin = n_runs ? runs[0].begin : n ? recs[0].start : 0;
     cgr__prof_trace_out o = {.f = f};
@@ -591,6 +720,7 @@ int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, 
                    j, mode_names[runs[j].mode == CGR__PROF_GRAPH], ts, dur,
                    (double)runs[j].cpu_ns / 1e3);
     }
+    trace_ranges(&o, ranges, n_ranges, origin);
     bad |= trace_gpu(&o, 2, "GPU", recs, n, run_of, names, n_names, origin) != 0;
     bad |= fputs(trace_tail, f) < 0;
     return bad ? -1 : 0;

@@ -1,6 +1,6 @@
 /*
  * The arithmetic of a profile: plain C over arrays of GPU activity
- * records and host run records, with no CUDA, no CUPTI and none of the
+ * records, host run records and host ranges, with no CUDA, no CUPTI and none of the
  * runtime's objects, so the unit suite checks every figure without a GPU.
  *
  * The collector (profiler.h) fills the records from CUPTI; the replay layer's
@@ -52,6 +52,36 @@ typedef struct cgr__prof_run {
     uint8_t mode;        /* CGR__PROF_EAGER or CGR__PROF_GRAPH */
 } cgr__prof_run;
 
+/*
+ * A host range: one of cgr's phases (the collector records them as cgr
+ * enters and leaves them) or the user's NVTX range or mark (CUPTI's marker
+ * records). Each is recorded as its two ends; cgr__prof_pair_ranges joins them.
+ */
+enum { CGR__PROF_RANGE_WHOLE = 0, CGR__PROF_RANGE_START = 1, CGR__PROF_RANGE_END = 2,
+       CGR__PROF_RANGE_MARK = 3 };
+
+typedef struct cgr__prof_range {
+    uint64_t start, end; /* ns, CUPTI clock; an end's time is in start until joined */
+    uint32_t tid;        /* the OS thread */
+    uint32_t id;         /* the user's: CUPTI's marker id, shared by a start and its end */
+    uint32_t seq;        /* order of recording: cgr's ends pair up by it, per thread */
+    uint8_t what;        /* CGR__PROF_RANGE_START, _END or _MARK (an instant); joined: _WHOLE */
+    uint8_t user;        /* 0: cgr's phase; 1: the user's NVTX */
+    int16_t depth;       /* joined: nesting on its track, 0 outermost; -1: it ends after the
+                            range it began in, so cannot nest in that track */
+    char name[64];       /* starts and marks; cut to fit */
+} cgr__prof_range;
+
+/*
+ * Joins the ends in r[0..n), in place: cgr's per thread, the last start
+ * with the next end; the user's by id. An end without its start (begun
+ * before the window) is dropped, and so is a start without its end,
+ * counted in *open. The *n_out ranges and marks left are sorted by track
+ * (cgr's, then the user's; by thread), start, longest first, with their
+ * depth. 0, or -1 (r untouched) when a host allocation failed.
+ */
+int cgr__prof_pair_ranges(cgr__prof_range *r, size_t n, size_t *n_out, uint64_t *open);
+
 /* Per-run figures of one mode, averaged over its runs. Times in us. */
 typedef struct cgr__prof_mode {
     uint64_t runs;
@@ -90,6 +120,9 @@ typedef struct cgr__prof_summary {
     uint64_t by_time;      /* of which by time, for want of any correlation */
     uint64_t outside;      /* records of no run (another shape's, another thread's) */
     uint64_t dropped;      /* records CUPTI or the collector lost */
+    uint64_t ranges;       /* host ranges in the trace (the caller's figures, as by_time) */
+    uint64_t ranges_open;  /* ranges begun in the window and still open at its end: left out */
+    uint64_t ranges_dropped; /* their marks lost to the cap or to memory */
 } cgr__prof_summary;
 
 /* The GPU must be idle more than this share of an eager run's wall for launch-bound. */
@@ -134,11 +167,14 @@ int cgr__prof_write_text(FILE *f, const char *step, const cgr__prof_summary *s);
 int cgr__prof_write_json(FILE *f, const char *step, const cgr__prof_summary *s);
 /*
  * A Chrome / Perfetto trace: one slice per run on the host (its launch
- * call, named by mode) and one per record on the GPU, by stream.
+ * call, named by mode), a track per thread of cgr's phases and one of the
+ * user's NVTX ranges (joined by cgr__prof_pair_ranges; may be NULL), and
+ * one slice per record on the GPU, by stream.
  */
 int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, size_t n,
                           const int32_t *run_of, const cgr__prof_run *runs, size_t n_runs,
-                          const char *const *names, size_t n_names);
+                          const char *const *names, size_t n_names,
+                          const cgr__prof_range *ranges, size_t n_ranges);
 
 /* Writes s as a JSON string, quotes included; bytes >= 0x80 become '?'. */
 int cgr__prof_json_str(FILE *f, const char *s);

@@ -6,11 +6,15 @@
  *   after the window's start) --cgr__prof_end()--> p->win (owned by the
  *   API thread: filtered to the window, sorted by start, names resolved)
  *   --> cgr__prof_window / cgr__prof_top_kernels / cgr__prof_trace_add.
+ *   With CGR__PROF_RANGES, cgr's phases (any thread, cgr__prof_phase) and
+ *   CUPTI's marker records add range ends to p->marks (g_mark_lock), which
+ *   cgr__prof_end joins into ranges in place (cgr__prof_window.ranges).
  *
  * Locking: g_lock guards g_prof and the "shared" part of struct cgr__prof. It is
  * never held while calling api->cuptiActivityFlushAll(), because the flush may run
  * buf_completed() on the calling thread, which takes g_lock.
  */
+#define _DEFAULT_SOURCE /* syscall */
 #include "profiler.h"
 
 #include <pthread.h>
@@ -19,8 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "dynload.h"
+
+int cgr__prof_phases_on; /* written under g_mark_lock, read by trace.c unlocked */
 
 #if CGR_HAVE_CUPTI
 
@@ -29,6 +37,7 @@
 typedef CUpti_ActivityKernel10 cupti_kernel_rec;
 typedef CUpti_ActivityMemcpy6 cupti_memcpy_rec;
 typedef CUpti_ActivityMemset4 cupti_memset_rec;
+typedef CUpti_ActivityMarker2 cupti_marker_rec;
 
 /* CUPTI's functions, loaded by cgr__prof_create (libcgr does not link CUPTI). */
 static const cgr__cupti_api *api;
@@ -78,8 +87,13 @@ struct cgr__prof {
     size_t links_n, links_cap;
     uint64_t links_dropped;
 
+    /* ---- host ranges' ends: guarded by g_mark_lock; joined at end ---- */
+    cgr__prof_range *marks;
+    size_t marks_n, marks_cap;
+    uint64_t marks_dropped;
+
     /* ---- API thread only ---- */
-    unsigned flags;           /* CGR__PROF_CORRELATE */
+    unsigned flags;           /* CGR__PROF_CORRELATE, CGR__PROF_RANGES */
     cgr__prof_link *wlinks;   /* the last window's links (swapped with links at end) */
     size_t wlinks_n, wlinks_cap;
     int in_window;
@@ -107,6 +121,12 @@ struct cgr__prof {
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static cgr__prof *g_prof; /* guarded by g_lock */
+/*
+ * The marks have a lock of their own, so that cgr's phases never wait for
+ * the callback's walk of a buffer (g_lock). Order: g_lock, then g_mark_lock.
+ */
+static pthread_mutex_t g_mark_lock = PTHREAD_MUTEX_INITIALIZER;
+static cgr__prof *g_marking; /* guarded by g_mark_lock: the window cgr's phases go to */
 
 static const CUpti_ActivityKind k_kinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -241,6 +261,50 @@ static void link_push(cgr__prof *p, uint32_t correlation, uint64_t id)
     p->links_n++;
 }
 
+/* Appends a range's end to p's window (g_mark_lock held); past the cap it is counted. */
+static void mark_push(cgr__prof *p, uint64_t ts, uint32_t tid, uint32_t id, int what, int user,
+                      const char *name)
+{
+    if (p->marks_n == p->marks_cap) {
+        p->marks_dropped++;
+        return;
+    }
+    cgr__prof_range *m = &p->marks[p->marks_n];
+    *m = (cgr__prof_range){.start = ts, .tid = tid, .id = id, .seq = (uint32_t)p->marks_n++,
+                           .what = (uint8_t)what, .user = (uint8_t)user};
+    if (name)
+        snprintf(m->name, sizeof m->name, "%s", name);
+}
+
+void cgr__prof_phase(const char *name)
+{
+    static _Thread_local uint32_t tid; /* the OS thread id, as CUPTI's marker records give it */
+    uint64_t ts;
+    if (!tid)
+        tid = (uint32_t)syscall(SYS_gettid);
+    (void)pthread_mutex_lock(&g_mark_lock);
+    /* Under the lock: a window that closes meanwhile stops this before it detaches CUPTI. */
+    if (g_marking && api->cuptiGetTimestamp(&ts) == CUPTI_SUCCESS)
+        mark_push(g_marking, ts, tid, 0, name ? CGR__PROF_RANGE_START : CGR__PROF_RANGE_END, 0,
+                  name);
+    else if (g_marking)
+        g_marking->marks_dropped++;
+    (void)pthread_mutex_unlock(&g_mark_lock);
+}
+
+/* Starts (on: with no marks) or stops taking cgr's phases into p's window. */
+static void phases(cgr__prof *p, int on)
+{
+    (void)pthread_mutex_lock(&g_mark_lock);
+    if (on) {
+        p->marks_n = 0;
+        p->marks_dropped = 0;
+    }
+    g_marking = on ? p : NULL; /* one cgr__prof at a time: none other can be marking */
+    __atomic_store_n(&cgr__prof_phases_on, on, __ATOMIC_RELAXED);
+    (void)pthread_mutex_unlock(&g_mark_lock);
+}
+
 static uint16_t clamp_u16(int32_t v)
 {
     return v < 0 ? 0 : v > 65535 ? 65535 : (uint16_t)v;
@@ -301,6 +365,24 @@ static void take_record(cgr__prof *p, const CUpti_Activity *a)
             (const CUpti_ActivityExternalCorrelation *)(const void *)a;
         if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
             link_push(p, x->correlationId, x->externalId);
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER: {
+        const cupti_marker_rec *m = (const cupti_marker_rec *)(const void *)a;
+        const unsigned f = (unsigned)m->flags;
+        const int what = f & CUPTI_ACTIVITY_FLAG_MARKER_START           ? CGR__PROF_RANGE_START
+                         : f & CUPTI_ACTIVITY_FLAG_MARKER_END           ? CGR__PROF_RANGE_END
+                         : f & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS ? CGR__PROF_RANGE_MARK
+                                                                        : 0;
+        /* Not sync markers; not cgr's own ranges, which cgr__prof_phase has first-hand. */
+        if (!what || m->timestamp < p->t0 ||
+            (m->domain && strcmp(m->domain, CGR__PROF_NVTX_DOMAIN) == 0))
+            return;
+        (void)pthread_mutex_lock(&g_mark_lock);
+        mark_push(p, m->timestamp,
+                  m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0,
+                  m->id, what, 1, m->name);
+        (void)pthread_mutex_unlock(&g_mark_lock);
         return;
     }
     default:
@@ -565,6 +647,7 @@ static void free_all(cgr__prof *p)
     free(p->win);
     free(p->links);
     free(p->wlinks);
+    free(p->marks);
     for (i = 0; i < p->names_n; i++) {
         free(p->raw[i]);
         free(p->disp[i]);
@@ -595,6 +678,8 @@ static void disable_kinds(unsigned flags)
         (void)api->cuptiActivityDisable(k_kinds[i]); /* best effort on teardown */
     for (i = 0; (flags & CGR__PROF_CORRELATE) && i < N_CORRELATE; i++)
         (void)api->cuptiActivityDisable(k_correlate[i]);
+    if (flags & CGR__PROF_RANGES)
+        (void)api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
 }
 
 /*
@@ -636,7 +721,7 @@ int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errle
 
     if (err && errlen)
         err[0] = '\0';
-    if (!out || (flags & ~(unsigned)CGR__PROF_CORRELATE)) {
+    if (!out || (flags & ~(unsigned)(CGR__PROF_CORRELATE | CGR__PROF_RANGES))) {
         if (err && errlen)
             snprintf(err, errlen, "cgr__prof_create: out is NULL or unknown flags");
         return CGR__PROF_EINVAL;
@@ -704,6 +789,17 @@ int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errle
         ((flags & CGR__PROF_CORRELATE) &&
          enable(k_correlate, N_CORRELATE, err, errlen) != CGR__PROF_OK))
         goto fail;
+    if (flags & CGR__PROF_RANGES) {
+        /* All at once, so the hot path never allocates; the pages are touched only as used.
+         * Without them every end is counted as dropped. */
+        p->marks = malloc(CGR__PROF_MAX_MARKS * sizeof *p->marks);
+        p->marks_cap = p->marks ? CGR__PROF_MAX_MARKS : 0;
+        /* Best effort, both: the user's ranges are an extra, and a marker
+         * record with another kind of thread id only names its track apart
+         * from cgr's phases of the same thread. */
+        (void)api->cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+        (void)api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
+    }
     *out = p;
     return CGR__PROF_OK;
 
@@ -724,6 +820,7 @@ void cgr__prof_destroy(cgr__prof **pp)
         return;
     p = *pp;
     *pp = NULL;
+    phases(p, 0); /* before CUPTI is detached: cgr__prof_phase calls it */
     /* With collecting == 0 (or g_prof cleared below) the records still
      * in CUPTI's buffers are discarded. Best effort. */
     (void)pthread_mutex_lock(&g_lock);
@@ -755,6 +852,7 @@ int cgr__prof_begin(cgr__prof *p, const char *label)
     (void)pthread_mutex_lock(&g_lock);
     p->collecting = 0;
     (void)pthread_mutex_unlock(&g_lock);
+    phases(p, 0);
     p->in_window = 0;
 
     /* No flush here by default. A flush hands CUPTI's current buffer back,
@@ -786,6 +884,7 @@ int cgr__prof_begin(cgr__prof *p, const char *label)
     p->links_n = 0;
     p->links_dropped = 0;
     p->collecting = 1;
+    phases(p, (p->flags & CGR__PROF_RANGES) != 0); /* with the store, so no marker is lost */
     (void)pthread_mutex_unlock(&g_lock);
     p->t1 = 0;
     snprintf(p->label, sizeof p->label, "%s", label ? label : "");
@@ -829,6 +928,7 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     }
     p->in_window = 0;
     p->have_window = 0;
+    phases(p, 0);
 
     r = api->cuptiGetTimestamp(&t1);
     if (r != CUPTI_SUCCESS)
@@ -940,6 +1040,11 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     w.records = n;
     w.untimed = untimed;
     w.dropped = dropped;
+    /* The host ranges, now that nothing adds to marks; out of memory only leaves them out. */
+    if (cgr__prof_pair_ranges(p->marks, p->marks_n, &w.n_ranges, &w.ranges_open) != 0)
+        p->marks_dropped += p->marks_n;
+    w.ranges = p->marks;
+    w.ranges_dropped = p->marks_dropped;
 
     p->last = w;
     p->have_window = 1;
@@ -1248,6 +1353,11 @@ int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n)
     (void)links;
     (void)n;
     return CGR__PROF_ENOLIB;
+}
+
+void cgr__prof_phase(const char *name)
+{
+    (void)name;
 }
 
 const char *cgr__prof_errmsg(const cgr__prof *p)

@@ -72,6 +72,12 @@ enum {
      * activity kinds, and EXTERNAL_CORRELATION): cgr__prof_push/pop then
      * tag every call in between, and cgr__prof_links gives the tags. */
     CGR__PROF_CORRELATE = 1,
+    /* Also record host ranges (cgr__prof_window.ranges): cgr's phases
+     * (trace.h) first-hand, and the user's NVTX ranges and marks (CUPTI's
+     * MARKER kind). NVTX reaches CUPTI only when the process loaded libcupti
+     * as its NVTX injection (NVTX_INJECTION64_PATH, read at the first NVTX
+     * call); without that, or if CUPTI refuses the kind, cgr's phases alone. */
+    CGR__PROF_RANGES = 2,
 };
 
 /* Caps that keep memory bounded. Records beyond CGR__PROF_MAX_RECORDS in one
@@ -79,6 +85,17 @@ enum {
 #define CGR__PROF_MAX_RECORDS (1u << 22)        /* ~4.2 M records, <= ~300 MB */
 #define CGR__PROF_TRACE_MAX_EVENTS 2000000u     /* events in one trace file */
 #define CGR__PROF_TRACE_MAX_BYTES (768u << 20)  /* bytes of JSON in one trace */
+#define CGR__PROF_MAX_MARKS (1u << 16)          /* host range ends in one window (6 MB) */
+
+/* The NVTX domain of cgr's own ranges (trace.c): CUPTI's records of them
+ * are left out, as cgr__prof_phase has them already. */
+#define CGR__PROF_NVTX_DOMAIN "cgr"
+
+/* Nonzero while a CGR__PROF_RANGES window is open: trace.c then calls
+ * cgr__prof_phase, from any thread, with a phase's name as it begins and
+ * NULL as it ends. It never fails; marks past the cap are counted. */
+extern int cgr__prof_phases_on;
+void cgr__prof_phase(const char *name);
 
 typedef struct cgr__prof cgr__prof; /* opaque */
 
@@ -118,6 +135,14 @@ typedef struct cgr__prof_window {
     uint64_t dropped;          /* records lost: the store's cap, CUPTI's own
                                   dropped count, or unreadable records. If
                                   nonzero the figures are too low. */
+
+    /* CGR__PROF_RANGES: the host ranges, joined by cgr__prof_pair_ranges
+     * (valid until the next cgr__prof_begin; cgr__prof_trace_add leaves
+     * them out); those begun in the window but still open at its end, left
+     * out; and the ends lost past CGR__PROF_MAX_MARKS or to memory. */
+    const cgr__prof_range *ranges;
+    size_t n_ranges;
+    uint64_t ranges_open, ranges_dropped;
 } cgr__prof_window;
 
 /* A row of the top-kernels table (prof_report.h): names demangled when a

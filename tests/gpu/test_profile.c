@@ -13,7 +13,16 @@
  *    measured with CUDA events outside cgr, within 15%.
  *  - Every run's output, inside the window and after it, is bitwise equal
  *    to the same step's on a runtime without a profile.
- *  - The three report files exist; the JSON names the verdict.
+ *  - The three report files exist; the JSON names the verdict. The trace
+ *    holds cgr's phases: one "cgr eager run" per eager run of the window,
+ *    a "cgr replay" per graph run, none before the window's first run and
+ *    none left open.
+ *
+ * With the argument "nvtx" (the test registered with NVTX_INJECTION64_PATH
+ * and CGR_CUPTI_LIBRARY naming the libcupti the build found): the same
+ * launch-bound window, and the range "attention" and the mark "tick" that
+ * "tiny" makes with NVTX are in the trace once per eager run, while cgr's
+ * own ranges are there only as its phases. Without the variable it skips.
  *
  * With the argument "absent" (the test registered with CGR_CUPTI_LIBRARY
  * naming a file that does not exist): the profile fails with
@@ -27,6 +36,12 @@
 
 #include "common.h"
 #include "profile_kernels.h"
+
+/* The NVTX v3 header casts dlsym's result to a function pointer, which -Wpedantic rejects. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#include <nvtx3/nvToolsExt.h>
+#pragma GCC diagnostic pop
 
 enum { LEN = 256, TINY_KERNELS = 64, STAGING_KERNELS = 2 };
 
@@ -42,9 +57,13 @@ static cgr_status tiny_fn(cgr_ctx *ctx, void *user)
     STEP_TRY(cgr_ctx_stream(ctx, &st));
     STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
     STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    /* The user's own NVTX: in the trace when CUPTI is the process's NVTX injection. */
+    nvtxRangePushA("attention");
+    nvtxMarkA("tick");
     STEP_CUDA(pk_tiny(y, x, LEN, st));
     for (int k = 1; k < TINY_KERNELS; k++)
         STEP_CUDA(pk_tiny(y, y, LEN, st));
+    nvtxRangePop();
     return CGR_STATUS_OK;
 }
 
@@ -134,13 +153,54 @@ static void json_string(const char *path, const char *key, char *out, size_t cap
     free(t);
 }
 
+static size_t count(const char *t, const char *sub)
+{
+    size_t k = 0;
+    for (const char *c = t; (c = strstr(c, sub)) != NULL; c++)
+        k++;
+    return k;
+}
+
+/*
+ * The host ranges of the trace at path: cgr's phases of the window (the
+ * "tiny" step's eager runs, and the graph runs of both steps, which run
+ * alternately), and with nvtx the user's ranges of tiny_fn.
+ */
+static void check_ranges(const char *path, int runs, int nvtx)
+{
+    char *t = test_read_file(path);
+    if (!t)
+        TEST_FAIL_("%s was not written", path);
+    const size_t eager = count(t, "{\"name\":\"cgr eager run\",\"cat\":\"cgr phase\""),
+                 replay = count(t, "{\"name\":\"cgr replay\",\"cat\":\"cgr phase\""),
+                 user = count(t, "{\"name\":\"attention\",\"cat\":\"nvtx\""),
+                 ticks = count(t, "{\"name\":\"tick\",\"cat\":\"nvtx\""),
+                 own = count(t, "{\"name\":\"cgr eager run\",\"cat\":\"nvtx\"");
+    printf("trace: %zu eager-run and %zu replay phases, %zu user ranges, %zu marks, %zu of "
+           "cgr's ranges from CUPTI\n", eager, replay, user, ticks, own);
+    if (eager != (size_t)runs || replay < (size_t)runs)
+        TEST_FAIL_("%s: %zu \"cgr eager run\" and %zu \"cgr replay\" phases, expected %d and "
+                   "at least %d", path, eager, replay, runs, runs);
+    ASSERT(strstr(t, "\"args\":{\"name\":\"cgr phases, thread ") != NULL);
+    /* Every phase began after the first run's launch call, the trace's origin. */
+    for (const char *c = t; (c = strstr(c, "\"cat\":\"cgr phase\"")) != NULL; c++) {
+        const char *ts = strstr(c, "\"ts\":");
+        if (!ts || ts[5] == '-')
+            TEST_FAIL_("%s: a phase without a time, or before the window: %.120s", path, c);
+    }
+    if (nvtx && (user != (size_t)runs || ticks != (size_t)runs || own != 0))
+        TEST_FAIL_("%s: %zu \"attention\" ranges and %zu \"tick\" marks (expected %d each), "
+                   "%zu of cgr's own ranges from CUPTI (expected 0)", path, user, ticks, runs, own);
+    free(t);
+}
+
 /* Run count before a step's window opens: warm-ups, capture, frozen-value check, skip. */
 static int before_window(int skip)
 {
     return 2 + 1 + 1 + skip;
 }
 
-static void test_launch_bound(const char *dir)
+static void test_launch_bound(const char *dir, int nvtx)
 {
     char prefix[600];
     if (snprintf(prefix, sizeof prefix, "%s/prof", dir) >= (int)sizeof prefix)
@@ -220,6 +280,9 @@ static void test_launch_bound(const char *dir)
     ASSERT(file_has(path, "{\"traceEvents\":["));
     ASSERT(file_has(path, "\"run 0 (eager)\""));
     ASSERT(file_has(path, "\"run 1 (graph)\""));
+    check_ranges(path, RUNS, nvtx);
+    snprintf(path, sizeof path, "%s.tiny.json", prefix);
+    ASSERT(file_has(path, "\"ranges_open\":0,\"ranges_dropped\":0}"));
 
     ASSERT_OK(cgr_step_destroy(&a));
     ASSERT_OK(cgr_step_destroy(&b));
@@ -336,13 +399,21 @@ int main(int argc, char **argv)
         printf("PASS\n");
         return 0;
     }
+    const int nvtx = argc > 1 && strcmp(argv[1], "nvtx") == 0;
+    const char *inj = getenv("NVTX_INJECTION64_PATH");
+    if (nvtx && (!inj || !inj[0] || access(inj, R_OK) != 0)) {
+        printf("skipped: NVTX_INJECTION64_PATH does not name a readable libcupti (\"%s\"); the "
+               "build found none to point it at\n", inj ? inj : "");
+        return TEST_SKIP;
+    }
     const char *tmp = getenv("TMPDIR");
     char dir[512];
     snprintf(dir, sizeof dir, "%s/cgr-profile-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
     if (!mkdtemp(dir))
         TEST_FAIL_("mkdtemp(%s) failed", dir);
-    test_launch_bound(dir);
-    test_gpu_bound(dir);
+    test_launch_bound(dir, nvtx);
+    if (!nvtx)
+        test_gpu_bound(dir);
     static const char *const files[] = {"tiny.txt", "tiny.json", "tiny.trace.json", "spin.txt",
                                         "spin.json", "spin.trace.json"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {

@@ -2,7 +2,8 @@
  * The profile's arithmetic (lib/base/prof_report.c) on hand-made records:
  * the union of intervals, attribution by correlation and by time (with
  * runs in flight together), the per-mode figures, the verdict, the top
- * kernels and the three writers. No GPU.
+ * kernels, the host ranges (cgr's phases, the user's NVTX) and the three
+ * writers. No GPU.
  */
 #include <math.h>
 
@@ -233,7 +234,7 @@ static void test_writers(void)
 
     f = tmpfile();
     ASSERT(f != NULL);
-    ASSERT_EQ(cgr__prof_write_trace(f, "tiny", r, n, of, runs, 4, names, 3), 0);
+    ASSERT_EQ(cgr__prof_write_trace(f, "tiny", r, n, of, runs, 4, names, 3, NULL, 0), 0);
     t = written(f);
     ASSERT(json_balanced(t));
     ASSERT(strncmp(t, "{\"traceEvents\":[", 16) == 0);
@@ -319,6 +320,126 @@ static void test_trace_buf(void)
     free(s);
 }
 
+/* One end of a host range, as the collector records it; seq in the order given. */
+static cgr__prof_range end_(int what, int user, uint32_t tid, uint32_t id, uint64_t ts,
+                            const char *name)
+{
+    static uint32_t seq;
+    cgr__prof_range r;
+    memset(&r, 0, sizeof r);
+    r.what = (uint8_t)what;
+    r.user = (uint8_t)user;
+    r.tid = tid;
+    r.id = id;
+    r.start = ts;
+    r.seq = seq++;
+    if (name)
+        snprintf(r.name, sizeof r.name, "%s", name);
+    return r;
+}
+
+enum { S = CGR__PROF_RANGE_START, E = CGR__PROF_RANGE_END, M = CGR__PROF_RANGE_MARK };
+
+/*
+ * cgr's phases on threads 10, 11 and 12 (pushed and popped, paired in the
+ * order made) and the user's NVTX on thread 10 (paired by id, given out of
+ * order): nesting, a range that crosses another, an instant, ends without
+ * a start, starts without an end. Then the trace of them.
+ */
+static void test_ranges(void)
+{
+    cgr__prof_range r[] = {
+        end_(S, 0, 10, 0, 100, "cgr eager run"), end_(E, 1, 10, 7, 150, NULL),
+        end_(S, 0, 10, 0, 110, "cgr capture"),   end_(E, 0, 11, 0, 50, NULL), /* begun before */
+        end_(E, 0, 10, 0, 120, NULL),            end_(S, 0, 11, 0, 130, "cgr replay"),
+        end_(E, 0, 11, 0, 140, NULL),            end_(E, 0, 10, 0, 200, NULL),
+        end_(S, 0, 10, 0, 300, "cgr replay"), /* still open */
+        end_(S, 1, 10, 8, 140, "crossing"),      end_(S, 1, 10, 7, 105, "attention"),
+        end_(E, 1, 10, 8, 260, NULL),            end_(M, 1, 10, 9, 180, "tick"),
+        end_(S, 1, 10, 10, 100, "outer"),        end_(E, 1, 10, 10, 300, NULL),
+        end_(S, 1, 10, 11, 290, "unended"),      end_(E, 1, 10, 12, 295, NULL),
+        /* Two that begin at once: the outer one still comes first. */
+        end_(S, 0, 12, 0, 400, "cgr outer"),     end_(S, 0, 12, 0, 400, "cgr inner"),
+        end_(E, 0, 12, 0, 410, NULL),            end_(E, 0, 12, 0, 420, NULL),
+    };
+    size_t n = 0;
+    uint64_t open = 0;
+    ASSERT_EQ(cgr__prof_pair_ranges(r, sizeof r / sizeof r[0], &n, &open), 0);
+    ASSERT_U64_EQ(open, 2);
+    ASSERT_EQ(n, 9);
+    static const struct {
+        const char *name;
+        uint8_t user;
+        uint32_t tid;
+        uint64_t start, end;
+        int depth;
+    } want[] = {
+        {"cgr eager run", 0, 10, 100, 200, 0}, {"cgr capture", 0, 10, 110, 120, 1},
+        {"cgr replay", 0, 11, 130, 140, 0},    {"cgr outer", 0, 12, 400, 420, 0},
+        {"cgr inner", 0, 12, 400, 410, 1},     {"outer", 1, 10, 100, 300, 0},
+        {"attention", 1, 10, 105, 150, 1},     {"crossing", 1, 10, 140, 260, -1},
+        {"tick", 1, 10, 180, 180, 1},
+    };
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(r[i].name, want[i].name) != 0 || r[i].user != want[i].user ||
+            r[i].tid != want[i].tid || r[i].start != want[i].start || r[i].end != want[i].end ||
+            r[i].depth != want[i].depth)
+            TEST_FAIL_("range %zu: %s user %d tid %u [%llu, %llu) depth %d, expected %s user %d "
+                       "tid %u [%llu, %llu) depth %d",
+                       i, r[i].name, r[i].user, (unsigned)r[i].tid, (unsigned long long)r[i].start,
+                       (unsigned long long)r[i].end, r[i].depth, want[i].name, want[i].user,
+                       (unsigned)want[i].tid, (unsigned long long)want[i].start,
+                       (unsigned long long)want[i].end, want[i].depth);
+    }
+    ASSERT_EQ(r[8].what, CGR__PROF_RANGE_MARK);
+    ASSERT_EQ(r[0].what, CGR__PROF_RANGE_WHOLE);
+    ASSERT_EQ(cgr__prof_pair_ranges(NULL, 0, &n, &open), 0);
+    ASSERT_EQ(n, 0);
+
+    cgr__prof_run runs[4];
+    cgr__prof_rec g[8];
+    int32_t of[8];
+    size_t ng = 0;
+    make_window(runs, g, &ng, of);
+    FILE *f = tmpfile();
+    ASSERT(f != NULL);
+    ASSERT_EQ(cgr__prof_write_trace(f, "tiny", g, ng, of, runs, 4, names, 3, r, 9), 0);
+    char *t = written(f);
+    ASSERT(json_balanced(t));
+    /* A track per thread of cgr's phases (tid 2, 3, 4), then the user's on thread 10 (5). */
+    ASSERT(strstr(t, "\"tid\":2,\"args\":{\"name\":\"cgr phases, thread 10\"}") != NULL);
+    ASSERT(strstr(t, "\"tid\":4,\"args\":{\"name\":\"cgr phases, thread 12\"}") != NULL);
+    ASSERT(strstr(t, "\"tid\":5,\"args\":{\"name\":\"NVTX, thread 10\"}") != NULL);
+    ASSERT(strstr(t, "{\"name\":\"cgr eager run\",\"cat\":\"cgr phase\",\"pid\":1,\"tid\":2,"
+                     "\"ts\":0.100,\"ph\":\"X\",\"dur\":0.100}") != NULL);
+    ASSERT(strstr(t, "{\"name\":\"attention\",\"cat\":\"nvtx\",\"pid\":1,\"tid\":5,"
+                     "\"ts\":0.105,\"ph\":\"X\",\"dur\":0.045}") != NULL);
+    /* The crossing range is an async slice; the instant a thread-scoped instant. */
+    ASSERT(strstr(t, "{\"name\":\"crossing\",\"cat\":\"nvtx\",\"pid\":1,\"tid\":5,"
+                     "\"ts\":0.140,\"ph\":\"b\",\"id\":7}") != NULL);
+    ASSERT(strstr(t, "{\"name\":\"crossing\",\"cat\":\"nvtx\",\"pid\":1,\"tid\":5,"
+                     "\"ts\":0.260,\"ph\":\"e\",\"id\":7}") != NULL);
+    ASSERT(strstr(t, "{\"name\":\"tick\",\"cat\":\"nvtx\",\"pid\":1,\"tid\":5,"
+                     "\"ts\":0.180,\"ph\":\"i\",\"s\":\"t\"}") != NULL);
+    /* The runs, the GPU records and the 7 ranges that nest. */
+    ASSERT_EQ(count(t, "\"ph\":\"X\""), 4 + ng + 7);
+    ASSERT_EQ(count(t, "\"cat\":\"cgr phase\""), 5);
+    free(t);
+
+    cgr__prof_summary s;
+    ASSERT_EQ(cgr__prof_summarize(g, ng, of, runs, 4, names, 3, 0, &s), 0);
+    s.ranges = 9;
+    s.ranges_open = 2;
+    s.ranges_dropped = 3;
+    f = tmpfile();
+    ASSERT(f != NULL);
+    ASSERT_EQ(cgr__prof_write_json(f, "tiny", &s), 0);
+    t = written(f);
+    ASSERT(json_balanced(t));
+    ASSERT(strstr(t, "\"ranges\":9,\"ranges_open\":2,\"ranges_dropped\":3}") != NULL);
+    free(t);
+}
+
 int main(void)
 {
     test_union();
@@ -326,6 +447,7 @@ int main(void)
     test_summarize();
     test_writers();
     test_trace_buf();
+    test_ranges();
     printf("prof_report: ok\n");
     return 0;
 }
