@@ -18,15 +18,12 @@
 #include "bench.h"
 #include "chain.h"
 #include "limits_file.h"
-#include "newshape.h"
 #include "pdl.h"
-#include "serve/serve.h"
 #if BENCH_HAVE_DDP
 #include "ddp/ddp_bench.h"
 #endif
 #include "util.h"
 
-#define EXIT_NO_DEVICE 2
 #define EXIT_USAGE 64
 
 #ifndef BENCH_GPU_ARCH
@@ -220,8 +217,7 @@ static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
     return 0;
 }
 
-/* Prints the no-device message and returns EXIT_NO_DEVICE, or 0 with res filled. */
-static int probe_device(const bench_config *cfg, bench_results *res)
+int bench_device_probe(int device, bench_results *res)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -231,29 +227,29 @@ static int probe_device(const bench_config *cfg, bench_results *res)
                  cudaGetErrorString(e));
     else if (count == 0)
         snprintf(why, sizeof why, "cudaGetDeviceCount found no CUDA device");
-    else if (cfg->device >= count)
-        snprintf(why, sizeof why, "--device %d, but only %d device%s present", cfg->device, count,
+    else if (device >= count)
+        snprintf(why, sizeof why, "device %d, but only %d device%s present", device, count,
                  count == 1 ? " is" : "s are");
-    else if ((e = cudaSetDevice(cfg->device)) != cudaSuccess)
-        snprintf(why, sizeof why, "cudaSetDevice(%d): %s: %s", cfg->device, cudaGetErrorName(e),
+    else if ((e = cudaSetDevice(device)) != cudaSuccess)
+        snprintf(why, sizeof why, "cudaSetDevice(%d): %s: %s", device, cudaGetErrorName(e),
                  cudaGetErrorString(e));
     if (why[0]) {
         fprintf(stderr, "cgr-bench: no usable CUDA device (%s)\n", why);
         return EXIT_NO_DEVICE;
     }
     struct cudaDeviceProp p;
-    if (bench_cuda_failed(cudaGetDeviceProperties(&p, cfg->device), "cudaGetDeviceProperties",
+    if (bench_cuda_failed(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties",
                           __FILE__, __LINE__))
         return 1;
     snprintf(res->device_name, sizeof res->device_name, "%s", p.name);
-    res->device = cfg->device;
+    res->device = device;
     res->cc_major = p.major;
     res->cc_minor = p.minor;
     res->sm_count = p.multiProcessorCount;
     cudaDriverGetVersion(&res->driver_version);
     cudaRuntimeGetVersion(&res->runtime_version);
     cgr__pdl pdl;
-    if (bench_cuda_failed(cgr__pdl_probe(cfg->device, &pdl), "cgr__pdl_probe", __FILE__, __LINE__))
+    if (bench_cuda_failed(cgr__pdl_probe(device, &pdl), "cgr__pdl_probe", __FILE__, __LINE__))
         return 1;
     res->pdl_allowed = pdl.allowed;
     snprintf(res->pdl_off_why, sizeof res->pdl_off_why, "%s", cgr__pdl_why_off(&pdl));
@@ -348,11 +344,14 @@ void run_group(bench_results *res, const char *group, bench_mode *m, int n, unsi
     }
 }
 
-void add_check(bench_results *res, const char *name, const char *what, double value,
-               int warn_only)
+int add_check(bench_results *res, const char *name, const char *what, double value,
+              int warn_only)
 {
-    if (res->n_checks == BENCH_MAX_CHECKS)
-        return;
+    if (res->n_checks == BENCH_MAX_CHECKS) {
+        bench_error("more than %d checks: '%s' left out", BENCH_MAX_CHECKS, name);
+        res->aborted = 1;
+        return 0;
+    }
     check_result *c = &res->checks[res->n_checks++];
     memset(c, 0, sizeof *c);
     snprintf(c->name, sizeof c->name, "%s", name);
@@ -362,6 +361,23 @@ void add_check(bench_results *res, const char *name, const char *what, double va
     c->warn_only = warn_only;
     c->ran = isfinite(value);
     c->ok = c->ran && isfinite(c->limit) && value <= c->limit;
+    return c->ok;
+}
+
+said_check *said_add(bench_results *res, const char *name, const char *what)
+{
+    static said_check spare;
+    said_check *c = &spare;
+    if (res->n_said < BENCH_MAX_SAID) {
+        c = &res->said[res->n_said++];
+    } else {
+        bench_error("more than %d checks with a message: '%s' left out", BENCH_MAX_SAID, name);
+        res->aborted = 1;
+    }
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    c->what = what;
+    return c;
 }
 
 static int nop_step(void *self, long k)
@@ -436,26 +452,6 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
     }
 }
 
-static void print_header(const bench_results *res)
-{
-    const bench_config *c = &res->cfg;
-    printf("cgr-bench %s on device %d: %s (sm_%d%d, %d SMs), CUDA driver %d.%d, runtime %d.%d\n",
-           CGR_VERSION_STRING, res->device, res->device_name, res->cc_major, res->cc_minor,
-           res->sm_count, res->driver_version / 1000, res->driver_version % 1000 / 10,
-           res->runtime_version / 1000, res->runtime_version % 1000 / 10);
-    printf("%d timed steps after %d warm-up steps per mode%s, compared modes interleaved in %d "
-           "rounds; times in microseconds (us)\n",
-           c->steps, c->warmup, c->quick ? " (--quick)" : "", c->rounds);
-    if (limits_file()[0])
-        printf("limits: %s\n", limits_file());
-    /* Every "PDL" figure below is a plain launch when this says off. */
-    if (res->pdl_allowed)
-        printf("programmatic dependent launch: on\n");
-    else
-        printf("programmatic dependent launch: off (%s): kernels asking for it launch plainly\n",
-               res->pdl_off_why);
-}
-
 int main(int argc, char **argv)
 {
     /* Line-buffered, so a watchdog exit or a killed run keeps what was printed. */
@@ -508,26 +504,26 @@ int main(int argc, char **argv)
     watchdog_install();
 
     watchdog_arm("device start-up", cfg.timeout_s);
-    int rc = probe_device(&cfg, &res);
+    int rc = bench_device_probe(cfg.device, &res);
     if (rc == 0 && sanity_launch(&res) != 0)
         rc = 1;
     watchdog_disarm();
     if (rc != 0)
         return rc;
 
-    print_header(&res);
-    /* The soak is no timed comparison: it prints and judges its own results. */
-    if (suite == SUITE_SOAK)
-        return soak_suite(&cfg, &res);
-    /* So is the new-shape suite (newshape.h). */
-    if (suite == SUITE_NEWSHAPE)
-        return newshape_suite(&cfg, &res);
-    /* W-serve prints and judges its own results too (serve/serve.h). */
-    if (suite == SUITE_SERVE)
-        return serve_suite(&cfg, &res);
-    run_suites(&cfg, &res, suite);
-    int trace_failed = cfg.trace_path && work_trace_write(cfg.trace_path) != 0;
-    work_finish();
+    report_header(&res);
+    int trace_failed = 0;
+    if (suite == SUITE_SOAK) {
+        soak_suite(&cfg, &res);
+    } else if (suite == SUITE_NEWSHAPE) {
+        newshape_suite(&cfg, &res);
+    } else if (suite == SUITE_SERVE) {
+        serve_suite(&cfg, &res); /* writes its own trace (--trace) */
+    } else {
+        run_suites(&cfg, &res, suite);
+        trace_failed = cfg.trace_path && work_trace_write(cfg.trace_path) != 0;
+        work_finish();
+    }
     int failed = report(&res, cfg.json_path) != 0 || results_failed(&res) || trace_failed;
     return failed ? 1 : 0;
 }

@@ -43,51 +43,30 @@
 #include <string.h>
 
 #include "bench.h"
-#include "json.h"
 #include "mlp/mlp.h"
 #include "mlp/mlp_cgr.h"
-#include "newshape.h"
 #include "util.h"
 
 #define NS_REPS 30       /* repetitions per figure (--quick: 20; at least 20) */
 #define NS_MAX_REPS 64
 #define NS_WARMUP_RUNS 2 /* cgr_options.warmup_runs: eager runs per new shape */
-#define NS_PAIRS 2
 
 typedef struct ns_model {
-    mlp_cfg cfg; /* batch = the step's largest bucket */
-    mlp_bufs dev; /* persistent state of the runtime */
-    float *x;    /* host inputs, up to NS_MAX_BATCH rows */
+    mlp_cfg cfg;      /* batch = the step's largest bucket */
+    mlp_bufs dev[1];  /* persistent state of the runtime */
+    float *x;         /* host inputs, up to NS_MAX_BATCH rows */
     int *labels;
     bench_rng rng;
+    long checked;     /* losses read back and found finite */
 } ns_model;
 
 #define NS_MAX_BATCH 32
 
-typedef struct ns_bucket {
-    int64_t bucket, lo;         /* true batches lo..bucket fall in it */
-    uint64_t nodes, kernel_nodes;
-    double cold_capture_us, cold_make_us;
-    bench_stats capture, instantiate, total; /* (a), over the repetitions */
-    bench_stats step;           /* (c) wall us per replayed step */
-} ns_bucket;
-
-typedef struct ns_pair {
-    const char *path;
-    ns_bucket b[2];
-    int ran_instantiate, ran_update, ran_step;
-    /* (b) */
-    int attempts, updates, failures;
-    uint64_t by_reason[16];
-    char last_update_error[256];
-    bench_stats ucapture, update, utotal;
-} ns_pair;
-
 typedef struct ns_suite {
     const bench_config *cfg;
+    bench_results *res;
+    newshape_result *r;
     int reps;
-    ns_pair pair[NS_PAIRS];
-    int failed;
     int aborted; /* the device is lost: nothing more runs */
 } ns_suite;
 
@@ -95,7 +74,8 @@ typedef struct ns_suite {
 
 typedef struct ns_step_user {
     const ns_model *m;
-    mlp_cfg cfg; /* m->cfg with batch = this step's largest bucket */
+    const mlp_bufs *dev; /* the state on the step's runtime */
+    mlp_cfg cfg;         /* m->cfg with batch = this step's largest bucket */
 } ns_step_user;
 
 static cgr_status ns_step_fn(cgr_ctx *ctx, void *user)
@@ -105,7 +85,7 @@ static cgr_status ns_step_fn(cgr_ctx *ctx, void *user)
     cgr_stream s;
     mlp_cfg rc;
     mlp_bufs b;
-    cgr_status st = mlp_cgr_bind_dyn(ctx, &u->cfg, &u->m->dev, &rc, &b, &h, &s);
+    cgr_status st = mlp_cgr_bind_dyn(ctx, &u->cfg, u->dev, &rc, &b, &h, &s);
     if (st != CGR_STATUS_OK)
         return st;
     if (mlp_step_enqueue(&rc, &b, h, s, 1) != 0) {
@@ -132,16 +112,19 @@ static int ns_step_create(cgr_runtime *rt, ns_step_user *u, const int64_t *bucke
     return 0;
 }
 
-static int ns_runtime(ns_model *m, const float *params0, int cache_entries, cgr_runtime **rt)
+/* A runtime holding the model's state in *dev; frozen_check as in cgr_options. */
+static int ns_runtime(ns_model *m, const float *params0, int cache_entries, int frozen_check,
+                      mlp_bufs *dev, cgr_runtime **rt)
 {
     cgr_options o;
     CGR_CK(cgr_options_init(&o));
     o.warmup_runs = NS_WARMUP_RUNS;
     o.shape_cache_entries = cache_entries;
+    o.frozen_check = frozen_check;
     /* The suite changes shape on purpose, far more often than the guard allows. */
     o.churn_shapes = 0;
     CGR_CK(cgr_runtime_create(rt, &o));
-    if (mlp_cgr_state_create(*rt, &m->cfg, params0, &m->dev) != 0) {
+    if (mlp_cgr_state_create(*rt, &m->cfg, params0, dev) != 0) {
         bench_error("newshape: %s", mlp_last_error());
         cgr_runtime_destroy(rt);
         return -1;
@@ -150,7 +133,7 @@ static int ns_runtime(ns_model *m, const float *params0, int cache_entries, cgr_
 }
 
 /* A true batch in lo..bucket (fresh each call), so padding is always in play. */
-static int64_t ns_true_batch(ns_model *m, const ns_bucket *b)
+static int64_t ns_true_batch(ns_model *m, const newshape_bucket *b)
 {
     float f;
     rng_fill(&m->rng, &f, 1); /* [-1, 1) */
@@ -158,17 +141,38 @@ static int64_t ns_true_batch(ns_model *m, const ns_bucket *b)
     return t > b->bucket ? b->bucket : t;
 }
 
-/* One run at true batch T with fresh inputs; *action what cgr did; the loss must be finite. */
-static int ns_run(ns_model *m, cgr_step *step, int64_t T, cgr_run_action *action,
-                  double *wall_us)
+/* Fresh inputs at true batch T: T rows of x, T labels. */
+static void ns_fill(ns_model *m, int64_t T, float *x, int *labels)
 {
-    rng_fill(&m->rng, m->x, (size_t)T * (size_t)m->cfg.in_dim);
+    rng_fill(&m->rng, x, (size_t)T * (size_t)m->cfg.in_dim);
     for (int64_t i = 0; i < T; i++) {
         float f;
         rng_fill(&m->rng, &f, 1);
         int l = (int)((f + 1.0f) * 0.5f * (float)m->cfg.classes);
-        m->labels[i] = l < 0 ? 0 : l >= m->cfg.classes ? m->cfg.classes - 1 : l;
+        labels[i] = l < 0 ? 0 : l >= m->cfg.classes ? m->cfg.classes - 1 : l;
     }
+}
+
+/* The loss of a waited run, which must be finite. */
+static int ns_loss_ok(ns_model *m, cgr_step *step, uint64_t ticket, int64_t T,
+                      cgr_run_action action)
+{
+    float loss = NAN;
+    CGR_CK(cgr_step_output(step, ticket, 0, &loss, sizeof loss, NULL));
+    if (!isfinite(loss)) {
+        bench_error("newshape: W-mlp loss %g at true batch %lld (%s run)", (double)loss,
+                    (long long)T, cgr_run_action_name(action));
+        return CHECK_WRONG;
+    }
+    m->checked++;
+    return 0;
+}
+
+/* One run at true batch T with fresh inputs; *action what cgr did; the loss must be finite. */
+static int ns_run(ns_model *m, cgr_step *step, int64_t T, cgr_run_action *action,
+                  double *wall_us)
+{
+    ns_fill(m, T, m->x, m->labels);
     const void *inputs[2] = {m->x, m->labels};
     uint64_t ticket = 0;
     const double t0 = now_us();
@@ -177,14 +181,7 @@ static int ns_run(ns_model *m, cgr_step *step, int64_t T, cgr_run_action *action
     if (wall_us)
         *wall_us = now_us() - t0;
     CGR_CK(cgr_step_run_action(step, ticket, action));
-    float loss = NAN;
-    CGR_CK(cgr_step_output(step, ticket, 0, &loss, sizeof loss, NULL));
-    if (!isfinite(loss)) {
-        bench_error("newshape: W-mlp loss %g at true batch %lld (%s run)", (double)loss,
-                    (long long)T, cgr_run_action_name(*action));
-        return -1;
-    }
-    return 0;
+    return ns_loss_ok(m, step, ticket, T, *action) == 0 ? 0 : -1;
 }
 
 static int ns_shape_stats(const cgr_step *step, cgr_step_stats *ss)
@@ -200,7 +197,8 @@ static int ns_shape_stats(const cgr_step *step, cgr_step_stats *ss)
  * last_capture_us / last_make_us are this capture's). Fails when cgr
  * replays or runs eagerly where a warm-up or a capture is due.
  */
-static int ns_capture(ns_model *m, cgr_step *step, const ns_bucket *b, cgr_run_action *action,
+static int ns_capture(ns_model *m, cgr_step *step, const newshape_bucket *b,
+                      cgr_run_action *action,
                       cgr_step_stats *ss, cgr_step_stats *st)
 {
     memset(ss, 0, sizeof *ss);
@@ -226,11 +224,11 @@ static int ns_capture(ns_model *m, cgr_step *step, const ns_bucket *b, cgr_run_a
 
 /* ---- (a) capture + instantiate, then (c) the step at each bucket -------------------- */
 
-static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_pair *p)
+static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, newshape_pair *p)
 {
     const int64_t buckets[2] = {p->b[0].bucket, p->b[1].bucket};
     double cap[2][NS_MAX_REPS], make[2][NS_MAX_REPS], tot[2][NS_MAX_REPS];
-    ns_step_user u = {.m = m};
+    ns_step_user u = {.m = m, .dev = &m->dev[0]};
     cgr_step *step = NULL;
     for (int rep = -1; rep < S->reps; rep++) {
         /* A fresh step: its cache is empty, so each bucket is a new shape. */
@@ -303,12 +301,12 @@ fail:
 
 /* ---- (b) capture + update in place ---------------------------------------------------- */
 
-static int ns_update(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_pair *p)
+static int ns_update(ns_suite *S, ns_model *m, cgr_runtime *rt, newshape_pair *p)
 {
     const int64_t buckets[2] = {p->b[0].bucket, p->b[1].bucket};
     double cap[NS_MAX_REPS], upd[NS_MAX_REPS], tot[NS_MAX_REPS];
     int n = 0;
-    ns_step_user u = {.m = m};
+    ns_step_user u = {.m = m, .dev = &m->dev[0]};
     cgr_step *step = NULL;
     cgr_run_action a;
     cgr_step_stats ss;
@@ -348,168 +346,49 @@ fail:
     return -1;
 }
 
-/* ---- report -------------------------------------------------------------------------- */
-
-static void print_stat(const char *label, const bench_stats *s)
-{
-    printf("  %-22s %9.1f %9.1f %9.1f %9.1f %9.1f\n", label, s->median, s->p10, s->p90, s->min,
-           s->max);
-}
-
-static void summary_line(const char *what, const char *where, double median, int n)
-{
-    if (n > 0)
-        printf("  %s: %s: median %.1f us over %d\n", what, where, median, n);
-    else
-        printf("  %s: %s: no sample\n", what, where);
-}
-
-static void ns_print(const ns_suite *S)
-{
-    printf("newshape: W-mlp training step (PDL) with a dynamic batch: the cost of a new shape, "
-           "%d eager warm-up runs per shape excluded; %d repetitions per figure; us\n",
-           NS_WARMUP_RUNS, S->reps);
-    for (int i = 0; i < NS_PAIRS; i++) {
-        const ns_pair *p = &S->pair[i];
-        for (int k = 0; k < 2 && p->ran_instantiate; k++) {
-            const ns_bucket *b = &p->b[k];
-            printf("%s path, bucket %lld (true batch %lld..%lld): %llu graph nodes (%llu "
-                   "kernels)",
-                   p->path, (long long)b->bucket, (long long)b->lo, (long long)b->bucket,
-                   (unsigned long long)b->nodes, (unsigned long long)b->kernel_nodes);
-            if (p->ran_step)
-                printf(", replayed step %.1f us (p10 %.1f, p90 %.1f)", b->step.median,
-                       b->step.p10, b->step.p90);
-            printf("\n  %-22s %9s %9s %9s %9s %9s\n", "capture + instantiate", "median", "p10",
-                   "p90", "min", "max");
-            print_stat("capture", &b->capture);
-            print_stat("instantiate + upload", &b->instantiate);
-            print_stat("capture + instantiate", &b->total);
-            if (b->nodes)
-                printf("  instantiate per node %.2f us; cold (first on the runtime): capture "
-                       "%.1f + instantiate %.1f\n",
-                       b->instantiate.median / (double)b->nodes, b->cold_capture_us,
-                       b->cold_make_us);
-        }
-        if (p->ran_update) {
-            printf("%s path, update in place alternating buckets %lld and %lld (one-graph "
-                   "cache): %d of %d captures updated, %d update(s) failed%s%s\n",
-                   p->path, (long long)p->b[0].bucket, (long long)p->b[1].bucket, p->updates,
-                   p->attempts, p->failures, p->failures ? "; last reason: " : "",
-                   p->failures ? p->last_update_error : "");
-            for (int r = 0; r < 16 && p->failures; r++)
-                if (p->by_reason[r])
-                    printf("  failures with cudaGraphExecUpdateResult %d%s: %llu\n", r,
-                           r == 15 ? " (or above)" : "", (unsigned long long)p->by_reason[r]);
-            if (p->updates) {
-                printf("  %-22s %9s %9s %9s %9s %9s\n", "capture + update", "median", "p10",
-                       "p90", "min", "max");
-                print_stat("capture", &p->ucapture);
-                print_stat("update + upload", &p->update);
-                print_stat("capture + update", &p->utotal);
-                const uint64_t nodes = p->b[1].nodes ? p->b[1].nodes : p->b[0].nodes;
-                if (nodes)
-                    printf("  update per node %.2f us (about %llu nodes)\n",
-                           p->update.median / (double)nodes, (unsigned long long)nodes);
-            }
-        }
-    }
-    printf("summary (W-mlp training step, new shape, warm-up excluded):\n");
-    for (int i = 0; i < NS_PAIRS; i++) {
-        const ns_pair *p = &S->pair[i];
-        char where[96];
-        for (int k = 0; k < 2 && p->ran_instantiate; k++) {
-            snprintf(where, sizeof where, "%s path, bucket %lld", p->path,
-                     (long long)p->b[k].bucket);
-            summary_line("capture + instantiate", where, p->b[k].total.median, S->reps);
-        }
-        if (p->ran_update) {
-            snprintf(where, sizeof where, "%s path, buckets %lld <-> %lld", p->path,
-                     (long long)p->b[0].bucket, (long long)p->b[1].bucket);
-            summary_line("capture + update", where, p->utotal.median, p->updates);
-        }
-    }
-}
-
-/* Statistics over the repetitions (NaN, written as null, when none ran). */
-static void json_stats(json_writer *w, const char *key, const bench_stats *s)
-{
-    report_json_stats(w, key, s, 1);
-}
-
-static int ns_json(const ns_suite *S, const bench_results *res)
-{
-    json_writer w;
-    TRY(report_suite_json_open(&w, S->cfg->json_path, "newshape", res->device_name));
-    json_string(&w, "workload", "W-mlp training step, dynamic batch, pdl");
-    json_int(&w, "repetitions", S->reps);
-    json_int(&w, "warmup_runs_per_shape", NS_WARMUP_RUNS);
-    json_int(&w, "timed_steps", S->cfg->steps);
-    json_begin_array(&w, "pairs");
-    for (int i = 0; i < NS_PAIRS; i++) {
-        const ns_pair *p = &S->pair[i];
-        json_begin_object(&w, NULL);
-        json_string(&w, "path", p->path);
-        json_begin_array(&w, "buckets");
-        for (int k = 0; k < 2; k++) {
-            const ns_bucket *b = &p->b[k];
-            json_begin_object(&w, NULL);
-            json_int(&w, "bucket", b->bucket);
-            json_int(&w, "true_batch_min", b->lo);
-            json_bool(&w, "ran", p->ran_instantiate);
-            json_int(&w, "graph_nodes", (long long)b->nodes);
-            json_int(&w, "graph_kernel_nodes", (long long)b->kernel_nodes);
-            json_stats(&w, "capture_us", &b->capture);
-            json_stats(&w, "instantiate_us", &b->instantiate);
-            json_stats(&w, "capture_instantiate_us", &b->total);
-            json_number(&w, "cold_capture_us", b->cold_capture_us);
-            json_number(&w, "cold_instantiate_us", b->cold_make_us);
-            json_stats(&w, "step_wall_us", &b->step);
-            json_end_object(&w);
-        }
-        json_end_array(&w);
-        json_begin_object(&w, "update");
-        json_bool(&w, "ran", p->ran_update);
-        json_int(&w, "attempts", p->attempts);
-        json_int(&w, "updates", p->updates);
-        json_int(&w, "failures", p->failures);
-        json_begin_array(&w, "failures_by_reason");
-        for (int r = 0; r < 16; r++)
-            json_int(&w, NULL, (long long)p->by_reason[r]);
-        json_end_array(&w);
-        json_string(&w, "last_update_error", p->last_update_error);
-        json_stats(&w, "capture_us", &p->ucapture);
-        json_stats(&w, "update_us", &p->update);
-        json_stats(&w, "capture_update_us", &p->utotal);
-        json_end_object(&w);
-        json_end_object(&w);
-    }
-    json_end_array(&w);
-    json_bool(&w, "failed", S->failed);
-    return report_suite_json_close(&w, S->cfg->json_path);
-}
-
 /* ---- the suite ------------------------------------------------------------------------ */
 
-int newshape_suite(const bench_config *cfg, const bench_results *res)
+int newshape_suite(const bench_config *cfg, bench_results *res)
 {
-    static ns_suite S; /* large: kept off the stack */
+    static ns_suite S;       /* large: kept off the stack */
+    static newshape_result R;
     if (!mlp_device_ok()) {
         fprintf(stderr, "cgr-bench: newshape skipped: the W-mlp training step needs compute "
                         "capability 9.0 (thread block clusters)\n");
         return 0;
     }
     memset(&S, 0, sizeof S);
+    memset(&R, 0, sizeof R);
     S.cfg = cfg;
+    S.res = res;
+    S.r = &R;
     S.reps = cfg->quick ? 20 : NS_REPS;
+    res->newshape = &R;
+    R.reps = S.reps;
+    R.warmup_runs = NS_WARMUP_RUNS;
+    R.steps = cfg->steps;
     static const struct {
         const char *path;
         int64_t lo0, b0, lo1, b1;
-    } pairs[NS_PAIRS] = {{"small-batch", 3, 4, 5, 8}, {"cuBLAS", 9, 16, 17, 32}};
-    for (int i = 0; i < NS_PAIRS; i++) {
-        S.pair[i].path = pairs[i].path;
-        S.pair[i].b[0] = (ns_bucket){.bucket = pairs[i].b0, .lo = pairs[i].lo0};
-        S.pair[i].b[1] = (ns_bucket){.bucket = pairs[i].b1, .lo = pairs[i].lo1};
+    } pairs[NEWSHAPE_PAIRS] = {{"small-batch", 3, 4, 5, 8}, {"cuBLAS", 9, 16, 17, 32}};
+    for (int i = 0; i < NEWSHAPE_PAIRS; i++) {
+        newshape_pair *p = &R.pair[i];
+        p->path = pairs[i].path;
+        p->b[0].bucket = pairs[i].b0;
+        p->b[0].lo = pairs[i].lo0;
+        p->b[1].bucket = pairs[i].b1;
+        p->b[1].lo = pairs[i].lo1;
+        /* Figures that are never measured stay NaN (null in the JSON). */
+        bench_stats *ps[] = {&p->ucapture, &p->update, &p->utotal};
+        for (size_t j = 0; j < sizeof ps / sizeof ps[0]; j++)
+            stats_compute(NULL, 0, ps[j]);
+        for (int k = 0; k < 2; k++) {
+            newshape_bucket *b = &p->b[k];
+            bench_stats *bs[] = {&b->capture, &b->instantiate, &b->total, &b->step};
+            for (size_t j = 0; j < sizeof bs / sizeof bs[0]; j++)
+                stats_compute(NULL, 0, bs[j]);
+            b->cold_capture_us = b->cold_make_us = NAN;
+        }
     }
 
     ns_model m;
@@ -519,7 +398,6 @@ int newshape_suite(const bench_config *cfg, const bench_results *res)
     mlp_layout lay;
     float *params0 = NULL;
     cgr_runtime *rt = NULL;
-    int rc = 1;
     m.x = malloc((size_t)NS_MAX_BATCH * m.cfg.in_dim * sizeof(float));
     m.labels = malloc(NS_MAX_BATCH * sizeof(int));
     if (mlp_layout_init(&lay, &m.cfg) != 0 || !m.x || !m.labels ||
@@ -527,6 +405,7 @@ int newshape_suite(const bench_config *cfg, const bench_results *res)
         mlp_init_params(&m.cfg, params0, 0x5eedULL) != 0) {
         bench_error("newshape setup: %s", m.x && m.labels && params0 ? mlp_last_error()
                                                                     : "out of host memory");
+        R.failed = 1;
         goto out;
     }
 
@@ -540,18 +419,18 @@ int newshape_suite(const bench_config *cfg, const bench_results *res)
     for (int phase = 0; phase < 2 && !S.aborted; phase++) {
         watchdog_arm(phase ? "newshape: capture + update" : "newshape: capture + instantiate",
                      mode_budget_s(cfg, 10.0));
-        if (ns_runtime(&m, params0, phase ? 1 : 16, &rt) != 0) {
-            S.failed = 1;
+        if (ns_runtime(&m, params0, phase ? 1 : 16, 1, &m.dev[0], &rt) != 0) {
+            R.failed = 1;
             watchdog_disarm();
             break;
         }
-        for (int i = 0; i < NS_PAIRS && !S.aborted; i++) {
+        for (int i = 0; i < NEWSHAPE_PAIRS && !S.aborted; i++) {
             bench_clear_error();
-            const int r = phase ? ns_update(&S, &m, rt, &S.pair[i])
-                                : ns_instantiate(&S, &m, rt, &S.pair[i]);
+            const int r = phase ? ns_update(&S, &m, rt, &R.pair[i])
+                                : ns_instantiate(&S, &m, rt, &R.pair[i]);
             if (r != 0) {
-                S.failed = 1;
-                fprintf(stderr, "cgr-bench: newshape: %s path failed: %s\n", S.pair[i].path,
+                R.failed = 1;
+                fprintf(stderr, "cgr-bench: newshape: %s path failed: %s\n", R.pair[i].path,
                         bench_last_error());
                 if (bench_device_recover() != 0)
                     S.aborted = 1;
@@ -559,21 +438,19 @@ int newshape_suite(const bench_config *cfg, const bench_results *res)
         }
         if (bench_cgr_failed(cgr_runtime_destroy(&rt), "cgr_runtime_destroy", __FILE__,
                              __LINE__))
-            S.failed = 1;
-        if (mlp_cgr_state_release(&m.dev) != 0) {
+            R.failed = 1;
+        if (mlp_cgr_state_release(&m.dev[0]) != 0) {
             bench_error("newshape: %s", mlp_last_error());
-            S.failed = 1;
+            R.failed = 1;
         }
         watchdog_disarm();
     }
-    ns_print(&S);
-    if (cfg->json_path && ns_json(&S, res) != 0)
-        S.failed = 1;
-    printf("newshape: %s\n", S.failed ? "FAILED (see the errors above)" : "all measurements ran");
-    rc = S.failed ? 1 : 0;
+    R.failed |= S.aborted;
+    res->aborted |= S.aborted;
 out:
+    R.losses_checked = m.checked;
     free(params0);
     free(m.x);
     free(m.labels);
-    return rc;
+    return R.failed ? -1 : 0;
 }
