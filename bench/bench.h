@@ -193,18 +193,30 @@ typedef struct serve_result {
 /* ---- newshape suite (newshape_bench.c): a new shape of the W-mlp training step ---- */
 #define NEWSHAPE_PAIRS 2
 
+/* The frozen-value check at one bucket, on against off (cgr_options.frozen_check). */
+typedef struct newshape_frozen {
+    /* A new shape's first runs (warm-ups, the capture, the check run or a replay, a replay). */
+    bench_stats first_on, first_off; /* wall us of those runs, summed */
+    bench_stats added;               /* on minus off, paired by repetition */
+    bench_stats check_run;           /* the run after the capture, check on: the check */
+    bench_stats same_run_off;        /* that run with the check off: a replay */
+    bench_stats capture;             /* the shape's last_capture_us, check on */
+    mode_result replay[2];           /* [0] check on, [1] off: replays, interleaved in rounds */
+} newshape_frozen;
+
 typedef struct newshape_bucket {
     int64_t bucket, lo;         /* true batches lo..bucket fall in it */
     uint64_t nodes, kernel_nodes;
     double cold_capture_us, cold_make_us;
     bench_stats capture, instantiate, total; /* capture + instantiate, over the repetitions */
     bench_stats step;           /* wall us per replayed step */
+    newshape_frozen frozen;
 } newshape_bucket;
 
 typedef struct newshape_pair {
     const char *path;
     newshape_bucket b[2];
-    int ran_instantiate, ran_update, ran_step;
+    int ran_instantiate, ran_update, ran_step, ran_frozen;
     /* capture + update in place */
     int attempts, updates, failures;
     uint64_t by_reason[16];
@@ -215,6 +227,9 @@ typedef struct newshape_pair {
 typedef struct newshape_result {
     int reps, warmup_runs, steps;
     newshape_pair pair[NEWSHAPE_PAIRS];
+    int frozen_runs;            /* runs per new shape in the frozen-value check's figures */
+    uint64_t frozen_checks[2];  /* [0] check on, [1] off: cgr_step_stats.frozen_checks summed */
+    uint64_t new_graphs[2];     /* captures those steps made */
     long losses_checked;        /* runs whose loss was read back and finite */
     int failed;                 /* a call failed or a loss came back non-finite */
 } newshape_result;
@@ -336,7 +351,7 @@ int soak_suite(const bench_config *cfg, bench_results *res);
 /*
  * newshape (newshape_bench.c): what a new shape of the W-mlp training step
  * costs with a dynamic batch, warm-up excluded (capture + instantiate,
- * capture + update in place).
+ * capture + update in place), and what the frozen-value check adds.
  */
 int newshape_suite(const bench_config *cfg, bench_results *res);
 /*

@@ -33,6 +33,18 @@
  *     counted, with cgr's reason.
  * (c) the training step replayed at each bucket (wall us per step, true
  *     batch varying within the bucket) next to its graph's node count.
+ * (d) the frozen-value check (cgr_options.frozen_check): it captures a new
+ *     graph's next run again and compares the two graphs, so it costs at
+ *     most about one capture once per shape and nothing per replay. Two
+ *     runtimes with 16-graph caches, one with the check and one without;
+ *     each repetition gives each bucket a fresh step on both, on and off
+ *     taking turns at going first, and times a new shape's first runs
+ *     (warm-ups, the capture, the run after it, one more replay) with
+ *     cgr's action checked run by run: with the check on the run after
+ *     the capture is the check (cgr_step_stats.frozen_checks grows by one
+ *     there and nowhere else), with it off a plain replay. Then each
+ *     bucket's replays, check on against off, interleaved in rounds
+ *     (run_group): wall and host CPU per replay.
  *
  * Every run gets fresh random inputs at a true batch below the bucket
  * (padding exercised), and every loss read back must be finite.
@@ -50,10 +62,12 @@
 #define NS_REPS 30       /* repetitions per figure (--quick: 20; at least 20) */
 #define NS_MAX_REPS 64
 #define NS_WARMUP_RUNS 2 /* cgr_options.warmup_runs: eager runs per new shape */
+/* (d): warm-ups, the capture, the check run (or a replay), one more replay. */
+#define NS_FROZEN_RUNS (NS_WARMUP_RUNS + 3)
 
 typedef struct ns_model {
     mlp_cfg cfg;      /* batch = the step's largest bucket */
-    mlp_bufs dev[1];  /* persistent state of the runtime */
+    mlp_bufs dev[2];  /* persistent state of each runtime alive at once */
     float *x;         /* host inputs, up to NS_MAX_BATCH rows */
     int *labels;
     bench_rng rng;
@@ -346,6 +360,259 @@ fail:
     return -1;
 }
 
+/* ---- (d) the frozen-value check: once per new shape, and per replay ------------------- */
+
+/*
+ * One new shape of bucket b on a fresh step of each runtime (rt[0] with the
+ * check, rt[1] without), `first` going first: the summed wall of its first
+ * NS_FROZEN_RUNS runs into total[], that of the run after the capture into
+ * after[], the capture's last_capture_us into capture[]. What cgr did is
+ * checked run by run, frozen_checks included; checks[] and graphs[] add up
+ * each step's frozen_checks and captures.
+ */
+static int ns_frozen_shape(ns_model *m, cgr_runtime *const rt[2], const int64_t buckets[2],
+                           const newshape_bucket *b, int first, double total[2], double after[2],
+                           double capture[2], uint64_t checks[2], uint64_t graphs[2])
+{
+    for (int j = 0; j < 2; j++) {
+        const int side = (first + j) % 2;
+        ns_step_user u = {.m = m, .dev = &m->dev[side]};
+        cgr_step *step = NULL;
+        cgr_step_stats before, ss;
+        memset(&ss, 0, sizeof ss);
+        TRY(ns_step_create(rt[side], &u, buckets, &step));
+        total[side] = 0.0;
+        for (int i = 0; i < NS_FROZEN_RUNS; i++) {
+            cgr_run_action a;
+            double us = 0.0;
+            CGR_CK_GOTO(cgr_step_get_stats(step, &before), fail);
+            TRY_GOTO(ns_run(m, step, ns_true_batch(m, b), &a, &us), fail);
+            CGR_CK_GOTO(cgr_step_get_stats(step, &ss), fail);
+            const cgr_run_action want = i < NS_WARMUP_RUNS    ? CGR_RUN_WARMUP
+                                        : i == NS_WARMUP_RUNS ? CGR_RUN_CAPTURE
+                                                              : CGR_RUN_REPLAY;
+            /* One check per new graph, at the run after its capture, and only with it on. */
+            const uint64_t want_checks = side == 0 && i == NS_WARMUP_RUNS + 1;
+            if (a != want || ss.frozen_checks - before.frozen_checks != want_checks) {
+                bench_error("newshape: frozen-value check %s, bucket %lld, run %d of a new "
+                            "shape: '%s' with %llu frozen-value check(s); expected '%s' with "
+                            "%llu",
+                            side ? "off" : "on", (long long)b->bucket, i + 1,
+                            cgr_run_action_name(a),
+                            (unsigned long long)(ss.frozen_checks - before.frozen_checks),
+                            cgr_run_action_name(want), (unsigned long long)want_checks);
+                goto fail;
+            }
+            total[side] += us;
+            if (i == NS_WARMUP_RUNS)
+                capture[side] = ss.last_capture_us;
+            else if (i == NS_WARMUP_RUNS + 1)
+                after[side] = us;
+        }
+        checks[side] += ss.frozen_checks;
+        graphs[side] += ss.captures;
+        CGR_CK(cgr_step_destroy(&step));
+        continue;
+    fail:
+        cgr_step_destroy(&step);
+        return -1;
+    }
+    return 0;
+}
+
+/* New shapes of both buckets of pair p, check on and off, over the repetitions. */
+static int ns_frozen_shapes(ns_suite *S, ns_model *m, cgr_runtime *const rt[2],
+                            newshape_pair *p)
+{
+    const int64_t buckets[2] = {p->b[0].bucket, p->b[1].bucket};
+    double tot[2][2][NS_MAX_REPS], aft[2][2][NS_MAX_REPS], add[2][NS_MAX_REPS],
+        cap[2][NS_MAX_REPS];
+    /* One priming repetition: the first shapes on a runtime also pay its one-off costs. */
+    for (int rep = -1; rep < S->reps; rep++)
+        for (int k = 0; k < 2; k++) {
+            double total[2], after[2], capture[2];
+            TRY(ns_frozen_shape(m, rt, buckets, &p->b[k], (rep + 1 + k) % 2, total, after,
+                                capture, S->r->frozen_checks, S->r->new_graphs));
+            if (rep < 0)
+                continue;
+            for (int side = 0; side < 2; side++) {
+                tot[k][side][rep] = total[side];
+                aft[k][side][rep] = after[side];
+            }
+            add[k][rep] = total[0] - total[1];
+            cap[k][rep] = capture[0];
+        }
+    for (int k = 0; k < 2; k++) {
+        newshape_frozen *f = &p->b[k].frozen;
+        stats_compute(tot[k][0], S->reps, &f->first_on);
+        stats_compute(tot[k][1], S->reps, &f->first_off);
+        stats_compute(add[k], S->reps, &f->added);
+        stats_compute(aft[k][0], S->reps, &f->check_run);
+        stats_compute(aft[k][1], S->reps, &f->same_run_off);
+        stats_compute(cap[k], S->reps, &f->capture);
+    }
+    return 0;
+}
+
+/*
+ * A replayed step of one bucket on the runtime with or without the check,
+ * as a mode of run_group: the inputs written into the acquired slot outside
+ * the clocks, cgr_step_launch timed (host CPU) and its wait (wall).
+ */
+typedef struct ns_replay {
+    ns_model *m;
+    cgr_runtime *rt;
+    const newshape_bucket *b;
+    int64_t buckets[2];
+    int check;  /* the runtime's frozen_check */
+    int warmup; /* steps before the timed ones */
+    ns_step_user u;
+    cgr_step *step;
+    cgr_slot slot;
+    int64_t T;
+} ns_replay;
+
+static int nr_setup(void *self)
+{
+    ns_replay *r = self;
+    return ns_step_create(r->rt, &r->u, r->buckets, &r->step);
+}
+
+static int nr_prepare(void *self, long k)
+{
+    ns_replay *r = self;
+    (void)k;
+    r->T = ns_true_batch(r->m, r->b);
+    CGR_CK(cgr_step_acquire(r->step, &r->T, 0, &r->slot));
+    ns_fill(r->m, r->T, r->slot.inputs[0], r->slot.inputs[1]);
+    return 0;
+}
+
+static int nr_submit(void *self, long k)
+{
+    ns_replay *r = self;
+    (void)k;
+    CGR_CK(cgr_step_launch(r->step, &r->slot));
+    return 0;
+}
+
+static int nr_wait(void *self, long k)
+{
+    ns_replay *r = self;
+    (void)k;
+    CGR_CK(cgr_step_wait(r->step, r->slot.ticket));
+    return 0;
+}
+
+static int nr_check(void *self, long k)
+{
+    ns_replay *r = self;
+    cgr_run_action a;
+    CGR_CK(cgr_step_run_action(r->step, r->slot.ticket, &a));
+    if (k >= r->warmup && a != CGR_RUN_REPLAY) {
+        bench_error("newshape: bucket %lld, frozen-value check %s: timed run %ld was '%s', not "
+                    "a replay",
+                    (long long)r->b->bucket, r->check ? "on" : "off", k - r->warmup,
+                    cgr_run_action_name(a));
+        return -1;
+    }
+    return ns_loss_ok(r->m, r->step, r->slot.ticket, r->T, a);
+}
+
+/* One capture and, with the check on, one frozen-value check: the warm-up's, none since. */
+static int nr_counts(void *self)
+{
+    ns_replay *r = self;
+    cgr_step_stats s;
+    CGR_CK(cgr_step_get_stats(r->step, &s));
+    if (s.mode != CGR_MODE_GRAPH || s.captures != 1 || s.frozen_checks != (uint64_t)r->check) {
+        bench_error("newshape: bucket %lld, frozen-value check %s: %llu capture(s), %llu "
+                    "frozen-value check(s), mode %d; expected 1, %d, graph: %s",
+                    (long long)r->b->bucket, r->check ? "on" : "off",
+                    (unsigned long long)s.captures, (unsigned long long)s.frozen_checks,
+                    (int)s.mode, r->check, s.capture_error);
+        return -1;
+    }
+    return 0;
+}
+
+static int nr_finish(void *self, mode_result *res)
+{
+    (void)res;
+    return nr_counts(self);
+}
+
+static void nr_teardown(void *self)
+{
+    ns_replay *r = self;
+    bench_cgr_failed(cgr_step_destroy(&r->step), "cgr_step_destroy", __FILE__, __LINE__);
+}
+
+static void ns_frozen_replays(ns_suite *S, ns_model *m, cgr_runtime *const rt[2],
+                              newshape_pair *p)
+{
+    for (int k = 0; k < 2; k++) {
+        newshape_bucket *b = &p->b[k];
+        ns_replay nr[2];
+        bench_mode bm[2];
+        for (int side = 0; side < 2; side++) {
+            nr[side] = (ns_replay){.m = m, .rt = rt[side], .b = b,
+                                   .buckets = {p->b[0].bucket, p->b[1].bucket},
+                                   .check = side == 0, .warmup = S->cfg->warmup,
+                                   .u = {.m = m, .dev = &m->dev[side]}};
+            bm[side] = (bench_mode){&b->frozen.replay[side],
+                                    {nr_prepare, nr_submit, nr_wait, nr_check, nr_counts},
+                                    &nr[side], nr_setup, nr_finish, nr_teardown, NULL};
+        }
+        char group[64];
+        snprintf(group, sizeof group, "newshape frozen check, bucket %lld", (long long)b->bucket);
+        run_group(S->res, group, bm, 2, mode_budget_s(S->cfg, 2 * 2.0));
+    }
+    p->ran_frozen = 1;
+}
+
+/* (d) for every pair, on two runtimes alive at once: [0] with the check, [1] without. */
+static void ns_frozen(ns_suite *S, ns_model *m, const float *params0)
+{
+    cgr_runtime *rt[2] = {NULL, NULL};
+    int made = 0;
+    watchdog_arm("newshape: frozen-value check, new shapes", mode_budget_s(S->cfg, 10.0));
+    while (made < 2 && ns_runtime(m, params0, 16, made == 0, &m->dev[made], &rt[made]) == 0)
+        made++;
+    int ok = made == 2;
+    for (int i = 0; i < NEWSHAPE_PAIRS && ok && !S->aborted; i++) {
+        bench_clear_error();
+        if (ns_frozen_shapes(S, m, rt, &S->r->pair[i]) != 0) {
+            fprintf(stderr, "cgr-bench: newshape: frozen-value check, %s path failed: %s\n",
+                    S->r->pair[i].path, bench_last_error());
+            ok = 0;
+            S->aborted = bench_device_recover() != 0;
+        }
+    }
+    watchdog_disarm();
+    /* run_group arms the watchdog for each group itself. */
+    for (int i = 0; i < NEWSHAPE_PAIRS && ok && !S->aborted; i++)
+        ns_frozen_replays(S, m, rt, &S->r->pair[i]);
+    S->r->failed |= !ok;
+    for (int j = 0; j < made; j++) {
+        if (bench_cgr_failed(cgr_runtime_destroy(&rt[j]), "cgr_runtime_destroy", __FILE__,
+                             __LINE__))
+            S->r->failed = 1;
+        if (mlp_cgr_state_release(&m->dev[j]) != 0) {
+            bench_error("newshape: %s", mlp_last_error());
+            S->r->failed = 1;
+        }
+    }
+    said_check *c = said_add(S->res, "frozen_checks_per_graph",
+                             "frozen-value check: one per new graph, none when off");
+    const uint64_t *fc = S->r->frozen_checks, *ng = S->r->new_graphs;
+    c->ok = ok && ng[0] > 0 && fc[0] == ng[0] && fc[1] == 0;
+    snprintf(c->message, sizeof c->message,
+             "check on: %llu frozen-value checks for %llu new graphs; off: %llu for %llu",
+             (unsigned long long)fc[0], (unsigned long long)ng[0], (unsigned long long)fc[1],
+             (unsigned long long)ng[1]);
+}
+
 /* ---- the suite ------------------------------------------------------------------------ */
 
 int newshape_suite(const bench_config *cfg, bench_results *res)
@@ -367,6 +634,7 @@ int newshape_suite(const bench_config *cfg, bench_results *res)
     R.reps = S.reps;
     R.warmup_runs = NS_WARMUP_RUNS;
     R.steps = cfg->steps;
+    R.frozen_runs = NS_FROZEN_RUNS;
     static const struct {
         const char *path;
         int64_t lo0, b0, lo1, b1;
@@ -384,10 +652,15 @@ int newshape_suite(const bench_config *cfg, bench_results *res)
             stats_compute(NULL, 0, ps[j]);
         for (int k = 0; k < 2; k++) {
             newshape_bucket *b = &p->b[k];
-            bench_stats *bs[] = {&b->capture, &b->instantiate, &b->total, &b->step};
+            newshape_frozen *f = &b->frozen;
+            bench_stats *bs[] = {&b->capture,   &b->instantiate, &b->total,     &b->step,
+                                 &f->first_on,  &f->first_off,   &f->added,     &f->check_run,
+                                 &f->same_run_off, &f->capture};
             for (size_t j = 0; j < sizeof bs / sizeof bs[0]; j++)
                 stats_compute(NULL, 0, bs[j]);
             b->cold_capture_us = b->cold_make_us = NAN;
+            mode_result_init(&f->replay[0], "check_on");
+            mode_result_init(&f->replay[1], "check_off");
         }
     }
 
@@ -414,7 +687,7 @@ int newshape_suite(const bench_config *cfg, bench_results *res)
      * Phase 1, (b): one graph per step, so every change of bucket offers the
      * cached executable for an update in place. Each phase has its own
      * runtime (the cache size is a runtime option) and its own copy of the
-     * model's state, uploaded from the same initial parameters.
+     * model's state, uploaded from the same initial parameters; (d) has two.
      */
     for (int phase = 0; phase < 2 && !S.aborted; phase++) {
         watchdog_arm(phase ? "newshape: capture + update" : "newshape: capture + instantiate",
@@ -445,6 +718,8 @@ int newshape_suite(const bench_config *cfg, bench_results *res)
         }
         watchdog_disarm();
     }
+    if (!S.aborted)
+        ns_frozen(&S, &m, params0);
     R.failed |= S.aborted;
     res->aborted |= S.aborted;
 out:

@@ -399,6 +399,74 @@ static void stat_row(const char *label, const bench_stats *s)
     report_row(&t, label, v, NULL);
 }
 
+static const report_col frozen_cols[] = {
+    {"bucket", 6, 0, 0},
+    {"on", 8, 1, REPORT_GAP},  {"off", 8, 1, 0},       {"added", 8, 1, 0},
+    {"check run", 9, 1, REPORT_GAP}, {"replay", 8, 1, 0},
+    {"capture", 8, 1, REPORT_GAP},   {"added/cap", 9, 2, 0},
+};
+static const report_table frozen_table = {"  ", -11, "path", frozen_cols, 8, NULL};
+
+static const report_col freplay_cols[] = {
+    {"bucket", 6, 0, 0},
+    {"wall on", 8, 2, REPORT_GAP}, {"wall off", 8, 2, 0}, {"on-off", 7, 2, REPORT_SIGNED},
+    {"host on", 8, 2, REPORT_GAP}, {"host off", 8, 2, 0}, {"on-off", 7, 2, REPORT_SIGNED},
+};
+static const report_table freplay_table = {"  ", -11, "path", freplay_cols, 7, NULL};
+
+/* What the check adds once per shape, over the capture of that shape. */
+static double added_over_capture(const newshape_frozen *f)
+{
+    return f->added.median / f->capture.median;
+}
+
+static void report_frozen(const newshape_result *S)
+{
+    int any = 0;
+    for (int i = 0; i < NEWSHAPE_PAIRS; i++)
+        any |= S->pair[i].ran_frozen;
+    if (!any)
+        return;
+    printf("frozen-value check (cgr_options.frozen_check) on against off, 16-graph cache, %d "
+           "repetitions, on and off taking turns\n  once per new shape: wall us of its first %d "
+           "runs (%d warm-ups, the capture, then the check run (on) or a replay (off), then a "
+           "replay);\n  added = on - off per repetition, median; check run = the run after the "
+           "capture, on; replay = that run, off;\n  capture = the shape's last_capture_us; "
+           "medians\n",
+           S->reps, S->frozen_runs, S->warmup_runs);
+    report_head(&frozen_table);
+    for (int i = 0; i < NEWSHAPE_PAIRS; i++)
+        for (int k = 0; k < 2 && S->pair[i].ran_frozen; k++) {
+            const newshape_bucket *b = &S->pair[i].b[k];
+            const newshape_frozen *f = &b->frozen;
+            const double v[] = {(double)b->bucket,      f->first_on.median, f->first_off.median,
+                                f->added.median,        f->check_run.median,
+                                f->same_run_off.median, f->capture.median,
+                                added_over_capture(f)};
+            report_row(&frozen_table, S->pair[i].path, v, NULL);
+        }
+    printf("  replays, check on against off, interleaved in rounds: wall and host CPU per "
+           "replay, us, medians\n");
+    report_head(&freplay_table);
+    for (int i = 0; i < NEWSHAPE_PAIRS; i++)
+        for (int k = 0; k < 2 && S->pair[i].ran_frozen; k++) {
+            const newshape_bucket *b = &S->pair[i].b[k];
+            const mode_result *on = &b->frozen.replay[0], *off = &b->frozen.replay[1];
+            char why[160];
+            const char *bad = report_problem(on, why, sizeof why);
+            if (!bad)
+                bad = report_problem(off, why, sizeof why);
+            if (bad) {
+                report_row_text(&freplay_table, S->pair[i].path, bad);
+                continue;
+            }
+            const double v[] = {(double)b->bucket, on->wall.median, off->wall.median,
+                                on->wall.median - off->wall.median, on->cpu.median,
+                                off->cpu.median, on->cpu.median - off->cpu.median};
+            report_row(&freplay_table, S->pair[i].path, v, NULL);
+        }
+}
+
 void report_newshape(const bench_results *res)
 {
     const newshape_result *S = res->newshape;
@@ -451,6 +519,7 @@ void report_newshape(const bench_results *res)
                        p->update.median / (double)nodes, (unsigned long long)nodes);
         }
     }
+    report_frozen(S);
 }
 
 static void summary_line(const char *what, const char *where, double median, int n)
@@ -481,12 +550,67 @@ void report_newshape_summary(const bench_results *res)
             summary_line("capture + update", where, p->utotal.median, p->updates);
         }
     }
+    for (int i = 0; i < NEWSHAPE_PAIRS; i++)
+        for (int k = 0; k < 2 && S->pair[i].ran_frozen; k++) {
+            const newshape_bucket *b = &S->pair[i].b[k];
+            const mode_result *on = &b->frozen.replay[0], *off = &b->frozen.replay[1];
+            snprintf(where, sizeof where, "frozen-value check, %s, bucket %lld", S->pair[i].path,
+                     (long long)b->bucket);
+            printf("%-46s once per shape", where);
+            report_diff(6, 1, b->frozen.added.median);
+            printf(" us (its capture");
+            report_num(5, 1, b->frozen.capture.median);
+            printf(" us); per replay: wall");
+            report_diff(5, 2, report_wall(on) - report_wall(off));
+            printf(", host");
+            report_diff(5, 2, report_cpu(on) - report_cpu(off));
+            printf(" us\n");
+        }
 }
 
 static void json_stats(json_writer *w, const char *key, const bench_stats *s)
 {
     /* Statistics over the repetitions (NaN, written as null, when none ran). */
     report_json_stats(w, key, s, 1);
+}
+
+static void json_frozen(json_writer *w, const newshape_result *S)
+{
+    json_begin_object(w, "frozen_check");
+    json_int(w, "runs_per_shape", S->frozen_runs);
+    json_int(w, "repetitions", S->reps);
+    json_int(w, "frozen_checks_on", (long long)S->frozen_checks[0]);
+    json_int(w, "new_graphs_on", (long long)S->new_graphs[0]);
+    json_int(w, "frozen_checks_off", (long long)S->frozen_checks[1]);
+    json_int(w, "new_graphs_off", (long long)S->new_graphs[1]);
+    json_begin_array(w, "buckets");
+    for (int i = 0; i < NEWSHAPE_PAIRS; i++)
+        for (int k = 0; k < 2; k++) {
+            const newshape_bucket *b = &S->pair[i].b[k];
+            const newshape_frozen *f = &b->frozen;
+            json_begin_object(w, NULL);
+            json_string(w, "path", S->pair[i].path);
+            json_int(w, "bucket", b->bucket);
+            json_bool(w, "ran", S->pair[i].ran_frozen);
+            json_stats(w, "first_runs_on_us", &f->first_on);
+            json_stats(w, "first_runs_off_us", &f->first_off);
+            json_stats(w, "added_once_us", &f->added);
+            json_stats(w, "check_run_us", &f->check_run);
+            json_stats(w, "same_run_off_us", &f->same_run_off);
+            json_stats(w, "capture_us", &f->capture);
+            json_number(w, "added_over_capture", added_over_capture(f));
+            json_begin_object(w, "replay");
+            report_json_mode(w, "check_on", &f->replay[0]);
+            report_json_mode(w, "check_off", &f->replay[1]);
+            json_number(w, "wall_on_minus_off_us",
+                        report_wall(&f->replay[0]) - report_wall(&f->replay[1]));
+            json_number(w, "host_cpu_on_minus_off_us",
+                        report_cpu(&f->replay[0]) - report_cpu(&f->replay[1]));
+            json_end_object(w);
+            json_end_object(w);
+        }
+    json_end_array(w);
+    json_end_object(w);
 }
 
 void report_newshape_json(json_writer *w, const bench_results *res)
@@ -538,6 +662,7 @@ void report_newshape_json(json_writer *w, const bench_results *res)
         json_end_object(w);
     }
     json_end_array(w);
+    json_frozen(w, S);
     json_bool(w, "failed", S->failed);
 }
 
@@ -754,6 +879,13 @@ void report_suites_modes(const bench_results *res, report_visit fn, void *u)
         for (int m = 0; m < DDP_MODES; m++)
             fn(g, &res->ddp->b[i].mode[m], u);
     }
+    for (int i = 0; res->newshape && i < NEWSHAPE_PAIRS; i++)
+        for (int k = 0; k < 2 && res->newshape->pair[i].ran_frozen; k++) {
+            const newshape_bucket *b = &res->newshape->pair[i].b[k];
+            snprintf(g, sizeof g, "newshape frozen check, bucket %lld", (long long)b->bucket);
+            fn(g, &b->frozen.replay[0], u);
+            fn(g, &b->frozen.replay[1], u);
+        }
 }
 
 long report_suites_checked(const bench_results *res)

@@ -158,10 +158,11 @@ static void test_newshape(char *json, size_t n)
     res.newshape = &r;
     r.reps = 20;
     r.warmup_runs = 2;
+    r.frozen_runs = 5;
     for (int i = 0; i < NEWSHAPE_PAIRS; i++) {
         newshape_pair *p = &r.pair[i];
         p->path = i ? "cuBLAS" : "small-batch";
-        p->ran_instantiate = p->ran_update = p->ran_step = 1;
+        p->ran_instantiate = p->ran_update = p->ran_step = p->ran_frozen = 1;
         p->updates = p->attempts = 20;
         fake_stats(&p->ucapture, 30);
         fake_stats(&p->update, 60);
@@ -174,12 +175,22 @@ static void test_newshape(char *json, size_t n)
             fake_stats(&b->instantiate, 150);
             fake_stats(&b->total, 180);
             fake_stats(&b->step, 200);
+            fake_stats(&b->frozen.first_on, 1200);
+            fake_stats(&b->frozen.first_off, 1160);
+            fake_stats(&b->frozen.added, 40);
+            fake_stats(&b->frozen.check_run, 240);
+            fake_stats(&b->frozen.same_run_off, 200);
+            fake_stats(&b->frozen.capture, 35);
+            fake_mode(&b->frozen.replay[0], "check_on", 200);
+            fake_mode(&b->frozen.replay[1], "check_off", 200);
         }
     }
     EXPECT(run_report(&res, json, n) == 0);
     EXPECT(!results_failed(&res));
     static const char *const keys[] = {"pairs", "capture_instantiate_us", "capture_update_us",
-                                       "failed", NULL};
+                                       "frozen_check", "added_once_us", "check_run_us",
+                                       "added_over_capture", "check_on", "wall_on_minus_off_us",
+                                       "host_cpu_on_minus_off_us", "failed", NULL};
     expect_keys(json, keys);
 }
 
