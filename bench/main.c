@@ -143,67 +143,68 @@ static int is_opt(const char *arg, const char *name)
 static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
 {
     int have_suite = 0;
-    long v = 0;
+    long nproc = g_nproc, soak = cfg->soak_steps, device = cfg->device, steps = cfg->steps,
+         warmup = cfg->warmup, rounds = cfg->rounds, timeout = cfg->timeout_s;
+    const struct {
+        const char *name;
+        int *set;
+    } flags[] = {{"--quick", &cfg->quick},
+                 {"--no-pdl", &cfg->no_pdl},
+                 {"--profile", &cfg->profile},
+                 {"--stats", &cfg->stats}};
+    const struct {
+        const char *name;
+        long min, max;
+        long *v;
+    } ints[] = {{"--nproc", 1, 64, &nproc},          {"--soak-steps", 1, 2000000000L, &soak},
+                {"--device", 0, 1023, &device},      {"--steps", 200, 10000000, &steps},
+                {"--warmup", 20, 10000000, &warmup}, {"--rounds", 1, BENCH_MAX_ROUNDS, &rounds},
+                {"--timeout", 5, 86400, &timeout}};
+    const struct {
+        const char *name;
+        const char **v;
+    } files[] = {{"--trace", &cfg->trace_path},
+                 {"--limits", &cfg->limits_path},
+                 {"--json", &cfg->json_path}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int done = 0;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 1;
-        } else if (!strcmp(a, "--quick")) {
-            cfg->quick = 1;
-        } else if (!strcmp(a, "--no-pdl")) {
-            cfg->no_pdl = 1;
-        } else if (!strcmp(a, "--profile")) {
-            cfg->profile = 1;
-        } else if (!strcmp(a, "--stats")) {
-            cfg->stats = 1;
-        } else if (is_opt(a, "--nproc")) {
-            TRY(parse_int("--nproc", option_value(argc, argv, &i, a, 7), 1, 64, &v));
-            g_nproc = (int)v;
-        } else if (is_opt(a, "--soak-steps")) {
-            TRY(parse_int("--soak-steps", option_value(argc, argv, &i, a, 12), 1, 2000000000L,
-                          &v));
-            cfg->soak_steps = v;
-        } else if (is_opt(a, "--trace")) {
-            cfg->trace_path = option_value(argc, argv, &i, a, 7);
-            if (!cfg->trace_path || !cfg->trace_path[0]) {
-                fprintf(stderr, "cgr-bench: --trace needs a file name\n");
+        }
+        for (size_t k = 0; !done && k < sizeof flags / sizeof flags[0]; k++)
+            if ((done = !strcmp(a, flags[k].name)))
+                *flags[k].set = 1;
+        for (size_t k = 0; !done && k < sizeof ints / sizeof ints[0]; k++)
+            if ((done = is_opt(a, ints[k].name)))
+                TRY(parse_int(ints[k].name,
+                              option_value(argc, argv, &i, a, strlen(ints[k].name)),
+                              ints[k].min, ints[k].max, ints[k].v));
+        for (size_t k = 0; !done && k < sizeof files / sizeof files[0]; k++) {
+            if (!(done = is_opt(a, files[k].name)))
+                continue;
+            *files[k].v = option_value(argc, argv, &i, a, strlen(files[k].name));
+            if (!*files[k].v || !(*files[k].v)[0]) {
+                fprintf(stderr, "cgr-bench: %s needs a file name\n", files[k].name);
                 return -1;
             }
-        } else if (is_opt(a, "--device")) {
-            TRY(parse_int("--device", option_value(argc, argv, &i, a, 8), 0, 1023, &v));
-            cfg->device = (int)v;
-        } else if (is_opt(a, "--steps")) {
-            TRY(parse_int("--steps", option_value(argc, argv, &i, a, 7), 200, 10000000, &v));
-            cfg->steps = (int)v;
-        } else if (is_opt(a, "--warmup")) {
-            TRY(parse_int("--warmup", option_value(argc, argv, &i, a, 8), 20, 10000000, &v));
-            cfg->warmup = (int)v;
-        } else if (is_opt(a, "--rounds")) {
-            TRY(parse_int("--rounds", option_value(argc, argv, &i, a, 8), 1, BENCH_MAX_ROUNDS, &v));
-            cfg->rounds = (int)v;
-        } else if (is_opt(a, "--limits")) {
-            cfg->limits_path = option_value(argc, argv, &i, a, 8);
-            if (!cfg->limits_path || !cfg->limits_path[0]) {
-                fprintf(stderr, "cgr-bench: --limits needs a file name\n");
-                return -1;
-            }
-        } else if (is_opt(a, "--timeout")) {
-            TRY(parse_int("--timeout", option_value(argc, argv, &i, a, 9), 5, 86400, &v));
-            cfg->timeout_s = (unsigned)v;
-        } else if (is_opt(a, "--json")) {
-            cfg->json_path = option_value(argc, argv, &i, a, 6);
-            if (!cfg->json_path || !cfg->json_path[0]) {
-                fprintf(stderr, "cgr-bench: --json needs a file name\n");
-                return -1;
-            }
-        } else if (a[0] == '-') {
+        }
+        if (done)
+            continue;
+        if (a[0] == '-') {
             fprintf(stderr, "cgr-bench: unknown option '%s'\n", a);
             return -1;
-        } else {
-            TRY(parse_suite(a, suite, &have_suite));
         }
+        TRY(parse_suite(a, suite, &have_suite));
     }
+    g_nproc = (int)nproc;
+    cfg->soak_steps = soak;
+    cfg->device = (int)device;
+    cfg->steps = (int)steps;
+    cfg->warmup = (int)warmup;
+    cfg->rounds = (int)rounds;
+    cfg->timeout_s = (unsigned)timeout;
     if (cfg->quick) {
         cfg->steps = 200;
         cfg->warmup = 20;
