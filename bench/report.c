@@ -85,6 +85,15 @@ void report_row(const report_table *t, const char *label, const double *v, const
     printf("%s\n", tail ? tail : "");
 }
 
+void report_line(const char *label, const double *v, int n, int prec, unsigned flags)
+{
+    const report_col c = {"", 8, prec, flags};
+    printf("%-46s", label);
+    for (int i = 0; i < n; i++)
+        cell(&c, v[i]);
+    putchar('\n');
+}
+
 void report_row_text(const report_table *t, const char *label, const char *why)
 {
     printf("%s%*s  %s\n", t->indent, t->label_width, label, why);
@@ -370,36 +379,27 @@ static void summary_chain(const bench_results *res)
         return;
     chain_derived d;
     chain_derive(c, &d);
-    printf("%-46s", "W-chain N=100 us/kernel: eager | graph | cgr");
-    report_num(8, 3, d.per_kernel[CHAIN_EAGER]);
-    report_num(8, 3, d.per_kernel[CHAIN_GRAPH]);
-    report_num(8, 3, d.per_kernel[CHAIN_CGR]);
-    printf("\n%-46s", "the same with PDL");
-    report_num(8, 3, d.per_kernel[CHAIN_EAGER_PDL]);
-    report_num(8, 3, d.per_kernel[CHAIN_GRAPH_PDL]);
-    report_num(8, 3, d.per_kernel[CHAIN_CGR_PDL]);
-    printf("\n%-46s", "cgr/raw graph per kernel: plain | PDL");
-    report_num(8, 3, d.cgr_over_graph);
-    report_num(8, 3, d.pdl_cgr_over_graph);
-    printf("\n%-46s", "cgr/raw spread (IQR / median): plain | PDL");
-    report_num(7, 2, 100.0 * d.spread.iqr_rel);
-    printf("%%");
-    report_num(7, 2, 100.0 * d.pdl_spread.iqr_rel);
-    printf("%%\n%-46s", "cgr speedup vs eager: plain | PDL");
-    report_num(8, 2, d.speedup_vs_eager);
-    printf("x");
-    report_num(7, 2, d.pdl_speedup_vs_eager);
-    printf("x\n%-46s", "host CPU us/step: cgr | raw graph | diff");
-    report_num(8, 2, report_cpu(&c->mode[CHAIN_CGR]));
-    report_num(8, 2, report_cpu(&c->mode[CHAIN_GRAPH]));
-    report_diff(8, 2, d.host_cgr_minus_graph);
-    printf("\n%-46s", "I/O 4KiB+4B added us: zc | zc, event wait");
-    report_diff(8, 2, d.io_zero_copy);
-    report_diff(8, 2, d.io_event_wait);
-    printf("\n%-46s", "I/O 4KiB+4B added us: memcpy nd | mcpyAsync");
-    report_diff(8, 2, d.io_memcpy_nodes);
-    report_diff(8, 2, d.io_memcpy_async);
-    printf("\n");
+    const double *k = d.per_kernel;
+    report_line("W-chain N=100 us/kernel: eager | graph | cgr",
+                (const double[]){k[CHAIN_EAGER], k[CHAIN_GRAPH], k[CHAIN_CGR]}, 3, 3, 0);
+    report_line("the same with PDL",
+                (const double[]){k[CHAIN_EAGER_PDL], k[CHAIN_GRAPH_PDL], k[CHAIN_CGR_PDL]}, 3, 3,
+                0);
+    report_line("cgr/raw graph per kernel: plain | PDL",
+                (const double[]){d.cgr_over_graph, d.pdl_cgr_over_graph}, 2, 3, 0);
+    report_line("cgr/raw spread (IQR / median): plain | PDL",
+                (const double[]){d.spread.iqr_rel, d.pdl_spread.iqr_rel}, 2, 2, REPORT_PCT);
+    report_line("cgr speedup vs eager: plain | PDL",
+                (const double[]){d.speedup_vs_eager, d.pdl_speedup_vs_eager}, 2, 2, REPORT_TIMES);
+    report_line("host CPU us/step: cgr | raw graph",
+                (const double[]){report_cpu(&c->mode[CHAIN_CGR]), report_cpu(&c->mode[CHAIN_GRAPH])},
+                2, 2, 0);
+    report_line("host CPU us/step: cgr minus raw graph", &d.host_cgr_minus_graph, 1, 2,
+                REPORT_SIGNED);
+    report_line("I/O 4KiB+4B added us: zc | zc, event wait",
+                (const double[]){d.io_zero_copy, d.io_event_wait}, 2, 2, REPORT_SIGNED);
+    report_line("I/O 4KiB+4B added us: memcpy nd | mcpyAsync",
+                (const double[]){d.io_memcpy_nodes, d.io_memcpy_async}, 2, 2, REPORT_SIGNED);
 }
 
 static void json_spread(json_writer *w, const char *key, const round_spread *s)

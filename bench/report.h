@@ -54,6 +54,11 @@ void report_row_text(const report_table *t, const char *label, const char *why);
 /* For a mode whose figures are missing: "skipped ..." or "FAILED: error". NULL when usable. */
 const char *report_problem(const mode_result *r, char *buf, size_t n);
 
+/*
+ * A line of the closing summary: the label in 46 columns, then v[0..n) in
+ * cells of 8 characters with prec digits and flags as a table's.
+ */
+void report_line(const char *label, const double *v, int n, int prec, unsigned flags);
 /* A number in a line of text (" %*.*f"), or "n/a" when it could not be measured. */
 void report_num(int width, int prec, double v);
 /* The same with its sign ("+3.30"). */

@@ -38,7 +38,7 @@ static int serve_figs(const serve_result *r, report_fig *f)
      * Throughput is summarised with requests in flight, as a serving loop with
      * a queue runs them; the closed loop's ratio (1 / latency) is printed too.
      */
-    snprintf(f[n].name, sizeof f[n].name, "throughput, batch <= 8, in flight: graph / eager");
+    snprintf(f[n].name, sizeof f[n].name, "throughput in flight, batch <= 8: graph/eager");
     f[n++].value =
         pipe_req_per_s(&r->pipe[SERVE_GRAPH][1]) / pipe_req_per_s(&r->pipe[SERVE_EAGER][1]);
     for (int b = 0; b < SERVE_N_BUCKETS; b++) {
@@ -248,13 +248,9 @@ void report_serve_summary(const bench_results *res)
         return;
     report_fig f[SERVE_FIGS];
     const int n = serve_figs(r, f);
-    printf("W-serve (figures, not judged):\n");
-    for (int i = 0; i < n; i++) {
-        if (f[i].measured)
-            printf("  %-44s %8.3f\n", f[i].name, f[i].value);
-        else
-            printf("  %-44s %8s  (not measured)\n", f[i].name, "-");
-    }
+    printf("W-serve figures (not judged; - : not measured):\n");
+    for (int i = 0; i < n; i++)
+        report_line(f[i].name, &f[i].value, 1, 3, REPORT_DASH);
 }
 
 static void json_lat(json_writer *w, const char *key, const serve_lat *l)
@@ -828,9 +824,7 @@ void report_ddp_summary(const bench_results *res)
         char label[64];
         snprintf(label, sizeof label, "W-ddp B=%d/GPU on %d GPUs: weak-scaling efficiency",
                  d->b[i].B, d->world);
-        printf("%-46s", label);
-        report_num(7, 1, 100.0 / ddp_ratio(&d->b[i]));
-        printf(" %%\n");
+        report_line(label, (const double[]){1.0 / ddp_ratio(&d->b[i])}, 1, 1, REPORT_PCT);
     }
 }
 
