@@ -12,6 +12,8 @@
 #include "timing.h"
 #include "work.h"
 
+#define EXIT_NO_DEVICE 2
+
 typedef struct bench_config {
     int device;
     int steps;           /* timed steps per mode (>= 200) */
@@ -89,8 +91,11 @@ typedef struct staging_result {
     int crossover_valid; /* every sweep point measured */
 } staging_result;
 
-/* A check against a limit of the limits file (limits_file.h). */
-/* A check of a message cgr gives: ok when it says what it must. */
+/*
+ * A check that passes or fails with a message: what cgr said (a capture
+ * diagnosis, a profile's verdict) or what a suite counted (outputs that
+ * differ, frozen-value checks per new graph).
+ */
 typedef struct said_check {
     const char *name; /* in the JSON's checks[] */
     const char *what; /* the line the summary prints */
@@ -98,6 +103,7 @@ typedef struct said_check {
     char message[512];
 } said_check;
 
+/* A check against a limit of the limits file (limits_file.h). */
 typedef struct check_result {
     char name[48];     /* the limit's name */
     char what[160];    /* what was checked, in words */
@@ -107,6 +113,170 @@ typedef struct check_result {
 } check_result;
 
 #define BENCH_MAX_CHECKS 8
+#define BENCH_MAX_SAID 16
+
+/* ---- serve suite (serve/serve_bench.c): W-serve, a serving loop ---- */
+#define SERVE_N_BUCKETS 7
+/*
+ * graph: cgr's graphs, each request armed (CGR_ACQUIRE_ARM) before its
+ * inputs are written; eager: every run eager; plain: graphs launched at
+ * submission (a step that is not armable); graph-memcpy: graph's way, the
+ * inputs by memcpy into slot->inputs instead of cgr_step_write_input.
+ */
+enum { SERVE_GRAPH = 0, SERVE_EAGER, SERVE_PLAIN, SERVE_MEMCPY, SERVE_MODES };
+/* "graph", "eager", "plain", "graph-memcpy": in messages and as the JSON's keys. */
+extern const char *const serve_mode_names[SERVE_MODES];
+
+/* Latency figures of one set of requests. */
+typedef struct serve_lat {
+    long n, rows;
+    double p50, p99, mean, sum_us;
+    double req_per_s, rows_per_s; /* over the summed latencies (closed loop) */
+} serve_lat;
+
+/* One pass with requests in flight (serve_pipe_pass). */
+typedef struct serve_pipe_result {
+    long n, rows;   /* requests and rows submitted */
+    long replays;   /* requests that replayed a graph */
+    double wall_us; /* first acquire to last output */
+} serve_pipe_result;
+
+typedef struct serve_bucket {
+    serve_lat lat[SERVE_MODES];       /* steady requests of this bucket */
+    double launch_p50[SERVE_MODES];   /* p50 of the launch call alone */
+    double write_p50[SERVE_MODES];    /* p50 of the input write, before the latency's start */
+    int prof_ok;
+    double busy_us, busy_union_us, kernels, memcpys;
+    /*
+     * Profiled pass, medians over its requests, on CUPTI's clock: the
+     * request's latency, submission to first GPU record ("to GPU"), first
+     * record's start to last record's end ("span"), last end to the wait's
+     * return ("back"; the flag is written inside the last kernel, so it can
+     * be below zero), and the span's idle gaps (span minus the union).
+     */
+    int split_ok;
+    double prof_lat_us, to_gpu_us, span_us, back_us, gaps_us;
+    /*
+     * The same for armed requests (graph runtime), whose input kernel
+     * starts before submission: a request owns the records that end inside
+     * its [t0, t1]; "in" = submission to the input kernel's end (the gate
+     * opening and the inputs crossing), "rest" = from there to the last end.
+     */
+    int armed_split_ok;
+    double armed_lat_us, armed_in_us, armed_rest_us, armed_back_us;
+} serve_bucket;
+
+typedef struct serve_result {
+    int ran;          /* every pass finished; else error says why */
+    char error[512];
+    int requests, pdl, quick;
+    uint64_t batch_seed;
+    int64_t buckets[SERVE_N_BUCKETS];
+    int steady_from;  /* first request after the first pass over the buckets */
+    serve_lat all[SERVE_MODES], steady[SERVE_MODES], small[SERVE_MODES]; /* small: batch <= 8 */
+    serve_pipe_result pipe[SERVE_MODES][2]; /* in flight: [0] steady, [1] steady batch <= 8;
+                                               wall_us is the median pass's */
+    int pipe_depth, pipe_reps;
+    serve_bucket bk[SERVE_N_BUCKETS];
+    int prof_steps;   /* profiled replays per bucket */
+    char prof_note[512];
+    cgr_step_stats graph;          /* the graph runtime's step, at the end of its pass */
+    uint64_t graph_arena_reserved, graph_arena_planned, eager_arena_bytes;
+    double graph_wall_s, eager_wall_s;
+    long samples_checked, sample_mismatches;
+    long host_checks, host_mismatches;
+    double host_worst_rel;
+    long pipe_hashes_checked, pipe_hash_mismatches;
+    int pass;         /* every checked output right, and some of each kind checked */
+} serve_result;
+
+/* ---- newshape suite (newshape_bench.c): a new shape of the W-mlp training step ---- */
+#define NEWSHAPE_PAIRS 2
+
+/* The frozen-value check at one bucket, on against off (cgr_options.frozen_check). */
+typedef struct newshape_frozen {
+    /* A new shape's first runs (warm-ups, the capture, the check run or a replay, a replay). */
+    bench_stats first_on, first_off; /* wall us of those runs, summed */
+    bench_stats added;               /* on minus off, paired by repetition */
+    bench_stats check_run;           /* the run after the capture, check on: the check */
+    bench_stats same_run_off;        /* that run with the check off: a replay */
+    bench_stats capture;             /* the shape's last_capture_us, check on */
+    mode_result replay[2];           /* [0] check on, [1] off: replays, interleaved in rounds */
+} newshape_frozen;
+
+typedef struct newshape_bucket {
+    int64_t bucket, lo;         /* true batches lo..bucket fall in it */
+    uint64_t nodes, kernel_nodes;
+    double cold_capture_us, cold_make_us;
+    bench_stats capture, instantiate, total; /* capture + instantiate, over the repetitions */
+    bench_stats step;           /* wall us per replayed step */
+    newshape_frozen frozen;
+} newshape_bucket;
+
+typedef struct newshape_pair {
+    const char *path;
+    newshape_bucket b[2];
+    int ran_instantiate, ran_update, ran_step, ran_frozen;
+    /* capture + update in place */
+    int attempts, updates, failures;
+    uint64_t by_reason[16];
+    char last_update_error[256];
+    bench_stats ucapture, update, utotal;
+} newshape_pair;
+
+typedef struct newshape_result {
+    int reps, warmup_runs, steps;
+    newshape_pair pair[NEWSHAPE_PAIRS];
+    int frozen_runs;            /* runs per new shape in the frozen-value check's figures */
+    uint64_t frozen_checks[2];  /* [0] check on, [1] off: cgr_step_stats.frozen_checks summed */
+    uint64_t new_graphs[2];     /* captures those steps made */
+    long losses_checked;        /* runs whose loss was read back and finite */
+    int failed;                 /* a call failed or a loss came back non-finite */
+} newshape_result;
+
+/* ---- soak suite (soak_bench.c): a million replays, leaks and corruption ---- */
+#define SOAK_SHAPES 4
+#define SOAK_MAX_SAMPLES 64
+
+typedef struct soak_sample {
+    long step;
+    int64_t rss, device, pinned; /* bytes; rss -1 when /proc could not be read */
+} soak_sample;
+
+typedef struct soak_result {
+    int ran;          /* every step ran; else error says why */
+    char error[512];
+    long steps, phase_steps, check_every;
+    int dim, graphs_cached;
+    int64_t buckets[SOAK_SHAPES];
+    int batches[SOAK_SHAPES];
+    soak_sample samples[SOAK_MAX_SAMPLES];
+    int n_samples;
+    int64_t growth[3];  /* host RSS, device, pinned: from after warm-up to the end */
+    long checks, warm_checks, mismatches;
+    cgr_step_stats graph; /* the graph runtime's step at the end */
+    double wall_s;
+    int pass;
+} soak_result;
+
+/* ---- ddp suite (ddp/ddp_bench.c): W-ddp on several GPUs, rank 0's figures ---- */
+enum { DDP_SINGLE = 0, DDP_EAGER, DDP_GRAPH, DDP_MODES };
+#define DDP_MAX_B 4
+
+typedef struct ddp_batch {
+    int B;
+    mode_result mode[DDP_MODES];
+    bench_stats allreduce;  /* the gradient's all-reduce alone, graphed, wall us */
+    int allreduce_ran;
+    int eager_equals_graph; /* parameters after the run; -1 not compared */
+} ddp_batch;
+
+typedef struct ddp_result {
+    int world;
+    size_t n_floats;        /* floats all-reduced per step */
+    int n;
+    ddp_batch b[DDP_MAX_B];
+} ddp_result;
 
 typedef struct bench_results {
     char device_name[256];
@@ -133,12 +303,17 @@ typedef struct bench_results {
     /* Checks of what cgr says rather than of a figure: the capture
      * diagnosis and the profile window (chain_diagnosis, chain_profile). */
     int n_said;
-    said_check said[4];
+    said_check said[BENCH_MAX_SAID];
     int n_checks;
     check_result checks[BENCH_MAX_CHECKS];
     int aborted;        /* the device became unusable; later modes skipped */
     int n_work;
     work_result work[16]; /* W-mlp (with and without PDL) and W-cnn at each batch size */
+    /* The suites with figures of their own, when they ran (NULL otherwise). */
+    const serve_result *serve;
+    const newshape_result *newshape;
+    const soak_result *soak;
+    const ddp_result *ddp;
 } bench_results;
 
 /*
@@ -165,10 +340,25 @@ int mlp_suite(const bench_config *cfg, bench_results *res, const int *batches, i
 /* W-cnn at the given batch sizes (through cgr, eager vs graph). */
 int cnn_suite(const bench_config *cfg, bench_results *res, const int *batches, int n);
 /*
- * The soak suite (soak_bench.c): prints its own table (and JSON to
- * cfg->json_path) and returns the exit status: 0 pass, 1 growth or mismatch.
+ * The suites with figures of their own fill res->soak, res->newshape or
+ * res->serve (and their checks) for report(); each returns 0 when it ran
+ * to the end.
+ * soak (soak_bench.c): a million runs of a step with a dynamic batch,
+ * checked for memory growth against the limits file and for outputs
+ * unlike an eager run's.
  */
-int soak_suite(const bench_config *cfg, const bench_results *res);
+int soak_suite(const bench_config *cfg, bench_results *res);
+/*
+ * newshape (newshape_bench.c): what a new shape of the W-mlp training step
+ * costs with a dynamic batch, warm-up excluded (capture + instantiate,
+ * capture + update in place), and what the frozen-value check adds.
+ */
+int newshape_suite(const bench_config *cfg, bench_results *res);
+/*
+ * serve (serve/serve_bench.c): W-serve's request sequence with graphs and
+ * eagerly, sampled outputs checked, each bucket's graph profiled.
+ */
+int serve_suite(const bench_config *cfg, bench_results *res);
 /* Measures the clocks' own overhead into res->timer. */
 void timer_overhead(const bench_config *cfg, bench_results *res);
 
@@ -199,36 +389,41 @@ typedef struct bench_mode {
  */
 void run_group(bench_results *res, const char *group, bench_mode *m, int n, unsigned budget_s);
 
-/* Adds a check of value against the named limit (limits_file.h): ok when value <= limit. */
-void add_check(bench_results *res, const char *name, const char *what, double value,
-               int warn_only);
+/*
+ * Adds a check of value against the named limit (limits_file.h): ok when
+ * value <= limit. Returns 1 when it passed.
+ */
+int add_check(bench_results *res, const char *name, const char *what, double value,
+              int warn_only);
+/*
+ * A new check with a message (said_check, not yet ok) for the caller to
+ * fill; name and what must outlive res. Past BENCH_MAX_SAID, a slot that
+ * no report shows, and res->aborted is set, so the run fails visibly.
+ */
+said_check *said_add(bench_results *res, const char *name, const char *what);
+
+/*
+ * Checks CUDA device `device` and fills res's device fields: 0, or
+ * EXIT_NO_DEVICE (2) after printing why there is no usable device, or 1
+ * when a CUDA call failed.
+ */
+int bench_device_probe(int device, bench_results *res);
+/* The first lines of the text report: device, driver, steps, limits, PDL. */
+void report_header(const bench_results *res);
 
 /* report.c */
 /*
  * Version of the JSON files' layout (docs/bench-json.md): raised whenever a
  * key changes meaning, moves or goes; new keys alone do not raise it.
  */
-#define BENCH_JSON_SCHEMA_VERSION 2
+#define BENCH_JSON_SCHEMA_VERSION 3
 /*
- * Prints the tables, checks and summary of res and, when json_path is
- * given, writes the same figures as JSON. 0, or -1 (reported) when the JSON
- * file could not be written.
+ * Prints the tables, checks and summary of every suite in res and, when
+ * json_path is given, writes the same figures as JSON. 0, or -1 (reported)
+ * when the JSON file could not be written.
  */
 int report(const bench_results *res, const char *json_path);
-/*
- * A suite that writes its own JSON file (serve, newshape, soak, ddp): opens
- * path into *w and begins the top object with "schema_version", "tool",
- * "cgr_version", "suite" and "device_name". 0, or
- * -1 (reported) when the file cannot be opened.
- */
-struct json_writer;
-int report_suite_json_open(struct json_writer *w, const char *path, const char *suite,
-                           const char *device_name);
-/* Ends the top object and closes the file: 0, or -1 (reported) when anything failed to write. */
-int report_suite_json_close(struct json_writer *w, const char *path);
-/* s as an object under key: median, p10, p90, mean, min, max; all null unless ok. */
-void report_json_stats(struct json_writer *w, const char *key, const bench_stats *s, int ok);
-/* 1 when any mode failed or produced a wrong value. */
+/* 1 when any mode failed or produced a wrong value, a suite did not finish or a check failed. */
 int results_failed(const bench_results *res);
 
 #endif

@@ -689,15 +689,6 @@ static cgr_status syncing_step_fn(cgr_ctx *ctx, void *user)
     return CGR_STATUS_OK;
 }
 
-static said_check *said_slot(bench_results *res, const char *name, const char *what)
-{
-    said_check *c = &res->said[res->n_said++];
-    memset(c, 0, sizeof *c);
-    c->name = name;
-    c->what = what;
-    return c;
-}
-
 static int diagnose_once(const bench_config *cfg, said_check *c)
 {
     cgr_options o;
@@ -736,7 +727,7 @@ out:
 
 void chain_diagnosis(const bench_config *cfg, bench_results *res)
 {
-    said_check *c = said_slot(res, "capture_diagnosis", "capture diagnosis names the call");
+    said_check *c = said_add(res, "capture_diagnosis", "capture diagnosis names the call");
     if (diagnose_once(cfg, c) != 0 && !c->message[0])
         snprintf(c->message, sizeof c->message, "%s", bench_last_error());
 }
@@ -803,7 +794,7 @@ out:
 
 void chain_profile(const bench_config *cfg, bench_results *res)
 {
-    said_check *c = said_slot(res, "profile_window", "profile window: W-chain N=100 verdict");
+    said_check *c = said_add(res, "profile_window", "profile window: W-chain N=100 verdict");
     if (profile_once(cfg, c) != 0 && !c->message[0])
         snprintf(c->message, sizeof c->message, "%s", bench_last_error());
 }

@@ -18,15 +18,12 @@
 #include "bench.h"
 #include "chain.h"
 #include "limits_file.h"
-#include "newshape.h"
 #include "pdl.h"
-#include "serve/serve.h"
 #if BENCH_HAVE_DDP
 #include "ddp/ddp_bench.h"
 #endif
 #include "util.h"
 
-#define EXIT_NO_DEVICE 2
 #define EXIT_USAGE 64
 
 #ifndef BENCH_GPU_ARCH
@@ -146,67 +143,68 @@ static int is_opt(const char *arg, const char *name)
 static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
 {
     int have_suite = 0;
-    long v = 0;
+    long nproc = g_nproc, soak = cfg->soak_steps, device = cfg->device, steps = cfg->steps,
+         warmup = cfg->warmup, rounds = cfg->rounds, timeout = cfg->timeout_s;
+    const struct {
+        const char *name;
+        int *set;
+    } flags[] = {{"--quick", &cfg->quick},
+                 {"--no-pdl", &cfg->no_pdl},
+                 {"--profile", &cfg->profile},
+                 {"--stats", &cfg->stats}};
+    const struct {
+        const char *name;
+        long min, max;
+        long *v;
+    } ints[] = {{"--nproc", 1, 64, &nproc},          {"--soak-steps", 1, 2000000000L, &soak},
+                {"--device", 0, 1023, &device},      {"--steps", 200, 10000000, &steps},
+                {"--warmup", 20, 10000000, &warmup}, {"--rounds", 1, BENCH_MAX_ROUNDS, &rounds},
+                {"--timeout", 5, 86400, &timeout}};
+    const struct {
+        const char *name;
+        const char **v;
+    } files[] = {{"--trace", &cfg->trace_path},
+                 {"--limits", &cfg->limits_path},
+                 {"--json", &cfg->json_path}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int done = 0;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 1;
-        } else if (!strcmp(a, "--quick")) {
-            cfg->quick = 1;
-        } else if (!strcmp(a, "--no-pdl")) {
-            cfg->no_pdl = 1;
-        } else if (!strcmp(a, "--profile")) {
-            cfg->profile = 1;
-        } else if (!strcmp(a, "--stats")) {
-            cfg->stats = 1;
-        } else if (is_opt(a, "--nproc")) {
-            TRY(parse_int("--nproc", option_value(argc, argv, &i, a, 7), 1, 64, &v));
-            g_nproc = (int)v;
-        } else if (is_opt(a, "--soak-steps")) {
-            TRY(parse_int("--soak-steps", option_value(argc, argv, &i, a, 12), 1, 2000000000L,
-                          &v));
-            cfg->soak_steps = v;
-        } else if (is_opt(a, "--trace")) {
-            cfg->trace_path = option_value(argc, argv, &i, a, 7);
-            if (!cfg->trace_path || !cfg->trace_path[0]) {
-                fprintf(stderr, "cgr-bench: --trace needs a file name\n");
+        }
+        for (size_t k = 0; !done && k < sizeof flags / sizeof flags[0]; k++)
+            if ((done = !strcmp(a, flags[k].name)))
+                *flags[k].set = 1;
+        for (size_t k = 0; !done && k < sizeof ints / sizeof ints[0]; k++)
+            if ((done = is_opt(a, ints[k].name)))
+                TRY(parse_int(ints[k].name,
+                              option_value(argc, argv, &i, a, strlen(ints[k].name)),
+                              ints[k].min, ints[k].max, ints[k].v));
+        for (size_t k = 0; !done && k < sizeof files / sizeof files[0]; k++) {
+            if (!(done = is_opt(a, files[k].name)))
+                continue;
+            *files[k].v = option_value(argc, argv, &i, a, strlen(files[k].name));
+            if (!*files[k].v || !(*files[k].v)[0]) {
+                fprintf(stderr, "cgr-bench: %s needs a file name\n", files[k].name);
                 return -1;
             }
-        } else if (is_opt(a, "--device")) {
-            TRY(parse_int("--device", option_value(argc, argv, &i, a, 8), 0, 1023, &v));
-            cfg->device = (int)v;
-        } else if (is_opt(a, "--steps")) {
-            TRY(parse_int("--steps", option_value(argc, argv, &i, a, 7), 200, 10000000, &v));
-            cfg->steps = (int)v;
-        } else if (is_opt(a, "--warmup")) {
-            TRY(parse_int("--warmup", option_value(argc, argv, &i, a, 8), 20, 10000000, &v));
-            cfg->warmup = (int)v;
-        } else if (is_opt(a, "--rounds")) {
-            TRY(parse_int("--rounds", option_value(argc, argv, &i, a, 8), 1, BENCH_MAX_ROUNDS, &v));
-            cfg->rounds = (int)v;
-        } else if (is_opt(a, "--limits")) {
-            cfg->limits_path = option_value(argc, argv, &i, a, 8);
-            if (!cfg->limits_path || !cfg->limits_path[0]) {
-                fprintf(stderr, "cgr-bench: --limits needs a file name\n");
-                return -1;
-            }
-        } else if (is_opt(a, "--timeout")) {
-            TRY(parse_int("--timeout", option_value(argc, argv, &i, a, 9), 5, 86400, &v));
-            cfg->timeout_s = (unsigned)v;
-        } else if (is_opt(a, "--json")) {
-            cfg->json_path = option_value(argc, argv, &i, a, 6);
-            if (!cfg->json_path || !cfg->json_path[0]) {
-                fprintf(stderr, "cgr-bench: --json needs a file name\n");
-                return -1;
-            }
-        } else if (a[0] == '-') {
+        }
+        if (done)
+            continue;
+        if (a[0] == '-') {
             fprintf(stderr, "cgr-bench: unknown option '%s'\n", a);
             return -1;
-        } else {
-            TRY(parse_suite(a, suite, &have_suite));
         }
+        TRY(parse_suite(a, suite, &have_suite));
     }
+    g_nproc = (int)nproc;
+    cfg->soak_steps = soak;
+    cfg->device = (int)device;
+    cfg->steps = (int)steps;
+    cfg->warmup = (int)warmup;
+    cfg->rounds = (int)rounds;
+    cfg->timeout_s = (unsigned)timeout;
     if (cfg->quick) {
         cfg->steps = 200;
         cfg->warmup = 20;
@@ -220,8 +218,7 @@ static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
     return 0;
 }
 
-/* Prints the no-device message and returns EXIT_NO_DEVICE, or 0 with res filled. */
-static int probe_device(const bench_config *cfg, bench_results *res)
+int bench_device_probe(int device, bench_results *res)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -231,29 +228,29 @@ static int probe_device(const bench_config *cfg, bench_results *res)
                  cudaGetErrorString(e));
     else if (count == 0)
         snprintf(why, sizeof why, "cudaGetDeviceCount found no CUDA device");
-    else if (cfg->device >= count)
-        snprintf(why, sizeof why, "--device %d, but only %d device%s present", cfg->device, count,
+    else if (device >= count)
+        snprintf(why, sizeof why, "device %d, but only %d device%s present", device, count,
                  count == 1 ? " is" : "s are");
-    else if ((e = cudaSetDevice(cfg->device)) != cudaSuccess)
-        snprintf(why, sizeof why, "cudaSetDevice(%d): %s: %s", cfg->device, cudaGetErrorName(e),
+    else if ((e = cudaSetDevice(device)) != cudaSuccess)
+        snprintf(why, sizeof why, "cudaSetDevice(%d): %s: %s", device, cudaGetErrorName(e),
                  cudaGetErrorString(e));
     if (why[0]) {
         fprintf(stderr, "cgr-bench: no usable CUDA device (%s)\n", why);
         return EXIT_NO_DEVICE;
     }
     struct cudaDeviceProp p;
-    if (bench_cuda_failed(cudaGetDeviceProperties(&p, cfg->device), "cudaGetDeviceProperties",
+    if (bench_cuda_failed(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties",
                           __FILE__, __LINE__))
         return 1;
     snprintf(res->device_name, sizeof res->device_name, "%s", p.name);
-    res->device = cfg->device;
+    res->device = device;
     res->cc_major = p.major;
     res->cc_minor = p.minor;
     res->sm_count = p.multiProcessorCount;
     cudaDriverGetVersion(&res->driver_version);
     cudaRuntimeGetVersion(&res->runtime_version);
     cgr__pdl pdl;
-    if (bench_cuda_failed(cgr__pdl_probe(cfg->device, &pdl), "cgr__pdl_probe", __FILE__, __LINE__))
+    if (bench_cuda_failed(cgr__pdl_probe(device, &pdl), "cgr__pdl_probe", __FILE__, __LINE__))
         return 1;
     res->pdl_allowed = pdl.allowed;
     snprintf(res->pdl_off_why, sizeof res->pdl_off_why, "%s", cgr__pdl_why_off(&pdl));
@@ -348,11 +345,14 @@ void run_group(bench_results *res, const char *group, bench_mode *m, int n, unsi
     }
 }
 
-void add_check(bench_results *res, const char *name, const char *what, double value,
-               int warn_only)
+int add_check(bench_results *res, const char *name, const char *what, double value,
+              int warn_only)
 {
-    if (res->n_checks == BENCH_MAX_CHECKS)
-        return;
+    if (res->n_checks == BENCH_MAX_CHECKS) {
+        bench_error("more than %d checks: '%s' left out", BENCH_MAX_CHECKS, name);
+        res->aborted = 1;
+        return 0;
+    }
     check_result *c = &res->checks[res->n_checks++];
     memset(c, 0, sizeof *c);
     snprintf(c->name, sizeof c->name, "%s", name);
@@ -362,6 +362,23 @@ void add_check(bench_results *res, const char *name, const char *what, double va
     c->warn_only = warn_only;
     c->ran = isfinite(value);
     c->ok = c->ran && isfinite(c->limit) && value <= c->limit;
+    return c->ok;
+}
+
+said_check *said_add(bench_results *res, const char *name, const char *what)
+{
+    static said_check spare;
+    said_check *c = &spare;
+    if (res->n_said < BENCH_MAX_SAID) {
+        c = &res->said[res->n_said++];
+    } else {
+        bench_error("more than %d checks with a message: '%s' left out", BENCH_MAX_SAID, name);
+        res->aborted = 1;
+    }
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    c->what = what;
+    return c;
 }
 
 static int nop_step(void *self, long k)
@@ -436,26 +453,6 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
     }
 }
 
-static void print_header(const bench_results *res)
-{
-    const bench_config *c = &res->cfg;
-    printf("cgr-bench %s on device %d: %s (sm_%d%d, %d SMs), CUDA driver %d.%d, runtime %d.%d\n",
-           CGR_VERSION_STRING, res->device, res->device_name, res->cc_major, res->cc_minor,
-           res->sm_count, res->driver_version / 1000, res->driver_version % 1000 / 10,
-           res->runtime_version / 1000, res->runtime_version % 1000 / 10);
-    printf("%d timed steps after %d warm-up steps per mode%s, compared modes interleaved in %d "
-           "rounds; times in microseconds (us)\n",
-           c->steps, c->warmup, c->quick ? " (--quick)" : "", c->rounds);
-    if (limits_file()[0])
-        printf("limits: %s\n", limits_file());
-    /* Every "PDL" figure below is a plain launch when this says off. */
-    if (res->pdl_allowed)
-        printf("programmatic dependent launch: on\n");
-    else
-        printf("programmatic dependent launch: off (%s): kernels asking for it launch plainly\n",
-               res->pdl_off_why);
-}
-
 int main(int argc, char **argv)
 {
     /* Line-buffered, so a watchdog exit or a killed run keeps what was printed. */
@@ -508,26 +505,26 @@ int main(int argc, char **argv)
     watchdog_install();
 
     watchdog_arm("device start-up", cfg.timeout_s);
-    int rc = probe_device(&cfg, &res);
+    int rc = bench_device_probe(cfg.device, &res);
     if (rc == 0 && sanity_launch(&res) != 0)
         rc = 1;
     watchdog_disarm();
     if (rc != 0)
         return rc;
 
-    print_header(&res);
-    /* The soak is no timed comparison: it prints and judges its own results. */
-    if (suite == SUITE_SOAK)
-        return soak_suite(&cfg, &res);
-    /* So is the new-shape suite (newshape.h). */
-    if (suite == SUITE_NEWSHAPE)
-        return newshape_suite(&cfg, &res);
-    /* W-serve prints and judges its own results too (serve/serve.h). */
-    if (suite == SUITE_SERVE)
-        return serve_suite(&cfg, &res);
-    run_suites(&cfg, &res, suite);
-    int trace_failed = cfg.trace_path && work_trace_write(cfg.trace_path) != 0;
-    work_finish();
+    report_header(&res);
+    int trace_failed = 0;
+    if (suite == SUITE_SOAK) {
+        soak_suite(&cfg, &res);
+    } else if (suite == SUITE_NEWSHAPE) {
+        newshape_suite(&cfg, &res);
+    } else if (suite == SUITE_SERVE) {
+        serve_suite(&cfg, &res); /* writes its own trace (--trace) */
+    } else {
+        run_suites(&cfg, &res, suite);
+        trace_failed = cfg.trace_path && work_trace_write(cfg.trace_path) != 0;
+        work_finish();
+    }
     int failed = report(&res, cfg.json_path) != 0 || results_failed(&res) || trace_failed;
     return failed ? 1 : 0;
 }

@@ -33,6 +33,18 @@
  *     counted, with cgr's reason.
  * (c) the training step replayed at each bucket (wall us per step, true
  *     batch varying within the bucket) next to its graph's node count.
+ * (d) the frozen-value check (cgr_options.frozen_check): it captures a new
+ *     graph's next run again and compares the two graphs, so it costs at
+ *     most about one capture once per shape and nothing per replay. Two
+ *     runtimes with 16-graph caches, one with the check and one without;
+ *     each repetition gives each bucket a fresh step on both, on and off
+ *     taking turns at going first, and times a new shape's first runs
+ *     (warm-ups, the capture, the run after it, one more replay) with
+ *     cgr's action checked run by run: with the check on the run after
+ *     the capture is the check (cgr_step_stats.frozen_checks grows by one
+ *     there and nowhere else), with it off a plain replay. Then each
+ *     bucket's replays, check on against off, interleaved in rounds
+ *     (run_group): wall and host CPU per replay.
  *
  * Every run gets fresh random inputs at a true batch below the bucket
  * (padding exercised), and every loss read back must be finite.
@@ -43,51 +55,32 @@
 #include <string.h>
 
 #include "bench.h"
-#include "json.h"
 #include "mlp/mlp.h"
 #include "mlp/mlp_cgr.h"
-#include "newshape.h"
 #include "util.h"
 
 #define NS_REPS 30       /* repetitions per figure (--quick: 20; at least 20) */
 #define NS_MAX_REPS 64
 #define NS_WARMUP_RUNS 2 /* cgr_options.warmup_runs: eager runs per new shape */
-#define NS_PAIRS 2
+/* (d): warm-ups, the capture, the check run (or a replay), one more replay. */
+#define NS_FROZEN_RUNS (NS_WARMUP_RUNS + 3)
 
 typedef struct ns_model {
-    mlp_cfg cfg; /* batch = the step's largest bucket */
-    mlp_bufs dev; /* persistent state of the runtime */
-    float *x;    /* host inputs, up to NS_MAX_BATCH rows */
+    mlp_cfg cfg;      /* batch = the step's largest bucket */
+    mlp_bufs dev[2];  /* persistent state of each runtime alive at once */
+    float *x;         /* host inputs, up to NS_MAX_BATCH rows */
     int *labels;
     bench_rng rng;
+    long checked;     /* losses read back and found finite */
 } ns_model;
 
 #define NS_MAX_BATCH 32
 
-typedef struct ns_bucket {
-    int64_t bucket, lo;         /* true batches lo..bucket fall in it */
-    uint64_t nodes, kernel_nodes;
-    double cold_capture_us, cold_make_us;
-    bench_stats capture, instantiate, total; /* (a), over the repetitions */
-    bench_stats step;           /* (c) wall us per replayed step */
-} ns_bucket;
-
-typedef struct ns_pair {
-    const char *path;
-    ns_bucket b[2];
-    int ran_instantiate, ran_update, ran_step;
-    /* (b) */
-    int attempts, updates, failures;
-    uint64_t by_reason[16];
-    char last_update_error[256];
-    bench_stats ucapture, update, utotal;
-} ns_pair;
-
 typedef struct ns_suite {
     const bench_config *cfg;
+    bench_results *res;
+    newshape_result *r;
     int reps;
-    ns_pair pair[NS_PAIRS];
-    int failed;
     int aborted; /* the device is lost: nothing more runs */
 } ns_suite;
 
@@ -95,7 +88,8 @@ typedef struct ns_suite {
 
 typedef struct ns_step_user {
     const ns_model *m;
-    mlp_cfg cfg; /* m->cfg with batch = this step's largest bucket */
+    const mlp_bufs *dev; /* the state on the step's runtime */
+    mlp_cfg cfg;         /* m->cfg with batch = this step's largest bucket */
 } ns_step_user;
 
 static cgr_status ns_step_fn(cgr_ctx *ctx, void *user)
@@ -105,7 +99,7 @@ static cgr_status ns_step_fn(cgr_ctx *ctx, void *user)
     cgr_stream s;
     mlp_cfg rc;
     mlp_bufs b;
-    cgr_status st = mlp_cgr_bind_dyn(ctx, &u->cfg, &u->m->dev, &rc, &b, &h, &s);
+    cgr_status st = mlp_cgr_bind_dyn(ctx, &u->cfg, u->dev, &rc, &b, &h, &s);
     if (st != CGR_STATUS_OK)
         return st;
     if (mlp_step_enqueue(&rc, &b, h, s, 1) != 0) {
@@ -132,16 +126,19 @@ static int ns_step_create(cgr_runtime *rt, ns_step_user *u, const int64_t *bucke
     return 0;
 }
 
-static int ns_runtime(ns_model *m, const float *params0, int cache_entries, cgr_runtime **rt)
+/* A runtime holding the model's state in *dev; frozen_check as in cgr_options. */
+static int ns_runtime(ns_model *m, const float *params0, int cache_entries, int frozen_check,
+                      mlp_bufs *dev, cgr_runtime **rt)
 {
     cgr_options o;
     CGR_CK(cgr_options_init(&o));
     o.warmup_runs = NS_WARMUP_RUNS;
     o.shape_cache_entries = cache_entries;
+    o.frozen_check = frozen_check;
     /* The suite changes shape on purpose, far more often than the guard allows. */
     o.churn_shapes = 0;
     CGR_CK(cgr_runtime_create(rt, &o));
-    if (mlp_cgr_state_create(*rt, &m->cfg, params0, &m->dev) != 0) {
+    if (mlp_cgr_state_create(*rt, &m->cfg, params0, dev) != 0) {
         bench_error("newshape: %s", mlp_last_error());
         cgr_runtime_destroy(rt);
         return -1;
@@ -150,7 +147,7 @@ static int ns_runtime(ns_model *m, const float *params0, int cache_entries, cgr_
 }
 
 /* A true batch in lo..bucket (fresh each call), so padding is always in play. */
-static int64_t ns_true_batch(ns_model *m, const ns_bucket *b)
+static int64_t ns_true_batch(ns_model *m, const newshape_bucket *b)
 {
     float f;
     rng_fill(&m->rng, &f, 1); /* [-1, 1) */
@@ -158,17 +155,38 @@ static int64_t ns_true_batch(ns_model *m, const ns_bucket *b)
     return t > b->bucket ? b->bucket : t;
 }
 
-/* One run at true batch T with fresh inputs; *action what cgr did; the loss must be finite. */
-static int ns_run(ns_model *m, cgr_step *step, int64_t T, cgr_run_action *action,
-                  double *wall_us)
+/* Fresh inputs at true batch T: T rows of x, T labels. */
+static void ns_fill(ns_model *m, int64_t T, float *x, int *labels)
 {
-    rng_fill(&m->rng, m->x, (size_t)T * (size_t)m->cfg.in_dim);
+    rng_fill(&m->rng, x, (size_t)T * (size_t)m->cfg.in_dim);
     for (int64_t i = 0; i < T; i++) {
         float f;
         rng_fill(&m->rng, &f, 1);
         int l = (int)((f + 1.0f) * 0.5f * (float)m->cfg.classes);
-        m->labels[i] = l < 0 ? 0 : l >= m->cfg.classes ? m->cfg.classes - 1 : l;
+        labels[i] = l < 0 ? 0 : l >= m->cfg.classes ? m->cfg.classes - 1 : l;
     }
+}
+
+/* The loss of a waited run, which must be finite. */
+static int ns_loss_ok(ns_model *m, cgr_step *step, uint64_t ticket, int64_t T,
+                      cgr_run_action action)
+{
+    float loss = NAN;
+    CGR_CK(cgr_step_output(step, ticket, 0, &loss, sizeof loss, NULL));
+    if (!isfinite(loss)) {
+        bench_error("newshape: W-mlp loss %g at true batch %lld (%s run)", (double)loss,
+                    (long long)T, cgr_run_action_name(action));
+        return CHECK_WRONG;
+    }
+    m->checked++;
+    return 0;
+}
+
+/* One run at true batch T with fresh inputs; *action what cgr did; the loss must be finite. */
+static int ns_run(ns_model *m, cgr_step *step, int64_t T, cgr_run_action *action,
+                  double *wall_us)
+{
+    ns_fill(m, T, m->x, m->labels);
     const void *inputs[2] = {m->x, m->labels};
     uint64_t ticket = 0;
     const double t0 = now_us();
@@ -177,14 +195,7 @@ static int ns_run(ns_model *m, cgr_step *step, int64_t T, cgr_run_action *action
     if (wall_us)
         *wall_us = now_us() - t0;
     CGR_CK(cgr_step_run_action(step, ticket, action));
-    float loss = NAN;
-    CGR_CK(cgr_step_output(step, ticket, 0, &loss, sizeof loss, NULL));
-    if (!isfinite(loss)) {
-        bench_error("newshape: W-mlp loss %g at true batch %lld (%s run)", (double)loss,
-                    (long long)T, cgr_run_action_name(*action));
-        return -1;
-    }
-    return 0;
+    return ns_loss_ok(m, step, ticket, T, *action) == 0 ? 0 : -1;
 }
 
 static int ns_shape_stats(const cgr_step *step, cgr_step_stats *ss)
@@ -200,7 +211,8 @@ static int ns_shape_stats(const cgr_step *step, cgr_step_stats *ss)
  * last_capture_us / last_make_us are this capture's). Fails when cgr
  * replays or runs eagerly where a warm-up or a capture is due.
  */
-static int ns_capture(ns_model *m, cgr_step *step, const ns_bucket *b, cgr_run_action *action,
+static int ns_capture(ns_model *m, cgr_step *step, const newshape_bucket *b,
+                      cgr_run_action *action,
                       cgr_step_stats *ss, cgr_step_stats *st)
 {
     memset(ss, 0, sizeof *ss);
@@ -226,11 +238,11 @@ static int ns_capture(ns_model *m, cgr_step *step, const ns_bucket *b, cgr_run_a
 
 /* ---- (a) capture + instantiate, then (c) the step at each bucket -------------------- */
 
-static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_pair *p)
+static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, newshape_pair *p)
 {
     const int64_t buckets[2] = {p->b[0].bucket, p->b[1].bucket};
     double cap[2][NS_MAX_REPS], make[2][NS_MAX_REPS], tot[2][NS_MAX_REPS];
-    ns_step_user u = {.m = m};
+    ns_step_user u = {.m = m, .dev = &m->dev[0]};
     cgr_step *step = NULL;
     for (int rep = -1; rep < S->reps; rep++) {
         /* A fresh step: its cache is empty, so each bucket is a new shape. */
@@ -303,12 +315,12 @@ fail:
 
 /* ---- (b) capture + update in place ---------------------------------------------------- */
 
-static int ns_update(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_pair *p)
+static int ns_update(ns_suite *S, ns_model *m, cgr_runtime *rt, newshape_pair *p)
 {
     const int64_t buckets[2] = {p->b[0].bucket, p->b[1].bucket};
     double cap[NS_MAX_REPS], upd[NS_MAX_REPS], tot[NS_MAX_REPS];
     int n = 0;
-    ns_step_user u = {.m = m};
+    ns_step_user u = {.m = m, .dev = &m->dev[0]};
     cgr_step *step = NULL;
     cgr_run_action a;
     cgr_step_stats ss;
@@ -348,168 +360,308 @@ fail:
     return -1;
 }
 
-/* ---- report -------------------------------------------------------------------------- */
+/* ---- (d) the frozen-value check: once per new shape, and per replay ------------------- */
 
-static void print_stat(const char *label, const bench_stats *s)
+/*
+ * One new shape of bucket b on a fresh step of each runtime (rt[0] with the
+ * check, rt[1] without), `first` going first: the summed wall of its first
+ * NS_FROZEN_RUNS runs into total[], that of the run after the capture into
+ * after[], the capture's last_capture_us into capture[]. What cgr did is
+ * checked run by run, frozen_checks included; checks[] and graphs[] add up
+ * each step's frozen_checks and captures.
+ */
+static int ns_frozen_shape(ns_model *m, cgr_runtime *const rt[2], const int64_t buckets[2],
+                           const newshape_bucket *b, int first, double total[2], double after[2],
+                           double capture[2], uint64_t checks[2], uint64_t graphs[2])
 {
-    printf("  %-22s %9.1f %9.1f %9.1f %9.1f %9.1f\n", label, s->median, s->p10, s->p90, s->min,
-           s->max);
-}
-
-static void summary_line(const char *what, const char *where, double median, int n)
-{
-    if (n > 0)
-        printf("  %s: %s: median %.1f us over %d\n", what, where, median, n);
-    else
-        printf("  %s: %s: no sample\n", what, where);
-}
-
-static void ns_print(const ns_suite *S)
-{
-    printf("newshape: W-mlp training step (PDL) with a dynamic batch: the cost of a new shape, "
-           "%d eager warm-up runs per shape excluded; %d repetitions per figure; us\n",
-           NS_WARMUP_RUNS, S->reps);
-    for (int i = 0; i < NS_PAIRS; i++) {
-        const ns_pair *p = &S->pair[i];
-        for (int k = 0; k < 2 && p->ran_instantiate; k++) {
-            const ns_bucket *b = &p->b[k];
-            printf("%s path, bucket %lld (true batch %lld..%lld): %llu graph nodes (%llu "
-                   "kernels)",
-                   p->path, (long long)b->bucket, (long long)b->lo, (long long)b->bucket,
-                   (unsigned long long)b->nodes, (unsigned long long)b->kernel_nodes);
-            if (p->ran_step)
-                printf(", replayed step %.1f us (p10 %.1f, p90 %.1f)", b->step.median,
-                       b->step.p10, b->step.p90);
-            printf("\n  %-22s %9s %9s %9s %9s %9s\n", "capture + instantiate", "median", "p10",
-                   "p90", "min", "max");
-            print_stat("capture", &b->capture);
-            print_stat("instantiate + upload", &b->instantiate);
-            print_stat("capture + instantiate", &b->total);
-            if (b->nodes)
-                printf("  instantiate per node %.2f us; cold (first on the runtime): capture "
-                       "%.1f + instantiate %.1f\n",
-                       b->instantiate.median / (double)b->nodes, b->cold_capture_us,
-                       b->cold_make_us);
-        }
-        if (p->ran_update) {
-            printf("%s path, update in place alternating buckets %lld and %lld (one-graph "
-                   "cache): %d of %d captures updated, %d update(s) failed%s%s\n",
-                   p->path, (long long)p->b[0].bucket, (long long)p->b[1].bucket, p->updates,
-                   p->attempts, p->failures, p->failures ? "; last reason: " : "",
-                   p->failures ? p->last_update_error : "");
-            for (int r = 0; r < 16 && p->failures; r++)
-                if (p->by_reason[r])
-                    printf("  failures with cudaGraphExecUpdateResult %d%s: %llu\n", r,
-                           r == 15 ? " (or above)" : "", (unsigned long long)p->by_reason[r]);
-            if (p->updates) {
-                printf("  %-22s %9s %9s %9s %9s %9s\n", "capture + update", "median", "p10",
-                       "p90", "min", "max");
-                print_stat("capture", &p->ucapture);
-                print_stat("update + upload", &p->update);
-                print_stat("capture + update", &p->utotal);
-                const uint64_t nodes = p->b[1].nodes ? p->b[1].nodes : p->b[0].nodes;
-                if (nodes)
-                    printf("  update per node %.2f us (about %llu nodes)\n",
-                           p->update.median / (double)nodes, (unsigned long long)nodes);
+    for (int j = 0; j < 2; j++) {
+        const int side = (first + j) % 2;
+        ns_step_user u = {.m = m, .dev = &m->dev[side]};
+        cgr_step *step = NULL;
+        cgr_step_stats before, ss;
+        memset(&ss, 0, sizeof ss);
+        TRY(ns_step_create(rt[side], &u, buckets, &step));
+        total[side] = 0.0;
+        for (int i = 0; i < NS_FROZEN_RUNS; i++) {
+            cgr_run_action a;
+            double us = 0.0;
+            CGR_CK_GOTO(cgr_step_get_stats(step, &before), fail);
+            TRY_GOTO(ns_run(m, step, ns_true_batch(m, b), &a, &us), fail);
+            CGR_CK_GOTO(cgr_step_get_stats(step, &ss), fail);
+            const cgr_run_action want = i < NS_WARMUP_RUNS    ? CGR_RUN_WARMUP
+                                        : i == NS_WARMUP_RUNS ? CGR_RUN_CAPTURE
+                                                              : CGR_RUN_REPLAY;
+            /* One check per new graph, at the run after its capture, and only with it on. */
+            const uint64_t want_checks = side == 0 && i == NS_WARMUP_RUNS + 1;
+            if (a != want || ss.frozen_checks - before.frozen_checks != want_checks) {
+                bench_error("newshape: frozen-value check %s, bucket %lld, run %d of a new "
+                            "shape: '%s' with %llu frozen-value check(s); expected '%s' with "
+                            "%llu",
+                            side ? "off" : "on", (long long)b->bucket, i + 1,
+                            cgr_run_action_name(a),
+                            (unsigned long long)(ss.frozen_checks - before.frozen_checks),
+                            cgr_run_action_name(want), (unsigned long long)want_checks);
+                goto fail;
             }
+            total[side] += us;
+            if (i == NS_WARMUP_RUNS)
+                capture[side] = ss.last_capture_us;
+            else if (i == NS_WARMUP_RUNS + 1)
+                after[side] = us;
         }
+        checks[side] += ss.frozen_checks;
+        graphs[side] += ss.captures;
+        CGR_CK(cgr_step_destroy(&step));
+        continue;
+    fail:
+        cgr_step_destroy(&step);
+        return -1;
     }
-    printf("summary (W-mlp training step, new shape, warm-up excluded):\n");
-    for (int i = 0; i < NS_PAIRS; i++) {
-        const ns_pair *p = &S->pair[i];
-        char where[96];
-        for (int k = 0; k < 2 && p->ran_instantiate; k++) {
-            snprintf(where, sizeof where, "%s path, bucket %lld", p->path,
-                     (long long)p->b[k].bucket);
-            summary_line("capture + instantiate", where, p->b[k].total.median, S->reps);
-        }
-        if (p->ran_update) {
-            snprintf(where, sizeof where, "%s path, buckets %lld <-> %lld", p->path,
-                     (long long)p->b[0].bucket, (long long)p->b[1].bucket);
-            summary_line("capture + update", where, p->utotal.median, p->updates);
-        }
-    }
+    return 0;
 }
 
-/* Statistics over the repetitions (NaN, written as null, when none ran). */
-static void json_stats(json_writer *w, const char *key, const bench_stats *s)
+/* New shapes of both buckets of pair p, check on and off, over the repetitions. */
+static int ns_frozen_shapes(ns_suite *S, ns_model *m, cgr_runtime *const rt[2],
+                            newshape_pair *p)
 {
-    report_json_stats(w, key, s, 1);
-}
-
-static int ns_json(const ns_suite *S, const bench_results *res)
-{
-    json_writer w;
-    TRY(report_suite_json_open(&w, S->cfg->json_path, "newshape", res->device_name));
-    json_string(&w, "workload", "W-mlp training step, dynamic batch, pdl");
-    json_int(&w, "repetitions", S->reps);
-    json_int(&w, "warmup_runs_per_shape", NS_WARMUP_RUNS);
-    json_int(&w, "timed_steps", S->cfg->steps);
-    json_begin_array(&w, "pairs");
-    for (int i = 0; i < NS_PAIRS; i++) {
-        const ns_pair *p = &S->pair[i];
-        json_begin_object(&w, NULL);
-        json_string(&w, "path", p->path);
-        json_begin_array(&w, "buckets");
+    const int64_t buckets[2] = {p->b[0].bucket, p->b[1].bucket};
+    double tot[2][2][NS_MAX_REPS], aft[2][2][NS_MAX_REPS], add[2][NS_MAX_REPS],
+        cap[2][NS_MAX_REPS];
+    /* One priming repetition: the first shapes on a runtime also pay its one-off costs. */
+    for (int rep = -1; rep < S->reps; rep++)
         for (int k = 0; k < 2; k++) {
-            const ns_bucket *b = &p->b[k];
-            json_begin_object(&w, NULL);
-            json_int(&w, "bucket", b->bucket);
-            json_int(&w, "true_batch_min", b->lo);
-            json_bool(&w, "ran", p->ran_instantiate);
-            json_int(&w, "graph_nodes", (long long)b->nodes);
-            json_int(&w, "graph_kernel_nodes", (long long)b->kernel_nodes);
-            json_stats(&w, "capture_us", &b->capture);
-            json_stats(&w, "instantiate_us", &b->instantiate);
-            json_stats(&w, "capture_instantiate_us", &b->total);
-            json_number(&w, "cold_capture_us", b->cold_capture_us);
-            json_number(&w, "cold_instantiate_us", b->cold_make_us);
-            json_stats(&w, "step_wall_us", &b->step);
-            json_end_object(&w);
+            double total[2], after[2], capture[2];
+            TRY(ns_frozen_shape(m, rt, buckets, &p->b[k], (rep + 1 + k) % 2, total, after,
+                                capture, S->r->frozen_checks, S->r->new_graphs));
+            if (rep < 0)
+                continue;
+            for (int side = 0; side < 2; side++) {
+                tot[k][side][rep] = total[side];
+                aft[k][side][rep] = after[side];
+            }
+            add[k][rep] = total[0] - total[1];
+            cap[k][rep] = capture[0];
         }
-        json_end_array(&w);
-        json_begin_object(&w, "update");
-        json_bool(&w, "ran", p->ran_update);
-        json_int(&w, "attempts", p->attempts);
-        json_int(&w, "updates", p->updates);
-        json_int(&w, "failures", p->failures);
-        json_begin_array(&w, "failures_by_reason");
-        for (int r = 0; r < 16; r++)
-            json_int(&w, NULL, (long long)p->by_reason[r]);
-        json_end_array(&w);
-        json_string(&w, "last_update_error", p->last_update_error);
-        json_stats(&w, "capture_us", &p->ucapture);
-        json_stats(&w, "update_us", &p->update);
-        json_stats(&w, "capture_update_us", &p->utotal);
-        json_end_object(&w);
-        json_end_object(&w);
+    for (int k = 0; k < 2; k++) {
+        newshape_frozen *f = &p->b[k].frozen;
+        stats_compute(tot[k][0], S->reps, &f->first_on);
+        stats_compute(tot[k][1], S->reps, &f->first_off);
+        stats_compute(add[k], S->reps, &f->added);
+        stats_compute(aft[k][0], S->reps, &f->check_run);
+        stats_compute(aft[k][1], S->reps, &f->same_run_off);
+        stats_compute(cap[k], S->reps, &f->capture);
     }
-    json_end_array(&w);
-    json_bool(&w, "failed", S->failed);
-    return report_suite_json_close(&w, S->cfg->json_path);
+    return 0;
+}
+
+/*
+ * A replayed step of one bucket on the runtime with or without the check,
+ * as a mode of run_group: the inputs written into the acquired slot outside
+ * the clocks, cgr_step_launch timed (host CPU) and its wait (wall).
+ */
+typedef struct ns_replay {
+    ns_model *m;
+    cgr_runtime *rt;
+    const newshape_bucket *b;
+    int64_t buckets[2];
+    int check;  /* the runtime's frozen_check */
+    int warmup; /* steps before the timed ones */
+    ns_step_user u;
+    cgr_step *step;
+    cgr_slot slot;
+    int64_t T;
+} ns_replay;
+
+static int nr_setup(void *self)
+{
+    ns_replay *r = self;
+    return ns_step_create(r->rt, &r->u, r->buckets, &r->step);
+}
+
+static int nr_prepare(void *self, long k)
+{
+    ns_replay *r = self;
+    (void)k;
+    r->T = ns_true_batch(r->m, r->b);
+    CGR_CK(cgr_step_acquire(r->step, &r->T, 0, &r->slot));
+    ns_fill(r->m, r->T, r->slot.inputs[0], r->slot.inputs[1]);
+    return 0;
+}
+
+static int nr_submit(void *self, long k)
+{
+    ns_replay *r = self;
+    (void)k;
+    CGR_CK(cgr_step_launch(r->step, &r->slot));
+    return 0;
+}
+
+static int nr_wait(void *self, long k)
+{
+    ns_replay *r = self;
+    (void)k;
+    CGR_CK(cgr_step_wait(r->step, r->slot.ticket));
+    return 0;
+}
+
+static int nr_check(void *self, long k)
+{
+    ns_replay *r = self;
+    cgr_run_action a;
+    CGR_CK(cgr_step_run_action(r->step, r->slot.ticket, &a));
+    if (k >= r->warmup && a != CGR_RUN_REPLAY) {
+        bench_error("newshape: bucket %lld, frozen-value check %s: timed run %ld was '%s', not "
+                    "a replay",
+                    (long long)r->b->bucket, r->check ? "on" : "off", k - r->warmup,
+                    cgr_run_action_name(a));
+        return -1;
+    }
+    return ns_loss_ok(r->m, r->step, r->slot.ticket, r->T, a);
+}
+
+/* One capture and, with the check on, one frozen-value check: the warm-up's, none since. */
+static int nr_counts(void *self)
+{
+    ns_replay *r = self;
+    cgr_step_stats s;
+    CGR_CK(cgr_step_get_stats(r->step, &s));
+    if (s.mode != CGR_MODE_GRAPH || s.captures != 1 || s.frozen_checks != (uint64_t)r->check) {
+        bench_error("newshape: bucket %lld, frozen-value check %s: %llu capture(s), %llu "
+                    "frozen-value check(s), mode %d; expected 1, %d, graph: %s",
+                    (long long)r->b->bucket, r->check ? "on" : "off",
+                    (unsigned long long)s.captures, (unsigned long long)s.frozen_checks,
+                    (int)s.mode, r->check, s.capture_error);
+        return -1;
+    }
+    return 0;
+}
+
+static int nr_finish(void *self, mode_result *res)
+{
+    (void)res;
+    return nr_counts(self);
+}
+
+static void nr_teardown(void *self)
+{
+    ns_replay *r = self;
+    bench_cgr_failed(cgr_step_destroy(&r->step), "cgr_step_destroy", __FILE__, __LINE__);
+}
+
+static void ns_frozen_replays(ns_suite *S, ns_model *m, cgr_runtime *const rt[2],
+                              newshape_pair *p)
+{
+    for (int k = 0; k < 2; k++) {
+        newshape_bucket *b = &p->b[k];
+        ns_replay nr[2];
+        bench_mode bm[2];
+        for (int side = 0; side < 2; side++) {
+            nr[side] = (ns_replay){.m = m, .rt = rt[side], .b = b,
+                                   .buckets = {p->b[0].bucket, p->b[1].bucket},
+                                   .check = side == 0, .warmup = S->cfg->warmup,
+                                   .u = {.m = m, .dev = &m->dev[side]}};
+            bm[side] = (bench_mode){&b->frozen.replay[side],
+                                    {nr_prepare, nr_submit, nr_wait, nr_check, nr_counts},
+                                    &nr[side], nr_setup, nr_finish, nr_teardown, NULL};
+        }
+        char group[64];
+        snprintf(group, sizeof group, "newshape frozen check, bucket %lld", (long long)b->bucket);
+        run_group(S->res, group, bm, 2, mode_budget_s(S->cfg, 2 * 2.0));
+    }
+    p->ran_frozen = 1;
+}
+
+/* (d) for every pair, on two runtimes alive at once: [0] with the check, [1] without. */
+static void ns_frozen(ns_suite *S, ns_model *m, const float *params0)
+{
+    cgr_runtime *rt[2] = {NULL, NULL};
+    int made = 0;
+    watchdog_arm("newshape: frozen-value check, new shapes", mode_budget_s(S->cfg, 10.0));
+    while (made < 2 && ns_runtime(m, params0, 16, made == 0, &m->dev[made], &rt[made]) == 0)
+        made++;
+    int ok = made == 2;
+    for (int i = 0; i < NEWSHAPE_PAIRS && ok && !S->aborted; i++) {
+        bench_clear_error();
+        if (ns_frozen_shapes(S, m, rt, &S->r->pair[i]) != 0) {
+            fprintf(stderr, "cgr-bench: newshape: frozen-value check, %s path failed: %s\n",
+                    S->r->pair[i].path, bench_last_error());
+            ok = 0;
+            S->aborted = bench_device_recover() != 0;
+        }
+    }
+    watchdog_disarm();
+    /* run_group arms the watchdog for each group itself. */
+    for (int i = 0; i < NEWSHAPE_PAIRS && ok && !S->aborted; i++)
+        ns_frozen_replays(S, m, rt, &S->r->pair[i]);
+    S->r->failed |= !ok;
+    for (int j = 0; j < made; j++) {
+        if (bench_cgr_failed(cgr_runtime_destroy(&rt[j]), "cgr_runtime_destroy", __FILE__,
+                             __LINE__))
+            S->r->failed = 1;
+        if (mlp_cgr_state_release(&m->dev[j]) != 0) {
+            bench_error("newshape: %s", mlp_last_error());
+            S->r->failed = 1;
+        }
+    }
+    said_check *c = said_add(S->res, "frozen_checks_per_graph",
+                             "frozen-value check: one per new graph, none when off");
+    const uint64_t *fc = S->r->frozen_checks, *ng = S->r->new_graphs;
+    c->ok = ok && ng[0] > 0 && fc[0] == ng[0] && fc[1] == 0;
+    snprintf(c->message, sizeof c->message,
+             "check on: %llu frozen-value checks for %llu new graphs; off: %llu for %llu",
+             (unsigned long long)fc[0], (unsigned long long)ng[0], (unsigned long long)fc[1],
+             (unsigned long long)ng[1]);
 }
 
 /* ---- the suite ------------------------------------------------------------------------ */
 
-int newshape_suite(const bench_config *cfg, const bench_results *res)
+int newshape_suite(const bench_config *cfg, bench_results *res)
 {
-    static ns_suite S; /* large: kept off the stack */
+    static ns_suite S;       /* large: kept off the stack */
+    static newshape_result R;
     if (!mlp_device_ok()) {
         fprintf(stderr, "cgr-bench: newshape skipped: the W-mlp training step needs compute "
                         "capability 9.0 (thread block clusters)\n");
         return 0;
     }
     memset(&S, 0, sizeof S);
+    memset(&R, 0, sizeof R);
     S.cfg = cfg;
+    S.res = res;
+    S.r = &R;
     S.reps = cfg->quick ? 20 : NS_REPS;
+    res->newshape = &R;
+    R.reps = S.reps;
+    R.warmup_runs = NS_WARMUP_RUNS;
+    R.steps = cfg->steps;
+    R.frozen_runs = NS_FROZEN_RUNS;
     static const struct {
         const char *path;
         int64_t lo0, b0, lo1, b1;
-    } pairs[NS_PAIRS] = {{"small-batch", 3, 4, 5, 8}, {"cuBLAS", 9, 16, 17, 32}};
-    for (int i = 0; i < NS_PAIRS; i++) {
-        S.pair[i].path = pairs[i].path;
-        S.pair[i].b[0] = (ns_bucket){.bucket = pairs[i].b0, .lo = pairs[i].lo0};
-        S.pair[i].b[1] = (ns_bucket){.bucket = pairs[i].b1, .lo = pairs[i].lo1};
+    } pairs[NEWSHAPE_PAIRS] = {{"small-batch", 3, 4, 5, 8}, {"cuBLAS", 9, 16, 17, 32}};
+    for (int i = 0; i < NEWSHAPE_PAIRS; i++) {
+        newshape_pair *p = &R.pair[i];
+        p->path = pairs[i].path;
+        p->b[0].bucket = pairs[i].b0;
+        p->b[0].lo = pairs[i].lo0;
+        p->b[1].bucket = pairs[i].b1;
+        p->b[1].lo = pairs[i].lo1;
+        /* Figures that are never measured stay NaN (null in the JSON). */
+        bench_stats *ps[] = {&p->ucapture, &p->update, &p->utotal};
+        for (size_t j = 0; j < sizeof ps / sizeof ps[0]; j++)
+            stats_compute(NULL, 0, ps[j]);
+        for (int k = 0; k < 2; k++) {
+            newshape_bucket *b = &p->b[k];
+            newshape_frozen *f = &b->frozen;
+            bench_stats *bs[] = {&b->capture,   &b->instantiate, &b->total,     &b->step,
+                                 &f->first_on,  &f->first_off,   &f->added,     &f->check_run,
+                                 &f->same_run_off, &f->capture};
+            for (size_t j = 0; j < sizeof bs / sizeof bs[0]; j++)
+                stats_compute(NULL, 0, bs[j]);
+            b->cold_capture_us = b->cold_make_us = NAN;
+            mode_result_init(&f->replay[0], "check_on");
+            mode_result_init(&f->replay[1], "check_off");
+        }
     }
 
     ns_model m;
@@ -519,7 +671,6 @@ int newshape_suite(const bench_config *cfg, const bench_results *res)
     mlp_layout lay;
     float *params0 = NULL;
     cgr_runtime *rt = NULL;
-    int rc = 1;
     m.x = malloc((size_t)NS_MAX_BATCH * m.cfg.in_dim * sizeof(float));
     m.labels = malloc(NS_MAX_BATCH * sizeof(int));
     if (mlp_layout_init(&lay, &m.cfg) != 0 || !m.x || !m.labels ||
@@ -527,6 +678,7 @@ int newshape_suite(const bench_config *cfg, const bench_results *res)
         mlp_init_params(&m.cfg, params0, 0x5eedULL) != 0) {
         bench_error("newshape setup: %s", m.x && m.labels && params0 ? mlp_last_error()
                                                                     : "out of host memory");
+        R.failed = 1;
         goto out;
     }
 
@@ -535,23 +687,23 @@ int newshape_suite(const bench_config *cfg, const bench_results *res)
      * Phase 1, (b): one graph per step, so every change of bucket offers the
      * cached executable for an update in place. Each phase has its own
      * runtime (the cache size is a runtime option) and its own copy of the
-     * model's state, uploaded from the same initial parameters.
+     * model's state, uploaded from the same initial parameters; (d) has two.
      */
     for (int phase = 0; phase < 2 && !S.aborted; phase++) {
         watchdog_arm(phase ? "newshape: capture + update" : "newshape: capture + instantiate",
                      mode_budget_s(cfg, 10.0));
-        if (ns_runtime(&m, params0, phase ? 1 : 16, &rt) != 0) {
-            S.failed = 1;
+        if (ns_runtime(&m, params0, phase ? 1 : 16, 1, &m.dev[0], &rt) != 0) {
+            R.failed = 1;
             watchdog_disarm();
             break;
         }
-        for (int i = 0; i < NS_PAIRS && !S.aborted; i++) {
+        for (int i = 0; i < NEWSHAPE_PAIRS && !S.aborted; i++) {
             bench_clear_error();
-            const int r = phase ? ns_update(&S, &m, rt, &S.pair[i])
-                                : ns_instantiate(&S, &m, rt, &S.pair[i]);
+            const int r = phase ? ns_update(&S, &m, rt, &R.pair[i])
+                                : ns_instantiate(&S, &m, rt, &R.pair[i]);
             if (r != 0) {
-                S.failed = 1;
-                fprintf(stderr, "cgr-bench: newshape: %s path failed: %s\n", S.pair[i].path,
+                R.failed = 1;
+                fprintf(stderr, "cgr-bench: newshape: %s path failed: %s\n", R.pair[i].path,
                         bench_last_error());
                 if (bench_device_recover() != 0)
                     S.aborted = 1;
@@ -559,21 +711,21 @@ int newshape_suite(const bench_config *cfg, const bench_results *res)
         }
         if (bench_cgr_failed(cgr_runtime_destroy(&rt), "cgr_runtime_destroy", __FILE__,
                              __LINE__))
-            S.failed = 1;
-        if (mlp_cgr_state_release(&m.dev) != 0) {
+            R.failed = 1;
+        if (mlp_cgr_state_release(&m.dev[0]) != 0) {
             bench_error("newshape: %s", mlp_last_error());
-            S.failed = 1;
+            R.failed = 1;
         }
         watchdog_disarm();
     }
-    ns_print(&S);
-    if (cfg->json_path && ns_json(&S, res) != 0)
-        S.failed = 1;
-    printf("newshape: %s\n", S.failed ? "FAILED (see the errors above)" : "all measurements ran");
-    rc = S.failed ? 1 : 0;
+    if (!S.aborted)
+        ns_frozen(&S, &m, params0);
+    R.failed |= S.aborted;
+    res->aborted |= S.aborted;
 out:
+    R.losses_checked = m.checked;
     free(params0);
     free(m.x);
     free(m.labels);
-    return rc;
+    return R.failed ? -1 : 0;
 }

@@ -1,35 +1,172 @@
 /*
- * The reporter: tables, checks, the closing summary and the JSON file
- * (docs/bench-json.md). Derived figures (ratios, added costs, spreads) are
- * computed in one place and used by both outputs, so the table and the
- * JSON cannot disagree.
+ * The reporter: the text report (each suite's tables, then the closing
+ * summary with every check) and the JSON file (docs/bench-json.md), from
+ * the figures the suites filled in. Derived figures (ratios, added costs,
+ * spreads) are computed in one place and used by both outputs, so the
+ * table and the JSON cannot disagree. This file holds the shared parts
+ * (report.h) and the W-chain, staging and workload sections;
+ * report_suites.c the others.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "bench.h"
 #include "cgr/cgr.h"
-#include "json.h"
 #include "limits_file.h"
+#include "report.h"
 #include "util.h"
 
-/* ---- derived figures ------------------------------------------------------ */
+/* ---- shared parts --------------------------------------------------------- */
 
-static int usable(const mode_result *r)
+int report_usable(const mode_result *r)
 {
     return r->ran && !r->failed;
 }
 
-static double wall_med(const mode_result *r)
+double report_wall(const mode_result *r)
 {
-    return usable(r) ? r->wall.median : NAN;
+    return report_usable(r) ? r->wall.median : NAN;
 }
 
-static double cpu_med(const mode_result *r)
+double report_cpu(const mode_result *r)
 {
-    return usable(r) ? r->cpu.median : NAN;
+    return report_usable(r) ? r->cpu.median : NAN;
 }
+
+void report_num(int width, int prec, double v)
+{
+    if (isfinite(v))
+        printf(" %*.*f", width, prec, v);
+    else
+        printf(" %*s", width, "n/a");
+}
+
+void report_diff(int width, int prec, double v)
+{
+    if (isfinite(v))
+        printf(" %+*.*f", width, prec, v);
+    else
+        printf(" %*s", width, "n/a");
+}
+
+static void cell(const report_col *c, double v)
+{
+    const int suffix = (c->flags & (REPORT_TIMES | REPORT_PCT)) != 0;
+    if (c->flags & REPORT_GAP)
+        putchar(' ');
+    if (!isfinite(v)) {
+        printf(" %*s", c->width, c->flags & REPORT_DASH ? "-" : "n/a");
+        return;
+    }
+    if (c->flags & REPORT_PCT)
+        v *= 100.0;
+    if (c->flags & REPORT_SIGNED)
+        printf(" %+*.*f", c->width - suffix, c->prec, v);
+    else
+        printf(" %*.*f", c->width - suffix, c->prec, v);
+    if (suffix)
+        putchar(c->flags & REPORT_TIMES ? 'x' : '%');
+}
+
+void report_head(const report_table *t)
+{
+    printf("%s%*s", t->indent, t->label_width, t->label_head);
+    for (int i = 0; i < t->n_col; i++)
+        printf("%s %*s", t->col[i].flags & REPORT_GAP ? " " : "", t->col[i].width,
+               t->col[i].head);
+    printf("%s\n", t->tail_head ? t->tail_head : "");
+}
+
+void report_row(const report_table *t, const char *label, const double *v, const char *tail)
+{
+    printf("%s%*s", t->indent, t->label_width, label);
+    for (int i = 0; i < t->n_col; i++)
+        cell(&t->col[i], v[i]);
+    printf("%s\n", tail ? tail : "");
+}
+
+void report_line(const char *label, const double *v, int n, int prec, unsigned flags)
+{
+    const report_col c = {"", 8, prec, flags};
+    printf("%-46s", label);
+    for (int i = 0; i < n; i++)
+        cell(&c, v[i]);
+    putchar('\n');
+}
+
+void report_row_text(const report_table *t, const char *label, const char *why)
+{
+    printf("%s%*s  %s\n", t->indent, t->label_width, label, why);
+}
+
+const char *report_problem(const mode_result *r, char *buf, size_t n)
+{
+    if (report_usable(r))
+        return NULL;
+    if (r->skipped)
+        snprintf(buf, n, "skipped (device failed earlier)");
+    else
+        snprintf(buf, n, "FAILED%s: %.90s", r->wrong ? " (WRONG RESULT)" : "", r->error);
+    return buf;
+}
+
+void report_json_stats(json_writer *w, const char *key, const bench_stats *s, int ok)
+{
+    json_begin_object(w, key);
+    json_number(w, "median", ok ? s->median : NAN);
+    json_number(w, "p10", ok ? s->p10 : NAN);
+    json_number(w, "p90", ok ? s->p90 : NAN);
+    json_number(w, "mean", ok ? s->mean : NAN);
+    json_number(w, "min", ok ? s->min : NAN);
+    json_number(w, "max", ok ? s->max : NAN);
+    json_end_object(w);
+}
+
+void report_json_mode_begin(json_writer *w, const char *key, const mode_result *r)
+{
+    const int ok = report_usable(r);
+    json_begin_object(w, key ? key : r->name);
+    json_bool(w, "ok", ok);
+    json_bool(w, "wrong_result", r->wrong);
+    json_bool(w, "skipped", r->skipped);
+    if (r->error[0])
+        json_string(w, "error", r->error);
+    json_int(w, "warmup", r->warmup);
+    json_int(w, "steps", r->steps);
+    json_int(w, "checked_steps", r->verified);
+    report_json_stats(w, "wall_us", &r->wall, ok);
+    report_json_stats(w, "host_cpu_us", &r->cpu, ok);
+}
+
+void report_json_mode(json_writer *w, const char *key, const mode_result *r)
+{
+    report_json_mode_begin(w, key, r);
+    json_end_object(w);
+}
+
+void report_json_values(json_writer *w, const char *key, const char *const *names,
+                        const double *v, int n)
+{
+    json_begin_object(w, key);
+    for (int i = 0; i < n; i++)
+        json_number(w, names[i], v[i]);
+    json_end_object(w);
+}
+
+void report_json_figs(json_writer *w, const char *key, const report_fig *f, int n)
+{
+    json_begin_array(w, key);
+    for (int i = 0; i < n; i++) {
+        json_begin_object(w, NULL);
+        json_string(w, "name", f[i].name);
+        json_number(w, "value", f[i].value);
+        json_bool(w, "measured", f[i].measured);
+        json_end_object(w);
+    }
+    json_end_array(w);
+}
+
+/* ---- derived figures of W-chain ------------------------------------------------ */
 
 /* cgr against the raw graph, per round: the figure whose repeatability the spread gives. */
 typedef struct round_spread {
@@ -53,7 +190,7 @@ static void spread_of(const chain_result *c, int cgr, int graph, round_spread *s
 {
     double v[BENCH_MAX_ROUNDS];
     s->n = 0;
-    if (usable(&c->mode[cgr]) && usable(&c->mode[graph]))
+    if (report_usable(&c->mode[cgr]) && report_usable(&c->mode[graph]))
         for (int k = 0; k < c->rounds && k < BENCH_MAX_ROUNDS; k++) {
             double r = c->round_wall[cgr][k] / c->round_wall[graph][k];
             if (isfinite(r))
@@ -73,18 +210,19 @@ static void chain_derive(const chain_result *c, chain_derived *d)
 {
     const mode_result *m = c->mode;
     for (int i = 0; i < CHAIN_MODES; i++)
-        d->per_kernel[i] = wall_med(&m[i]) / c->n_kernels;
-    d->speedup_vs_eager = wall_med(&m[CHAIN_EAGER]) / wall_med(&m[CHAIN_CGR]);
-    d->cgr_over_graph = wall_med(&m[CHAIN_CGR]) / wall_med(&m[CHAIN_GRAPH]);
-    d->host_cgr_minus_graph = cpu_med(&m[CHAIN_CGR]) - cpu_med(&m[CHAIN_GRAPH]);
-    d->pdl_speedup_vs_eager = wall_med(&m[CHAIN_EAGER_PDL]) / wall_med(&m[CHAIN_CGR_PDL]);
-    d->pdl_cgr_over_graph = wall_med(&m[CHAIN_CGR_PDL]) / wall_med(&m[CHAIN_GRAPH_PDL]);
-    d->pdl_host_cgr_minus_graph = cpu_med(&m[CHAIN_CGR_PDL]) - cpu_med(&m[CHAIN_GRAPH_PDL]);
-    d->io_zero_copy = wall_med(&m[CHAIN_CGR_IO]) - wall_med(&m[CHAIN_CGR]);
-    d->io_fast_path = wall_med(&m[CHAIN_CGR_IO_FAST]) - wall_med(&m[CHAIN_CGR]);
-    d->io_memcpy_nodes = wall_med(&m[CHAIN_CGR_IO_MEMCPY]) - wall_med(&m[CHAIN_CGR]);
-    d->io_memcpy_async = wall_med(&m[CHAIN_GRAPH_IO]) - wall_med(&m[CHAIN_GRAPH]);
-    d->io_event_wait = wall_med(&m[CHAIN_CGR_IO_EVENT]) - wall_med(&m[CHAIN_CGR]);
+        d->per_kernel[i] = report_wall(&m[i]) / c->n_kernels;
+    d->speedup_vs_eager = report_wall(&m[CHAIN_EAGER]) / report_wall(&m[CHAIN_CGR]);
+    d->cgr_over_graph = report_wall(&m[CHAIN_CGR]) / report_wall(&m[CHAIN_GRAPH]);
+    d->host_cgr_minus_graph = report_cpu(&m[CHAIN_CGR]) - report_cpu(&m[CHAIN_GRAPH]);
+    d->pdl_speedup_vs_eager = report_wall(&m[CHAIN_EAGER_PDL]) / report_wall(&m[CHAIN_CGR_PDL]);
+    d->pdl_cgr_over_graph = report_wall(&m[CHAIN_CGR_PDL]) / report_wall(&m[CHAIN_GRAPH_PDL]);
+    d->pdl_host_cgr_minus_graph =
+        report_cpu(&m[CHAIN_CGR_PDL]) - report_cpu(&m[CHAIN_GRAPH_PDL]);
+    d->io_zero_copy = report_wall(&m[CHAIN_CGR_IO]) - report_wall(&m[CHAIN_CGR]);
+    d->io_fast_path = report_wall(&m[CHAIN_CGR_IO_FAST]) - report_wall(&m[CHAIN_CGR]);
+    d->io_memcpy_nodes = report_wall(&m[CHAIN_CGR_IO_MEMCPY]) - report_wall(&m[CHAIN_CGR]);
+    d->io_memcpy_async = report_wall(&m[CHAIN_GRAPH_IO]) - report_wall(&m[CHAIN_GRAPH]);
+    d->io_event_wait = report_wall(&m[CHAIN_CGR_IO_EVENT]) - report_wall(&m[CHAIN_CGR]);
     spread_of(c, CHAIN_CGR, CHAIN_GRAPH, &d->spread);
     spread_of(c, CHAIN_CGR_PDL, CHAIN_GRAPH_PDL, &d->pdl_spread);
 }
@@ -95,26 +233,6 @@ static const chain_result *chain_for(const bench_results *res, int n)
         if (res->chain[i].n_kernels == n)
             return &res->chain[i];
     return NULL;
-}
-
-/* ---- text helpers ------------------------------------------------------ */
-
-/* A number in a column, or "n/a" when it could not be measured. */
-static void num(int width, int prec, double v)
-{
-    if (isfinite(v))
-        printf(" %*.*f", width, prec, v);
-    else
-        printf(" %*s", width, "n/a");
-}
-
-/* A signed difference in a column ("+3.30"). */
-static void diff(int width, int prec, double v)
-{
-    if (isfinite(v))
-        printf(" %+*.*f", width, prec, v);
-    else
-        printf(" %*s", width, "n/a");
 }
 
 static const char *size_label(size_t bytes, char *buf, size_t n)
@@ -128,27 +246,7 @@ static const char *size_label(size_t bytes, char *buf, size_t n)
     return buf;
 }
 
-/* For a row that has no numbers: why. Returns 1 when it printed. */
-static int row_problem(const mode_result *r)
-{
-    if (usable(r))
-        return 0;
-    if (r->skipped)
-        printf("  skipped (device failed earlier)\n");
-    else
-        printf("  FAILED%s: %.90s\n", r->wrong ? " (WRONG RESULT)" : "", r->error);
-    return 1;
-}
-
-static void checked(const mode_result *r)
-{
-    if (r->verified)
-        printf(" %8ld", r->verified);
-    else
-        printf(" %8s", "-");
-}
-
-/* ---- chain table ---------------------------------------------------------- */
+/* ---- W-chain -------------------------------------------------------------------- */
 
 static const char *const chain_labels[CHAIN_MODES] = {
     [CHAIN_EAGER] = "eager <<<>>> launches",
@@ -164,22 +262,35 @@ static const char *const chain_labels[CHAIN_MODES] = {
     [CHAIN_GRAPH_IO] = "raw graph + cudaMemcpyAsync I/O",
 };
 
+static const report_col chain_cols[] = {
+    {"wall med", 9, 2, 0}, {"p10", 9, 2, 0}, {"p90", 9, 2, 0}, {"us/kernel", 9, 3, 0},
+    {"host med", 9, 2, 0}, {"p10", 8, 2, 0}, {"p90", 8, 2, 0}, {"checked", 8, 0, REPORT_DASH},
+};
+static const report_table chain_table = {"", -42, "    N  mode", chain_cols, 8, NULL};
+
+static const report_col ratio_cols[] = {
+    {"speedup", 9, 2, 0},   {"cgr/raw", 9, 3, 0},          {"host +us", 9, 2, REPORT_SIGNED},
+    {"PDL spd", 9, 2, 0},   {"PDL c/r", 9, 3, 0},          {"PDL host", 9, 2, REPORT_SIGNED},
+    {"I/O zc", 9, 2, REPORT_SIGNED},    {"I/O fast", 9, 2, REPORT_SIGNED},
+    {"I/O event", 9, 2, REPORT_SIGNED}, {"I/O mc nd", 9, 2, REPORT_SIGNED},
+    {"I/O mcAsy", 9, 2, REPORT_SIGNED},
+};
+static const report_table ratio_table = {"", 5, "N", ratio_cols, 11, NULL};
+
 static void chain_rows(const chain_result *c)
 {
     for (int j = 0; j < CHAIN_MODES; j++) {
         const mode_result *r = &c->mode[j];
-        printf("%5d  %-35s", c->n_kernels, chain_labels[j]);
-        if (row_problem(r))
+        char label[64], why[160];
+        snprintf(label, sizeof label, "%5d  %-35s", c->n_kernels, chain_labels[j]);
+        if (report_problem(r, why, sizeof why)) {
+            report_row_text(&chain_table, label, why);
             continue;
-        num(9, 2, r->wall.median);
-        num(9, 2, r->wall.p10);
-        num(9, 2, r->wall.p90);
-        num(9, 3, r->wall.median / c->n_kernels);
-        num(9, 2, r->cpu.median);
-        num(8, 2, r->cpu.p10);
-        num(8, 2, r->cpu.p90);
-        checked(r);
-        printf("\n");
+        }
+        const double v[] = {r->wall.median, r->wall.p10,   r->wall.p90,
+                            r->wall.median / c->n_kernels, r->cpu.median, r->cpu.p10,
+                            r->cpu.p90,     r->verified ? (double)r->verified : NAN};
+        report_row(&chain_table, label, v, NULL);
     }
 }
 
@@ -187,26 +298,20 @@ static void chain_ratios(const chain_result *c)
 {
     chain_derived d;
     chain_derive(c, &d);
-    printf("%5d", c->n_kernels);
-    num(9, 2, d.speedup_vs_eager);
-    num(9, 3, d.cgr_over_graph);
-    diff(9, 2, d.host_cgr_minus_graph);
-    num(9, 2, d.pdl_speedup_vs_eager);
-    num(9, 3, d.pdl_cgr_over_graph);
-    diff(9, 2, d.pdl_host_cgr_minus_graph);
-    diff(9, 2, d.io_zero_copy);
-    diff(9, 2, d.io_fast_path);
-    diff(9, 2, d.io_event_wait);
-    diff(9, 2, d.io_memcpy_nodes);
-    diff(9, 2, d.io_memcpy_async);
-    printf("\n");
+    char label[16];
+    snprintf(label, sizeof label, "%d", c->n_kernels);
+    const double v[] = {d.speedup_vs_eager,     d.cgr_over_graph,     d.host_cgr_minus_graph,
+                        d.pdl_speedup_vs_eager, d.pdl_cgr_over_graph, d.pdl_host_cgr_minus_graph,
+                        d.io_zero_copy,         d.io_fast_path,       d.io_event_wait,
+                        d.io_memcpy_nodes,      d.io_memcpy_async};
+    report_row(&ratio_table, label, v, NULL);
 }
 
 /* The spread line of one N: what the per-round cgr/raw ratios say about repeatability. */
 static void spread_line(const char *indent, int n, const char *what, const round_spread *s)
 {
     printf("%sN=%-5d %-5s cgr/raw per round: median", indent, n, what);
-    num(7, 4, s->median);
+    report_num(7, 4, s->median);
     printf(", spread (IQR / median)");
     if (isfinite(s->iqr_rel))
         printf(" %5.2f %%", 100.0 * s->iqr_rel);
@@ -227,13 +332,13 @@ static void canary_lines(const bench_results *res, const char *indent)
     const mode_result *b = &res->canary_before, *a = &res->canary_after;
     printf("%sraw graph N=100 alone, before any cgr runtime | after the cgr modes, a capture "
            "diagnosis and a profile:\n%s  wall", indent, indent);
-    num(8, 2, wall_med(b));
+    report_num(8, 2, report_wall(b));
     printf(" |");
-    num(8, 2, wall_med(a));
+    report_num(8, 2, report_wall(a));
     printf(" us, host CPU");
-    num(7, 2, cpu_med(b));
+    report_num(7, 2, report_cpu(b));
     printf(" |");
-    num(7, 2, cpu_med(a));
+    report_num(7, 2, report_cpu(a));
     printf(" us (not interleaved: the GPU's drift moves the wall figures)\n");
 }
 
@@ -244,17 +349,14 @@ static void report_chain(const bench_results *res)
     printf("\n== W-chain: N launches of a 16x256-thread elementwise kernel on 4096 floats ==\n");
     printf("  every mode of one N runs interleaved with the others: %d rounds, each mode's "
            "steps of a round in a row\n", res->cfg.rounds);
-    printf("    N  %-35s %9s %9s %9s %9s %9s %8s %8s %8s\n", "mode", "wall med", "p10", "p90",
-           "us/kernel", "host med", "p10", "p90", "checked");
+    report_head(&chain_table);
     for (int i = 0; i < res->n_chain; i++)
         chain_rows(&res->chain[i]);
     printf("\n  ratios: speedup = eager/cgr wall; cgr/raw = per-kernel wall; host = cgr minus raw "
            "graph host CPU us;\n  PDL: the same with programmatic dependent launch; I/O (4 KiB "
            "in + 4 B out) = added wall us:\n  cgr modes vs cgr without I/O, memcpyAsync vs raw "
            "graph\n");
-    printf("%5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "N", "speedup", "cgr/raw",
-           "host +us", "PDL spd", "PDL c/r", "PDL host", "I/O zc", "I/O fast", "I/O event",
-           "I/O mc nd", "I/O mcAsy");
+    report_head(&ratio_table);
     for (int i = 0; i < res->n_chain; i++)
         chain_ratios(&res->chain[i]);
     printf("\n  spread: cgr/raw from each round's medians; IQR = p75 - p25 of those ratios\n");
@@ -264,140 +366,11 @@ static void report_chain(const bench_results *res)
         spread_line("  ", res->chain[i].n_kernels, "plain", &d.spread);
         spread_line("  ", res->chain[i].n_kernels, "PDL", &d.pdl_spread);
     }
-    if (usable(&res->timer))
+    if (report_usable(&res->timer))
         printf("  clock overhead (empty step): wall %.2f us, host CPU %.2f us\n",
                res->timer.wall.median, res->timer.cpu.median);
     canary_lines(res, "  ");
 }
-
-/* ---- staging table ------------------------------------------------------ */
-
-static void sweep_row(const sweep_point *p)
-{
-    char sz[32];
-    printf("  %-8s", size_label(p->in_bytes, sz, sizeof sz));
-    double zc = wall_med(&p->zc) - wall_med(&p->base);
-    double mc = wall_med(&p->memcpy) - wall_med(&p->base);
-    num(10, 2, wall_med(&p->base));
-    diff(12, 2, zc);
-    diff(12, 2, mc);
-    num(9, 2, cpu_med(&p->zc));
-    num(9, 2, cpu_med(&p->memcpy));
-    printf("  %s", !(isfinite(zc) && isfinite(mc)) ? "n/a" : mc < zc ? "memcpy node" : "kernel");
-    const mode_result *bad[3] = {&p->base, &p->zc, &p->memcpy};
-    for (int i = 0; i < 3; i++)
-        if (!usable(bad[i]))
-            printf("  [%s %s%s]", bad[i]->name, bad[i]->skipped ? "skipped" : "FAILED",
-                   bad[i]->wrong ? ", WRONG RESULT" : "");
-    printf("\n");
-}
-
-static void crossover_line(const staging_result *s, const char *indent)
-{
-    char sz[32], first[32];
-    const char *note = s->crossover_valid ? "" : " [some sizes failed]";
-    if (s->crossover_bytes) {
-        printf("%scrossover zero-copy -> memcpy node: %s (memcpy node faster from there up)%s\n",
-               indent, size_label(s->crossover_bytes, sz, sizeof sz), note);
-        if (s->first_memcpy_faster_bytes != s->crossover_bytes)
-            printf("%s(memcpy node first faster at %s, not at every size above it)\n", indent,
-                   size_label(s->first_memcpy_faster_bytes, first, sizeof first));
-    } else {
-        printf("%scrossover zero-copy -> memcpy node: none up to %s%s\n", indent,
-               size_label(s->sweep[s->n_sweep - 1].in_bytes, sz, sizeof sz), note);
-    }
-}
-
-static void report_staging(const bench_results *res)
-{
-    if (!res->staging_ran)
-        return;
-    const staging_result *s = &res->staging;
-    printf("\n== Staging: a cgr step's input by zero-copy kernel vs memcpy node (%d kernels, "
-           "4 B zero-copy output in all; the three modes of a size interleaved) ==\n",
-           STAGING_KERNELS);
-    printf("  %-8s %10s %12s %12s %9s %9s  %s\n", "input", "baseline", "+zero-copy",
-           "+memcpy nd", "zc host", "mc host", "faster");
-    for (int i = 0; i < s->n_sweep; i++)
-        sweep_row(&s->sweep[i]);
-    crossover_line(s, "  ");
-}
-
-/* ---- all results, for the verdict --------------------------------------- */
-
-typedef void (*mode_visit)(const char *group, const mode_result *r, void *u);
-
-static void visit_modes(const bench_results *res, mode_visit fn, void *u)
-{
-    char g[48];
-    for (int i = 0; res->chain_ran && i < res->n_chain; i++) {
-        snprintf(g, sizeof g, "chain N=%d", res->chain[i].n_kernels);
-        for (int m = 0; m < CHAIN_MODES; m++)
-            fn(g, &res->chain[i].mode[m], u);
-    }
-    if (res->canary_ran) {
-        fn("canary", &res->canary_before, u);
-        fn("canary", &res->canary_after, u);
-    }
-    for (int i = 0; i < res->n_work; i++) {
-        snprintf(g, sizeof g, "%s B=%d", res->work[i].name, res->work[i].B);
-        for (int m = 0; m < WORK_MODES; m++)
-            fn(g, &res->work[i].mode[m].m, u);
-    }
-    if (!res->staging_ran)
-        return;
-    for (int i = 0; i < res->staging.n_sweep; i++) {
-        const sweep_point *p = &res->staging.sweep[i];
-        snprintf(g, sizeof g, "staging %zu KiB", p->in_bytes >> 10);
-        fn(g, &p->base, u);
-        fn(g, &p->zc, u);
-        fn(g, &p->memcpy, u);
-    }
-}
-
-typedef struct verdict {
-    int failed, wrong, skipped;
-    long verified;
-    char first[160];
-} verdict;
-
-static void tally(const char *group, const mode_result *r, void *u)
-{
-    verdict *v = u;
-    v->verified += r->verified;
-    v->wrong += r->wrong;
-    v->skipped += r->skipped;
-    if (!usable(r) && !r->skipped) {
-        if (!v->failed)
-            snprintf(v->first, sizeof v->first, "%s %s", group, r->name);
-        v->failed++;
-    }
-}
-
-static void get_verdict(const bench_results *res, verdict *v)
-{
-    memset(v, 0, sizeof *v);
-    visit_modes(res, tally, v);
-}
-
-static int checks_failed(const bench_results *res)
-{
-    int n = 0;
-    for (int i = 0; i < res->n_said; i++)
-        n += !res->said[i].ok;
-    for (int i = 0; i < res->n_checks; i++)
-        n += !res->checks[i].ok && !res->checks[i].warn_only;
-    return n;
-}
-
-int results_failed(const bench_results *res)
-{
-    verdict v;
-    get_verdict(res, &v);
-    return v.failed || v.wrong || v.skipped || res->aborted || checks_failed(res);
-}
-
-/* ---- summary ---------------------------------------------------------- */
 
 static void summary_chain(const bench_results *res)
 {
@@ -406,148 +379,27 @@ static void summary_chain(const bench_results *res)
         return;
     chain_derived d;
     chain_derive(c, &d);
-    printf("%-46s", "W-chain N=100 us/kernel: eager | graph | cgr");
-    num(8, 3, d.per_kernel[CHAIN_EAGER]);
-    num(8, 3, d.per_kernel[CHAIN_GRAPH]);
-    num(8, 3, d.per_kernel[CHAIN_CGR]);
-    printf("\n%-46s", "the same with PDL");
-    num(8, 3, d.per_kernel[CHAIN_EAGER_PDL]);
-    num(8, 3, d.per_kernel[CHAIN_GRAPH_PDL]);
-    num(8, 3, d.per_kernel[CHAIN_CGR_PDL]);
-    printf("\n%-46s", "cgr/raw graph per kernel: plain | PDL");
-    num(8, 3, d.cgr_over_graph);
-    num(8, 3, d.pdl_cgr_over_graph);
-    printf("\n%-46s", "cgr/raw spread (IQR / median): plain | PDL");
-    num(7, 2, 100.0 * d.spread.iqr_rel);
-    printf("%%");
-    num(7, 2, 100.0 * d.pdl_spread.iqr_rel);
-    printf("%%\n%-46s", "cgr speedup vs eager: plain | PDL");
-    num(8, 2, d.speedup_vs_eager);
-    printf("x");
-    num(7, 2, d.pdl_speedup_vs_eager);
-    printf("x\n%-46s", "host CPU us/step: cgr | raw graph | diff");
-    num(8, 2, cpu_med(&c->mode[CHAIN_CGR]));
-    num(8, 2, cpu_med(&c->mode[CHAIN_GRAPH]));
-    diff(8, 2, d.host_cgr_minus_graph);
-    printf("\n%-46s", "I/O 4KiB+4B added us: zc | zc, event wait");
-    diff(8, 2, d.io_zero_copy);
-    diff(8, 2, d.io_event_wait);
-    printf("\n%-46s", "I/O 4KiB+4B added us: memcpy nd | mcpyAsync");
-    diff(8, 2, d.io_memcpy_nodes);
-    diff(8, 2, d.io_memcpy_async);
-    printf("\n");
-}
-
-static void summary_staging(const bench_results *res)
-{
-    if (!res->staging_ran)
-        return;
-    const staging_result *s = &res->staging;
-    char sz[32];
-    printf("%-46s %s%s\n", "crossover zero-copy -> memcpy node",
-           s->crossover_bytes ? size_label(s->crossover_bytes, sz, sizeof sz)
-                              : "none up to 16 MiB",
-           s->crossover_valid ? "" : " (incomplete: some sizes failed)");
-}
-
-/* The checks of what cgr says, then those against the limits file. */
-static void summary_checks(const bench_results *res)
-{
-    for (int i = 0; i < res->n_said; i++)
-        printf("check: %-39s %s%.200s\n", res->said[i].what, res->said[i].ok ? "ok: " : "FAILED: ",
-               res->said[i].message);
-    for (int i = 0; i < res->n_checks; i++) {
-        const check_result *c = &res->checks[i];
-        char label[64];
-        snprintf(label, sizeof label, "check: %s", c->name);
-        printf("%-46s ", label);
-        if (!c->ran)
-            printf("not measured");
-        else if (!isfinite(c->limit))
-            printf("FAILED: no limit '%s' in %s", c->name, limits_file());
-        else
-            printf("%s: %.3g (limit %.3g)", c->ok ? "ok" : "FAILED", c->value, c->limit);
-        printf("\n%-46s   %s\n", "", c->what);
-    }
-}
-
-static void report_summary(const bench_results *res)
-{
-    verdict v;
-    get_verdict(res, &v);
-    printf("\n==== cgr-bench summary: %s, %d steps/mode ====\n", res->device_name,
-           res->cfg.steps);
-    summary_chain(res);
-    summary_staging(res);
-    if (res->n_work > 0) {
-        printf("%-16s %4s %8s %8s %7s %7s %8s %8s %8s %8s\n", "workload (us)", "B", "eager",
-               "graph", "speedup", "g.host", "g.busy", "g.busy-u", "wall/bsy", "wall/b-u");
-        for (int i = 0; i < res->n_work; i++) {
-            const work_result *w = &res->work[i];
-            const work_mode *e = &w->mode[WORK_EAGER], *g = &w->mode[WORK_GRAPH];
-            printf("%-16s %4d", w->name, w->B);
-            num(8, 1, wall_med(&e->m));
-            num(8, 1, wall_med(&g->m));
-            num(6, 2, wall_med(&e->m) / wall_med(&g->m));
-            printf("x");
-            num(7, 1, cpu_med(&g->m));
-            num(8, 1, g->prof_ok ? g->busy_us : NAN);
-            num(8, 1, g->prof_ok ? g->busy_union_us : NAN);
-            num(8, 2, g->prof_ok ? wall_med(&g->m) / g->busy_us : NAN);
-            num(8, 2, g->prof_ok ? wall_med(&g->m) / g->busy_union_us : NAN);
-            printf("\n");
-        }
-    }
-    summary_checks(res);
-    if (!results_failed(res))
-        printf("%-46s PASS (%ld outputs checked)\n", "result", v.verified);
-    else
-        printf("%-46s FAIL: %d failed, %d wrong, %d skipped, %d checks failed%s%s\n", "result",
-               v.failed, v.wrong, v.skipped, checks_failed(res), v.first[0] ? "; first: " : "",
-               v.first);
-}
-
-/* ---- JSON ------------------------------------------------------------ */
-
-void report_json_stats(json_writer *w, const char *key, const bench_stats *s, int ok)
-{
-    json_begin_object(w, key);
-    json_number(w, "median", ok ? s->median : NAN);
-    json_number(w, "p10", ok ? s->p10 : NAN);
-    json_number(w, "p90", ok ? s->p90 : NAN);
-    json_number(w, "mean", ok ? s->mean : NAN);
-    json_number(w, "min", ok ? s->min : NAN);
-    json_number(w, "max", ok ? s->max : NAN);
-    json_end_object(w);
-}
-
-static void json_mode(json_writer *w, const mode_result *r, int n_kernels, const cgr_info *ci)
-{
-    int ok = usable(r);
-    json_begin_object(w, r->name);
-    json_bool(w, "ok", ok);
-    json_bool(w, "wrong_result", r->wrong);
-    json_bool(w, "skipped", r->skipped);
-    if (r->error[0])
-        json_string(w, "error", r->error);
-    json_int(w, "warmup", r->warmup);
-    json_int(w, "steps", r->steps);
-    json_int(w, "checked_steps", r->verified);
-    report_json_stats(w, "wall_us", &r->wall, ok);
-    report_json_stats(w, "host_cpu_us", &r->cpu, ok);
-    if (n_kernels > 0)
-        json_number(w, "per_kernel_us", wall_med(r) / n_kernels);
-    if (ci && ci->valid) {
-        json_begin_object(w, "cgr");
-        json_int(w, "graph_nodes", (long long)ci->graph_nodes);
-        json_int(w, "zero_copy_tensors", (long long)ci->zero_copy_tensors);
-        json_int(w, "memcpy_tensors", (long long)ci->memcpy_tensors);
-        json_int(w, "replays", (long long)ci->replays);
-        json_int(w, "warmup_runs", (long long)ci->warmup_runs);
-        json_number(w, "capture_us", ci->capture_us);
-        json_end_object(w);
-    }
-    json_end_object(w);
+    const double *k = d.per_kernel;
+    report_line("W-chain N=100 us/kernel: eager | graph | cgr",
+                (const double[]){k[CHAIN_EAGER], k[CHAIN_GRAPH], k[CHAIN_CGR]}, 3, 3, 0);
+    report_line("the same with PDL",
+                (const double[]){k[CHAIN_EAGER_PDL], k[CHAIN_GRAPH_PDL], k[CHAIN_CGR_PDL]}, 3, 3,
+                0);
+    report_line("cgr/raw graph per kernel: plain | PDL",
+                (const double[]){d.cgr_over_graph, d.pdl_cgr_over_graph}, 2, 3, 0);
+    report_line("cgr/raw spread (IQR / median): plain | PDL",
+                (const double[]){d.spread.iqr_rel, d.pdl_spread.iqr_rel}, 2, 2, REPORT_PCT);
+    report_line("cgr speedup vs eager: plain | PDL",
+                (const double[]){d.speedup_vs_eager, d.pdl_speedup_vs_eager}, 2, 2, REPORT_TIMES);
+    report_line("host CPU us/step: cgr | raw graph",
+                (const double[]){report_cpu(&c->mode[CHAIN_CGR]), report_cpu(&c->mode[CHAIN_GRAPH])},
+                2, 2, 0);
+    report_line("host CPU us/step: cgr minus raw graph", &d.host_cgr_minus_graph, 1, 2,
+                REPORT_SIGNED);
+    report_line("I/O 4KiB+4B added us: zc | zc, event wait",
+                (const double[]){d.io_zero_copy, d.io_event_wait}, 2, 2, REPORT_SIGNED);
+    report_line("I/O 4KiB+4B added us: memcpy nd | mcpyAsync",
+                (const double[]){d.io_memcpy_nodes, d.io_memcpy_async}, 2, 2, REPORT_SIGNED);
 }
 
 static void json_spread(json_writer *w, const char *key, const round_spread *s)
@@ -565,41 +417,141 @@ static void json_spread(json_writer *w, const char *key, const round_spread *s)
     json_end_object(w);
 }
 
-static void json_chain(json_writer *w, const chain_result *c)
+/* A W-chain or canary mode: the mode object, its us per kernel and what cgr reported. */
+static void json_chain_mode(json_writer *w, const mode_result *r, int n_kernels,
+                            const cgr_info *ci)
 {
-    chain_derived d;
-    chain_derive(c, &d);
-    json_begin_object(w, NULL);
-    json_int(w, "n_kernels", c->n_kernels);
-    json_int(w, "rounds", c->rounds);
-    json_begin_object(w, "modes");
-    for (int m = 0; m < CHAIN_MODES; m++)
-        json_mode(w, &c->mode[m], c->n_kernels, c->cgr[m].valid ? &c->cgr[m] : NULL);
-    json_end_object(w);
-    json_begin_object(w, "ratios");
-    json_number(w, "speedup_cgr_vs_eager", d.speedup_vs_eager);
-    json_number(w, "cgr_over_graph_per_kernel", d.cgr_over_graph);
-    json_number(w, "host_cpu_cgr_minus_graph_us", d.host_cgr_minus_graph);
-    json_number(w, "pdl_speedup_cgr_vs_eager", d.pdl_speedup_vs_eager);
-    json_number(w, "pdl_cgr_over_graph_per_kernel", d.pdl_cgr_over_graph);
-    json_number(w, "pdl_host_cpu_cgr_minus_graph_us", d.pdl_host_cgr_minus_graph);
-    json_end_object(w);
-    json_begin_object(w, "spread");
-    json_spread(w, "cgr_over_graph", &d.spread);
-    json_spread(w, "pdl_cgr_over_graph", &d.pdl_spread);
-    json_end_object(w);
-    json_begin_object(w, "io_cost_us");
-    json_number(w, "cgr_zero_copy", d.io_zero_copy);
-    json_number(w, "cgr_zero_copy_fast_path", d.io_fast_path);
-    json_number(w, "cgr_memcpy_nodes", d.io_memcpy_nodes);
-    json_number(w, "cgr_zero_copy_event_wait", d.io_event_wait);
-    json_number(w, "graph_memcpy_async", d.io_memcpy_async);
-    json_end_object(w);
+    report_json_mode_begin(w, NULL, r);
+    json_number(w, "per_kernel_us", report_wall(r) / n_kernels);
+    if (ci && ci->valid) {
+        json_begin_object(w, "cgr");
+        json_int(w, "graph_nodes", (long long)ci->graph_nodes);
+        json_int(w, "zero_copy_tensors", (long long)ci->zero_copy_tensors);
+        json_int(w, "memcpy_tensors", (long long)ci->memcpy_tensors);
+        json_int(w, "replays", (long long)ci->replays);
+        json_int(w, "warmup_runs", (long long)ci->warmup_runs);
+        json_number(w, "capture_us", ci->capture_us);
+        json_end_object(w);
+    }
     json_end_object(w);
 }
 
-static void json_sweep(json_writer *w, const staging_result *s)
+static void json_chain(json_writer *w, const bench_results *res)
 {
+    if (res->chain_ran) {
+        json_begin_array(w, "chain");
+        for (int i = 0; i < res->n_chain; i++) {
+            const chain_result *c = &res->chain[i];
+            chain_derived d;
+            chain_derive(c, &d);
+            json_begin_object(w, NULL);
+            json_int(w, "n_kernels", c->n_kernels);
+            json_int(w, "rounds", c->rounds);
+            json_begin_object(w, "modes");
+            for (int m = 0; m < CHAIN_MODES; m++)
+                json_chain_mode(w, &c->mode[m], c->n_kernels, &c->cgr[m]);
+            json_end_object(w);
+            json_begin_object(w, "ratios");
+            json_number(w, "speedup_cgr_vs_eager", d.speedup_vs_eager);
+            json_number(w, "cgr_over_graph_per_kernel", d.cgr_over_graph);
+            json_number(w, "host_cpu_cgr_minus_graph_us", d.host_cgr_minus_graph);
+            json_number(w, "pdl_speedup_cgr_vs_eager", d.pdl_speedup_vs_eager);
+            json_number(w, "pdl_cgr_over_graph_per_kernel", d.pdl_cgr_over_graph);
+            json_number(w, "pdl_host_cpu_cgr_minus_graph_us", d.pdl_host_cgr_minus_graph);
+            json_end_object(w);
+            json_begin_object(w, "spread");
+            json_spread(w, "cgr_over_graph", &d.spread);
+            json_spread(w, "pdl_cgr_over_graph", &d.pdl_spread);
+            json_end_object(w);
+            json_begin_object(w, "io_cost_us");
+            json_number(w, "cgr_zero_copy", d.io_zero_copy);
+            json_number(w, "cgr_zero_copy_fast_path", d.io_fast_path);
+            json_number(w, "cgr_memcpy_nodes", d.io_memcpy_nodes);
+            json_number(w, "cgr_zero_copy_event_wait", d.io_event_wait);
+            json_number(w, "graph_memcpy_async", d.io_memcpy_async);
+            json_end_object(w);
+            json_end_object(w);
+        }
+        json_end_array(w);
+    }
+    if (res->canary_ran) {
+        json_begin_object(w, "canary");
+        json_string(w, "what", "raw CUDA graph, N=100, measured alone before any cgr runtime "
+                               "and after the cgr modes, a capture diagnosis and a profile window");
+        json_chain_mode(w, &res->canary_before, 100, NULL);
+        json_chain_mode(w, &res->canary_after, 100, NULL);
+        json_end_object(w);
+    }
+}
+
+/* ---- staging ---------------------------------------------------------------------- */
+
+static const report_col sweep_cols[] = {
+    {"baseline", 10, 2, 0},  {"+zero-copy", 12, 2, REPORT_SIGNED},
+    {"+memcpy nd", 12, 2, REPORT_SIGNED}, {"zc host", 9, 2, 0}, {"mc host", 9, 2, 0},
+};
+static const report_table sweep_table = {"  ", -8, "input", sweep_cols, 5, "  faster"};
+
+static void sweep_row(const sweep_point *p)
+{
+    char sz[32], tail[256];
+    const double zc = report_wall(&p->zc) - report_wall(&p->base);
+    const double mc = report_wall(&p->memcpy) - report_wall(&p->base);
+    const double v[] = {report_wall(&p->base), zc, mc, report_cpu(&p->zc), report_cpu(&p->memcpy)};
+    int n = snprintf(tail, sizeof tail, "  %s",
+                     !(isfinite(zc) && isfinite(mc)) ? "n/a" : mc < zc ? "memcpy node" : "kernel");
+    const mode_result *bad[3] = {&p->base, &p->zc, &p->memcpy};
+    for (int i = 0; i < 3 && n > 0 && (size_t)n < sizeof tail; i++)
+        if (!report_usable(bad[i]))
+            n += snprintf(tail + n, sizeof tail - (size_t)n, "  [%s %s%s]", bad[i]->name,
+                          bad[i]->skipped ? "skipped" : "FAILED",
+                          bad[i]->wrong ? ", WRONG RESULT" : "");
+    report_row(&sweep_table, size_label(p->in_bytes, sz, sizeof sz), v, tail);
+}
+
+static void report_staging(const bench_results *res)
+{
+    if (!res->staging_ran)
+        return;
+    const staging_result *s = &res->staging;
+    printf("\n== Staging: a cgr step's input by zero-copy kernel vs memcpy node (%d kernels, "
+           "4 B zero-copy output in all; the three modes of a size interleaved) ==\n",
+           STAGING_KERNELS);
+    report_head(&sweep_table);
+    for (int i = 0; i < s->n_sweep; i++)
+        sweep_row(&s->sweep[i]);
+    char sz[32], first[32];
+    const char *note = s->crossover_valid ? "" : " [some sizes failed]";
+    if (s->crossover_bytes) {
+        printf("  crossover zero-copy -> memcpy node: %s (memcpy node faster from there up)%s\n",
+               size_label(s->crossover_bytes, sz, sizeof sz), note);
+        if (s->first_memcpy_faster_bytes != s->crossover_bytes)
+            printf("  (memcpy node first faster at %s, not at every size above it)\n",
+                   size_label(s->first_memcpy_faster_bytes, first, sizeof first));
+    } else {
+        printf("  crossover zero-copy -> memcpy node: none up to %s%s\n",
+               size_label(s->sweep[s->n_sweep - 1].in_bytes, sz, sizeof sz), note);
+    }
+}
+
+static void summary_staging(const bench_results *res)
+{
+    if (!res->staging_ran)
+        return;
+    const staging_result *s = &res->staging;
+    char sz[32];
+    printf("%-46s %s%s\n", "crossover zero-copy -> memcpy node",
+           s->crossover_bytes ? size_label(s->crossover_bytes, sz, sizeof sz)
+                              : "none up to 16 MiB",
+           s->crossover_valid ? "" : " (incomplete: some sizes failed)");
+}
+
+static void json_staging(json_writer *w, const bench_results *res)
+{
+    if (!res->staging_ran)
+        return;
+    const staging_result *s = &res->staging;
+    json_begin_object(w, "staging");
     json_begin_object(w, "crossover");
     json_int(w, "n_kernels", STAGING_KERNELS);
     json_int(w, "out_bytes", 4);
@@ -608,11 +560,11 @@ static void json_sweep(json_writer *w, const staging_result *s)
         const sweep_point *p = &s->sweep[i];
         json_begin_object(w, NULL);
         json_int(w, "in_bytes", (long long)p->in_bytes);
-        json_mode(w, &p->base, 0, NULL);
-        json_mode(w, &p->zc, 0, NULL);
-        json_mode(w, &p->memcpy, 0, NULL);
-        json_number(w, "added_zero_copy_us", wall_med(&p->zc) - wall_med(&p->base));
-        json_number(w, "added_memcpy_node_us", wall_med(&p->memcpy) - wall_med(&p->base));
+        report_json_mode(w, NULL, &p->base);
+        report_json_mode(w, NULL, &p->zc);
+        report_json_mode(w, NULL, &p->memcpy);
+        json_number(w, "added_zero_copy_us", report_wall(&p->zc) - report_wall(&p->base));
+        json_number(w, "added_memcpy_node_us", report_wall(&p->memcpy) - report_wall(&p->base));
         json_end_object(w);
     }
     json_end_array(w);
@@ -626,171 +578,46 @@ static void json_sweep(json_writer *w, const staging_result *s)
         json_null(w, "first_memcpy_faster_bytes");
     json_bool(w, "crossover_complete", s->crossover_valid);
     json_end_object(w);
-}
-
-static void json_header(json_writer *w, const bench_results *res)
-{
-    json_int(w, "schema_version", BENCH_JSON_SCHEMA_VERSION);
-    json_string(w, "tool", "cgr-bench");
-    json_string(w, "suite", res->suite_name);
-    json_string(w, "cgr_version", CGR_VERSION_STRING);
-    json_begin_object(w, "device");
-    json_int(w, "index", res->device);
-    json_string(w, "name", res->device_name);
-    json_int(w, "cc_major", res->cc_major);
-    json_int(w, "cc_minor", res->cc_minor);
-    json_bool(w, "pdl_allowed", res->pdl_allowed);
-    json_int(w, "sm_count", res->sm_count);
-    json_int(w, "driver_version", res->driver_version);
-    json_int(w, "runtime_version", res->runtime_version);
-    json_end_object(w);
-    json_begin_object(w, "config");
-    json_int(w, "steps", res->cfg.steps);
-    json_int(w, "warmup", res->cfg.warmup);
-    json_int(w, "rounds", res->cfg.rounds);
-    json_bool(w, "quick", res->cfg.quick);
-    json_string(w, "limits_file", limits_file());
-    json_end_object(w);
-    json_begin_object(w, "clock_overhead");
-    json_mode(w, &res->timer, 0, NULL);
     json_end_object(w);
 }
 
-static void json_work(json_writer *w, const bench_results *res);
-static void report_work(const bench_results *res);
+/* ---- workloads -------------------------------------------------------------------- */
 
-int report_suite_json_open(json_writer *w, const char *path, const char *suite,
-                           const char *device_name)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        bench_error("cannot write %s", path);
-        return -1;
-    }
-    json_init(w, f);
-    json_begin_object(w, NULL);
-    json_int(w, "schema_version", BENCH_JSON_SCHEMA_VERSION);
-    json_string(w, "tool", "cgr-bench");
-    json_string(w, "cgr_version", CGR_VERSION_STRING);
-    json_string(w, "suite", suite);
-    json_string(w, "device_name", device_name);
-    return 0;
-}
-
-int report_suite_json_close(json_writer *w, const char *path)
-{
-    json_end_object(w);
-    const int rc = json_finish(w);
-    if (fclose(w->f) != 0 || rc != 0) {
-        bench_error("writing %s failed", path);
-        return -1;
-    }
-    return 0;
-}
-
-static int report_json(const bench_results *res, const char *path)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "cgr-bench: error: cannot write %s: ", path);
-        perror(NULL);
-        return -1;
-    }
-    json_writer w;
-    json_init(&w, f);
-    json_begin_object(&w, NULL);
-    json_header(&w, res);
-    if (res->chain_ran) {
-        json_begin_array(&w, "chain");
-        for (int i = 0; i < res->n_chain; i++)
-            json_chain(&w, &res->chain[i]);
-        json_end_array(&w);
-    }
-    if (res->staging_ran) {
-        json_begin_object(&w, "staging");
-        json_sweep(&w, &res->staging);
-        json_end_object(&w);
-    }
-    if (res->canary_ran) {
-        json_begin_object(&w, "canary");
-        json_string(&w, "what", "raw CUDA graph, N=100, measured alone before any cgr runtime "
-                                "and after the cgr modes, a capture diagnosis and a profile window");
-        json_mode(&w, &res->canary_before, 100, NULL);
-        json_mode(&w, &res->canary_after, 100, NULL);
-        json_end_object(&w);
-    }
-    json_begin_array(&w, "checks");
-    for (int i = 0; i < res->n_said; i++) {
-        json_begin_object(&w, NULL);
-        json_string(&w, "name", res->said[i].name);
-        json_string(&w, "what", res->said[i].what);
-        json_bool(&w, "ok", res->said[i].ok);
-        json_string(&w, "message", res->said[i].message);
-        json_end_object(&w);
-    }
-    for (int i = 0; i < res->n_checks; i++) {
-        const check_result *c = &res->checks[i];
-        json_begin_object(&w, NULL);
-        json_string(&w, "name", c->name);
-        json_string(&w, "what", c->what);
-        json_bool(&w, "ok", c->ok);
-        json_number(&w, "value", c->value);
-        json_number(&w, "limit", c->limit);
-        json_bool(&w, "warn_only", c->warn_only);
-        json_end_object(&w);
-    }
-    json_end_array(&w);
-    if (res->n_work)
-        json_work(&w, res);
-    json_bool(&w, "ok", !results_failed(res));
-    json_end_object(&w);
-    int rc = json_finish(&w);
-    if (fclose(f) != 0 || rc != 0) {
-        fprintf(stderr, "cgr-bench: error: writing %s failed\n", path);
-        return -1;
-    }
-    return 0;
-}
-
-/* ---- workloads ------------------------------------------------------------ */
-
-static void work_row(const work_result *w, int m)
-{
-    static const char *names[WORK_MODES] = {"cgr eager", "cgr graph"};
-    const work_mode *x = &w->mode[m];
-    printf("  %-6s %4d  %-10s", w->name, w->B, names[m]);
-    if (row_problem(&x->m))
-        return;
-    num(9, 1, x->m.wall.median);
-    num(9, 1, x->m.wall.p10);
-    num(9, 1, x->m.wall.p90);
-    num(9, 1, x->m.cpu.median);
-    if (x->prof_ok) {
-        num(9, 1, x->busy_us);
-        num(9, 1, x->busy_union_us);
-        num(8, 2, x->m.wall.median / x->busy_us);
-        num(8, 1, x->kernels_per_step);
-    } else {
-        printf("%9s %9s %8s %8s", "-", "-", "-", "-");
-    }
-    printf("\n");
-}
+static const report_col work_cols[] = {
+    {"wall med", 9, 1, 0}, {"p10", 9, 1, 0},    {"p90", 9, 1, 0},
+    {"host med", 9, 1, 0}, {"busy", 9, 1, REPORT_DASH}, {"busy-u", 9, 1, REPORT_DASH},
+    {"wall/bsy", 8, 2, REPORT_DASH}, {"kern/st", 8, 1, REPORT_DASH},
+};
+static const report_table work_table = {"  ", -23, "work      B  mode", work_cols, 8, NULL};
 
 static void report_work(const bench_results *res)
 {
+    static const char *const names[WORK_MODES] = {"cgr eager", "cgr graph"};
     if (res->n_work == 0)
         return;
     printf("\n== Workloads through cgr: eager (capture = 0) vs graph, same step function ==\n");
     printf("  busy: sum of kernel and memcpy durations (CUPTI); busy-u: their union on the\n"
            "  timeline, which is smaller when PDL kernels start while the previous one runs\n");
-    printf("  %-6s %4s  %-10s %9s %9s %9s %9s %9s %9s %8s %8s\n", "work", "B", "mode",
-           "wall med", "p10", "p90", "host med", "busy", "busy-u", "wall/bsy", "kern/st");
+    report_head(&work_table);
     for (int i = 0; i < res->n_work; i++) {
         const work_result *w = &res->work[i];
-        for (int m = 0; m < WORK_MODES; m++)
-            work_row(w, m);
+        for (int m = 0; m < WORK_MODES; m++) {
+            const work_mode *x = &w->mode[m];
+            char label[48], why[160];
+            snprintf(label, sizeof label, "%-6s %4d  %-10s", w->name, w->B, names[m]);
+            if (report_problem(&x->m, why, sizeof why)) {
+                report_row_text(&work_table, label, why);
+                continue;
+            }
+            const double p = x->prof_ok ? 1.0 : NAN;
+            const double v[] = {x->m.wall.median,         x->m.wall.p10,
+                                x->m.wall.p90,            x->m.cpu.median,
+                                p * x->busy_us,           p * x->busy_union_us,
+                                p * x->m.wall.median / x->busy_us, p * x->kernels_per_step};
+            report_row(&work_table, label, v, NULL);
+        }
         const work_mode *e = &w->mode[WORK_EAGER], *g = &w->mode[WORK_GRAPH];
-        if (usable(&e->m) && usable(&g->m))
+        if (report_usable(&e->m) && report_usable(&g->m))
             printf("  %-6s %4d  graph speedup over eager %.2fx; capture %.0f us, %llu nodes; "
                    "last outputs %s\n",
                    w->name, w->B, e->m.wall.median / g->m.wall.median, g->capture_us,
@@ -805,16 +632,45 @@ static void report_work(const bench_results *res)
     }
 }
 
+static const report_col work_sum_cols[] = {
+    {"eager", 8, 1, 0},   {"graph", 8, 1, 0},    {"speedup", 7, 2, REPORT_TIMES},
+    {"g.host", 7, 1, 0},  {"g.busy", 8, 1, 0},   {"g.busy-u", 8, 1, 0},
+    {"wall/bsy", 8, 2, 0}, {"wall/b-u", 8, 2, 0},
+};
+static const report_table work_sum_table = {"", -21, "workload (us)       B",
+                                            work_sum_cols, 8, NULL};
+
+static void summary_work(const bench_results *res)
+{
+    if (res->n_work == 0)
+        return;
+    report_head(&work_sum_table);
+    for (int i = 0; i < res->n_work; i++) {
+        const work_result *w = &res->work[i];
+        const work_mode *e = &w->mode[WORK_EAGER], *g = &w->mode[WORK_GRAPH];
+        const double p = g->prof_ok ? 1.0 : NAN;
+        const double gw = report_wall(&g->m);
+        const double v[] = {report_wall(&e->m), gw, report_wall(&e->m) / gw,
+                            report_cpu(&g->m),  p * g->busy_us, p * g->busy_union_us,
+                            p * gw / g->busy_us, p * gw / g->busy_union_us};
+        char label[32];
+        snprintf(label, sizeof label, "%-16s %4d", w->name, w->B);
+        report_row(&work_sum_table, label, v, NULL);
+    }
+}
+
 static void json_work(json_writer *w, const bench_results *res)
 {
     /* The common schema bench/peer/compare.py reads. */
-    static const char *modes[WORK_MODES] = {"eager", "graph"};
+    static const char *const modes[WORK_MODES] = {"eager", "graph"};
+    if (res->n_work == 0)
+        return;
     json_begin_array(w, "results");
     for (int i = 0; i < res->n_work; i++) {
         const work_result *r = &res->work[i];
         for (int m = 0; m < WORK_MODES; m++) {
             const work_mode *x = &r->mode[m];
-            int ok = usable(&x->m);
+            const int ok = report_usable(&x->m);
             json_begin_object(w, NULL);
             json_string(w, "workload", r->name);
             json_int(w, "B", r->B);
@@ -841,11 +697,241 @@ static void json_work(json_writer *w, const bench_results *res)
     json_end_array(w);
 }
 
+/* ---- every suite: the sections, the verdict, the summary, the JSON file --------------- */
+
+/* The sections in the order the report prints them; a suite that did not run prints nothing. */
+static const struct section {
+    void (*text)(const bench_results *res);
+    void (*summary)(const bench_results *res);
+    void (*json)(json_writer *w, const bench_results *res);
+} sections[] = {
+    {report_chain, summary_chain, json_chain},
+    {report_staging, summary_staging, json_staging},
+    {report_work, summary_work, json_work},
+    {report_serve, report_serve_summary, report_serve_json},
+    {report_newshape, report_newshape_summary, report_newshape_json},
+    {report_soak, report_soak_summary, report_soak_json},
+    {report_ddp, report_ddp_summary, report_ddp_json},
+};
+enum { N_SECTIONS = sizeof sections / sizeof sections[0] };
+
+static void visit_modes(const bench_results *res, report_visit fn, void *u)
+{
+    char g[48];
+    for (int i = 0; res->chain_ran && i < res->n_chain; i++) {
+        snprintf(g, sizeof g, "chain N=%d", res->chain[i].n_kernels);
+        for (int m = 0; m < CHAIN_MODES; m++)
+            fn(g, &res->chain[i].mode[m], u);
+    }
+    if (res->canary_ran) {
+        fn("canary", &res->canary_before, u);
+        fn("canary", &res->canary_after, u);
+    }
+    for (int i = 0; i < res->n_work; i++) {
+        snprintf(g, sizeof g, "%s B=%d", res->work[i].name, res->work[i].B);
+        for (int m = 0; m < WORK_MODES; m++)
+            fn(g, &res->work[i].mode[m].m, u);
+    }
+    for (int i = 0; res->staging_ran && i < res->staging.n_sweep; i++) {
+        const sweep_point *p = &res->staging.sweep[i];
+        snprintf(g, sizeof g, "staging %zu KiB", p->in_bytes >> 10);
+        fn(g, &p->base, u);
+        fn(g, &p->zc, u);
+        fn(g, &p->memcpy, u);
+    }
+    report_suites_modes(res, fn, u);
+}
+
+typedef struct verdict {
+    int failed, wrong, skipped;
+    long verified;
+    char first[160];
+} verdict;
+
+static void tally(const char *group, const mode_result *r, void *u)
+{
+    verdict *v = u;
+    v->verified += r->verified;
+    v->wrong += r->wrong;
+    v->skipped += r->skipped;
+    if (!report_usable(r) && !r->skipped) {
+        if (!v->failed)
+            snprintf(v->first, sizeof v->first, "%s %s", group, r->name);
+        v->failed++;
+    }
+}
+
+static void get_verdict(const bench_results *res, verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    visit_modes(res, tally, v);
+    char first[160];
+    if (report_suites_failed(res, first, sizeof first)) {
+        if (!v->failed)
+            snprintf(v->first, sizeof v->first, "%s", first);
+        v->failed++;
+    }
+    v->verified += report_suites_checked(res);
+}
+
+static int checks_failed(const bench_results *res)
+{
+    int n = 0;
+    for (int i = 0; i < res->n_said; i++)
+        n += !res->said[i].ok;
+    for (int i = 0; i < res->n_checks; i++)
+        n += !res->checks[i].ok && !res->checks[i].warn_only;
+    return n;
+}
+
+int results_failed(const bench_results *res)
+{
+    verdict v;
+    get_verdict(res, &v);
+    return v.failed || v.wrong || v.skipped || res->aborted || checks_failed(res);
+}
+
+/* The checks of messages and counts, then those against the limits file. */
+static void summary_checks(const bench_results *res)
+{
+    for (int i = 0; i < res->n_said; i++)
+        printf("check: %-39s %s%.200s\n", res->said[i].what, res->said[i].ok ? "ok: " : "FAILED: ",
+               res->said[i].message);
+    for (int i = 0; i < res->n_checks; i++) {
+        const check_result *c = &res->checks[i];
+        char label[64];
+        snprintf(label, sizeof label, "check: %s", c->name);
+        printf("%-46s ", label);
+        if (!c->ran)
+            printf("not measured");
+        else if (!isfinite(c->limit))
+            printf("FAILED: no limit '%s' in %s", c->name, limits_file());
+        else
+            printf("%s: %.3g (limit %.3g)", c->ok ? "ok" : "FAILED", c->value, c->limit);
+        printf("\n%-46s   %s\n", "", c->what);
+    }
+}
+
+static void report_summary(const bench_results *res)
+{
+    verdict v;
+    get_verdict(res, &v);
+    if (res->soak)
+        printf("\n==== cgr-bench summary: %s, %ld steps ====\n", res->device_name,
+               res->soak->steps);
+    else
+        printf("\n==== cgr-bench summary: %s, %d steps/mode ====\n", res->device_name,
+               res->cfg.steps);
+    for (int i = 0; i < N_SECTIONS; i++)
+        sections[i].summary(res);
+    summary_checks(res);
+    if (!results_failed(res))
+        printf("%-46s PASS (%ld outputs checked)\n", "result", v.verified);
+    else
+        printf("%-46s FAIL: %d failed, %d wrong, %d skipped, %d checks failed%s%s\n", "result",
+               v.failed, v.wrong, v.skipped, checks_failed(res), v.first[0] ? "; first: " : "",
+               v.first);
+}
+
+static void json_checks(json_writer *w, const bench_results *res)
+{
+    json_begin_array(w, "checks");
+    for (int i = 0; i < res->n_said; i++) {
+        json_begin_object(w, NULL);
+        json_string(w, "name", res->said[i].name);
+        json_string(w, "what", res->said[i].what);
+        json_bool(w, "ok", res->said[i].ok);
+        json_string(w, "message", res->said[i].message);
+        json_end_object(w);
+    }
+    for (int i = 0; i < res->n_checks; i++) {
+        const check_result *c = &res->checks[i];
+        json_begin_object(w, NULL);
+        json_string(w, "name", c->name);
+        json_string(w, "what", c->what);
+        json_bool(w, "ok", c->ok);
+        json_number(w, "value", c->value);
+        json_number(w, "limit", c->limit);
+        json_bool(w, "warn_only", c->warn_only);
+        json_end_object(w);
+    }
+    json_end_array(w);
+}
+
+static int report_json(const bench_results *res, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        bench_error("cannot write %s", path);
+        return -1;
+    }
+    json_writer w;
+    json_init(&w, f);
+    json_begin_object(&w, NULL);
+    json_int(&w, "schema_version", BENCH_JSON_SCHEMA_VERSION);
+    json_string(&w, "tool", "cgr-bench");
+    json_string(&w, "suite", res->suite_name);
+    json_string(&w, "cgr_version", CGR_VERSION_STRING);
+    json_string(&w, "device_name", res->device_name);
+    json_begin_object(&w, "device");
+    json_int(&w, "index", res->device);
+    json_string(&w, "name", res->device_name);
+    json_int(&w, "cc_major", res->cc_major);
+    json_int(&w, "cc_minor", res->cc_minor);
+    json_bool(&w, "pdl_allowed", res->pdl_allowed);
+    json_int(&w, "sm_count", res->sm_count);
+    json_int(&w, "driver_version", res->driver_version);
+    json_int(&w, "runtime_version", res->runtime_version);
+    json_end_object(&w);
+    json_begin_object(&w, "config");
+    json_int(&w, "steps", res->cfg.steps);
+    json_int(&w, "warmup", res->cfg.warmup);
+    json_int(&w, "rounds", res->cfg.rounds);
+    json_bool(&w, "quick", res->cfg.quick);
+    json_string(&w, "limits_file", limits_file());
+    json_end_object(&w);
+    if (res->timer.name[0]) {
+        json_begin_object(&w, "clock_overhead");
+        report_json_mode(&w, NULL, &res->timer);
+        json_end_object(&w);
+    }
+    for (int i = 0; i < N_SECTIONS; i++)
+        sections[i].json(&w, res);
+    json_checks(&w, res);
+    json_bool(&w, "ok", !results_failed(res));
+    json_end_object(&w);
+    int rc = json_finish(&w);
+    if (fclose(f) != 0 || rc != 0) {
+        bench_error("writing %s failed", path);
+        return -1;
+    }
+    return 0;
+}
+
+void report_header(const bench_results *res)
+{
+    const bench_config *c = &res->cfg;
+    printf("cgr-bench %s on device %d: %s (sm_%d%d, %d SMs), CUDA driver %d.%d, runtime %d.%d\n",
+           CGR_VERSION_STRING, res->device, res->device_name, res->cc_major, res->cc_minor,
+           res->sm_count, res->driver_version / 1000, res->driver_version % 1000 / 10,
+           res->runtime_version / 1000, res->runtime_version % 1000 / 10);
+    printf("%d timed steps after %d warm-up steps per mode%s, compared modes interleaved in %d "
+           "rounds; times in microseconds (us)\n",
+           c->steps, c->warmup, c->quick ? " (--quick)" : "", c->rounds);
+    if (limits_file()[0])
+        printf("limits: %s\n", limits_file());
+    /* Every "PDL" figure below is a plain launch when this says off. */
+    if (res->pdl_allowed)
+        printf("programmatic dependent launch: on\n");
+    else
+        printf("programmatic dependent launch: off (%s): kernels asking for it launch plainly\n",
+               res->pdl_off_why);
+}
+
 int report(const bench_results *res, const char *json_path)
 {
-    report_chain(res);
-    report_staging(res);
-    report_work(res);
+    for (int i = 0; i < N_SECTIONS; i++)
+        sections[i].text(res);
     report_summary(res);
     return json_path ? report_json(res, json_path) : 0;
 }

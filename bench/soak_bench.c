@@ -35,18 +35,14 @@
 #include <cuda_runtime_api.h>
 
 #include "bench.h"
-#include "limits_file.h"
-#include "json.h"
 #include "soak.h"
 #include "util.h"
 
 #define SOAK_D 256
-#define SOAK_SHAPES 4
 #define SOAK_PHASE 10000L   /* steps between shape changes */
 #define SOAK_CHECK 10000L   /* every this many steps one output is checked */
 #define SOAK_SAMPLE 100000L /* steps between memory samples */
 #define SOAK_WARMUP 100     /* warm-up steps per shape */
-#define SOAK_MAX_SAMPLES 64
 
 static const int64_t soak_buckets[SOAK_SHAPES] = {1, 4, 16, 64};
 /* The true batch run in each bucket: all but the first pad. */
@@ -86,11 +82,6 @@ typedef struct soak_rt {
     cgr_step *step;
 } soak_rt;
 
-typedef struct soak_sample {
-    long step;
-    int64_t rss, device, pinned;
-} soak_sample;
-
 typedef struct soak {
     const bench_config *cfg;
     long steps;
@@ -99,11 +90,7 @@ typedef struct soak {
     float saved_x[64 * SOAK_D]; /* inputs of the run being checked */
     float want[64 * SOAK_D];
     bench_rng rng;
-    long checks, mismatches;
-    uint64_t replays, updates, evictions; /* the graph step's, at the end */
-    soak_sample samples[SOAK_MAX_SAMPLES];
-    int n_samples;
-    double wall_s;
+    soak_result r; /* what the report shows */
 } soak;
 
 /* ---- shape schedule ---------------------------------------------------------- */
@@ -220,7 +207,7 @@ static int check_step(soak *s, long k, int shape, cgr_step *g, uint64_t ticket, 
     CGR_CK(cgr_step_wait(e, t));
     if (!(ref = bench_output(e, t, 0, &ref_bytes)))
         return -1;
-    s->checks++;
+    s->r.checks++;
     /* Outputs come back at the true batch, not the bucket. */
     int bad = got_bytes != (size_t)B * SOAK_D * sizeof(float) || ref_bytes != got_bytes;
     if (bad)
@@ -234,7 +221,7 @@ static int check_step(soak *s, long k, int shape, cgr_step *g, uint64_t ticket, 
         host_layer(s->want, h, s->host_w2, s->host_b2, B, 0);
         bad |= compare("eager vs host", k, B, ref, s->want);
     }
-    s->mismatches += bad;
+    s->r.mismatches += bad;
     return 0;
 }
 
@@ -254,7 +241,8 @@ static int64_t host_rss(void)
 
 static int take_sample(soak *s, long step)
 {
-    soak_sample *x = &s->samples[s->n_samples < SOAK_MAX_SAMPLES ? s->n_samples++
+    soak_result *r = &s->r;
+    soak_sample *x = &r->samples[r->n_samples < SOAK_MAX_SAMPLES ? r->n_samples++
                                                                  : SOAK_MAX_SAMPLES - 1];
     size_t free_b = 0, total_b = 0;
     CK(cudaMemGetInfo(&free_b, &total_b));
@@ -265,8 +253,11 @@ static int take_sample(soak *s, long step)
     x->rss = host_rss();
     x->device = (int64_t)(total_b - free_b);
     x->pinned = (int64_t)(a.pinned_bytes + b.pinned_bytes);
-    printf("  %10ld  %14.2f  %16.2f  %11.3f\n", step, (double)x->rss / 1048576.0,
-           (double)x->device / 1048576.0, (double)x->pinned / 1048576.0);
+    /* Progress of a long run; the report has the table. */
+    fprintf(stderr, "cgr-bench: soak step %ld: host RSS %.2f MiB, device used %.2f MiB, "
+                    "pinned %.3f MiB\n",
+            step, (double)x->rss / 1048576.0, (double)x->device / 1048576.0,
+            (double)x->pinned / 1048576.0);
     return 0;
 }
 
@@ -346,13 +337,7 @@ static int soak_body(soak *s)
                     (unsigned long long)h0.eager_runs, SOAK_SHAPES, SOAK_CACHE);
         return -1;
     }
-    long warm_checks = s->checks;
-    printf("soak: %ld runs of one step with a dynamic batch, fresh inputs every step, the batch "
-           "switched every %ld steps among 1, 3, 13, 50 (buckets 1, 4, 16, 64; D = %d), %d "
-           "graphs cached; every %ld-th output checked bitwise against eager\n",
-           s->steps, SOAK_PHASE, SOAK_D, SOAK_CACHE, SOAK_CHECK);
-    printf("  %10s  %14s  %16s  %11s\n", "step", "host RSS MiB", "device used MiB",
-           "pinned MiB");
+    s->r.warm_checks = s->r.checks;
     TRY(take_sample(s, 0));
     double t0 = now_us();
     for (long k = 0; k < s->steps; k += SOAK_SAMPLE) {
@@ -364,19 +349,8 @@ static int soak_body(soak *s)
         TRY(rc);
         TRY(take_sample(s, end));
     }
-    s->wall_s = (now_us() - t0) * 1e-6;
-    printf("  %ld outputs checked (%ld in warm-up, also against the host), %ld mismatches\n",
-           s->checks, warm_checks, s->mismatches);
-    cgr_step_stats h;
-    CGR_CK(cgr_step_get_stats(s->graph.step, &h));
-    s->replays = (h.replays - h.captures);
-    s->updates = h.updates;
-    s->evictions = h.evictions;
-    printf("  graph runtime: %llu replays, %llu captures (%llu updated in place, %llu updates "
-           "failed), %llu evictions, %llu eager warm-up runs\n",
-           (unsigned long long)(h.replays - h.captures), (unsigned long long)h.captures,
-           (unsigned long long)h.updates, (unsigned long long)h.update_failures,
-           (unsigned long long)h.evictions, (unsigned long long)h.warmup_runs);
+    s->r.wall_s = (now_us() - t0) * 1e-6;
+    CGR_CK(cgr_step_get_stats(s->graph.step, &s->r.graph));
     if (s->cfg->stats) {
         printf("  graph runtime:\n");
         bench_print_stats(s->graph.rt, (const cgr_step *const *)&s->graph.step, 1);
@@ -386,66 +360,27 @@ static int soak_body(soak *s)
     return 0;
 }
 
-static void write_json(const soak *s, const bench_results *res, int64_t g[3], int pass)
-{
-    json_writer w;
-    if (report_suite_json_open(&w, s->cfg->json_path, "soak", res->device_name) != 0)
-        return;
-    json_int(&w, "steps", s->steps);
-    json_int(&w, "phase_steps", SOAK_PHASE);
-    json_begin_array(&w, "batches");
-    for (int i = 0; i < SOAK_SHAPES; i++)
-        json_int(&w, NULL, soak_batches[i]);
-    json_end_array(&w);
-    json_begin_array(&w, "buckets");
-    for (int i = 0; i < SOAK_SHAPES; i++)
-        json_int(&w, NULL, soak_buckets[i]);
-    json_end_array(&w);
-    json_int(&w, "graphs_cached", SOAK_CACHE);
-    json_number(&w, "wall_s", s->wall_s);
-    json_number(&w, "us_per_step", s->steps ? s->wall_s * 1e6 / (double)s->steps : 0.0);
-    json_int(&w, "replays", (long long)s->replays);
-    json_int(&w, "updates_in_place", (long long)s->updates);
-    json_int(&w, "evictions", (long long)s->evictions);
-    json_int(&w, "checks", s->checks);
-    json_int(&w, "mismatches", s->mismatches);
-    json_begin_array(&w, "samples");
-    for (int i = 0; i < s->n_samples; i++) {
-        json_begin_object(&w, NULL);
-        json_int(&w, "step", s->samples[i].step);
-        json_int(&w, "host_rss_bytes", s->samples[i].rss);
-        json_int(&w, "device_used_bytes", s->samples[i].device);
-        json_int(&w, "pinned_bytes", s->samples[i].pinned);
-        json_end_object(&w);
-    }
-    json_end_array(&w);
-    json_begin_object(&w, "growth_bytes");
-    json_int(&w, "host_rss", g[0]);
-    json_int(&w, "device_used", g[1]);
-    json_int(&w, "pinned", g[2]);
-    json_end_object(&w);
-    json_begin_object(&w, "growth_limit_bytes");
-    json_number(&w, "host_rss", limit_get("soak_rss_growth_bytes"));
-    json_number(&w, "device_used", limit_get("soak_device_growth_bytes"));
-    json_number(&w, "pinned", limit_get("soak_pinned_growth_bytes"));
-    json_end_object(&w);
-    json_bool(&w, "pass", pass);
-    report_suite_json_close(&w, s->cfg->json_path);
-}
-
-int soak_suite(const bench_config *cfg, const bench_results *res)
+int soak_suite(const bench_config *cfg, bench_results *res)
 {
     static soak s; /* large buffers: off the stack */
     memset(&s, 0, sizeof s);
     s.cfg = cfg;
     s.steps = cfg->soak_steps;
+    soak_result *r = &s.r;
+    res->soak = r;
+    r->steps = s.steps;
+    r->phase_steps = SOAK_PHASE;
+    r->check_every = SOAK_CHECK;
+    r->dim = SOAK_D;
+    r->graphs_cached = SOAK_CACHE;
+    memcpy(r->buckets, soak_buckets, sizeof r->buckets);
+    memcpy(r->batches, soak_batches, sizeof r->batches);
     rng_seed(&s.rng, 0x50a4ULL);
     size_t ww = (size_t)SOAK_D * SOAK_D;
     s.host_w1 = malloc(ww * sizeof(float));
     s.host_w2 = malloc(ww * sizeof(float));
     s.host_b1 = malloc(SOAK_D * sizeof(float));
     s.host_b2 = malloc(SOAK_D * sizeof(float));
-    int rc = 1;
     if (!s.host_w1 || !s.host_w2 || !s.host_b1 || !s.host_b2) {
         bench_error("soak: out of host memory");
         goto out;
@@ -459,35 +394,33 @@ int soak_suite(const bench_config *cfg, const bench_results *res)
         s.host_w1[i] *= 0.0625f;
         s.host_w2[i] *= 0.0625f;
     }
-    if (soak_body(&s) != 0)
-        goto out;
-    soak_sample *a = &s.samples[0], *z = &s.samples[s.n_samples - 1];
-    int64_t g[3] = {z->rss - a->rss, z->device - a->device, z->pinned - a->pinned};
-    /* A limit missing from the limits file is NaN, and no growth passes against it. */
-    double lim[3] = {limit_get("soak_rss_growth_bytes"), limit_get("soak_device_growth_bytes"),
-                     limit_get("soak_pinned_growth_bytes")};
-    int grew = a->rss < 0 || z->rss < 0;
-    for (int i = 0; i < 3; i++)
-        grew |= !((double)g[i] <= lim[i]);
-    int pass = !grew && s.mismatches == 0;
-    printf("  growth from after warm-up to the end: host RSS %+.3f MiB, device %+.3f MiB, "
-           "pinned %+.3f MiB (limits %+.3f, %+.3f, %+.3f MiB, %s)\n",
-           (double)g[0] / 1048576.0, (double)g[1] / 1048576.0, (double)g[2] / 1048576.0,
-           lim[0] / 1048576.0, lim[1] / 1048576.0, lim[2] / 1048576.0, limits_file());
-    printf("  %.1f s, %.2f us per step (launch, fill and wait pipelined; checks included)\n",
-           s.wall_s, s.steps ? s.wall_s * 1e6 / (double)s.steps : 0.0);
-    printf("soak: %s\n", pass ? "PASS" : grew ? "FAIL (memory grew)" : "FAIL (outputs differ)");
-    if (cfg->json_path)
-        write_json(&s, res, g, pass);
-    rc = pass ? 0 : 1;
+    r->ran = soak_body(&s) == 0;
 out:
-    if (rc != 0 && s.n_samples == 0)
-        fprintf(stderr, "cgr-bench: soak failed: %s\n", bench_last_error());
+    if (!r->ran)
+        snprintf(r->error, sizeof r->error, "%s", bench_last_error());
     rt_teardown(&s.graph);
     rt_teardown(&s.eager);
     free(s.host_w1);
     free(s.host_w2);
     free(s.host_b1);
     free(s.host_b2);
-    return rc;
+    if (!r->ran)
+        return -1;
+    const soak_sample *a = &r->samples[0], *z = &r->samples[r->n_samples - 1];
+    const int64_t g[3] = {z->rss - a->rss, z->device - a->device, z->pinned - a->pinned};
+    memcpy(r->growth, g, sizeof r->growth);
+    /* No growth passes against a limit the file lacks (NaN), nor an RSS /proc did not give. */
+    const int rss_ok = a->rss >= 0 && z->rss >= 0;
+    int pass = add_check(res, "soak_rss_growth_bytes",
+                         "soak: host RSS growth, after warm-up to the end",
+                         rss_ok ? (double)g[0] : NAN, 0);
+    pass &= add_check(res, "soak_device_growth_bytes", "soak: device memory in use, growth",
+                      (double)g[1], 0);
+    pass &= add_check(res, "soak_pinned_growth_bytes", "soak: pinned bytes, growth", (double)g[2],
+                      0);
+    said_check *c = said_add(res, "soak_outputs", "soak outputs equal eager's, bitwise");
+    c->ok = r->mismatches == 0 && r->checks > 0;
+    snprintf(c->message, sizeof c->message, "%ld checked, %ld differ", r->checks, r->mismatches);
+    r->pass = pass && c->ok;
+    return 0;
 }

@@ -86,10 +86,10 @@ abspath() {
 }
 
 # ---- the table, from a runs/ directory -----------------------------------
-# The JSON field names come from bench/report.c (chain, mlp),
-# bench/newshape_bench.c and bench/serve/serve_bench.c. Every lookup
-# tolerates a missing field, so files from an older cgr-bench with a
-# different layout give n/a instead of an error.
+# The JSON field names come from cgr-bench's reporter (bench/report.c,
+# bench/report_suites.c; docs/bench-json.md). Every lookup tolerates a
+# missing field, so files from an older cgr-bench with a different layout
+# give n/a instead of an error.
 make_table() {
     python3 - "$1" <<'PYEOF'
 import glob, json, os, re, statistics, sys

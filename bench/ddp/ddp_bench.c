@@ -32,24 +32,9 @@
 #include "boot.h"
 #include "ddp.h"
 #include "ddp_bench.h"
-#include "json.h"
 #include "mlp/mlp.h"
 
-#define EXIT_NO_DEVICE 2
-
-enum { DDP_SINGLE = 0, DDP_EAGER, DDP_GRAPH, DDP_MODES };
 static const char *const mode_names[DDP_MODES] = {"single_graph", "ddp_eager", "ddp_graph"};
-
-#define DDP_MAX_B 4
-
-typedef struct ddp_result {
-    int B;
-    mode_result mode[DDP_MODES];
-    bench_stats allreduce;  /* the gradient's all-reduce alone, graphed, wall us */
-    int allreduce_ran;
-    uint64_t params_hash[DDP_MODES];
-    int eager_equals_graph; /* -1 unknown */
-} ddp_result;
 
 typedef struct ddp_job {
     const bench_config *cfg;
@@ -57,10 +42,9 @@ typedef struct ddp_job {
     /* Filled by each rank in its own process. */
     ncclComm_t comm;
     ddp_rank_info who;
-    char device_name[256];
-    int n;
-    size_t n_floats;  /* floats all-reduced per step */
-    ddp_result res[DDP_MAX_B];
+    bench_results res;  /* this rank's device and checks; rank 0 reports them */
+    ddp_result out;
+    uint64_t params_hash[DDP_MAX_B][DDP_MODES];
 } ddp_job;
 
 /* One mode's measurement state. */
@@ -178,85 +162,6 @@ out:
     return rc;
 }
 
-static void print_table(const ddp_job *job)
-{
-    const bench_config *c = job->cfg;
-    printf("\nW-ddp: W-mlp data-parallel on %d GPUs (%s), one process per GPU, gradients "
-           "all-reduced (sum, then x 1/%d) inside the step; rank 0's figures, median wall us "
-           "per step of %d after %d warm-up\n",
-           job->who.world, job->device_name, job->who.world, c->steps, c->warmup);
-    printf("%-4s | %12s | %12s | %12s | %10s | %10s | %12s | %s\n", "B/GPU", "single graph",
-           "DDP eager", "DDP graph", "graph/1GPU", "efficiency", "eager/graph", "host us (graph)");
-    for (int i = 0; i < job->n; i++) {
-        const ddp_result *r = &job->res[i];
-        const mode_result *s = &r->mode[DDP_SINGLE], *e = &r->mode[DDP_EAGER],
-                          *g = &r->mode[DDP_GRAPH];
-        double ratio = g->wall.median / s->wall.median;
-        double speed = e->wall.median / g->wall.median;
-        printf("%-5d | %12.1f | %12.1f | %12.1f | %9.3fx | %9.1f%% | %11.2fx | %.1f\n", r->B,
-               s->wall.median, e->wall.median, g->wall.median, ratio, 100.0 / ratio, speed,
-               g->cpu.median);
-    }
-    for (int i = 0; i < job->n; i++) {
-        const ddp_result *r = &job->res[i];
-        if (r->allreduce_ran)
-            printf("B = %d: the gradient's all-reduce alone (one-node graph, %.1f MB): %.1f us "
-                   "(p10 %.1f, p90 %.1f); DDP graph - single graph: %.1f us\n",
-                   r->B, 4e-6 * (double)job->n_floats, r->allreduce.median, r->allreduce.p10,
-                   r->allreduce.p90,
-                   r->mode[DDP_GRAPH].wall.median - r->mode[DDP_SINGLE].wall.median);
-    }
-    printf("checks:\n");
-    for (int i = 0; i < job->n; i++) {
-        const ddp_result *r = &job->res[i];
-        printf("  B = %d: eager and graphed W-ddp parameters after the run: %s\n", r->B,
-               r->eager_equals_graph == 1   ? "bitwise equal"
-               : r->eager_equals_graph == 0 ? "DIFFERENT"
-                                            : "not compared");
-    }
-}
-
-static void json_mode_result(json_writer *w, const char *key, const mode_result *m)
-{
-    json_begin_object(w, key);
-    json_bool(w, "ran", m->ran && !m->failed);
-    json_int(w, "steps", m->steps);
-    json_int(w, "warmup", m->warmup);
-    json_number(w, "wall_median_us", m->wall.median);
-    json_number(w, "wall_p10_us", m->wall.p10);
-    json_number(w, "wall_p90_us", m->wall.p90);
-    json_number(w, "host_cpu_median_us", m->cpu.median);
-    if (m->error[0])
-        json_string(w, "error", m->error);
-    json_end_object(w);
-}
-
-static int write_json(const ddp_job *job, const char *path)
-{
-    json_writer w;
-    TRY(report_suite_json_open(&w, path, "ddp", job->device_name));
-    json_int(&w, "world", job->who.world);
-    json_begin_array(&w, "results");
-    for (int i = 0; i < job->n; i++) {
-        const ddp_result *r = &job->res[i];
-        json_begin_object(&w, NULL);
-        json_int(&w, "batch_per_gpu", r->B);
-        for (int m = 0; m < DDP_MODES; m++)
-            json_mode_result(&w, mode_names[m], &r->mode[m]);
-        double ratio = r->mode[DDP_GRAPH].wall.median / r->mode[DDP_SINGLE].wall.median;
-        json_number(&w, "graph_over_single", ratio);
-        json_number(&w, "weak_scaling_efficiency", 1.0 / ratio);
-        json_number(&w, "eager_over_graph",
-                    r->mode[DDP_EAGER].wall.median / r->mode[DDP_GRAPH].wall.median);
-        json_int(&w, "eager_equals_graph", r->eager_equals_graph);
-        if (r->allreduce_ran)
-            json_number(&w, "allreduce_alone_median_us", r->allreduce.median);
-        json_end_object(&w);
-    }
-    json_end_array(&w);
-    return report_suite_json_close(&w, path);
-}
-
 /*
  * The floor under the DDP step: the same all-reduce (n floats, sum) as a
  * one-node graph, launched and waited for like a step, on the same
@@ -313,44 +218,47 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
 {
     ddp_job *job = user;
     const bench_config *cfg = job->cfg;
+    bench_results *res = &job->res;
     job->who = *who;
+    res->cfg = *cfg;
+    res->suite_name = "ddp";
     watchdog_install();
     watchdog_arm("W-ddp: device and communicator start-up", cfg->timeout_s);
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || who->local_rank >= count ||
-        cudaSetDevice(who->local_rank) != cudaSuccess) {
-        fprintf(stderr, "cgr-bench: rank %d: no usable CUDA device %d (%s)\n", who->rank,
-                who->local_rank, e != cudaSuccess ? cudaGetErrorString(e) : "not present");
-        return EXIT_NO_DEVICE;
+    const int probe = bench_device_probe(who->local_rank, res);
+    if (probe != 0) {
+        watchdog_disarm();
+        fprintf(stderr, "cgr-bench: rank %d has no usable device\n", who->rank);
+        return probe;
     }
-    struct cudaDeviceProp p;
-    if (cudaGetDeviceProperties(&p, who->local_rank) == cudaSuccess)
-        snprintf(job->device_name, sizeof job->device_name, "%s", p.name);
+    if (who->rank == 0)
+        report_header(res);
     if (!mlp_device_ok()) {
         watchdog_disarm();
         fprintf(stderr, "cgr-bench: rank %d: W-ddp needs compute capability 9.0 (the W-mlp "
                         "training step's thread block clusters)\n", who->rank);
         return EXIT_NO_DEVICE;
     }
-    ncclResult_t r = ncclCommInitRank(&job->comm, who->world, *id, who->rank);
+    ncclResult_t nr = ncclCommInitRank(&job->comm, who->world, *id, who->rank);
     watchdog_disarm();
-    if (r != ncclSuccess) {
+    if (nr != ncclSuccess) {
         fprintf(stderr, "cgr-bench: rank %d: ncclCommInitRank: %s\n", who->rank,
-                ncclGetErrorString(r));
+                ncclGetErrorString(nr));
         return 1;
     }
     ddp_id_done(who);
 
     static const int batches[] = {1, 32};
     int failed = 0;
-    job->n = 0;
+    ddp_result *out = &job->out;
+    out->world = who->world;
+    out->n = 0;
     for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
         const int B = batches[b];
-        ddp_result *res = &job->res[job->n++];
-        memset(res, 0, sizeof *res);
-        res->B = B;
-        res->eager_equals_graph = -1;
+        ddp_batch *r = &out->b[out->n];
+        uint64_t *hash = job->params_hash[out->n++];
+        memset(r, 0, sizeof *r);
+        r->B = B;
+        r->eager_equals_graph = -1;
         mlp_cfg mc;
         mlp_cfg_default(&mc, B);
         mlp_layout L;
@@ -361,9 +269,9 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
             free(params0);
             return 1;
         }
-        job->n_floats = L.n_floats;
+        out->n_floats = L.n_floats;
         for (int m = 0; m < DDP_MODES; m++) {
-            mode_result *mr = &res->mode[m];
+            mode_result *mr = &r->mode[m];
             mode_result_init(mr, mode_names[m]);
             char label[96];
             snprintf(label, sizeof label, "W-ddp B=%d %s (rank %d)", B, mode_names[m],
@@ -371,7 +279,7 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
             bench_clear_error();
             /* The same watchdog budget as the single-GPU workloads (work_bench.c). */
             watchdog_arm(label, mode_budget_s(cfg, 5.0));
-            int rc = run_one(job, B, m, params0, mr, &res->params_hash[m]);
+            int rc = run_one(job, B, m, params0, mr, &hash[m]);
             watchdog_disarm();
             if (rc != 0) {
                 mode_result_fail(mr);
@@ -383,14 +291,13 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
         }
         if (!failed) {
             watchdog_arm("W-ddp: the all-reduce alone", mode_budget_s(cfg, 5.0));
-            res->allreduce_ran = time_allreduce(job, params0, L.n_floats, &res->allreduce) == 0;
+            r->allreduce_ran = time_allreduce(job, params0, L.n_floats, &r->allreduce) == 0;
             watchdog_disarm();
         }
         free(params0);
-        if (res->mode[DDP_EAGER].ran && res->mode[DDP_GRAPH].ran) {
-            res->eager_equals_graph =
-                res->params_hash[DDP_EAGER] == res->params_hash[DDP_GRAPH];
-            if (!res->eager_equals_graph) {
+        if (r->mode[DDP_EAGER].ran && r->mode[DDP_GRAPH].ran) {
+            r->eager_equals_graph = hash[DDP_EAGER] == hash[DDP_GRAPH];
+            if (!r->eager_equals_graph) {
                 fprintf(stderr, "cgr-bench: rank %d: W-ddp B=%d: eager and graphed parameters "
                                 "differ\n", who->rank, B);
                 failed = 1;
@@ -399,16 +306,26 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
         if (failed)
             break; /* a rank that stops makes its peers' collectives fail; stop together */
     }
-    if (who->rank == 0 && job->n > 0) {
-        print_table(job);
-        if (cfg->json_path && write_json(job, cfg->json_path) != 0)
+    if (who->rank == 0 && out->n > 0) {
+        said_check *c = said_add(res, "ddp_eager_equals_graph",
+                                 "W-ddp eager and graphed parameters equal");
+        int n = snprintf(c->message, sizeof c->message, "bitwise after the run:");
+        c->ok = 1;
+        for (int i = 0; i < out->n && n > 0 && (size_t)n < sizeof c->message; i++) {
+            const int eq = out->b[i].eager_equals_graph;
+            c->ok &= eq == 1;
+            n += snprintf(c->message + n, sizeof c->message - (size_t)n, " B = %d %s;",
+                          out->b[i].B, eq == 1 ? "equal" : eq == 0 ? "DIFFERENT" : "not compared");
+        }
+        res->ddp = out;
+        if (report(res, cfg->json_path) != 0 || results_failed(res))
             failed = 1;
     }
     /* Every runtime (and graph) is gone, so NCCL's destroy does not wait on any. */
-    r = ncclCommDestroy(job->comm);
-    if (r != ncclSuccess) {
+    nr = ncclCommDestroy(job->comm);
+    if (nr != ncclSuccess) {
         fprintf(stderr, "cgr-bench: rank %d: ncclCommDestroy: %s\n", who->rank,
-                ncclGetErrorString(r));
+                ncclGetErrorString(nr));
         failed = 1;
     }
     return failed ? 1 : 0;

@@ -281,6 +281,37 @@ static void params_err(const mlp_layout *L, const float *p, const double *ref, d
     }
 }
 
+/*
+ * Step k, run with loss and acts as its outputs, against ref's float64 step
+ * on the same inputs (ref started from the GPU's state before the step):
+ * the loss within 1e-4 relative, then, read back, the parameters within
+ * 1e-4 norm-wise per tensor and the device step count. `what` names the
+ * step in the messages; *worst_loss and *worst_param are raised.
+ */
+static void check_fp64_step(const char *what, cgr_step *step, const mlp_bufs *dev,
+                            const mlp_layout *L, mlp_ref *ref, const float *x, const int *labels,
+                            float *const *acts, float loss, int k, float *p, size_t nb,
+                            double *worst_loss, double *worst_param)
+{
+    long hinted = 0;
+    const double want = mlp_ref_step(ref, x, labels, (const float *const *)acts, 1e-4, &hinted);
+    const double el = fabs((double)loss - want) / fabs(want);
+    if (!(el <= 1e-4))
+        TEST_FAIL_("%s: loss %.9g, float64 %.9g (rel %.3g > 1e-4)", what, (double)loss, want, el);
+    *worst_loss = el > *worst_loss ? el : *worst_loss;
+    down_state(step, dev, p, NULL, NULL, nb);
+    double ew[MLP_MAX_LAYERS], eb[MLP_MAX_LAYERS];
+    params_err(L, p, ref->p, ew, eb, worst_param);
+    for (int l = 0; l < L->n_layers; l++)
+        if (!(ew[l] <= 1e-4 && eb[l] <= 1e-4))
+            TEST_FAIL_("%s layer %d: params off the float64 reference: weight %.3g, bias %.3g "
+                       "(norm-wise, limit 1e-4)",
+                       what, l, ew[l], eb[l]);
+    int count = -1;
+    down(&count, dev->step, sizeof count);
+    ASSERT_EQ(count, k + 1);
+}
+
 static void test_reference(int B, const float *params0)
 {
     run r;
@@ -301,25 +332,10 @@ static void test_reference(int B, const float *params0)
         mlp_ref_set_state(&ref, p, mm, vv, k);
         float loss;
         run_step(&r, k, x, labels, &loss, acts);
-        long hinted = 0;
-        const double want = mlp_ref_step(&ref, x, labels, (const float *const *)acts, 1e-4,
-                                         &hinted);
-        const double el = fabs((double)loss - want) / fabs(want);
-        if (el > 1e-4)
-            TEST_FAIL_("B=%d step %d: loss %.9g, float64 %.9g (rel %.3g > 1e-4)", B, k + 1,
-                       (double)loss, want, el);
-        worst_loss = el > worst_loss ? el : worst_loss;
-        down_state(r.step, &m->dev, p, NULL, NULL, nb);
-        double ew[MLP_MAX_LAYERS], eb[MLP_MAX_LAYERS];
-        params_err(&m->L, p, ref.p, ew, eb, &worst_param);
-        for (int l = 0; l < m->L.n_layers; l++)
-            if (ew[l] > 1e-4 || eb[l] > 1e-4)
-                TEST_FAIL_("B=%d step %d layer %d: params off the float64 reference: weight "
-                           "%.3g, bias %.3g (norm-wise, limit 1e-4)",
-                           B, k + 1, l, ew[l], eb[l]);
-        int count = -1;
-        down(&count, m->dev.step, sizeof count);
-        ASSERT_EQ(count, k + 1);
+        char what[64];
+        snprintf(what, sizeof what, "B=%d step %d", B, k + 1);
+        check_fp64_step(what, r.step, &m->dev, &m->L, &ref, x, labels, acts, loss, k, p, nb,
+                        &worst_loss, &worst_param);
     }
     cgr_step_stats st;
     ASSERT_OK(cgr_step_get_stats(r.step, &st));
@@ -730,26 +746,11 @@ static void test_dyn_reference(const float *params0, int sanitizer)
         if (act != want[k])
             TEST_FAIL_("step %d (T=%lld): cgr did '%s', expected '%s'", k + 1, (long long)T,
                        cgr_run_action_name(act), cgr_run_action_name(want[k]));
-        long hinted = 0;
-        const double wl =
-            mlp_ref_step(&ref, io.x, io.labels, (const float *const *)io.acts, 1e-4, &hinted);
-        const double el = fabs((double)loss - wl) / fabs(wl);
-        if (!(el <= 1e-4))
-            TEST_FAIL_("dyn step %d (T=%lld, %s): loss %.9g, float64 at the true batch %.9g "
-                       "(rel %.3g > 1e-4)",
-                       k + 1, (long long)T, cgr_run_action_name(act), (double)loss, wl, el);
-        worst_loss = el > worst_loss ? el : worst_loss;
-        down_state(r.step, &m->dev, p, NULL, NULL, nb);
-        double ew[MLP_MAX_LAYERS], eb[MLP_MAX_LAYERS];
-        params_err(&m->L, p, ref.p, ew, eb, &worst_param);
-        for (int l = 0; l < m->L.n_layers; l++)
-            if (!(ew[l] <= 1e-4 && eb[l] <= 1e-4))
-                TEST_FAIL_("dyn step %d (T=%lld, %s) layer %d: params off float64 training on "
-                           "the true batch: weight %.3g, bias %.3g (norm-wise, limit 1e-4)",
-                           k + 1, (long long)T, cgr_run_action_name(act), l, ew[l], eb[l]);
-        int count = -1;
-        down(&count, m->dev.step, sizeof count);
-        ASSERT_EQ(count, k + 1);
+        char what[96];
+        snprintf(what, sizeof what, "dyn step %d (T=%lld, %s, float64 on the true batch)", k + 1,
+                 (long long)T, cgr_run_action_name(act));
+        check_fp64_step(what, r.step, &m->dev, &m->L, &ref, io.x, io.labels, io.acts, loss, k, p,
+                        nb, &worst_loss, &worst_param);
         mlp_ref_free(&ref);
     }
     cgr_step_stats ss;

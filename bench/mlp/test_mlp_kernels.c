@@ -181,19 +181,55 @@ static void use_side(mlp_bufs *b)
 }
 static cublasHandle_t blas;
 
+/*
+ * Every host and device buffer of the test is tracked: scope() marks the
+ * start of a case, release(mark) frees what was allocated since, newest
+ * first, so no case frees its buffers one by one.
+ */
+static struct {
+    void *p;
+    int dev;
+} live[4096];
+static size_t n_live;
+
+static void *track(void *p, int dev)
+{
+    if (n_live == sizeof live / sizeof live[0])
+        die("more than %zu buffers alive", n_live);
+    live[n_live].p = p;
+    live[n_live++].dev = dev;
+    return p;
+}
+
+static size_t scope(void)
+{
+    return n_live;
+}
+
+static void release(size_t mark)
+{
+    while (n_live > mark) {
+        n_live--;
+        if (live[n_live].dev)
+            CUDA_OK(cudaFree(live[n_live].p));
+        else
+            free(live[n_live].p);
+    }
+}
+
 static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p)
         die("out of host memory (%zu bytes)", n);
-    return p;
+    return track(p, 0);
 }
 
 static void *dmalloc(size_t n)
 {
     void *p = NULL;
     CUDA_OK(cudaMalloc(&p, n ? n : 1));
-    return p;
+    return track(p, 1);
 }
 
 static void up(void *d, const void *h, size_t n)
@@ -201,10 +237,34 @@ static void up(void *d, const void *h, size_t n)
     CUDA_OK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
 }
 
+/* n floats of h in a device buffer of their own. */
+static float *dev_of(const float *h, size_t n)
+{
+    float *d = dmalloc(n * 4);
+    up(d, h, n * 4);
+    return d;
+}
+
+/* The same in a buffer of n + 4 floats, at float offset mis: misaligned when mis = 1. */
+static float *dev_at(const float *h, size_t n, int mis)
+{
+    float *d = (float *)dmalloc((n + 4) * 4) + mis;
+    up(d, h, n * 4);
+    return d;
+}
+
 static void down(void *h, const void *d, size_t n)
 {
     CUDA_OK(cudaStreamSynchronize(stream));
     CUDA_OK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
+}
+
+/* n floats of device buffer d, in a new host buffer. */
+static float *down_new(const float *d, size_t n)
+{
+    float *h = xmalloc(n * 4);
+    down(h, d, n * 4);
+    return h;
 }
 
 /* 0xff bytes: a NaN in every float, so unwritten outputs fail the checks. */
@@ -258,6 +318,14 @@ static void fill(rng *r, float *x, size_t n, float scale)
 {
     for (size_t i = 0; i < n; i++)
         x[i] = rng_float(r) * scale;
+}
+
+/* n random floats times scale in a new host buffer. */
+static float *rand_new(rng *r, size_t n, float scale)
+{
+    float *x = xmalloc(n * 4);
+    fill(r, x, n, scale);
+    return x;
 }
 
 static double *to_double(const float *x, size_t n)
@@ -339,21 +407,18 @@ static void test_bias_act(rng *r)
         for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
             for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
                 for (int mis = 0; mis <= (Cs[ci] == 1024); mis++, k++) {
+                    const size_t mark = scope();
                     const int B = Bs[bi], C = Cs[ci], pdl = k % 2;
                     const size_t n = (size_t)B * C;
                     group *g = grp(relu ? "bias_relu_fwd" : "bias_fwd");
-                    float *hy = xmalloc(n * 4), *hb = xmalloc((size_t)C * 4), *out = xmalloc(n * 4);
-                    fill(r, hy, n, 1.f);
-                    fill(r, hb, (size_t)C, 1.f);
-                    float *dy = dmalloc((n + 4) * 4), *db = dmalloc(((size_t)C + 4) * 4);
+                    const float *hy = rand_new(r, n, 1.f), *hb = rand_new(r, (size_t)C, 1.f);
                     /* mis: 4-byte offset, forcing the scalar path */
-                    up(dy + mis, hy, n * 4);
-                    up(db + mis, hb, (size_t)C * 4);
+                    float *dy = dev_at(hy, n, mis), *db = dev_at(hb, (size_t)C, mis);
                     if (relu)
-                        CUDA_OK(mlp_bias_relu_fwd(dy + mis, db + mis, B, C, stream, pdl));
+                        CUDA_OK(mlp_bias_relu_fwd(dy, db, B, C, stream, pdl));
                     else
-                        CUDA_OK(mlp_bias_fwd(dy + mis, db + mis, B, C, stream, pdl));
-                    down(out, dy + mis, n * 4);
+                        CUDA_OK(mlp_bias_fwd(dy, db, B, C, stream, pdl));
+                    const float *out = down_new(dy, n);
                     double *want = xmalloc(n * sizeof *want);
                     for (size_t i = 0; i < n; i++) {
                         double v = (double)hy[i] + (double)hb[i % (size_t)C];
@@ -363,12 +428,7 @@ static void test_bias_act(rng *r)
                     snprintf(what, sizeof what, "B=%d cols=%d%s pdl=%d", B, C,
                              mis ? " misaligned" : "", pdl);
                     compare(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
-                    free(want);
-                    free(hy);
-                    free(hb);
-                    free(out);
-                    CUDA_OK(cudaFree(dy));
-                    CUDA_OK(cudaFree(db));
+                    release(mark);
                 }
 }
 
@@ -381,18 +441,15 @@ static void test_relu_bwd(rng *r)
     for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
         for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
             for (int mis = 0; mis <= 1; mis++, k++) {
+                const size_t mark = scope();
                 const int B = Bs[bi], C = Cs[ci], pdl = k % 2;
                 const size_t n = (size_t)B * C;
-                float *hd = xmalloc(n * 4), *hy = xmalloc(n * 4), *out = xmalloc(n * 4);
-                fill(r, hd, n, 1.f);
-                fill(r, hy, n, 1.f);
-                float *dd = dmalloc((n + 4) * 4), *dy = dmalloc((n + 4) * 4);
-                up(dd + mis, hd, n * 4);
-                up(dy + mis, hy, n * 4);
+                const float *hd = rand_new(r, n, 1.f), *hy = rand_new(r, n, 1.f);
+                float *dd = dev_at(hd, n, mis), *dy = dev_at(hy, n, mis);
                 /* every other case with dropout's 1/(1-p) scale */
                 const float scale = k % 2 ? 1.f / (1.f - 0.1f) : 1.f;
-                CUDA_OK(mlp_relu_bwd(dd + mis, dy + mis, scale, B, C, stream, pdl));
-                down(out, dd + mis, n * 4);
+                CUDA_OK(mlp_relu_bwd(dd, dy, scale, B, C, stream, pdl));
+                const float *out = down_new(dd, n);
                 double *want = xmalloc(n * sizeof *want);
                 for (size_t i = 0; i < n; i++)
                     want[i] = hy[i] > 0.f ? (double)scale * (double)hd[i] : 0.0;
@@ -400,12 +457,7 @@ static void test_relu_bwd(rng *r)
                 snprintf(what, sizeof what, "B=%d cols=%d%s scale=%g", B, C,
                          mis ? " misaligned" : "", (double)scale);
                 compare(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
-                free(want);
-                free(hd);
-                free(hy);
-                free(out);
-                CUDA_OK(cudaFree(dd));
-                CUDA_OK(cudaFree(dy));
+                release(mark);
             }
 }
 
@@ -415,7 +467,7 @@ static void test_relu_bwd(rng *r)
  * exp underflows nothing), a random bias vector and random labels, label
  * `bad_label` at row bad_row when bad_row >= 0; on the device the same, and
  * outputs for xent_run() to poison. hd, hrl and loss hold the outputs of
- * the run under test, for xent_check().
+ * the run under test, for xent_check(). Its buffers go with the caller's scope.
  */
 typedef struct xent_fix {
     int B, C;
@@ -434,46 +486,22 @@ static void xent_setup(rng *r, xent_fix *f, int B, int C, int bad_row, int bad_l
     f->hl = xmalloc(f->n * 4);
     f->hd = xmalloc(f->n * 4);
     f->hrl = xmalloc((size_t)B * 4);
-    f->hb = xmalloc((size_t)C * 4);
+    f->hb = rand_new(r, (size_t)C, 1.f);
     f->lab = xmalloc((size_t)B * sizeof(int));
-    fill(r, f->hb, (size_t)C, 1.f);
     fill(r, f->hl, f->n, 8.f);
     for (int b = 0; b < B; b++)
         f->lab[b] = (int)(rng_next(r) % (uint64_t)C);
     if (bad_row >= 0)
         f->lab[bad_row] = bad_label;
-    f->dl = dmalloc(f->n * 4);
-    f->db = dmalloc((size_t)C * 4);
+    f->dl = dev_of(f->hl, f->n);
+    f->db = dev_of(f->hb, (size_t)C);
     f->dd = dmalloc(f->n * 4);
     f->drl = dmalloc((size_t)B * 4);
     f->dloss = dmalloc(4);
     f->dlab = dmalloc((size_t)B * sizeof(int));
-    up(f->dl, f->hl, f->n * 4);
-    up(f->db, f->hb, (size_t)C * 4);
     up(f->dlab, f->lab, (size_t)B * sizeof(int));
 }
 
-static void xent_free(xent_fix *f)
-{
-    free(f->hl);
-    free(f->hd);
-    free(f->hrl);
-    free(f->hb);
-    free(f->lab);
-    CUDA_OK(cudaFree(f->dl));
-    CUDA_OK(cudaFree(f->db));
-    CUDA_OK(cudaFree(f->dd));
-    CUDA_OK(cudaFree(f->drl));
-    CUDA_OK(cudaFree(f->dloss));
-    CUDA_OK(cudaFree(f->dlab));
-}
-
-/*
- * One launch on poisoned outputs, copied back to hd, hrl and loss: the
- * masked kernel with true batch *dtb when dtb is not NULL, the unmasked one
- * (mlp_softmax_xent_fwd_bwd) otherwise; with `bias` the kernel adds the
- * bias vector to the logits as it reads them.
- */
 static void xent_run(const xent_fix *f, const int64_t *dtb, int bias, int pdl, float *hd,
                      float *hrl, float *loss)
 {
@@ -502,7 +530,7 @@ static void xent_run(const xent_fix *f, const int64_t *dtb, int bias, int pdl, f
 static void xent_check(group *g, const xent_fix *f, int T, int bias, const char *id,
                        const char *detail, int real)
 {
-    const size_t nt = (size_t)T * f->C;
+    const size_t mark = scope(), nt = (size_t)T * f->C;
     double *logits = to_double(f->hl, nt);
     if (bias)
         for (size_t i = 0; i < nt; i++)
@@ -519,9 +547,7 @@ static void xent_check(group *g, const xent_fix *f, int T, int bias, const char 
     compare(g, what, f->hrl, wrl, NULL, (size_t)T, 1e-5, 1e-6, 0.0);
     snprintf(what, sizeof what, "%s %s", id, real ? "mean over the real rows" : "mean loss");
     compare(g, what, &f->loss, &wl, NULL, 1, 1e-5, 0.0, 0.0);
-    free(logits);
-    free(want);
-    free(wrl);
+    release(mark);
 }
 
 /*
@@ -531,6 +557,7 @@ static void xent_check(group *g, const xent_fix *f, int T, int bias, const char 
 static void softmax_case(rng *r, group *g, int B, int C, int pdl, int bad_row, int bad_label,
                          int bias)
 {
+    const size_t mark = scope();
     xent_fix f;
     xent_setup(r, &f, B, C, bad_row, bad_label);
     xent_run(&f, NULL, bias, pdl, f.hd, f.hrl, &f.loss);
@@ -539,7 +566,7 @@ static void softmax_case(rng *r, group *g, int B, int C, int pdl, int bad_row, i
     snprintf(detail, sizeof detail, " pdl=%d%s%s", pdl, bad_row >= 0 ? " bad label" : "",
              bias ? " bias" : "");
     xent_check(g, &f, B, bias, id, detail, 0);
-    xent_free(&f);
+    release(mark);
 }
 
 static void test_softmax(rng *r)
@@ -570,6 +597,7 @@ static void test_softmax(rng *r)
 static void softmax_masked_case(rng *r, group *g, int B, int64_t tb, int want_T, int C, int pdl,
                                 int bias)
 {
+    const size_t mark = scope();
     xent_fix f;
     /* With padding, a bad label in a padded row: it must not turn the loss into NaN. */
     xent_setup(r, &f, B, C, want_T < B ? B - 1 : -1, C);
@@ -598,11 +626,8 @@ static void softmax_masked_case(rng *r, group *g, int B, int64_t tb, int want_T,
         same_bits(g, what, f.hrl, url, (size_t)B * 4);
         snprintf(what, sizeof what, "B=%d T=B == unmasked: loss", B);
         same_bits(g, what, &f.loss, &uloss, 4);
-        free(ud);
-        free(url);
     }
-    CUDA_OK(cudaFree(dtb));
-    xent_free(&f);
+    release(mark);
 }
 
 static void test_softmax_masked(rng *r)
@@ -687,20 +712,16 @@ static void test_bias_relu_dropout(rng *r)
     for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
         for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
             for (int mis = 0; mis <= 1; mis++, k++) {
+                const size_t mark = scope();
                 const int B = Bs[bi], C = Cs[ci], pdl = k % 2;
                 const size_t n = (size_t)B * C;
                 const cgr_philox_state hs = {rng_next(r), rng_next(r) >> 8};
                 const uint64_t sub = rng_next(r) >> 40;
-                cgr_philox_state *ds = philox_dev(hs.seed, hs.offset);
-                const mlp_dropout dr = {ds, sub, DROP_P};
-                float *hy = xmalloc(n * 4), *hb = xmalloc((size_t)C * 4), *out = xmalloc(n * 4);
-                fill(r, hy, n, 1.f);
-                fill(r, hb, (size_t)C, 1.f);
-                float *dy = dmalloc((n + 4) * 4), *db = dmalloc(((size_t)C + 4) * 4);
-                up(dy + mis, hy, n * 4);
-                up(db + mis, hb, (size_t)C * 4);
-                CUDA_OK(mlp_bias_relu_dropout_fwd(dy + mis, db + mis, B, C, &dr, stream, pdl));
-                down(out, dy + mis, n * 4);
+                const mlp_dropout dr = {philox_dev(hs.seed, hs.offset), sub, DROP_P};
+                const float *hy = rand_new(r, n, 1.f), *hb = rand_new(r, (size_t)C, 1.f);
+                float *dy = dev_at(hy, n, mis), *db = dev_at(hb, (size_t)C, mis);
+                CUDA_OK(mlp_bias_relu_dropout_fwd(dy, db, B, C, &dr, stream, pdl));
+                const float *out = down_new(dy, n);
                 double *want = xmalloc(n * sizeof *want);
                 unsigned char *drop = xmalloc(n);
                 const float scale = 1.f / (1.f - DROP_P);
@@ -715,14 +736,7 @@ static void test_bias_relu_dropout(rng *r)
                          mis ? " misaligned" : "", pdl);
                 compare(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
                 check_dropped(g, what, out, drop, n, &dropped);
-                free(want);
-                free(drop);
-                free(hy);
-                free(hb);
-                free(out);
-                CUDA_OK(cudaFree(dy));
-                CUDA_OK(cudaFree(db));
-                CUDA_OK(cudaFree(ds));
+                release(mark);
             }
     check_rate(gr, dropped, total, DROP_P);
 }
@@ -742,32 +756,25 @@ static void test_linear_fwd(rng *r)
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
             for (int act = 0; act <= 2; act++) {
+                const size_t mark = scope();
                 const int out = shapes[si][0], in = shapes[si][1], mis = shapes[si][2];
                 const int B = Bs[bi];
                 const size_t nw = (size_t)out * in, ny = (size_t)B * out, nx = (size_t)B * in;
-                float *hW = xmalloc(nw * 4), *hx = xmalloc(nx * 4), *hb = xmalloc((size_t)out * 4);
-                float *got[4];
-                for (int v = 0; v < 4; v++)
-                    got[v] = xmalloc(ny * 4);
-                fill(r, hW, nw, 0.05f);
-                fill(r, hx, nx, 1.f);
-                fill(r, hb, (size_t)out, 0.5f);
-                float *dW = dmalloc((nw + 4) * 4), *dx = dmalloc((nx + 4) * 4),
-                      *db = dmalloc((size_t)out * 4), *dy = dmalloc(ny * 4);
-                up(dW + mis, hW, nw * 4);
-                up(dx + mis, hx, nx * 4);
-                up(db, hb, (size_t)out * 4);
+                const float *hW = rand_new(r, nw, 0.05f), *hx = rand_new(r, nx, 1.f);
+                const float *hb = rand_new(r, (size_t)out, 0.5f);
+                float *dW = dev_at(hW, nw, mis), *dx = dev_at(hx, nx, mis);
+                float *db = dev_of(hb, (size_t)out), *dy = dmalloc(ny * 4);
                 const cgr_philox_state hs = {rng_next(r), rng_next(r) >> 8};
                 const uint64_t sub = rng_next(r) >> 40;
-                cgr_philox_state *ds = philox_dev(hs.seed, hs.offset);
-                const mlp_dropout dr = {ds, sub, DROP_P};
+                const mlp_dropout dr = {philox_dev(hs.seed, hs.offset), sub, DROP_P};
                 const mlp_dropout *drp = act == 2 ? &dr : NULL;
                 /* plain, plain again, PDL, PDL with the weights loaded before the wait */
+                const float *got[4];
                 for (int v = 0; v < 4; v++) {
                     poison(dy, ny * 4);
-                    CUDA_OK(mlp_linear_fwd(dy, dW + mis, db, dx + mis, B, out, in, act > 0, drp,
-                                           stream, v >= 2, v == 3));
-                    down(got[v], dy, ny * 4);
+                    CUDA_OK(mlp_linear_fwd(dy, dW, db, dx, B, out, in, act > 0, drp, stream,
+                                           v >= 2, v == 3));
+                    got[v] = down_new(dy, ny);
                 }
                 double *want = xmalloc(ny * 8), *wabs = xmalloc(ny * 8);
                 unsigned char *drop = xmalloc(ny);
@@ -798,19 +805,7 @@ static void test_linear_fwd(rng *r)
                 }
                 for (int v = 1; v < 4; v++)
                     same_bits(gd, what, got[0], got[v], ny * 4);
-                free(want);
-                free(wabs);
-                free(drop);
-                free(hW);
-                free(hx);
-                free(hb);
-                for (int v = 0; v < 4; v++)
-                    free(got[v]);
-                CUDA_OK(cudaFree(dW));
-                CUDA_OK(cudaFree(dx));
-                CUDA_OK(cudaFree(db));
-                CUDA_OK(cudaFree(dy));
-                CUDA_OK(cudaFree(ds));
+                release(mark);
             }
     check_rate(gr, dropped, total, DROP_P);
 }
@@ -844,20 +839,15 @@ static void test_linear_fwd_chain(rng *r)
 {
     static const int Bs[] = {1, 2, 4, 8};
     const int n = 1024, L = CHAIN_LAYERS;
+    const size_t mark = scope();
     group *g = grp("linear_fwd chain (5 layers, pdl + w_early, eager and graph)");
-    float *hW = xmalloc((size_t)L * n * n * 4), *hb = xmalloc((size_t)L * n * 4);
-    float *hx = xmalloc((size_t)8 * n * 4), *ref = xmalloc((size_t)8 * n * 4);
-    float *got = xmalloc((size_t)8 * n * 4);
-    fill(r, hW, (size_t)L * n * n, 0.05f);
-    fill(r, hb, (size_t)L * n, 0.5f);
-    fill(r, hx, (size_t)8 * n, 1.f);
-    float *dW = dmalloc((size_t)L * n * n * 4), *db = dmalloc((size_t)L * n * 4);
-    float *dx = dmalloc((size_t)8 * n * 4), *a0 = dmalloc((size_t)8 * n * 4);
+    const float *hW = rand_new(r, (size_t)L * n * n, 0.05f);
+    const float *hb = rand_new(r, (size_t)L * n, 0.5f), *hx = rand_new(r, (size_t)8 * n, 1.f);
+    float *ref = xmalloc((size_t)8 * n * 4), *got = xmalloc((size_t)8 * n * 4);
+    float *dW = dev_of(hW, (size_t)L * n * n), *db = dev_of(hb, (size_t)L * n);
+    float *dx = dev_of(hx, (size_t)8 * n), *a0 = dmalloc((size_t)8 * n * 4);
     float *a1 = dmalloc((size_t)8 * n * 4);
     /* The last layer (4) writes a0. */
-    up(dW, hW, (size_t)L * n * n * 4);
-    up(db, hb, (size_t)L * n * 4);
-    up(dx, hx, (size_t)8 * n * 4);
     for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++) {
         const int B = Bs[bi];
         const size_t bytes = (size_t)B * n * 4;
@@ -898,16 +888,7 @@ static void test_linear_fwd_chain(rng *r)
         CUDA_OK(cudaGraphExecDestroy(exec));
         CUDA_OK(cudaGraphDestroy(gr));
     }
-    free(hW);
-    free(hb);
-    free(hx);
-    free(ref);
-    free(got);
-    CUDA_OK(cudaFree(dW));
-    CUDA_OK(cudaFree(db));
-    CUDA_OK(cudaFree(dx));
-    CUDA_OK(cudaFree(a0));
-    CUDA_OK(cudaFree(a1));
+    release(mark);
 }
 
 static void test_gemv_bwd(rng *r)
@@ -921,32 +902,24 @@ static void test_gemv_bwd(rng *r)
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
             for (int use_mask = 0; use_mask <= 1; use_mask++) {
+                const size_t mark = scope();
                 const int out = shapes[si][0], in = shapes[si][1], mis = shapes[si][2];
                 const int B = Bs[bi];
                 const size_t nw = (size_t)out * in, ny = (size_t)B * out, nx = (size_t)B * in;
-                float *hW = xmalloc(nw * 4), *hdy = xmalloc(ny * 4), *hm = xmalloc(nx * 4);
-                float *o1 = xmalloc(nx * 4), *o2 = xmalloc(nx * 4), *o3 = xmalloc(nx * 4);
-                fill(r, hW, nw, 0.05f);
-                fill(r, hdy, ny, 1.f);
-                fill(r, hm, nx, 1.f);
-                float *dW = dmalloc((nw + 4) * 4), *ddy = dmalloc(ny * 4), *dm = dmalloc(nx * 4),
-                      *ddx = dmalloc(nx * 4);
-                up(dW + mis, hW, nw * 4);
-                up(ddy, hdy, ny * 4);
-                up(dm, hm, nx * 4);
+                const float *hW = rand_new(r, nw, 0.05f), *hdy = rand_new(r, ny, 1.f);
+                const float *hm = rand_new(r, nx, 1.f);
+                float *dW = dev_at(hW, nw, mis), *ddy = dev_of(hdy, ny), *dm = dev_of(hm, nx);
+                float *ddx = dmalloc(nx * 4);
                 const float *mask = use_mask ? dm : NULL;
                 /* with the mask, half the cases use dropout's 1/(1-p) scale */
                 const float scale = use_mask && bi % 2 ? 1.f / (1.f - 0.1f) : 1.f;
-                poison(ddx, nx * 4);
-                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, scale, B, out, in, stream, 0));
-                down(o1, ddx, nx * 4);
-                poison(ddx, nx * 4);
-                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, scale, B, out, in, stream, 0));
-                down(o2, ddx, nx * 4);
-                poison(ddx, nx * 4);
-                CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW + mis, mask, scale, B, out, in, stream, 1));
-                down(o3, ddx, nx * 4);
-
+                /* plain, plain again, PDL */
+                const float *o[3];
+                for (int v = 0; v < 3; v++) {
+                    poison(ddx, nx * 4);
+                    CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW, mask, scale, B, out, in, stream, v == 2));
+                    o[v] = down_new(ddx, nx);
+                }
                 double *W = to_double(hW, nw), *dy = to_double(hdy, ny);
                 double *want = xmalloc(nx * 8), *wabs = xmalloc(nx * 8);
                 unsigned char *m = xmalloc(nx);
@@ -960,24 +933,10 @@ static void test_gemv_bwd(rng *r)
                 char what[96];
                 snprintf(what, sizeof what, "B=%d out=%d in=%d%s%s scale=%g", B, out, in,
                          use_mask ? " mask" : "", mis ? " misaligned" : "", (double)scale);
-                compare(g, what, o1, want, wabs, nx, 1e-4, 0.0, 1e-4);
-                same_bits(gd, what, o1, o2, nx * 4);
-                same_bits(gd, what, o1, o3, nx * 4);
-                free(W);
-                free(dy);
-                free(want);
-                free(wabs);
-                free(m);
-                free(hW);
-                free(hdy);
-                free(hm);
-                free(o1);
-                free(o2);
-                free(o3);
-                CUDA_OK(cudaFree(dW));
-                CUDA_OK(cudaFree(ddy));
-                CUDA_OK(cudaFree(dm));
-                CUDA_OK(cudaFree(ddx));
+                compare(g, what, o[0], want, wabs, nx, 1e-4, 0.0, 1e-4);
+                same_bits(gd, what, o[0], o[1], nx * 4);
+                same_bits(gd, what, o[0], o[2], nx * 4);
+                release(mark);
             }
 }
 
@@ -992,27 +951,21 @@ static void test_outer_acc(rng *r)
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
             for (int with_db = 0; with_db <= 1; with_db++) {
+                const size_t mark = scope();
                 const int out = shapes[si][0], in = shapes[si][1], mis = shapes[si][2];
                 const int B = Bs[bi];
                 const size_t nw = (size_t)out * in, ny = (size_t)B * out, nx = (size_t)B * in;
-                float *hdy = xmalloc(ny * 4), *hx = xmalloc(nx * 4);
-                float *w1 = xmalloc(nw * 4), *w2 = xmalloc(nw * 4), *b1 = xmalloc((size_t)out * 4),
-                      *b2 = xmalloc((size_t)out * 4);
-                fill(r, hdy, ny, 1.f);
-                fill(r, hx, nx, 1.f);
-                float *ddy = dmalloc(ny * 4), *dx = dmalloc((nx + 4) * 4), *ddW = dmalloc(nw * 4),
-                      *ddb = dmalloc((size_t)out * 4);
-                up(ddy, hdy, ny * 4);
-                up(dx + mis, hx, nx * 4);
+                const float *hdy = rand_new(r, ny, 1.f), *hx = rand_new(r, nx, 1.f);
+                float *ddy = dev_of(hdy, ny), *dx = dev_at(hx, nx, mis), *ddW = dmalloc(nw * 4);
+                float *ddb = dmalloc((size_t)out * 4);
                 float *db = with_db ? ddb : NULL;
                 poison(ddW, nw * 4);
                 poison(ddb, (size_t)out * 4);
-                CUDA_OK(mlp_outer_acc(ddW, db, ddy, dx + mis, B, out, in, stream, 0));
-                down(w1, ddW, nw * 4);
-                down(b1, ddb, (size_t)out * 4);
+                CUDA_OK(mlp_outer_acc(ddW, db, ddy, dx, B, out, in, stream, 0));
+                const float *w1 = down_new(ddW, nw), *b1 = down_new(ddb, (size_t)out);
                 poison(ddW, nw * 4);
-                CUDA_OK(mlp_outer_acc(ddW, db, ddy, dx + mis, B, out, in, stream, 1));
-                down(w2, ddW, nw * 4);
+                CUDA_OK(mlp_outer_acc(ddW, db, ddy, dx, B, out, in, stream, 1));
+                const float *w2 = down_new(ddW, nw);
 
                 double *dy = to_double(hdy, ny), *x = to_double(hx, nx);
                 double *want = xmalloc(nw * 8), *wabs = xmalloc(nw * 8),
@@ -1029,25 +982,9 @@ static void test_outer_acc(rng *r)
                     /* bias_grad sums in the same order: the same bits. */
                     poison(ddb, (size_t)out * 4);
                     CUDA_OK(mlp_bias_grad(ddb, ddy, B, out, stream, 1));
-                    down(b2, ddb, (size_t)out * 4);
-                    same_bits(gb, what, b1, b2, (size_t)out * 4);
+                    same_bits(gb, what, b1, down_new(ddb, (size_t)out), (size_t)out * 4);
                 }
-                free(dy);
-                free(x);
-                free(want);
-                free(wabs);
-                free(bwant);
-                free(babs);
-                free(hdy);
-                free(hx);
-                free(w1);
-                free(w2);
-                free(b1);
-                free(b2);
-                CUDA_OK(cudaFree(ddy));
-                CUDA_OK(cudaFree(dx));
-                CUDA_OK(cudaFree(ddW));
-                CUDA_OK(cudaFree(ddb));
+                release(mark);
             }
 }
 
@@ -1059,15 +996,14 @@ static void test_bias_grad(rng *r)
     int k = 0;
     for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
         for (size_t oi = 0; oi < sizeof outs / sizeof outs[0]; oi++, k++) {
+            const size_t mark = scope();
             const int B = Bs[bi], out = outs[oi];
             const size_t ny = (size_t)B * out;
-            float *hdy = xmalloc(ny * 4), *got = xmalloc((size_t)out * 4);
-            fill(r, hdy, ny, 1.f);
-            float *ddy = dmalloc(ny * 4), *ddb = dmalloc((size_t)out * 4);
-            up(ddy, hdy, ny * 4);
+            const float *hdy = rand_new(r, ny, 1.f);
+            float *ddy = dev_of(hdy, ny), *ddb = dmalloc((size_t)out * 4);
             poison(ddb, (size_t)out * 4);
             CUDA_OK(mlp_bias_grad(ddb, ddy, B, out, stream, k % 2));
-            down(got, ddb, (size_t)out * 4);
+            const float *got = down_new(ddb, (size_t)out);
             double *want = xmalloc((size_t)out * 8), *wabs = xmalloc((size_t)out * 8);
             for (int o = 0; o < out; o++) {
                 double s = 0.0, a = 0.0;
@@ -1081,12 +1017,7 @@ static void test_bias_grad(rng *r)
             char what[64];
             snprintf(what, sizeof what, "B=%d out=%d", B, out);
             compare(g, what, got, want, wabs, (size_t)out, 1e-5, 0.0, 0.0);
-            free(want);
-            free(wabs);
-            free(hdy);
-            free(got);
-            CUDA_OK(cudaFree(ddy));
-            CUDA_OK(cudaFree(ddb));
+            release(mark);
         }
 }
 
@@ -1096,29 +1027,19 @@ typedef struct adamw_hp {
 
 static void adamw_case(rng *r, group *g, size_t n, int mis, int step0, adamw_hp h, int pdl)
 {
-    float *hp = xmalloc(n * 4), *hg = xmalloc(n * 4), *hm = xmalloc(n * 4), *hv = xmalloc(n * 4);
-    fill(r, hp, n, 1.f);
-    fill(r, hg, n, 1.f);
-    fill(r, hm, n, 0.1f);
-    fill(r, hv, n, 0.01f);
+    const size_t mark = scope();
+    const float *hp = rand_new(r, n, 1.f), *hg = rand_new(r, n, 1.f), *hm = rand_new(r, n, 0.1f);
+    float *hv = rand_new(r, n, 0.01f);
     for (size_t i = 0; i < n; i++)
         hv[i] = fabsf(hv[i]);
-    float *dp = dmalloc((n + 4) * 4), *dg = dmalloc((n + 4) * 4), *dm = dmalloc((n + 4) * 4),
-          *dv = dmalloc((n + 4) * 4);
+    float *dp = dev_at(hp, n, mis), *dg = dev_at(hg, n, mis), *dm = dev_at(hm, n, mis),
+          *dv = dev_at(hv, n, mis);
     int *dstep = dmalloc(sizeof(int));
-    up(dp + mis, hp, n * 4);
-    up(dg + mis, hg, n * 4);
-    up(dm + mis, hm, n * 4);
-    up(dv + mis, hv, n * 4);
     up(dstep, &step0, sizeof(int));
-    CUDA_OK(mlp_adamw_fused(dp + mis, dg + mis, dm + mis, dv + mis, n, dstep, h.lr, h.b1, h.b2,
-                            h.eps, h.wd, stream, pdl));
+    CUDA_OK(mlp_adamw_fused(dp, dg, dm, dv, n, dstep, h.lr, h.b1, h.b2, h.eps, h.wd, stream, pdl));
     CUDA_OK(mlp_adamw_step_count_inc(dstep, stream, pdl));
-    float *op = xmalloc(n * 4), *om = xmalloc(n * 4), *ov = xmalloc(n * 4);
+    const float *op = down_new(dp, n), *om = down_new(dm, n), *ov = down_new(dv, n);
     int step1 = -1;
-    down(op, dp + mis, n * 4);
-    down(om, dm + mis, n * 4);
-    down(ov, dv + mis, n * 4);
     down(&step1, dstep, sizeof(int));
 
     double *p = to_double(hp, n), *gg = to_double(hg, n), *m = to_double(hm, n),
@@ -1136,22 +1057,7 @@ static void adamw_case(rng *r, group *g, size_t n, int mis, int step0, adamw_hp 
     if (!step_ok)
         fprintf(stderr, "FAIL %s: step count %d after one step from %d\n", g->name, step1, step0);
     grp_case(g, step_ok, step_ok ? 0.0 : INFINITY);
-    free(p);
-    free(gg);
-    free(m);
-    free(v);
-    free(hp);
-    free(hg);
-    free(hm);
-    free(hv);
-    free(op);
-    free(om);
-    free(ov);
-    CUDA_OK(cudaFree(dp));
-    CUDA_OK(cudaFree(dg));
-    CUDA_OK(cudaFree(dm));
-    CUDA_OK(cudaFree(dv));
-    CUDA_OK(cudaFree(dstep));
+    release(mark);
 }
 
 static void test_adamw(rng *r)
@@ -1173,6 +1079,7 @@ static void test_adamw(rng *r)
 
 /* ---- training runs ----------------------------------------------------------------------- */
 
+/* One training run's buffers; they go with the caller's scope. */
 typedef struct run {
     mlp_cfg cfg;
     mlp_layout L;
@@ -1213,21 +1120,6 @@ static void run_create(run *r, int B, int small_max)
     CUDA_OK(cudaMemset(r->b.step, 0, sizeof(int)));
     poison(r->scratch, sz.total_bytes); /* the step must write before it reads */
     CUDA_OK(cudaDeviceSynchronize());
-}
-
-static void run_destroy(run *r)
-{
-    CUDA_OK(cudaFree(r->b.params));
-    CUDA_OK(cudaFree(r->b.grads));
-    CUDA_OK(cudaFree(r->b.m));
-    CUDA_OK(cudaFree(r->b.v));
-    CUDA_OK(cudaFree(r->b.step));
-    CUDA_OK(cudaFree(r->b.loss));
-    CUDA_OK(cudaFree(r->x));
-    CUDA_OK(cudaFree(r->labels));
-    CUDA_OK(cudaFree(r->scratch));
-    free(r->params0);
-    memset(r, 0, sizeof *r);
 }
 
 /* The batch of step k: fresh random data, the same for every run. */
@@ -1351,6 +1243,7 @@ static void test_train_rows(int B, int T, int small_max)
         snprintf(name, sizeof name, "train vs fp64, B=%d %s", B,
                  B <= small_max ? "custom bwd" : "cuBLAS bwd");
     group *g = grp(name);
+    const size_t mark = scope();
     run r;
     run_create(&r, B, small_max);
     /*
@@ -1424,24 +1317,8 @@ static void test_train_rows(int B, int T, int small_max)
     }
     snprintf(g->note, sizeof g->note, "%ld of %zu params loosened (tiny grad), %ld ReLU sign(s) "
              "from GPU", loosened / steps, L->n_params, hinted_total);
-    for (int l = 0; l < L->n_layers - 1; l++)
-        free(acts[l]);
-    free(pre);
-    free(m);
-    free(v);
-    free(params);
-    free(grads);
-    free(hx);
-    free(hl);
     mlp_ref_free(&ref);
-    if (dtb)
-        CUDA_OK(cudaFree(dtb));
-    run_destroy(&r);
-}
-
-static void test_train(int B, int small_max)
-{
-    test_train_rows(B, 0, small_max);
+    release(mark);
 }
 
 /*
@@ -1453,6 +1330,7 @@ static void test_train(int B, int small_max)
 static void trajectory(int B, int small_max, int pdl, int graph, int side, int steps,
                        const int64_t *tseq, float *params, float *losses, int *count)
 {
+    const size_t mark = scope();
     run r;
     run_create(&r, B, small_max);
     if (side)
@@ -1496,11 +1374,7 @@ static void trajectory(int B, int small_max, int pdl, int graph, int side, int s
         CUDA_OK(cudaGraphExecDestroy(exec));
     if (gr)
         CUDA_OK(cudaGraphDestroy(gr));
-    if (dtb)
-        CUDA_OK(cudaFree(dtb));
-    free(hx);
-    free(hl);
-    run_destroy(&r);
+    release(mark);
 }
 
 /*
@@ -1528,7 +1402,7 @@ static void test_bitwise_rows(int B, int small_max, const int64_t *tseq)
         {"side stream == eager", 1, 0, 1},
         {"graph+pdl+side == eager", 1, 1, 1},
     };
-    const size_t n_variants = sizeof variants / sizeof variants[0];
+    const size_t n_variants = sizeof variants / sizeof variants[0], mark = scope();
     mlp_cfg c;
     mlp_layout L;
     mlp_cfg_default(&c, B);
@@ -1558,13 +1432,7 @@ static void test_bitwise_rows(int B, int small_max, const int64_t *tseq)
             snprintf(g->note, sizeof g->note, "loss %.6f -> %.6f", (double)l0[0],
                      (double)l0[STEPS - 1]);
     }
-    free(p0);
-    free(p1);
-}
-
-static void test_bitwise(int B, int small_max)
-{
-    test_bitwise_rows(B, small_max, NULL);
+    release(mark);
 }
 
 /* ---- timing (information only) --------------------------------------------------------------- */
@@ -1590,23 +1458,19 @@ static cudaError_t kenqueue(const kctx *k, int pdl)
     }
 }
 
-/* GPU microseconds per launch: `per` launches in one graph, replayed. */
-static double time_graph_of(const kctx *k, int per, int reps, int pdl)
+/*
+ * GPU milliseconds of `reps` back-to-back replays of graph gr (after `warm`
+ * untimed ones), by CUDA events; gr is destroyed.
+ */
+static float time_replays(cudaGraph_t gr, int warm, int reps)
 {
-    cudaGraph_t gr = NULL;
     cudaGraphExec_t exec = NULL;
     cudaEvent_t e0, e1;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    cudaError_t err = cudaSuccess;
-    for (int i = 0; i < per && err == cudaSuccess; i++)
-        err = kenqueue(k, pdl);
-    const cudaError_t ce = cudaStreamEndCapture(stream, &gr);
-    CUDA_OK(err);
-    CUDA_OK(ce);
     CUDA_OK(cudaGraphInstantiate(&exec, gr, 0));
     CUDA_OK(cudaEventCreate(&e0));
     CUDA_OK(cudaEventCreate(&e1));
-    CUDA_OK(cudaGraphLaunch(exec, stream));
+    for (int i = 0; i < warm; i++)
+        CUDA_OK(cudaGraphLaunch(exec, stream));
     CUDA_OK(cudaEventRecord(e0, stream));
     for (int i = 0; i < reps; i++)
         CUDA_OK(cudaGraphLaunch(exec, stream));
@@ -1618,11 +1482,26 @@ static double time_graph_of(const kctx *k, int per, int reps, int pdl)
     CUDA_OK(cudaEventDestroy(e1));
     CUDA_OK(cudaGraphExecDestroy(exec));
     CUDA_OK(cudaGraphDestroy(gr));
-    return 1000.0 * ms / ((double)per * reps);
+    return ms;
+}
+
+/* GPU microseconds per launch: `per` launches in one graph, replayed. */
+static double time_graph_of(const kctx *k, int per, int reps, int pdl)
+{
+    cudaGraph_t gr = NULL;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    cudaError_t err = cudaSuccess;
+    for (int i = 0; i < per && err == cudaSuccess; i++)
+        err = kenqueue(k, pdl);
+    const cudaError_t ce = cudaStreamEndCapture(stream, &gr);
+    CUDA_OK(err);
+    CUDA_OK(ce);
+    return 1000.0 * time_replays(gr, 1, reps) / ((double)per * reps);
 }
 
 static double time_step_graph(int B, int pdl, int side, int reps)
 {
+    const size_t mark = scope();
     run r;
     run_create(&r, B, MLP_SMALL_B_MAX);
     if (side)
@@ -1631,33 +1510,14 @@ static double time_step_graph(int B, int pdl, int side, int reps)
     int *hl = xmalloc((size_t)B * sizeof(int));
     upload_batch(&r, 0, hx, hl);
     cudaGraph_t gr = NULL;
-    cudaGraphExec_t exec = NULL;
-    cudaEvent_t e0, e1;
     CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     const int rc = mlp_step_enqueue(&r.cfg, &r.b, blas, stream, pdl);
     const cudaError_t ce = cudaStreamEndCapture(stream, &gr);
     if (rc != 0)
         die("capture: %s", mlp_last_error());
     CUDA_OK(ce);
-    CUDA_OK(cudaGraphInstantiate(&exec, gr, 0));
-    CUDA_OK(cudaEventCreate(&e0));
-    CUDA_OK(cudaEventCreate(&e1));
-    for (int i = 0; i < 20; i++)
-        CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaEventRecord(e0, stream));
-    for (int i = 0; i < reps; i++)
-        CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaEventRecord(e1, stream));
-    CUDA_OK(cudaEventSynchronize(e1));
-    float ms = 0.f;
-    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-    CUDA_OK(cudaEventDestroy(e0));
-    CUDA_OK(cudaEventDestroy(e1));
-    CUDA_OK(cudaGraphExecDestroy(exec));
-    CUDA_OK(cudaGraphDestroy(gr));
-    free(hx);
-    free(hl);
-    run_destroy(&r);
+    const float ms = time_replays(gr, 20, reps);
+    release(mark);
     return 1000.0 * ms / reps;
 }
 
@@ -1671,6 +1531,7 @@ static void timing(void)
                B, time_step_graph(B, 0, 0, 200), time_step_graph(B, 1, 0, 200),
                time_step_graph(B, 1, 1, 200));
 
+    const size_t mark = scope();
     mlp_cfg c;
     mlp_layout L;
     mlp_cfg_default(&c, 8);
@@ -1689,7 +1550,6 @@ static void timing(void)
         h[i] = fabsf(h[i]);
     up(d, h, n * 4);
     CUDA_OK(cudaMemset(step, 0, sizeof(int)));
-    free(h);
     for (int B = 1; B <= 8; B += 7) {
         /* gemv_bwd: dx = a, dy = b, W = c, mask = d */
         kctx k = {0, B, a, b, cc, d, e, step, n};
@@ -1720,12 +1580,7 @@ static void timing(void)
     printf("  adamw_fused %zu floats: %.1f us (%.0f GB/s at 28 B/param)\n", n, us,
            28.0 * (double)n / us * 1e-3);
     sync_ok();
-    CUDA_OK(cudaFree(a));
-    CUDA_OK(cudaFree(b));
-    CUDA_OK(cudaFree(cc));
-    CUDA_OK(cudaFree(d));
-    CUDA_OK(cudaFree(e));
-    CUDA_OK(cudaFree(step));
+    release(mark);
 }
 
 /* ---- main ------------------------------------------------------------------------------------- */
@@ -1806,35 +1661,37 @@ int main(int argc, char **argv)
     test_bias_grad(&r);
     test_adamw(&r);
 
+    /*
+     * B, the real rows T of a padded batch (0: none; cgr's dynamic dims),
+     * small_max (0: the cuBLAS backward at that batch). B = 32 is left out
+     * under a sanitizer.
+     */
+    static const int trains[][3] = {{1, 0, MLP_SMALL_B_MAX}, {8, 0, MLP_SMALL_B_MAX}, {8, 0, 0},
+                                    {32, 0, MLP_SMALL_B_MAX}, {8, 5, MLP_SMALL_B_MAX}, {8, 3, 0},
+                                    {32, 27, MLP_SMALL_B_MAX}};
     printf("(b) 3 training steps vs fp64 reference\n");
-    test_train(1, MLP_SMALL_B_MAX);
-    test_train(8, MLP_SMALL_B_MAX);
-    test_train(8, 0); /* the cuBLAS backward at the same batch */
-    if (!sanitizer)
-        test_train(32, MLP_SMALL_B_MAX);
-    /* Padded batches (cgr's dynamic dims): the custom and the cuBLAS backward. */
-    test_train_rows(8, 5, MLP_SMALL_B_MAX);
-    test_train_rows(8, 3, 0);
-    if (!sanitizer)
-        test_train_rows(32, 27, MLP_SMALL_B_MAX);
+    for (size_t i = 0; i < sizeof trains / sizeof trains[0]; i++)
+        if (!sanitizer || trains[i][0] < 32)
+            test_train_rows(trains[i][0], trains[i][1], trains[i][2]);
 
-    printf("(c-e) bitwise: rerun, pdl, graph replay\n");
-    test_bitwise(1, MLP_SMALL_B_MAX);
-    test_bitwise(8, MLP_SMALL_B_MAX);
-    if (!sanitizer)
-        test_bitwise(32, MLP_SMALL_B_MAX);
+    /* B and, for a padded batch in one graph, the real rows of each of its 5 steps. */
     static const int64_t t8[5] = {5, 3, 8, 1, 7}, t32[5] = {27, 17, 32, 9, 20};
-    test_bitwise_rows(8, MLP_SMALL_B_MAX, t8);
-    if (!sanitizer)
-        test_bitwise_rows(32, MLP_SMALL_B_MAX, t32);
-    else
+    static const struct {
+        int B;
+        const int64_t *tseq;
+    } bitwise[] = {{1, NULL}, {8, NULL}, {32, NULL}, {8, t8}, {32, t32}};
+    printf("(c-e) bitwise: rerun, pdl, graph replay\n");
+    for (size_t i = 0; i < sizeof bitwise / sizeof bitwise[0]; i++)
+        if (!sanitizer || bitwise[i].B < 32)
+            test_bitwise_rows(bitwise[i].B, MLP_SMALL_B_MAX, bitwise[i].tseq);
+    if (sanitizer)
         printf("under a sanitizer (CGR_TEST_SANITIZER): B = 32 and the timing left out\n");
 
     if (do_timing)
         timing();
 
     CUBLAS_OK(cublasDestroy(blas));
-    CUDA_OK(cudaFree(ws));
+    release(0); /* the workspace */
     CUDA_OK(cudaStreamDestroy(stream));
     CUDA_OK(cudaStreamDestroy(side_stream));
     CUDA_OK(cudaEventDestroy(ev_fork));

@@ -21,11 +21,11 @@
 
 #include <stdint.h>
 
+#include "bench.h"
 #include "cgr/cgr.h"
 #include "mlp/mlp.h"
 
 #define SERVE_MAX_BATCH 64
-#define SERVE_N_BUCKETS 7
 
 /** The batch buckets, {1, 2, 4, 8, 16, 32, 64}. */
 extern const int64_t serve_buckets[SERVE_N_BUCKETS];
@@ -85,12 +85,6 @@ void serve_ref_row(const serve_model *m, const float *x, double *probs);
 #define SERVE_PIPE_POOL_ROWS 256  /* random input rows the requests take theirs from */
 #define SERVE_PIPE_HASH_EVERY 16  /* every 16th request's first and last row are hashed */
 
-typedef struct serve_pipe_result {
-    long n, rows;       /**< requests and rows submitted */
-    long replays;       /**< requests that replayed a graph */
-    double wall_us;     /**< first acquire to last output */
-} serve_pipe_result;
-
 /**
  * Runs requests from..n-1 (those with batch <= max_batch when max_batch >
  * 0) with up to srt->slots in flight: a request is staged and launched
@@ -103,15 +97,5 @@ typedef struct serve_pipe_result {
 int serve_pipe_pass(serve_rt *srt, const int *batch, int from, int n, int max_batch,
                     const float *pool, int in_dim, int classes, uint64_t *hashes,
                     serve_pipe_result *out);
-
-struct bench_config;
-struct bench_results;
-/**
- * cgr-bench serve: runs the request sequence with graphs and eagerly,
- * checks sampled outputs, profiles each bucket's graph, prints the report
- * and its summary (and JSON to cfg->json_path). Returns the exit status: 0
- * when everything ran and every checked output was right, 1 otherwise.
- */
-int serve_suite(const struct bench_config *cfg, const struct bench_results *res);
 
 #endif

@@ -1,0 +1,243 @@
+/*
+ * The reporter without a GPU (suite `unit`): made-up results of every
+ * suite go through report() (text to stdout, JSON to a temporary file),
+ * which must write well-nested JSON with the keys docs/bench-json.md
+ * lists, and turn a failed check or an unfinished suite into a failed run.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "limits_file.h"
+
+static int failures;
+
+#define EXPECT(cond)                                                                       \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                \
+            failures++;                                                                    \
+        }                                                                                  \
+    } while (0)
+
+/* A mode that ran: wall around `us`, host CPU a tenth of it, never 0. */
+static void fake_mode(mode_result *r, const char *name, double us)
+{
+    mode_result_init(r, name);
+    double w[5] = {us, us * 1.01, us * 0.99, us * 1.2, us * 0.9};
+    double c[5] = {us / 10, us / 9, us / 11, us / 8, us / 12};
+    stats_compute(w, 5, &r->wall);
+    stats_compute(c, 5, &r->cpu);
+    r->ran = 1;
+    r->warmup = 20;
+    r->steps = 200;
+}
+
+static void fake_stats(bench_stats *s, double us)
+{
+    double v[3] = {us * 0.9, us, us * 1.1};
+    stats_compute(v, 3, s);
+}
+
+/* Runs report() on res; the JSON file's text into buf (NUL-terminated). 0 when it wrote. */
+static int run_report(const bench_results *res, char *buf, size_t n)
+{
+    char path[] = "/tmp/cgr-test-report-XXXXXX";
+    FILE *f = fdopen(mkstemp(path), "r");
+    if (!f)
+        return -1;
+    int rc = report(res, path);
+    size_t got = rc == 0 ? fread(buf, 1, n - 1, f) : 0;
+    buf[got] = '\0';
+    fclose(f);
+    remove(path);
+    return rc;
+}
+
+static void expect_keys(const char *json, const char *const *keys)
+{
+    for (int i = 0; keys[i]; i++) {
+        char quoted[96];
+        snprintf(quoted, sizeof quoted, "\"%s\":", keys[i]);
+        if (!strstr(json, quoted)) {
+            fprintf(stderr, "FAIL: no key %s in the JSON\n", keys[i]);
+            failures++;
+        }
+    }
+}
+
+static void base(bench_results *res, const char *suite)
+{
+    memset(res, 0, sizeof *res);
+    snprintf(res->device_name, sizeof res->device_name, "Test GPU");
+    res->cc_major = 9;
+    res->cfg.steps = 200;
+    res->cfg.warmup = 20;
+    res->cfg.rounds = 20;
+    res->suite_name = suite;
+}
+
+static void test_default(char *json, size_t n)
+{
+    static bench_results res;
+    base(&res, "default");
+    fake_mode(&res.timer, "timer_overhead", 0.1);
+    res.chain_ran = 1;
+    res.n_chain = 1;
+    chain_result *c = &res.chain[0];
+    c->n_kernels = 100;
+    c->rounds = 20;
+    for (int m = 0; m < CHAIN_MODES; m++) {
+        fake_mode(&c->mode[m], "chain_mode", 100.0 + m);
+        for (int k = 0; k < c->rounds; k++)
+            c->round_wall[m][k] = 100.0 + m + 0.01 * k;
+    }
+    res.staging_ran = 1;
+    res.staging.n_sweep = 1;
+    res.staging.sweep[0].in_bytes = 4096;
+    fake_mode(&res.staging.sweep[0].base, "baseline", 50);
+    fake_mode(&res.staging.sweep[0].zc, "zero_copy_kernel", 52);
+    fake_mode(&res.staging.sweep[0].memcpy, "memcpy_node", 55);
+    res.n_work = 1;
+    snprintf(res.work[0].name, sizeof res.work[0].name, "W-mlp");
+    res.work[0].B = 1;
+    fake_mode(&res.work[0].mode[WORK_EAGER].m, "eager", 300);
+    fake_mode(&res.work[0].mode[WORK_GRAPH].m, "graph", 100);
+    EXPECT(run_report(&res, json, n) == 0);
+    EXPECT(!results_failed(&res));
+    static const char *const keys[] = {"schema_version", "device", "config", "clock_overhead",
+                                       "chain", "spread", "io_cost_us", "staging", "crossover",
+                                       "results", "checks", "ok", NULL};
+    expect_keys(json, keys);
+    /* A check that fails fails the run. */
+    said_check *s = &res.said[res.n_said++];
+    s->name = "profile_window";
+    s->what = "a check";
+    EXPECT(results_failed(&res));
+}
+
+static void test_serve(char *json, size_t n)
+{
+    static bench_results res;
+    static serve_result r;
+    base(&res, "serve");
+    memset(&r, 0, sizeof r);
+    res.serve = &r;
+    r.ran = r.pass = 1;
+    r.requests = 2000;
+    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
+        r.buckets[b] = (int64_t)1 << b;
+        for (int m = 0; m < SERVE_MODES; m++)
+            r.bk[b].lat[m] = (serve_lat){10, 20, 100, 120, 101, 1010, 9900, 19800};
+        r.bk[b].prof_ok = b % 2;
+        r.bk[b].busy_us = r.bk[b].busy_union_us = 80;
+    }
+    for (int m = 0; m < SERVE_MODES; m++)
+        r.pipe[m][0] = r.pipe[m][1] = (serve_pipe_result){100, 400, 100, 10000.0};
+    r.samples_checked = r.host_checks = r.pipe_hashes_checked = 10;
+    EXPECT(run_report(&res, json, n) == 0);
+    EXPECT(!results_failed(&res));
+    static const char *const keys[] = {"requests", "steady_batch_le8", "in_flight", "per_bucket",
+                                       "launch_call_p50_us", "busy_union_us", "graph_shape_stats",
+                                       "summary", "pass", "device_name", NULL};
+    expect_keys(json, keys);
+    r.ran = 0;
+    snprintf(r.error, sizeof r.error, "a call failed");
+    EXPECT(run_report(&res, json, n) == 0);
+    EXPECT(results_failed(&res));
+}
+
+static void test_newshape(char *json, size_t n)
+{
+    static bench_results res;
+    static newshape_result r;
+    base(&res, "newshape");
+    memset(&r, 0, sizeof r);
+    res.newshape = &r;
+    r.reps = 20;
+    r.warmup_runs = 2;
+    r.frozen_runs = 5;
+    for (int i = 0; i < NEWSHAPE_PAIRS; i++) {
+        newshape_pair *p = &r.pair[i];
+        p->path = i ? "cuBLAS" : "small-batch";
+        p->ran_instantiate = p->ran_update = p->ran_step = p->ran_frozen = 1;
+        p->updates = p->attempts = 20;
+        fake_stats(&p->ucapture, 30);
+        fake_stats(&p->update, 60);
+        fake_stats(&p->utotal, 90);
+        for (int k = 0; k < 2; k++) {
+            newshape_bucket *b = &p->b[k];
+            b->bucket = 4 << (k + 2 * i);
+            b->nodes = 21;
+            fake_stats(&b->capture, 30);
+            fake_stats(&b->instantiate, 150);
+            fake_stats(&b->total, 180);
+            fake_stats(&b->step, 200);
+            fake_stats(&b->frozen.first_on, 1200);
+            fake_stats(&b->frozen.first_off, 1160);
+            fake_stats(&b->frozen.added, 40);
+            fake_stats(&b->frozen.check_run, 240);
+            fake_stats(&b->frozen.same_run_off, 200);
+            fake_stats(&b->frozen.capture, 35);
+            fake_mode(&b->frozen.replay[0], "check_on", 200);
+            fake_mode(&b->frozen.replay[1], "check_off", 200);
+        }
+    }
+    EXPECT(run_report(&res, json, n) == 0);
+    EXPECT(!results_failed(&res));
+    static const char *const keys[] = {"pairs", "capture_instantiate_us", "capture_update_us",
+                                       "frozen_check", "added_once_us", "check_run_us",
+                                       "added_over_capture", "check_on", "wall_on_minus_off_us",
+                                       "host_cpu_on_minus_off_us", "failed", NULL};
+    expect_keys(json, keys);
+}
+
+static void test_soak_ddp(char *json, size_t n)
+{
+    static bench_results res;
+    static soak_result s;
+    base(&res, "soak");
+    memset(&s, 0, sizeof s);
+    res.soak = &s;
+    s.ran = s.pass = 1;
+    s.steps = 1000;
+    s.n_samples = 2;
+    s.samples[1].step = 1000;
+    s.checks = 4;
+    EXPECT(run_report(&res, json, n) == 0);
+    EXPECT(!results_failed(&res));
+    static const char *const soak_keys[] = {"samples", "growth_bytes", "growth_limit_bytes",
+                                            "outputs_checked", "checks", "pass", NULL};
+    expect_keys(json, soak_keys);
+
+    static ddp_result d;
+    base(&res, "ddp");
+    memset(&d, 0, sizeof d);
+    res.ddp = &d;
+    d.world = 2;
+    d.n = 1;
+    d.b[0].B = 1;
+    d.b[0].eager_equals_graph = 1;
+    for (int m = 0; m < DDP_MODES; m++)
+        fake_mode(&d.b[0].mode[m], "ddp", 300 + m);
+    EXPECT(run_report(&res, json, n) == 0);
+    EXPECT(!results_failed(&res));
+    static const char *const ddp_keys[] = {"world", "batch_per_gpu", "ddp_graph", "wall_us",
+                                           "wall_median_us", "weak_scaling_efficiency", NULL};
+    expect_keys(json, ddp_keys);
+    mode_result_fail(&d.b[0].mode[DDP_GRAPH]);
+    EXPECT(results_failed(&res));
+}
+
+int main(void)
+{
+    static char json[1 << 20];
+    test_default(json, sizeof json);
+    test_serve(json, sizeof json);
+    test_newshape(json, sizeof json);
+    test_soak_ddp(json, sizeof json);
+    printf("%s\n", failures ? "FAIL" : "PASS");
+    return failures ? 1 : 0;
+}
