@@ -3,12 +3,15 @@
  * error the step's illegal call left behind, which calls cause it, and
  * what to do instead.
  *
- * We considered naming the exact call through a CUPTI runtime-API callback
- * held during capture. Measured on the H200, once a process has subscribed
- * to CUPTI callbacks every later cudaGraphLaunch costs far more host time
- * (1.9 -> 22 us for a 100-node graph) even after unsubscribing, so a
- * replay runtime cannot afford it. The error code narrows the cause to a
- * short list, which the message gives.
+ * The error code narrows the cause to a short list, which the message
+ * gives. Naming the exact call takes a CUPTI callback on every CUDA API
+ * call, and once a process has subscribed, every later cudaGraphLaunch
+ * costs far more host time (measured on the H200: 1.9 -> 22 us for a
+ * 100-node graph), even after unsubscribing, until CUPTI is detached. So
+ * that is not done on every capture, only when asked (cgr_options.diagnose,
+ * CGR_DIAGNOSE=1): a failed capture is then run once more under the
+ * callback (capture/watch.c), which names the first failing call and its
+ * caller, then unsubscribes and detaches CUPTI with cuptiFinalize().
  */
 #include "capture.h"
 

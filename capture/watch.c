@@ -26,6 +26,7 @@
 
 #include "capture.h"
 #include "dynload.h"
+#include "srcline.h"
 
 #if CGR_HAVE_CUPTI
 
@@ -96,7 +97,12 @@ static int inside(const Dl_info *d)
     return 0;
 }
 
-/* "name+0x1c (object+0x1234)" for the first frame past CUDA's own. */
+/*
+ * "name+0x1c at file.c:42 (object+0x1234)" for the first frame past CUDA's
+ * own. The file and line come from the object's line table, so only when
+ * it was built with -g; otherwise "name+0x1c (object+0x1234, address
+ * 0x...)", whose offset addr2line resolves where a debug file exists.
+ */
 static void describe_caller(const failure *f, char *out, size_t cap)
 {
     snprintf(out, cap, "an unknown caller");
@@ -108,14 +114,23 @@ static void describe_caller(const failure *f, char *out, size_t cap)
             continue;
         const char *obj = d.dli_fname ? strrchr(d.dli_fname, '/') : NULL;
         obj = obj ? obj + 1 : d.dli_fname ? d.dli_fname : "?";
-        uintptr_t off = (uintptr_t)f->frames[i] - (uintptr_t)d.dli_fbase;
+        const uintptr_t at = (uintptr_t)f->frames[i];
+        const unsigned long off = (unsigned long)(at - (uintptr_t)d.dli_fbase);
+        char sym[160] = "", line[256];
         if (d.dli_sname)
-            snprintf(out, cap, "%s+0x%lx (%s+0x%lx, address %p)", d.dli_sname,
-                     (unsigned long)((uintptr_t)f->frames[i] - (uintptr_t)d.dli_saddr), obj,
-                     (unsigned long)off, f->frames[i]);
+            snprintf(sym, sizeof sym, "%s+0x%lx",
+                     d.dli_sname, (unsigned long)(at - (uintptr_t)d.dli_saddr));
+        /* A return address is just past its call: the byte before is the call's line. */
+        const int found = cgr__srcline((const void *)(at - 1), line, sizeof line);
+        if (found && sym[0])
+            snprintf(out, cap, "%s at %s (%s+0x%lx)", sym, line, obj, off);
+        else if (found)
+            snprintf(out, cap, "%s (%s+0x%lx; no exported symbol there)", line, obj, off);
+        else if (sym[0])
+            snprintf(out, cap, "%s (%s+0x%lx, address %p)", sym, obj, off, f->frames[i]);
         else
-            snprintf(out, cap, "%s+0x%lx (address %p; no exported symbol there)", obj,
-                     (unsigned long)off, f->frames[i]);
+            snprintf(out, cap, "%s+0x%lx (address %p; no exported symbol there)", obj, off,
+                     f->frames[i]);
         return;
     }
 }
@@ -160,7 +175,7 @@ cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, siz
         snprintf(msg, cap, "run again under watch, no CUDA call of the step returned an error");
         return CGR_STATUS_OK;
     }
-    char caller[320];
+    char caller[448];
     describe_caller(&f, caller, sizeof caller);
     const char *ename = from_runtime ? cudaGetErrorName((cudaError_t)f.error) : NULL;
     if (ename)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in their own build dir and runs each one for
-# the given seconds (default 15, so about 30 s for both; CI uses that).
+# the given seconds (default 15, so about 45 s for the three; CI uses that).
 #   bash tests/fuzz/run.sh [seconds per target]
 # The targets start from copies of tests/fuzz/corpus_*, so the repository's
 # seeds are never modified; what a run adds is kept in $CGR_FUZZ_WORK
@@ -11,7 +11,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 secs=${1:-15}
 builddir=${CGR_FUZZ_BUILD_DIR:-build-fuzz}
-targets=(fuzz_validate fuzz_planner)
+targets=(fuzz_validate fuzz_planner fuzz_srcline)
 
 case $secs in
     '' | *[!0-9]*) echo "usage: $0 [seconds per target]" >&2; exit 2 ;;

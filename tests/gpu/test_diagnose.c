@@ -6,8 +6,10 @@
  * at CGR_DIAGNOSE; with it, cgr runs the capture once more while watching
  * every CUDA call and names the first one that failed, its error and the
  * function that made it (diag_bad_step is exported, --export-dynamic in
- * tests/meson.build, so that dladdr finds its name). Every run's output
- * is checked: the failed capture's run executes eagerly.
+ * tests/meson.build, so that dladdr finds its name), with the file and
+ * line of the call (this file is compiled with -g, so its line table is
+ * there to read). Every run's output is checked: the failed capture's run
+ * executes eagerly.
  */
 #include <string.h>
 
@@ -21,6 +23,7 @@ typedef enum bad { MALLOC, SYNC, EVENT_QUERY } bad;
 typedef struct bad_step {
     bad kind;
     cudaEvent_t ev;
+    int line; /* of the call that breaks the capture */
 } bad_step;
 
 /* Exported (the build hides symbols by default): the diagnosis names the caller by it. */
@@ -36,27 +39,30 @@ cgr_status diag_bad_step(cgr_ctx *ctx, void *user)
     STEP_CUDA(tk_affine(y, x, LEN, st));
     if (b->kind == MALLOC) {
         void *p = NULL;
+        b->line = __LINE__ + 1;
         if (cudaMalloc(&p, 4096) == cudaSuccess)
             cudaFree(p);
     } else if (b->kind == SYNC) {
+        b->line = __LINE__ + 1;
         (void)cudaStreamSynchronize(st);
     } else {
         (void)cudaEventRecord(b->ev, st);
+        b->line = __LINE__ + 1;
         (void)cudaEventQuery(b->ev);
     }
     (void)cudaGetLastError(); /* the step's own checks clear what it saw */
     return CGR_STATUS_OK;
 }
 
-/* RUNS runs, each checked; returns the step's capture error. */
-static cgr_step_stats run_bad(int diagnose, bad kind, rng *r)
+/* RUNS runs, each checked; returns the step's stats, and in *line that of its bad call. */
+static cgr_step_stats run_bad(int diagnose, bad kind, rng *r, int *line)
 {
     cgr_options o;
     ASSERT_OK(cgr_options_init(&o));
     o.diagnose = diagnose;
     cgr_runtime *rt = NULL;
     ASSERT_OK(cgr_runtime_create(&rt, &o));
-    bad_step b = {kind, NULL};
+    bad_step b = {kind, NULL, 0};
     CUDA_OK(cudaEventCreateWithFlags(&b.ev, cudaEventDisableTiming));
     cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
     cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
@@ -80,6 +86,8 @@ static cgr_step_stats run_bad(int diagnose, bad kind, rng *r)
     ASSERT_U64_EQ(ss.capture_failures, 1);
     ASSERT_OK(cgr_runtime_destroy(&rt));
     CUDA_OK(cudaEventDestroy(b.ev));
+    ASSERT_GT(b.line, 0);
+    *line = b.line;
     return ss;
 }
 
@@ -93,7 +101,8 @@ int main(void)
 {
     require_gpu();
     rng r = {3};
-    cgr_step_stats ss = run_bad(0, MALLOC, &r);
+    int line = 0;
+    cgr_step_stats ss = run_bad(0, MALLOC, &r, &line);
     printf("without diagnosis: %s\n", ss.capture_error);
     expect(ss.capture_error, "cudaErrorStreamCaptureInvalidated");
     expect(ss.capture_error, "CGR_DIAGNOSE=1");
@@ -107,7 +116,7 @@ int main(void)
         {EVENT_QUERY, "cudaEventQuery", "cudaErrorStreamCapture"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        ss = run_bad(1, cases[i].kind, &r);
+        ss = run_bad(1, cases[i].kind, &r, &line);
         printf("diagnosed: %s\n", ss.capture_error);
         if (under_sanitizer(NULL) && strstr(ss.capture_error, "could not be watched"))
             continue; /* the sanitizer may hold CUDA's one tool slot itself */
@@ -116,6 +125,9 @@ int main(void)
         expect(ss.capture_error, want);
         expect(ss.capture_error, cases[i].error);
         expect(ss.capture_error, "called from diag_bad_step+0x");
+        /* "diag_bad_step+0x5c at ../tests/gpu/test_diagnose.c:42 (test_gpu_diagnose+0x5f1c)" */
+        snprintf(want, sizeof want, "test_diagnose.c:%d (test_gpu_diagnose+0x", line);
+        expect(ss.capture_error, want);
     }
     printf("PASS\n");
     return 0;

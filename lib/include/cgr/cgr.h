@@ -268,11 +268,12 @@ typedef struct cgr_options {
                                     The runtime keeps its own copy */
     int diagnose;              /**< 1: when a capture fails, run it once more while watching
                                     every CUDA call (CUPTI), and name in the message the
-                                    first call that failed, its error and its caller. The
-                                    step function is called once more for that run. Also
-                                    set by the environment variable CGR_DIAGNOSE=1. 0
-                                    (default): the message gives the error and its likely
-                                    causes */
+                                    first call that failed, its error and its caller (with
+                                    the call's file:line when the caller was built with
+                                    -g). The step function is called once more for that
+                                    run. Also set by the environment variable
+                                    CGR_DIAGNOSE=1. 0 (default): the message gives the
+                                    error and its likely causes */
     /*
      * Tuning that the defaults settle for most steps, measured in
      * docs/staging.md and docs/shapes.md. Change it to try an alternative
