@@ -26,6 +26,7 @@
 
 #include "capture.h"
 #include "dynload.h"
+#include "profiler.h"
 #include "srcline.h"
 
 #if CGR_HAVE_CUPTI
@@ -140,6 +141,12 @@ cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, siz
     static const char fn[] = "diagnosis";
     CGR_TRY(cgr__cupti_load(fn));
     const cgr__cupti_api *api = cgr__cupti();
+    /* The watch ends with cuptiFinalize(), which would end a profile window's collection too. */
+    if (!cgr__prof_watch_begin())
+        return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED,
+                        "the CUDA API could not be watched while a profile window "
+                        "(cgr_options.profile) collects in this process; a capture that "
+                        "fails after the window has closed is diagnosed");
     pthread_mutex_lock(&watch_lock);
     memset(&watch, 0, sizeof watch);
     watch.thread = pthread_self();
@@ -168,6 +175,7 @@ cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, siz
     const int from_runtime = watch.runtime.seen;
     failure f = from_runtime ? watch.runtime : watch.driver;
     pthread_mutex_unlock(&watch_lock);
+    cgr__prof_watch_end();
     (void)cudaGetLastError();
     if (st != CGR_STATUS_OK)
         return st;

@@ -1,4 +1,5 @@
-/* cgr__prof: CUPTI activity-trace profiler for cgr-bench. See profiler.h.
+/* cgr__prof: the CUPTI activity-trace collector of the profile window
+ * (replay/profile.c) and of cgr-bench. See profiler.h.
  *
  * Data flow:
  *   CUPTI worker thread --buf_completed()--> p->store (guarded by g_lock,
@@ -121,6 +122,12 @@ struct cgr__prof {
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static cgr__prof *g_prof; /* guarded by g_lock */
+/*
+ * A capture diagnosis watching the API (capture/watch.c), guarded by
+ * g_lock. It ends with cuptiFinalize(), which would cut a profiler's
+ * collection short, so the two never overlap.
+ */
+static int g_watching;
 /*
  * The marks have a lock of their own, so that cgr's phases never wait for
  * the callback's walk of a buffer (g_lock). Order: g_lock, then g_mark_lock.
@@ -707,6 +714,22 @@ static int enable(const CUpti_ActivityKind *kinds, size_t n, char *err, size_t e
     return CGR__PROF_OK;
 }
 
+int cgr__prof_watch_begin(void)
+{
+    (void)pthread_mutex_lock(&g_lock);
+    const int ok = !g_prof && !g_watching;
+    g_watching |= ok;
+    (void)pthread_mutex_unlock(&g_lock);
+    return ok;
+}
+
+void cgr__prof_watch_end(void)
+{
+    (void)pthread_mutex_lock(&g_lock);
+    g_watching = 0;
+    (void)pthread_mutex_unlock(&g_lock);
+}
+
 int cgr__prof_create(cgr__prof **out, char *err, size_t errlen)
 {
     return cgr__prof_create_ex(out, 0, err, errlen);
@@ -767,13 +790,14 @@ int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errle
     }
 
     (void)pthread_mutex_lock(&g_lock);
-    if (g_prof) {
+    if (g_prof || g_watching) {
         (void)pthread_mutex_unlock(&g_lock);
         free_all(p);
         if (err && errlen)
-            snprintf(err, errlen,
-                     "cgr__prof_create: a profiler already exists in this process "
-                     "(CUPTI allows one set of buffer callbacks)");
+            snprintf(err, errlen, "cgr__prof_create: %s",
+                     g_prof ? "a profiler already exists in this process (CUPTI allows one "
+                              "set of buffer callbacks)"
+                            : "a capture diagnosis is watching the CUDA API");
         return CGR__PROF_EBUSY;
     }
     g_prof = p; /* collecting == 0: callbacks ignore records for now */

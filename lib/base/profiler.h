@@ -157,6 +157,12 @@ int cgr__prof_create(cgr__prof **out, char *err, size_t errlen);
 /* The same with CGR__PROF_* flags. */
 int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errlen);
 
+/* A capture diagnosis's watch of the CUDA API (capture/watch.c) takes
+ * CUPTI for itself: 1 when no profiler exists (none can be created until
+ * cgr__prof_watch_end), 0 when one does. Built with CUPTI only. */
+int cgr__prof_watch_begin(void);
+void cgr__prof_watch_end(void);
+
 /* Disables the activity kinds, flushes, frees, and sets *p to NULL.
  * Safe with p == NULL or *p == NULL. */
 void cgr__prof_destroy(cgr__prof **p);

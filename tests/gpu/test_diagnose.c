@@ -11,7 +11,10 @@
  * there to read). Every run's output is checked: the failed capture's run
  * executes eagerly.
  */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "kernels.h"
@@ -54,6 +57,42 @@ cgr_status diag_bad_step(cgr_ctx *ctx, void *user)
     return CGR_STATUS_OK;
 }
 
+/* A step that is fine during capture: the same kernel only. */
+static cgr_status diag_good_step(cgr_ctx *ctx, void *user)
+{
+    (void)user;
+    cgr_stream st;
+    float *x, *y;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    STEP_CUDA(tk_affine(y, x, LEN, st));
+    return CGR_STATUS_OK;
+}
+
+/* One run of s on fresh inputs, its output checked. */
+static void run_checked(cgr_step *s, rng *r, int k)
+{
+    static float x[LEN];
+    rng_fill(r, x, LEN);
+    const void *ins[1] = {x};
+    uint64_t t;
+    ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
+    ASSERT_OK(cgr_step_wait(s, t));
+    const float *y = test_output(s, t, 0, NULL);
+    for (int i = 0; i < LEN; i++)
+        if (y[i] != 2.0f * x[i] + 1.0f)
+            TEST_FAIL_("run %d: y[%d] = %g, expected %g", k, i, (double)y[i],
+                       (double)(2.0f * x[i] + 1.0f));
+}
+
+static cgr_step *make_xy(cgr_runtime *rt, const char *name, cgr_step_fn fn, void *user)
+{
+    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
+    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
+    return make_step(rt, name, &in, 1, &out, 1, fn, user);
+}
+
 /* RUNS runs, each checked; returns the step's stats, and in *line that of its bad call. */
 static cgr_step_stats run_bad(int diagnose, bad kind, rng *r, int *line)
 {
@@ -64,22 +103,9 @@ static cgr_step_stats run_bad(int diagnose, bad kind, rng *r, int *line)
     ASSERT_OK(cgr_runtime_create(&rt, &o));
     bad_step b = {kind, NULL, 0};
     CUDA_OK(cudaEventCreateWithFlags(&b.ev, cudaEventDisableTiming));
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
-    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step *s = make_step(rt, "bad", &in, 1, &out, 1, diag_bad_step, &b);
-    static float x[LEN];
-    for (int k = 0; k < RUNS; k++) {
-        rng_fill(r, x, LEN);
-        const void *ins[1] = {x};
-        uint64_t t;
-        ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
-        ASSERT_OK(cgr_step_wait(s, t));
-        const float *y = test_output(s, t, 0, NULL);
-        for (int i = 0; i < LEN; i++)
-            if (y[i] != 2.0f * x[i] + 1.0f)
-                TEST_FAIL_("run %d: y[%d] = %g, expected %g", k, i, (double)y[i],
-                           (double)(2.0f * x[i] + 1.0f));
-    }
+    cgr_step *s = make_xy(rt, "bad", diag_bad_step, &b);
+    for (int k = 0; k < RUNS; k++)
+        run_checked(s, r, k);
     cgr_step_stats ss;
     ASSERT_OK(cgr_step_get_stats(s, &ss));
     ASSERT_EQ(ss.mode, CGR_MODE_EAGER);
@@ -95,6 +121,86 @@ static void expect(const char *msg, const char *want)
 {
     if (!strstr(msg, want))
         TEST_FAIL_("the message lacks \"%s\": %s", want, msg);
+}
+
+/*
+ * A capture that fails while another step's profile window collects: the
+ * watch would end the window's CUPTI session (cuptiFinalize), so the
+ * diagnosis says it cannot watch, the failed capture's runs still execute,
+ * and the window completes with its exact kernel counts. Once the window
+ * has closed, the next failing capture is diagnosed again.
+ */
+static void test_during_window(rng *r)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], prefix[600];
+    snprintf(dir, sizeof dir, "%s/cgr-diagnose-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        TEST_FAIL_("mkdtemp(%s) failed", dir);
+    snprintf(prefix, sizeof prefix, "%s/p", dir);
+    enum { WINDOW = 20 };
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.diagnose = 1;
+    o.profile.runs = WINDOW;
+    o.profile.skip = 0;
+    o.profile.path = prefix;
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    cgr_step *good = make_xy(rt, "good", diag_good_step, NULL);
+    cgr_step_stats gs;
+    int k = 0;
+    do {
+        run_checked(good, r, k++);
+        ASSERT_OK(cgr_step_get_stats(good, &gs));
+    } while (gs.profile.state == CGR_PROFILE_NONE && k < 10);
+    if (gs.profile.state == CGR_PROFILE_FAILED && under_sanitizer(NULL)) {
+        printf("window skipped under compute-sanitizer, which holds CUPTI: %s\n",
+               gs.profile.error);
+        ASSERT_OK(cgr_runtime_destroy(&rt));
+        (void)rmdir(dir);
+        return;
+    }
+    if (gs.profile.state != CGR_PROFILE_COLLECTING)
+        TEST_FAIL_("the window did not open: state %d, %s", (int)gs.profile.state,
+                   gs.profile.error);
+
+    bad_step b = {SYNC, NULL, 0};
+    cgr_step *bad1 = make_xy(rt, "bad_in_window", diag_bad_step, &b);
+    for (int i = 0; i < RUNS; i++)
+        run_checked(bad1, r, i);
+    cgr_step_stats bs;
+    ASSERT_OK(cgr_step_get_stats(bad1, &bs));
+    ASSERT_U64_EQ(bs.capture_failures, 1);
+    printf("in a window: %s\n", bs.capture_error);
+    expect(bs.capture_error, "could not be watched while a profile window");
+
+    for (int i = 0; i < 2 * WINDOW + 5 && gs.profile.state == CGR_PROFILE_COLLECTING; i++) {
+        run_checked(good, r, k++);
+        ASSERT_OK(cgr_step_get_stats(good, &gs));
+    }
+    const cgr_profile_result *p = &gs.profile;
+    if (p->state != CGR_PROFILE_DONE)
+        TEST_FAIL_("profile state %d: %s", (int)p->state, p->error);
+    /* One kernel eagerly; the graph adds cgr's two staging kernels. */
+    if (p->eager.kernels != 1.0 || p->graph.kernels != 3.0)
+        TEST_FAIL_("kernels per run: eager %.2f, graph %.2f; expected 1 and 3",
+                   p->eager.kernels, p->graph.kernels);
+
+    cgr_step *bad2 = make_xy(rt, "bad_after_window", diag_bad_step, &b);
+    for (int i = 0; i < RUNS; i++)
+        run_checked(bad2, r, i);
+    ASSERT_OK(cgr_step_get_stats(bad2, &bs));
+    printf("after the window: %s\n", bs.capture_error);
+    expect(bs.capture_error, "the first failing call was cudaStreamSynchronize (");
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    static const char *const files[] = {"good.txt", "good.json", "good.trace.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[700];
+        if (snprintf(path, sizeof path, "%s.%s", prefix, files[i]) < (int)sizeof path)
+            (void)unlink(path);
+    }
+    (void)rmdir(dir);
 }
 
 int main(void)
@@ -129,6 +235,7 @@ int main(void)
         snprintf(want, sizeof want, "test_diagnose.c:%d (test_gpu_diagnose+0x", line);
         expect(ss.capture_error, want);
     }
+    test_during_window(&r);
     printf("PASS\n");
     return 0;
 }
