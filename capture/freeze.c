@@ -126,6 +126,17 @@ static cgr_status list_nodes(cudaGraph_t g, node_list *l)
 
 /* ---- comparing values ------------------------------------------------------------------- */
 
+/* Where kernel parameter i lies in the argument buffer. */
+typedef struct param {
+    size_t off, size;
+} param;
+
+/* The parameters of one kernel function: layout.n entries of pair.params from layout.first. */
+typedef struct layout {
+    const void *fn; /* its CUfunction or CUkernel */
+    size_t first, n;
+} layout;
+
 /* The two graphs being compared: a (the first capture) and b (the next run's). */
 typedef struct pair {
     const cgr_step *s;
@@ -133,6 +144,15 @@ typedef struct pair {
     node_list a, b;
     char *msg;
     size_t cap;
+    /*
+     * The driver is asked for each kernel function's parameters once per
+     * comparison, not once per node: a step launches the same few kernels
+     * many times, and these calls were most of the check's cost.
+     */
+    layout *layouts;
+    size_t n_layouts, cap_layouts;
+    param *params;
+    size_t n_params, cap_params;
 } pair;
 
 /* Address v of graph b, in graph a's terms (its allocation nodes matched by order). */
@@ -238,6 +258,45 @@ static int param_info(const CUDA_KERNEL_NODE_PARAMS *k, size_t i, size_t *off, s
     return r == CUDA_SUCCESS;
 }
 
+static int grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 1;
+    size_t n = *cap ? 2 * *cap : 16;
+    while (n < need)
+        n *= 2;
+    void *g = realloc(*v, n * elem);
+    if (!g)
+        return 0;
+    *v = g;
+    *cap = n;
+    return 1;
+}
+
+/* k's parameters, asked of the driver the first time k's function is met. */
+static cgr_status layout_of(pair *p, const CUDA_KERNEL_NODE_PARAMS *k, const layout **out)
+{
+    const void *fn = k->func ? (const void *)k->func : (const void *)k->kern;
+    for (size_t i = 0; i < p->n_layouts; i++)
+        if (p->layouts[i].fn == fn) {
+            *out = &p->layouts[i];
+            return CGR_STATUS_OK;
+        }
+    if (!grow((void **)&p->layouts, &p->cap_layouts, p->n_layouts + 1, sizeof *p->layouts))
+        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: kernel layouts");
+    layout *l = &p->layouts[p->n_layouts++];
+    *l = (layout){fn, p->n_params, 0};
+    size_t off = 0, size = 0;
+    while (param_info(k, l->n, &off, &size)) {
+        if (!grow((void **)&p->params, &p->cap_params, p->n_params + 1, sizeof *p->params))
+            return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: kernel parameters");
+        p->params[p->n_params++] = (param){off, size};
+        l->n++;
+    }
+    *out = l;
+    return CGR_STATUS_OK;
+}
+
 /* Whether differences in kernel `name` are accepted: NCCL's, and those in frozen_allow. */
 static int allowed(const cgr_step *s, const char *name)
 {
@@ -287,9 +346,9 @@ static cgr_status compare_kernel(pair *p, size_t i)
     if (r != CUDA_SUCCESS)
         return CGR_FAIL(CGR_STATUS_CUDA_ERROR, "cuGraphKernelNodeGetParams failed (CUresult %d)",
                         (int)r);
-    const char *name = kernel_name(&ka);
+    /* Named only for a message or frozen_allow: asking the driver costs a call per node. */
     if (ka.func != kb.func || ka.kern != kb.kern)
-        return differ(p, i, "kernel %s at the capture, %s at the next run", name,
+        return differ(p, i, "kernel %s at the capture, %s at the next run", kernel_name(&ka),
                       kernel_name(&kb));
     if (ka.gridDimX != kb.gridDimX || ka.gridDimY != kb.gridDimY || ka.gridDimZ != kb.gridDimZ ||
         ka.blockDimX != kb.blockDimX || ka.blockDimY != kb.blockDimY ||
@@ -298,21 +357,26 @@ static cgr_status compare_kernel(pair *p, size_t i)
                       "kernel %s: launch configuration grid (%u,%u,%u) block (%u,%u,%u) shared "
                       "%u at the capture, grid (%u,%u,%u) block (%u,%u,%u) shared %u at the "
                       "next run",
-                      name, ka.gridDimX, ka.gridDimY, ka.gridDimZ, ka.blockDimX, ka.blockDimY,
+                      kernel_name(&ka), ka.gridDimX, ka.gridDimY, ka.gridDimZ, ka.blockDimX, ka.blockDimY,
                       ka.blockDimZ, ka.sharedMemBytes, kb.gridDimX, kb.gridDimY, kb.gridDimZ,
                       kb.blockDimX, kb.blockDimY, kb.blockDimZ, kb.sharedMemBytes);
     size_t ea = 0, eb = 0;
     const unsigned char *bufa = ka.kernelParams ? NULL : extra_buffer(ka.extra, &ea);
     const unsigned char *bufb = kb.kernelParams ? NULL : extra_buffer(kb.extra, &eb);
     if (!ka.kernelParams && (!bufa || !bufb || ea != eb))
-        return differ(p, i, "kernel %s: its arguments cannot be compared", name);
-    size_t off = 0, size = 0;
-    for (size_t j = 0; param_info(&ka, j, &off, &size); j++) {
+        return differ(p, i, "kernel %s: its arguments cannot be compared", kernel_name(&ka));
+    const layout *lay = NULL;
+    CGR_TRY(layout_of(p, &ka, &lay));
+    for (size_t j = 0; j < lay->n; j++) {
+        const size_t off = p->params[lay->first + j].off, size = p->params[lay->first + j].size;
         const unsigned char *va = ka.kernelParams ? ka.kernelParams[j] : bufa + off;
         const unsigned char *vb = kb.kernelParams ? kb.kernelParams[j] : bufb + off;
         if (!ka.kernelParams && off + size > ea)
             break;
-        if (same_bytes(p, va, vb, size) || allowed(p->s, name))
+        if (same_bytes(p, va, vb, size))
+            continue;
+        const char *name = kernel_name(&ka);
+        if (allowed(p->s, name))
             continue;
         char sa[96], sb[96];
         show(sa, sizeof sa, va, size);
@@ -411,13 +475,24 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
     }
 }
 
-/* Index of node n in l (l is small next to a capture's cost: a linear scan). */
-static size_t index_of(const node_list *l, cudaGraphNode_t n)
+/* A node and its index in its list, sorted by node so that an edge's ends are found in log n. */
+typedef struct node_at {
+    cudaGraphNode_t node;
+    size_t i;
+} node_at;
+
+static int node_at_cmp(const void *x, const void *y)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (l->node[i] == n)
-            return i;
-    return SIZE_MAX;
+    const uintptr_t a = (uintptr_t)((const node_at *)x)->node;
+    const uintptr_t b = (uintptr_t)((const node_at *)y)->node;
+    return a < b ? -1 : a > b;
+}
+
+static size_t index_of(const node_at *by_node, size_t n, cudaGraphNode_t node)
+{
+    const node_at key = {node, 0};
+    const node_at *f = bsearch(&key, by_node, n, sizeof key, node_at_cmp);
+    return f ? f->i : SIZE_MAX;
 }
 
 typedef struct edge {
@@ -445,20 +520,25 @@ static cgr_status list_edges(cudaGraph_t g, const node_list *l, edge **out, size
     cudaGraphNode_t *from = malloc(*n * sizeof *from), *to = malloc(*n * sizeof *to);
     cudaGraphEdgeData *data = calloc(*n, sizeof *data);
     edge *e = malloc(*n * sizeof *e);
+    node_at *by_node = malloc((l->n ? l->n : 1) * sizeof *by_node);
     cgr_status st = CGR_STATUS_OK;
-    if (!from || !to || !data || !e) {
+    if (!from || !to || !data || !e || !by_node) {
         st = CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: %zu graph edges", *n);
     } else if (cudaGraphGetEdges(g, from, to, data, n) != cudaSuccess) {
         st = CGR_FAIL(CGR_STATUS_CUDA_ERROR, "cudaGraphGetEdges failed: %s",
                       cudaGetErrorString(cudaGetLastError()));
     } else {
+        for (size_t k = 0; k < l->n; k++)
+            by_node[k] = (node_at){l->node[k], k};
+        qsort(by_node, l->n, sizeof *by_node, node_at_cmp);
         for (size_t k = 0; k < *n; k++) {
-            e[k].from = index_of(l, from[k]);
-            e[k].to = index_of(l, to[k]);
+            e[k].from = index_of(by_node, l->n, from[k]);
+            e[k].to = index_of(by_node, l->n, to[k]);
             e[k].data = data[k];
         }
         qsort(e, *n, sizeof *e, edge_cmp);
     }
+    free(by_node);
     free(from);
     free(to);
     free(data);
@@ -527,6 +607,8 @@ cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, cudaGraph_t b, 
     p.cap = cap;
     msg[0] = '\0';
     cgr_status st = compare_graphs(&p, a, b, 0);
+    free(p.layouts);
+    free(p.params);
     (void)cudaGetLastError();
     return st;
 }
