@@ -44,18 +44,6 @@ cgr_status cgr__struct_in(void *dst, size_t size, const void *src, size_t min_si
  */
 cgr_status cgr__struct_init(void *dst, size_t struct_size, const void *defaults, size_t size,
                             size_t min_size, const char *type);
-/*
- * Fills a caller's output struct of struct_size bytes (the first field of
- * dst) from src, a full struct of `size` bytes: the first min(struct_size,
- * size) bytes are src's, bytes past `size` (fields a newer caller knows
- * and this library does not) are zeroed, and nothing past struct_size is
- * written. dst's struct_size is left as the caller set it.
- * CGR_STATUS_INVALID_ARGUMENT when struct_size is outside
- * min_size..CGR_MAX_STRUCT_SIZE.
- */
-cgr_status cgr__struct_out(void *dst, const void *src, size_t size, size_t min_size,
-                           const char *type);
-
 /* The caller's options (the struct_size rule, then every field's range) into *out. */
 cgr_status cgr__options_load(const cgr_options *opt, cgr_options *out);
 /* The caller's step description (the struct_size rule, then every rule) into *out. */

@@ -171,17 +171,13 @@ cgr_status cgr__cublas_fail(int err, const char *expr, const char *file, int lin
                      cublasGetStatusString(e));
 }
 
+#if CGR_HAVE_CUDNN
 cgr_status cgr__cudnn_fail(int err, const char *expr, const char *file, int line)
 {
-#if CGR_HAVE_CUDNN
     cudnnStatus_t e = (cudnnStatus_t)err;
     cgr_status s = e == CUDNN_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
                                                   : CGR_STATUS_CUDNN_ERROR;
-    /* cuDNN's own text once it is loaded; a cuDNN status exists only after that. */
-    const cgr__cudnn_api *dnn = cgr__cudnn();
     return cgr__fail(s, file, line, "%s failed: %s (%d)", expr,
-                     dnn ? dnn->cudnnGetErrorString(e) : "cuDNN error", err);
-#else
-    return cgr__fail(CGR_STATUS_CUDNN_ERROR, file, line, "%s failed: cuDNN error %d", expr, err);
-#endif
+                     cgr__cudnn()->cudnnGetErrorString(e), err);
 }
+#endif

@@ -208,10 +208,6 @@ static inline unsigned char *cgr__slot_host(const cgr_step *s, uint32_t slot)
 {
     return s->pinned + (size_t)slot * s->slot_stride;
 }
-static inline unsigned char *cgr__slot_dev(const cgr_step *s, uint32_t slot)
-{
-    return s->pinned_dev + (size_t)slot * s->slot_stride;
-}
 
 /* How the host waits for the last run on a slot (replay/run.c). */
 #define CGR__SIG_EAGER 0 /* its event done[slot] */
