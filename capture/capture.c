@@ -139,7 +139,7 @@ static cgr_status record_inputs(cgr_step *s, io_nodes *io)
     cudaStream_t st = s->rt->stream;
     /* With a gate the kernel comes first even with nothing to copy: memcpy nodes wait behind it. */
     if (io->zin.n || io->zin.gate)
-        CGR_CUDA_TRY(cgr__stage_copy(&io->zin, st, 0));
+        CGR_CUDA_TRY(cgr__stage_copy(&io->zin, st));
     const unsigned char *host = cgr__slot_host(s, 0);
     for (int k = 0; k < io->n_min; k++) {
         const cgr__tensor *t = &s->in[io->min[k]];
@@ -169,7 +169,7 @@ static cgr_status record_outputs(cgr_step *s, io_nodes *io)
      * output copy was launched with PDL behind ordinary kernels.
      */
     if (io->zout.advance)
-        CGR_CUDA_TRY(cgr__stage_copy(&io->zout, st, 0));
+        CGR_CUDA_TRY(cgr__stage_copy(&io->zout, st));
     /*
      * No event record node: the host records the step's graph_done event
      * after each launch instead (replay/run.c). A node would add its GPU

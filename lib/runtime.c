@@ -85,7 +85,7 @@ static cgr_status runtime_create(cgr_runtime **out, const cgr_options *opt)
     CGR_CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&rt->stream, cudaStreamDefault), st, fail);
     CGR_CUDA_TRY_GOTO(cudaEventCreateWithFlags(&rt->join, cudaEventDisableTiming), st, fail);
     /* Decided once here, for every launch on this device that asks for
-     * programmatic dependent launch (cgr_launch_kernel, the staging kernels). */
+     * programmatic dependent launch (cgr_launch_kernel). */
     cgr__pdl pdl;
     CGR_CUDA_TRY_GOTO(cgr__pdl_probe(o.device, &pdl), st, fail);
     CGR_TRY_GOTO(cgr__arena_init(&rt->arena, o.device, o.arena_limit), st, fail);
