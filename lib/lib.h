@@ -11,9 +11,9 @@
 /* CGR_STATUS_BUSY, reported as from `fn`, when another thread holds s's
  * acquired slot or waits on s; else OK (lock held). */
 cgr_status cgr__step_check_idle(const cgr_step *s, const char *fn);
-/* Destroys a step (rt->lock held, s not busy). *destroyed is 0 only when
- * the device could not be made current; the step is then left as it was. */
-cgr_status cgr__step_destroy_locked(cgr_step *s, int *destroyed);
+/* Frees a step and unlinks it (rt->lock held, s not busy, its device current,
+ * the stream synchronized). */
+void cgr__step_free(cgr_step *s);
 /* Validation shared by create calls; pure C, unit-tested. */
 cgr_status cgr__validate_options(const cgr_options *opt);
 cgr_status cgr__validate_step_desc(const cgr_step_desc *d);

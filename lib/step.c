@@ -101,17 +101,6 @@ static void release_shapes(cgr_step *s)
     s->shapes = NULL;
 }
 
-static void unlink_step(cgr_runtime *rt, cgr_step *s)
-{
-    for (cgr_step **p = &rt->steps; *p; p = &(*p)->next) {
-        if (*p == s) {
-            *p = s->next;
-            rt->n_steps--;
-            return;
-        }
-    }
-}
-
 static cgr_status step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_step **out)
 {
     CGR_TRY(cgr__check_runtime(rt, "cgr_step_create"));
@@ -140,21 +129,13 @@ static cgr_status step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_st
         copy_tensor(&s->out[i], &desc->outputs[i]);
     cgr__ring_init(&s->ring, (uint32_t)rt->opt.staging_slots);
     s->stats.mode = CGR_MODE_WARMUP;
-    cgr_status st0 = setup_shapes(s, desc);
-    if (st0 != CGR_STATUS_OK) {
-        release_shapes(s);
-        free(s);
-        return st0;
-    }
-
-    /* The I/O buffers come from the runtime's persistent table and pinned count. */
-    cgr_status st = cgr__lock(rt, "cgr_step_create");
-    if (st != CGR_STATUS_OK) {
-        release_shapes(s);
-        free(s);
-        return st;
-    }
     int prev = 0;
+    cgr_status st = setup_shapes(s, desc);
+    /* The I/O buffers come from the runtime's persistent table and pinned count. */
+    if (st == CGR_STATUS_OK)
+        st = cgr__lock(rt, "cgr_step_create");
+    if (st != CGR_STATUS_OK)
+        goto fail;
     st = cgr__device_enter(rt, &prev);
     if (st == CGR_STATUS_OK) {
         st = cgr__step_alloc_io(s);
@@ -162,20 +143,22 @@ static cgr_status step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_st
     }
     if (st != CGR_STATUS_OK) {
         cgr__unlock(rt);
-        release_shapes(s);
-        free(s);
-        return st;
+        goto fail;
     }
     cgr__profile_attach(s);
     s->magic = CGR__MAGIC_STEP;
     s->next = rt->steps;
     rt->steps = s;
-    rt->n_steps++;
     cgr__log(rt, CGR_LOG_DEBUG, "step '%s': %d inputs, %d outputs, %zu pinned bytes", s->name,
              s->n_in, s->n_out, (size_t)s->stats.pinned_bytes);
     cgr__unlock(rt);
     *out = s;
     return CGR_STATUS_OK;
+
+fail:
+    release_shapes(s);
+    free(s);
+    return st;
 }
 
 cgr_status cgr__step_check_idle(const cgr_step *s, const char *fn)
@@ -189,27 +172,20 @@ cgr_status cgr__step_check_idle(const cgr_step *s, const char *fn)
     return CGR_STATUS_OK;
 }
 
-cgr_status cgr__step_destroy_locked(cgr_step *s, int *destroyed)
+void cgr__step_free(cgr_step *s)
 {
-    cgr_runtime *rt = s->rt;
-    int prev = 0;
-    *destroyed = 0;
-    CGR_TRY(cgr__device_enter(rt, &prev));
-    cgr_status st = CGR_STATUS_OK;
-    /* The step's graphs may still be running on the stream. */
-    cudaError_t e = cgr__sync_stream(rt);
-    if (e != cudaSuccess)
-        st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
     cgr__profile_detach(s);
     release_shapes(s);
     cgr__philox_free(s);
     cgr__step_free_io(s);
-    unlink_step(rt, s);
+    for (cgr_step **p = &s->rt->steps; *p; p = &(*p)->next) {
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    }
     s->magic = CGR__MAGIC_DEAD;
-    cgr__device_leave(prev);
     free(s);
-    *destroyed = 1;
-    return st;
 }
 
 CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
@@ -222,15 +198,21 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
     CGR_TRY(cgr__lock(rt, "cgr_step_destroy"));
     /* Freeing the events and slots under a waiting thread would crash it. */
     cgr_status st = cgr__step_check_idle(s, "cgr_step_destroy");
+    int prev = 0;
+    if (st == CGR_STATUS_OK)
+        st = cgr__device_enter(rt, &prev);
     if (st != CGR_STATUS_OK) {
         cgr__unlock(rt);
         return st;
     }
-    int destroyed = 0;
-    st = cgr__step_destroy_locked(s, &destroyed);
+    /* The step's graphs may still be running on the stream. */
+    cudaError_t e = cgr__sync_stream(rt);
+    if (e != cudaSuccess)
+        st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
+    cgr__step_free(s);
+    cgr__device_leave(prev);
     cgr__unlock(rt);
-    if (destroyed)
-        *ps = NULL;
+    *ps = NULL;
     return st;
 }
 

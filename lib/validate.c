@@ -220,21 +220,25 @@ static cgr_status own_string(const char **field, const char *src, const char *wh
 
 cgr_status cgr__options_own_strings(cgr_options *o)
 {
+    /* The caller's strings are read here and nowhere else: o holds only copies after. */
+    const char *dir = o->dump_dir ? o->dump_dir : getenv("CGR_DUMP_DIR");
+    const char *allow = o->frozen_allow;
+    const char *ppath = o->profile.path;
+    o->dump_dir = o->frozen_allow = o->profile.path = NULL;
     const char *diagnose = getenv("CGR_DIAGNOSE");
     if (diagnose && diagnose[0] && strcmp(diagnose, "0") != 0)
         o->diagnose = 1;
     /* CGR_PROFILE only when the program left the profile off. */
     const char *profile = o->profile.runs == 0 ? getenv("CGR_PROFILE") : NULL;
-    const char *env_path = NULL;
-    if (profile && profile[0])
+    if (profile && profile[0]) {
+        const char *env_path = NULL;
         CGR_TRY(cgr__profile_parse(profile, &o->profile, &env_path));
-    const char *dir = o->dump_dir ? o->dump_dir : getenv("CGR_DUMP_DIR");
-    const char *allow = o->frozen_allow;
-    const char *ppath = env_path ? env_path : o->profile.path;
-    o->frozen_allow = NULL;
-    o->profile.path = NULL;
-    CGR_TRY(own_string(&o->dump_dir, dir, "dump_dir"));
-    cgr_status st = own_string(&o->frozen_allow, allow, "frozen_allow");
+        if (env_path)
+            ppath = env_path;
+    }
+    cgr_status st = own_string(&o->dump_dir, dir, "dump_dir");
+    if (st == CGR_STATUS_OK)
+        st = own_string(&o->frozen_allow, allow, "frozen_allow");
     if (st == CGR_STATUS_OK)
         st = own_string(&o->profile.path, ppath, "profile.path");
     if (st != CGR_STATUS_OK)

@@ -51,8 +51,10 @@ cgr_status cgr__step_desc_load(const cgr_step_desc *desc, cgr_step_desc *out);
 /*
  * Makes o own its strings: dump_dir, or CGR_DUMP_DIR when dump_dir is
  * NULL, is replaced by a heap copy (NULL when neither names a directory),
- * so the caller may free or reuse its own string once the runtime exists.
- * CGR_STATUS_OUT_OF_MEMORY leaves dump_dir NULL.
+ * and so are frozen_allow and profile.path (or CGR_PROFILE's path), so
+ * the caller may free or reuse its own strings once the runtime exists.
+ * CGR_DIAGNOSE and CGR_PROFILE are read here too. On failure the three
+ * are NULL, so cgr__options_free_strings() is always safe.
  */
 cgr_status cgr__options_own_strings(cgr_options *o);
 /*

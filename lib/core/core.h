@@ -55,7 +55,6 @@ struct cgr_runtime {
     void *cublas;               /* cublasHandle_t, created on first use */
     void *cudnn;                /* cudnnHandle_t, created on first use */
     struct cgr_step *steps;     /* live steps (singly linked) */
-    uint64_t n_steps;
     uint64_t runs, warmup_runs, replays, captures, eager_runs; /* cgr_runtime_stats */
     double capture_us;
     size_t pinned_bytes;
