@@ -75,7 +75,7 @@ cgr_status cgr__launch_graph(cgr_step *s, cgr__graph *g, uint32_t slot, int ahea
     if (g->flag) {
         s->slot_next = slot + 1 == s->ring.slots ? 0 : slot + 1;
         s->sig_kind[slot] = CGR__SIG_FLAG;
-        s->sig_expect[slot] = ++s->sig_runs[slot];
+        s->sig_expect[slot]++;
     } else {
         s->sig_kind[slot] = CGR__SIG_GRAPH;
     }

@@ -164,8 +164,8 @@ struct cgr_step {
      * launch: flag graphs advance it, nothing else touches it. */
     uint32_t slot_next;
     uint8_t sig_kind[CGR_MAX_SLOTS];      /* last run on the slot: CGR__SIG_* */
-    uint64_t sig_expect[CGR_MAX_SLOTS];   /* flag value that run will publish */
-    uint64_t sig_runs[CGR_MAX_SLOTS];     /* flag-publishing runs launched per slot */
+    uint64_t sig_expect[CGR_MAX_SLOTS];   /* flag value that run will publish: the flag
+                                             graph runs launched on the slot so far */
     uint64_t graph_runs;                  /* graph launches of the step so far */
     uint64_t sig_graph[CGR_MAX_SLOTS];    /* graph_runs after the slot's last graph launch */
     cgr__ring ring;
