@@ -56,18 +56,18 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
         for (int i = 0; i < s->n_in; i++)
             CGR_TRY(cgr__pad_bytes(s->in[i].desc.dtype, d->input_pad[i], s->in[i].pad,
                                    &s->in[i].pad_nonzero));
-    cgr__shapes_config cfg;
-    cgr__shapes_config_init(&cfg);
-    cfg.step_name = s->name;
-    cfg.dims = dims;
-    cfg.n_dims = (uint32_t)s->n_dyn;
-    cfg.warmup_runs = (uint32_t)o->warmup_runs;
-    cfg.max_entries = (uint32_t)o->shape_cache_entries;
-    cfg.max_bytes = o->shape_cache_bytes;
-    cfg.churn_k = (uint32_t)o->churn_shapes;
-    cfg.churn_window = (uint64_t)o->churn_window;
-    cfg.churn_stable = (uint64_t)o->churn_stable;
-    cfg.keep_spare = o->advanced.shape_spare;
+    const cgr__shapes_config cfg = {
+        .step_name = s->name,
+        .dims = dims,
+        .n_dims = (uint32_t)s->n_dyn,
+        .warmup_runs = (uint32_t)o->warmup_runs,
+        .max_entries = (uint32_t)o->shape_cache_entries,
+        .max_bytes = o->shape_cache_bytes,
+        .churn_k = (uint32_t)o->churn_shapes,
+        .churn_window = (uint64_t)o->churn_window,
+        .churn_stable = (uint64_t)o->churn_stable,
+        .keep_spare = o->advanced.shape_spare,
+    };
     s->shapes = calloc(1, sizeof *s->shapes);
     if (!s->shapes)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: step '%s': shape table",

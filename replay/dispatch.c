@@ -99,7 +99,7 @@ static void capture_refused(cgr_step *s, const char *why)
     cgr_step_stats *ss = &s->stats;
     ss->mode = CGR_MODE_EAGER;
     set_capture_error(s, why);
-    (void)cgr__shapes_capture_failed(s->shapes, ss->capture_error);
+    cgr__shapes_capture_failed(s->shapes, ss->capture_error);
     cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name,
              ss->capture_error);
 }
@@ -108,7 +108,7 @@ static void capture_refused(cgr_step *s, const char *why)
 static void drop_offer(cgr_step *s, int reason, const char *text)
 {
     cgr__shapes_freed victim;
-    (void)cgr__shapes_update_failed(s->shapes, reason, text, &victim);
+    cgr__shapes_update_failed(s->shapes, reason, text, &victim);
     cgr__graph_free(victim.payload);
 }
 
@@ -131,7 +131,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
      * only while nobody waits on the step.
      */
     if (s->waiters > 0) {
-        (void)cgr__shapes_capture_cancel(s->shapes);
+        cgr__shapes_capture_cancel(s->shapes);
         return CGR_FAIL(CGR_STATUS_BUSY,
                         "step '%s' is due for capture while another thread waits on it; "
                         "nothing was launched, try again",
@@ -139,7 +139,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     }
     if (!plan->planned) {
         /* Its warm-ups failed before they planned the scratch: warm up again first. */
-        (void)cgr__shapes_capture_cancel(s->shapes);
+        cgr__shapes_capture_cancel(s->shapes);
         *action = CGR_RUN_WARMUP;
         return eager_run(s, slot, plan);
     }
@@ -157,7 +157,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
                 cgr__graph_free(co.graph);
         }
         if (st != CGR_STATUS_CAPTURE_FAILED) {
-            (void)cgr__shapes_capture_cancel(s->shapes);
+            cgr__shapes_capture_cancel(s->shapes);
             return st;
         }
         /*
@@ -182,7 +182,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     r.instantiate_us = co.updated ? 0.0 : co.make_us;
     r.update_us = co.updated ? co.make_us : 0.0;
     cgr__shapes_outcome oc;
-    (void)cgr__shapes_capture_done(s->shapes, &r, &oc);
+    cgr__shapes_capture_done(s->shapes, &r, &oc);
     /*
      * Launch first: a graph refused as too large is in the freed list and
      * goes below, after its one run (CUDA frees a running executable once it
@@ -212,14 +212,14 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
 }
 
 /* The shape's graph is wrong for later runs: the shape runs eagerly from now on. */
-static void graph_refused(cgr_step *s, const cgr__shapes_decision *d, cgr__shapes_reason reason,
+static void graph_refused(cgr_step *s, const cgr__shapes_decision *d, cgr_eager_reason reason,
                           const char *why)
 {
     cgr_step_stats *ss = &s->stats;
     cgr__shapes_freed victim;
     set_capture_error(s, why);
     /* CUDA frees the executable once a launch still running it is done. */
-    (void)cgr__shapes_refuse(s->shapes, d->entry, reason, ss->capture_error, &victim);
+    cgr__shapes_refuse(s->shapes, d->entry, reason, ss->capture_error, &victim);
     cgr__graph_free(victim.payload);
     ss->mode = CGR_MODE_EAGER;
     cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name,
@@ -284,7 +284,7 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
     }
     cgr__graph_free(co.own);
     s->stats.capture_failures += !recorded;
-    graph_refused(s, d, recorded ? CGR__SHAPES_REASON_FROZEN : CGR__SHAPES_REASON_CAPTURE_FAILED,
+    graph_refused(s, d, recorded ? CGR_EAGER_FROZEN_VALUE : CGR_EAGER_CAPTURE_FAILED,
                   why);
     return ls;
 }
@@ -312,7 +312,7 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
         if (d->churn_tripped)
             cgr__log(s->rt, CGR_LOG_WARN, "%s", s->shapes->warning);
         *action = CGR_RUN_EAGER;
-        *reason = (uint8_t)cgr__public_reason(d->reason);
+        *reason = (uint8_t)d->reason;
         return eager_run(s, slot, plan);
     }
 }

@@ -33,8 +33,6 @@ void cgr__profile_attach(cgr_step *s);
 void cgr__profile_detach(cgr_step *s);
 cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                                uint8_t *action);
-/* The public cgr_eager_reason of a shape table reason (replay/shape_stats.c). */
-cgr_eager_reason cgr__public_reason(cgr__shapes_reason r);
 /* Every tensor's shape for the run (what the step sees) from the bucket; and
  * the slot's packed inputs spread to the bucket, with the true dims stored. */
 void cgr__apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_dims);

@@ -92,22 +92,6 @@ CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
     return CGR_STATUS_OK;
 }
 
-cgr_eager_reason cgr__public_reason(cgr__shapes_reason r)
-{
-    switch (r) {
-    case CGR__SHAPES_REASON_CHURN:
-        return CGR_EAGER_CHURN;
-    case CGR__SHAPES_REASON_CAPTURE_FAILED:
-        return CGR_EAGER_CAPTURE_FAILED;
-    case CGR__SHAPES_REASON_TOO_LARGE:
-        return CGR_EAGER_TOO_LARGE;
-    case CGR__SHAPES_REASON_FROZEN:
-        return CGR_EAGER_FROZEN_VALUE;
-    default:
-        return CGR_EAGER_NONE;
-    }
-}
-
 CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_info *out)
 {
     CGR_TRY(cgr__check_step(s, "cgr_step_shape_at"));
@@ -159,7 +143,7 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
             out->bytes = pick->bytes;
         } else {
             out->eager_runs = pick->eager_runs;
-            out->reason = cgr__public_reason((cgr__shapes_reason)pick->reason);
+            out->reason = (cgr_eager_reason)pick->reason;
             memcpy(out->text, pick->text, sizeof out->text);
         }
     }

@@ -68,16 +68,6 @@ static void copy_text(char *dst, size_t cap, const char *src)
 
 /* ---- init ------------------------------------------------------------------------- */
 
-void cgr__shapes_config_init(cgr__shapes_config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->warmup_runs = 2;
-    cfg->max_entries = 16;
-    cfg->churn_k = 8;
-    cfg->churn_window = 64;
-    cfg->churn_stable = 32;
-}
-
 #ifndef NDEBUG
 /* What the API edge (lib/validate.c) has already made sure of. */
 static int config_ok(const cgr__shapes_config *cfg)
@@ -227,7 +217,7 @@ static uint32_t add_warming(cgr__shapes *m, const int64_t *dims)
 }
 
 /* Entry i runs eagerly for good; the least recently used EAGER entry is forgotten when full. */
-static void make_eager(cgr__shapes *m, uint32_t i, cgr__shapes_reason reason, const char *text)
+static void make_eager(cgr__shapes *m, uint32_t i, cgr_eager_reason reason, const char *text)
 {
     uint32_t n = 0, v = oldest(m, CGR__SHAPE_EAGER, i, &n);
     if (n >= CGR__SHAPES_MAX_EAGER)
@@ -337,7 +327,7 @@ static void *offer(cgr__shapes *m)
     return m->entries[m->offer_entry].payload;
 }
 
-static void eager(cgr__shapes *m, cgr__shapes_decision *out, cgr__shapes_reason r,
+static void eager(cgr__shapes *m, cgr__shapes_decision *out, cgr_eager_reason r,
                   const char *text)
 {
     out->action = CGR__SHAPES_EAGER;
@@ -346,7 +336,7 @@ static void eager(cgr__shapes *m, cgr__shapes_decision *out, cgr__shapes_reason 
     m->stats.eager_by_reason[r]++;
 }
 
-cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
+void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
 {
     int64_t dims[CGR_MAX_DYN_DIMS] = {0};
     assert(m != NULL && out != NULL && !m->capturing);
@@ -383,10 +373,10 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
         m->stats.hits++;
     } else if (e->state == CGR__SHAPE_EAGER) {
         e->eager_runs++;
-        eager(m, out, (cgr__shapes_reason)e->reason, e->text);
+        eager(m, out, (cgr_eager_reason)e->reason, e->text);
     } else if (eager_now) {
         /* The entry stays (warm-ups not advanced): the guard saw this shape. */
-        eager(m, out, CGR__SHAPES_REASON_CHURN, m->warning);
+        eager(m, out, CGR_EAGER_CHURN, m->warning);
     } else if (e->warmups < m->warmup_runs) {
         out->action = CGR__SHAPES_WARMUP;
         out->warmup_run = ++e->warmups;
@@ -399,7 +389,6 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
         out->source = m->offer;
         m->stats.capture_attempts++;
     }
-    return CGR_STATUS_OK;
 }
 
 /* ---- reports ------------------------------------------------------------------------------ */
@@ -432,7 +421,7 @@ static void make_room(cgr__shapes *m, size_t bytes, uint32_t *n)
     }
 }
 
-cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *r,
+void cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *r,
                                     cgr__shapes_outcome *out)
 {
     /* The times are >= 0, which NaN is not either. */
@@ -465,7 +454,7 @@ cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_re
         snprintf(text, sizeof text,
                  "its graph needs %zu bytes, more than the graph cache's budget of %zu bytes",
                  r->bytes, m->max_bytes);
-        make_eager(m, m->cap_entry, CGR__SHAPES_REASON_TOO_LARGE, text);
+        make_eager(m, m->cap_entry, CGR_EAGER_TOO_LARGE, text);
         m->freed[n].payload = r->payload;
         m->freed[n++].bytes = r->bytes;
         m->stats.too_large++;
@@ -486,39 +475,35 @@ cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_re
     out->freed = m->freed;
     out->n_freed = n;
     end_capture(m);
-    return CGR_STATUS_OK;
 }
 
-cgr_status cgr__shapes_capture_failed(cgr__shapes *m, const char *text)
+void cgr__shapes_capture_failed(cgr__shapes *m, const char *text)
 {
     assert(m != NULL && m->capturing);
-    make_eager(m, m->cap_entry, CGR__SHAPES_REASON_CAPTURE_FAILED, text);
+    make_eager(m, m->cap_entry, CGR_EAGER_CAPTURE_FAILED, text);
     m->stats.capture_failures++;
     end_capture(m);
-    return CGR_STATUS_OK;
 }
 
-cgr_status cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr__shapes_reason reason,
+void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
                               const char *text, cgr__shapes_freed *out)
 {
     assert(m != NULL && out != NULL && entry < m->capacity && !m->capturing &&
            m->entries[entry].state == CGR__SHAPE_GRAPH &&
-           (reason == CGR__SHAPES_REASON_FROZEN || reason == CGR__SHAPES_REASON_CAPTURE_FAILED));
+           (reason == CGR_EAGER_FROZEN_VALUE || reason == CGR_EAGER_CAPTURE_FAILED));
     /* Not an eviction: the graph leaves because it is wrong, not for room. */
     uncharge(m, entry, out);
     make_eager(m, entry, reason, text);
-    return CGR_STATUS_OK;
 }
 
-cgr_status cgr__shapes_capture_cancel(cgr__shapes *m)
+void cgr__shapes_capture_cancel(cgr__shapes *m)
 {
     assert(m != NULL && m->capturing);
     m->stats.capture_cancels++;
     end_capture(m);
-    return CGR_STATUS_OK;
 }
 
-cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
+void cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
                                      cgr__shapes_freed *victim)
 {
     assert(m != NULL && victim != NULL && m->capturing && m->offer != CGR__SHAPES_FROM_NONE &&
@@ -533,7 +518,6 @@ cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *tex
                       : CGR__SHAPES_UPDATE_REASONS - 1;
     m->stats.update_failures_by_reason[at]++;
     copy_text(m->update_error, sizeof m->update_error, text);
-    return CGR_STATUS_OK;
 }
 
 cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out)
@@ -561,7 +545,7 @@ void cgr__shapes_get_stats(const cgr__shapes *m, cgr__shapes_stats *out)
     out->runs = m->churn.counters.steps;
     out->new_shapes = m->churn.counters.new_shapes;
     out->misses = out->runs - out->hits;
-    for (uint32_t r = 0; r < CGR__SHAPES_REASONS; r++)
+    for (uint32_t r = 0; r < CGR_EAGER_REASONS; r++)
         out->eager_runs += out->eager_by_reason[r];
     for (uint32_t r = 0; r < CGR__SHAPES_UPDATE_REASONS; r++)
         out->update_failures += out->update_failures_by_reason[r];
@@ -579,28 +563,4 @@ const cgr__shape *cgr__shapes_entry(const cgr__shapes *m, uint32_t i)
 {
     assert(m != NULL && i < m->capacity);
     return m->entries[i].state == CGR__SHAPE_FREE ? NULL : &m->entries[i];
-}
-
-const char *cgr__shapes_action_name(cgr__shapes_action a)
-{
-    switch (a) {
-    case CGR__SHAPES_REPLAY: return "replay";
-    case CGR__SHAPES_WARMUP: return "warmup";
-    case CGR__SHAPES_CAPTURE: return "capture";
-    case CGR__SHAPES_EAGER: return "eager";
-    }
-    return "invalid";
-}
-
-const char *cgr__shapes_reason_name(cgr__shapes_reason r)
-{
-    switch (r) {
-    case CGR__SHAPES_REASON_NONE: return "none";
-    case CGR__SHAPES_REASON_CHURN: return "churn guard";
-    case CGR__SHAPES_REASON_CAPTURE_FAILED: return "capture failed";
-    case CGR__SHAPES_REASON_TOO_LARGE: return "too large";
-    case CGR__SHAPES_REASON_FROZEN: return "frozen value";
-    case CGR__SHAPES_REASONS: break;
-    }
-    return "invalid";
 }

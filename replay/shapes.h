@@ -43,15 +43,6 @@ typedef enum cgr__shapes_action {
     CGR__SHAPES_EAGER = 4
 } cgr__shapes_action;
 
-typedef enum cgr__shapes_reason {
-    CGR__SHAPES_REASON_NONE = 0,
-    CGR__SHAPES_REASON_CHURN = 1,          /**< churn guard tripped, shape not cached */
-    CGR__SHAPES_REASON_CAPTURE_FAILED = 2, /**< this shape's capture failed earlier */
-    CGR__SHAPES_REASON_TOO_LARGE = 3,      /**< its graph exceeded the byte budget */
-    CGR__SHAPES_REASON_FROZEN = 4,         /**< its graph froze a value that changes per run */
-    CGR__SHAPES_REASONS = 5
-} cgr__shapes_reason;
-
 /** Where the executable offered for update in place comes from. */
 typedef enum cgr__shapes_source {
     CGR__SHAPES_FROM_NONE = 0,  /**< nothing offered: instantiate */
@@ -72,7 +63,7 @@ typedef struct cgr__shapes_dim_desc {
     cgr__bucket_policy policy;  /**< from cgr__bucket_init_list() or _pow2() */
 } cgr__shapes_dim_desc;
 
-/** Settings of one table. Start from cgr__shapes_config_init(). */
+/** Settings of one table: the step's options and dynamic dims, validated at the API edge. */
 typedef struct cgr__shapes_config {
     const char *step_name;              /**< for messages; NULL: "step"; <= NAME_MAX chars */
     const cgr__shapes_dim_desc *dims;   /**< n_dims entries; may be NULL when n_dims is 0 */
@@ -90,7 +81,7 @@ typedef struct cgr__shapes_config {
 typedef struct cgr__shape {
     int64_t dims[CGR_MAX_DYN_DIMS];  /**< bucketed; the key (n_dims of them, the rest 0) */
     uint8_t state;                   /**< cgr__shape_state */
-    uint8_t reason;                  /**< EAGER: cgr__shapes_reason */
+    uint8_t reason;                  /**< EAGER: cgr_eager_reason */
     uint16_t warmups;                /**< WARMING: warm-up runs done */
     uint64_t last_use;               /**< the table's run count at its latest decision */
     uint64_t replays;                /**< GRAPH: REPLAY decisions */
@@ -125,7 +116,7 @@ typedef struct cgr__shapes_stats {
                                      or a failed one */
     uint64_t too_large;         /**< captures refused by the byte budget */
     uint64_t eager_runs;
-    uint64_t eager_by_reason[CGR__SHAPES_REASONS]; /**< [0] stays 0 */
+    uint64_t eager_by_reason[CGR_EAGER_REASONS]; /**< [0] stays 0 */
     uint64_t churn_activations;
     uint64_t churn_recoveries;
     double capture_us;          /**< stream capture time, summed over captures */
@@ -144,7 +135,7 @@ typedef struct cgr__shapes_stats {
 /** What decide() says for one run. Pointers into the table stay valid until the next call. */
 typedef struct cgr__shapes_decision {
     cgr__shapes_action action;
-    cgr__shapes_reason reason;  /**< EAGER: why; NONE otherwise */
+    cgr_eager_reason reason;  /**< EAGER: why; NONE otherwise */
     const char *text;           /**< EAGER: the kept message or the churn warning; "" otherwise */
     void *payload;              /**< REPLAY: the graph. CAPTURE: the executable offered
                                      for update in place, NULL to instantiate */
@@ -210,9 +201,6 @@ typedef struct cgr__shapes {
     char update_error[CGR__SHAPES_TEXT_MAX];
 } cgr__shapes;
 
-/** Defaults: no dims, 2 warm-up runs, 16 cached graphs, no byte budget, K/W/S = 8/64/32, no spare. */
-void cgr__shapes_config_init(cgr__shapes_config *cfg);
-
 /** A table for cfg (copied, names included); CGR_STATUS_OUT_OF_MEMORY leaves *m unchanged. */
 cgr_status cgr__shapes_init(cgr__shapes *m, const cgr__shapes_config *cfg);
 
@@ -221,10 +209,9 @@ void cgr__shapes_destroy(cgr__shapes *m);
 
 /**
  * What this run does, for the n_dims true values in declaration order
- * (NULL when n_dims is 0), each within its policy's buckets. Always
- * CGR_STATUS_OK.
+ * (NULL when n_dims is 0), each within its policy's buckets.
  */
-cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out);
+void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out);
 
 /**
  * The payload decide() would replay for true_dims now, without deciding
@@ -240,14 +227,14 @@ void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *
  * byte budget, refuses it (the payload itself in out->freed; the shape
  * runs EAGER(TOO_LARGE)). updated = 1 only with the offered payload.
  */
-cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *r,
+void cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *r,
                                     cgr__shapes_outcome *out);
 
 /** The capture failed for the step's own reason (text kept, cut): EAGER(CAPTURE_FAILED). */
-cgr_status cgr__shapes_capture_failed(cgr__shapes *m, const char *text);
+void cgr__shapes_capture_failed(cgr__shapes *m, const char *text);
 
 /** The capture was abandoned (out of memory, a device error): its next decision is CAPTURE. */
-cgr_status cgr__shapes_capture_cancel(cgr__shapes *m);
+void cgr__shapes_capture_cancel(cgr__shapes *m);
 
 /**
  * Updating the offered executable failed: counts `reason` (a
@@ -255,7 +242,7 @@ cgr_status cgr__shapes_capture_cancel(cgr__shapes *m);
  * keeps text and hands the offer to *victim to free. Then instantiate and
  * capture_done(updated = 0).
  */
-cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
+void cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
                                      cgr__shapes_freed *victim);
 
 /**
@@ -264,7 +251,7 @@ cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *tex
  * CAPTURE_FAILED) with text, and its payload goes to *out. Not while a
  * capture is in flight.
  */
-cgr_status cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr__shapes_reason reason,
+void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
                               const char *text, cgr__shapes_freed *out);
 
 /**
@@ -278,11 +265,5 @@ void cgr__shapes_get_stats(const cgr__shapes *m, cgr__shapes_stats *out);
 
 /** Entry i < m->capacity, or NULL when it is free. */
 const cgr__shape *cgr__shapes_entry(const cgr__shapes *m, uint32_t i);
-
-/** "replay", "warmup", "capture", "eager"; "invalid" otherwise. */
-const char *cgr__shapes_action_name(cgr__shapes_action a);
-
-/** "none", "churn guard", "capture failed", "too large", "frozen value"; "invalid" otherwise. */
-const char *cgr__shapes_reason_name(cgr__shapes_reason r);
 
 #endif
