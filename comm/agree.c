@@ -141,7 +141,7 @@ static int out_of_step(const struct cgr__comm *c, const int64_t *all)
 cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local)
 {
     struct cgr__comm *c = rt->comm;
-    if (!c || !cgr__comm_step_uses(c, s))
+    if (!c || !s->uses_nccl)
         return local;
     /* This rank's own reason, kept before any call below replaces the message. */
     char local_msg[512] = "";

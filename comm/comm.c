@@ -109,44 +109,6 @@ uint64_t cgr__comm_hash(const char *s)
     return h;
 }
 
-int cgr__comm_step_uses(const struct cgr__comm *c, const cgr_step *s)
-{
-    if (c->all_steps)
-        return 1;
-    for (int i = 0; i < c->n_steps; i++)
-        if (c->steps[i] == s)
-            return 1;
-    return 0;
-}
-
-/*
- * Remembers that s uses the communicator. The table holds step pointers;
- * when it is full, entries of steps no longer registered with the runtime
- * are dropped, and if that frees nothing every capture is agreed on from
- * then on (safe, but then steps that only some ranks run cannot be
- * captured).
- */
-static void note_step(cgr_runtime *rt, struct cgr__comm *c, const cgr_step *s)
-{
-    if (c->all_steps || cgr__comm_step_uses(c, s))
-        return;
-    if (c->n_steps == CGR__COMM_MAX_STEPS) {
-        int kept = 0;
-        for (int i = 0; i < c->n_steps; i++) {
-            const cgr_step *live = rt->steps;
-            while (live && live != c->steps[i])
-                live = live->next;
-            if (live)
-                c->steps[kept++] = c->steps[i];
-        }
-        c->n_steps = kept;
-    }
-    if (c->n_steps < CGR__COMM_MAX_STEPS)
-        c->steps[c->n_steps++] = s;
-    else
-        c->all_steps = 1;
-}
-
 /* Communicators attached per device in this process, for the one-GPU-per-process warning. */
 #define MAX_DEVICES 1024
 static int g_attached[MAX_DEVICES];
@@ -356,6 +318,9 @@ void cgr__comm_release(cgr_runtime *rt)
         return;
     comm_free(rt, rt->comm, 1);
     rt->comm = NULL;
+    /* A communicator attached later learns anew which steps use it. */
+    for (cgr_step *s = rt->steps; s; s = s->next)
+        s->uses_nccl = 0;
 }
 
 CGR_API cgr_status cgr_runtime_detach_nccl(cgr_runtime *rt)
@@ -408,8 +373,8 @@ CGR_API cgr_status cgr_ctx_nccl(cgr_ctx *ctx, cgr_nccl_comm *out)
                         "cgr_ctx_nccl: step '%s': no communicator is attached to its runtime "
                         "(cgr_runtime_attach_nccl)",
                         ctx->step->name);
-    /* The step function runs with rt->lock held by this thread: c is stable. */
-    note_step(ctx->rt, c, ctx->step);
+    /* Its captures are agreed on from now on (agree.c). */
+    ctx->step->uses_nccl = 1;
     *out = c->user;
     return CGR_STATUS_OK;
 }

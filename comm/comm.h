@@ -40,8 +40,6 @@ void cgr__comm_release(cgr_runtime *rt);
  */
 #include "dynload.h"
 
-/* Steps that used the communicator, remembered per runtime. */
-#define CGR__COMM_MAX_STEPS 64
 /* Words each rank contributes to one agreement (int64 each). */
 #define CGR__AGREE_WORDS 8
 
@@ -66,9 +64,6 @@ struct cgr__comm {
     int64_t *dev;              /* [WORDS] this rank's record, then [world][WORDS] gathered */
     int64_t *host;             /* pinned, the same layout */
     uint64_t agreements;       /* capture agreements so far (the same on every rank) */
-    const cgr_step *steps[CGR__COMM_MAX_STEPS]; /* steps that called cgr_ctx_nccl */
-    int n_steps;
-    int all_steps;             /* the table overflowed: agree on every capture */
 };
 
 /* Records a failed NCCL call (with NCCL's last-error text) and returns CGR_STATUS_COMM_ERROR. */
@@ -122,8 +117,6 @@ cgr_status cgr__comm_exchange(struct cgr__comm *c, const int64_t *mine, const in
 cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c);
 
 /* ---- comm.c ---- */
-/* 1 when s called cgr_ctx_nccl in some run (or the table overflowed). */
-int cgr__comm_step_uses(const struct cgr__comm *c, const cgr_step *s);
 /* 64-bit FNV-1a of a string: steps are told apart across ranks by name. */
 uint64_t cgr__comm_hash(const char *s);
 

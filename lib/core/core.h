@@ -198,6 +198,7 @@ struct cgr_step {
     /* The profile window (replay/profile.c) while it waits or collects; NULL
      * otherwise, so that a replay pays one test of it. */
     struct cgr__profile *profile;
+    int uses_nccl;       /* called cgr_ctx_nccl since the communicator was attached (comm/) */
     /* Threads (all under rt->lock; docs/threading.md). */
     pthread_t acquirer;  /* holder of the slot from cgr_step_acquire, while ring.acquired */
     uint32_t waiters;    /* threads inside cgr_step_wait with the lock let go */
