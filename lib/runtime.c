@@ -9,7 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "abi.h"
 #include "lib.h"
 #include "pdl.h"
 #include "replay.h"

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "abi.h"
 #include "lib.h"
 #include "replay.h"
 
