@@ -92,9 +92,7 @@ cgr_status cgr__shapes_init(cgr__shapes *m, const cgr__shapes_config *cfg)
 {
     assert(m != NULL && cfg != NULL && config_ok(cfg));
     cgr__churn churn;
-    cgr_status cs = cgr__churn_init(&churn, cfg->churn_k, cfg->churn_window, cfg->churn_stable);
-    assert(cs == CGR_STATUS_OK);
-    (void)cs;
+    cgr__churn_init(&churn, cfg->churn_k, cfg->churn_window, cfg->churn_stable);
 
     uint32_t capacity = cfg->max_entries + CGR__SHAPES_MAX_WARMING + CGR__SHAPES_MAX_EAGER;
     cgr__shape *entries = calloc(capacity, sizeof *entries);
@@ -348,8 +346,8 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
     cgr__shape *e = i != CGR__SHAPES_NONE ? &m->entries[i] : NULL;
     int eager_now = 0;
     out->new_shape = e == NULL;
-    (void)cgr__churn_observe(&m->churn, out->new_shape, &eager_now, &out->churn_tripped,
-                             &out->churn_recovered);
+    cgr__churn_observe(&m->churn, out->new_shape, &eager_now, &out->churn_tripped,
+                       &out->churn_recovered);
     if (e == NULL) {
         record_new_shape(m, dims, m->churn.counters.new_shapes);
         i = add_warming(m, dims);
