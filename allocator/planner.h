@@ -71,11 +71,4 @@ void cgr__trace_close(cgr__trace *t);
  */
 cgr_status cgr__plan(cgr__buf *bufs, size_t n, size_t align, size_t *peak, size_t *lower_bound);
 
-/**
- * Checks a plan: 0 if no two live-overlapping buffers overlap in memory
- * and every offset is aligned, else 1 and the indices of a bad pair in
- * *a, *b (both equal for an alignment error). Used by tests and debug builds.
- */
-int cgr__plan_check(const cgr__buf *bufs, size_t n, size_t align, size_t *a, size_t *b);
-
 #endif
