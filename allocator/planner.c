@@ -101,6 +101,7 @@ cgr_status cgr__trace_alloc(cgr__trace *t, size_t size, size_t *id)
     b->start = t->clock;
     b->end = UINT32_MAX;
     b->offset = 0;
+    b->ptr = NULL;
     *id = t->n;
     t->n++;
     t->clock++;

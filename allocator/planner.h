@@ -24,6 +24,7 @@ typedef struct cgr__buf {
     uint32_t start;  /**< clock at the alloc */
     uint32_t end;    /**< clock at the free; UINT32_MAX until freed or closed */
     size_t offset;   /**< arena offset chosen by cgr__plan() */
+    void *ptr;       /**< the recording run's own pointer (NULL until its recorder sets it) */
 } cgr__buf;
 
 /** The ordered requests of one run of a step. */

@@ -10,7 +10,6 @@
  * to bake those addresses into a graph: a step that asks for something
  * else is stopped with CGR_STATUS_TRACE_MISMATCH before it gets a pointer.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "fault.h"
@@ -115,14 +114,6 @@ static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
 {
     cgr__shape_plan *s = c->plan;
     size_t id;
-    if (s->trace.n == s->trace_ptrs_cap) {
-        size_t cap = s->trace_ptrs_cap ? s->trace_ptrs_cap * 2 : 32;
-        void **p = realloc(s->trace_ptrs, cap * sizeof *p);
-        if (!p)
-            return cgr__ctx_fail(c, CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "scratch trace table"));
-        s->trace_ptrs = p;
-        s->trace_ptrs_cap = cap;
-    }
     void *ptr = NULL;
     cudaError_t e = CGR__FAULT(CGR__FAULT_DEVICE_ALLOC)
                         ? cudaErrorMemoryAllocation
@@ -137,7 +128,7 @@ static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
             return cgr__ctx_fail(c, CGR_FAIL(st, "step '%s': scratch trace table", c->step->name));
         return clock_full(c, "cgr_ctx_alloc");
     }
-    s->trace_ptrs[id] = ptr;
+    s->trace.bufs[id].ptr = ptr;
     *out = ptr;
     return CGR_STATUS_OK;
 }
@@ -196,11 +187,10 @@ CGR_API cgr_status cgr_ctx_free(cgr_ctx *c, void *ptr)
     if (c->error != CGR_STATUS_OK)
         return CGR_FAIL(c->error, "cgr_ctx_free: an earlier scratch request of this run failed");
     cgr_step *s = c->step;
-    cgr__shape_plan *pl = c->plan;
-    cgr__trace *t = &pl->trace;
+    cgr__trace *t = &c->plan->trace;
     if (c->mode == CGR__CTX_TRACE) {
         for (size_t i = 0; i < t->n; i++) {
-            if (pl->trace_ptrs[i] == ptr && t->bufs[i].end == UINT32_MAX) {
+            if (t->bufs[i].ptr == ptr && t->bufs[i].end == UINT32_MAX) {
                 /* i is live, so only the full clock can refuse the free. */
                 if (cgr__trace_free(t, i) != CGR_STATUS_OK)
                     return clock_full(c, "cgr_ctx_free");
@@ -237,7 +227,7 @@ static void trace_finish(cgr_ctx *c)
     cgr__shape_plan *s = c->plan;
     for (size_t i = 0; i < s->trace.n; i++)
         if (s->trace.bufs[i].end == UINT32_MAX)
-            cudaFreeAsync(s->trace_ptrs[i], c->rt->stream);
+            cudaFreeAsync(s->trace.bufs[i].ptr, c->rt->stream);
     cgr__trace_close(&s->trace);
 }
 

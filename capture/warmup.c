@@ -5,7 +5,6 @@
  * already uses the planned addresses, so a warm-up also proves the plan on
  * real work before a graph bakes it in.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "capture.h"
@@ -23,7 +22,6 @@ void cgr__plan_reset(cgr__shape_plan *p)
 void cgr__plan_destroy(cgr__shape_plan *p)
 {
     cgr__trace_destroy(&p->trace);
-    free(p->trace_ptrs);
     memset(p, 0, sizeof *p);
 }
 

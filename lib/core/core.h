@@ -83,9 +83,7 @@ typedef enum cgr__ctx_mode {
  * largest plan: their graphs never run at the same time (one stream).
  */
 typedef struct cgr__shape_plan {
-    cgr__trace trace;
-    void **trace_ptrs;    /* real pointers of the tracing run, by request */
-    size_t trace_ptrs_cap;
+    cgr__trace trace;     /* with the tracing run's real pointers */
     int planned;
     size_t peak, lower;
     /* Philox counters one run reserves (capture/rng.c), fixed by the first run. */
