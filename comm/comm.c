@@ -99,16 +99,6 @@ cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, in
                      detail && detail[0] ? ": " : "", detail ? detail : "");
 }
 
-uint64_t cgr__comm_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /* Communicators attached per device in this process, for the one-GPU-per-process warning. */
 #define MAX_DEVICES 1024
 static int g_attached[MAX_DEVICES];
@@ -122,18 +112,18 @@ static int other_devices_attached(int device)
 }
 
 /*
- * Frees c and everything in it. graceful: flush and destroy priv
- * (ncclCommFinalize, a bounded wait, ncclCommDestroy); otherwise, or when
- * that fails, abort it. Failures here cannot be reported to anyone who
+ * Frees c and everything in it. priv is flushed and destroyed
+ * (ncclCommFinalize, a bounded wait, ncclCommDestroy), or aborted when it
+ * is broken or that fails. Failures here cannot be reported to anyone who
  * could act on them, so they are logged.
  */
-static void comm_free(const cgr_runtime *rt, struct cgr__comm *c, int graceful)
+static void comm_free(const cgr_runtime *rt, struct cgr__comm *c)
 {
-    if (c->priv && graceful && !c->broken) {
+    if (c->priv && !c->broken) {
         ncclResult_t r = cgr__nccl()->ncclCommFinalize(c->priv);
         cgr_status st = r == ncclSuccess || r == ncclInProgress
-                            ? cgr__comm_wait_ready(c->priv, cgr__comm_deadline(c->timeout_ms),
-                                                   c->timeout_ms, "ncclCommFinalize")
+                            ? cgr__comm_wait(c->priv, NULL, cgr__comm_deadline(c->timeout_ms),
+                                             c->timeout_ms, "ncclCommFinalize")
                             : cgr__nccl_fail(r, "ncclCommFinalize", __FILE__, __LINE__);
         if (st == CGR_STATUS_OK &&
             (r = cgr__nccl()->ncclCommDestroy(c->priv)) == ncclSuccess) {
@@ -180,7 +170,7 @@ static cgr_status split_private(struct cgr__comm *c, int *leak)
     for (;;) {
         ncclComm_t p = __atomic_load_n(&c->priv, __ATOMIC_ACQUIRE);
         if (p)
-            return cgr__comm_wait_ready(p, deadline, c->timeout_ms, "ncclCommSplit");
+            return cgr__comm_wait(p, NULL, deadline, c->timeout_ms, "ncclCommSplit");
         /* Not there yet: the split runs in NCCL's thread; its errors land on the parent. */
         ncclResult_t async = ncclSuccess;
         CGR_NCCL_TRY(cgr__nccl()->ncclCommGetAsyncError(c->user, &async));
@@ -220,7 +210,7 @@ static cgr_status attach_locked(cgr_runtime *rt, ncclComm_t comm, unsigned timeo
                         "(ncclCommSplit, non-blocking communicators)",
                         fn, version);
     /* A non-blocking communicator may still be initializing. */
-    CGR_TRY(cgr__comm_wait_ready(comm, cgr__comm_deadline(timeout_ms), timeout_ms,
+    CGR_TRY(cgr__comm_wait(comm, NULL, cgr__comm_deadline(timeout_ms), timeout_ms,
                                  "the communicator's initialization"));
     int device = -1, world = 0, rank = -1;
     CGR_NCCL_TRY(cgr__nccl()->ncclCommCuDevice(comm, &device));
@@ -276,7 +266,7 @@ fail:
         /* Keep the failure's message: freeing may record messages of its own. */
         char msg[512];
         snprintf(msg, sizeof msg, "%s", cgr_last_error());
-        comm_free(rt, c, !c->broken);
+        comm_free(rt, c);
         cgr__fail(st, __FILE__, __LINE__, "%s", msg);
     }
     return st;
@@ -316,7 +306,7 @@ void cgr__comm_release(cgr_runtime *rt)
 {
     if (!rt->comm)
         return;
-    comm_free(rt, rt->comm, 1);
+    comm_free(rt, rt->comm);
     rt->comm = NULL;
     /* A communicator attached later learns anew which steps use it. */
     for (cgr_step *s = rt->steps; s; s = s->next)

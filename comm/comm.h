@@ -91,34 +91,18 @@ void cgr__comm_pause(unsigned *spins);
 /* Deadline timeout_ms from now, in cgr__now_us() time. */
 double cgr__comm_deadline(unsigned timeout_ms);
 /*
- * Waits until a non-blocking communicator leaves ncclInProgress (an init,
- * split, finalize or enqueue completed), failing on an NCCL error or past
- * the deadline. `what` names the operation in messages.
+ * Waits, watching a non-blocking communicator for errors, until `done`
+ * completes or, with done NULL, until the communicator leaves
+ * ncclInProgress (an init, split, finalize or enqueue completed); fails on
+ * an NCCL error or past the deadline. `what` names the operation in
+ * messages.
  */
-cgr_status cgr__comm_wait_ready(ncclComm_t comm, double deadline, unsigned timeout_ms,
-                                const char *what);
-/* Waits for c->done, watching priv for errors; bounded like cgr__comm_wait_ready. */
-cgr_status cgr__comm_wait_done(struct cgr__comm *c, double deadline, const char *what);
-/*
- * Aborts priv (ncclCommAbort: local, never waits for peers) and marks the
- * attachment broken with `why`, so later agreements fail at once.
- */
-void cgr__comm_break(struct cgr__comm *c, const char *why);
+cgr_status cgr__comm_wait(ncclComm_t comm, cudaEvent_t done, double deadline,
+                          unsigned timeout_ms, const char *what);
 
 /* ---- agree.c ---- */
-/*
- * One agreement: every rank contributes mine[CGR__AGREE_WORDS]; on success
- * *all points at the [world][CGR__AGREE_WORDS] records, in rank order
- * (valid until the next exchange). Bounded by c->timeout_ms; on failure
- * priv is aborted and c is broken.
- */
-cgr_status cgr__comm_exchange(struct cgr__comm *c, const int64_t *mine, const int64_t **all);
 /* The attach-time agreement: the ranks' warm-up counts and capture settings must match. */
 cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c);
-
-/* ---- comm.c ---- */
-/* 64-bit FNV-1a of a string: steps are told apart across ranks by name. */
-uint64_t cgr__comm_hash(const char *s);
 
 #endif /* CGR_HAVE_NCCL */
 
