@@ -54,10 +54,9 @@ static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
     p->peak = peak;
     p->lower = lower;
     s->stats.scratch_requests = p->trace.n;
-    s->stats.scratch_peak = peak;
     s->stats.scratch_lower_bound = lower;
-    if (peak > s->scratch_peak_max)
-        s->scratch_peak_max = peak;
+    if (peak > s->stats.scratch_peak)
+        s->stats.scratch_peak = peak; /* the largest plan among its shapes */
     cgr__log(rt, CGR_LOG_DEBUG, "step '%s': %zu scratch requests planned into %zu bytes "
              "(lower bound %zu), arena %zu bytes", s->name, p->trace.n, peak, lower,
              rt->arena.mapped);

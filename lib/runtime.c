@@ -215,8 +215,8 @@ CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stat
     for (const cgr_step *s = rt->steps; s; s = s->next) {
         out->steps++;
         /* The largest plan of any shape of any step: what the shared arena must hold. */
-        if (s->scratch_peak_max > out->arena_planned)
-            out->arena_planned = s->scratch_peak_max;
+        if (s->stats.scratch_peak > out->arena_planned)
+            out->arena_planned = s->stats.scratch_peak;
         if (s->stats.scratch_lower_bound > out->arena_lower_bound)
             out->arena_lower_bound = s->stats.scratch_lower_bound;
     }

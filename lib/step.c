@@ -40,10 +40,8 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
     memset(dims, 0, sizeof dims);
     for (int j = 0; j < s->n_dyn; j++) {
         const cgr_dyn_dim *dd = &d->dyn_dims[j];
-        strncpy(s->dyn_name[j], dd->name, sizeof s->dyn_name[j] - 1);
-        s->dyn_max[j] = dd->max;
         CGR_TRY(cgr__dyn_policy(dd, j, &dims[j].policy));
-        dims[j].name = s->dyn_name[j];
+        dims[j].name = dd->name; /* copied by the table */
     }
     for (int u = 0; u < d->n_dim_uses; u++) {
         const cgr_dim_use *x = &d->dim_uses[u];

@@ -200,8 +200,8 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     *action = co.updated ? CGR_RUN_UPDATE : CGR_RUN_CAPTURE;
     ss->mode = CGR_MODE_GRAPH;
     ss->capture_error[0] = '\0';
-    s->last_capture_us = co.capture_us;
-    s->last_make_us = co.make_us;
+    ss->last_capture_us = co.capture_us;
+    ss->last_make_us = co.make_us;
     ss->graph_nodes = made.nodes;
     ss->graph_kernel_nodes = made.kernel_nodes;
     ss->graph_memcpy_nodes = made.memcpy_nodes;

@@ -219,11 +219,13 @@ static cgr_status check_dims(const cgr_step *s, const int64_t *dims, const char 
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "%s: step '%s' has %d dynamic dims; pass their true values in dims", fn,
                         s->name, s->n_dyn);
-    for (int j = 0; j < s->n_dyn; j++)
-        if (dims[j] < 1 || dims[j] > s->dyn_max[j])
+    for (int j = 0; j < s->n_dyn; j++) {
+        const int64_t max = s->shapes->policy[j].max;
+        if (dims[j] < 1 || dims[j] > max)
             return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                             "%s: dims[%d] (\"%s\") is %lld, must be 1..%lld", fn, j,
-                            s->dyn_name[j], (long long)dims[j], (long long)s->dyn_max[j]);
+                            s->shapes->dim_name[j], (long long)dims[j], (long long)max);
+    }
     return CGR_STATUS_OK;
 }
 

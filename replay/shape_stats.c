@@ -81,9 +81,6 @@ CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
     out->capture_us = m.capture_us;
     out->instantiate_us = m.instantiate_us;
     out->update_us = m.update_us;
-    out->last_capture_us = s->last_capture_us;
-    out->last_make_us = s->last_make_us;
-    out->scratch_peak = s->scratch_peak_max;
     out->arena_bytes = rt->arena.mapped;
     /* The table's texts always end in a NUL within these sizes. */
     memcpy(out->last_update_error, s->shapes->update_error, sizeof out->last_update_error);

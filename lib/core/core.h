@@ -177,17 +177,13 @@ struct cgr_step {
      * Shapes (replay/shapes.h decides what each run does). A step without
      * dynamic dims has one shape and takes the same path.
      */
-    int n_dyn;
-    char dyn_name[CGR_MAX_DYN_DIMS][64];
-    int64_t dyn_max[CGR_MAX_DYN_DIMS];
+    int n_dyn;                          /* their names and bounds: the table's */
     struct cgr__shapes *shapes;         /* the step's shape table (replay/shapes.h) */
     cgr__shape_plan *plans;             /* the scratch plan of each shape-table entry */
     int64_t *dims_dev;                  /* the run's true dims on the device */
     int64_t cur_true[CGR_MAX_DYN_DIMS]; /* this run's, for cgr_ctx_dim */
     int64_t cur_bucket[CGR_MAX_DYN_DIMS];
     cgr__slot_run slot_run[CGR_MAX_SLOTS];
-    size_t scratch_peak_max;            /* largest plan among its shapes */
-    double last_capture_us, last_make_us; /* of the latest capture */
     /* Graph-safe RNG (capture/rng.c): device state and its host mirror for
      * (re)seeding. */
     cgr_philox_state *philox_dev;
