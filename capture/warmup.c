@@ -101,6 +101,7 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
                                           s->out[i].cur_bytes, cudaMemcpyDeviceToHost, rt->stream),
                           st, out);
     CGR_CUDA_TRY_GOTO(cudaEventRecord(s->done[slot], rt->stream), st, out);
+    s->sig_kind[slot] = CGR__SIG_EAGER;
 out:
     cgr__range_pop();
     return st;

@@ -71,37 +71,30 @@ void cgr__stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims)
     }
 }
 
-/* capture_error = "<the public call>: why", cut to fit. */
-static void set_capture_error(cgr_step *s, const char *why)
-{
-    char *out = s->stats.capture_error;
-    const size_t cap = sizeof s->stats.capture_error;
-    int n = snprintf(out, cap, "%s: ", s->api_fn ? s->api_fn : "cgr");
-    if (n < 0 || (size_t)n >= cap)
-        return;
-    size_t len = strlen(why);
-    if (len > cap - (size_t)n - 1)
-        len = cap - (size_t)n - 1;
-    memmove(out + n, why, len);
-    out[(size_t)n + len] = '\0';
-}
-
-static cgr_status eager_run(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
-{
-    CGR_TRY(cgr__run_eager(s, slot, p));
-    s->sig_kind[slot] = CGR__SIG_EAGER;
-    return CGR_STATUS_OK;
-}
-
-/* A capture that failed for good (or is disabled): the shape runs eagerly from now on. */
-static void capture_refused(cgr_step *s, const char *why)
+/*
+ * The shape runs eagerly from now on, for `why`, which becomes capture_error
+ * ("<the public call>: why", cut to fit): the capture in flight failed (or
+ * capture is off) when `entry` is CGR__SHAPES_NONE, else the graph cached in
+ * `entry` is wrong for later runs (CUDA frees it once a launch still running
+ * it is done).
+ */
+static void shape_eager(cgr_step *s, uint32_t entry, cgr_eager_reason reason, const char *why)
 {
     cgr_step_stats *ss = &s->stats;
+    char *out = ss->capture_error;
+    const size_t cap = sizeof ss->capture_error;
+    int n = snprintf(out, cap, "%s: %s", s->api_fn ? s->api_fn : "cgr", why);
+    if (n < 0)
+        out[0] = '\0';
+    if (entry == CGR__SHAPES_NONE) {
+        cgr__shapes_capture_failed(s->shapes, out);
+    } else {
+        cgr__shapes_freed victim;
+        cgr__shapes_refuse(s->shapes, entry, reason, out, &victim);
+        cgr__graph_free(victim.payload);
+    }
     ss->mode = CGR_MODE_EAGER;
-    set_capture_error(s, why);
-    cgr__shapes_capture_failed(s->shapes, ss->capture_error);
-    cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name,
-             ss->capture_error);
+    cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name, out);
 }
 
 /* Takes the offered executable out of the table after a failed (or undone) update. */
@@ -119,10 +112,11 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     cgr_step_stats *ss = &s->stats;
     cgr__shape_plan *plan = &s->plans[d->entry];
     if (!rt->opt.capture) {
-        capture_refused(s, "capture disabled (cgr_options.capture = 0)");
+        shape_eager(s, CGR__SHAPES_NONE, CGR_EAGER_CAPTURE_FAILED,
+                    "capture disabled (cgr_options.capture = 0)");
         *action = CGR_RUN_EAGER;
         *reason = CGR_EAGER_CAPTURE_FAILED;
-        return eager_run(s, slot, plan);
+        return cgr__run_eager(s, slot, plan);
     }
     /*
      * A thread inside cgr_step_wait on this step may be querying its
@@ -141,7 +135,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         /* Its warm-ups failed before they planned the scratch: warm up again first. */
         cgr__shapes_capture_cancel(s->shapes);
         *action = CGR_RUN_WARMUP;
-        return eager_run(s, slot, plan);
+        return cgr__run_eager(s, slot, plan);
     }
     cgr__capture_out co;
     cgr_status local = cgr__capture(s, plan, d->payload, &co);
@@ -167,10 +161,10 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
          * failure is in the stats and the log. Every rank agreed on the
          * failure (comm), so all of them run this shape eagerly alike.
          */
-        capture_refused(s, cgr_last_error());
+        shape_eager(s, CGR__SHAPES_NONE, CGR_EAGER_CAPTURE_FAILED, cgr_last_error());
         *action = CGR_RUN_EAGER;
         *reason = CGR_EAGER_CAPTURE_FAILED;
-        return eager_run(s, slot, plan);
+        return cgr__run_eager(s, slot, plan);
     }
     cgr__graph *g = co.graph;
     cgr__shapes_capture_result r;
@@ -209,21 +203,6 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     ss->memcpy_tensors = made.memcpy_tensors;
     rt->capture_us += co.capture_us + co.make_us;
     return CGR_STATUS_OK;
-}
-
-/* The shape's graph is wrong for later runs: the shape runs eagerly from now on. */
-static void graph_refused(cgr_step *s, const cgr__shapes_decision *d, cgr_eager_reason reason,
-                          const char *why)
-{
-    cgr_step_stats *ss = &s->stats;
-    cgr__shapes_freed victim;
-    set_capture_error(s, why);
-    /* CUDA frees the executable once a launch still running it is done. */
-    cgr__shapes_refuse(s->shapes, d->entry, reason, ss->capture_error, &victim);
-    cgr__graph_free(victim.payload);
-    ss->mode = CGR_MODE_EAGER;
-    cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name,
-             ss->capture_error);
 }
 
 /*
@@ -278,14 +257,13 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
         *action = CGR_RUN_REPLAY;
     } else {
         /* This run's capture failed: nothing of it ran yet. */
-        ls = eager_run(s, slot, plan);
+        ls = cgr__run_eager(s, slot, plan);
         *action = CGR_RUN_EAGER;
         *reason = CGR_EAGER_CAPTURE_FAILED;
     }
     cgr__graph_free(co.own);
     s->stats.capture_failures += !recorded;
-    graph_refused(s, d, recorded ? CGR_EAGER_FROZEN_VALUE : CGR_EAGER_CAPTURE_FAILED,
-                  why);
+    shape_eager(s, d->entry, recorded ? CGR_EAGER_FROZEN_VALUE : CGR_EAGER_CAPTURE_FAILED, why);
     return ls;
 }
 
@@ -301,7 +279,7 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
     switch (d->action) {
     case CGR__SHAPES_WARMUP:
         *action = CGR_RUN_WARMUP;
-        st = eager_run(s, slot, plan);
+        st = cgr__run_eager(s, slot, plan);
         if (st == CGR_STATUS_OK && ss->mode != CGR_MODE_EAGER)
             ss->mode = ss->captures ? CGR_MODE_GRAPH : CGR_MODE_WARMUP;
         return st;
@@ -313,7 +291,7 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
             cgr__log(s->rt, CGR_LOG_WARN, "%s", s->shapes->warning);
         *action = CGR_RUN_EAGER;
         *reason = (uint8_t)d->reason;
-        return eager_run(s, slot, plan);
+        return cgr__run_eager(s, slot, plan);
     }
 }
 
