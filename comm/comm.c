@@ -92,11 +92,10 @@ cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, in
     if (!strncmp(expr, via, sizeof via - 1))
         expr += sizeof via - 1;
     /* Only reached after a call through the loaded table. */
-    const cgr__nccl_api *nccl = cgr__nccl();
-    const char *detail = nccl ? nccl->ncclGetLastError(NULL) : NULL;
+    const char *detail = cgr__nccl()->ncclGetLastError(NULL);
     return cgr__fail(CGR_STATUS_COMM_ERROR, file, line, "NCCL: %s failed: %s%s%s", expr,
-                     nccl ? nccl->ncclGetErrorString(r) : "NCCL error",
-                     detail && detail[0] ? ": " : "", detail ? detail : "");
+                     cgr__nccl()->ncclGetErrorString(r), detail && detail[0] ? ": " : "",
+                     detail ? detail : "");
 }
 
 /* Communicators attached per device in this process, for the one-GPU-per-process warning. */

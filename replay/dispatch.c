@@ -314,9 +314,3 @@ void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket)
     }
     sr->compacted = ticket + 1;
 }
-
-/* Bytes of output `index` of the run on `slot` at its true shape. */
-size_t cgr__output_bytes(const cgr_step *s, uint32_t slot, int index)
-{
-    return cgr__tensor_bytes_at(&s->out[index], s->slot_run[slot].true_dims);
-}

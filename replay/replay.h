@@ -39,7 +39,6 @@ void cgr__apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_di
 void cgr__stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims);
 /* Packs a waited run's outputs to their true shape (once per run); rt->lock held. */
 void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket);
-size_t cgr__output_bytes(const cgr_step *s, uint32_t slot, int index);
 /* Bytes of a tensor with its dynamic axes at vals (the step's n_dyn values;
  * unused when the tensor has none). */
 size_t cgr__tensor_bytes_at(const cgr__tensor *t, const int64_t *vals);

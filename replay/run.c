@@ -308,16 +308,6 @@ static int arm_ahead(cgr_step *s, uint32_t slot, cgr_status *st)
 
 /* ---- the public calls ------------------------------------------------------------------ */
 
-static void slot_fill(const cgr_step *s, uint64_t ticket, int armed, cgr_slot *out)
-{
-    memset(out, 0, sizeof *out);
-    out->ticket = ticket;
-    out->armed = armed;
-    unsigned char *host = cgr__slot_host(s, cgr__ring_slot(&s->ring, ticket));
-    for (int i = 0; i < s->n_in; i++)
-        out->inputs[i] = host + s->in[i].slot_offset;
-}
-
 CGR_API cgr_status cgr_step_acquire(cgr_step *s, const int64_t *dims, unsigned flags,
                                     cgr_slot *out)
 {
@@ -348,7 +338,11 @@ CGR_API cgr_status cgr_step_acquire(cgr_step *s, const int64_t *dims, unsigned f
     }
     cgr__unlock(s->rt);
     CGR_TRY(st);
-    slot_fill(s, t, armed, out);
+    memset(out, 0, sizeof *out);
+    out->ticket = t;
+    out->armed = armed;
+    for (int i = 0; i < s->n_in; i++)
+        out->inputs[i] = cgr__slot_host(s, slot) + s->in[i].slot_offset;
     return CGR_STATUS_OK;
 }
 

@@ -40,16 +40,6 @@ CGR_API cgr_status cgr_step_run_action(const cgr_step *s, uint64_t ticket, cgr_r
     return CGR_STATUS_OK;
 }
 
-/* The public struct's size must be the one this build knows (later ones may grow it). */
-static cgr_status check_size(size_t got, size_t want, const char *fn)
-{
-    if (got != want)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "%s: struct_size is %zu, expected %zu (set it to sizeof the struct)", fn,
-                        got, want);
-    return CGR_STATUS_OK;
-}
-
 /*
  * The step's own counters (the runs, counted in replay/run.c) with the
  * shape table's (the shapes' events) and the times and sizes of the
@@ -94,7 +84,12 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
     CGR_TRY(cgr__check_step(s, "cgr_step_shape_at"));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_shape_at: out is NULL");
-    CGR_TRY(check_size(out->struct_size, sizeof *out, "cgr_step_shape_at"));
+    /* The size this build knows (later ones may grow the struct). */
+    if (out->struct_size != sizeof *out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_step_shape_at: struct_size is %zu, expected %zu (set it to sizeof "
+                        "the struct)",
+                        out->struct_size, sizeof *out);
     if (index < 0)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_shape_at: index %d", index);
     cgr_runtime *rt = s->rt;

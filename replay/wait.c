@@ -153,7 +153,7 @@ static cgr_status output_at(cgr_step *s, uint64_t ticket, int index, const char 
     uint32_t slot = cgr__ring_slot(&s->ring, ticket);
     cgr__outputs_compact(s, slot, ticket);
     *data = cgr__slot_host(s, slot) + s->out[index].slot_offset;
-    *bytes = cgr__output_bytes(s, slot, index);
+    *bytes = cgr__tensor_bytes_at(&s->out[index], s->slot_run[slot].true_dims);
     return CGR_STATUS_OK;
 }
 
