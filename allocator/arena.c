@@ -138,14 +138,10 @@ cgr_status cgr__arena_ensure(cgr__arena *a, size_t bytes)
                         bytes, a->reserved);
     if (a->n_chunks == a->cap_chunks) {
         size_t cap = a->cap_chunks ? a->cap_chunks * 2 : 8;
-        unsigned long long *c = realloc(a->chunks, cap * sizeof *c);
+        struct cgr__arena_chunk *c = realloc(a->chunks, cap * sizeof *c);
         if (!c)
             return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "arena chunk table");
         a->chunks = c;
-        size_t *cb = realloc(a->chunk_bytes, cap * sizeof *cb);
-        if (!cb)
-            return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "arena chunk table");
-        a->chunk_bytes = cb;
         a->cap_chunks = cap;
     }
     size_t grow = (bytes - a->mapped + a->granularity - 1) / a->granularity * a->granularity;
@@ -175,9 +171,7 @@ cgr_status cgr__arena_ensure(cgr__arena *a, size_t bytes)
         vmm.release(h);
         return drv_fail(r, "cuMemSetAccess", __LINE__);
     }
-    a->chunks[a->n_chunks] = (unsigned long long)h;
-    a->chunk_bytes[a->n_chunks] = grow;
-    a->n_chunks++;
+    a->chunks[a->n_chunks++] = (struct cgr__arena_chunk){(unsigned long long)h, grow};
     a->mapped += grow;
     return CGR_STATUS_OK;
 }
@@ -187,13 +181,12 @@ void cgr__arena_destroy(cgr__arena *a)
     if (a->base) {
         uintptr_t at = a->base;
         for (size_t i = 0; i < a->n_chunks; i++) {
-            vmm.unmap((CUdeviceptr)at, a->chunk_bytes[i]);
-            vmm.release((CUmemGenericAllocationHandle)a->chunks[i]);
-            at += a->chunk_bytes[i];
+            vmm.unmap((CUdeviceptr)at, a->chunks[i].bytes);
+            vmm.release((CUmemGenericAllocationHandle)a->chunks[i].handle);
+            at += a->chunks[i].bytes;
         }
         vmm.addr_free((CUdeviceptr)a->base, a->reserved);
     }
     free(a->chunks);
-    free(a->chunk_bytes);
     memset(a, 0, sizeof *a);
 }
