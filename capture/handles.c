@@ -20,6 +20,23 @@
 #include "fault.h"
 #include "capture.h"
 
+/*
+ * A workspace from the arena for this run, set on h (after its stream, which
+ * resets it). cgr's own handle's call is a fault-injection site.
+ */
+static cgr_status bind_workspace(cgr_ctx *c, cublasHandle_t h, int own)
+{
+    void *ws = NULL;
+    CGR_TRY(cgr_ctx_alloc(c, CGR__CUBLAS_WORKSPACE, &ws)); /* fails the run itself */
+    cublasStatus_t e = own && CGR__FAULT(CGR__FAULT_CUBLAS)
+                           ? CUBLAS_STATUS_EXECUTION_FAILED
+                           : cublasSetWorkspace(h, ws, CGR__CUBLAS_WORKSPACE);
+    if (e != CUBLAS_STATUS_SUCCESS)
+        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetWorkspace", __FILE__,
+                                                 __LINE__));
+    return CGR_STATUS_OK;
+}
+
 CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
 {
     CGR_TRY(cgr__check_ctx(c, "cgr_ctx_cublas"));
@@ -45,15 +62,7 @@ CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
         rt->cublas = h;
     }
     if (!c->cublas_bound) {
-        void *ws = NULL;
-        CGR_TRY(cgr_ctx_alloc(c, CGR__CUBLAS_WORKSPACE, &ws)); /* fails the run itself */
-        cublasStatus_t e =
-            CGR__FAULT(CGR__FAULT_CUBLAS)
-                ? CUBLAS_STATUS_EXECUTION_FAILED
-                : cublasSetWorkspace((cublasHandle_t)rt->cublas, ws, CGR__CUBLAS_WORKSPACE);
-        if (e != CUBLAS_STATUS_SUCCESS)
-            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetWorkspace", __FILE__,
-                                                     __LINE__));
+        CGR_TRY(bind_workspace(c, (cublasHandle_t)rt->cublas, 1));
         c->cublas_bound = 1;
     }
     *out = (cgr_cublas_handle)rt->cublas;
@@ -70,13 +79,7 @@ CGR_API cgr_status cgr_ctx_bind_cublas(cgr_ctx *c, cgr_cublas_handle handle)
     cublasStatus_t e = cublasSetStream(h, c->rt->stream);
     if (e != CUBLAS_STATUS_SUCCESS)
         return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream", __FILE__, __LINE__));
-    void *ws = NULL;
-    CGR_TRY(cgr_ctx_alloc(c, CGR__CUBLAS_WORKSPACE, &ws)); /* fails the run itself */
-    e = cublasSetWorkspace(h, ws, CGR__CUBLAS_WORKSPACE);
-    if (e != CUBLAS_STATUS_SUCCESS)
-        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetWorkspace", __FILE__,
-                                                 __LINE__));
-    return CGR_STATUS_OK;
+    return bind_workspace(c, h, 0);
 }
 
 CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
