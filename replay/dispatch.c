@@ -172,11 +172,13 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     r.payload = g;
     r.bytes = g->bytes;
     r.updated = co.updated;
-    r.capture_us = co.capture_us;
-    r.instantiate_us = co.updated ? 0.0 : co.make_us;
-    r.update_us = co.updated ? co.make_us : 0.0;
     cgr__shapes_outcome oc;
     cgr__shapes_capture_done(s->shapes, &r, &oc);
+    ss->capture_us += co.capture_us;
+    if (co.updated)
+        ss->update_us += co.make_us;
+    else
+        ss->instantiate_us += co.make_us;
     /*
      * Launch first: a graph refused as too large is in the freed list and
      * goes below, after its one run (CUDA frees a running executable once it

@@ -52,25 +52,23 @@ CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_get_stats: out is NULL");
     cgr_runtime *rt = s->rt;
     CGR_TRY(cgr__lock(rt, "cgr_step_get_stats"));
-    cgr__shapes_stats m;
-    cgr__shapes_get_stats(s->shapes, &m);
+    const cgr__shapes *m = s->shapes;
     *out = s->stats;
-    out->new_shapes = m.new_shapes;
+    out->new_shapes = m->churn.counters.new_shapes;
     /* The step's own count: shapes whose capture for the frozen-value check failed. */
-    out->capture_failures = m.capture_failures + s->stats.capture_failures;
-    out->update_failures = m.update_failures;
-    _Static_assert(sizeof out->update_failures_by_reason == sizeof m.update_failures_by_reason,
+    out->capture_failures = m->stats.capture_failures + s->stats.capture_failures;
+    _Static_assert(sizeof out->update_failures_by_reason ==
+                       sizeof m->stats.update_failures_by_reason,
                    "one counter per update result");
-    memcpy(out->update_failures_by_reason, m.update_failures_by_reason,
+    memcpy(out->update_failures_by_reason, m->stats.update_failures_by_reason,
            sizeof out->update_failures_by_reason);
-    out->evictions = m.evictions;
-    out->churn_activations = m.churn_activations;
-    out->churn_recoveries = m.churn_recoveries;
-    out->entries = m.entries;
-    out->bytes = m.bytes;
-    out->capture_us = m.capture_us;
-    out->instantiate_us = m.instantiate_us;
-    out->update_us = m.update_us;
+    for (uint32_t r = 0; r < CGR__SHAPES_UPDATE_REASONS; r++)
+        out->update_failures += out->update_failures_by_reason[r];
+    out->evictions = m->stats.evictions;
+    out->churn_activations = m->churn.counters.activations;
+    out->churn_recoveries = m->churn.counters.recoveries;
+    out->entries = m->n_graphs;
+    out->bytes = m->bytes;
     out->arena_bytes = rt->arena.mapped;
     /* The table's texts always end in a NUL within these sizes. */
     memcpy(out->last_update_error, s->shapes->update_error, sizeof out->last_update_error);

@@ -325,13 +325,11 @@ static void *offer(cgr__shapes *m)
     return m->entries[m->offer_entry].payload;
 }
 
-static void eager(cgr__shapes *m, cgr__shapes_decision *out, cgr_eager_reason r,
-                  const char *text)
+static void eager(cgr__shapes_decision *out, cgr_eager_reason r, const char *text)
 {
     out->action = CGR__SHAPES_EAGER;
     out->reason = r;
     out->text = text;
-    m->stats.eager_by_reason[r]++;
 }
 
 void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
@@ -368,24 +366,21 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
         e->replays++;
         out->action = CGR__SHAPES_REPLAY;
         out->payload = e->payload;
-        m->stats.hits++;
     } else if (e->state == CGR__SHAPE_EAGER) {
         e->eager_runs++;
-        eager(m, out, (cgr_eager_reason)e->reason, e->text);
+        eager(out, (cgr_eager_reason)e->reason, e->text);
     } else if (eager_now) {
         /* The entry stays (warm-ups not advanced): the guard saw this shape. */
-        eager(m, out, CGR_EAGER_CHURN, m->warning);
+        eager(out, CGR_EAGER_CHURN, m->warning);
     } else if (e->warmups < m->warmup_runs) {
         out->action = CGR__SHAPES_WARMUP;
         out->warmup_run = ++e->warmups;
-        m->stats.warmup_runs++;
     } else {
         out->action = CGR__SHAPES_CAPTURE;
         m->capturing = 1;
         m->cap_entry = i;
         out->payload = offer(m);
         out->source = m->offer;
-        m->stats.capture_attempts++;
     }
 }
 
@@ -422,10 +417,8 @@ static void make_room(cgr__shapes *m, size_t bytes, uint32_t *n)
 void cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *r,
                                     cgr__shapes_outcome *out)
 {
-    /* The times are >= 0, which NaN is not either. */
     assert(m != NULL && r != NULL && out != NULL && m->capturing && r->payload != NULL &&
-           (r->updated == 0 || r->updated == 1) && r->capture_us >= 0.0 &&
-           r->instantiate_us >= 0.0 && r->update_us >= 0.0);
+           (r->updated == 0 || r->updated == 1));
     if (r->updated) {
         assert(m->offer != CGR__SHAPES_FROM_NONE && !m->offer_failed);
         cgr__shapes_freed gone;
@@ -436,13 +429,7 @@ void cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *
             evict(m, m->offer_entry, &gone);
         }
         assert(gone.payload == r->payload);
-        m->stats.updates++;
-        m->stats.update_us += r->update_us;
-    } else {
-        m->stats.instantiate_us += r->instantiate_us;
     }
-    m->stats.captures++;
-    m->stats.capture_us += r->capture_us;
 
     memset(out, 0, sizeof *out);
     uint32_t n = 0;
@@ -455,7 +442,6 @@ void cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *
         make_eager(m, m->cap_entry, CGR_EAGER_TOO_LARGE, text);
         m->freed[n].payload = r->payload;
         m->freed[n++].bytes = r->bytes;
-        m->stats.too_large++;
     } else {
         make_room(m, r->bytes, &n);
         e->state = CGR__SHAPE_GRAPH;
@@ -464,10 +450,6 @@ void cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *
         e->replays = 0;
         m->n_graphs++;
         m->bytes += r->bytes;
-        if (m->n_graphs > m->stats.peak_entries)
-            m->stats.peak_entries = m->n_graphs;
-        if (m->bytes > m->stats.peak_bytes)
-            m->stats.peak_bytes = m->bytes;
         out->cached = 1;
     }
     out->freed = m->freed;
@@ -497,7 +479,6 @@ void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
 void cgr__shapes_capture_cancel(cgr__shapes *m)
 {
     assert(m != NULL && m->capturing);
-    m->stats.capture_cancels++;
     end_capture(m);
 }
 
@@ -535,27 +516,6 @@ cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out)
 }
 
 /* ---- reading ------------------------------------------------------------------------------- */
-
-void cgr__shapes_get_stats(const cgr__shapes *m, cgr__shapes_stats *out)
-{
-    *out = m->stats;
-    /* The counters that follow from others, or that the churn guard keeps. */
-    out->runs = m->churn.counters.steps;
-    out->new_shapes = m->churn.counters.new_shapes;
-    out->misses = out->runs - out->hits;
-    for (uint32_t r = 0; r < CGR_EAGER_REASONS; r++)
-        out->eager_runs += out->eager_by_reason[r];
-    for (uint32_t r = 0; r < CGR__SHAPES_UPDATE_REASONS; r++)
-        out->update_failures += out->update_failures_by_reason[r];
-    out->churn_activations = m->churn.counters.activations;
-    out->churn_recoveries = m->churn.counters.recoveries;
-    out->entries = m->n_graphs;
-    out->bytes = m->bytes;
-    out->spare = (uint32_t)m->has_spare;
-    out->spare_bytes = m->spare.bytes;
-    (void)oldest(m, CGR__SHAPE_WARMING, CGR__SHAPES_NONE, &out->warming);
-    (void)oldest(m, CGR__SHAPE_EAGER, CGR__SHAPES_NONE, &out->eager);
-}
 
 const cgr__shape *cgr__shapes_entry(const cgr__shapes *m, uint32_t i)
 {

@@ -97,39 +97,16 @@ typedef struct cgr__shapes_freed {
     size_t bytes;
 } cgr__shapes_freed;
 
-/** Everything the table counts; from cgr__shapes_get_stats(). */
+/**
+ * What only the table sees. The runs and what each did are counted by its
+ * caller (cgr_step_stats), the runs and new shapes by the churn guard, and
+ * the graphs and their bytes are n_graphs and bytes.
+ */
 typedef struct cgr__shapes_stats {
-    uint64_t runs;              /**< successful decide() calls = hits + misses */
-    uint64_t hits;              /**< REPLAY decisions */
-    uint64_t misses;            /**< all others = warmup_runs + capture_attempts + eager_runs */
-    uint64_t new_shapes;        /**< what the churn guard saw as new */
-    uint64_t warmup_runs;
-    uint64_t capture_attempts;  /**< CAPTURE decisions; once closed, = captures +
-                                     capture_failures + capture_cancels */
-    uint64_t captures;          /**< capture_done() calls, cached or not */
     uint64_t capture_failures;
-    uint64_t capture_cancels;
-    uint64_t updates;           /**< captures finished by an update in place */
-    uint64_t update_failures;
     uint64_t update_failures_by_reason[CGR__SHAPES_UPDATE_REASONS];
     uint64_t evictions;         /**< graphs pushed out by inserts, or taken by an update
                                      or a failed one */
-    uint64_t too_large;         /**< captures refused by the byte budget */
-    uint64_t eager_runs;
-    uint64_t eager_by_reason[CGR_EAGER_REASONS]; /**< [0] stays 0 */
-    uint64_t churn_activations;
-    uint64_t churn_recoveries;
-    double capture_us;          /**< stream capture time, summed over captures */
-    double instantiate_us;      /**< instantiate (+ upload), over captures not updated */
-    double update_us;           /**< cudaGraphExecUpdate (+ upload), over updates */
-    uint32_t entries;           /**< graphs cached now */
-    uint32_t peak_entries;
-    size_t bytes;               /**< their bytes now */
-    size_t peak_bytes;
-    uint32_t spare;             /**< 1 while a spare is held */
-    size_t spare_bytes;
-    uint32_t warming;           /**< WARMING entries */
-    uint32_t eager;             /**< EAGER entries */
 } cgr__shapes_stats;
 
 /** What decide() says for one run. Pointers into the table stay valid until the next call. */
@@ -156,9 +133,6 @@ typedef struct cgr__shapes_capture_result {
                                  payload that was offered */
     size_t bytes;           /**< what it costs against the byte budget */
     int updated;            /**< 1: updated in place from the offer; 0: instantiated */
-    double capture_us;      /**< stream capture, >= 0 */
-    double instantiate_us;  /**< when not updated, >= 0 */
-    double update_us;       /**< when updated, >= 0 */
 } cgr__shapes_capture_result;
 
 /** What capture_done() did. Pointers stay valid until the next call. */
@@ -168,7 +142,10 @@ typedef struct cgr__shapes_outcome {
     uint32_t n_freed;
 } cgr__shapes_outcome;
 
-/** The table. Callers read its fields (capacity, warning, update_error); only the calls below write. */
+/**
+ * The table. Callers read its fields (capacity, the counts, warning,
+ * update_error); only the calls below write.
+ */
 typedef struct cgr__shapes {
     char step_name[CGR__SHAPES_NAME_MAX + 1];
     char dim_name[CGR_MAX_DYN_DIMS][CGR__SHAPES_NAME_MAX + 1]; /**< "" prints "d<i>" */
@@ -196,7 +173,7 @@ typedef struct cgr__shapes {
     int offer_failed;
     int has_spare;
     cgr__shapes_freed spare;
-    cgr__shapes_stats stats;    /**< counters; those that follow from others are filled on read */
+    cgr__shapes_stats stats;
     char warning[CGR__SHAPES_WARNING_MAX];
     char update_error[CGR__SHAPES_TEXT_MAX];
 } cgr__shapes;
@@ -260,8 +237,6 @@ void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
  * is held.
  */
 cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out);
-
-void cgr__shapes_get_stats(const cgr__shapes *m, cgr__shapes_stats *out);
 
 /** Entry i < m->capacity, or NULL when it is free. */
 const cgr__shape *cgr__shapes_entry(const cgr__shapes *m, uint32_t i);
