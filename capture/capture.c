@@ -211,24 +211,6 @@ static cgr_status graph_finish(cgr_step *s, cudaGraph_t g, const io_nodes *io, c
     return CGR_STATUS_OK;
 }
 
-/* Memory-allocation nodes of g: what most often makes an instantiation fail. */
-static size_t count_alloc_nodes(cudaGraph_t g)
-{
-    size_t n = 0, allocs = 0;
-    if (cudaGraphGetNodes(g, NULL, &n) != cudaSuccess || n == 0)
-        return 0;
-    cudaGraphNode_t *nodes = malloc(n * sizeof *nodes);
-    if (nodes && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess)
-        for (size_t i = 0; i < n; i++) {
-            enum cudaGraphNodeType t;
-            if (cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess &&
-                t == cudaGraphNodeTypeMemAlloc)
-                allocs++;
-        }
-    free(nodes);
-    return allocs;
-}
-
 /*
  * A graph that captured cleanly but cannot be instantiated is still a
  * capture that failed, for a reason of the step's making: the caller runs
@@ -236,8 +218,10 @@ static size_t count_alloc_nodes(cudaGraph_t g)
  */
 static cgr_status instantiate_failed(const cgr_step *s, cudaGraph_t g, cudaError_t e)
 {
-    size_t allocs = count_alloc_nodes(g);
-    (void)cudaGetLastError();
+    /* Memory-allocation nodes: what most often makes an instantiation fail. */
+    size_t counts[cudaGraphNodeTypeCount] = {0};
+    cgr__graph_count(g, counts);
+    size_t allocs = counts[cudaGraphNodeTypeMemAlloc];
     cgr__fail(CGR_STATUS_CAPTURE_FAILED, __FILE__, __LINE__,
               "capture of step '%s': cudaGraphInstantiate failed with %s (%s)", s->name,
               cudaGetErrorName(e), cudaGetErrorString(e));
