@@ -1,6 +1,4 @@
 #include <assert.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,51 +33,22 @@ static struct {
     fn_gran gran;
 } vmm;
 
-static cgr_status load_one(const char *name, void **out)
-{
-    return cgr__driver_entry(name, 12000, "virtual memory management is needed for the arena",
-                             out);
-}
-
-static cgr_status load_all(void)
-{
-    CGR_TRY(load_one("cuMemAddressReserve", (void **)&vmm.reserve));
-    CGR_TRY(load_one("cuMemAddressFree", (void **)&vmm.addr_free));
-    CGR_TRY(load_one("cuMemCreate", (void **)&vmm.create));
-    CGR_TRY(load_one("cuMemRelease", (void **)&vmm.release));
-    CGR_TRY(load_one("cuMemMap", (void **)&vmm.map));
-    CGR_TRY(load_one("cuMemUnmap", (void **)&vmm.unmap));
-    CGR_TRY(load_one("cuMemSetAccess", (void **)&vmm.access));
-    CGR_TRY(load_one("cuMemGetAllocationGranularity", (void **)&vmm.gran));
-    return CGR_STATUS_OK;
-}
-
-/*
- * The table is the library's one piece of process-wide state. Threads that
- * create runtimes at the same time must not fill it concurrently (a data
- * race, even when they store the same values), so it is filled once under
- * pthread_once, which also publishes it to every later reader. Its outcome
- * is kept: the entry points of a driver do not come and go.
- */
-static pthread_once_t vmm_once = PTHREAD_ONCE_INIT;
-static cgr_status vmm_status;
-static char vmm_error[512];
-
-static void load_vmm_once(void)
-{
-    vmm_status = load_all();
-    if (vmm_status != CGR_STATUS_OK)
-        snprintf(vmm_error, sizeof vmm_error, "%s", cgr_last_error());
-}
-
-static cgr_status load_vmm(void)
-{
-    if (pthread_once(&vmm_once, load_vmm_once) != 0)
-        return CGR_FAIL(CGR_STATUS_CUDA_ERROR, "pthread_once failed loading the VMM entry points");
-    if (vmm_status != CGR_STATUS_OK)
-        return CGR_FAIL(vmm_status, "loading the driver's VMM entry points: %s", vmm_error);
-    return CGR_STATUS_OK;
-}
+static const cgr__driver_fn vmm_fns[] = {
+    {"cuMemAddressReserve", (void **)&vmm.reserve},
+    {"cuMemAddressFree", (void **)&vmm.addr_free},
+    {"cuMemCreate", (void **)&vmm.create},
+    {"cuMemRelease", (void **)&vmm.release},
+    {"cuMemMap", (void **)&vmm.map},
+    {"cuMemUnmap", (void **)&vmm.unmap},
+    {"cuMemSetAccess", (void **)&vmm.access},
+    {"cuMemGetAllocationGranularity", (void **)&vmm.gran},
+};
+static cgr__driver_set vmm_set = {
+    .fns = vmm_fns,
+    .n = sizeof vmm_fns / sizeof vmm_fns[0],
+    .version = 12000,
+    .why = "virtual memory management is needed for the arena",
+};
 
 static cgr_status drv_fail(CUresult r, const char *expr, int line)
 {
@@ -109,7 +78,7 @@ cgr_status cgr__arena_init(cgr__arena *a, int device, size_t limit)
 {
     memset(a, 0, sizeof *a);
     a->device = device;
-    CGR_TRY(load_vmm());
+    CGR_TRY(cgr__driver_load(&vmm_set));
     CUmemAllocationProp prop;
     device_prop(&prop, device);
     size_t gran = 0;
