@@ -14,7 +14,6 @@ void cgr__plan_reset(cgr__shape_plan *p)
 {
     cgr__trace_reset(&p->trace);
     p->planned = 0;
-    p->peak = p->lower = 0;
     p->philox_per_run = 0;
     p->philox_known = 0;
 }
@@ -51,8 +50,6 @@ static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
     /* Every shape is laid out from the arena's base: the arena only grows to the largest plan. */
     CGR_TRY(cgr__arena_ensure(&rt->arena, peak));
     p->planned = 1;
-    p->peak = peak;
-    p->lower = lower;
     s->stats.scratch_requests = p->trace.n;
     s->stats.scratch_lower_bound = lower;
     if (peak > s->stats.scratch_peak)

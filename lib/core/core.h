@@ -85,7 +85,6 @@ typedef enum cgr__ctx_mode {
 typedef struct cgr__shape_plan {
     cgr__trace trace;     /* with the tracing run's real pointers */
     int planned;
-    size_t peak, lower;
     /* Philox counters one run reserves (capture/rng.c), fixed by the first run. */
     uint64_t philox_per_run;
     int philox_known;
