@@ -50,20 +50,20 @@ static cgr__driver_set vmm_set = {
     .why = "virtual memory management is needed for the arena",
 };
 
-static cgr_status drv_fail(CUresult r, const char *expr, int line)
+static cgr_status drv_fail(CUresult r, const char *expr)
 {
     /* No cuGetErrorName without linking libcuda; name the one code callers act on. */
     int oom = r == CUDA_ERROR_OUT_OF_MEMORY;
-    return cgr__fail(oom ? CGR_STATUS_OUT_OF_MEMORY : CGR_STATUS_CUDA_ERROR, __FILE__, line,
-                     "%s failed: CUresult %d%s", expr, (int)r,
-                     oom ? " (CUDA_ERROR_OUT_OF_MEMORY)" : "");
+    return CGR_FAIL(oom ? CGR_STATUS_OUT_OF_MEMORY : CGR_STATUS_CUDA_ERROR,
+                    "%s failed: CUresult %d%s", expr, (int)r,
+                    oom ? " (CUDA_ERROR_OUT_OF_MEMORY)" : "");
 }
 
 #define DRV_TRY(expr)                                                                      \
     do {                                                                                   \
         CUresult r_ = (expr);                                                              \
         if (r_ != CUDA_SUCCESS)                                                            \
-            return drv_fail(r_, #expr, __LINE__);                                          \
+            return drv_fail(r_, #expr);                                                    \
     } while (0)
 
 static void device_prop(CUmemAllocationProp *prop, int device)
@@ -122,12 +122,12 @@ cgr_status cgr__arena_ensure(cgr__arena *a, size_t bytes)
                      ? CUDA_ERROR_OUT_OF_MEMORY
                      : vmm.create(&h, grow, &prop, 0);
     if (r != CUDA_SUCCESS)
-        return drv_fail(r, "cuMemCreate", __LINE__);
+        return drv_fail(r, "cuMemCreate");
     CUdeviceptr at = (CUdeviceptr)(a->base + a->mapped);
     r = CGR__FAULT(CGR__FAULT_ARENA_MAP) ? CUDA_ERROR_OUT_OF_MEMORY : vmm.map(at, grow, 0, h, 0);
     if (r != CUDA_SUCCESS) {
         vmm.release(h);
-        return drv_fail(r, "cuMemMap", __LINE__);
+        return drv_fail(r, "cuMemMap");
     }
     CUmemAccessDesc acc;
     memset(&acc, 0, sizeof acc);
@@ -138,7 +138,7 @@ cgr_status cgr__arena_ensure(cgr__arena *a, size_t bytes)
     if (r != CUDA_SUCCESS) {
         vmm.unmap(at, grow);
         vmm.release(h);
-        return drv_fail(r, "cuMemSetAccess", __LINE__);
+        return drv_fail(r, "cuMemSetAccess");
     }
     a->chunks[a->n_chunks++] = (struct cgr__arena_chunk){(unsigned long long)h, grow};
     a->mapped += grow;

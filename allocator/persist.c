@@ -26,7 +26,7 @@ cgr_status cgr__persist_alloc(cgr__persist *p, size_t bytes, void **out)
     cudaError_t e = CGR__FAULT(CGR__FAULT_DEVICE_ALLOC) ? cudaErrorMemoryAllocation
                                                          : cudaMalloc(&ptr, rounded);
     if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaMalloc(&ptr, rounded)", __FILE__, __LINE__);
+        return cgr__cuda_fail((int)e, "cudaMalloc(&ptr, rounded)");
     p->blocks[p->n++] = (struct cgr__persist_block){ptr, rounded};
     p->bytes += rounded;
     *out = ptr;
@@ -43,7 +43,7 @@ cgr_status cgr__persist_free(cgr__persist *p, void *ptr)
             p->bytes -= p->blocks[i].bytes;
             p->blocks[i] = p->blocks[--p->n];
             if (e != cudaSuccess)
-                return cgr__cuda_fail((int)e, "cudaFree", __FILE__, __LINE__);
+                return cgr__cuda_fail((int)e, "cudaFree");
             return CGR_STATUS_OK;
         }
     }

@@ -119,7 +119,7 @@ static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
                         ? cudaErrorMemoryAllocation
                         : cudaMallocFromPoolAsync(&ptr, bytes, c->rt->trace_pool, c->rt->stream);
     if (e != cudaSuccess)
-        return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaMallocFromPoolAsync", __FILE__, __LINE__));
+        return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaMallocFromPoolAsync"));
     cgr_status st = cgr__trace_alloc(&s->trace, bytes, &id);
     if (st != CGR_STATUS_OK) {
         cudaFreeAsync(ptr, c->rt->stream);
@@ -196,8 +196,7 @@ CGR_API cgr_status cgr_ctx_free(cgr_ctx *c, void *ptr)
                     return clock_full(c, "cgr_ctx_free");
                 cudaError_t e = cudaFreeAsync(ptr, c->rt->stream);
                 if (e != cudaSuccess)
-                    return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaFreeAsync", __FILE__,
-                                                       __LINE__));
+                    return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaFreeAsync"));
                 return CGR_STATUS_OK;
             }
         }
@@ -268,8 +267,7 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan
     if (c.error != CGR_STATUS_OK)
         return c.error; /* the message of the first scratch failure stands */
     if (je != cudaSuccess && fs == CGR_STATUS_OK)
-        return cgr__cuda_fail((int)je, "joining the per-thread default stream", __FILE__,
-                              __LINE__);
+        return cgr__cuda_fail((int)je, "joining the per-thread default stream");
     if (fs != CGR_STATUS_OK) {
         char detail[512];
         strncpy(detail, cgr_last_error(), sizeof detail - 1);

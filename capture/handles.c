@@ -32,8 +32,7 @@ static cgr_status bind_workspace(cgr_ctx *c, cublasHandle_t h, int own)
                            ? CUBLAS_STATUS_EXECUTION_FAILED
                            : cublasSetWorkspace(h, ws, CGR__CUBLAS_WORKSPACE);
     if (e != CUBLAS_STATUS_SUCCESS)
-        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetWorkspace", __FILE__,
-                                                 __LINE__));
+        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetWorkspace"));
     return CGR_STATUS_OK;
 }
 
@@ -51,13 +50,12 @@ CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
         cublasStatus_t e =
             CGR__FAULT(CGR__FAULT_CUBLAS) ? CUBLAS_STATUS_NOT_INITIALIZED : cublasCreate(&h);
         if (e != CUBLAS_STATUS_SUCCESS)
-            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasCreate", __FILE__, __LINE__));
+            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasCreate"));
         e = CGR__FAULT(CGR__FAULT_CUBLAS) ? CUBLAS_STATUS_EXECUTION_FAILED
                                           : cublasSetStream(h, rt->stream);
         if (e != CUBLAS_STATUS_SUCCESS) {
             cublasDestroy(h);
-            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream", __FILE__,
-                                                     __LINE__));
+            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream"));
         }
         rt->cublas = h;
     }
@@ -78,7 +76,7 @@ CGR_API cgr_status cgr_ctx_bind_cublas(cgr_ctx *c, cgr_cublas_handle handle)
     /* The stream first: cublasSetStream drops the handle's workspace. */
     cublasStatus_t e = cublasSetStream(h, c->rt->stream);
     if (e != CUBLAS_STATUS_SUCCESS)
-        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream", __FILE__, __LINE__));
+        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream"));
     return bind_workspace(c, h, 0);
 }
 
@@ -102,13 +100,12 @@ CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
         cudnnStatus_t e =
             CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_NOT_INITIALIZED : dnn->cudnnCreate(&h);
         if (e != CUDNN_STATUS_SUCCESS)
-            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnCreate", __FILE__, __LINE__));
+            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnCreate"));
         e = CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_EXECUTION_FAILED
                                          : dnn->cudnnSetStream(h, rt->stream);
         if (e != CUDNN_STATUS_SUCCESS) {
             dnn->cudnnDestroy(h);
-            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnSetStream", __FILE__,
-                                                    __LINE__));
+            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnSetStream"));
         }
         rt->cudnn = h;
     }

@@ -37,7 +37,7 @@ static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
      */
     cudaError_t e = cgr__sync_stream(rt);
     if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
+        return cgr__cuda_fail((int)e, "cudaStreamSynchronize");
     CGR_CUDA_TRY(cudaMemPoolTrimTo(rt->trace_pool, 0));
     cgr_status st = cgr__plan(p->trace.bufs, p->trace.n, CGR__ALIGN, &peak, &lower);
     if (st == CGR_STATUS_OUT_OF_MEMORY)

@@ -85,7 +85,7 @@ CGR_API int cgr_has_nccl(void)
 
 #if CGR_HAVE_NCCL
 
-cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, int line)
+cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr)
 {
     /* The message names the NCCL call, not the table it was reached through. */
     static const char via[] = "cgr__nccl()->";
@@ -93,7 +93,7 @@ cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, in
         expr += sizeof via - 1;
     /* Only reached after a call through the loaded table. */
     const char *detail = cgr__nccl()->ncclGetLastError(NULL);
-    return cgr__fail(CGR_STATUS_COMM_ERROR, file, line, "NCCL: %s failed: %s%s%s", expr,
+    return CGR_FAIL(CGR_STATUS_COMM_ERROR, "NCCL: %s failed: %s%s%s", expr,
                      cgr__nccl()->ncclGetErrorString(r), detail && detail[0] ? ": " : "",
                      detail ? detail : "");
 }
@@ -123,13 +123,13 @@ static void comm_free(const cgr_runtime *rt, struct cgr__comm *c)
         cgr_status st = r == ncclSuccess || r == ncclInProgress
                             ? cgr__comm_wait(c->priv, NULL, cgr__comm_deadline(c->timeout_ms),
                                              c->timeout_ms, "ncclCommFinalize")
-                            : cgr__nccl_fail(r, "ncclCommFinalize", __FILE__, __LINE__);
+                            : cgr__nccl_fail(r, "ncclCommFinalize");
         if (st == CGR_STATUS_OK &&
             (r = cgr__nccl()->ncclCommDestroy(c->priv)) == ncclSuccess) {
             c->priv = NULL;
         } else {
             if (st == CGR_STATUS_OK)
-                cgr__nccl_fail(r, "ncclCommDestroy", __FILE__, __LINE__);
+                cgr__nccl_fail(r, "ncclCommDestroy");
             cgr__log(rt, CGR_LOG_WARN, "releasing cgr's agreement communicator: %s; aborting it",
                      cgr_last_error());
         }
@@ -174,7 +174,7 @@ static cgr_status split_private(struct cgr__comm *c, int *leak)
         ncclResult_t async = ncclSuccess;
         CGR_NCCL_TRY(cgr__nccl()->ncclCommGetAsyncError(c->user, &async));
         if (async != ncclSuccess && async != ncclInProgress)
-            return cgr__nccl_fail(async, "ncclCommSplit", __FILE__, __LINE__);
+            return cgr__nccl_fail(async, "ncclCommSplit");
         if (cgr__now_us() > deadline) {
             *leak = 1;
             return CGR_FAIL(CGR_STATUS_TIMEOUT,

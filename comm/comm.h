@@ -67,20 +67,20 @@ struct cgr__comm {
 };
 
 /* Records a failed NCCL call (with NCCL's last-error text) and returns CGR_STATUS_COMM_ERROR. */
-cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, int line);
+cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr);
 
 #define CGR_NCCL_TRY(expr)                                                                 \
     do {                                                                                   \
         ncclResult_t r_ = (expr);                                                          \
         if (r_ != ncclSuccess && r_ != ncclInProgress)                                     \
-            return cgr__nccl_fail(r_, #expr, __FILE__, __LINE__);                          \
+            return cgr__nccl_fail(r_, #expr);                                              \
     } while (0)
 
 #define CGR_NCCL_TRY_GOTO(expr, st, label)                                                 \
     do {                                                                                   \
         ncclResult_t r_ = (expr);                                                          \
         if (r_ != ncclSuccess && r_ != ncclInProgress) {                                   \
-            (st) = cgr__nccl_fail(r_, #expr, __FILE__, __LINE__);                          \
+            (st) = cgr__nccl_fail(r_, #expr);                                              \
             goto label;                                                                    \
         }                                                                                  \
     } while (0)

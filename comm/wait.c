@@ -49,18 +49,17 @@ cgr_status cgr__comm_wait(ncclComm_t comm, cudaEvent_t done, double deadline,
             if (e == cudaSuccess)
                 return CGR_STATUS_OK;
             if (e != cudaErrorNotReady)
-                return cgr__cuda_fail((int)e, "cudaEventQuery (NCCL agreement)", __FILE__,
-                                      __LINE__);
+                return cgr__cuda_fail((int)e, "cudaEventQuery (NCCL agreement)");
         }
         /* A peer that went away shows up here too (ncclRemoteError, a system error). */
         ncclResult_t async = ncclSuccess;
         ncclResult_t r = cgr__nccl()->ncclCommGetAsyncError(comm, &async);
         if (r != ncclSuccess)
-            return cgr__nccl_fail(r, "ncclCommGetAsyncError", __FILE__, __LINE__);
+            return cgr__nccl_fail(r, "ncclCommGetAsyncError");
         if (!done && async == ncclSuccess)
             return CGR_STATUS_OK;
         if (async != ncclSuccess && async != ncclInProgress)
-            return cgr__nccl_fail(async, what, __FILE__, __LINE__);
+            return cgr__nccl_fail(async, what);
         if (cgr__now_us() > deadline)
             return CGR_FAIL(CGR_STATUS_TIMEOUT,
                             "NCCL: %s did not complete within %u ms (cgr_nccl_options.timeout_ms): "

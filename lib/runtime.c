@@ -159,7 +159,7 @@ CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **prt)
     }
     cudaError_t e = cgr__sync_stream(rt);
     if (e != cudaSuccess)
-        st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
+        st = cgr__cuda_fail((int)e, "cudaStreamSynchronize");
     while (rt->steps)
         cgr__step_free(rt->steps);
     release_device(rt);

@@ -205,7 +205,7 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
     /* The step's graphs may still be running on the stream. */
     cudaError_t e = cgr__sync_stream(rt);
     if (e != cudaSuccess)
-        st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
+        st = cgr__cuda_fail((int)e, "cudaStreamSynchronize");
     cgr__step_free(s);
     cgr__device_leave(prev);
     cgr__unlock(rt);

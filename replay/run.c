@@ -70,7 +70,7 @@ cgr_status cgr__launch_graph(cgr_step *s, cgr__graph *g, uint32_t slot, int ahea
     cudaError_t e = cudaGraphLaunch(g->exec, s->rt->stream);
     cgr__range_pop();
     if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaGraphLaunch", __FILE__, __LINE__);
+        return cgr__cuda_fail((int)e, "cudaGraphLaunch");
     s->sig_graph[slot] = ++s->graph_runs;
     if (g->flag) {
         s->slot_next = slot + 1 == s->ring.slots ? 0 : slot + 1;

@@ -40,8 +40,7 @@ static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want,
                             int rec_err)
 {
     if (kind != CGR__SIG_EAGER && rec_err)
-        return cgr__cuda_fail(rec_err, "cudaEventRecord (after cudaGraphLaunch)", __FILE__,
-                              __LINE__);
+        return cgr__cuda_fail(rec_err, "cudaEventRecord (after cudaGraphLaunch)");
     if (kind == CGR__SIG_EAGER) {
         CGR_CUDA_TRY(cudaEventSynchronize(s->done[slot]));
         return CGR_STATUS_OK;
@@ -74,8 +73,7 @@ static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want,
                             "outputs (a bug in cgr's staging; please report it)",
                             s->name, slot);
         if (e != cudaErrorNotReady)
-            return cgr__cuda_fail((int)e, latest ? "cudaEventSynchronize" : "cudaEventQuery",
-                                  __FILE__, __LINE__);
+            return cgr__cuda_fail((int)e, latest ? "cudaEventSynchronize" : "cudaEventQuery");
         sched_yield();
     }
 }

@@ -2,7 +2,7 @@
  * Error recording and the check macros (one family, NCCL style).
  *
  * Every failure goes through cgr__fail(), which formats the thread-local
- * last-error message "file:line: what failed: why" and returns the status,
+ * last-error message "what failed: why" and returns the status,
  * so a check is one line at the call site and the caller just propagates.
  * None of these exits, aborts or prints.
  */
@@ -20,10 +20,13 @@
 /** Records a failure in the thread's last-error message and returns s. */
 cgr_status cgr__fail(cgr_status s, const char *file, int line, const char *fmt, ...)
     CGR__PRINTF(4, 5);
-/** Records a failed CUDA call (expr is its text) and maps the error to a status. */
-cgr_status cgr__cuda_fail(int err, const char *expr, const char *file, int line);
+/*
+ * Records a failed CUDA call (expr is its text) and maps the error to a
+ * status. Messages are for users and carry no source position (error.c).
+ */
+cgr_status cgr__cuda_fail(int err, const char *expr);
 /** Records a failed cuBLAS call. */
-cgr_status cgr__cublas_fail(int err, const char *expr, const char *file, int line);
+cgr_status cgr__cublas_fail(int err, const char *expr);
 /** Empties the thread's last-error message. */
 void cgr__clear_error(void);
 /** Appends to the thread's last-error message ("; " separated). */
@@ -54,14 +57,14 @@ cgr_status cgr__bug(const char *file, int line, const char *fmt, ...) CGR__PRINT
     do {                                                                                   \
         cudaError_t e_ = (expr);                                                           \
         if (e_ != cudaSuccess)                                                             \
-            return cgr__cuda_fail((int)e_, #expr, __FILE__, __LINE__);                     \
+            return cgr__cuda_fail((int)e_, #expr);                                         \
     } while (0)
 
 #define CGR_CUDA_TRY_GOTO(expr, st, label)                                                 \
     do {                                                                                   \
         cudaError_t e_ = (expr);                                                           \
         if (e_ != cudaSuccess) {                                                           \
-            (st) = cgr__cuda_fail((int)e_, #expr, __FILE__, __LINE__);                     \
+            (st) = cgr__cuda_fail((int)e_, #expr);                                         \
             goto label;                                                                    \
         }                                                                                  \
     } while (0)

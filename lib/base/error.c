@@ -125,7 +125,7 @@ void cgr__error_append(const char *fmt, ...)
     va_end(ap);
 }
 
-cgr_status cgr__cuda_fail(int err, const char *expr, const char *file, int line)
+cgr_status cgr__cuda_fail(int err, const char *expr)
 {
     cudaError_t e = (cudaError_t)err;
     cgr_status s = CGR_STATUS_CUDA_ERROR;
@@ -151,7 +151,7 @@ cgr_status cgr__cuda_fail(int err, const char *expr, const char *file, int line)
     default:
         break;
     }
-    cgr__fail(s, file, line, "%s failed: %s (%s)", expr, cudaGetErrorName(e),
+    CGR_FAIL(s, "%s failed: %s (%s)", expr, cudaGetErrorName(e),
               cudaGetErrorString(e));
     /*
      * Clear the thread's CUDA error so the next call does not report this
@@ -162,22 +162,22 @@ cgr_status cgr__cuda_fail(int err, const char *expr, const char *file, int line)
     return s;
 }
 
-cgr_status cgr__cublas_fail(int err, const char *expr, const char *file, int line)
+cgr_status cgr__cublas_fail(int err, const char *expr)
 {
     cublasStatus_t e = (cublasStatus_t)err;
     cgr_status s = e == CUBLAS_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
                                                    : CGR_STATUS_CUBLAS_ERROR;
-    return cgr__fail(s, file, line, "%s failed: %s (%s)", expr, cublasGetStatusName(e),
+    return CGR_FAIL(s, "%s failed: %s (%s)", expr, cublasGetStatusName(e),
                      cublasGetStatusString(e));
 }
 
 #if CGR_HAVE_CUDNN
-cgr_status cgr__cudnn_fail(int err, const char *expr, const char *file, int line)
+cgr_status cgr__cudnn_fail(int err, const char *expr)
 {
     cudnnStatus_t e = (cudnnStatus_t)err;
     cgr_status s = e == CUDNN_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
                                                   : CGR_STATUS_CUDNN_ERROR;
-    return cgr__fail(s, file, line, "%s failed: %s (%d)", expr,
+    return CGR_FAIL(s, "%s failed: %s (%d)", expr,
                      cgr__cudnn()->cudnnGetErrorString(e), err);
 }
 #endif
