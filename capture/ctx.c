@@ -24,14 +24,17 @@ CGR_API cgr_status cgr_ctx_stream(const cgr_ctx *c, cgr_stream *out)
     return CGR_STATUS_OK;
 }
 
+/* Tensor `index` of the step's inputs (out_side 0) or outputs (1), for `fn`, which writes *out. */
 static cgr_status tensor_at(const cgr_ctx *c, const char *fn, int out_side, int index,
-                            const cgr__tensor **t)
+                            const void *out, const cgr__tensor **t)
 {
     CGR_TRY(cgr__check_ctx(c, fn));
     int n = out_side ? c->step->n_out : c->step->n_in;
     if (index < 0 || index >= n)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: index %d, step '%s' has %d %s", fn,
                         index, c->step->name, n, out_side ? "outputs" : "inputs");
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: out is NULL", fn);
     *t = out_side ? &c->step->out[index] : &c->step->in[index];
     return CGR_STATUS_OK;
 }
@@ -39,9 +42,7 @@ static cgr_status tensor_at(const cgr_ctx *c, const char *fn, int out_side, int 
 CGR_API cgr_status cgr_ctx_input(const cgr_ctx *c, int index, void **out)
 {
     const cgr__tensor *t = NULL;
-    CGR_TRY(tensor_at(c, "cgr_ctx_input", 0, index, &t));
-    if (!out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_input: out is NULL");
+    CGR_TRY(tensor_at(c, "cgr_ctx_input", 0, index, out, &t));
     *out = t->dev;
     return CGR_STATUS_OK;
 }
@@ -49,9 +50,7 @@ CGR_API cgr_status cgr_ctx_input(const cgr_ctx *c, int index, void **out)
 CGR_API cgr_status cgr_ctx_output(const cgr_ctx *c, int index, void **out)
 {
     const cgr__tensor *t = NULL;
-    CGR_TRY(tensor_at(c, "cgr_ctx_output", 1, index, &t));
-    if (!out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_output: out is NULL");
+    CGR_TRY(tensor_at(c, "cgr_ctx_output", 1, index, out, &t));
     *out = t->dev;
     return CGR_STATUS_OK;
 }
@@ -64,9 +63,7 @@ CGR_API cgr_status cgr_ctx_desc(const cgr_ctx *c, int output, int index,
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_desc: output is %d, must be 0 "
                         "(an input) or 1 (an output)", output);
     const cgr__tensor *t = NULL;
-    CGR_TRY(tensor_at(c, "cgr_ctx_desc", output, index, &t));
-    if (!out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_desc: out is NULL");
+    CGR_TRY(tensor_at(c, "cgr_ctx_desc", output, index, out, &t));
     *out = &t->cur;
     return CGR_STATUS_OK;
 }
