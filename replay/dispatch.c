@@ -167,13 +167,8 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         return cgr__run_eager(s, slot, plan);
     }
     cgr__graph *g = co.graph;
-    cgr__shapes_capture_result r;
-    memset(&r, 0, sizeof r);
-    r.payload = g;
-    r.bytes = g->bytes;
-    r.updated = co.updated;
     cgr__shapes_outcome oc;
-    cgr__shapes_capture_done(s->shapes, &r, &oc);
+    cgr__shapes_capture_done(s->shapes, g, g->bytes, co.updated, &oc);
     ss->capture_us += co.capture_us;
     if (co.updated)
         ss->update_us += co.make_us;

@@ -414,12 +414,12 @@ static void make_room(cgr__shapes *m, size_t bytes, uint32_t *n)
     }
 }
 
-void cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *r,
-                                    cgr__shapes_outcome *out)
+void cgr__shapes_capture_done(cgr__shapes *m, void *payload, size_t bytes, int updated,
+                              cgr__shapes_outcome *out)
 {
-    assert(m != NULL && r != NULL && out != NULL && m->capturing && r->payload != NULL &&
-           (r->updated == 0 || r->updated == 1));
-    if (r->updated) {
+    assert(m != NULL && out != NULL && m->capturing && payload != NULL &&
+           (updated == 0 || updated == 1));
+    if (updated) {
         assert(m->offer != CGR__SHAPES_FROM_NONE && !m->offer_failed);
         cgr__shapes_freed gone;
         if (m->offer == CGR__SHAPES_FROM_SPARE) {
@@ -428,28 +428,28 @@ void cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *
             /* Its executable now serves the new shape: the old shape leaves. */
             evict(m, m->offer_entry, &gone);
         }
-        assert(gone.payload == r->payload);
+        assert(gone.payload == payload);
     }
 
     memset(out, 0, sizeof *out);
     uint32_t n = 0;
     cgr__shape *e = &m->entries[m->cap_entry];
-    if (r->bytes > budget(m)) {
+    if (bytes > budget(m)) {
         char text[CGR__SHAPES_TEXT_MAX];
         snprintf(text, sizeof text,
                  "its graph needs %zu bytes, more than the graph cache's budget of %zu bytes",
-                 r->bytes, m->max_bytes);
+                 bytes, m->max_bytes);
         make_eager(m, m->cap_entry, CGR_EAGER_TOO_LARGE, text);
-        m->freed[n].payload = r->payload;
-        m->freed[n++].bytes = r->bytes;
+        m->freed[n].payload = payload;
+        m->freed[n++].bytes = bytes;
     } else {
-        make_room(m, r->bytes, &n);
+        make_room(m, bytes, &n);
         e->state = CGR__SHAPE_GRAPH;
-        e->payload = r->payload;
-        e->bytes = r->bytes;
+        e->payload = payload;
+        e->bytes = bytes;
         e->replays = 0;
         m->n_graphs++;
-        m->bytes += r->bytes;
+        m->bytes += bytes;
         out->cached = 1;
     }
     out->freed = m->freed;

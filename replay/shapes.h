@@ -127,14 +127,6 @@ typedef struct cgr__shapes_decision {
     const int64_t *true_dims;   /**< the caller's true dims (for the device copy) */
 } cgr__shapes_decision;
 
-/** What the runtime reports after a successful capture. */
-typedef struct cgr__shapes_capture_result {
-    void *payload;          /**< the shape's executable; not NULL. When updated: the
-                                 payload that was offered */
-    size_t bytes;           /**< what it costs against the byte budget */
-    int updated;            /**< 1: updated in place from the offer; 0: instantiated */
-} cgr__shapes_capture_result;
-
 /** What capture_done() did. Pointers stay valid until the next call. */
 typedef struct cgr__shapes_outcome {
     int cached;                      /**< 1: cached; 0: refused (too large), payload in freed */
@@ -199,13 +191,15 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
 void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed);
 
 /**
- * The capture of the latest CAPTURE succeeded: caches the payload (graphs
- * evicted for room are in out->freed) or, when its bytes alone exceed the
- * byte budget, refuses it (the payload itself in out->freed; the shape
- * runs EAGER(TOO_LARGE)). updated = 1 only with the offered payload.
+ * The capture of the latest CAPTURE succeeded: caches the payload, the
+ * shape's executable (not NULL) costing `bytes` against the byte budget
+ * (graphs evicted for room are in out->freed), or, when those bytes alone
+ * exceed the budget, refuses it (the payload itself in out->freed; the
+ * shape runs EAGER(TOO_LARGE)). updated = 1: the offered payload was
+ * updated in place; 0: a new one was instantiated.
  */
-void cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *r,
-                                    cgr__shapes_outcome *out);
+void cgr__shapes_capture_done(cgr__shapes *m, void *payload, size_t bytes, int updated,
+                              cgr__shapes_outcome *out);
 
 /** The capture failed for the step's own reason (text kept, cut): EAGER(CAPTURE_FAILED). */
 void cgr__shapes_capture_failed(cgr__shapes *m, const char *text);
