@@ -202,11 +202,6 @@ static int cgr__plan_event_cmp(const void *pa, const void *pb)
     return 0;
 }
 
-static int cgr__is_pow2(size_t x)
-{
-    return x != 0 && (x & (x - 1)) == 0;
-}
-
 /*
  * Places items[k] at the lowest aligned offset where it overlaps no placed
  * item that is live at the same time; items[0..k) are already placed and
@@ -300,7 +295,7 @@ cgr_status cgr__plan(cgr__buf *bufs, size_t n, size_t align, size_t *peak, size_
     size_t i;
 
     assert(bufs != NULL || n == 0);
-    if (!cgr__is_pow2(align))
+    if (align == 0 || (align & (align - 1)) != 0) /* not a power of two */
         return CGR_STATUS_INVALID_ARGUMENT;
     /* Validate everything first: a rejected trace must leave bufs untouched. */
     for (i = 0; i < n; i++) {

@@ -51,13 +51,6 @@ void cgr__clear_error(void)
     errbuf[0] = '\0';
 }
 
-/* Strips the directories from __FILE__ so messages stay short. */
-static const char *base_name(const char *file)
-{
-    const char *slash = strrchr(file, '/');
-    return slash ? slash + 1 : file;
-}
-
 /*
  * Sets the message to "<prefix><fmt...>". Messages are for users, so they
  * carry no source position; only cgr's own bugs (cgr__bug) say where.
@@ -101,7 +94,9 @@ cgr_status cgr__bug(const char *file, int line, const char *fmt, ...)
     va_start(ap, fmt);
     vset("internal error in cgr (please report it): ", fmt, ap);
     va_end(ap);
-    cgr__error_append("at %s:%d", base_name(file), line);
+    /* __FILE__ without its directories, so the message stays short. */
+    const char *slash = strrchr(file, '/');
+    cgr__error_append("at %s:%d", slash ? slash + 1 : file, line);
 #ifndef NDEBUG
     /* A debug or test build: stop at the bug, as a failed assert() would. */
     fprintf(stderr, "cgr: %s\n", errbuf);
