@@ -37,35 +37,30 @@ static void options_defaults(cgr_nccl_options *o)
     o->timeout_ms = CGR_NCCL_DEFAULT_TIMEOUT_MS;
 }
 
-/* The caller's options (NULL: the defaults) into *out, under the struct_size rule. */
-static cgr_status load_options(const cgr_nccl_options *opt, cgr_nccl_options *out,
-                               const char *fn)
-{
-    options_defaults(out);
-    if (!opt)
-        return CGR_STATUS_OK;
-    cgr_nccl_options o;
-    options_defaults(&o);
-    cgr_status st = cgr__struct_in(&o, sizeof o, opt, NCCL_OPTIONS_MIN_SIZE, "cgr_nccl_options");
-    if (st != CGR_STATUS_OK) {
-        cgr__error_append("in %s", fn);
-        return st;
-    }
-    if (o.timeout_ms < 1 || o.timeout_ms > CGR_NCCL_MAX_TIMEOUT_MS)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: timeout_ms %u is outside 1..%u", fn,
-                        o.timeout_ms, CGR_NCCL_MAX_TIMEOUT_MS);
-    *out = o;
-    return CGR_STATUS_OK;
-}
-
-/* The argument checks cgr_runtime_attach_nccl makes with or without NCCL. */
+/*
+ * The argument checks cgr_runtime_attach_nccl makes with or without NCCL;
+ * the caller's options (NULL: the defaults) go into *out under the
+ * struct_size rule, which is only meaningful on success.
+ */
 static cgr_status check_attach(cgr_runtime *rt, cgr_nccl_comm comm, const cgr_nccl_options *opt,
-                               cgr_nccl_options *loaded, const char *fn)
+                               cgr_nccl_options *out, const char *fn)
 {
     CGR_TRY(cgr__check_runtime(rt, fn));
     if (!comm)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: comm is NULL", fn);
-    return load_options(opt, loaded, fn);
+    options_defaults(out);
+    if (!opt)
+        return CGR_STATUS_OK;
+    cgr_status st = cgr__struct_in(out, sizeof *out, opt, NCCL_OPTIONS_MIN_SIZE,
+                                   "cgr_nccl_options");
+    if (st != CGR_STATUS_OK) {
+        cgr__error_append("in %s", fn);
+        return st;
+    }
+    if (out->timeout_ms < 1 || out->timeout_ms > CGR_NCCL_MAX_TIMEOUT_MS)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: timeout_ms %u is outside 1..%u", fn,
+                        out->timeout_ms, CGR_NCCL_MAX_TIMEOUT_MS);
+    return CGR_STATUS_OK;
 }
 
 CGR_API cgr_status cgr_nccl_options_init_size(cgr_nccl_options *opt, size_t struct_size)
