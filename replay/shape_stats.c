@@ -62,6 +62,7 @@ CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
                    "one counter per update result");
     memcpy(out->update_failures_by_reason, m->stats.update_failures_by_reason,
            sizeof out->update_failures_by_reason);
+    out->update_failures = 0;
     for (uint32_t r = 0; r < CGR__SHAPES_UPDATE_REASONS; r++)
         out->update_failures += out->update_failures_by_reason[r];
     out->evictions = m->stats.evictions;
