@@ -3,11 +3,8 @@
  * memory), its stream and its counters.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lib.h"
 #include "pdl.h"
