@@ -1,6 +1,4 @@
 #include <assert.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,66 +33,37 @@ static struct {
     fn_gran gran;
 } vmm;
 
-static cgr_status load_one(const char *name, void **out)
-{
-    return cgr__driver_entry(name, 12000, "virtual memory management is needed for the arena",
-                             out);
-}
+static const cgr__driver_fn vmm_fns[] = {
+    {"cuMemAddressReserve", (void **)&vmm.reserve},
+    {"cuMemAddressFree", (void **)&vmm.addr_free},
+    {"cuMemCreate", (void **)&vmm.create},
+    {"cuMemRelease", (void **)&vmm.release},
+    {"cuMemMap", (void **)&vmm.map},
+    {"cuMemUnmap", (void **)&vmm.unmap},
+    {"cuMemSetAccess", (void **)&vmm.access},
+    {"cuMemGetAllocationGranularity", (void **)&vmm.gran},
+};
+static cgr__driver_set vmm_set = {
+    .fns = vmm_fns,
+    .n = sizeof vmm_fns / sizeof vmm_fns[0],
+    .version = 12000,
+    .why = "virtual memory management is needed for the arena",
+};
 
-static cgr_status load_all(void)
-{
-    CGR_TRY(load_one("cuMemAddressReserve", (void **)&vmm.reserve));
-    CGR_TRY(load_one("cuMemAddressFree", (void **)&vmm.addr_free));
-    CGR_TRY(load_one("cuMemCreate", (void **)&vmm.create));
-    CGR_TRY(load_one("cuMemRelease", (void **)&vmm.release));
-    CGR_TRY(load_one("cuMemMap", (void **)&vmm.map));
-    CGR_TRY(load_one("cuMemUnmap", (void **)&vmm.unmap));
-    CGR_TRY(load_one("cuMemSetAccess", (void **)&vmm.access));
-    CGR_TRY(load_one("cuMemGetAllocationGranularity", (void **)&vmm.gran));
-    return CGR_STATUS_OK;
-}
-
-/*
- * The table is the library's one piece of process-wide state. Threads that
- * create runtimes at the same time must not fill it concurrently (a data
- * race, even when they store the same values), so it is filled once under
- * pthread_once, which also publishes it to every later reader. Its outcome
- * is kept: the entry points of a driver do not come and go.
- */
-static pthread_once_t vmm_once = PTHREAD_ONCE_INIT;
-static cgr_status vmm_status;
-static char vmm_error[512];
-
-static void load_vmm_once(void)
-{
-    vmm_status = load_all();
-    if (vmm_status != CGR_STATUS_OK)
-        snprintf(vmm_error, sizeof vmm_error, "%s", cgr_last_error());
-}
-
-static cgr_status load_vmm(void)
-{
-    if (pthread_once(&vmm_once, load_vmm_once) != 0)
-        return CGR_FAIL(CGR_STATUS_CUDA_ERROR, "pthread_once failed loading the VMM entry points");
-    if (vmm_status != CGR_STATUS_OK)
-        return CGR_FAIL(vmm_status, "loading the driver's VMM entry points: %s", vmm_error);
-    return CGR_STATUS_OK;
-}
-
-static cgr_status drv_fail(CUresult r, const char *expr, int line)
+static cgr_status drv_fail(CUresult r, const char *expr)
 {
     /* No cuGetErrorName without linking libcuda; name the one code callers act on. */
     int oom = r == CUDA_ERROR_OUT_OF_MEMORY;
-    return cgr__fail(oom ? CGR_STATUS_OUT_OF_MEMORY : CGR_STATUS_CUDA_ERROR, __FILE__, line,
-                     "%s failed: CUresult %d%s", expr, (int)r,
-                     oom ? " (CUDA_ERROR_OUT_OF_MEMORY)" : "");
+    return CGR_FAIL(oom ? CGR_STATUS_OUT_OF_MEMORY : CGR_STATUS_CUDA_ERROR,
+                    "%s failed: CUresult %d%s", expr, (int)r,
+                    oom ? " (CUDA_ERROR_OUT_OF_MEMORY)" : "");
 }
 
 #define DRV_TRY(expr)                                                                      \
     do {                                                                                   \
         CUresult r_ = (expr);                                                              \
         if (r_ != CUDA_SUCCESS)                                                            \
-            return drv_fail(r_, #expr, __LINE__);                                          \
+            return drv_fail(r_, #expr);                                                    \
     } while (0)
 
 static void device_prop(CUmemAllocationProp *prop, int device)
@@ -109,7 +78,7 @@ cgr_status cgr__arena_init(cgr__arena *a, int device, size_t limit)
 {
     memset(a, 0, sizeof *a);
     a->device = device;
-    CGR_TRY(load_vmm());
+    CGR_TRY(cgr__driver_load(&vmm_set));
     CUmemAllocationProp prop;
     device_prop(&prop, device);
     size_t gran = 0;
@@ -138,14 +107,10 @@ cgr_status cgr__arena_ensure(cgr__arena *a, size_t bytes)
                         bytes, a->reserved);
     if (a->n_chunks == a->cap_chunks) {
         size_t cap = a->cap_chunks ? a->cap_chunks * 2 : 8;
-        unsigned long long *c = realloc(a->chunks, cap * sizeof *c);
+        struct cgr__arena_chunk *c = realloc(a->chunks, cap * sizeof *c);
         if (!c)
             return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "arena chunk table");
         a->chunks = c;
-        size_t *cb = realloc(a->chunk_bytes, cap * sizeof *cb);
-        if (!cb)
-            return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "arena chunk table");
-        a->chunk_bytes = cb;
         a->cap_chunks = cap;
     }
     size_t grow = (bytes - a->mapped + a->granularity - 1) / a->granularity * a->granularity;
@@ -157,12 +122,12 @@ cgr_status cgr__arena_ensure(cgr__arena *a, size_t bytes)
                      ? CUDA_ERROR_OUT_OF_MEMORY
                      : vmm.create(&h, grow, &prop, 0);
     if (r != CUDA_SUCCESS)
-        return drv_fail(r, "cuMemCreate", __LINE__);
+        return drv_fail(r, "cuMemCreate");
     CUdeviceptr at = (CUdeviceptr)(a->base + a->mapped);
     r = CGR__FAULT(CGR__FAULT_ARENA_MAP) ? CUDA_ERROR_OUT_OF_MEMORY : vmm.map(at, grow, 0, h, 0);
     if (r != CUDA_SUCCESS) {
         vmm.release(h);
-        return drv_fail(r, "cuMemMap", __LINE__);
+        return drv_fail(r, "cuMemMap");
     }
     CUmemAccessDesc acc;
     memset(&acc, 0, sizeof acc);
@@ -173,11 +138,9 @@ cgr_status cgr__arena_ensure(cgr__arena *a, size_t bytes)
     if (r != CUDA_SUCCESS) {
         vmm.unmap(at, grow);
         vmm.release(h);
-        return drv_fail(r, "cuMemSetAccess", __LINE__);
+        return drv_fail(r, "cuMemSetAccess");
     }
-    a->chunks[a->n_chunks] = (unsigned long long)h;
-    a->chunk_bytes[a->n_chunks] = grow;
-    a->n_chunks++;
+    a->chunks[a->n_chunks++] = (struct cgr__arena_chunk){(unsigned long long)h, grow};
     a->mapped += grow;
     return CGR_STATUS_OK;
 }
@@ -187,13 +150,12 @@ void cgr__arena_destroy(cgr__arena *a)
     if (a->base) {
         uintptr_t at = a->base;
         for (size_t i = 0; i < a->n_chunks; i++) {
-            vmm.unmap((CUdeviceptr)at, a->chunk_bytes[i]);
-            vmm.release((CUmemGenericAllocationHandle)a->chunks[i]);
-            at += a->chunk_bytes[i];
+            vmm.unmap((CUdeviceptr)at, a->chunks[i].bytes);
+            vmm.release((CUmemGenericAllocationHandle)a->chunks[i].handle);
+            at += a->chunks[i].bytes;
         }
         vmm.addr_free((CUdeviceptr)a->base, a->reserved);
     }
     free(a->chunks);
-    free(a->chunk_bytes);
     memset(a, 0, sizeof *a);
 }

@@ -29,8 +29,10 @@ typedef struct cgr__arena {
     size_t mapped;          /**< bytes backed by device memory (from base) */
     size_t granularity;     /**< mapping granularity */
     int device;
-    unsigned long long *chunks; /**< one allocation handle per mapped chunk */
-    size_t *chunk_bytes;
+    struct cgr__arena_chunk {
+        unsigned long long handle; /**< the allocation mapped there */
+        size_t bytes;
+    } *chunks;                     /**< the mapped chunks, from base up */
     size_t n_chunks;
     size_t cap_chunks;
 } cgr__arena;

@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include <string.h>
 
 #include <cuda_runtime_api.h>
 
@@ -12,14 +13,10 @@ cgr_status cgr__persist_alloc(cgr__persist *p, size_t bytes, void **out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "persistent allocation of %zu bytes", bytes);
     if (p->n == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 16;
-        void **np = realloc(p->ptrs, cap * sizeof *np);
-        if (!np)
+        struct cgr__persist_block *nb = realloc(p->blocks, cap * sizeof *nb);
+        if (!nb)
             return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "persistent allocation table");
-        p->ptrs = np;
-        size_t *ns = realloc(p->sizes, cap * sizeof *ns);
-        if (!ns)
-            return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "persistent allocation table");
-        p->sizes = ns;
+        p->blocks = nb;
         p->cap = cap;
     }
     /* cudaMalloc aligns to at least 256 bytes; rounding the size keeps the
@@ -29,10 +26,8 @@ cgr_status cgr__persist_alloc(cgr__persist *p, size_t bytes, void **out)
     cudaError_t e = CGR__FAULT(CGR__FAULT_DEVICE_ALLOC) ? cudaErrorMemoryAllocation
                                                          : cudaMalloc(&ptr, rounded);
     if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaMalloc(&ptr, rounded)", __FILE__, __LINE__);
-    p->ptrs[p->n] = ptr;
-    p->sizes[p->n] = rounded;
-    p->n++;
+        return cgr__cuda_fail((int)e, "cudaMalloc(&ptr, rounded)");
+    p->blocks[p->n++] = (struct cgr__persist_block){ptr, rounded};
     p->bytes += rounded;
     *out = ptr;
     return CGR_STATUS_OK;
@@ -43,14 +38,12 @@ cgr_status cgr__persist_free(cgr__persist *p, void *ptr)
     if (!ptr)
         return CGR_STATUS_OK;
     for (size_t i = 0; i < p->n; i++) {
-        if (p->ptrs[i] == ptr) {
+        if (p->blocks[i].ptr == ptr) {
             cudaError_t e = cudaFree(ptr);
-            p->bytes -= p->sizes[i];
-            p->ptrs[i] = p->ptrs[p->n - 1];
-            p->sizes[i] = p->sizes[p->n - 1];
-            p->n--;
+            p->bytes -= p->blocks[i].bytes;
+            p->blocks[i] = p->blocks[--p->n];
             if (e != cudaSuccess)
-                return cgr__cuda_fail((int)e, "cudaFree", __FILE__, __LINE__);
+                return cgr__cuda_fail((int)e, "cudaFree");
             return CGR_STATUS_OK;
         }
     }
@@ -61,11 +54,7 @@ cgr_status cgr__persist_free(cgr__persist *p, void *ptr)
 void cgr__persist_destroy(cgr__persist *p)
 {
     for (size_t i = 0; i < p->n; i++)
-        cudaFree(p->ptrs[i]);
-    free(p->ptrs);
-    free(p->sizes);
-    p->ptrs = NULL;
-    p->sizes = NULL;
-    p->n = p->cap = 0;
-    p->bytes = 0;
+        cudaFree(p->blocks[i].ptr);
+    free(p->blocks);
+    memset(p, 0, sizeof *p);
 }

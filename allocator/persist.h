@@ -11,8 +11,10 @@
 #include "cgr/cgr.h"
 
 typedef struct cgr__persist {
-    void **ptrs;
-    size_t *sizes;
+    struct cgr__persist_block {
+        void *ptr;
+        size_t bytes;  /**< as allocated: rounded up to 256 */
+    } *blocks;
     size_t n;
     size_t cap;
     size_t bytes; /**< live bytes */

@@ -101,6 +101,7 @@ cgr_status cgr__trace_alloc(cgr__trace *t, size_t size, size_t *id)
     b->start = t->clock;
     b->end = UINT32_MAX;
     b->offset = 0;
+    b->ptr = NULL;
     *id = t->n;
     t->n++;
     t->clock++;
@@ -201,11 +202,6 @@ static int cgr__plan_event_cmp(const void *pa, const void *pb)
     return 0;
 }
 
-static int cgr__is_pow2(size_t x)
-{
-    return x != 0 && (x & (x - 1)) == 0;
-}
-
 /*
  * Places items[k] at the lowest aligned offset where it overlaps no placed
  * item that is live at the same time; items[0..k) are already placed and
@@ -299,7 +295,7 @@ cgr_status cgr__plan(cgr__buf *bufs, size_t n, size_t align, size_t *peak, size_
     size_t i;
 
     assert(bufs != NULL || n == 0);
-    if (!cgr__is_pow2(align))
+    if (align == 0 || (align & (align - 1)) != 0) /* not a power of two */
         return CGR_STATUS_INVALID_ARGUMENT;
     /* Validate everything first: a rejected trace must leave bufs untouched. */
     for (i = 0; i < n; i++) {
@@ -359,53 +355,4 @@ done:
     free(by_off);
     free(ev);
     return st;
-}
-
-/*
- * Reports a bad pair through the optional outputs. SIZE_MAX names no
- * buffer, for failures that are not about one (a bad align or NULL array).
- */
-static int cgr__plan_bad(size_t *a, size_t *b, size_t ia, size_t ib)
-{
-    if (a != NULL)
-        *a = ia;
-    if (b != NULL)
-        *b = ib;
-    return 1;
-}
-
-int cgr__plan_check(const cgr__buf *bufs, size_t n, size_t align, size_t *a, size_t *b)
-{
-    size_t i, j;
-
-    /* A check that cannot be carried out must not pass. */
-    if (!cgr__is_pow2(align) || (bufs == NULL && n > 0))
-        return cgr__plan_bad(a, b, SIZE_MAX, SIZE_MAX);
-    for (i = 0; i < n; i++) {
-        /*
-         * A buffer whose bytes would run past SIZE_MAX cannot exist in any
-         * arena, so it counts as bad on its own, like a misaligned one.
-         */
-        if ((bufs[i].offset & (align - 1)) != 0 || bufs[i].offset > SIZE_MAX - bufs[i].size)
-            return cgr__plan_bad(a, b, i, i);
-    }
-    /*
-     * The requested bytes, not the aligned footprints, are what must stay
-     * disjoint: that is the property the replayed graph relies on.
-     */
-    for (i = 0; i < n; i++) {
-        const cgr__buf *x = &bufs[i];
-        if (x->size == 0)
-            continue;
-        for (j = i + 1; j < n; j++) {
-            const cgr__buf *y = &bufs[j];
-            if (y->size == 0)
-                continue;
-            if (!(x->start < y->end && y->start < x->end))
-                continue;
-            if (x->offset < y->offset + y->size && y->offset < x->offset + x->size)
-                return cgr__plan_bad(a, b, i, j);
-        }
-    }
-    return 0;
 }

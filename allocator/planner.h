@@ -24,6 +24,7 @@ typedef struct cgr__buf {
     uint32_t start;  /**< clock at the alloc */
     uint32_t end;    /**< clock at the free; UINT32_MAX until freed or closed */
     size_t offset;   /**< arena offset chosen by cgr__plan() */
+    void *ptr;       /**< the recording run's own pointer (NULL until its recorder sets it) */
 } cgr__buf;
 
 /** The ordered requests of one run of a step. */
@@ -70,12 +71,5 @@ void cgr__trace_close(cgr__trace *t);
  * that overflows when aligned.
  */
 cgr_status cgr__plan(cgr__buf *bufs, size_t n, size_t align, size_t *peak, size_t *lower_bound);
-
-/**
- * Checks a plan: 0 if no two live-overlapping buffers overlap in memory
- * and every offset is aligned, else 1 and the indices of a bad pair in
- * *a, *b (both equal for an alignment error). Used by tests and debug builds.
- */
-int cgr__plan_check(const cgr__buf *bufs, size_t n, size_t align, size_t *a, size_t *b);
 
 #endif

@@ -7,9 +7,10 @@
  * acquired its ticket is `launched` (only commit moves launched).
  *
  * Its callers are cgr's own step code, which always passes a ring and out
- * pointers, and a slot count validated at the API (2..CGR_MAX_SLOTS); those
- * are asserted. What the ring reports as a status is the state of the
- * ring, which follows from what the caller of the public API did.
+ * pointers, a slot count validated at the API (2..CGR_MAX_SLOTS), and
+ * commits and marks only runs it acquired or checked; those are asserted.
+ * What the ring reports as a status is the state of the ring, which
+ * follows from what the caller of the public API did.
  */
 #include "ring.h"
 
@@ -50,16 +51,11 @@ cgr_status cgr__ring_acquire(cgr__ring *r, uint64_t *ticket, uint32_t *slot)
     return CGR_STATUS_OK;
 }
 
-cgr_status cgr__ring_commit(cgr__ring *r, uint64_t ticket)
+void cgr__ring_commit(cgr__ring *r, uint64_t ticket)
 {
-    assert(r != NULL);
-    if (!r->acquired)
-        return CGR_STATUS_WRONG_STATE;
-    if (ticket != r->launched)
-        return CGR_STATUS_INVALID_ARGUMENT;
+    assert(r != NULL && r->acquired && ticket == r->launched);
     r->launched++;
     r->acquired = 0;
-    return CGR_STATUS_OK;
 }
 
 void cgr__ring_cancel(cgr__ring *r)
@@ -79,15 +75,9 @@ cgr_status cgr__ring_check_wait(const cgr__ring *r, uint64_t ticket)
 
 void cgr__ring_mark_waited(cgr__ring *r, uint64_t ticket)
 {
-    assert(r != NULL);
-    /*
-     * A run that was never launched cannot have finished; ignoring it keeps
-     * waited <= launched, which the BUSY test relies on. Callers check with
-     * cgr__ring_check_wait() first. Waiting an old ticket again must not
-     * move waited backwards.
-     */
-    if (ticket >= r->launched)
-        return;
+    /* A run never launched cannot have finished: waited <= launched, which the BUSY test
+     * relies on. Waiting an old ticket again must not move waited backwards. */
+    assert(r != NULL && ticket < r->launched);
     if (ticket + 1 > r->waited)
         r->waited = ticket + 1;
 }

@@ -37,16 +37,13 @@ void cgr__ring_init(cgr__ring *r, uint32_t slots);
  * Nothing changes on failure.
  */
 cgr_status cgr__ring_acquire(cgr__ring *r, uint64_t *ticket, uint32_t *slot);
-/**
- * Commits the acquired slot as launched. CGR_STATUS_WRONG_STATE when none
- * is acquired, CGR_STATUS_INVALID_ARGUMENT when ticket is not the acquired one.
- */
-cgr_status cgr__ring_commit(cgr__ring *r, uint64_t ticket);
+/** Commits the acquired slot, whose ticket is `ticket`, as launched. */
+void cgr__ring_commit(cgr__ring *r, uint64_t ticket);
 /** Gives the acquired slot back unlaunched (no-op when none is acquired). */
 void cgr__ring_cancel(cgr__ring *r);
 /** CGR_STATUS_INVALID_ARGUMENT unless ticket < launched. */
 cgr_status cgr__ring_check_wait(const cgr__ring *r, uint64_t ticket);
-/** Records that run `ticket` finished (and so every earlier one). */
+/** Records that run `ticket` < launched finished (and so every earlier one). */
 void cgr__ring_mark_waited(cgr__ring *r, uint64_t ticket);
 /**
  * Whether run ticket's outputs may be read: it was waited for and its slot

@@ -43,12 +43,11 @@
 #include "stage.h"
 #include "trace.h"
 
-/* The nodes cgr adds around the body. */
+/* The nodes cgr adds around the body: inputs' memcpy nodes first, then outputs'. */
 typedef struct io_nodes {
     cgr__copy_list zin, zout;
-    int n_min, n_mout;
-    int min[CGR_MAX_TENSORS], mout[CGR_MAX_TENSORS];
-    cudaGraphNode_t min_node[CGR_MAX_TENSORS], mout_node[CGR_MAX_TENSORS];
+    int n_copies;
+    cgr__graph_copy copies[2 * CGR_MAX_TENSORS];
 } io_nodes;
 
 /*
@@ -73,7 +72,8 @@ static void plan_io(const cgr_step *s, size_t zero_copy_max, io_nodes *io)
             io->zin.dst[k] = t->dev;
             io->zin.bytes[k] = t->cur_bytes;
         } else {
-            io->min[io->n_min++] = i;
+            io->copies[io->n_copies++] =
+                (cgr__graph_copy){NULL, t->dev, t->slot_offset, t->cur_bytes, 0};
         }
     }
     if (s->n_dyn) {
@@ -92,7 +92,8 @@ static void plan_io(const cgr_step *s, size_t zero_copy_max, io_nodes *io)
             io->zout.dst_rel |= 1u << k;
             io->zout.bytes[k] = t->cur_bytes;
         } else {
-            io->mout[io->n_mout++] = i;
+            io->copies[io->n_copies++] =
+                (cgr__graph_copy){NULL, t->dev, t->slot_offset, t->cur_bytes, 1};
         }
     }
     /* An armable step's input kernel waits at the slot's gate (capture/gate.c). */
@@ -139,13 +140,12 @@ static cgr_status record_inputs(cgr_step *s, io_nodes *io)
     cudaStream_t st = s->rt->stream;
     /* With a gate the kernel comes first even with nothing to copy: memcpy nodes wait behind it. */
     if (io->zin.n || io->zin.gate)
-        CGR_CUDA_TRY(cgr__stage_copy(&io->zin, st, 0));
+        CGR_CUDA_TRY(cgr__stage_copy(&io->zin, st));
     const unsigned char *host = cgr__slot_host(s, 0);
-    for (int k = 0; k < io->n_min; k++) {
-        const cgr__tensor *t = &s->in[io->min[k]];
-        CGR_CUDA_TRY(cudaMemcpyAsync(t->dev, host + t->slot_offset, t->cur_bytes,
+    for (cgr__graph_copy *c = io->copies; c < io->copies + io->n_copies && !c->to_host; c++) {
+        CGR_CUDA_TRY(cudaMemcpyAsync(c->dev, host + c->slot_offset, c->bytes,
                                      cudaMemcpyHostToDevice, st));
-        CGR_TRY(last_node(st, &io->min_node[k]));
+        CGR_TRY(last_node(st, &c->node));
     }
     return CGR_STATUS_OK;
 }
@@ -154,11 +154,13 @@ static cgr_status record_outputs(cgr_step *s, io_nodes *io)
 {
     cudaStream_t st = s->rt->stream;
     unsigned char *host = cgr__slot_host(s, 0);
-    for (int k = 0; k < io->n_mout; k++) {
-        const cgr__tensor *t = &s->out[io->mout[k]];
-        CGR_CUDA_TRY(cudaMemcpyAsync(host + t->slot_offset, t->dev, t->cur_bytes,
+    for (int k = 0; k < io->n_copies; k++) {
+        cgr__graph_copy *c = &io->copies[k];
+        if (!c->to_host)
+            continue;
+        CGR_CUDA_TRY(cudaMemcpyAsync(host + c->slot_offset, c->dev, c->bytes,
                                      cudaMemcpyDeviceToHost, st));
-        CGR_TRY(last_node(st, &io->mout_node[k]));
+        CGR_TRY(last_node(st, &c->node));
     }
     /*
      * The zero-copy output kernel comes last because it publishes the
@@ -169,7 +171,7 @@ static cgr_status record_outputs(cgr_step *s, io_nodes *io)
      * output copy was launched with PDL behind ordinary kernels.
      */
     if (io->zout.advance)
-        CGR_CUDA_TRY(cgr__stage_copy(&io->zout, st, 0));
+        CGR_CUDA_TRY(cgr__stage_copy(&io->zout, st));
     /*
      * No event record node: the host records the step's graph_done event
      * after each launch instead (replay/run.c). A node would add its GPU
@@ -195,25 +197,6 @@ void cgr__graph_free(cgr__graph *g)
     free(g);
 }
 
-/* The memcpy-node tensors of io, whose nodes are those of the graph exec was made from. */
-static void copies_fill(const cgr_step *s, const io_nodes *io, cgr__graph *out)
-{
-    int n = 0;
-    for (int k = 0; k < io->n_min; k++, n++) {
-        const cgr__tensor *t = &s->in[io->min[k]];
-        out->copies[n] = (cgr__graph_copy){io->min_node[k], t->dev, t->slot_offset,
-                                           t->cur_bytes, 0};
-    }
-    for (int k = 0; k < io->n_mout; k++, n++) {
-        const cgr__tensor *t = &s->out[io->mout[k]];
-        out->copies[n] = (cgr__graph_copy){io->mout_node[k], t->dev, t->slot_offset,
-                                           t->cur_bytes, 1};
-    }
-    out->n_copies = n;
-    /* The capture used slot 0's addresses. */
-    out->copy_slot = 0;
-}
-
 /* Stats of a finished graph, from the capture's template. */
 static cgr_status graph_finish(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *out)
 {
@@ -221,29 +204,11 @@ static cgr_status graph_finish(cgr_step *s, cudaGraph_t g, const io_nodes *io, c
     CGR_CUDA_TRY(cudaGraphGetNodes(g, NULL, &nodes));
     out->nodes = nodes;
     out->zero_copy_tensors = (uint64_t)(io->zin.n + io->zout.n - (s->n_dyn ? 1 : 0));
-    out->memcpy_tensors = (uint64_t)(io->n_min + io->n_mout);
+    out->memcpy_tensors = (uint64_t)io->n_copies;
     out->flag = io->zout.advance;
     out->gated = io->zin.gate != NULL;
     out->bytes = (size_t)nodes * CGR__EXEC_NODE_BYTES;
     return CGR_STATUS_OK;
-}
-
-/* Memory-allocation nodes of g: what most often makes an instantiation fail. */
-static size_t count_alloc_nodes(cudaGraph_t g)
-{
-    size_t n = 0, allocs = 0;
-    if (cudaGraphGetNodes(g, NULL, &n) != cudaSuccess || n == 0)
-        return 0;
-    cudaGraphNode_t *nodes = malloc(n * sizeof *nodes);
-    if (nodes && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess)
-        for (size_t i = 0; i < n; i++) {
-            enum cudaGraphNodeType t;
-            if (cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess &&
-                t == cudaGraphNodeTypeMemAlloc)
-                allocs++;
-        }
-    free(nodes);
-    return allocs;
 }
 
 /*
@@ -253,8 +218,10 @@ static size_t count_alloc_nodes(cudaGraph_t g)
  */
 static cgr_status instantiate_failed(const cgr_step *s, cudaGraph_t g, cudaError_t e)
 {
-    size_t allocs = count_alloc_nodes(g);
-    (void)cudaGetLastError();
+    /* Memory-allocation nodes: what most often makes an instantiation fail. */
+    size_t counts[cudaGraphNodeTypeCount] = {0};
+    cgr__graph_count(g, counts);
+    size_t allocs = counts[cudaGraphNodeTypeMemAlloc];
     cgr__fail(CGR_STATUS_CAPTURE_FAILED, __FILE__, __LINE__,
               "capture of step '%s': cudaGraphInstantiate failed with %s (%s)", s->name,
               cudaGetErrorName(e), cudaGetErrorString(e));
@@ -284,7 +251,10 @@ static cgr_status instantiate(cgr_step *s, cudaGraph_t g, const io_nodes *io, cg
     /* Upload now so the first replay does not pay for it. */
     CGR_CUDA_TRY(cudaGraphUpload(out->exec, s->rt->stream));
     CGR_TRY(graph_finish(s, g, io, out));
-    copies_fill(s, io, out);
+    /* The capture used slot 0's addresses. */
+    memcpy(out->copies, io->copies, sizeof io->copies);
+    out->n_copies = io->n_copies;
+    out->copy_slot = 0;
     return CGR_STATUS_OK;
 }
 
@@ -299,10 +269,10 @@ static cgr_status instantiate(cgr_step *s, cudaGraph_t g, const io_nodes *io, cg
 static cgr_status update(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *offer,
                          int *result, char *text, size_t text_size)
 {
-    if (offer->n_copies != io->n_min + io->n_mout) {
+    if (offer->n_copies != io->n_copies) {
         *result = (int)cudaGraphExecUpdateErrorTopologyChanged;
         snprintf(text, text_size, "the new shape crosses %d tensors by memcpy nodes, the offer %d",
-                 io->n_min + io->n_mout, offer->n_copies);
+                 io->n_copies, offer->n_copies);
         return CGR_STATUS_CAPTURE_FAILED;
     }
     cudaGraphExecUpdateResultInfo info;
@@ -318,11 +288,12 @@ static cgr_status update(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__gr
     CGR_CUDA_TRY(cudaGraphUpload(offer->exec, s->rt->stream));
     CGR_TRY(graph_finish(s, g, io, offer));
     /* The new shape's sizes, on the offer's own nodes (same order, same topology). */
-    cgr__graph_copy kept[2 * CGR_MAX_TENSORS];
-    memcpy(kept, offer->copies, sizeof kept);
-    copies_fill(s, io, offer);
-    for (int k = 0; k < offer->n_copies; k++)
-        offer->copies[k].node = kept[k].node;
+    for (int k = 0; k < io->n_copies; k++) {
+        cudaGraphNode_t node = offer->copies[k].node;
+        offer->copies[k] = io->copies[k];
+        offer->copies[k].node = node;
+    }
+    offer->copy_slot = 0;
     return CGR_STATUS_OK;
 }
 

@@ -47,7 +47,7 @@ cgr_status cgr__step_alloc_io(cgr_step *s);
 void cgr__step_free_io(cgr_step *s);
 
 /* Runs the step eagerly on `slot` (warm-up or fallback) with scratch from `plan`,
- * tracing and planning it on its first run. */
+ * tracing and planning it on its first run; a wait then waits for done[slot]. */
 cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *plan);
 /* What a capture made (capture.c). */
 typedef struct cgr__capture_out {
@@ -92,6 +92,8 @@ cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, cudaGraph_t b, 
 void cgr__graph_free(cgr__graph *g);
 void cgr__plan_reset(cgr__shape_plan *p);
 void cgr__plan_destroy(cgr__shape_plan *p);
+/* Adds g's nodes of each type to counts and returns how many it has (dump.c). */
+size_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount]);
 /* Counts the graph's nodes by type into `out`, logs a summary and writes a
  * DOT file when a dump directory is set (capture/dump.c). */
 void cgr__graph_report(cgr_step *s, cudaGraph_t g, cgr__graph *out);

@@ -10,7 +10,6 @@
  * to bake those addresses into a graph: a step that asks for something
  * else is stopped with CGR_STATUS_TRACE_MISMATCH before it gets a pointer.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "fault.h"
@@ -25,14 +24,17 @@ CGR_API cgr_status cgr_ctx_stream(const cgr_ctx *c, cgr_stream *out)
     return CGR_STATUS_OK;
 }
 
+/* Tensor `index` of the step's inputs (out_side 0) or outputs (1), for `fn`, which writes *out. */
 static cgr_status tensor_at(const cgr_ctx *c, const char *fn, int out_side, int index,
-                            const cgr__tensor **t)
+                            const void *out, const cgr__tensor **t)
 {
     CGR_TRY(cgr__check_ctx(c, fn));
     int n = out_side ? c->step->n_out : c->step->n_in;
     if (index < 0 || index >= n)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: index %d, step '%s' has %d %s", fn,
                         index, c->step->name, n, out_side ? "outputs" : "inputs");
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: out is NULL", fn);
     *t = out_side ? &c->step->out[index] : &c->step->in[index];
     return CGR_STATUS_OK;
 }
@@ -40,9 +42,7 @@ static cgr_status tensor_at(const cgr_ctx *c, const char *fn, int out_side, int 
 CGR_API cgr_status cgr_ctx_input(const cgr_ctx *c, int index, void **out)
 {
     const cgr__tensor *t = NULL;
-    CGR_TRY(tensor_at(c, "cgr_ctx_input", 0, index, &t));
-    if (!out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_input: out is NULL");
+    CGR_TRY(tensor_at(c, "cgr_ctx_input", 0, index, out, &t));
     *out = t->dev;
     return CGR_STATUS_OK;
 }
@@ -50,9 +50,7 @@ CGR_API cgr_status cgr_ctx_input(const cgr_ctx *c, int index, void **out)
 CGR_API cgr_status cgr_ctx_output(const cgr_ctx *c, int index, void **out)
 {
     const cgr__tensor *t = NULL;
-    CGR_TRY(tensor_at(c, "cgr_ctx_output", 1, index, &t));
-    if (!out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_output: out is NULL");
+    CGR_TRY(tensor_at(c, "cgr_ctx_output", 1, index, out, &t));
     *out = t->dev;
     return CGR_STATUS_OK;
 }
@@ -65,9 +63,7 @@ CGR_API cgr_status cgr_ctx_desc(const cgr_ctx *c, int output, int index,
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_desc: output is %d, must be 0 "
                         "(an input) or 1 (an output)", output);
     const cgr__tensor *t = NULL;
-    CGR_TRY(tensor_at(c, "cgr_ctx_desc", output, index, &t));
-    if (!out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_desc: out is NULL");
+    CGR_TRY(tensor_at(c, "cgr_ctx_desc", output, index, out, &t));
     *out = &t->cur;
     return CGR_STATUS_OK;
 }
@@ -115,20 +111,12 @@ static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
 {
     cgr__shape_plan *s = c->plan;
     size_t id;
-    if (s->trace.n == s->trace_ptrs_cap) {
-        size_t cap = s->trace_ptrs_cap ? s->trace_ptrs_cap * 2 : 32;
-        void **p = realloc(s->trace_ptrs, cap * sizeof *p);
-        if (!p)
-            return cgr__ctx_fail(c, CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "scratch trace table"));
-        s->trace_ptrs = p;
-        s->trace_ptrs_cap = cap;
-    }
     void *ptr = NULL;
     cudaError_t e = CGR__FAULT(CGR__FAULT_DEVICE_ALLOC)
                         ? cudaErrorMemoryAllocation
                         : cudaMallocFromPoolAsync(&ptr, bytes, c->rt->trace_pool, c->rt->stream);
     if (e != cudaSuccess)
-        return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaMallocFromPoolAsync", __FILE__, __LINE__));
+        return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaMallocFromPoolAsync"));
     cgr_status st = cgr__trace_alloc(&s->trace, bytes, &id);
     if (st != CGR_STATUS_OK) {
         cudaFreeAsync(ptr, c->rt->stream);
@@ -137,7 +125,7 @@ static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
             return cgr__ctx_fail(c, CGR_FAIL(st, "step '%s': scratch trace table", c->step->name));
         return clock_full(c, "cgr_ctx_alloc");
     }
-    s->trace_ptrs[id] = ptr;
+    s->trace.bufs[id].ptr = ptr;
     *out = ptr;
     return CGR_STATUS_OK;
 }
@@ -196,18 +184,16 @@ CGR_API cgr_status cgr_ctx_free(cgr_ctx *c, void *ptr)
     if (c->error != CGR_STATUS_OK)
         return CGR_FAIL(c->error, "cgr_ctx_free: an earlier scratch request of this run failed");
     cgr_step *s = c->step;
-    cgr__shape_plan *pl = c->plan;
-    cgr__trace *t = &pl->trace;
+    cgr__trace *t = &c->plan->trace;
     if (c->mode == CGR__CTX_TRACE) {
         for (size_t i = 0; i < t->n; i++) {
-            if (pl->trace_ptrs[i] == ptr && t->bufs[i].end == UINT32_MAX) {
+            if (t->bufs[i].ptr == ptr && t->bufs[i].end == UINT32_MAX) {
                 /* i is live, so only the full clock can refuse the free. */
                 if (cgr__trace_free(t, i) != CGR_STATUS_OK)
                     return clock_full(c, "cgr_ctx_free");
                 cudaError_t e = cudaFreeAsync(ptr, c->rt->stream);
                 if (e != cudaSuccess)
-                    return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaFreeAsync", __FILE__,
-                                                       __LINE__));
+                    return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaFreeAsync"));
                 return CGR_STATUS_OK;
             }
         }
@@ -237,7 +223,7 @@ static void trace_finish(cgr_ctx *c)
     cgr__shape_plan *s = c->plan;
     for (size_t i = 0; i < s->trace.n; i++)
         if (s->trace.bufs[i].end == UINT32_MAX)
-            cudaFreeAsync(s->trace_ptrs[i], c->rt->stream);
+            cudaFreeAsync(s->trace.bufs[i].ptr, c->rt->stream);
     cgr__trace_close(&s->trace);
 }
 
@@ -278,8 +264,7 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan
     if (c.error != CGR_STATUS_OK)
         return c.error; /* the message of the first scratch failure stands */
     if (je != cudaSuccess && fs == CGR_STATUS_OK)
-        return cgr__cuda_fail((int)je, "joining the per-thread default stream", __FILE__,
-                              __LINE__);
+        return cgr__cuda_fail((int)je, "joining the per-thread default stream");
     if (fs != CGR_STATUS_OK) {
         char detail[512];
         strncpy(detail, cgr_last_error(), sizeof detail - 1);

@@ -9,31 +9,32 @@
 
 #include "capture.h"
 
-void cgr__graph_report(cgr_step *s, cudaGraph_t g, cgr__graph *out)
+size_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount])
 {
-    cgr_runtime *rt = s->rt;
     size_t n = 0;
-    uint64_t kernels = 0, copies = 0, events = 0, other = 0;
     if (cudaGraphGetNodes(g, NULL, &n) == cudaSuccess && n > 0) {
         cudaGraphNode_t *nodes = malloc(n * sizeof *nodes);
-        if (nodes && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess) {
+        if (nodes && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess)
             for (size_t i = 0; i < n; i++) {
                 enum cudaGraphNodeType t;
-                if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess)
-                    t = cudaGraphNodeTypeCount;
-                if (t == cudaGraphNodeTypeKernel)
-                    kernels++;
-                else if (t == cudaGraphNodeTypeMemcpy)
-                    copies++;
-                else if (t == cudaGraphNodeTypeEventRecord || t == cudaGraphNodeTypeWaitEvent)
-                    events++;
-                else
-                    other++;
+                if (cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess &&
+                    t < cudaGraphNodeTypeCount)
+                    counts[t]++;
             }
-        }
         free(nodes);
     }
     (void)cudaGetLastError();
+    return n;
+}
+
+void cgr__graph_report(cgr_step *s, cudaGraph_t g, cgr__graph *out)
+{
+    cgr_runtime *rt = s->rt;
+    size_t counts[cudaGraphNodeTypeCount] = {0};
+    size_t n = cgr__graph_count(g, counts);
+    uint64_t kernels = counts[cudaGraphNodeTypeKernel], copies = counts[cudaGraphNodeTypeMemcpy];
+    uint64_t events = counts[cudaGraphNodeTypeEventRecord] + counts[cudaGraphNodeTypeWaitEvent];
+    uint64_t other = n - kernels - copies - events;
     out->nodes = n;
     out->kernel_nodes = kernels;
     out->memcpy_nodes = copies;

@@ -26,7 +26,6 @@
  * graph work buffers of its own; so are kernels the user names in
  * cgr_options.frozen_allow.
  */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,29 +51,21 @@ static struct {
     fn_kern_param kern_param;
     fn_func_name func_name;
     fn_kern_name kern_name;
-    cgr_status status;
-    char error[256];
 } drv;
-static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
-
-static void drv_load(void)
-{
-    static const char why[] = "it reports kernel parameters for the frozen-value check; "
-                              "CUDA 12.4 drivers and newer have it";
-    cgr_status st = cgr__driver_entry("cuGraphKernelNodeGetParams", 12040, why,
-                                      (void **)&drv.node_params);
-    if (st == CGR_STATUS_OK)
-        st = cgr__driver_entry("cuFuncGetParamInfo", 12040, why, (void **)&drv.func_param);
-    if (st == CGR_STATUS_OK)
-        st = cgr__driver_entry("cuKernelGetParamInfo", 12040, why, (void **)&drv.kern_param);
-    if (st == CGR_STATUS_OK)
-        st = cgr__driver_entry("cuFuncGetName", 12040, why, (void **)&drv.func_name);
-    if (st == CGR_STATUS_OK)
-        st = cgr__driver_entry("cuKernelGetName", 12040, why, (void **)&drv.kern_name);
-    drv.status = st;
-    if (st != CGR_STATUS_OK)
-        snprintf(drv.error, sizeof drv.error, "%s", cgr_last_error());
-}
+static const cgr__driver_fn drv_fns[] = {
+    {"cuGraphKernelNodeGetParams", (void **)&drv.node_params},
+    {"cuFuncGetParamInfo", (void **)&drv.func_param},
+    {"cuKernelGetParamInfo", (void **)&drv.kern_param},
+    {"cuFuncGetName", (void **)&drv.func_name},
+    {"cuKernelGetName", (void **)&drv.kern_name},
+};
+static cgr__driver_set drv_set = {
+    .fns = drv_fns,
+    .n = sizeof drv_fns / sizeof drv_fns[0],
+    .version = 12040,
+    .why = "it reports kernel parameters for the frozen-value check; CUDA 12.4 drivers and "
+           "newer have it",
+};
 
 /* ---- one graph's nodes ------------------------------------------------------------------ */
 
@@ -596,9 +587,7 @@ static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int dept
 cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, cudaGraph_t b, char *msg,
                                size_t cap)
 {
-    pthread_once(&drv_once, drv_load);
-    if (drv.status != CGR_STATUS_OK)
-        return CGR_FAIL(drv.status, "%s", drv.error);
+    CGR_TRY(cgr__driver_load(&drv_set));
     pair p;
     memset(&p, 0, sizeof p);
     p.s = s;

@@ -20,6 +20,22 @@
 #include "fault.h"
 #include "capture.h"
 
+/*
+ * A workspace from the arena for this run, set on h (after its stream, which
+ * resets it). cgr's own handle's call is a fault-injection site.
+ */
+static cgr_status bind_workspace(cgr_ctx *c, cublasHandle_t h, int own)
+{
+    void *ws = NULL;
+    CGR_TRY(cgr_ctx_alloc(c, CGR__CUBLAS_WORKSPACE, &ws)); /* fails the run itself */
+    cublasStatus_t e = own && CGR__FAULT(CGR__FAULT_CUBLAS)
+                           ? CUBLAS_STATUS_EXECUTION_FAILED
+                           : cublasSetWorkspace(h, ws, CGR__CUBLAS_WORKSPACE);
+    if (e != CUBLAS_STATUS_SUCCESS)
+        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetWorkspace"));
+    return CGR_STATUS_OK;
+}
+
 CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
 {
     CGR_TRY(cgr__check_ctx(c, "cgr_ctx_cublas"));
@@ -34,26 +50,17 @@ CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
         cublasStatus_t e =
             CGR__FAULT(CGR__FAULT_CUBLAS) ? CUBLAS_STATUS_NOT_INITIALIZED : cublasCreate(&h);
         if (e != CUBLAS_STATUS_SUCCESS)
-            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasCreate", __FILE__, __LINE__));
+            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasCreate"));
         e = CGR__FAULT(CGR__FAULT_CUBLAS) ? CUBLAS_STATUS_EXECUTION_FAILED
                                           : cublasSetStream(h, rt->stream);
         if (e != CUBLAS_STATUS_SUCCESS) {
             cublasDestroy(h);
-            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream", __FILE__,
-                                                     __LINE__));
+            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream"));
         }
         rt->cublas = h;
     }
     if (!c->cublas_bound) {
-        void *ws = NULL;
-        CGR_TRY(cgr_ctx_alloc(c, CGR__CUBLAS_WORKSPACE, &ws)); /* fails the run itself */
-        cublasStatus_t e =
-            CGR__FAULT(CGR__FAULT_CUBLAS)
-                ? CUBLAS_STATUS_EXECUTION_FAILED
-                : cublasSetWorkspace((cublasHandle_t)rt->cublas, ws, CGR__CUBLAS_WORKSPACE);
-        if (e != CUBLAS_STATUS_SUCCESS)
-            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetWorkspace", __FILE__,
-                                                     __LINE__));
+        CGR_TRY(bind_workspace(c, (cublasHandle_t)rt->cublas, 1));
         c->cublas_bound = 1;
     }
     *out = (cgr_cublas_handle)rt->cublas;
@@ -69,14 +76,8 @@ CGR_API cgr_status cgr_ctx_bind_cublas(cgr_ctx *c, cgr_cublas_handle handle)
     /* The stream first: cublasSetStream drops the handle's workspace. */
     cublasStatus_t e = cublasSetStream(h, c->rt->stream);
     if (e != CUBLAS_STATUS_SUCCESS)
-        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream", __FILE__, __LINE__));
-    void *ws = NULL;
-    CGR_TRY(cgr_ctx_alloc(c, CGR__CUBLAS_WORKSPACE, &ws)); /* fails the run itself */
-    e = cublasSetWorkspace(h, ws, CGR__CUBLAS_WORKSPACE);
-    if (e != CUBLAS_STATUS_SUCCESS)
-        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetWorkspace", __FILE__,
-                                                 __LINE__));
-    return CGR_STATUS_OK;
+        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream"));
+    return bind_workspace(c, h, 0);
 }
 
 CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
@@ -99,13 +100,12 @@ CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
         cudnnStatus_t e =
             CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_NOT_INITIALIZED : dnn->cudnnCreate(&h);
         if (e != CUDNN_STATUS_SUCCESS)
-            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnCreate", __FILE__, __LINE__));
+            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnCreate"));
         e = CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_EXECUTION_FAILED
                                          : dnn->cudnnSetStream(h, rt->stream);
         if (e != CUDNN_STATUS_SUCCESS) {
             dnn->cudnnDestroy(h);
-            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnSetStream", __FILE__,
-                                                    __LINE__));
+            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnSetStream"));
         }
         rt->cudnn = h;
     }

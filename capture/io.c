@@ -50,7 +50,7 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
                         ? cudaErrorMemoryAllocation
                         : cudaHostAlloc(&host, pinned, cudaHostAllocMapped | cudaHostAllocPortable);
     if (e != cudaSuccess) {
-        st = cgr__cuda_fail((int)e, "cudaHostAlloc (staging slots)", __FILE__, __LINE__);
+        st = cgr__cuda_fail((int)e, "cudaHostAlloc (staging slots)");
         goto fail;
     }
     s->pinned = host;

@@ -32,8 +32,7 @@ CGR_API cgr_status cgr_ctx_philox(cgr_ctx *c, uint64_t count, const cgr_philox_s
         if (e != cudaSuccess) {
             /* Not kept: a state that was never seeded would be used as is by the next run. */
             cgr__persist_free(&c->rt->persist, p);
-            return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaMemcpyAsync (seed)", __FILE__,
-                                                   __LINE__));
+            return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaMemcpyAsync (seed)"));
         }
         s->philox_dev = p;
     }
@@ -78,7 +77,7 @@ CGR_API cgr_status cgr_step_set_seed(cgr_step *s, uint64_t seed)
                                         cudaMemcpyHostToDevice, s->rt->stream);
         cgr__device_leave(prev);
         if (e != cudaSuccess)
-            st = cgr__cuda_fail((int)e, "cudaMemcpyAsync (seed)", __FILE__, __LINE__);
+            st = cgr__cuda_fail((int)e, "cudaMemcpyAsync (seed)");
     }
     cgr__unlock(s->rt);
     return st;

@@ -18,7 +18,6 @@
  */
 #include <stdint.h>
 
-#include "pdl.h"
 #include "stage.h"
 
 #define STAGE_THREADS 1024
@@ -217,7 +216,8 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
         *(volatile unsigned char *)l.slot_word = (unsigned char)(slot + 1 == l.n_slots ? 0 : slot + 1);
 }
 
-extern "C" unsigned cgr__stage_blocks(const cgr__copy_list *l)
+/* Enough blocks to cover every chunk in one wave, within STAGE_MAX_BLOCKS. */
+static unsigned stage_blocks(const cgr__copy_list *l)
 {
     size_t total = 0;
     for (int t = 0; t < l->n; t++)
@@ -229,27 +229,11 @@ extern "C" unsigned cgr__stage_blocks(const cgr__copy_list *l)
     return blocks > STAGE_MAX_BLOCKS ? STAGE_MAX_BLOCKS : (unsigned)blocks;
 }
 
-extern "C" cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream, int pdl)
+extern "C" cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream)
 {
-    if (l->n <= 0 && !l->flag && !l->gate && !l->advance)
-        return cudaSuccess;
     cudaLaunchConfig_t c = {};
-    c.gridDim = dim3(cgr__stage_blocks(l));
+    c.gridDim = dim3(stage_blocks(l));
     c.blockDim = dim3(STAGE_THREADS);
     c.stream = stream;
-    cudaLaunchAttribute attr = {};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    if (pdl) {
-        /* Only where the device has it and CGR_PDL=0 is not set (pdl.h). */
-        int allowed = 0;
-        const cudaError_t e = cgr__pdl_here(&allowed);
-        if (e != cudaSuccess)
-            return e;
-        if (allowed) {
-            c.attrs = &attr;
-            c.numAttrs = 1;
-        }
-    }
     return cudaLaunchKernelEx(&c, cgr__stage_kernel, *l);
 }

@@ -76,18 +76,12 @@ typedef struct cgr__copy_list {
 
 /**
  * Enqueues one kernel doing every copy of `l` on `stream` (src/dst may be
- * device pointers or device views of mapped pinned memory). Does nothing
- * when l->n == 0 and there is neither a flag, a gate nor an advance. Returns the
+ * device pointers or device views of mapped pinned memory) and returns the
  * launch error, if any. Pointers must be 16-byte aligned; sizes may be
- * anything. pdl = 1 launches it with
- * programmatic dependent launch (the kernel waits for its predecessor's
- * writes itself) where the device allows it (lib/base/pdl.h), and as a
- * plain launch elsewhere; capture.c explains why cgr does not use that today.
+ * anything. A plain launch: the kernel still lets a programmatic successor
+ * start early (stage.cu), and capture.c says why it is not one itself.
  */
-cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream, int pdl);
-
-/** Grid size cgr__stage_copy() uses for `l` (for tests and benchmarks). */
-unsigned cgr__stage_blocks(const cgr__copy_list *l);
+cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,6 @@
  * already uses the planned addresses, so a warm-up also proves the plan on
  * real work before a graph bakes it in.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "capture.h"
@@ -15,7 +14,6 @@ void cgr__plan_reset(cgr__shape_plan *p)
 {
     cgr__trace_reset(&p->trace);
     p->planned = 0;
-    p->peak = p->lower = 0;
     p->philox_per_run = 0;
     p->philox_known = 0;
 }
@@ -23,7 +21,6 @@ void cgr__plan_reset(cgr__shape_plan *p)
 void cgr__plan_destroy(cgr__shape_plan *p)
 {
     cgr__trace_destroy(&p->trace);
-    free(p->trace_ptrs);
     memset(p, 0, sizeof *p);
 }
 
@@ -40,7 +37,7 @@ static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
      */
     cudaError_t e = cgr__sync_stream(rt);
     if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
+        return cgr__cuda_fail((int)e, "cudaStreamSynchronize");
     CGR_CUDA_TRY(cudaMemPoolTrimTo(rt->trace_pool, 0));
     cgr_status st = cgr__plan(p->trace.bufs, p->trace.n, CGR__ALIGN, &peak, &lower);
     if (st == CGR_STATUS_OUT_OF_MEMORY)
@@ -53,13 +50,10 @@ static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
     /* Every shape is laid out from the arena's base: the arena only grows to the largest plan. */
     CGR_TRY(cgr__arena_ensure(&rt->arena, peak));
     p->planned = 1;
-    p->peak = peak;
-    p->lower = lower;
     s->stats.scratch_requests = p->trace.n;
-    s->stats.scratch_peak = peak;
     s->stats.scratch_lower_bound = lower;
-    if (peak > s->scratch_peak_max)
-        s->scratch_peak_max = peak;
+    if (peak > s->stats.scratch_peak)
+        s->stats.scratch_peak = peak; /* the largest plan among its shapes */
     cgr__log(rt, CGR_LOG_DEBUG, "step '%s': %zu scratch requests planned into %zu bytes "
              "(lower bound %zu), arena %zu bytes", s->name, p->trace.n, peak, lower,
              rt->arena.mapped);
@@ -104,6 +98,7 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
                                           s->out[i].cur_bytes, cudaMemcpyDeviceToHost, rt->stream),
                           st, out);
     CGR_CUDA_TRY_GOTO(cudaEventRecord(s->done[slot], rt->stream), st, out);
+    s->sig_kind[slot] = CGR__SIG_EAGER;
 out:
     cgr__range_pop();
     return st;

@@ -39,7 +39,29 @@
 
 #if CGR_HAVE_NCCL
 
-cgr_status cgr__comm_exchange(struct cgr__comm *c, const int64_t *mine, const int64_t **all)
+/*
+ * Aborts priv (ncclCommAbort: local, never waits for peers) and marks the
+ * attachment broken with `why`, so later agreements fail at once.
+ */
+static void comm_break(struct cgr__comm *c, const char *why)
+{
+    if (!c->broken)
+        snprintf(c->broken_why, sizeof c->broken_why, "%s", why);
+    c->broken = 1;
+    if (c->priv) {
+        /* Local: it stops this rank's operations on priv, never waits for peers. */
+        (void)cgr__nccl()->ncclCommAbort(c->priv);
+        c->priv = NULL;
+    }
+}
+
+/*
+ * One agreement: every rank contributes mine[CGR__AGREE_WORDS]; on success
+ * *all points at the [world][CGR__AGREE_WORDS] records, in rank order
+ * (valid until the next exchange). Bounded by c->timeout_ms; on failure
+ * priv is aborted and c is broken.
+ */
+static cgr_status exchange(struct cgr__comm *c, const int64_t *mine, const int64_t **all)
 {
     if (c->broken)
         return CGR_FAIL(CGR_STATUS_COMM_ERROR,
@@ -59,13 +81,15 @@ cgr_status cgr__comm_exchange(struct cgr__comm *c, const int64_t *mine, const in
      * Non-blocking: the all-gather may still be on its way into the stream
      * (ncclInProgress). Nothing else may be issued until it is there.
      */
-    CGR_TRY_GOTO(cgr__comm_wait_ready(c->priv, deadline, c->timeout_ms, "ncclAllGather (enqueue)"),
+    CGR_TRY_GOTO(cgr__comm_wait(c->priv, NULL, deadline, c->timeout_ms, "ncclAllGather (enqueue)"),
                  st, fail);
     CGR_CUDA_TRY_GOTO(cudaMemcpyAsync(c->host + CGR__AGREE_WORDS, c->dev + CGR__AGREE_WORDS,
                                       (size_t)c->world * rec, cudaMemcpyDeviceToHost, c->stream),
                       st, fail);
     CGR_CUDA_TRY_GOTO(cudaEventRecord(c->done, c->stream), st, fail);
-    CGR_TRY_GOTO(cgr__comm_wait_done(c, deadline, "the agreement's ncclAllGather"), st, fail);
+    CGR_TRY_GOTO(cgr__comm_wait(c->priv, c->done, deadline, c->timeout_ms,
+                                "the agreement's ncclAllGather"),
+                 st, fail);
     *all = c->host + CGR__AGREE_WORDS;
     return CGR_STATUS_OK;
 fail:
@@ -73,7 +97,7 @@ fail:
     {
         char why[300];
         snprintf(why, sizeof why, "%s", cgr_last_error());
-        cgr__comm_break(c, why);
+        comm_break(c, why);
     }
     return st;
 }
@@ -83,7 +107,7 @@ cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
     int64_t mine[CGR__AGREE_WORDS] = {CGR__AGREE_ATTACH, c->rank, CGR_STATUS_OK,
                                       rt->opt.warmup_runs, rt->opt.capture, 0, 0, 0};
     const int64_t *all = NULL;
-    CGR_TRY(cgr__comm_exchange(c, mine, &all));
+    CGR_TRY(exchange(c, mine, &all));
     for (int r = 0; r < c->world; r++) {
         const int64_t *w = all + (size_t)r * CGR__AGREE_WORDS;
         if (w[0] != CGR__AGREE_ATTACH || w[1] != r)
@@ -100,6 +124,17 @@ cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
                             (long long)mine[4]);
     }
     return CGR_STATUS_OK;
+}
+
+/* 64-bit FNV-1a of a string: steps are told apart across ranks by name. */
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
 }
 
 /* Appends " r" for each rank whose record says its capture failed. */
@@ -141,7 +176,7 @@ static int out_of_step(const struct cgr__comm *c, const int64_t *all)
 cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local)
 {
     struct cgr__comm *c = rt->comm;
-    if (!c || !cgr__comm_step_uses(c, s))
+    if (!c || !s->uses_nccl)
         return local;
     /* This rank's own reason, kept before any call below replaces the message. */
     char local_msg[512] = "";
@@ -151,7 +186,7 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
     int64_t mine[CGR__AGREE_WORDS] = {CGR__AGREE_CAPTURE,
                                       c->rank,
                                       local,
-                                      (int64_t)cgr__comm_hash(s->name),
+                                      (int64_t)name_hash(s->name),
                                       (int64_t)s->stats.runs,
                                       (int64_t)c->agreements,
                                       0,
@@ -160,7 +195,7 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
     int prev = 0;
     cgr_status st = cgr__device_enter(rt, &prev);
     if (st == CGR_STATUS_OK) {
-        st = cgr__comm_exchange(c, mine, &all);
+        st = exchange(c, mine, &all);
         cgr__device_leave(prev);
     }
     if (st != CGR_STATUS_OK) {

@@ -37,35 +37,30 @@ static void options_defaults(cgr_nccl_options *o)
     o->timeout_ms = CGR_NCCL_DEFAULT_TIMEOUT_MS;
 }
 
-/* The caller's options (NULL: the defaults) into *out, under the struct_size rule. */
-static cgr_status load_options(const cgr_nccl_options *opt, cgr_nccl_options *out,
-                               const char *fn)
-{
-    options_defaults(out);
-    if (!opt)
-        return CGR_STATUS_OK;
-    cgr_nccl_options o;
-    options_defaults(&o);
-    cgr_status st = cgr__struct_in(&o, sizeof o, opt, NCCL_OPTIONS_MIN_SIZE, "cgr_nccl_options");
-    if (st != CGR_STATUS_OK) {
-        cgr__error_append("in %s", fn);
-        return st;
-    }
-    if (o.timeout_ms < 1 || o.timeout_ms > CGR_NCCL_MAX_TIMEOUT_MS)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: timeout_ms %u is outside 1..%u", fn,
-                        o.timeout_ms, CGR_NCCL_MAX_TIMEOUT_MS);
-    *out = o;
-    return CGR_STATUS_OK;
-}
-
-/* The argument checks cgr_runtime_attach_nccl makes with or without NCCL. */
+/*
+ * The argument checks cgr_runtime_attach_nccl makes with or without NCCL;
+ * the caller's options (NULL: the defaults) go into *out under the
+ * struct_size rule, which is only meaningful on success.
+ */
 static cgr_status check_attach(cgr_runtime *rt, cgr_nccl_comm comm, const cgr_nccl_options *opt,
-                               cgr_nccl_options *loaded, const char *fn)
+                               cgr_nccl_options *out, const char *fn)
 {
     CGR_TRY(cgr__check_runtime(rt, fn));
     if (!comm)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: comm is NULL", fn);
-    return load_options(opt, loaded, fn);
+    options_defaults(out);
+    if (!opt)
+        return CGR_STATUS_OK;
+    cgr_status st = cgr__struct_in(out, sizeof *out, opt, NCCL_OPTIONS_MIN_SIZE,
+                                   "cgr_nccl_options");
+    if (st != CGR_STATUS_OK) {
+        cgr__error_append("in %s", fn);
+        return st;
+    }
+    if (out->timeout_ms < 1 || out->timeout_ms > CGR_NCCL_MAX_TIMEOUT_MS)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: timeout_ms %u is outside 1..%u", fn,
+                        out->timeout_ms, CGR_NCCL_MAX_TIMEOUT_MS);
+    return CGR_STATUS_OK;
 }
 
 CGR_API cgr_status cgr_nccl_options_init_size(cgr_nccl_options *opt, size_t struct_size)
@@ -85,66 +80,17 @@ CGR_API int cgr_has_nccl(void)
 
 #if CGR_HAVE_NCCL
 
-cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, int line)
+cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr)
 {
     /* The message names the NCCL call, not the table it was reached through. */
     static const char via[] = "cgr__nccl()->";
     if (!strncmp(expr, via, sizeof via - 1))
         expr += sizeof via - 1;
     /* Only reached after a call through the loaded table. */
-    const cgr__nccl_api *nccl = cgr__nccl();
-    const char *detail = nccl ? nccl->ncclGetLastError(NULL) : NULL;
-    return cgr__fail(CGR_STATUS_COMM_ERROR, file, line, "NCCL: %s failed: %s%s%s", expr,
-                     nccl ? nccl->ncclGetErrorString(r) : "NCCL error",
-                     detail && detail[0] ? ": " : "", detail ? detail : "");
-}
-
-uint64_t cgr__comm_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-int cgr__comm_step_uses(const struct cgr__comm *c, const cgr_step *s)
-{
-    if (c->all_steps)
-        return 1;
-    for (int i = 0; i < c->n_steps; i++)
-        if (c->steps[i] == s)
-            return 1;
-    return 0;
-}
-
-/*
- * Remembers that s uses the communicator. The table holds step pointers;
- * when it is full, entries of steps no longer registered with the runtime
- * are dropped, and if that frees nothing every capture is agreed on from
- * then on (safe, but then steps that only some ranks run cannot be
- * captured).
- */
-static void note_step(cgr_runtime *rt, struct cgr__comm *c, const cgr_step *s)
-{
-    if (c->all_steps || cgr__comm_step_uses(c, s))
-        return;
-    if (c->n_steps == CGR__COMM_MAX_STEPS) {
-        int kept = 0;
-        for (int i = 0; i < c->n_steps; i++) {
-            const cgr_step *live = rt->steps;
-            while (live && live != c->steps[i])
-                live = live->next;
-            if (live)
-                c->steps[kept++] = c->steps[i];
-        }
-        c->n_steps = kept;
-    }
-    if (c->n_steps < CGR__COMM_MAX_STEPS)
-        c->steps[c->n_steps++] = s;
-    else
-        c->all_steps = 1;
+    const char *detail = cgr__nccl()->ncclGetLastError(NULL);
+    return CGR_FAIL(CGR_STATUS_COMM_ERROR, "NCCL: %s failed: %s%s%s", expr,
+                     cgr__nccl()->ncclGetErrorString(r), detail && detail[0] ? ": " : "",
+                     detail ? detail : "");
 }
 
 /* Communicators attached per device in this process, for the one-GPU-per-process warning. */
@@ -160,25 +106,25 @@ static int other_devices_attached(int device)
 }
 
 /*
- * Frees c and everything in it. graceful: flush and destroy priv
- * (ncclCommFinalize, a bounded wait, ncclCommDestroy); otherwise, or when
- * that fails, abort it. Failures here cannot be reported to anyone who
+ * Frees c and everything in it. priv is flushed and destroyed
+ * (ncclCommFinalize, a bounded wait, ncclCommDestroy), or aborted when it
+ * is broken or that fails. Failures here cannot be reported to anyone who
  * could act on them, so they are logged.
  */
-static void comm_free(const cgr_runtime *rt, struct cgr__comm *c, int graceful)
+static void comm_free(const cgr_runtime *rt, struct cgr__comm *c)
 {
-    if (c->priv && graceful && !c->broken) {
+    if (c->priv && !c->broken) {
         ncclResult_t r = cgr__nccl()->ncclCommFinalize(c->priv);
         cgr_status st = r == ncclSuccess || r == ncclInProgress
-                            ? cgr__comm_wait_ready(c->priv, cgr__comm_deadline(c->timeout_ms),
-                                                   c->timeout_ms, "ncclCommFinalize")
-                            : cgr__nccl_fail(r, "ncclCommFinalize", __FILE__, __LINE__);
+                            ? cgr__comm_wait(c->priv, NULL, cgr__comm_deadline(c->timeout_ms),
+                                             c->timeout_ms, "ncclCommFinalize")
+                            : cgr__nccl_fail(r, "ncclCommFinalize");
         if (st == CGR_STATUS_OK &&
             (r = cgr__nccl()->ncclCommDestroy(c->priv)) == ncclSuccess) {
             c->priv = NULL;
         } else {
             if (st == CGR_STATUS_OK)
-                cgr__nccl_fail(r, "ncclCommDestroy", __FILE__, __LINE__);
+                cgr__nccl_fail(r, "ncclCommDestroy");
             cgr__log(rt, CGR_LOG_WARN, "releasing cgr's agreement communicator: %s; aborting it",
                      cgr_last_error());
         }
@@ -218,12 +164,12 @@ static cgr_status split_private(struct cgr__comm *c, int *leak)
     for (;;) {
         ncclComm_t p = __atomic_load_n(&c->priv, __ATOMIC_ACQUIRE);
         if (p)
-            return cgr__comm_wait_ready(p, deadline, c->timeout_ms, "ncclCommSplit");
+            return cgr__comm_wait(p, NULL, deadline, c->timeout_ms, "ncclCommSplit");
         /* Not there yet: the split runs in NCCL's thread; its errors land on the parent. */
         ncclResult_t async = ncclSuccess;
         CGR_NCCL_TRY(cgr__nccl()->ncclCommGetAsyncError(c->user, &async));
         if (async != ncclSuccess && async != ncclInProgress)
-            return cgr__nccl_fail(async, "ncclCommSplit", __FILE__, __LINE__);
+            return cgr__nccl_fail(async, "ncclCommSplit");
         if (cgr__now_us() > deadline) {
             *leak = 1;
             return CGR_FAIL(CGR_STATUS_TIMEOUT,
@@ -258,7 +204,7 @@ static cgr_status attach_locked(cgr_runtime *rt, ncclComm_t comm, unsigned timeo
                         "(ncclCommSplit, non-blocking communicators)",
                         fn, version);
     /* A non-blocking communicator may still be initializing. */
-    CGR_TRY(cgr__comm_wait_ready(comm, cgr__comm_deadline(timeout_ms), timeout_ms,
+    CGR_TRY(cgr__comm_wait(comm, NULL, cgr__comm_deadline(timeout_ms), timeout_ms,
                                  "the communicator's initialization"));
     int device = -1, world = 0, rank = -1;
     CGR_NCCL_TRY(cgr__nccl()->ncclCommCuDevice(comm, &device));
@@ -314,7 +260,7 @@ fail:
         /* Keep the failure's message: freeing may record messages of its own. */
         char msg[512];
         snprintf(msg, sizeof msg, "%s", cgr_last_error());
-        comm_free(rt, c, !c->broken);
+        comm_free(rt, c);
         cgr__fail(st, __FILE__, __LINE__, "%s", msg);
     }
     return st;
@@ -354,8 +300,11 @@ void cgr__comm_release(cgr_runtime *rt)
 {
     if (!rt->comm)
         return;
-    comm_free(rt, rt->comm, 1);
+    comm_free(rt, rt->comm);
     rt->comm = NULL;
+    /* A communicator attached later learns anew which steps use it. */
+    for (cgr_step *s = rt->steps; s; s = s->next)
+        s->uses_nccl = 0;
 }
 
 CGR_API cgr_status cgr_runtime_detach_nccl(cgr_runtime *rt)
@@ -408,8 +357,8 @@ CGR_API cgr_status cgr_ctx_nccl(cgr_ctx *ctx, cgr_nccl_comm *out)
                         "cgr_ctx_nccl: step '%s': no communicator is attached to its runtime "
                         "(cgr_runtime_attach_nccl)",
                         ctx->step->name);
-    /* The step function runs with rt->lock held by this thread: c is stable. */
-    note_step(ctx->rt, c, ctx->step);
+    /* Its captures are agreed on from now on (agree.c). */
+    ctx->step->uses_nccl = 1;
     *out = c->user;
     return CGR_STATUS_OK;
 }

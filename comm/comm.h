@@ -40,8 +40,6 @@ void cgr__comm_release(cgr_runtime *rt);
  */
 #include "dynload.h"
 
-/* Steps that used the communicator, remembered per runtime. */
-#define CGR__COMM_MAX_STEPS 64
 /* Words each rank contributes to one agreement (int64 each). */
 #define CGR__AGREE_WORDS 8
 
@@ -66,26 +64,23 @@ struct cgr__comm {
     int64_t *dev;              /* [WORDS] this rank's record, then [world][WORDS] gathered */
     int64_t *host;             /* pinned, the same layout */
     uint64_t agreements;       /* capture agreements so far (the same on every rank) */
-    const cgr_step *steps[CGR__COMM_MAX_STEPS]; /* steps that called cgr_ctx_nccl */
-    int n_steps;
-    int all_steps;             /* the table overflowed: agree on every capture */
 };
 
 /* Records a failed NCCL call (with NCCL's last-error text) and returns CGR_STATUS_COMM_ERROR. */
-cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr, const char *file, int line);
+cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr);
 
 #define CGR_NCCL_TRY(expr)                                                                 \
     do {                                                                                   \
         ncclResult_t r_ = (expr);                                                          \
         if (r_ != ncclSuccess && r_ != ncclInProgress)                                     \
-            return cgr__nccl_fail(r_, #expr, __FILE__, __LINE__);                          \
+            return cgr__nccl_fail(r_, #expr);                                              \
     } while (0)
 
 #define CGR_NCCL_TRY_GOTO(expr, st, label)                                                 \
     do {                                                                                   \
         ncclResult_t r_ = (expr);                                                          \
         if (r_ != ncclSuccess && r_ != ncclInProgress) {                                   \
-            (st) = cgr__nccl_fail(r_, #expr, __FILE__, __LINE__);                          \
+            (st) = cgr__nccl_fail(r_, #expr);                                              \
             goto label;                                                                    \
         }                                                                                  \
     } while (0)
@@ -96,36 +91,18 @@ void cgr__comm_pause(unsigned *spins);
 /* Deadline timeout_ms from now, in cgr__now_us() time. */
 double cgr__comm_deadline(unsigned timeout_ms);
 /*
- * Waits until a non-blocking communicator leaves ncclInProgress (an init,
- * split, finalize or enqueue completed), failing on an NCCL error or past
- * the deadline. `what` names the operation in messages.
+ * Waits, watching a non-blocking communicator for errors, until `done`
+ * completes or, with done NULL, until the communicator leaves
+ * ncclInProgress (an init, split, finalize or enqueue completed); fails on
+ * an NCCL error or past the deadline. `what` names the operation in
+ * messages.
  */
-cgr_status cgr__comm_wait_ready(ncclComm_t comm, double deadline, unsigned timeout_ms,
-                                const char *what);
-/* Waits for c->done, watching priv for errors; bounded like cgr__comm_wait_ready. */
-cgr_status cgr__comm_wait_done(struct cgr__comm *c, double deadline, const char *what);
-/*
- * Aborts priv (ncclCommAbort: local, never waits for peers) and marks the
- * attachment broken with `why`, so later agreements fail at once.
- */
-void cgr__comm_break(struct cgr__comm *c, const char *why);
+cgr_status cgr__comm_wait(ncclComm_t comm, cudaEvent_t done, double deadline,
+                          unsigned timeout_ms, const char *what);
 
 /* ---- agree.c ---- */
-/*
- * One agreement: every rank contributes mine[CGR__AGREE_WORDS]; on success
- * *all points at the [world][CGR__AGREE_WORDS] records, in rank order
- * (valid until the next exchange). Bounded by c->timeout_ms; on failure
- * priv is aborted and c is broken.
- */
-cgr_status cgr__comm_exchange(struct cgr__comm *c, const int64_t *mine, const int64_t **all);
 /* The attach-time agreement: the ranks' warm-up counts and capture settings must match. */
 cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c);
-
-/* ---- comm.c ---- */
-/* 1 when s called cgr_ctx_nccl in some run (or the table overflowed). */
-int cgr__comm_step_uses(const struct cgr__comm *c, const cgr_step *s);
-/* 64-bit FNV-1a of a string: steps are told apart across ranks by name. */
-uint64_t cgr__comm_hash(const char *s);
 
 #endif /* CGR_HAVE_NCCL */
 

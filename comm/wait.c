@@ -39,64 +39,33 @@ double cgr__comm_deadline(unsigned timeout_ms)
     return cgr__now_us() + 1000.0 * (double)timeout_ms;
 }
 
-static cgr_status timed_out(const char *what, unsigned timeout_ms)
-{
-    return CGR_FAIL(CGR_STATUS_TIMEOUT,
-                    "NCCL: %s did not complete within %u ms (cgr_nccl_options.timeout_ms): a peer "
-                    "rank may have failed, exited, or not made the matching call",
-                    what, timeout_ms);
-}
-
-cgr_status cgr__comm_wait_ready(ncclComm_t comm, double deadline, unsigned timeout_ms,
-                                const char *what)
+cgr_status cgr__comm_wait(ncclComm_t comm, cudaEvent_t done, double deadline,
+                          unsigned timeout_ms, const char *what)
 {
     unsigned spins = 0;
     for (;;) {
+        if (done) {
+            cudaError_t e = cudaEventQuery(done);
+            if (e == cudaSuccess)
+                return CGR_STATUS_OK;
+            if (e != cudaErrorNotReady)
+                return cgr__cuda_fail((int)e, "cudaEventQuery (NCCL agreement)");
+        }
+        /* A peer that went away shows up here too (ncclRemoteError, a system error). */
         ncclResult_t async = ncclSuccess;
         ncclResult_t r = cgr__nccl()->ncclCommGetAsyncError(comm, &async);
         if (r != ncclSuccess)
-            return cgr__nccl_fail(r, "ncclCommGetAsyncError", __FILE__, __LINE__);
-        if (async == ncclSuccess)
+            return cgr__nccl_fail(r, "ncclCommGetAsyncError");
+        if (!done && async == ncclSuccess)
             return CGR_STATUS_OK;
-        if (async != ncclInProgress)
-            return cgr__nccl_fail(async, what, __FILE__, __LINE__);
-        if (cgr__now_us() > deadline)
-            return timed_out(what, timeout_ms);
-        cgr__comm_pause(&spins);
-    }
-}
-
-cgr_status cgr__comm_wait_done(struct cgr__comm *c, double deadline, const char *what)
-{
-    unsigned spins = 0;
-    for (;;) {
-        cudaError_t e = cudaEventQuery(c->done);
-        if (e == cudaSuccess)
-            return CGR_STATUS_OK;
-        if (e != cudaErrorNotReady)
-            return cgr__cuda_fail((int)e, "cudaEventQuery (NCCL agreement)", __FILE__, __LINE__);
-        /* A peer that went away shows up here (ncclRemoteError, a system error). */
-        ncclResult_t async = ncclSuccess;
-        ncclResult_t r = cgr__nccl()->ncclCommGetAsyncError(c->priv, &async);
-        if (r != ncclSuccess)
-            return cgr__nccl_fail(r, "ncclCommGetAsyncError", __FILE__, __LINE__);
         if (async != ncclSuccess && async != ncclInProgress)
-            return cgr__nccl_fail(async, what, __FILE__, __LINE__);
+            return cgr__nccl_fail(async, what);
         if (cgr__now_us() > deadline)
-            return timed_out(what, c->timeout_ms);
+            return CGR_FAIL(CGR_STATUS_TIMEOUT,
+                            "NCCL: %s did not complete within %u ms (cgr_nccl_options.timeout_ms): "
+                            "a peer rank may have failed, exited, or not made the matching call",
+                            what, timeout_ms);
         cgr__comm_pause(&spins);
-    }
-}
-
-void cgr__comm_break(struct cgr__comm *c, const char *why)
-{
-    if (!c->broken)
-        snprintf(c->broken_why, sizeof c->broken_why, "%s", why);
-    c->broken = 1;
-    if (c->priv) {
-        /* Local: it stops this rank's operations on priv, never waits for peers. */
-        (void)cgr__nccl()->ncclCommAbort(c->priv);
-        c->priv = NULL;
     }
 }
 

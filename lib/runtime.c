@@ -3,13 +3,9 @@
  * memory), its stream and its counters.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "abi.h"
 #include "lib.h"
 #include "pdl.h"
 #include "replay.h"
@@ -24,6 +20,32 @@ static void log_level_from_env(cgr_options *o)
     for (int i = 0; i <= CGR_LOG_DEBUG; i++)
         if (strcmp(v, names[i]) == 0)
             o->log_level = (cgr_log_level)i;
+}
+
+/*
+ * Destroys what rt holds on its device, which is current: all of it, or
+ * what a failed cgr_runtime_create got to (the rest is still zero).
+ */
+static void release_device(cgr_runtime *rt)
+{
+    cgr__comm_release(rt);
+    cgr__handles_destroy(rt);
+    if (rt->trace_pool)
+        cudaMemPoolDestroy(rt->trace_pool);
+    cgr__arena_destroy(&rt->arena);
+    cgr__persist_destroy(&rt->persist);
+    if (rt->join)
+        cudaEventDestroy(rt->join);
+    if (rt->stream)
+        cudaStreamDestroy(rt->stream);
+}
+
+/* Frees rt's host side: its lock, its strings and rt itself. */
+static void free_host(cgr_runtime *rt)
+{
+    pthread_mutex_destroy(&rt->lock);
+    cgr__options_free_strings(&rt->opt);
+    free(rt);
 }
 
 static cgr_status runtime_create(cgr_runtime **out, const cgr_options *opt)
@@ -56,24 +78,18 @@ static cgr_status runtime_create(cgr_runtime **out, const cgr_options *opt)
     cgr_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_runtime_create: host allocation");
-    rt->opt = o;
-    /* The caller's strings may be gone by the first capture. */
-    cgr_status st = cgr__options_own_strings(&rt->opt);
-    if (st != CGR_STATUS_OK) {
-        free(rt);
-        return st;
-    }
     if (pthread_mutex_init(&rt->lock, NULL) != 0) {
-        cgr__options_free_strings(&rt->opt);
         free(rt);
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_runtime_create: pthread_mutex_init");
     }
+    rt->opt = o;
+    /* The caller's strings may be gone by the first capture. */
+    cgr_status st = cgr__options_own_strings(&rt->opt);
     int prev = 0;
-    st = cgr__device_enter(rt, &prev);
+    if (st == CGR_STATUS_OK)
+        st = cgr__device_enter(rt, &prev);
     if (st != CGR_STATUS_OK) {
-        pthread_mutex_destroy(&rt->lock);
-        cgr__options_free_strings(&rt->opt);
-        free(rt);
+        free_host(rt);
         return st;
     }
     /*
@@ -85,7 +101,7 @@ static cgr_status runtime_create(cgr_runtime **out, const cgr_options *opt)
     CGR_CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&rt->stream, cudaStreamDefault), st, fail);
     CGR_CUDA_TRY_GOTO(cudaEventCreateWithFlags(&rt->join, cudaEventDisableTiming), st, fail);
     /* Decided once here, for every launch on this device that asks for
-     * programmatic dependent launch (cgr_launch_kernel, the staging kernels). */
+     * programmatic dependent launch (cgr_launch_kernel). */
     cgr__pdl pdl;
     CGR_CUDA_TRY_GOTO(cgr__pdl_probe(o.device, &pdl), st, fail);
     CGR_TRY_GOTO(cgr__arena_init(&rt->arena, o.device, o.arena_limit), st, fail);
@@ -106,16 +122,9 @@ static cgr_status runtime_create(cgr_runtime **out, const cgr_options *opt)
     return CGR_STATUS_OK;
 
 fail:
-    if (rt->join)
-        cudaEventDestroy(rt->join);
-    if (rt->stream)
-        cudaEventDestroy(rt->join);
-    cudaStreamDestroy(rt->stream);
-    cgr__arena_destroy(&rt->arena);
+    release_device(rt);
     cgr__device_leave(prev);
-    pthread_mutex_destroy(&rt->lock);
-    cgr__options_free_strings(&rt->opt);
-    free(rt);
+    free_host(rt);
     return st;
 }
 
@@ -147,28 +156,14 @@ CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **prt)
     }
     cudaError_t e = cgr__sync_stream(rt);
     if (e != cudaSuccess)
-        st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
-    while (rt->steps) {
-        cgr_step *s = rt->steps;
-        int destroyed = 0;
-        cgr_status ss = cgr__step_destroy_locked(s, &destroyed);
-        if (ss != CGR_STATUS_OK && st == CGR_STATUS_OK)
-            st = ss;
-        if (!destroyed) /* refused; unlink so we cannot loop forever */
-            rt->steps = s->next;
-    }
-    cgr__comm_release(rt);
-    cgr__handles_destroy(rt);
-    cudaMemPoolDestroy(rt->trace_pool);
-    cgr__arena_destroy(&rt->arena);
-    cgr__persist_destroy(&rt->persist);
-    cudaStreamDestroy(rt->stream);
+        st = cgr__cuda_fail((int)e, "cudaStreamSynchronize");
+    while (rt->steps)
+        cgr__step_free(rt->steps);
+    release_device(rt);
     rt->magic = CGR__MAGIC_DEAD;
     cgr__device_leave(prev);
     cgr__unlock(rt);
-    pthread_mutex_destroy(&rt->lock);
-    cgr__options_free_strings(&rt->opt);
-    free(rt);
+    free_host(rt);
     *prt = NULL;
     return st;
 }
@@ -207,7 +202,6 @@ CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stat
     cgr_runtime *mrt = (cgr_runtime *)rt;
     CGR_TRY(cgr__lock(mrt, "cgr_runtime_get_stats"));
     memset(out, 0, sizeof *out);
-    out->steps = rt->n_steps;
     out->runs = rt->runs;
     out->warmup_runs = rt->warmup_runs;
     out->replays = rt->replays;
@@ -216,9 +210,10 @@ CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stat
     out->capture_us = rt->capture_us;
     out->arena_reserved = rt->arena.mapped;
     for (const cgr_step *s = rt->steps; s; s = s->next) {
+        out->steps++;
         /* The largest plan of any shape of any step: what the shared arena must hold. */
-        if (s->scratch_peak_max > out->arena_planned)
-            out->arena_planned = s->scratch_peak_max;
+        if (s->stats.scratch_peak > out->arena_planned)
+            out->arena_planned = s->stats.scratch_peak;
         if (s->stats.scratch_lower_bound > out->arena_lower_bound)
             out->arena_lower_bound = s->stats.scratch_lower_bound;
     }

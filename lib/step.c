@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "abi.h"
 #include "lib.h"
 #include "replay.h"
 
@@ -41,10 +40,8 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
     memset(dims, 0, sizeof dims);
     for (int j = 0; j < s->n_dyn; j++) {
         const cgr_dyn_dim *dd = &d->dyn_dims[j];
-        strncpy(s->dyn_name[j], dd->name, sizeof s->dyn_name[j] - 1);
-        s->dyn_max[j] = dd->max;
         CGR_TRY(cgr__dyn_policy(dd, j, &dims[j].policy));
-        dims[j].name = s->dyn_name[j];
+        dims[j].name = dd->name; /* copied by the table */
     }
     for (int u = 0; u < d->n_dim_uses; u++) {
         const cgr_dim_use *x = &d->dim_uses[u];
@@ -56,18 +53,18 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
         for (int i = 0; i < s->n_in; i++)
             CGR_TRY(cgr__pad_bytes(s->in[i].desc.dtype, d->input_pad[i], s->in[i].pad,
                                    &s->in[i].pad_nonzero));
-    cgr__shapes_config cfg;
-    cgr__shapes_config_init(&cfg);
-    cfg.step_name = s->name;
-    cfg.dims = dims;
-    cfg.n_dims = (uint32_t)s->n_dyn;
-    cfg.warmup_runs = (uint32_t)o->warmup_runs;
-    cfg.max_entries = (uint32_t)o->shape_cache_entries;
-    cfg.max_bytes = o->shape_cache_bytes;
-    cfg.churn_k = (uint32_t)o->churn_shapes;
-    cfg.churn_window = (uint64_t)o->churn_window;
-    cfg.churn_stable = (uint64_t)o->churn_stable;
-    cfg.keep_spare = o->advanced.shape_spare;
+    const cgr__shapes_config cfg = {
+        .step_name = s->name,
+        .dims = dims,
+        .n_dims = (uint32_t)s->n_dyn,
+        .warmup_runs = (uint32_t)o->warmup_runs,
+        .max_entries = (uint32_t)o->shape_cache_entries,
+        .max_bytes = o->shape_cache_bytes,
+        .churn_k = (uint32_t)o->churn_shapes,
+        .churn_window = (uint64_t)o->churn_window,
+        .churn_stable = (uint64_t)o->churn_stable,
+        .keep_spare = o->advanced.shape_spare,
+    };
     s->shapes = calloc(1, sizeof *s->shapes);
     if (!s->shapes)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: step '%s': shape table",
@@ -101,17 +98,6 @@ static void release_shapes(cgr_step *s)
     s->shapes = NULL;
 }
 
-static void unlink_step(cgr_runtime *rt, cgr_step *s)
-{
-    for (cgr_step **p = &rt->steps; *p; p = &(*p)->next) {
-        if (*p == s) {
-            *p = s->next;
-            rt->n_steps--;
-            return;
-        }
-    }
-}
-
 static cgr_status step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_step **out)
 {
     CGR_TRY(cgr__check_runtime(rt, "cgr_step_create"));
@@ -140,21 +126,13 @@ static cgr_status step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_st
         copy_tensor(&s->out[i], &desc->outputs[i]);
     cgr__ring_init(&s->ring, (uint32_t)rt->opt.staging_slots);
     s->stats.mode = CGR_MODE_WARMUP;
-    cgr_status st0 = setup_shapes(s, desc);
-    if (st0 != CGR_STATUS_OK) {
-        release_shapes(s);
-        free(s);
-        return st0;
-    }
-
-    /* The I/O buffers come from the runtime's persistent table and pinned count. */
-    cgr_status st = cgr__lock(rt, "cgr_step_create");
-    if (st != CGR_STATUS_OK) {
-        release_shapes(s);
-        free(s);
-        return st;
-    }
     int prev = 0;
+    cgr_status st = setup_shapes(s, desc);
+    /* The I/O buffers come from the runtime's persistent table and pinned count. */
+    if (st == CGR_STATUS_OK)
+        st = cgr__lock(rt, "cgr_step_create");
+    if (st != CGR_STATUS_OK)
+        goto fail;
     st = cgr__device_enter(rt, &prev);
     if (st == CGR_STATUS_OK) {
         st = cgr__step_alloc_io(s);
@@ -162,20 +140,22 @@ static cgr_status step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_st
     }
     if (st != CGR_STATUS_OK) {
         cgr__unlock(rt);
-        release_shapes(s);
-        free(s);
-        return st;
+        goto fail;
     }
     cgr__profile_attach(s);
     s->magic = CGR__MAGIC_STEP;
     s->next = rt->steps;
     rt->steps = s;
-    rt->n_steps++;
     cgr__log(rt, CGR_LOG_DEBUG, "step '%s': %d inputs, %d outputs, %zu pinned bytes", s->name,
              s->n_in, s->n_out, (size_t)s->stats.pinned_bytes);
     cgr__unlock(rt);
     *out = s;
     return CGR_STATUS_OK;
+
+fail:
+    release_shapes(s);
+    free(s);
+    return st;
 }
 
 cgr_status cgr__step_check_idle(const cgr_step *s, const char *fn)
@@ -189,27 +169,20 @@ cgr_status cgr__step_check_idle(const cgr_step *s, const char *fn)
     return CGR_STATUS_OK;
 }
 
-cgr_status cgr__step_destroy_locked(cgr_step *s, int *destroyed)
+void cgr__step_free(cgr_step *s)
 {
-    cgr_runtime *rt = s->rt;
-    int prev = 0;
-    *destroyed = 0;
-    CGR_TRY(cgr__device_enter(rt, &prev));
-    cgr_status st = CGR_STATUS_OK;
-    /* The step's graphs may still be running on the stream. */
-    cudaError_t e = cgr__sync_stream(rt);
-    if (e != cudaSuccess)
-        st = cgr__cuda_fail((int)e, "cudaStreamSynchronize", __FILE__, __LINE__);
     cgr__profile_detach(s);
     release_shapes(s);
     cgr__philox_free(s);
     cgr__step_free_io(s);
-    unlink_step(rt, s);
+    for (cgr_step **p = &s->rt->steps; *p; p = &(*p)->next) {
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    }
     s->magic = CGR__MAGIC_DEAD;
-    cgr__device_leave(prev);
     free(s);
-    *destroyed = 1;
-    return st;
 }
 
 CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
@@ -222,15 +195,21 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **ps)
     CGR_TRY(cgr__lock(rt, "cgr_step_destroy"));
     /* Freeing the events and slots under a waiting thread would crash it. */
     cgr_status st = cgr__step_check_idle(s, "cgr_step_destroy");
+    int prev = 0;
+    if (st == CGR_STATUS_OK)
+        st = cgr__device_enter(rt, &prev);
     if (st != CGR_STATUS_OK) {
         cgr__unlock(rt);
         return st;
     }
-    int destroyed = 0;
-    st = cgr__step_destroy_locked(s, &destroyed);
+    /* The step's graphs may still be running on the stream. */
+    cudaError_t e = cgr__sync_stream(rt);
+    if (e != cudaSuccess)
+        st = cgr__cuda_fail((int)e, "cudaStreamSynchronize");
+    cgr__step_free(s);
+    cgr__device_leave(prev);
     cgr__unlock(rt);
-    if (destroyed)
-        *ps = NULL;
+    *ps = NULL;
     return st;
 }
 

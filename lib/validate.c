@@ -3,6 +3,7 @@
  * suite covers every rule on a machine without a GPU. Each failure names
  * the field and the accepted range.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,19 +62,6 @@ CGR_API cgr_status cgr_options_init_size(cgr_options *opt, size_t struct_size)
 #define CGR__PROFILE_RUNS_MAX 1000000
 #define CGR__PROFILE_SKIP_MAX 1000000000
 
-/* what: "cgr_options.profile", or the environment variable that set it. */
-static cgr_status check_profile(const cgr_profile_options *p, const char *what)
-{
-    if (p->runs < 0 || p->runs > CGR__PROFILE_RUNS_MAX)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "%s.runs is %d, must be 0..%d (0: no profile)", what, p->runs,
-                        CGR__PROFILE_RUNS_MAX);
-    if (p->skip < 0 || p->skip > CGR__PROFILE_SKIP_MAX)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s.skip is %d, must be 0..%d", what,
-                        p->skip, CGR__PROFILE_SKIP_MAX);
-    return CGR_STATUS_OK;
-}
-
 /* A whole decimal number in 0..max, or -1. */
 static long parse_count(const char *s, size_t n, long max)
 {
@@ -125,24 +113,47 @@ cgr_status cgr__profile_parse(const char *text, cgr_profile_options *out, const 
     return CGR_STATUS_OK;
 }
 
+/* INVALID_ARGUMENT, "<what> is <v>, must be <lo>..<hi><note>", unless v is in lo..hi. */
+static cgr_status in_range(const char *what, long long v, long long lo, long long hi,
+                           const char *note)
+{
+    if (v >= lo && v <= hi)
+        return CGR_STATUS_OK;
+    if (hi == INT_MAX)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s is %lld, must be >= %lld%s", what, v,
+                        lo, note);
+    return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s is %lld, must be %lld..%lld%s", what, v, lo,
+                    hi, note);
+}
+
 /* The range of every field of options that passed the struct_size rule. */
 static cgr_status check_options(const cgr_options *o)
 {
-    if (o->device < 0)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options.device is %d, must be >= 0",
-                        o->device);
-    if (o->staging_slots < 2 || o->staging_slots > CGR_MAX_SLOTS)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.staging_slots is %d, must be 2..%d", o->staging_slots,
-                        CGR_MAX_SLOTS);
-    if (o->warmup_runs < 1 || o->warmup_runs > CGR_MAX_WARMUP)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.warmup_runs is %d, must be 1..%d (the first run records "
-                        "the scratch trace)",
-                        o->warmup_runs, CGR_MAX_WARMUP);
-    if ((unsigned)o->log_level > CGR_LOG_DEBUG)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options.log_level is %d, must be 0..%d",
-                        (int)o->log_level, CGR_LOG_DEBUG);
+    const struct {
+        const char *what;
+        long long v, lo, hi;
+        const char *note;
+    } fields[] = {
+        {"cgr_options.device", o->device, 0, INT_MAX, ""},
+        {"cgr_options.staging_slots", o->staging_slots, 2, CGR_MAX_SLOTS, ""},
+        {"cgr_options.warmup_runs", o->warmup_runs, 1, CGR_MAX_WARMUP,
+         " (the first run records the scratch trace)"},
+        {"cgr_options.log_level", (long long)o->log_level, 0, CGR_LOG_DEBUG, ""},
+        {"cgr_options.capture", o->capture, 0, 1, ""},
+        {"cgr_options.advanced.wait_spin_us", o->advanced.wait_spin_us, 0, 1000000, ""},
+        {"cgr_options.shape_cache_entries", o->shape_cache_entries, 1, 4096, ""},
+        {"cgr_options.churn_shapes", o->churn_shapes, 0, 64, " (0: guard off)"},
+        {"cgr_options.arm_timeout_us", o->arm_timeout_us, 1, 60000000, ""},
+        {"cgr_options.advanced.shape_spare", o->advanced.shape_spare, 0, 1, ""},
+        {"cgr_options.diagnose", o->diagnose, 0, 1, ""},
+        {"cgr_options.frozen_check", o->frozen_check, 0, 1, ""},
+        {"cgr_options.profile.runs", o->profile.runs, 0, CGR__PROFILE_RUNS_MAX,
+         " (0: no profile)"},
+        {"cgr_options.profile.skip", o->profile.skip, 0, CGR__PROFILE_SKIP_MAX, ""},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        CGR_TRY(in_range(fields[i].what, fields[i].v, fields[i].lo, fields[i].hi,
+                         fields[i].note));
     if (o->arena_limit < CGR__MIB || o->arena_limit > ((size_t)1 << 40))
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.arena_limit is %zu, must be 1 MiB..1 TiB", o->arena_limit);
@@ -150,41 +161,12 @@ static cgr_status check_options(const cgr_options *o)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.advanced.zero_copy_max_bytes is %zu, must be <= 1 GiB",
                         o->advanced.zero_copy_max_bytes);
-    if (o->capture != 0 && o->capture != 1)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options.capture is %d, must be 0 or 1",
-                        o->capture);
-    if (o->advanced.wait_spin_us > 1000000)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.advanced.wait_spin_us is %u, must be <= 1000000",
-                        o->advanced.wait_spin_us);
-    if (o->shape_cache_entries < 1 || o->shape_cache_entries > 4096)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.shape_cache_entries is %d, must be 1..4096",
-                        o->shape_cache_entries);
-    if (o->churn_shapes < 0 || o->churn_shapes > 64)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.churn_shapes is %d, must be 0..64 (0: guard off)",
-                        o->churn_shapes);
     if (o->churn_shapes > 0 && (o->churn_window < o->churn_shapes || o->churn_stable < 1))
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_options.churn_window is %d and churn_stable %d: the window must be "
                         ">= churn_shapes (%d) and churn_stable >= 1",
                         o->churn_window, o->churn_stable, o->churn_shapes);
-    if (o->arm_timeout_us < 1 || o->arm_timeout_us > 60000000)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.arm_timeout_us is %u, must be 1..60000000",
-                        o->arm_timeout_us);
-    if (o->advanced.shape_spare != 0 && o->advanced.shape_spare != 1)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.advanced.shape_spare is %d, must be 0 or 1",
-                        o->advanced.shape_spare);
-    if (o->diagnose != 0 && o->diagnose != 1)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.diagnose is %d, must be 0 or 1", o->diagnose);
-    if (o->frozen_check != 0 && o->frozen_check != 1)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_options.frozen_check is %d, must be 0 or 1", o->frozen_check);
-    return check_profile(&o->profile, "cgr_options.profile");
+    return CGR_STATUS_OK;
 }
 
 cgr_status cgr__options_load(const cgr_options *opt, cgr_options *out)
@@ -195,12 +177,6 @@ cgr_status cgr__options_load(const cgr_options *opt, cgr_options *out)
     CGR_TRY(check_options(&o));
     *out = o;
     return CGR_STATUS_OK;
-}
-
-cgr_status cgr__validate_options(const cgr_options *opt)
-{
-    cgr_options o;
-    return cgr__options_load(opt, &o);
 }
 
 /* *field = a copy of src (NULL or "" gives NULL). */
@@ -220,21 +196,25 @@ static cgr_status own_string(const char **field, const char *src, const char *wh
 
 cgr_status cgr__options_own_strings(cgr_options *o)
 {
+    /* The caller's strings are read here and nowhere else: o holds only copies after. */
+    const char *dir = o->dump_dir ? o->dump_dir : getenv("CGR_DUMP_DIR");
+    const char *allow = o->frozen_allow;
+    const char *ppath = o->profile.path;
+    o->dump_dir = o->frozen_allow = o->profile.path = NULL;
     const char *diagnose = getenv("CGR_DIAGNOSE");
     if (diagnose && diagnose[0] && strcmp(diagnose, "0") != 0)
         o->diagnose = 1;
     /* CGR_PROFILE only when the program left the profile off. */
     const char *profile = o->profile.runs == 0 ? getenv("CGR_PROFILE") : NULL;
-    const char *env_path = NULL;
-    if (profile && profile[0])
+    if (profile && profile[0]) {
+        const char *env_path = NULL;
         CGR_TRY(cgr__profile_parse(profile, &o->profile, &env_path));
-    const char *dir = o->dump_dir ? o->dump_dir : getenv("CGR_DUMP_DIR");
-    const char *allow = o->frozen_allow;
-    const char *ppath = env_path ? env_path : o->profile.path;
-    o->frozen_allow = NULL;
-    o->profile.path = NULL;
-    CGR_TRY(own_string(&o->dump_dir, dir, "dump_dir"));
-    cgr_status st = own_string(&o->frozen_allow, allow, "frozen_allow");
+        if (env_path)
+            ppath = env_path;
+    }
+    cgr_status st = own_string(&o->dump_dir, dir, "dump_dir");
+    if (st == CGR_STATUS_OK)
+        st = own_string(&o->frozen_allow, allow, "frozen_allow");
     if (st == CGR_STATUS_OK)
         st = own_string(&o->profile.path, ppath, "profile.path");
     if (st != CGR_STATUS_OK)
@@ -304,11 +284,6 @@ static cgr_status check_list(const char *what, const cgr_tensor_desc *list, int 
         }
     }
     return CGR_STATUS_OK;
-}
-
-static int same_name(const cgr_tensor_desc *a, const cgr_tensor_desc *b)
-{
-    return strcmp(a->name, b->name) == 0;
 }
 
 /* A dynamic dim's bucket policy, or why it is refused. */
@@ -416,15 +391,12 @@ cgr_status cgr__pad_bytes(cgr_dtype t, double v, unsigned char out[8], int *nonz
 
 static cgr_status check_dyn(const cgr_step_desc *d)
 {
-    if (d->n_dyn_dims < 0 || d->n_dyn_dims > CGR_MAX_DYN_DIMS)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.n_dyn_dims is %d, must be "
-                        "0..%d", d->n_dyn_dims, CGR_MAX_DYN_DIMS);
+    CGR_TRY(in_range("cgr_step_desc.n_dyn_dims", d->n_dyn_dims, 0, CGR_MAX_DYN_DIMS, ""));
     if (d->n_dyn_dims > 0 && !d->dyn_dims)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_step_desc.dyn_dims is NULL but n_dyn_dims is %d", d->n_dyn_dims);
-    if (d->n_dim_uses < 0 || d->n_dim_uses > CGR_MAX_TENSORS * CGR_MAX_RANK)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.n_dim_uses is %d, must be "
-                        "0..%d", d->n_dim_uses, CGR_MAX_TENSORS * CGR_MAX_RANK);
+    CGR_TRY(in_range("cgr_step_desc.n_dim_uses", d->n_dim_uses, 0, CGR_MAX_TENSORS * CGR_MAX_RANK,
+                     ""));
     if (d->n_dim_uses > 0 && !d->dim_uses)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "cgr_step_desc.dim_uses is NULL but n_dim_uses is %d", d->n_dim_uses);
@@ -498,9 +470,7 @@ static cgr_status check_step_desc(const cgr_step_desc *d)
     if (d->name && strlen(d->name) > CGR__NAME_MAX)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "step name is longer than %d characters",
                         CGR__NAME_MAX);
-    if (d->armable != 0 && d->armable != 1)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.armable is %d, must be 0 or 1",
-                        d->armable);
+    CGR_TRY(in_range("cgr_step_desc.armable", d->armable, 0, 1, ""));
     CGR_TRY(check_list("inputs", d->inputs, d->n_inputs));
     CGR_TRY(check_list("outputs", d->outputs, d->n_outputs));
     /* Names identify tensors in messages, so they must be unique. */
@@ -510,7 +480,7 @@ static cgr_status check_step_desc(const cgr_step_desc *d)
         for (int j = i + 1; j < n; j++) {
             const cgr_tensor_desc *b =
                 j < d->n_inputs ? &d->inputs[j] : &d->outputs[j - d->n_inputs];
-            if (same_name(a, b))
+            if (strcmp(a->name, b->name) == 0)
                 return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                                 "tensor name \"%s\" is used twice in the step", a->name);
         }
@@ -526,12 +496,6 @@ cgr_status cgr__step_desc_load(const cgr_step_desc *desc, cgr_step_desc *out)
     CGR_TRY(check_step_desc(&d));
     *out = d;
     return CGR_STATUS_OK;
-}
-
-cgr_status cgr__validate_step_desc(const cgr_step_desc *desc)
-{
-    cgr_step_desc d;
-    return cgr__step_desc_load(desc, &d);
 }
 
 CGR_API cgr_status cgr_step_desc_init_size(cgr_step_desc *desc, size_t struct_size)

@@ -5,8 +5,9 @@
  * int64_t value >= 1 is at most 2^63, which fits, and every power above
  * max is replaced by max before it is converted back.
  *
- * Pointers are asserted (cgr's callers never pass NULL); the sizes and
- * dims are reported, since they come from the caller of the public API.
+ * Pointers, and that a policy came from one of the init calls, are
+ * asserted (cgr's callers never break either); the sizes and dims are
+ * reported, since they come from the caller of the public API.
  */
 #include "bucket.h"
 
@@ -36,13 +37,6 @@ static uint32_t pow2_below(int64_t max)
     while (n < 63 && (UINT64_C(1) << n) < m)
         n++;
     return n;
-}
-
-static int policy_ok(const cgr__bucket_policy *p)
-{
-    if (p->count < 1 || p->count > CGR__BUCKET_MAX_SIZES || p->max < 1)
-        return 0;
-    return p->kind == CGR__BUCKET_LIST || p->kind == CGR__BUCKET_POW2;
 }
 
 cgr_status cgr__bucket_init_list(cgr__bucket_policy *p, const int64_t *sizes, uint32_t count)
@@ -82,9 +76,8 @@ cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max)
 
 cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int64_t *bucketed)
 {
-    assert(p != NULL && bucketed != NULL);
-    if (!policy_ok(p))
-        return CGR_STATUS_INVALID_ARGUMENT;
+    assert(p != NULL && bucketed != NULL &&
+           (p->kind == CGR__BUCKET_LIST || p->kind == CGR__BUCKET_POW2));
     if (true_dim < 1 || true_dim > p->max)
         return CGR_STATUS_INVALID_ARGUMENT;
     if (p->kind == CGR__BUCKET_POW2) {
@@ -107,8 +100,9 @@ cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int
 
 cgr_status cgr__bucket_at(const cgr__bucket_policy *p, uint32_t index, int64_t *size)
 {
-    assert(p != NULL && size != NULL);
-    if (!policy_ok(p) || index >= p->count)
+    assert(p != NULL && size != NULL &&
+           (p->kind == CGR__BUCKET_LIST || p->kind == CGR__BUCKET_POW2));
+    if (index >= p->count)
         return CGR_STATUS_INVALID_ARGUMENT;
     if (p->kind == CGR__BUCKET_LIST)
         *size = p->sizes[index];

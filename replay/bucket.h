@@ -55,8 +55,8 @@ cgr_status cgr__bucket_init_list(cgr__bucket_policy *p, const int64_t *sizes, ui
 cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max);
 
 /**
- * *bucketed = the smallest bucket >= true_dim. CGR_STATUS_INVALID_ARGUMENT
- * when p is not an initialized policy, true_dim < 1 or true_dim is above
+ * *bucketed = the smallest bucket >= true_dim of a policy from an init
+ * call. CGR_STATUS_INVALID_ARGUMENT when true_dim < 1 or true_dim is above
  * the largest bucket; *bucketed is left unchanged then.
  */
 cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int64_t *bucketed);
@@ -64,8 +64,8 @@ cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int
 /**
  * Bucket number `index` in increasing order (0 is the smallest), for
  * enumerating every shape a policy can produce.
- * CGR_STATUS_INVALID_ARGUMENT when p is not an initialized policy or
- * index >= p->count; *size is left unchanged then.
+ * CGR_STATUS_INVALID_ARGUMENT when index >= p->count; *size is left
+ * unchanged then.
  */
 cgr_status cgr__bucket_at(const cgr__bucket_policy *p, uint32_t index, int64_t *size);
 

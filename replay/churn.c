@@ -12,26 +12,22 @@
 #include <stddef.h>
 #include <string.h>
 
-cgr_status cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t stable_steps)
+void cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t stable_steps)
 {
-    assert(g != NULL);
-    if (k > CGR__CHURN_MAX_K)
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (k > 0 && (window < k || stable_steps == 0))
-        return CGR_STATUS_INVALID_ARGUMENT;
+    assert(g != NULL && k <= CGR__CHURN_MAX_K &&
+           (k == 0 || (window >= k && stable_steps > 0)));
     memset(g, 0, sizeof *g);
     g->k = k;
     g->window = window;
     g->stable_needed = stable_steps;
-    return CGR_STATUS_OK;
 }
 
-cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
-                              int *tripped_now, int *recovered_now)
+void cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out, int *tripped_now,
+                        int *recovered_now)
 {
-    assert(g != NULL);
+    assert(g != NULL && eager_out != NULL && tripped_now != NULL && recovered_now != NULL);
     uint64_t t = g->counters.steps++;
-    int tripped = 0, recovered = 0;
+    *tripped_now = *recovered_now = 0;
     if (is_new_shape)
         g->counters.new_shapes++;
 
@@ -47,7 +43,7 @@ cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
                 g->filled = 0;
                 g->head = 0;
                 g->counters.activations++;
-                tripped = 1;
+                *tripped_now = 1;
             }
         }
     } else if (is_new_shape) {
@@ -56,16 +52,7 @@ cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
         g->eager = 0;
         g->stable = 0;
         g->counters.recoveries++;
-        recovered = 1;
+        *recovered_now = 1;
     }
-
-    if (g->eager)
-        g->counters.eager_steps++;
-    if (eager_out != NULL)
-        *eager_out = g->eager;
-    if (tripped_now != NULL)
-        *tripped_now = tripped;
-    if (recovered_now != NULL)
-        *recovered_now = recovered;
-    return CGR_STATUS_OK;
+    *eager_out = g->eager;
 }

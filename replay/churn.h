@@ -38,7 +38,6 @@ typedef struct cgr__churn_counters {
     uint64_t new_shapes;   /**< steps reported as new shapes */
     uint64_t activations;  /**< times the guard tripped */
     uint64_t recoveries;   /**< times it went back to graph mode */
-    uint64_t eager_steps;  /**< steps it answered "eager" for */
 } cgr__churn_counters;
 
 typedef struct cgr__churn {
@@ -57,21 +56,20 @@ typedef struct cgr__churn {
  * A guard in graph mode: k new shapes within `window` steps trip it, and
  * `stable_steps` consecutive steps without one bring it back. k = 0 turns
  * the guard off (it never trips; window and stable_steps are ignored).
- * g is not NULL (asserted, as in every call below).
- * CGR_STATUS_INVALID_ARGUMENT, with *g unchanged, when k is above
- * CGR__CHURN_MAX_K, or k > 0 and either window < k (k new shapes, one per
- * step at most, could never fit) or stable_steps is 0.
+ * The options were validated at the API edge, so these are asserted: g
+ * is not NULL, k <= CGR__CHURN_MAX_K, and with k > 0, window >= k (k new
+ * shapes, one per step at most, could not fit a shorter one) and
+ * stable_steps >= 1.
  */
-cgr_status cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t stable_steps);
+void cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t stable_steps);
 
 /**
  * Observes one step: is_new_shape is nonzero when the step's shape was
  * new. *eager_out receives 1 when this step must run eagerly, *tripped_now 1
  * when the guard tripped on this step, *recovered_now 1 when it recovered on
- * this step (that step is not eager). Each output may be NULL. Always
- * CGR_STATUS_OK.
+ * this step (that step is not eager). No pointer may be NULL (asserted).
  */
-cgr_status cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out,
-                              int *tripped_now, int *recovered_now);
+void cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out, int *tripped_now,
+                        int *recovered_now);
 
 #endif

@@ -71,44 +71,37 @@ void cgr__stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims)
     }
 }
 
-/* capture_error = "<the public call>: why", cut to fit. */
-static void set_capture_error(cgr_step *s, const char *why)
-{
-    char *out = s->stats.capture_error;
-    const size_t cap = sizeof s->stats.capture_error;
-    int n = snprintf(out, cap, "%s: ", s->api_fn ? s->api_fn : "cgr");
-    if (n < 0 || (size_t)n >= cap)
-        return;
-    size_t len = strlen(why);
-    if (len > cap - (size_t)n - 1)
-        len = cap - (size_t)n - 1;
-    memmove(out + n, why, len);
-    out[(size_t)n + len] = '\0';
-}
-
-static cgr_status eager_run(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
-{
-    CGR_TRY(cgr__run_eager(s, slot, p));
-    s->sig_kind[slot] = CGR__SIG_EAGER;
-    return CGR_STATUS_OK;
-}
-
-/* A capture that failed for good (or is disabled): the shape runs eagerly from now on. */
-static void capture_refused(cgr_step *s, const char *why)
+/*
+ * The shape runs eagerly from now on, for `why`, which becomes capture_error
+ * ("<the public call>: why", cut to fit): the capture in flight failed (or
+ * capture is off) when `entry` is CGR__SHAPES_NONE, else the graph cached in
+ * `entry` is wrong for later runs (CUDA frees it once a launch still running
+ * it is done).
+ */
+static void shape_eager(cgr_step *s, uint32_t entry, cgr_eager_reason reason, const char *why)
 {
     cgr_step_stats *ss = &s->stats;
+    char *out = ss->capture_error;
+    const size_t cap = sizeof ss->capture_error;
+    int n = snprintf(out, cap, "%s: %s", s->api_fn ? s->api_fn : "cgr", why);
+    if (n < 0)
+        out[0] = '\0';
+    if (entry == CGR__SHAPES_NONE) {
+        cgr__shapes_capture_failed(s->shapes, out);
+    } else {
+        cgr__shapes_freed victim;
+        cgr__shapes_refuse(s->shapes, entry, reason, out, &victim);
+        cgr__graph_free(victim.payload);
+    }
     ss->mode = CGR_MODE_EAGER;
-    set_capture_error(s, why);
-    (void)cgr__shapes_capture_failed(s->shapes, ss->capture_error);
-    cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name,
-             ss->capture_error);
+    cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name, out);
 }
 
 /* Takes the offered executable out of the table after a failed (or undone) update. */
 static void drop_offer(cgr_step *s, int reason, const char *text)
 {
     cgr__shapes_freed victim;
-    (void)cgr__shapes_update_failed(s->shapes, reason, text, &victim);
+    cgr__shapes_update_failed(s->shapes, reason, text, &victim);
     cgr__graph_free(victim.payload);
 }
 
@@ -119,10 +112,11 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     cgr_step_stats *ss = &s->stats;
     cgr__shape_plan *plan = &s->plans[d->entry];
     if (!rt->opt.capture) {
-        capture_refused(s, "capture disabled (cgr_options.capture = 0)");
+        shape_eager(s, CGR__SHAPES_NONE, CGR_EAGER_CAPTURE_FAILED,
+                    "capture disabled (cgr_options.capture = 0)");
         *action = CGR_RUN_EAGER;
         *reason = CGR_EAGER_CAPTURE_FAILED;
-        return eager_run(s, slot, plan);
+        return cgr__run_eager(s, slot, plan);
     }
     /*
      * A thread inside cgr_step_wait on this step may be querying its
@@ -131,7 +125,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
      * only while nobody waits on the step.
      */
     if (s->waiters > 0) {
-        (void)cgr__shapes_capture_cancel(s->shapes);
+        cgr__shapes_capture_cancel(s->shapes);
         return CGR_FAIL(CGR_STATUS_BUSY,
                         "step '%s' is due for capture while another thread waits on it; "
                         "nothing was launched, try again",
@@ -139,9 +133,9 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     }
     if (!plan->planned) {
         /* Its warm-ups failed before they planned the scratch: warm up again first. */
-        (void)cgr__shapes_capture_cancel(s->shapes);
+        cgr__shapes_capture_cancel(s->shapes);
         *action = CGR_RUN_WARMUP;
-        return eager_run(s, slot, plan);
+        return cgr__run_eager(s, slot, plan);
     }
     cgr__capture_out co;
     cgr_status local = cgr__capture(s, plan, d->payload, &co);
@@ -157,7 +151,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
                 cgr__graph_free(co.graph);
         }
         if (st != CGR_STATUS_CAPTURE_FAILED) {
-            (void)cgr__shapes_capture_cancel(s->shapes);
+            cgr__shapes_capture_cancel(s->shapes);
             return st;
         }
         /*
@@ -167,22 +161,19 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
          * failure is in the stats and the log. Every rank agreed on the
          * failure (comm), so all of them run this shape eagerly alike.
          */
-        capture_refused(s, cgr_last_error());
+        shape_eager(s, CGR__SHAPES_NONE, CGR_EAGER_CAPTURE_FAILED, cgr_last_error());
         *action = CGR_RUN_EAGER;
         *reason = CGR_EAGER_CAPTURE_FAILED;
-        return eager_run(s, slot, plan);
+        return cgr__run_eager(s, slot, plan);
     }
     cgr__graph *g = co.graph;
-    cgr__shapes_capture_result r;
-    memset(&r, 0, sizeof r);
-    r.payload = g;
-    r.bytes = g->bytes;
-    r.updated = co.updated;
-    r.capture_us = co.capture_us;
-    r.instantiate_us = co.updated ? 0.0 : co.make_us;
-    r.update_us = co.updated ? co.make_us : 0.0;
     cgr__shapes_outcome oc;
-    (void)cgr__shapes_capture_done(s->shapes, &r, &oc);
+    cgr__shapes_capture_done(s->shapes, g, g->bytes, co.updated, &oc);
+    ss->capture_us += co.capture_us;
+    if (co.updated)
+        ss->update_us += co.make_us;
+    else
+        ss->instantiate_us += co.make_us;
     /*
      * Launch first: a graph refused as too large is in the freed list and
      * goes below, after its one run (CUDA frees a running executable once it
@@ -200,8 +191,8 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     *action = co.updated ? CGR_RUN_UPDATE : CGR_RUN_CAPTURE;
     ss->mode = CGR_MODE_GRAPH;
     ss->capture_error[0] = '\0';
-    s->last_capture_us = co.capture_us;
-    s->last_make_us = co.make_us;
+    ss->last_capture_us = co.capture_us;
+    ss->last_make_us = co.make_us;
     ss->graph_nodes = made.nodes;
     ss->graph_kernel_nodes = made.kernel_nodes;
     ss->graph_memcpy_nodes = made.memcpy_nodes;
@@ -209,21 +200,6 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     ss->memcpy_tensors = made.memcpy_tensors;
     rt->capture_us += co.capture_us + co.make_us;
     return CGR_STATUS_OK;
-}
-
-/* The shape's graph is wrong for later runs: the shape runs eagerly from now on. */
-static void graph_refused(cgr_step *s, const cgr__shapes_decision *d, cgr__shapes_reason reason,
-                          const char *why)
-{
-    cgr_step_stats *ss = &s->stats;
-    cgr__shapes_freed victim;
-    set_capture_error(s, why);
-    /* CUDA frees the executable once a launch still running it is done. */
-    (void)cgr__shapes_refuse(s->shapes, d->entry, reason, ss->capture_error, &victim);
-    cgr__graph_free(victim.payload);
-    ss->mode = CGR_MODE_EAGER;
-    cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name,
-             ss->capture_error);
 }
 
 /*
@@ -278,14 +254,13 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
         *action = CGR_RUN_REPLAY;
     } else {
         /* This run's capture failed: nothing of it ran yet. */
-        ls = eager_run(s, slot, plan);
+        ls = cgr__run_eager(s, slot, plan);
         *action = CGR_RUN_EAGER;
         *reason = CGR_EAGER_CAPTURE_FAILED;
     }
     cgr__graph_free(co.own);
     s->stats.capture_failures += !recorded;
-    graph_refused(s, d, recorded ? CGR__SHAPES_REASON_FROZEN : CGR__SHAPES_REASON_CAPTURE_FAILED,
-                  why);
+    shape_eager(s, d->entry, recorded ? CGR_EAGER_FROZEN_VALUE : CGR_EAGER_CAPTURE_FAILED, why);
     return ls;
 }
 
@@ -301,7 +276,7 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
     switch (d->action) {
     case CGR__SHAPES_WARMUP:
         *action = CGR_RUN_WARMUP;
-        st = eager_run(s, slot, plan);
+        st = cgr__run_eager(s, slot, plan);
         if (st == CGR_STATUS_OK && ss->mode != CGR_MODE_EAGER)
             ss->mode = ss->captures ? CGR_MODE_GRAPH : CGR_MODE_WARMUP;
         return st;
@@ -312,8 +287,8 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
         if (d->churn_tripped)
             cgr__log(s->rt, CGR_LOG_WARN, "%s", s->shapes->warning);
         *action = CGR_RUN_EAGER;
-        *reason = (uint8_t)cgr__public_reason(d->reason);
-        return eager_run(s, slot, plan);
+        *reason = (uint8_t)d->reason;
+        return cgr__run_eager(s, slot, plan);
     }
 }
 
@@ -335,10 +310,4 @@ void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket)
                            cgr_dtype_size(t->desc.dtype));
     }
     sr->compacted = ticket + 1;
-}
-
-/* Bytes of output `index` of the run on `slot` at its true shape. */
-size_t cgr__output_bytes(const cgr_step *s, uint32_t slot, int index)
-{
-    return cgr__tensor_bytes_at(&s->out[index], s->slot_run[slot].true_dims);
 }

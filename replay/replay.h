@@ -14,10 +14,13 @@
  * last launch left it elsewhere; a gated graph's gate is opened first, or
  * closed when `ahead` (an armed run); rt->lock held, device entered. */
 cgr_status cgr__launch_graph(cgr_step *s, struct cgr__graph *g, uint32_t slot, int ahead);
-/* Carries out a decision other than REPLAY on `slot` (replay/dispatch.c) and
- * says what the run was in *action (cgr_run_action) and, for an eager run,
- * why in *reason (cgr_eager_reason); rt->lock held, device entered. */
-/* The frozen-value check of a shape's graph on its first replay (dispatch.c). */
+/*
+ * Carry out, on `slot`, the frozen-value check of a shape's graph on its
+ * first replay (run_check) or a decision other than REPLAY (run_miss), and
+ * say what the run was in *action (cgr_run_action) and, for an eager run,
+ * why in *reason (cgr_eager_reason); rt->lock held, device entered
+ * (dispatch.c).
+ */
 cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                           uint8_t *action, uint8_t *reason);
 cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
@@ -33,15 +36,12 @@ void cgr__profile_attach(cgr_step *s);
 void cgr__profile_detach(cgr_step *s);
 cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                                uint8_t *action);
-/* The public cgr_eager_reason of a shape table reason (replay/shape_stats.c). */
-cgr_eager_reason cgr__public_reason(cgr__shapes_reason r);
 /* Every tensor's shape for the run (what the step sees) from the bucket; and
  * the slot's packed inputs spread to the bucket, with the true dims stored. */
 void cgr__apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_dims);
 void cgr__stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims);
 /* Packs a waited run's outputs to their true shape (once per run); rt->lock held. */
 void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket);
-size_t cgr__output_bytes(const cgr_step *s, uint32_t slot, int index);
 /* Bytes of a tensor with its dynamic axes at vals (the step's n_dyn values;
  * unused when the tensor has none). */
 size_t cgr__tensor_bytes_at(const cgr__tensor *t, const int64_t *vals);

@@ -70,12 +70,12 @@ cgr_status cgr__launch_graph(cgr_step *s, cgr__graph *g, uint32_t slot, int ahea
     cudaError_t e = cudaGraphLaunch(g->exec, s->rt->stream);
     cgr__range_pop();
     if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaGraphLaunch", __FILE__, __LINE__);
+        return cgr__cuda_fail((int)e, "cudaGraphLaunch");
     s->sig_graph[slot] = ++s->graph_runs;
     if (g->flag) {
         s->slot_next = slot + 1 == s->ring.slots ? 0 : slot + 1;
         s->sig_kind[slot] = CGR__SIG_FLAG;
-        s->sig_expect[slot] = ++s->sig_runs[slot];
+        s->sig_expect[slot]++;
     } else {
         s->sig_kind[slot] = CGR__SIG_GRAPH;
     }
@@ -143,14 +143,10 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
     }
     int prev = 0;
     CGR_TRY(cgr__device_enter(s->rt, &prev));
-    cgr__shapes_decision d;
-    cgr_status st = cgr__shapes_decide(s->shapes, dims, &d);
     /* The dims were checked at acquire, and nothing but this run can be capturing. */
-    if (st != CGR_STATUS_OK) {
-        st = CGR_BUG("step '%s': the shape table refused a checked run (%s)", s->name,
-                     cgr_status_name(st));
-        goto out;
-    }
+    cgr__shapes_decision d;
+    cgr__shapes_decide(s->shapes, dims, &d);
+    cgr_status st = CGR_STATUS_OK;
     if (armed && (d.action != CGR__SHAPES_REPLAY || d.payload != armed)) {
         st = CGR_BUG("step '%s': an armed run went, but the shape table decided otherwise; "
                      "its outputs are dropped",
@@ -208,9 +204,7 @@ static cgr_status launch_acquired(cgr_step *s, uint64_t ticket, const char *fn)
         return st;
     }
     /* The slot was acquired under this same lock, for this ticket. */
-    if (cgr__ring_commit(&s->ring, ticket) != CGR_STATUS_OK)
-        return CGR_BUG("step '%s': run %llu could not be committed to its slot", s->name,
-                       (unsigned long long)ticket);
+    cgr__ring_commit(&s->ring, ticket);
     return CGR_STATUS_OK;
 }
 
@@ -225,11 +219,13 @@ static cgr_status check_dims(const cgr_step *s, const int64_t *dims, const char 
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "%s: step '%s' has %d dynamic dims; pass their true values in dims", fn,
                         s->name, s->n_dyn);
-    for (int j = 0; j < s->n_dyn; j++)
-        if (dims[j] < 1 || dims[j] > s->dyn_max[j])
+    for (int j = 0; j < s->n_dyn; j++) {
+        const int64_t max = s->shapes->policy[j].max;
+        if (dims[j] < 1 || dims[j] > max)
             return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                             "%s: dims[%d] (\"%s\") is %lld, must be 1..%lld", fn, j,
-                            s->dyn_name[j], (long long)dims[j], (long long)s->dyn_max[j]);
+                            s->shapes->dim_name[j], (long long)dims[j], (long long)max);
+    }
     return CGR_STATUS_OK;
 }
 
@@ -312,16 +308,6 @@ static int arm_ahead(cgr_step *s, uint32_t slot, cgr_status *st)
 
 /* ---- the public calls ------------------------------------------------------------------ */
 
-static void slot_fill(const cgr_step *s, uint64_t ticket, int armed, cgr_slot *out)
-{
-    memset(out, 0, sizeof *out);
-    out->ticket = ticket;
-    out->armed = armed;
-    unsigned char *host = cgr__slot_host(s, cgr__ring_slot(&s->ring, ticket));
-    for (int i = 0; i < s->n_in; i++)
-        out->inputs[i] = host + s->in[i].slot_offset;
-}
-
 CGR_API cgr_status cgr_step_acquire(cgr_step *s, const int64_t *dims, unsigned flags,
                                     cgr_slot *out)
 {
@@ -352,7 +338,11 @@ CGR_API cgr_status cgr_step_acquire(cgr_step *s, const int64_t *dims, unsigned f
     }
     cgr__unlock(s->rt);
     CGR_TRY(st);
-    slot_fill(s, t, armed, out);
+    memset(out, 0, sizeof *out);
+    out->ticket = t;
+    out->armed = armed;
+    for (int i = 0; i < s->n_in; i++)
+        out->inputs[i] = cgr__slot_host(s, slot) + s->in[i].slot_offset;
     return CGR_STATUS_OK;
 }
 

@@ -40,16 +40,6 @@ CGR_API cgr_status cgr_step_run_action(const cgr_step *s, uint64_t ticket, cgr_r
     return CGR_STATUS_OK;
 }
 
-/* The public struct's size must be the one this build knows (later ones may grow it). */
-static cgr_status check_size(size_t got, size_t want, const char *fn)
-{
-    if (got != want)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "%s: struct_size is %zu, expected %zu (set it to sizeof the struct)", fn,
-                        got, want);
-    return CGR_STATUS_OK;
-}
-
 /*
  * The step's own counters (the runs, counted in replay/run.c) with the
  * shape table's (the shapes' events) and the times and sizes of the
@@ -62,28 +52,24 @@ CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_get_stats: out is NULL");
     cgr_runtime *rt = s->rt;
     CGR_TRY(cgr__lock(rt, "cgr_step_get_stats"));
-    cgr__shapes_stats m;
-    cgr__shapes_get_stats(s->shapes, &m);
+    const cgr__shapes *m = s->shapes;
     *out = s->stats;
-    out->new_shapes = m.new_shapes;
+    out->new_shapes = m->churn.counters.new_shapes;
     /* The step's own count: shapes whose capture for the frozen-value check failed. */
-    out->capture_failures = m.capture_failures + s->stats.capture_failures;
-    out->update_failures = m.update_failures;
-    _Static_assert(sizeof out->update_failures_by_reason == sizeof m.update_failures_by_reason,
+    out->capture_failures = m->stats.capture_failures + s->stats.capture_failures;
+    _Static_assert(sizeof out->update_failures_by_reason ==
+                       sizeof m->stats.update_failures_by_reason,
                    "one counter per update result");
-    memcpy(out->update_failures_by_reason, m.update_failures_by_reason,
+    memcpy(out->update_failures_by_reason, m->stats.update_failures_by_reason,
            sizeof out->update_failures_by_reason);
-    out->evictions = m.evictions;
-    out->churn_activations = m.churn_activations;
-    out->churn_recoveries = m.churn_recoveries;
-    out->entries = m.entries;
-    out->bytes = m.bytes;
-    out->capture_us = m.capture_us;
-    out->instantiate_us = m.instantiate_us;
-    out->update_us = m.update_us;
-    out->last_capture_us = s->last_capture_us;
-    out->last_make_us = s->last_make_us;
-    out->scratch_peak = s->scratch_peak_max;
+    out->update_failures = 0;
+    for (uint32_t r = 0; r < CGR__SHAPES_UPDATE_REASONS; r++)
+        out->update_failures += out->update_failures_by_reason[r];
+    out->evictions = m->stats.evictions;
+    out->churn_activations = m->churn.counters.activations;
+    out->churn_recoveries = m->churn.counters.recoveries;
+    out->entries = m->n_graphs;
+    out->bytes = m->bytes;
     out->arena_bytes = rt->arena.mapped;
     /* The table's texts always end in a NUL within these sizes. */
     memcpy(out->last_update_error, s->shapes->update_error, sizeof out->last_update_error);
@@ -92,28 +78,17 @@ CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
     return CGR_STATUS_OK;
 }
 
-cgr_eager_reason cgr__public_reason(cgr__shapes_reason r)
-{
-    switch (r) {
-    case CGR__SHAPES_REASON_CHURN:
-        return CGR_EAGER_CHURN;
-    case CGR__SHAPES_REASON_CAPTURE_FAILED:
-        return CGR_EAGER_CAPTURE_FAILED;
-    case CGR__SHAPES_REASON_TOO_LARGE:
-        return CGR_EAGER_TOO_LARGE;
-    case CGR__SHAPES_REASON_FROZEN:
-        return CGR_EAGER_FROZEN_VALUE;
-    default:
-        return CGR_EAGER_NONE;
-    }
-}
-
 CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_info *out)
 {
     CGR_TRY(cgr__check_step(s, "cgr_step_shape_at"));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_shape_at: out is NULL");
-    CGR_TRY(check_size(out->struct_size, sizeof *out, "cgr_step_shape_at"));
+    /* The size this build knows (later ones may grow the struct). */
+    if (out->struct_size != sizeof *out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_step_shape_at: struct_size is %zu, expected %zu (set it to sizeof "
+                        "the struct)",
+                        out->struct_size, sizeof *out);
     if (index < 0)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_shape_at: index %d", index);
     cgr_runtime *rt = s->rt;
@@ -159,7 +134,7 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
             out->bytes = pick->bytes;
         } else {
             out->eager_runs = pick->eager_runs;
-            out->reason = cgr__public_reason((cgr__shapes_reason)pick->reason);
+            out->reason = (cgr_eager_reason)pick->reason;
             memcpy(out->text, pick->text, sizeof out->text);
         }
     }

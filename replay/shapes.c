@@ -68,16 +68,6 @@ static void copy_text(char *dst, size_t cap, const char *src)
 
 /* ---- init ------------------------------------------------------------------------- */
 
-void cgr__shapes_config_init(cgr__shapes_config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->warmup_runs = 2;
-    cfg->max_entries = 16;
-    cfg->churn_k = 8;
-    cfg->churn_window = 64;
-    cfg->churn_stable = 32;
-}
-
 #ifndef NDEBUG
 /* What the API edge (lib/validate.c) has already made sure of. */
 static int config_ok(const cgr__shapes_config *cfg)
@@ -102,9 +92,7 @@ cgr_status cgr__shapes_init(cgr__shapes *m, const cgr__shapes_config *cfg)
 {
     assert(m != NULL && cfg != NULL && config_ok(cfg));
     cgr__churn churn;
-    cgr_status cs = cgr__churn_init(&churn, cfg->churn_k, cfg->churn_window, cfg->churn_stable);
-    assert(cs == CGR_STATUS_OK);
-    (void)cs;
+    cgr__churn_init(&churn, cfg->churn_k, cfg->churn_window, cfg->churn_stable);
 
     uint32_t capacity = cfg->max_entries + CGR__SHAPES_MAX_WARMING + CGR__SHAPES_MAX_EAGER;
     cgr__shape *entries = calloc(capacity, sizeof *entries);
@@ -227,7 +215,7 @@ static uint32_t add_warming(cgr__shapes *m, const int64_t *dims)
 }
 
 /* Entry i runs eagerly for good; the least recently used EAGER entry is forgotten when full. */
-static void make_eager(cgr__shapes *m, uint32_t i, cgr__shapes_reason reason, const char *text)
+static void make_eager(cgr__shapes *m, uint32_t i, cgr_eager_reason reason, const char *text)
 {
     uint32_t n = 0, v = oldest(m, CGR__SHAPE_EAGER, i, &n);
     if (n >= CGR__SHAPES_MAX_EAGER)
@@ -337,16 +325,14 @@ static void *offer(cgr__shapes *m)
     return m->entries[m->offer_entry].payload;
 }
 
-static void eager(cgr__shapes *m, cgr__shapes_decision *out, cgr__shapes_reason r,
-                  const char *text)
+static void eager(cgr__shapes_decision *out, cgr_eager_reason r, const char *text)
 {
     out->action = CGR__SHAPES_EAGER;
     out->reason = r;
     out->text = text;
-    m->stats.eager_by_reason[r]++;
 }
 
-cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
+void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
 {
     int64_t dims[CGR_MAX_DYN_DIMS] = {0};
     assert(m != NULL && out != NULL && !m->capturing);
@@ -358,8 +344,8 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
     cgr__shape *e = i != CGR__SHAPES_NONE ? &m->entries[i] : NULL;
     int eager_now = 0;
     out->new_shape = e == NULL;
-    (void)cgr__churn_observe(&m->churn, out->new_shape, &eager_now, &out->churn_tripped,
-                             &out->churn_recovered);
+    cgr__churn_observe(&m->churn, out->new_shape, &eager_now, &out->churn_tripped,
+                       &out->churn_recovered);
     if (e == NULL) {
         record_new_shape(m, dims, m->churn.counters.new_shapes);
         i = add_warming(m, dims);
@@ -380,26 +366,22 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
         e->replays++;
         out->action = CGR__SHAPES_REPLAY;
         out->payload = e->payload;
-        m->stats.hits++;
     } else if (e->state == CGR__SHAPE_EAGER) {
         e->eager_runs++;
-        eager(m, out, (cgr__shapes_reason)e->reason, e->text);
+        eager(out, (cgr_eager_reason)e->reason, e->text);
     } else if (eager_now) {
         /* The entry stays (warm-ups not advanced): the guard saw this shape. */
-        eager(m, out, CGR__SHAPES_REASON_CHURN, m->warning);
+        eager(out, CGR_EAGER_CHURN, m->warning);
     } else if (e->warmups < m->warmup_runs) {
         out->action = CGR__SHAPES_WARMUP;
         out->warmup_run = ++e->warmups;
-        m->stats.warmup_runs++;
     } else {
         out->action = CGR__SHAPES_CAPTURE;
         m->capturing = 1;
         m->cap_entry = i;
         out->payload = offer(m);
         out->source = m->offer;
-        m->stats.capture_attempts++;
     }
-    return CGR_STATUS_OK;
 }
 
 /* ---- reports ------------------------------------------------------------------------------ */
@@ -432,14 +414,12 @@ static void make_room(cgr__shapes *m, size_t bytes, uint32_t *n)
     }
 }
 
-cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *r,
-                                    cgr__shapes_outcome *out)
+void cgr__shapes_capture_done(cgr__shapes *m, void *payload, size_t bytes, int updated,
+                              cgr__shapes_outcome *out)
 {
-    /* The times are >= 0, which NaN is not either. */
-    assert(m != NULL && r != NULL && out != NULL && m->capturing && r->payload != NULL &&
-           (r->updated == 0 || r->updated == 1) && r->capture_us >= 0.0 &&
-           r->instantiate_us >= 0.0 && r->update_us >= 0.0);
-    if (r->updated) {
+    assert(m != NULL && out != NULL && m->capturing && payload != NULL &&
+           (updated == 0 || updated == 1));
+    if (updated) {
         assert(m->offer != CGR__SHAPES_FROM_NONE && !m->offer_failed);
         cgr__shapes_freed gone;
         if (m->offer == CGR__SHAPES_FROM_SPARE) {
@@ -448,77 +428,61 @@ cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_re
             /* Its executable now serves the new shape: the old shape leaves. */
             evict(m, m->offer_entry, &gone);
         }
-        assert(gone.payload == r->payload);
-        m->stats.updates++;
-        m->stats.update_us += r->update_us;
-    } else {
-        m->stats.instantiate_us += r->instantiate_us;
+        assert(gone.payload == payload);
     }
-    m->stats.captures++;
-    m->stats.capture_us += r->capture_us;
 
     memset(out, 0, sizeof *out);
     uint32_t n = 0;
     cgr__shape *e = &m->entries[m->cap_entry];
-    if (r->bytes > budget(m)) {
+    if (bytes > budget(m)) {
         char text[CGR__SHAPES_TEXT_MAX];
         snprintf(text, sizeof text,
                  "its graph needs %zu bytes, more than the graph cache's budget of %zu bytes",
-                 r->bytes, m->max_bytes);
-        make_eager(m, m->cap_entry, CGR__SHAPES_REASON_TOO_LARGE, text);
-        m->freed[n].payload = r->payload;
-        m->freed[n++].bytes = r->bytes;
-        m->stats.too_large++;
+                 bytes, m->max_bytes);
+        make_eager(m, m->cap_entry, CGR_EAGER_TOO_LARGE, text);
+        m->freed[n].payload = payload;
+        m->freed[n++].bytes = bytes;
     } else {
-        make_room(m, r->bytes, &n);
+        make_room(m, bytes, &n);
         e->state = CGR__SHAPE_GRAPH;
-        e->payload = r->payload;
-        e->bytes = r->bytes;
+        e->payload = payload;
+        e->bytes = bytes;
         e->replays = 0;
         m->n_graphs++;
-        m->bytes += r->bytes;
-        if (m->n_graphs > m->stats.peak_entries)
-            m->stats.peak_entries = m->n_graphs;
-        if (m->bytes > m->stats.peak_bytes)
-            m->stats.peak_bytes = m->bytes;
+        m->bytes += bytes;
         out->cached = 1;
     }
     out->freed = m->freed;
     out->n_freed = n;
     end_capture(m);
-    return CGR_STATUS_OK;
 }
 
-cgr_status cgr__shapes_capture_failed(cgr__shapes *m, const char *text)
+void cgr__shapes_capture_failed(cgr__shapes *m, const char *text)
 {
     assert(m != NULL && m->capturing);
-    make_eager(m, m->cap_entry, CGR__SHAPES_REASON_CAPTURE_FAILED, text);
+    make_eager(m, m->cap_entry, CGR_EAGER_CAPTURE_FAILED, text);
     m->stats.capture_failures++;
     end_capture(m);
-    return CGR_STATUS_OK;
 }
 
-cgr_status cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr__shapes_reason reason,
+void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
                               const char *text, cgr__shapes_freed *out)
 {
     assert(m != NULL && out != NULL && entry < m->capacity && !m->capturing &&
            m->entries[entry].state == CGR__SHAPE_GRAPH &&
-           (reason == CGR__SHAPES_REASON_FROZEN || reason == CGR__SHAPES_REASON_CAPTURE_FAILED));
+           (reason == CGR_EAGER_FROZEN_VALUE || reason == CGR_EAGER_CAPTURE_FAILED));
     /* Not an eviction: the graph leaves because it is wrong, not for room. */
     uncharge(m, entry, out);
     make_eager(m, entry, reason, text);
-    return CGR_STATUS_OK;
 }
 
-cgr_status cgr__shapes_capture_cancel(cgr__shapes *m)
+void cgr__shapes_capture_cancel(cgr__shapes *m)
 {
     assert(m != NULL && m->capturing);
-    m->stats.capture_cancels++;
     end_capture(m);
-    return CGR_STATUS_OK;
 }
 
-cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
+void cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
                                      cgr__shapes_freed *victim)
 {
     assert(m != NULL && victim != NULL && m->capturing && m->offer != CGR__SHAPES_FROM_NONE &&
@@ -533,7 +497,6 @@ cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *tex
                       : CGR__SHAPES_UPDATE_REASONS - 1;
     m->stats.update_failures_by_reason[at]++;
     copy_text(m->update_error, sizeof m->update_error, text);
-    return CGR_STATUS_OK;
 }
 
 cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out)
@@ -554,53 +517,8 @@ cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out)
 
 /* ---- reading ------------------------------------------------------------------------------- */
 
-void cgr__shapes_get_stats(const cgr__shapes *m, cgr__shapes_stats *out)
-{
-    *out = m->stats;
-    /* The counters that follow from others, or that the churn guard keeps. */
-    out->runs = m->churn.counters.steps;
-    out->new_shapes = m->churn.counters.new_shapes;
-    out->misses = out->runs - out->hits;
-    for (uint32_t r = 0; r < CGR__SHAPES_REASONS; r++)
-        out->eager_runs += out->eager_by_reason[r];
-    for (uint32_t r = 0; r < CGR__SHAPES_UPDATE_REASONS; r++)
-        out->update_failures += out->update_failures_by_reason[r];
-    out->churn_activations = m->churn.counters.activations;
-    out->churn_recoveries = m->churn.counters.recoveries;
-    out->entries = m->n_graphs;
-    out->bytes = m->bytes;
-    out->spare = (uint32_t)m->has_spare;
-    out->spare_bytes = m->spare.bytes;
-    (void)oldest(m, CGR__SHAPE_WARMING, CGR__SHAPES_NONE, &out->warming);
-    (void)oldest(m, CGR__SHAPE_EAGER, CGR__SHAPES_NONE, &out->eager);
-}
-
 const cgr__shape *cgr__shapes_entry(const cgr__shapes *m, uint32_t i)
 {
     assert(m != NULL && i < m->capacity);
     return m->entries[i].state == CGR__SHAPE_FREE ? NULL : &m->entries[i];
-}
-
-const char *cgr__shapes_action_name(cgr__shapes_action a)
-{
-    switch (a) {
-    case CGR__SHAPES_REPLAY: return "replay";
-    case CGR__SHAPES_WARMUP: return "warmup";
-    case CGR__SHAPES_CAPTURE: return "capture";
-    case CGR__SHAPES_EAGER: return "eager";
-    }
-    return "invalid";
-}
-
-const char *cgr__shapes_reason_name(cgr__shapes_reason r)
-{
-    switch (r) {
-    case CGR__SHAPES_REASON_NONE: return "none";
-    case CGR__SHAPES_REASON_CHURN: return "churn guard";
-    case CGR__SHAPES_REASON_CAPTURE_FAILED: return "capture failed";
-    case CGR__SHAPES_REASON_TOO_LARGE: return "too large";
-    case CGR__SHAPES_REASON_FROZEN: return "frozen value";
-    case CGR__SHAPES_REASONS: break;
-    }
-    return "invalid";
 }

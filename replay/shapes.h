@@ -43,15 +43,6 @@ typedef enum cgr__shapes_action {
     CGR__SHAPES_EAGER = 4
 } cgr__shapes_action;
 
-typedef enum cgr__shapes_reason {
-    CGR__SHAPES_REASON_NONE = 0,
-    CGR__SHAPES_REASON_CHURN = 1,          /**< churn guard tripped, shape not cached */
-    CGR__SHAPES_REASON_CAPTURE_FAILED = 2, /**< this shape's capture failed earlier */
-    CGR__SHAPES_REASON_TOO_LARGE = 3,      /**< its graph exceeded the byte budget */
-    CGR__SHAPES_REASON_FROZEN = 4,         /**< its graph froze a value that changes per run */
-    CGR__SHAPES_REASONS = 5
-} cgr__shapes_reason;
-
 /** Where the executable offered for update in place comes from. */
 typedef enum cgr__shapes_source {
     CGR__SHAPES_FROM_NONE = 0,  /**< nothing offered: instantiate */
@@ -72,7 +63,7 @@ typedef struct cgr__shapes_dim_desc {
     cgr__bucket_policy policy;  /**< from cgr__bucket_init_list() or _pow2() */
 } cgr__shapes_dim_desc;
 
-/** Settings of one table. Start from cgr__shapes_config_init(). */
+/** Settings of one table: the step's options and dynamic dims, validated at the API edge. */
 typedef struct cgr__shapes_config {
     const char *step_name;              /**< for messages; NULL: "step"; <= NAME_MAX chars */
     const cgr__shapes_dim_desc *dims;   /**< n_dims entries; may be NULL when n_dims is 0 */
@@ -90,7 +81,7 @@ typedef struct cgr__shapes_config {
 typedef struct cgr__shape {
     int64_t dims[CGR_MAX_DYN_DIMS];  /**< bucketed; the key (n_dims of them, the rest 0) */
     uint8_t state;                   /**< cgr__shape_state */
-    uint8_t reason;                  /**< EAGER: cgr__shapes_reason */
+    uint8_t reason;                  /**< EAGER: cgr_eager_reason */
     uint16_t warmups;                /**< WARMING: warm-up runs done */
     uint64_t last_use;               /**< the table's run count at its latest decision */
     uint64_t replays;                /**< GRAPH: REPLAY decisions */
@@ -106,45 +97,22 @@ typedef struct cgr__shapes_freed {
     size_t bytes;
 } cgr__shapes_freed;
 
-/** Everything the table counts; from cgr__shapes_get_stats(). */
+/**
+ * What only the table sees. The runs and what each did are counted by its
+ * caller (cgr_step_stats), the runs and new shapes by the churn guard, and
+ * the graphs and their bytes are n_graphs and bytes.
+ */
 typedef struct cgr__shapes_stats {
-    uint64_t runs;              /**< successful decide() calls = hits + misses */
-    uint64_t hits;              /**< REPLAY decisions */
-    uint64_t misses;            /**< all others = warmup_runs + capture_attempts + eager_runs */
-    uint64_t new_shapes;        /**< what the churn guard saw as new */
-    uint64_t warmup_runs;
-    uint64_t capture_attempts;  /**< CAPTURE decisions; once closed, = captures +
-                                     capture_failures + capture_cancels */
-    uint64_t captures;          /**< capture_done() calls, cached or not */
     uint64_t capture_failures;
-    uint64_t capture_cancels;
-    uint64_t updates;           /**< captures finished by an update in place */
-    uint64_t update_failures;
     uint64_t update_failures_by_reason[CGR__SHAPES_UPDATE_REASONS];
     uint64_t evictions;         /**< graphs pushed out by inserts, or taken by an update
                                      or a failed one */
-    uint64_t too_large;         /**< captures refused by the byte budget */
-    uint64_t eager_runs;
-    uint64_t eager_by_reason[CGR__SHAPES_REASONS]; /**< [0] stays 0 */
-    uint64_t churn_activations;
-    uint64_t churn_recoveries;
-    double capture_us;          /**< stream capture time, summed over captures */
-    double instantiate_us;      /**< instantiate (+ upload), over captures not updated */
-    double update_us;           /**< cudaGraphExecUpdate (+ upload), over updates */
-    uint32_t entries;           /**< graphs cached now */
-    uint32_t peak_entries;
-    size_t bytes;               /**< their bytes now */
-    size_t peak_bytes;
-    uint32_t spare;             /**< 1 while a spare is held */
-    size_t spare_bytes;
-    uint32_t warming;           /**< WARMING entries */
-    uint32_t eager;             /**< EAGER entries */
 } cgr__shapes_stats;
 
 /** What decide() says for one run. Pointers into the table stay valid until the next call. */
 typedef struct cgr__shapes_decision {
     cgr__shapes_action action;
-    cgr__shapes_reason reason;  /**< EAGER: why; NONE otherwise */
+    cgr_eager_reason reason;  /**< EAGER: why; NONE otherwise */
     const char *text;           /**< EAGER: the kept message or the churn warning; "" otherwise */
     void *payload;              /**< REPLAY: the graph. CAPTURE: the executable offered
                                      for update in place, NULL to instantiate */
@@ -159,17 +127,6 @@ typedef struct cgr__shapes_decision {
     const int64_t *true_dims;   /**< the caller's true dims (for the device copy) */
 } cgr__shapes_decision;
 
-/** What the runtime reports after a successful capture. */
-typedef struct cgr__shapes_capture_result {
-    void *payload;          /**< the shape's executable; not NULL. When updated: the
-                                 payload that was offered */
-    size_t bytes;           /**< what it costs against the byte budget */
-    int updated;            /**< 1: updated in place from the offer; 0: instantiated */
-    double capture_us;      /**< stream capture, >= 0 */
-    double instantiate_us;  /**< when not updated, >= 0 */
-    double update_us;       /**< when updated, >= 0 */
-} cgr__shapes_capture_result;
-
 /** What capture_done() did. Pointers stay valid until the next call. */
 typedef struct cgr__shapes_outcome {
     int cached;                      /**< 1: cached; 0: refused (too large), payload in freed */
@@ -177,7 +134,10 @@ typedef struct cgr__shapes_outcome {
     uint32_t n_freed;
 } cgr__shapes_outcome;
 
-/** The table. Callers read its fields (capacity, warning, update_error); only the calls below write. */
+/**
+ * The table. Callers read its fields (capacity, the counts, warning,
+ * update_error); only the calls below write.
+ */
 typedef struct cgr__shapes {
     char step_name[CGR__SHAPES_NAME_MAX + 1];
     char dim_name[CGR_MAX_DYN_DIMS][CGR__SHAPES_NAME_MAX + 1]; /**< "" prints "d<i>" */
@@ -205,13 +165,10 @@ typedef struct cgr__shapes {
     int offer_failed;
     int has_spare;
     cgr__shapes_freed spare;
-    cgr__shapes_stats stats;    /**< counters; those that follow from others are filled on read */
+    cgr__shapes_stats stats;
     char warning[CGR__SHAPES_WARNING_MAX];
     char update_error[CGR__SHAPES_TEXT_MAX];
 } cgr__shapes;
-
-/** Defaults: no dims, 2 warm-up runs, 16 cached graphs, no byte budget, K/W/S = 8/64/32, no spare. */
-void cgr__shapes_config_init(cgr__shapes_config *cfg);
 
 /** A table for cfg (copied, names included); CGR_STATUS_OUT_OF_MEMORY leaves *m unchanged. */
 cgr_status cgr__shapes_init(cgr__shapes *m, const cgr__shapes_config *cfg);
@@ -221,10 +178,9 @@ void cgr__shapes_destroy(cgr__shapes *m);
 
 /**
  * What this run does, for the n_dims true values in declaration order
- * (NULL when n_dims is 0), each within its policy's buckets. Always
- * CGR_STATUS_OK.
+ * (NULL when n_dims is 0), each within its policy's buckets.
  */
-cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out);
+void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out);
 
 /**
  * The payload decide() would replay for true_dims now, without deciding
@@ -235,19 +191,21 @@ cgr_status cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__sha
 void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed);
 
 /**
- * The capture of the latest CAPTURE succeeded: caches the payload (graphs
- * evicted for room are in out->freed) or, when its bytes alone exceed the
- * byte budget, refuses it (the payload itself in out->freed; the shape
- * runs EAGER(TOO_LARGE)). updated = 1 only with the offered payload.
+ * The capture of the latest CAPTURE succeeded: caches the payload, the
+ * shape's executable (not NULL) costing `bytes` against the byte budget
+ * (graphs evicted for room are in out->freed), or, when those bytes alone
+ * exceed the budget, refuses it (the payload itself in out->freed; the
+ * shape runs EAGER(TOO_LARGE)). updated = 1: the offered payload was
+ * updated in place; 0: a new one was instantiated.
  */
-cgr_status cgr__shapes_capture_done(cgr__shapes *m, const cgr__shapes_capture_result *r,
-                                    cgr__shapes_outcome *out);
+void cgr__shapes_capture_done(cgr__shapes *m, void *payload, size_t bytes, int updated,
+                              cgr__shapes_outcome *out);
 
 /** The capture failed for the step's own reason (text kept, cut): EAGER(CAPTURE_FAILED). */
-cgr_status cgr__shapes_capture_failed(cgr__shapes *m, const char *text);
+void cgr__shapes_capture_failed(cgr__shapes *m, const char *text);
 
 /** The capture was abandoned (out of memory, a device error): its next decision is CAPTURE. */
-cgr_status cgr__shapes_capture_cancel(cgr__shapes *m);
+void cgr__shapes_capture_cancel(cgr__shapes *m);
 
 /**
  * Updating the offered executable failed: counts `reason` (a
@@ -255,7 +213,7 @@ cgr_status cgr__shapes_capture_cancel(cgr__shapes *m);
  * keeps text and hands the offer to *victim to free. Then instantiate and
  * capture_done(updated = 0).
  */
-cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
+void cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
                                      cgr__shapes_freed *victim);
 
 /**
@@ -264,7 +222,7 @@ cgr_status cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *tex
  * CAPTURE_FAILED) with text, and its payload goes to *out. Not while a
  * capture is in flight.
  */
-cgr_status cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr__shapes_reason reason,
+void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
                               const char *text, cgr__shapes_freed *out);
 
 /**
@@ -274,15 +232,7 @@ cgr_status cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr__shapes_reason
  */
 cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out);
 
-void cgr__shapes_get_stats(const cgr__shapes *m, cgr__shapes_stats *out);
-
 /** Entry i < m->capacity, or NULL when it is free. */
 const cgr__shape *cgr__shapes_entry(const cgr__shapes *m, uint32_t i);
-
-/** "replay", "warmup", "capture", "eager"; "invalid" otherwise. */
-const char *cgr__shapes_action_name(cgr__shapes_action a);
-
-/** "none", "churn guard", "capture failed", "too large", "frozen value"; "invalid" otherwise. */
-const char *cgr__shapes_reason_name(cgr__shapes_reason r);
 
 #endif

@@ -40,8 +40,7 @@ static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want,
                             int rec_err)
 {
     if (kind != CGR__SIG_EAGER && rec_err)
-        return cgr__cuda_fail(rec_err, "cudaEventRecord (after cudaGraphLaunch)", __FILE__,
-                              __LINE__);
+        return cgr__cuda_fail(rec_err, "cudaEventRecord (after cudaGraphLaunch)");
     if (kind == CGR__SIG_EAGER) {
         CGR_CUDA_TRY(cudaEventSynchronize(s->done[slot]));
         return CGR_STATUS_OK;
@@ -74,8 +73,7 @@ static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want,
                             "outputs (a bug in cgr's staging; please report it)",
                             s->name, slot);
         if (e != cudaErrorNotReady)
-            return cgr__cuda_fail((int)e, latest ? "cudaEventSynchronize" : "cudaEventQuery",
-                                  __FILE__, __LINE__);
+            return cgr__cuda_fail((int)e, latest ? "cudaEventSynchronize" : "cudaEventQuery");
         sched_yield();
     }
 }
@@ -153,7 +151,7 @@ static cgr_status output_at(cgr_step *s, uint64_t ticket, int index, const char 
     uint32_t slot = cgr__ring_slot(&s->ring, ticket);
     cgr__outputs_compact(s, slot, ticket);
     *data = cgr__slot_host(s, slot) + s->out[index].slot_offset;
-    *bytes = cgr__output_bytes(s, slot, index);
+    *bytes = cgr__tensor_bytes_at(&s->out[index], s->slot_run[slot].true_dims);
     return CGR_STATUS_OK;
 }
 

@@ -57,19 +57,6 @@ cgr_status cgr__struct_init(void *dst, size_t struct_size, const void *defaults,
     return CGR_STATUS_OK;
 }
 
-cgr_status cgr__struct_out(void *dst, const void *src, size_t size, size_t min_size,
-                           const char *type)
-{
-    size_t given;
-    memcpy(&given, dst, sizeof given);
-    CGR_TRY(check_struct_size(given, min_size, type));
-    memcpy(dst, src, min_size_t(given, size));
-    if (given > size)
-        memset((unsigned char *)dst + size, 0, given - size);
-    memcpy(dst, &given, sizeof given);
-    return CGR_STATUS_OK;
-}
-
 CGR_API size_t cgr_dtype_size(cgr_dtype t)
 {
     static const size_t sizes[CGR_DTYPE_COUNT_] = {4, 2, 2, 8, 4, 8, 1};

@@ -1,7 +1,6 @@
 /*
  * Versioned public structs: the struct_size rule of cgr_options,
- * cgr_step_desc and cgr_nccl_options (cgr.h states it for callers), and
- * the strings a runtime keeps.
+ * cgr_step_desc and cgr_nccl_options (cgr.h states it for callers).
  *
  * Every such struct starts with `size_t struct_size`, and later versions
  * only add fields at its end. When a field is added, its offset must be
@@ -44,35 +43,5 @@ cgr_status cgr__struct_in(void *dst, size_t size, const void *src, size_t min_si
  */
 cgr_status cgr__struct_init(void *dst, size_t struct_size, const void *defaults, size_t size,
                             size_t min_size, const char *type);
-/*
- * Fills a caller's output struct of struct_size bytes (the first field of
- * dst) from src, a full struct of `size` bytes: the first min(struct_size,
- * size) bytes are src's, bytes past `size` (fields a newer caller knows
- * and this library does not) are zeroed, and nothing past struct_size is
- * written. dst's struct_size is left as the caller set it.
- * CGR_STATUS_INVALID_ARGUMENT when struct_size is outside
- * min_size..CGR_MAX_STRUCT_SIZE.
- */
-cgr_status cgr__struct_out(void *dst, const void *src, size_t size, size_t min_size,
-                           const char *type);
-
-/* The caller's options (the struct_size rule, then every field's range) into *out. */
-cgr_status cgr__options_load(const cgr_options *opt, cgr_options *out);
-/* The caller's step description (the struct_size rule, then every rule) into *out. */
-cgr_status cgr__step_desc_load(const cgr_step_desc *desc, cgr_step_desc *out);
-/*
- * Makes o own its strings: dump_dir, or CGR_DUMP_DIR when dump_dir is
- * NULL, is replaced by a heap copy (NULL when neither names a directory),
- * so the caller may free or reuse its own string once the runtime exists.
- * CGR_STATUS_OUT_OF_MEMORY leaves dump_dir NULL.
- */
-cgr_status cgr__options_own_strings(cgr_options *o);
-/*
- * CGR_PROFILE's text ("RUNS[,skip=N][,path=PREFIX]") into out's runs and
- * skip; *path points into text at the prefix, or is NULL. (validate.c)
- */
-cgr_status cgr__profile_parse(const char *text, cgr_profile_options *out, const char **path);
-/* Frees what cgr__options_own_strings() allocated. */
-void cgr__options_free_strings(cgr_options *o);
 
 #endif

@@ -2,7 +2,7 @@
  * Error recording and the check macros (one family, NCCL style).
  *
  * Every failure goes through cgr__fail(), which formats the thread-local
- * last-error message "file:line: what failed: why" and returns the status,
+ * last-error message "what failed: why" and returns the status,
  * so a check is one line at the call site and the caller just propagates.
  * None of these exits, aborts or prints.
  */
@@ -17,19 +17,16 @@
 #define CGR__PRINTF(f, a)
 #endif
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 /** Records a failure in the thread's last-error message and returns s. */
 cgr_status cgr__fail(cgr_status s, const char *file, int line, const char *fmt, ...)
     CGR__PRINTF(4, 5);
-/** Records a failed CUDA call (expr is its text) and maps the error to a status. */
-cgr_status cgr__cuda_fail(int err, const char *expr, const char *file, int line);
+/*
+ * Records a failed CUDA call (expr is its text) and maps the error to a
+ * status. Messages are for users and carry no source position (error.c).
+ */
+cgr_status cgr__cuda_fail(int err, const char *expr);
 /** Records a failed cuBLAS call. */
-cgr_status cgr__cublas_fail(int err, const char *expr, const char *file, int line);
-/** Records a failed cuDNN call (only built with cuDNN). */
-cgr_status cgr__cudnn_fail(int err, const char *expr, const char *file, int line);
+cgr_status cgr__cublas_fail(int err, const char *expr);
 /** Empties the thread's last-error message. */
 void cgr__clear_error(void);
 /** Appends to the thread's last-error message ("; " separated). */
@@ -42,10 +39,6 @@ void cgr__error_lead(const char *fn);
  * message to stderr and aborts instead, as a failed assert() would.
  */
 cgr_status cgr__bug(const char *file, int line, const char *fmt, ...) CGR__PRINTF(3, 4);
-
-#ifdef __cplusplus
-}
-#endif
 
 #define CGR_FAIL(status, ...) cgr__fail((status), __FILE__, __LINE__, __VA_ARGS__)
 
@@ -64,46 +57,14 @@ cgr_status cgr__bug(const char *file, int line, const char *fmt, ...) CGR__PRINT
     do {                                                                                   \
         cudaError_t e_ = (expr);                                                           \
         if (e_ != cudaSuccess)                                                             \
-            return cgr__cuda_fail((int)e_, #expr, __FILE__, __LINE__);                     \
+            return cgr__cuda_fail((int)e_, #expr);                                         \
     } while (0)
 
 #define CGR_CUDA_TRY_GOTO(expr, st, label)                                                 \
     do {                                                                                   \
         cudaError_t e_ = (expr);                                                           \
         if (e_ != cudaSuccess) {                                                           \
-            (st) = cgr__cuda_fail((int)e_, #expr, __FILE__, __LINE__);                     \
-            goto label;                                                                    \
-        }                                                                                  \
-    } while (0)
-
-#define CGR_CUBLAS_TRY(expr)                                                               \
-    do {                                                                                   \
-        cublasStatus_t e_ = (expr);                                                        \
-        if (e_ != CUBLAS_STATUS_SUCCESS)                                                   \
-            return cgr__cublas_fail((int)e_, #expr, __FILE__, __LINE__);                   \
-    } while (0)
-
-#define CGR_CUBLAS_TRY_GOTO(expr, st, label)                                               \
-    do {                                                                                   \
-        cublasStatus_t e_ = (expr);                                                        \
-        if (e_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-            (st) = cgr__cublas_fail((int)e_, #expr, __FILE__, __LINE__);                   \
-            goto label;                                                                    \
-        }                                                                                  \
-    } while (0)
-
-#define CGR_CUDNN_TRY(expr)                                                                \
-    do {                                                                                   \
-        cudnnStatus_t e_ = (expr);                                                         \
-        if (e_ != CUDNN_STATUS_SUCCESS)                                                    \
-            return cgr__cudnn_fail((int)e_, #expr, __FILE__, __LINE__);                    \
-    } while (0)
-
-#define CGR_CUDNN_TRY_GOTO(expr, st, label)                                                \
-    do {                                                                                   \
-        cudnnStatus_t e_ = (expr);                                                         \
-        if (e_ != CUDNN_STATUS_SUCCESS) {                                                  \
-            (st) = cgr__cudnn_fail((int)e_, #expr, __FILE__, __LINE__);                    \
+            (st) = cgr__cuda_fail((int)e_, #expr);                                         \
             goto label;                                                                    \
         }                                                                                  \
     } while (0)

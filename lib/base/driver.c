@@ -1,3 +1,6 @@
+#include <pthread.h>
+#include <stdio.h>
+
 #include <cuda_runtime_api.h>
 
 #include "driver.h"
@@ -9,8 +12,27 @@ cgr_status cgr__driver_entry(const char *name, int version, const char *why, voi
     cudaError_t e = cudaGetDriverEntryPointByVersion(name, out, (unsigned)version,
                                                      cudaEnableDefault, &q);
     if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaGetDriverEntryPointByVersion", __FILE__, __LINE__);
+        return cgr__cuda_fail((int)e, "cudaGetDriverEntryPointByVersion");
     if (q != cudaDriverEntryPointSuccess || *out == NULL)
         return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "the driver has no %s (%s)", name, why);
+    return CGR_STATUS_OK;
+}
+
+cgr_status cgr__driver_load(cgr__driver_set *set)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    (void)pthread_mutex_lock(&lock);
+    if (!set->tried) {
+        set->tried = 1;
+        set->status = CGR_STATUS_OK;
+        for (size_t i = 0; i < set->n && set->status == CGR_STATUS_OK; i++)
+            set->status = cgr__driver_entry(set->fns[i].name, set->version, set->why,
+                                            set->fns[i].fn);
+        if (set->status != CGR_STATUS_OK)
+            snprintf(set->error, sizeof set->error, "%s", cgr_last_error());
+    }
+    (void)pthread_mutex_unlock(&lock);
+    if (set->status != CGR_STATUS_OK)
+        return CGR_FAIL(set->status, "%s", set->error);
     return CGR_STATUS_OK;
 }

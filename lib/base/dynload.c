@@ -131,39 +131,53 @@ int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_si
     return 0;
 }
 
-/*
- * The tables below are filled from void pointers, which POSIX guarantees
- * can hold function pointers; memcpy makes the conversion without the
- * cast that ISO C leaves undefined. _Generic checks each member's type
- * against the header's declaration, so a changed prototype fails the build.
- */
 #define CGR__DL_NAME(ret, name, args) #name,
+/* Each table member must have the header's type, so a changed prototype fails the build. */
 #define CGR__DL_CHECK(ret, name, args)                                                     \
     _Static_assert(_Generic(&name, ret(*) args: 1, default: 0),                            \
                    #name " in dynload.h does not match the header's declaration");
-#define CGR__DL_COPY(ret, name, args)                                                      \
-    _Static_assert(sizeof(api->name) == sizeof(void *), "function pointer size");         \
-    memcpy(&api->name, &syms[i++], sizeof api->name);
 
 #if CGR_HAVE_CUDNN || CGR_HAVE_NCCL || CGR_HAVE_CUPTI
 
-/* One library's state: loaded once, the outcome kept for every later call. */
-typedef struct loaded {
-    pthread_once_t once;
+/*
+ * One library, loaded by the first call that needs it and its outcome kept
+ * for every later call. api is its table: one function pointer per symbol,
+ * filled from dlsym's void pointers with memcpy (POSIX guarantees that a
+ * void pointer can hold a function pointer; memcpy makes the conversion
+ * without the cast that ISO C leaves undefined).
+ */
+typedef struct library {
+    cgr__dl_spec spec;
+    void *api;
+    int tried;
     int ready; /* written once, before readers see it (release / acquire) */
     char why[WHY_SIZE];
-} loaded;
+} library;
 
-static cgr_status outcome(loaded *l, void (*init)(void), const char *what, const char *fn)
+/* Loads are rare and dlopen serializes them anyway: one lock serves every library. */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static cgr_status load(library *l, const char *fn)
 {
-    int e = pthread_once(&l->once, init);
-    if (e != 0)
-        return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: loading %s: pthread_once failed (%d)", fn,
-                        what, e);
+    (void)pthread_mutex_lock(&load_lock);
+    if (!l->tried) {
+        l->tried = 1;
+        void *syms[64];
+        if (cgr__dl_load(&l->spec, syms, l->why, sizeof l->why) == 0) {
+            memcpy(l->api, syms, l->spec.n_symbols * sizeof *syms);
+            __atomic_store_n(&l->ready, 1, __ATOMIC_RELEASE);
+        }
+    }
+    (void)pthread_mutex_unlock(&load_lock);
     if (__atomic_load_n(&l->ready, __ATOMIC_ACQUIRE))
         return CGR_STATUS_OK;
     return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: %s", fn, l->why);
 }
+
+#define CGR__DL_SYMBOLS(list) (sizeof(list) / sizeof((list)[0]))
+#define CGR__DL_TABLE_FITS(api, list)                                                      \
+    _Static_assert(sizeof(api) == CGR__DL_SYMBOLS(list) * sizeof(void *),                  \
+                   "one function pointer per symbol")
 
 #endif
 
@@ -175,11 +189,9 @@ CGR__CUDNN_FUNCTIONS(CGR__DL_CHECK)
 
 static const char *const cudnn_symbols[] = {CGR__CUDNN_FUNCTIONS(CGR__DL_NAME)};
 static cgr__cudnn_api cudnn_api;
-static loaded cudnn_state = {.once = PTHREAD_ONCE_INIT};
-
-static void cudnn_init(void)
-{
-    static const cgr__dl_spec spec = {
+CGR__DL_TABLE_FITS(cudnn_api, cudnn_symbols);
+static library cudnn_lib = {
+    .spec = {
         .what = "cuDNN",
         .soname = "libcudnn.so." CGR__STR(CUDNN_MAJOR),
         .env = "CGR_CUDNN_LIBRARY",
@@ -187,25 +199,19 @@ static void cudnn_init(void)
         .install_hint = "Install cuDNN " CGR__STR(CUDNN_MAJOR) " (a system package, or pip "
                         "install nvidia-cudnn-cu13)",
         .symbols = cudnn_symbols,
-        .n_symbols = sizeof cudnn_symbols / sizeof cudnn_symbols[0],
-    };
-    void *syms[sizeof cudnn_symbols / sizeof cudnn_symbols[0]];
-    if (cgr__dl_load(&spec, syms, cudnn_state.why, sizeof cudnn_state.why) != 0)
-        return;
-    cgr__cudnn_api *api = &cudnn_api;
-    size_t i = 0;
-    CGR__CUDNN_FUNCTIONS(CGR__DL_COPY)
-    __atomic_store_n(&cudnn_state.ready, 1, __ATOMIC_RELEASE);
-}
+        .n_symbols = CGR__DL_SYMBOLS(cudnn_symbols),
+    },
+    .api = &cudnn_api,
+};
 
 const cgr__cudnn_api *cgr__cudnn(void)
 {
-    return __atomic_load_n(&cudnn_state.ready, __ATOMIC_ACQUIRE) ? &cudnn_api : NULL;
+    return __atomic_load_n(&cudnn_lib.ready, __ATOMIC_ACQUIRE) ? &cudnn_api : NULL;
 }
 
 cgr_status cgr__cudnn_load(const char *fn)
 {
-    return outcome(&cudnn_state, cudnn_init, "cuDNN", fn);
+    return load(&cudnn_lib, fn);
 }
 
 #else
@@ -225,11 +231,9 @@ CGR__NCCL_FUNCTIONS(CGR__DL_CHECK)
 
 static const char *const nccl_symbols[] = {CGR__NCCL_FUNCTIONS(CGR__DL_NAME)};
 static cgr__nccl_api nccl_api;
-static loaded nccl_state = {.once = PTHREAD_ONCE_INIT};
-
-static void nccl_init(void)
-{
-    static const cgr__dl_spec spec = {
+CGR__DL_TABLE_FITS(nccl_api, nccl_symbols);
+static library nccl_lib = {
+    .spec = {
         .what = "NCCL",
         .soname = "libnccl.so." CGR__STR(NCCL_MAJOR),
         .env = "CGR_NCCL_LIBRARY",
@@ -237,25 +241,19 @@ static void nccl_init(void)
         .install_hint = "Install NCCL 2.18 or newer (a system package, or pip install "
                         "nvidia-nccl-cu13)",
         .symbols = nccl_symbols,
-        .n_symbols = sizeof nccl_symbols / sizeof nccl_symbols[0],
-    };
-    void *syms[sizeof nccl_symbols / sizeof nccl_symbols[0]];
-    if (cgr__dl_load(&spec, syms, nccl_state.why, sizeof nccl_state.why) != 0)
-        return;
-    cgr__nccl_api *api = &nccl_api;
-    size_t i = 0;
-    CGR__NCCL_FUNCTIONS(CGR__DL_COPY)
-    __atomic_store_n(&nccl_state.ready, 1, __ATOMIC_RELEASE);
-}
+        .n_symbols = CGR__DL_SYMBOLS(nccl_symbols),
+    },
+    .api = &nccl_api,
+};
 
 const cgr__nccl_api *cgr__nccl(void)
 {
-    return __atomic_load_n(&nccl_state.ready, __ATOMIC_ACQUIRE) ? &nccl_api : NULL;
+    return __atomic_load_n(&nccl_lib.ready, __ATOMIC_ACQUIRE) ? &nccl_api : NULL;
 }
 
 cgr_status cgr__nccl_load(const char *fn)
 {
-    return outcome(&nccl_state, nccl_init, "NCCL", fn);
+    return load(&nccl_lib, fn);
 }
 
 #else
@@ -275,36 +273,28 @@ CGR__CUPTI_FUNCTIONS(CGR__DL_CHECK)
 
 static const char *const cupti_symbols[] = {CGR__CUPTI_FUNCTIONS(CGR__DL_NAME)};
 static cgr__cupti_api cupti_api;
-static loaded cupti_state = {.once = PTHREAD_ONCE_INIT};
-
-static void cupti_init(void)
-{
-    static const cgr__dl_spec spec = {
+CGR__DL_TABLE_FITS(cupti_api, cupti_symbols);
+static library cupti_lib = {
+    .spec = {
         .what = "CUPTI",
         .soname = CGR_CUPTI_SONAME,
         .env = "CGR_CUPTI_LIBRARY",
         .fallback_dir = CGR_CUPTI_LIBDIR,
         .install_hint = "CUPTI comes with the CUDA toolkit (lib64 or extras/CUPTI/lib64)",
         .symbols = cupti_symbols,
-        .n_symbols = sizeof cupti_symbols / sizeof cupti_symbols[0],
-    };
-    void *syms[sizeof cupti_symbols / sizeof cupti_symbols[0]];
-    if (cgr__dl_load(&spec, syms, cupti_state.why, sizeof cupti_state.why) != 0)
-        return;
-    cgr__cupti_api *api = &cupti_api;
-    size_t i = 0;
-    CGR__CUPTI_FUNCTIONS(CGR__DL_COPY)
-    __atomic_store_n(&cupti_state.ready, 1, __ATOMIC_RELEASE);
-}
+        .n_symbols = CGR__DL_SYMBOLS(cupti_symbols),
+    },
+    .api = &cupti_api,
+};
 
 const cgr__cupti_api *cgr__cupti(void)
 {
-    return __atomic_load_n(&cupti_state.ready, __ATOMIC_ACQUIRE) ? &cupti_api : NULL;
+    return __atomic_load_n(&cupti_lib.ready, __ATOMIC_ACQUIRE) ? &cupti_api : NULL;
 }
 
 cgr_status cgr__cupti_load(const char *fn)
 {
-    return outcome(&cupti_state, cupti_init, "CUPTI", fn);
+    return load(&cupti_lib, fn);
 }
 
 #else

@@ -51,13 +51,6 @@ void cgr__clear_error(void)
     errbuf[0] = '\0';
 }
 
-/* Strips the directories from __FILE__ so messages stay short. */
-static const char *base_name(const char *file)
-{
-    const char *slash = strrchr(file, '/');
-    return slash ? slash + 1 : file;
-}
-
 /*
  * Sets the message to "<prefix><fmt...>". Messages are for users, so they
  * carry no source position; only cgr's own bugs (cgr__bug) say where.
@@ -101,7 +94,9 @@ cgr_status cgr__bug(const char *file, int line, const char *fmt, ...)
     va_start(ap, fmt);
     vset("internal error in cgr (please report it): ", fmt, ap);
     va_end(ap);
-    cgr__error_append("at %s:%d", base_name(file), line);
+    /* __FILE__ without its directories, so the message stays short. */
+    const char *slash = strrchr(file, '/');
+    cgr__error_append("at %s:%d", slash ? slash + 1 : file, line);
 #ifndef NDEBUG
     /* A debug or test build: stop at the bug, as a failed assert() would. */
     fprintf(stderr, "cgr: %s\n", errbuf);
@@ -125,7 +120,7 @@ void cgr__error_append(const char *fmt, ...)
     va_end(ap);
 }
 
-cgr_status cgr__cuda_fail(int err, const char *expr, const char *file, int line)
+cgr_status cgr__cuda_fail(int err, const char *expr)
 {
     cudaError_t e = (cudaError_t)err;
     cgr_status s = CGR_STATUS_CUDA_ERROR;
@@ -151,7 +146,7 @@ cgr_status cgr__cuda_fail(int err, const char *expr, const char *file, int line)
     default:
         break;
     }
-    cgr__fail(s, file, line, "%s failed: %s (%s)", expr, cudaGetErrorName(e),
+    CGR_FAIL(s, "%s failed: %s (%s)", expr, cudaGetErrorName(e),
               cudaGetErrorString(e));
     /*
      * Clear the thread's CUDA error so the next call does not report this
@@ -162,26 +157,22 @@ cgr_status cgr__cuda_fail(int err, const char *expr, const char *file, int line)
     return s;
 }
 
-cgr_status cgr__cublas_fail(int err, const char *expr, const char *file, int line)
+cgr_status cgr__cublas_fail(int err, const char *expr)
 {
     cublasStatus_t e = (cublasStatus_t)err;
     cgr_status s = e == CUBLAS_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
                                                    : CGR_STATUS_CUBLAS_ERROR;
-    return cgr__fail(s, file, line, "%s failed: %s (%s)", expr, cublasGetStatusName(e),
+    return CGR_FAIL(s, "%s failed: %s (%s)", expr, cublasGetStatusName(e),
                      cublasGetStatusString(e));
 }
 
-cgr_status cgr__cudnn_fail(int err, const char *expr, const char *file, int line)
-{
 #if CGR_HAVE_CUDNN
+cgr_status cgr__cudnn_fail(int err, const char *expr)
+{
     cudnnStatus_t e = (cudnnStatus_t)err;
     cgr_status s = e == CUDNN_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
                                                   : CGR_STATUS_CUDNN_ERROR;
-    /* cuDNN's own text once it is loaded; a cuDNN status exists only after that. */
-    const cgr__cudnn_api *dnn = cgr__cudnn();
-    return cgr__fail(s, file, line, "%s failed: %s (%d)", expr,
-                     dnn ? dnn->cudnnGetErrorString(e) : "cuDNN error", err);
-#else
-    return cgr__fail(CGR_STATUS_CUDNN_ERROR, file, line, "%s failed: cuDNN error %d", expr, err);
-#endif
+    return CGR_FAIL(s, "%s failed: %s (%d)", expr,
+                     cgr__cudnn()->cudnnGetErrorString(e), err);
 }
+#endif

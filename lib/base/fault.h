@@ -63,10 +63,6 @@ typedef enum cgr__fault_site {
 #define CGR__FAULT_PINNED(bytes, sign) ((void)0)
 #endif
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 /*
  * Defined only in the injecting build (lib/base/fault.c); a program that calls
  * these against the shipped libcgr does not link, which is intended.
@@ -94,9 +90,5 @@ const char *cgr__fault_site_name(cgr__fault_site site);
  * stats), so that a leak on an error path shows even if the stats agree.
  */
 void cgr__fault_pinned_live(size_t *bytes, size_t *blocks);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif

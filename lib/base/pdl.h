@@ -12,8 +12,8 @@
  *    so that one Hopper GPU can prove a program on both paths.
  * Otherwise the kernel is launched the plain way. The answer is kept per
  * device: cgr_runtime_create decides it for its device, and a launch on a
- * device no runtime was created on decides it there once. Both
- * cgr_launch_kernel and the staging kernels ask here.
+ * device no runtime was created on decides it there once.
+ * cgr_launch_kernel asks here.
  */
 #ifndef CGR_PDL_H
 #define CGR_PDL_H

@@ -55,7 +55,6 @@ struct cgr_runtime {
     void *cublas;               /* cublasHandle_t, created on first use */
     void *cudnn;                /* cudnnHandle_t, created on first use */
     struct cgr_step *steps;     /* live steps (singly linked) */
-    uint64_t n_steps;
     uint64_t runs, warmup_runs, replays, captures, eager_runs; /* cgr_runtime_stats */
     double capture_us;
     size_t pinned_bytes;
@@ -84,11 +83,8 @@ typedef enum cgr__ctx_mode {
  * largest plan: their graphs never run at the same time (one stream).
  */
 typedef struct cgr__shape_plan {
-    cgr__trace trace;
-    void **trace_ptrs;    /* real pointers of the tracing run, by request */
-    size_t trace_ptrs_cap;
+    cgr__trace trace;     /* with the tracing run's real pointers */
     int planned;
-    size_t peak, lower;
     /* Philox counters one run reserves (capture/rng.c), fixed by the first run. */
     uint64_t philox_per_run;
     int philox_known;
@@ -165,8 +161,8 @@ struct cgr_step {
      * launch: flag graphs advance it, nothing else touches it. */
     uint32_t slot_next;
     uint8_t sig_kind[CGR_MAX_SLOTS];      /* last run on the slot: CGR__SIG_* */
-    uint64_t sig_expect[CGR_MAX_SLOTS];   /* flag value that run will publish */
-    uint64_t sig_runs[CGR_MAX_SLOTS];     /* flag-publishing runs launched per slot */
+    uint64_t sig_expect[CGR_MAX_SLOTS];   /* flag value that run will publish: the flag
+                                             graph runs launched on the slot so far */
     uint64_t graph_runs;                  /* graph launches of the step so far */
     uint64_t sig_graph[CGR_MAX_SLOTS];    /* graph_runs after the slot's last graph launch */
     cgr__ring ring;
@@ -180,17 +176,13 @@ struct cgr_step {
      * Shapes (replay/shapes.h decides what each run does). A step without
      * dynamic dims has one shape and takes the same path.
      */
-    int n_dyn;
-    char dyn_name[CGR_MAX_DYN_DIMS][64];
-    int64_t dyn_max[CGR_MAX_DYN_DIMS];
+    int n_dyn;                          /* their names and bounds: the table's */
     struct cgr__shapes *shapes;         /* the step's shape table (replay/shapes.h) */
     cgr__shape_plan *plans;             /* the scratch plan of each shape-table entry */
     int64_t *dims_dev;                  /* the run's true dims on the device */
     int64_t cur_true[CGR_MAX_DYN_DIMS]; /* this run's, for cgr_ctx_dim */
     int64_t cur_bucket[CGR_MAX_DYN_DIMS];
     cgr__slot_run slot_run[CGR_MAX_SLOTS];
-    size_t scratch_peak_max;            /* largest plan among its shapes */
-    double last_capture_us, last_make_us; /* of the latest capture */
     /* Graph-safe RNG (capture/rng.c): device state and its host mirror for
      * (re)seeding. */
     cgr_philox_state *philox_dev;
@@ -199,6 +191,7 @@ struct cgr_step {
     /* The profile window (replay/profile.c) while it waits or collects; NULL
      * otherwise, so that a replay pays one test of it. */
     struct cgr__profile *profile;
+    int uses_nccl;       /* called cgr_ctx_nccl since the communicator was attached (comm/) */
     /* Threads (all under rt->lock; docs/threading.md). */
     pthread_t acquirer;  /* holder of the slot from cgr_step_acquire, while ring.acquired */
     uint32_t waiters;    /* threads inside cgr_step_wait with the lock let go */
@@ -207,10 +200,6 @@ struct cgr_step {
 static inline unsigned char *cgr__slot_host(const cgr_step *s, uint32_t slot)
 {
     return s->pinned + (size_t)slot * s->slot_stride;
-}
-static inline unsigned char *cgr__slot_dev(const cgr_step *s, uint32_t slot)
-{
-    return s->pinned_dev + (size_t)slot * s->slot_stride;
 }
 
 /* How the host waits for the last run on a slot (replay/run.c). */

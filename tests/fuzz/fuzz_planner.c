@@ -11,7 +11,7 @@
  * what calls cannot produce. The trace is then closed and planned, with
  * align 256 or another (also invalid) alignment, and the plan is checked
  * against an O(n^2) oracle: live buffers disjoint, offsets aligned, peak
- * and lower bound recomputed, cgr__plan_check in agreement. A refused plan
+ * and lower bound recomputed, plan_check in agreement. A refused plan
  * must leave the trace untouched and be justified by its input. Any
  * violation aborts; ASan and UBSan catch the rest.
  *
@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "fuzz_input.h"
+#include "plan_check.h"
 #include "planner.h"
 
 /* Bounds the O(n^2) oracle; inputs longer than this add nothing new. */
@@ -197,15 +198,15 @@ static void check_plan(cgr__buf *bufs, size_t n, size_t align, size_t peak, size
     }
 
     size_t a = 0, b = 0;
-    FUZZ_CHECK(cgr__plan_check(bufs, n, align, &a, &b) == 0,
-               "cgr__plan_check rejects a plan the oracle accepts (pair %zu, %zu)", a, b);
+    FUZZ_CHECK(plan_check(bufs, n, align, &a, &b) == 0,
+               "plan_check rejects a plan the oracle accepts (pair %zu, %zu)", a, b);
 
     /* Stacking two live, non-empty buffers on one offset must be caught. */
     if (pair_a != SIZE_MAX) {
         size_t saved = bufs[pair_b].offset;
         bufs[pair_b].offset = bufs[pair_a].offset;
-        FUZZ_CHECK(cgr__plan_check(bufs, n, align, &a, &b) == 1,
-                   "cgr__plan_check misses bufs %zu and %zu at one offset", pair_a, pair_b);
+        FUZZ_CHECK(plan_check(bufs, n, align, &a, &b) == 1,
+                   "plan_check misses bufs %zu and %zu at one offset", pair_a, pair_b);
         bufs[pair_b].offset = saved;
     }
 }
@@ -248,9 +249,9 @@ static void plan_and_check(cgr__trace *t, size_t align)
         FUZZ_CHECK(st == CGR_STATUS_INVALID_ARGUMENT, "align %zu accepted", align);
         /* A check that cannot be carried out must not pass either. */
         size_t a = 0, b = 0;
-        FUZZ_CHECK(cgr__plan_check(t->bufs, n, align, &a, &b) == 1 && a == SIZE_MAX &&
+        FUZZ_CHECK(plan_check(t->bufs, n, align, &a, &b) == 1 && a == SIZE_MAX &&
                        b == SIZE_MAX,
-                   "cgr__plan_check with align %zu: pair %zu, %zu", align, a, b);
+                   "plan_check with align %zu: pair %zu, %zu", align, a, b);
     }
     if (!intervals_ok)
         FUZZ_CHECK(st == CGR_STATUS_INVALID_ARGUMENT, "open or empty interval accepted");

@@ -29,6 +29,19 @@
 #include "fuzz_input.h"
 #include "lib.h"
 
+/* The validation of cgr_runtime_create and cgr_step_create, without the copy they keep. */
+static cgr_status validate_options(const cgr_options *opt)
+{
+    cgr_options loaded;
+    return cgr__options_load(opt, &loaded);
+}
+
+static cgr_status validate_step_desc(const cgr_step_desc *desc)
+{
+    cgr_step_desc loaded;
+    return cgr__step_desc_load(desc, &loaded);
+}
+
 /* Limits the library documents or states in its messages (validate.c). */
 #define NAME_MAX_LEN 63
 #define MIB ((size_t)1 << 20)
@@ -465,10 +478,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     decode_desc(&in, &dc);
 
     cgr__clear_error();
-    cgr_status st = cgr__validate_options(dc.opt);
-    check_status(st, "cgr__validate_options");
+    cgr_status st = validate_options(dc.opt);
+    check_status(st, "cgr__options_load");
     FUZZ_CHECK((st == CGR_STATUS_OK) == model_options(dc.opt),
-               "cgr__validate_options says %s, the model disagrees: %s", cgr_status_name(st),
+               "cgr__options_load says %s, the model disagrees: %s", cgr_status_name(st),
                cgr_last_error());
 
     /* Every decoded tensor on its own, whatever n says about the list. */
@@ -478,10 +491,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 check_tensor(&dc.lists[k][i]);
 
     cgr__clear_error();
-    st = cgr__validate_step_desc(dc.desc);
-    check_status(st, "cgr__validate_step_desc");
+    st = validate_step_desc(dc.desc);
+    check_status(st, "cgr__step_desc_load");
     FUZZ_CHECK((st == CGR_STATUS_OK) == model_desc(dc.desc),
-               "cgr__validate_step_desc says %s, the model disagrees (n_inputs %d, n_outputs %d): "
+               "cgr__step_desc_load says %s, the model disagrees (n_inputs %d, n_outputs %d): "
                "%s",
                cgr_status_name(st), dc.desc->n_inputs, dc.desc->n_outputs, cgr_last_error());
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "death.h"
+#include "plan_check.h"
 #include "planner.h"
 #include "test.h"
 
@@ -51,7 +52,7 @@ static cgr__buf mk(size_t size, uint32_t start, uint32_t end)
 
 /*
  * An independent check of a plan, written without looking at
- * cgr__plan_check(): it uses the aligned footprints (stricter than the
+ * plan_check(): it uses the aligned footprints (stricter than the
  * requested bytes), and also verifies that the reported peak is exactly
  * the top of the highest footprint.
  */
@@ -290,7 +291,7 @@ static void test_plan_small(void)
     ASSERT_EQ(cgr__plan(NULL, 0, ALIGN, &peak, &lb), CGR_STATUS_OK);
     ASSERT_EQ(peak, 0);
     ASSERT_EQ(lb, 0);
-    ASSERT_EQ(cgr__plan_check(NULL, 0, ALIGN, NULL, NULL), 0);
+    ASSERT_EQ(plan_check(NULL, 0, ALIGN, NULL, NULL), 0);
     {
         cgr__trace t;
         cgr__trace_init(&t);
@@ -329,7 +330,7 @@ static void test_plan_small(void)
         ASSERT_EQ(t.bufs[b].offset, 0);
         ASSERT_EQ(peak, 3072);
         ASSERT_EQ(lb, 3072);
-        ASSERT_EQ(cgr__plan_check(t.bufs, t.n, ALIGN, NULL, NULL), 0);
+        ASSERT_EQ(plan_check(t.bufs, t.n, ALIGN, NULL, NULL), 0);
         cgr__trace_destroy(&t);
     }
 
@@ -360,7 +361,7 @@ static void test_plan_small(void)
         ASSERT_EQ(t.bufs[a].offset, 1024);
         ASSERT_EQ(peak, 1024 + 512);
         ASSERT_EQ(lb, 1024 + 512);
-        ASSERT_EQ(cgr__plan_check(t.bufs, t.n, ALIGN, NULL, NULL), 0);
+        ASSERT_EQ(plan_check(t.bufs, t.n, ALIGN, NULL, NULL), 0);
         cgr__trace_destroy(&t);
     }
 
@@ -540,27 +541,27 @@ static void test_check_detects(void)
         x[0].offset = 0;
         x[1].offset = 512;
         x[2].offset = 256; /* [256,356) vs x[0] [0,100): fine */
-        ASSERT_EQ(cgr__plan_check(x, 3, ALIGN, &a, &b), 0);
+        ASSERT_EQ(plan_check(x, 3, ALIGN, &a, &b), 0);
         x[2].offset = 512; /* now collides with x[1] at tick 5 */
-        ASSERT_EQ(cgr__plan_check(x, 3, ALIGN, &a, &b), 1);
+        ASSERT_EQ(plan_check(x, 3, ALIGN, &a, &b), 1);
         ASSERT_EQ(a, 1);
         ASSERT_EQ(b, 2);
         /* Only overlapping in memory, never live together: fine. */
         x[1].start = 8;
         x[1].end = 9;
-        ASSERT_EQ(cgr__plan_check(x, 3, ALIGN, &a, &b), 0);
+        ASSERT_EQ(plan_check(x, 3, ALIGN, &a, &b), 0);
         /* The first pair in index order is the one reported. */
         x[2].offset = 0;
-        ASSERT_EQ(cgr__plan_check(x, 3, ALIGN, &a, &b), 1);
+        ASSERT_EQ(plan_check(x, 3, ALIGN, &a, &b), 1);
         ASSERT_EQ(a, 0);
         ASSERT_EQ(b, 2);
         /* Touching byte ranges do not overlap. */
         x[0].size = 256;
         x[2].offset = 256;
-        ASSERT_EQ(cgr__plan_check(x, 3, ALIGN, &a, &b), 0);
+        ASSERT_EQ(plan_check(x, 3, ALIGN, &a, &b), 0);
         /* One byte more and they do. */
         x[0].size = 257;
-        ASSERT_EQ(cgr__plan_check(x, 3, ALIGN, &a, &b), 1);
+        ASSERT_EQ(plan_check(x, 3, ALIGN, &a, &b), 1);
         ASSERT_EQ(a, 0);
         ASSERT_EQ(b, 2);
     }
@@ -569,18 +570,18 @@ static void test_check_detects(void)
         cgr__buf x[2] = {mk(100, 0, 10), mk(100, 20, 30)};
         x[1].offset = 128;
         a = b = 0;
-        ASSERT_EQ(cgr__plan_check(x, 2, ALIGN, &a, &b), 1);
+        ASSERT_EQ(plan_check(x, 2, ALIGN, &a, &b), 1);
         ASSERT_EQ(a, 1);
         ASSERT_EQ(b, 1);
-        ASSERT_EQ(cgr__plan_check(x, 2, 128, &a, &b), 0);
+        ASSERT_EQ(plan_check(x, 2, 128, &a, &b), 0);
         /* A check that cannot run must not pass. */
-        ASSERT_EQ(cgr__plan_check(x, 2, 0, &a, &b), 1);
-        ASSERT_EQ(cgr__plan_check(x, 2, 96, NULL, NULL), 1);
-        ASSERT_EQ(cgr__plan_check(NULL, 2, ALIGN, NULL, NULL), 1);
+        ASSERT_EQ(plan_check(x, 2, 0, &a, &b), 1);
+        ASSERT_EQ(plan_check(x, 2, 96, NULL, NULL), 1);
+        ASSERT_EQ(plan_check(NULL, 2, ALIGN, NULL, NULL), 1);
         /* Bytes that would run past SIZE_MAX are bad on their own. */
         x[1].offset = 256;
         x[1].size = SIZE_MAX - 100;
-        ASSERT_EQ(cgr__plan_check(x, 2, ALIGN, &a, &b), 1);
+        ASSERT_EQ(plan_check(x, 2, ALIGN, &a, &b), 1);
         ASSERT_EQ(a, 1);
         ASSERT_EQ(b, 1);
     }
@@ -595,19 +596,19 @@ static void test_check_detects(void)
         for (size_t i = 0; i < N; i++)
             x[i] = mk(rng_range(1, 100000), (uint32_t)i, (uint32_t)(i + 1 + rng_range(0, 20)));
         ASSERT_EQ(cgr__plan(x, N, ALIGN, NULL, NULL), CGR_STATUS_OK);
-        ASSERT_EQ(cgr__plan_check(x, N, ALIGN, &a, &b), 0);
+        ASSERT_EQ(plan_check(x, N, ALIGN, &a, &b), 0);
         for (size_t i = 0; i < N && !found; i++) {
             for (size_t j = i + 1; j < N && !found; j++) {
                 if (x[i].start < x[j].end && x[j].start < x[i].end) {
                     size_t saved = x[j].offset;
                     x[j].offset = x[i].offset;
-                    ASSERT_EQ(cgr__plan_check(x, N, ALIGN, &a, &b), 1);
+                    ASSERT_EQ(plan_check(x, N, ALIGN, &a, &b), 1);
                     ASSERT(a < b);
                     ASSERT(x[a].start < x[b].end && x[b].start < x[a].end);
                     ASSERT(x[a].offset < x[b].offset + x[b].size &&
                            x[b].offset < x[a].offset + x[a].size);
                     x[j].offset = saved;
-                    ASSERT_EQ(cgr__plan_check(x, N, ALIGN, &a, &b), 0);
+                    ASSERT_EQ(plan_check(x, N, ALIGN, &a, &b), 0);
                     found++;
                 }
             }
@@ -669,7 +670,7 @@ static void test_random(void)
         size_t peak = 0, lb = 0, largest = 0;
         ASSERT_EQ(cgr__plan(t.bufs, t.n, ALIGN, &peak, &lb), CGR_STATUS_OK);
         size_t a = 0, b = 0;
-        if (cgr__plan_check(t.bufs, t.n, ALIGN, &a, &b) != 0)
+        if (plan_check(t.bufs, t.n, ALIGN, &a, &b) != 0)
             TEST_FAIL_("trace %d: plan_check found %zu/%zu", iter, a, b);
         check_plan_independently(t.bufs, t.n, ALIGN, peak);
         /* The brute-force bound is quadratic; every fourth trace suffices. */
