@@ -98,22 +98,33 @@ typedef struct tally {
 
 static tally tallies[4];
 
+enum { TALLIES = sizeof tallies / sizeof tallies[0] };
+
 static tally *tally_of(const cgr__shapes *m)
 {
-    for (size_t i = 0; i < sizeof tallies / sizeof tallies[0]; i++)
-        if (tallies[i].m == m || !tallies[i].m) {
-            tallies[i].m = m;
+    for (size_t i = 0; i < TALLIES; i++)
+        if (tallies[i].m == m)
             return &tallies[i];
-        }
-    TEST_FAIL_("more than %zu tables at once", sizeof tallies / sizeof tallies[0]);
+    TEST_FAIL_("a table without a tally (more than %d in use at once?)", (int)TALLIES);
     return NULL;
 }
 
+/*
+ * A new table takes the oldest tally: tables live on the stack of each
+ * case, so the ones before it are gone, and one whose tally was taken
+ * while still in use fails in tally_of instead of counting into another's.
+ */
 static void mgr(cgr__shapes *m, const cgr__shapes_config *c)
 {
+    static size_t next;
     memset(m, 0xEE, sizeof *m);
     ASSERT_EQ(cgr__shapes_init(m, c), CGR_STATUS_OK);
-    tally *t = tally_of(m);
+    tally *t = NULL;
+    for (size_t i = 0; i < TALLIES && !t; i++)
+        if (tallies[i].m == m)
+            t = &tallies[i];
+    if (!t)
+        t = &tallies[next++ % TALLIES];
     memset(t, 0, sizeof *t);
     t->m = m;
 }
