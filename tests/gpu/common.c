@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "kernels.h"
 
 void require_gpu(void)
 {
@@ -103,4 +104,18 @@ const void *test_output(cgr_step *s, uint64_t ticket, int index, size_t *bytes)
         TEST_FAIL_("cgr_step_output(run %llu, output %d) returned %s: %s",
                    (unsigned long long)ticket, index, cgr_status_name(st), cgr_last_error());
     return buf[k];
+}
+
+cgr_status affine_step(cgr_ctx *ctx, void *user)
+{
+    (void)user;
+    cgr_stream st;
+    const cgr_tensor_desc *d;
+    float *x, *y;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_desc(ctx, 0, 0, &d));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    STEP_CUDA(tk_affine(y, x, (size_t)d->dims[0], st));
+    return CGR_STATUS_OK;
 }

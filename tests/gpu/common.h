@@ -59,6 +59,8 @@ cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in
  * *bytes (may be NULL) gets its size. Any failure fails the test.
  */
 const void *test_output(cgr_step *s, uint64_t ticket, int index, size_t *bytes);
+/* A step fn: y = 2 x + 1 (tk_affine) from f32 input 0 into output 0, both of input 0's length. */
+cgr_status affine_step(cgr_ctx *ctx, void *user);
 
 /* A filled-in tensor description. */
 cgr_tensor_desc tensor2(const char *name, cgr_dtype t, int64_t d0, int64_t d1);

@@ -27,18 +27,6 @@ static cgr_status dnn_step(cgr_ctx *ctx, void *user)
     return cgr_ctx_cudnn(ctx, &h);
 }
 
-static cgr_status affine_step(cgr_ctx *ctx, void *user)
-{
-    (void)user;
-    cgr_stream st;
-    float *x, *y;
-    STEP_TRY(cgr_ctx_stream(ctx, &st));
-    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
-    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
-    STEP_CUDA(tk_affine(y, x, LEN, st));
-    return CGR_STATUS_OK;
-}
-
 static void assert_mentions(const char *part)
 {
     if (!strstr(cgr_last_error(), part))
