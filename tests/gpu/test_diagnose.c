@@ -112,7 +112,7 @@ static void expect(const char *msg, const char *want)
 
 /*
  * A capture that fails while another step's profile window collects: the
- * watch would end the window's CUPTI session (cuptiFinalize), so the
+ * watch would end the window's CUPTI collection (cuptiFinalize), so the
  * diagnosis says it cannot watch, the failed capture's runs still execute,
  * and the window completes with its exact kernel counts. Once the window
  * has closed, the next failing capture is diagnosed again.
