@@ -343,6 +343,8 @@ CGR_API cgr_status cgr_step_acquire(cgr_step *s, const int64_t *dims, unsigned f
     out->armed = armed;
     for (int i = 0; i < s->n_in; i++)
         out->inputs[i] = cgr__slot_host(s, slot) + s->in[i].slot_offset;
+    for (int i = 0; i < s->n_out; i++)
+        out->outputs[i] = cgr__slot_host(s, slot) + s->out[i].slot_offset;
     return CGR_STATUS_OK;
 }
 

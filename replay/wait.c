@@ -79,6 +79,21 @@ static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want,
 }
 
 /*
+ * Packs the outputs of the runs a wait just retired, from..to, to their
+ * true shape while their slots still hold them, so that cgr_slot.outputs
+ * can be read in place after the wait (at most staging_slots runs: no
+ * more can be launched and not waited for); rt->lock held.
+ */
+static void pack_waited(cgr_step *s, uint64_t from, uint64_t to)
+{
+    if (!s->n_dyn)
+        return;
+    for (uint64_t t = from; t <= to; t++)
+        if (cgr__ring_check_output(&s->ring, t) == CGR_STATUS_OK)
+            cgr__outputs_compact(s, cgr__ring_slot(&s->ring, t), t);
+}
+
+/*
  * Waits for `ticket`, with rt->lock let go while blocking so that other
  * threads can launch meanwhile. `waiters` keeps the step's events and
  * slots alive (destroy refuses) and postpones its capture until then.
@@ -112,8 +127,11 @@ static cgr_status wait_ticket(cgr_step *s, uint64_t ticket, const char *fn)
     /* Cannot fail: this thread held no lock after the unlock above. */
     (void)cgr__lock(rt, fn);
     s->waiters--;
-    if (st == CGR_STATUS_OK)
+    if (st == CGR_STATUS_OK && ticket >= s->ring.waited) {
+        uint64_t from = s->ring.waited;
         cgr__ring_mark_waited(&s->ring, ticket);
+        pack_waited(s, from, ticket);
+    }
     cgr__unlock(rt);
     return st;
 }

@@ -20,14 +20,16 @@
  *            the host writes the request's inputs into the pinned slot,
  *            packed at the true batch (cgr's fast path, as in the other
  *            workload suites);
- *   timed    cgr_step_launch + cgr_step_wait + cgr_step_output: from
- *            submission to the probabilities in host memory (cgr pads the
- *            input to the bucket, stages it in the graph, and packs the
- *            output back to the true batch);
- *   untimed  the client reads the output: every 100th request's is kept
- *            and compared bit for bit with the eager run of the same
- *            request, and the first replayed request of each bucket is
- *            checked against a float64 host reference (first and last row).
+ *   timed    cgr_step_launch + cgr_step_wait: from submission to the
+ *            probabilities in host memory, in the slot (cgr pads the input
+ *            to the bucket, stages it in the graph, and packs the output
+ *            back to the true batch);
+ *   untimed  the client reads the output in place (cgr_slot.outputs): its
+ *            size is checked with cgr_step_output, every 100th request's
+ *            is kept, compared with cgr_step_output's copy and bit for bit
+ *            with the eager run of the same request, and the first
+ *            replayed request of each bucket is checked against a float64
+ *            host reference (first and last row).
  *
  * Figures: latency p50/p99 per request overall and per bucket, and the
  * p50 of the launch call alone; closed-loop throughput (requests/s and
@@ -223,17 +225,17 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
         const double tw = now_us();
         TRY(serve_write_input(srt, &slot, req_in, (size_t)B * in_dim * sizeof(float)));
 
-        const void *out = NULL;
-        size_t bytes = 0;
         double t0 = now_us();
         r->write_us[m][i] = t0 - tw;
         CGR_CK(cgr_step_launch(srt->step, &slot));
         double t1 = now_us();
         CGR_CK(cgr_step_wait(srt->step, slot.ticket));
-        if (!(out = bench_output(srt->step, slot.ticket, 0, &bytes)))
-            return -1;
         r->lat[m][i] = now_us() - t0;
         r->launch_us[m][i] = t1 - t0;
+
+        const void *out = slot.outputs[0];
+        size_t bytes = 0;
+        CGR_CK(cgr_step_output(srt->step, slot.ticket, 0, NULL, 0, &bytes));
 
         if (bytes != (size_t)B * C * sizeof(float)) {
             bench_error("W-serve %s request %d (B=%d): output of %zu bytes, expected %zu",
@@ -252,6 +254,15 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
                                (const float *)out + (size_t)(B - 1) * C);
             }
             if (is_sample(i)) {
+                const void *copy = bench_output(srt->step, slot.ticket, 0, NULL);
+                if (!copy)
+                    return -1;
+                if (memcmp(copy, out, bytes) != 0) {
+                    bench_error("W-serve request %d (B=%d): the output read in place differs "
+                                "from cgr_step_output's copy",
+                                i, B);
+                    return -1;
+                }
                 float *keep = malloc(bytes);
                 if (!keep) {
                     bench_error("W-serve: out of host memory");

@@ -15,6 +15,10 @@
  * nodes. CUDA instantiates such a graph only once; the step's one
  * executable serves every slot, and each run is checked against its own
  * inputs.
+ *
+ * Outputs are read both ways, copied by cgr_step_output() and in place
+ * through cgr_slot.outputs, including for a step with two dynamic dims
+ * whose outputs are packed from the bucket layout to the true shape.
  */
 #include <string.h>
 
@@ -46,11 +50,10 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
     return CGR_STATUS_OK;
 }
 
-static void check_run(cgr_step *s, uint64_t t, const float *xs, const float *xl)
+/* ys, yl: run t's outputs, copied by cgr_step_output() or read in place in its slot. */
+static void check_run(uint64_t t, const float *ys, const float *yl, const float *xs,
+                      const float *xl)
 {
-    const float *ys, *yl;
-    ys = test_output(s, t, 0, NULL);
-    yl = test_output(s, t, 1, NULL);
     for (int i = 0; i < SMALL; i++)
         if (ys[i] != 2.0f * xs[i] + 1.0f)
             TEST_FAIL_("run %llu small[%d] = %g, expected %g", (unsigned long long)t, i, ys[i],
@@ -117,10 +120,126 @@ static void part_memory_nodes(void)
     printf("PASS: a graph with memory-allocation nodes replayed on all %d slots\n", SLOTS);
 }
 
+enum { VB = 8, VS = 64, VSLOTS = 3 };
+
+static cgr_status packed_fn(cgr_ctx *ctx, void *user)
+{
+    (void)user;
+    cgr_stream st;
+    float *x, *y;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    STEP_CUDA(tk_affine(y, x, VB * VS, st));
+    return CGR_STATUS_OK;
+}
+
+/* y must be 2 x + 1 at the true shape b x n, packed (row stride n). */
+static void check_packed(const char *how, uint64_t t, const float *y, const float *x, int b,
+                         int n)
+{
+    for (int i = 0; i < b * n; i++)
+        if (y[i] != 2.0f * x[i] + 1.0f)
+            TEST_FAIL_("run %llu at %d x %d, %s: y[%d][%d] = %g, expected %g",
+                       (unsigned long long)t, b, n, how, i / n, i % n, y[i], 2.0f * x[i] + 1.0f);
+}
+
+/*
+ * In-place outputs of a step with two dynamic dims: the slot's output is
+ * produced at the bucket layout and packed to the true shape when the run
+ * is waited for, for warm-ups, the capture and replays alike, and each
+ * run's slot keeps its output until the slot is acquired again.
+ */
+static void part_packed_views(void)
+{
+    static const int64_t bb[] = {2, 4, 8}, sb[] = {16, 32, 64};
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.staging_slots = VSLOTS;
+    cgr_runtime *rt;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    cgr_tensor_desc in = tensor2("x", CGR_DTYPE_F32, VB, VS);
+    cgr_tensor_desc out = tensor2("y", CGR_DTYPE_F32, VB, VS);
+    cgr_dyn_dim dims[2] = {{.name = "batch", .buckets = bb, .n_buckets = 3, .max = VB},
+                           {.name = "seq", .buckets = sb, .n_buckets = 3, .max = VS}};
+    cgr_dim_use uses[4] = {{.dim = 0, .output = 0, .tensor = 0, .axis = 0},
+                           {.dim = 1, .output = 0, .tensor = 0, .axis = 1},
+                           {.dim = 0, .output = 1, .tensor = 0, .axis = 0},
+                           {.dim = 1, .output = 1, .tensor = 0, .axis = 1}};
+    cgr_step_desc d;
+    ASSERT_OK(cgr_step_desc_init(&d));
+    d.name = "packed views";
+    d.inputs = &in;
+    d.n_inputs = 1;
+    d.outputs = &out;
+    d.n_outputs = 1;
+    d.fn = packed_fn;
+    d.dyn_dims = dims;
+    d.n_dyn_dims = 2;
+    d.dim_uses = uses;
+    d.n_dim_uses = 4;
+    cgr_step *s;
+    ASSERT_OK(cgr_step_create(rt, &d, &s));
+
+    rng r = {23};
+    static float x[VSLOTS][VB * VS];
+    int seen[CGR_RUN_EAGER + 1] = {0};
+    int shape[VSLOTS][2];
+    cgr_slot slots[VSLOTS];
+    /* Two buckets, true dims below the bucket (rows move when packed), taking turns. */
+    for (int round = 0; round < 8; round++) {
+        for (int k = 0; k < VSLOTS; k++) {
+            const int wide = (round / 4) & 1;
+            const int b = wide ? 5 + k : 3, n = wide ? 33 + 7 * k : 17 + k;
+            const int64_t dv[2] = {b, n};
+            ASSERT_OK(cgr_step_acquire(s, dv, 0, &slots[k]));
+            rng_fill(&r, x[k], (size_t)b * n);
+            memcpy(slots[k].inputs[0], x[k], (size_t)b * n * sizeof(float));
+            ASSERT_OK(cgr_step_launch(s, &slots[k]));
+            shape[k][0] = b;
+            shape[k][1] = n;
+        }
+        ASSERT_OK(cgr_step_wait(s, CGR_TICKET_LAST));
+        for (int k = 0; k < VSLOTS; k++) {
+            const uint64_t t = slots[k].ticket;
+            cgr_run_action a;
+            ASSERT_OK(cgr_step_run_action(s, t, &a));
+            seen[a]++;
+            size_t bytes = 0;
+            const float *copy = test_output(s, t, 0, &bytes);
+            ASSERT_EQ(bytes, (size_t)shape[k][0] * shape[k][1] * sizeof(float));
+            check_packed("in place", t, slots[k].outputs[0], x[k], shape[k][0], shape[k][1]);
+            check_packed("copied", t, copy, x[k], shape[k][0], shape[k][1]);
+        }
+    }
+    ASSERT(seen[CGR_RUN_WARMUP] > 0);
+    ASSERT(seen[CGR_RUN_CAPTURE] > 0);
+    ASSERT(seen[CGR_RUN_REPLAY] > 0);
+    ASSERT_EQ(seen[CGR_RUN_EAGER], 0);
+
+    /* Reusing slot 0 leaves the outputs of the runs on slots 1 and 2 in place. */
+    const int64_t dv[2] = {2, 9};
+    cgr_slot again;
+    ASSERT_OK(cgr_step_acquire(s, dv, 0, &again));
+    ASSERT(again.outputs[0] == slots[0].outputs[0]);
+    rng_fill(&r, x[0], 2 * 9);
+    memcpy(again.inputs[0], x[0], 2 * 9 * sizeof(float));
+    ASSERT_OK(cgr_step_launch(s, &again));
+    ASSERT_OK(cgr_step_wait(s, again.ticket));
+    check_packed("in place, slot reused", again.ticket, again.outputs[0], x[0], 2, 9);
+    for (int k = 1; k < VSLOTS; k++)
+        check_packed("in place, another slot reused", slots[k].ticket, slots[k].outputs[0], x[k],
+                     shape[k][0], shape[k][1]);
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    printf("PASS: outputs of %d x %d runs read in place, packed to their true shape\n", 8,
+           VSLOTS);
+}
+
 int main(void)
 {
     require_gpu();
     part_memory_nodes();
+    part_packed_views();
     gate_state g;
     CUDA_OK(cudaHostAlloc((void **)&g.gate_host, 2 * sizeof(int), cudaHostAllocMapped));
     g.timed_out_host = (int *)g.gate_host + 1;
@@ -151,7 +270,7 @@ int main(void)
         uint64_t t;
         ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
         ASSERT_OK(cgr_step_wait(s, t));
-        check_run(s, t, xs[0], xl[0]);
+        check_run(t, test_output(s, t, 0, NULL), test_output(s, t, 1, NULL), xs[0], xl[0]);
     }
     cgr_step_stats ss;
     ASSERT_OK(cgr_step_get_stats(s, &ss));
@@ -168,9 +287,11 @@ int main(void)
     for (int round = 0; round < ROUNDS; round++) {
         g.gate_host[0] = gated ? 0 : 1;
         uint64_t tickets[SLOTS];
+        cgr_slot slots[SLOTS];
         for (int k = 0; k < SLOTS; k++) {
             cgr_slot slot;
             ASSERT_OK(cgr_step_acquire(s, NULL, 0, &slot));
+            slots[k] = slot;
             rng_fill(&r, xs[k], SMALL);
             rng_fill(&r, xl[k], LARGE);
             memcpy(slot.inputs[0], xs[k], sizeof xs[k]);
@@ -192,9 +313,16 @@ int main(void)
         if (gated)
             ASSERT_EQ(cudaStreamQuery(st), cudaErrorNotReady);
         g.gate_host[0] = 1;
+        /*
+         * Waiting for the last run retires them all. Each run's outputs
+         * are then in its own slot, read in place, and the same as the
+         * copies cgr_step_output() makes.
+         */
+        ASSERT_OK(cgr_step_wait(s, CGR_TICKET_LAST));
         for (int k = 0; k < SLOTS; k++) {
-            ASSERT_OK(cgr_step_wait(s, tickets[k]));
-            check_run(s, tickets[k], xs[k], xl[k]);
+            check_run(tickets[k], slots[k].outputs[0], slots[k].outputs[1], xs[k], xl[k]);
+            check_run(tickets[k], test_output(s, tickets[k], 0, NULL),
+                      test_output(s, tickets[k], 1, NULL), xs[k], xl[k]);
         }
         ASSERT_EQ(*g.timed_out_host, 0);
     }

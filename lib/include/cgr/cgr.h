@@ -509,6 +509,16 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **step);
 typedef struct cgr_slot {
     uint64_t ticket;                      /**< the run this slot will belong to */
     void *inputs[CGR_MAX_TENSORS];        /**< pinned host memory, one per input */
+    /**
+     * Pinned host memory, one per output, where the run leaves its outputs.
+     * Once cgr_step_wait() returned CGR_STATUS_OK for this ticket or a later
+     * one, outputs[i] holds output i packed at the run's true shape
+     * (cgr_step_output()'s size), readable in place, without a copy, until
+     * the slot is acquired again, staging_slots acquires later. Only the thread that drives the
+     * step knows when that is: on a step that several threads run, read
+     * with cgr_step_output() instead.
+     */
+    const void *outputs[CGR_MAX_TENSORS];
     int armed;                            /**< CGR_ACQUIRE_ARM: 1 when the run's graph is
                                                already launched and waits for the launch */
 } cgr_slot;
@@ -587,7 +597,8 @@ CGR_API cgr_status cgr_step_run(cgr_step *step, const int64_t *dims, const void 
  * Blocks until run `ticket` (and every earlier run of the step) has
  * finished; CGR_TICKET_LAST waits for every launched run (none launched:
  * returns at once). Its outputs can then be read with cgr_step_output()
- * until the run staging_slots tickets later is launched.
+ * until the run staging_slots tickets later is launched, or in place
+ * through cgr_slot.outputs.
  */
 CGR_API cgr_status cgr_step_wait(cgr_step *step, uint64_t ticket);
 /**
@@ -600,8 +611,9 @@ CGR_API cgr_status cgr_step_wait(cgr_step *step, uint64_t ticket);
  * run's. CGR_STATUS_INVALID_ARGUMENT when capacity is smaller than the
  * output, or when the run's slot was already reused by a later run (the
  * result is gone); CGR_STATUS_WRONG_STATE when the run was not waited for.
- * To read an output in place, without a copy, write the step so that it
- * leaves the result in device memory of your own.
+ * To read an output in place, without a copy, use cgr_slot.outputs when
+ * one thread drives the step, or have the step leave the result in device
+ * memory of your own.
  */
 CGR_API cgr_status cgr_step_output(cgr_step *step, uint64_t ticket, int index, void *dst,
                                    size_t capacity, size_t *bytes);
