@@ -375,17 +375,16 @@ static const report_col stat_cols[] = {
     {"median", 9, 1, 0}, {"p10", 9, 1, 0}, {"p90", 9, 1, 0}, {"min", 9, 1, 0}, {"max", 9, 1, 0},
 };
 
-static void stat_head(const char *what)
+/* A new shape's cost: its capture, making its graph (make), and both (total, the header). */
+static void stat_table(const char *make, const char *total, const bench_stats *const s[3])
 {
-    const report_table t = {"  ", -22, what, stat_cols, 5, NULL};
+    const report_table t = {"  ", -22, total, stat_cols, 5, NULL};
+    const char *const label[3] = {"capture", make, total};
     report_head(&t);
-}
-
-static void stat_row(const char *label, const bench_stats *s)
-{
-    const report_table t = {"  ", -22, "", stat_cols, 5, NULL};
-    const double v[] = {s->median, s->p10, s->p90, s->min, s->max};
-    report_row(&t, label, v, NULL);
+    for (int i = 0; i < 3; i++) {
+        const double v[] = {s[i]->median, s[i]->p10, s[i]->p90, s[i]->min, s[i]->max};
+        report_row(&t, label[i], v, NULL);
+    }
 }
 
 static const report_col frozen_cols[] = {
@@ -476,10 +475,8 @@ void report_newshape(const bench_results *res)
                 printf(", replayed step %.1f us (p10 %.1f, p90 %.1f)", b->step.median,
                        b->step.p10, b->step.p90);
             printf("\n");
-            stat_head("capture + instantiate");
-            stat_row("capture", &b->capture);
-            stat_row("instantiate + upload", &b->instantiate);
-            stat_row("capture + instantiate", &b->total);
+            stat_table("instantiate + upload", "capture + instantiate",
+                       (const bench_stats *const[]){&b->capture, &b->instantiate, &b->total});
             if (b->nodes)
                 printf("  instantiate per node %.2f us; cold (first on the runtime): capture "
                        "%.1f + instantiate %.1f\n",
@@ -498,10 +495,8 @@ void report_newshape(const bench_results *res)
                 printf("  failures with cudaGraphExecUpdateResult %d%s: %llu\n", r,
                        r == 15 ? " (or above)" : "", (unsigned long long)p->by_reason[r]);
         if (p->updates) {
-            stat_head("capture + update");
-            stat_row("capture", &p->ucapture);
-            stat_row("update + upload", &p->update);
-            stat_row("capture + update", &p->utotal);
+            stat_table("update + upload", "capture + update",
+                       (const bench_stats *const[]){&p->ucapture, &p->update, &p->utotal});
             const uint64_t nodes = p->b[1].nodes ? p->b[1].nodes : p->b[0].nodes;
             if (nodes)
                 printf("  update per node %.2f us (about %llu nodes)\n",
