@@ -308,9 +308,9 @@ static void chain_ratios(const chain_result *c)
 }
 
 /* The spread line of one N: what the per-round cgr/raw ratios say about repeatability. */
-static void spread_line(const char *indent, int n, const char *what, const round_spread *s)
+static void spread_line(int n, const char *what, const round_spread *s)
 {
-    printf("%sN=%-5d %-5s cgr/raw per round: median", indent, n, what);
+    printf("  N=%-5d %-5s cgr/raw per round: median", n, what);
     report_num(7, 4, s->median);
     printf(", spread (IQR / median)");
     if (isfinite(s->iqr_rel))
@@ -325,13 +325,13 @@ static void spread_line(const char *indent, int n, const char *what, const round
     printf(", %d rounds\n", s->n);
 }
 
-static void canary_lines(const bench_results *res, const char *indent)
+static void canary_lines(const bench_results *res)
 {
     if (!res->canary_ran)
         return;
     const mode_result *b = &res->canary_before, *a = &res->canary_after;
-    printf("%sraw graph N=100 alone, before any cgr runtime | after the cgr modes, a capture "
-           "diagnosis and a profile:\n%s  wall", indent, indent);
+    printf("  raw graph N=100 alone, before any cgr runtime | after the cgr modes, a capture "
+           "diagnosis and a profile:\n    wall");
     report_num(8, 2, report_wall(b));
     printf(" |");
     report_num(8, 2, report_wall(a));
@@ -363,13 +363,13 @@ static void report_chain(const bench_results *res)
     for (int i = 0; i < res->n_chain; i++) {
         chain_derived d;
         chain_derive(&res->chain[i], &d);
-        spread_line("  ", res->chain[i].n_kernels, "plain", &d.spread);
-        spread_line("  ", res->chain[i].n_kernels, "PDL", &d.pdl_spread);
+        spread_line(res->chain[i].n_kernels, "plain", &d.spread);
+        spread_line(res->chain[i].n_kernels, "PDL", &d.pdl_spread);
     }
     if (report_usable(&res->timer))
         printf("  clock overhead (empty step): wall %.2f us, host CPU %.2f us\n",
                res->timer.wall.median, res->timer.cpu.median);
-    canary_lines(res, "  ");
+    canary_lines(res);
 }
 
 static void summary_chain(const bench_results *res)

@@ -11,9 +11,15 @@
 #include "limits_file.h"
 #include "report.h"
 
-static void bucket_label(char *buf, size_t n, int64_t bucket)
+/* A row of a per-bucket table, labelled with the bucket; "-" when ok is 0 (not measured). */
+static void bucket_row(const report_table *t, int64_t bucket, const double *v, int ok)
 {
-    snprintf(buf, n, "%lld", (long long)bucket);
+    char label[32];
+    snprintf(label, sizeof label, "%lld", (long long)bucket);
+    if (ok)
+        report_row(t, label, v, NULL);
+    else
+        report_row_text(t, label, "-");
 }
 
 /* ---- W-serve ------------------------------------------------------------------------ */
@@ -178,8 +184,7 @@ void report_serve(const bench_results *res)
         const double v[] = {a->p50, a->p99, f->launch_p50[SERVE_GRAPH], f->write_p50[SERVE_GRAPH],
                             q->p50, q->p99, f->launch_p50[SERVE_PLAIN], f->write_p50[SERVE_PLAIN],
                             a->p50 / q->p50, c->p50, f->write_p50[SERVE_MEMCPY], a->p50 / c->p50};
-        bucket_label(what, sizeof what, r->buckets[b]);
-        report_row(&armed_table, what, v, NULL);
+        bucket_row(&armed_table, r->buckets[b], v, 1);
     }
 
     printf("\n  per bucket graph, profiled pass (%d replays each, plain runtime: no gate): GPU "
@@ -193,11 +198,7 @@ void report_serve(const bench_results *res)
         const double v[] = {f->busy_us, f->busy_union_us, f->kernels, f->memcpys, p50,
                             p50 / f->busy_us, p50 / f->busy_union_us,
                             f->lat[SERVE_PLAIN].p50 / f->busy_union_us};
-        bucket_label(what, sizeof what, r->buckets[b]);
-        if (f->prof_ok)
-            report_row(&busy_table, what, v, NULL);
-        else
-            report_row_text(&busy_table, what, "-");
+        bucket_row(&busy_table, r->buckets[b], v, f->prof_ok);
     }
     printf("\n  where a profiled (plain) request's time goes (medians, CUPTI's clock; CUPTI slows "
            "the launch):\n  to GPU = submission to the first kernel's start, span = first start to "
@@ -207,11 +208,7 @@ void report_serve(const bench_results *res)
     for (int b = 0; b < SERVE_N_BUCKETS; b++) {
         const serve_bucket *f = &r->bk[b];
         const double v[] = {f->prof_lat_us, f->to_gpu_us, f->span_us, f->gaps_us, f->back_us};
-        bucket_label(what, sizeof what, r->buckets[b]);
-        if (f->split_ok)
-            report_row(&split_table, what, v, NULL);
-        else
-            report_row_text(&split_table, what, "-");
+        bucket_row(&split_table, r->buckets[b], v, f->split_ok);
     }
     printf("\n  the same for armed requests (graph runtime; the input kernel starts before "
            "submission):\n  in = submission to the input kernel's end, rest = from there to "
@@ -220,11 +217,7 @@ void report_serve(const bench_results *res)
     for (int b = 0; b < SERVE_N_BUCKETS; b++) {
         const serve_bucket *f = &r->bk[b];
         const double v[] = {f->armed_lat_us, f->armed_in_us, f->armed_rest_us, f->armed_back_us};
-        bucket_label(what, sizeof what, r->buckets[b]);
-        if (f->armed_split_ok)
-            report_row(&armed_split_table, what, v, NULL);
-        else
-            report_row_text(&armed_split_table, what, "-");
+        bucket_row(&armed_split_table, r->buckets[b], v, f->armed_split_ok);
     }
     if (r->prof_note[0])
         printf("  %s\n", r->prof_note);
@@ -382,17 +375,16 @@ static const report_col stat_cols[] = {
     {"median", 9, 1, 0}, {"p10", 9, 1, 0}, {"p90", 9, 1, 0}, {"min", 9, 1, 0}, {"max", 9, 1, 0},
 };
 
-static void stat_head(const char *what)
+/* A new shape's cost: its capture, making its graph (make), and both (total, the header). */
+static void stat_table(const char *make, const char *total, const bench_stats *const s[3])
 {
-    const report_table t = {"  ", -22, what, stat_cols, 5, NULL};
+    const report_table t = {"  ", -22, total, stat_cols, 5, NULL};
+    const char *const label[3] = {"capture", make, total};
     report_head(&t);
-}
-
-static void stat_row(const char *label, const bench_stats *s)
-{
-    const report_table t = {"  ", -22, "", stat_cols, 5, NULL};
-    const double v[] = {s->median, s->p10, s->p90, s->min, s->max};
-    report_row(&t, label, v, NULL);
+    for (int i = 0; i < 3; i++) {
+        const double v[] = {s[i]->median, s[i]->p10, s[i]->p90, s[i]->min, s[i]->max};
+        report_row(&t, label[i], v, NULL);
+    }
 }
 
 static const report_col frozen_cols[] = {
@@ -483,10 +475,8 @@ void report_newshape(const bench_results *res)
                 printf(", replayed step %.1f us (p10 %.1f, p90 %.1f)", b->step.median,
                        b->step.p10, b->step.p90);
             printf("\n");
-            stat_head("capture + instantiate");
-            stat_row("capture", &b->capture);
-            stat_row("instantiate + upload", &b->instantiate);
-            stat_row("capture + instantiate", &b->total);
+            stat_table("instantiate + upload", "capture + instantiate",
+                       (const bench_stats *const[]){&b->capture, &b->instantiate, &b->total});
             if (b->nodes)
                 printf("  instantiate per node %.2f us; cold (first on the runtime): capture "
                        "%.1f + instantiate %.1f\n",
@@ -505,10 +495,8 @@ void report_newshape(const bench_results *res)
                 printf("  failures with cudaGraphExecUpdateResult %d%s: %llu\n", r,
                        r == 15 ? " (or above)" : "", (unsigned long long)p->by_reason[r]);
         if (p->updates) {
-            stat_head("capture + update");
-            stat_row("capture", &p->ucapture);
-            stat_row("update + upload", &p->update);
-            stat_row("capture + update", &p->utotal);
+            stat_table("update + upload", "capture + update",
+                       (const bench_stats *const[]){&p->ucapture, &p->update, &p->utotal});
             const uint64_t nodes = p->b[1].nodes ? p->b[1].nodes : p->b[0].nodes;
             if (nodes)
                 printf("  update per node %.2f us (about %llu nodes)\n",

@@ -56,13 +56,16 @@ static int run_report(const bench_results *res, char *buf, size_t n)
     return rc;
 }
 
-static void expect_keys(const char *json, const char *const *keys)
+/* report() on res writes its JSON with every one of keys (NULL-terminated), and res passes. */
+static void expect_report(const bench_results *res, char *json, size_t n, const char *const *keys)
 {
+    EXPECT(run_report(res, json, n) == 0);
+    EXPECT(!results_failed(res));
     for (int i = 0; keys[i]; i++) {
         char quoted[96];
         snprintf(quoted, sizeof quoted, "\"%s\":", keys[i]);
         if (!strstr(json, quoted)) {
-            fprintf(stderr, "FAIL: no key %s in the JSON\n", keys[i]);
+            fprintf(stderr, "FAIL: no key %s in the JSON of %s\n", keys[i], res->suite_name);
             failures++;
         }
     }
@@ -105,12 +108,10 @@ static void test_default(char *json, size_t n)
     res.work[0].B = 1;
     fake_mode(&res.work[0].mode[WORK_EAGER].m, "eager", 300);
     fake_mode(&res.work[0].mode[WORK_GRAPH].m, "graph", 100);
-    EXPECT(run_report(&res, json, n) == 0);
-    EXPECT(!results_failed(&res));
     static const char *const keys[] = {"schema_version", "device", "config", "clock_overhead",
                                        "chain", "spread", "io_cost_us", "staging", "crossover",
                                        "results", "checks", "ok", NULL};
-    expect_keys(json, keys);
+    expect_report(&res, json, n, keys);
     /* A check that fails fails the run. */
     said_check *s = &res.said[res.n_said++];
     s->name = "profile_window";
@@ -137,12 +138,10 @@ static void test_serve(char *json, size_t n)
     for (int m = 0; m < SERVE_MODES; m++)
         r.pipe[m][0] = r.pipe[m][1] = (serve_pipe_result){100, 400, 100, 10000.0};
     r.samples_checked = r.host_checks = r.pipe_hashes_checked = 10;
-    EXPECT(run_report(&res, json, n) == 0);
-    EXPECT(!results_failed(&res));
     static const char *const keys[] = {"requests", "steady_batch_le8", "in_flight", "per_bucket",
                                        "launch_call_p50_us", "busy_union_us", "graph_shape_stats",
                                        "summary", "pass", "device_name", NULL};
-    expect_keys(json, keys);
+    expect_report(&res, json, n, keys);
     r.ran = 0;
     snprintf(r.error, sizeof r.error, "a call failed");
     EXPECT(run_report(&res, json, n) == 0);
@@ -185,13 +184,11 @@ static void test_newshape(char *json, size_t n)
             fake_mode(&b->frozen.replay[1], "check_off", 200);
         }
     }
-    EXPECT(run_report(&res, json, n) == 0);
-    EXPECT(!results_failed(&res));
     static const char *const keys[] = {"pairs", "capture_instantiate_us", "capture_update_us",
                                        "frozen_check", "added_once_us", "check_run_us",
                                        "added_over_capture", "check_on", "wall_on_minus_off_us",
                                        "host_cpu_on_minus_off_us", "failed", NULL};
-    expect_keys(json, keys);
+    expect_report(&res, json, n, keys);
 }
 
 static void test_soak_ddp(char *json, size_t n)
@@ -206,11 +203,9 @@ static void test_soak_ddp(char *json, size_t n)
     s.n_samples = 2;
     s.samples[1].step = 1000;
     s.checks = 4;
-    EXPECT(run_report(&res, json, n) == 0);
-    EXPECT(!results_failed(&res));
     static const char *const soak_keys[] = {"samples", "growth_bytes", "growth_limit_bytes",
                                             "outputs_checked", "checks", "pass", NULL};
-    expect_keys(json, soak_keys);
+    expect_report(&res, json, n, soak_keys);
 
     static ddp_result d;
     base(&res, "ddp");
@@ -222,11 +217,9 @@ static void test_soak_ddp(char *json, size_t n)
     d.b[0].eager_equals_graph = 1;
     for (int m = 0; m < DDP_MODES; m++)
         fake_mode(&d.b[0].mode[m], "ddp", 300 + m);
-    EXPECT(run_report(&res, json, n) == 0);
-    EXPECT(!results_failed(&res));
     static const char *const ddp_keys[] = {"world", "batch_per_gpu", "ddp_graph", "wall_us",
                                            "wall_median_us", "weak_scaling_efficiency", NULL};
-    expect_keys(json, ddp_keys);
+    expect_report(&res, json, n, ddp_keys);
     mode_result_fail(&d.b[0].mode[DDP_GRAPH]);
     EXPECT(results_failed(&res));
 }
