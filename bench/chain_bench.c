@@ -6,9 +6,13 @@
  * node. All modes of one N (one size) run interleaved in rounds
  * (measure_rounds), so the ratios compare like with like.
  *
- * Every mode has its own state x, starts it from the same known values and
+ * Every mode has its own state, starts it from the same known values and
  * follows x[0] on the host (chain_model), so modes with an output check it
- * every step and the others check x[0] once at the end.
+ * every step and the others check x[0] once at the end. All modes of one
+ * N work on their state in the same device buffer (chain_env.x, see
+ * state_enter): a step of short kernels runs a few percent faster or
+ * slower depending on where its buffer lies, which would otherwise go
+ * into the ratios between modes.
  *
  * The raw graph is also timed alone before the first cgr runtime exists
  * and after every cgr mode (the canary): if anything cgr does slowed the
@@ -34,7 +38,44 @@ typedef struct chain_env {
     float *h_in, *h_out;     /* pinned, for the cudaMemcpyAsync mode */
     float x_init[CHAIN_ELEMS];
     bench_rng rng;
+    float *x;            /* device: the state of the mode whose turn it is */
+    const void *owner;   /* that mode */
+    float *owner_saved;  /* where that mode's state goes when its turn ends */
 } chain_env;
+
+/*
+ * Moves mode `who`'s state into e->x for its turn (untimed, from prepare),
+ * after saving the previous owner's to its own buffer. Kernels and graphs
+ * of every mode address e->x; each mode's `saved` buffer only holds its
+ * state between turns. The copies end before the next step starts, so
+ * the previous mode's stream and this one's need no other ordering.
+ */
+static int state_enter(chain_env *e, const void *who, float *saved)
+{
+    if (e->owner == who)
+        return 0;
+    if (e->owner)
+        CK(cudaMemcpy(e->owner_saved, e->x, sizeof e->x_init, cudaMemcpyDeviceToDevice));
+    CK(cudaMemcpy(e->x, saved, sizeof e->x_init, cudaMemcpyDeviceToDevice));
+    CK(cudaDeviceSynchronize());
+    e->owner = who;
+    e->owner_saved = saved;
+    return 0;
+}
+
+/* Where mode `who`'s state is now. */
+static const float *state_of(const chain_env *e, const void *who, const float *saved)
+{
+    return e->owner == who ? e->x : saved;
+}
+
+/* A mode's buffer for its state between turns, holding the initial state. */
+static int state_new(const chain_env *e, float **saved)
+{
+    CK(cudaMalloc((void **)saved, sizeof e->x_init));
+    CK(cudaMemcpy(*saved, e->x_init, sizeof e->x_init, cudaMemcpyHostToDevice));
+    return 0;
+}
 
 /* Reads x[0] back and compares it with the host model. */
 static int check_final_x(const float *x_dev, float expect, mode_result *r)
@@ -66,7 +107,7 @@ typedef struct raw_mode {
     int use_graph;        /* 0: N eager launches per step */
     int io;               /* cudaMemcpyAsync in/out around the graph launch */
     int pdl;
-    float *x;             /* this mode's own state (device) */
+    float *saved;         /* this mode's state between its turns (device) */
     cudaGraphExec_t exec;
     float expect;         /* host model of x[0] */
 } raw_mode;
@@ -74,7 +115,7 @@ typedef struct raw_mode {
 static chain_args raw_args(const raw_mode *m)
 {
     const chain_env *e = m->e;
-    chain_args a = {m->x, e->n, m->io ? e->d_in : NULL, CHAIN_IN_FLOATS, m->io ? e->d_out : NULL,
+    chain_args a = {e->x, e->n, m->io ? e->d_in : NULL, CHAIN_IN_FLOATS, m->io ? e->d_out : NULL,
                     m->pdl};
     return a;
 }
@@ -83,8 +124,7 @@ static int raw_setup(void *self)
 {
     raw_mode *m = self;
     chain_env *e = m->e;
-    CK(cudaMalloc((void **)&m->x, sizeof e->x_init));
-    CK(cudaMemcpy(m->x, e->x_init, sizeof e->x_init, cudaMemcpyHostToDevice));
+    TRY(state_new(e, &m->saved));
     m->expect = e->x_init[0];
     if (!m->use_graph)
         return 0;
@@ -103,6 +143,7 @@ static int raw_prepare(void *self, long k)
     raw_mode *m = self;
     chain_env *e = m->e;
     (void)k;
+    TRY(state_enter(e, m, m->saved));
     if (m->io) {
         rng_fill(&e->rng, e->h_in, CHAIN_IN_FLOATS);
         *e->h_out = NAN; /* a step that writes nothing cannot pass the check */
@@ -147,7 +188,7 @@ static int raw_check(void *self, long k)
 static int raw_finish(void *self, mode_result *r)
 {
     raw_mode *m = self;
-    return check_final_x(m->x, m->expect, r);
+    return check_final_x(state_of(m->e, m, m->saved), m->expect, r);
 }
 
 static void raw_teardown(void *self)
@@ -155,9 +196,9 @@ static void raw_teardown(void *self)
     raw_mode *m = self;
     if (m->exec)
         cudaGraphExecDestroy(m->exec);
-    cudaFree(m->x);
+    cudaFree(m->saved);
     m->exec = NULL;
-    m->x = NULL;
+    m->saved = NULL;
 }
 
 static void raw_bench_mode(raw_mode *m, mode_result *r, bench_mode *bm)
@@ -224,6 +265,7 @@ typedef struct cgr_mode {
     cgr_slot slot;
     uint64_t ticket;
     uint64_t replays0;
+    float *saved; /* this mode's state between its turns (device) */
     float expect;
 } cgr_mode;
 
@@ -253,10 +295,8 @@ static int cgr_setup(void *self)
     m->want_zc = (m->in_floats && in_bytes <= zc) + (m->out && sizeof(float) <= zc);
     m->want_mc = (m->in_floats && in_bytes > zc) + (m->out && sizeof(float) > zc);
     CGR_CK(cgr_runtime_create(&m->rt, &o));
-    void *x = NULL;
-    CGR_CK(cgr_persistent_alloc(m->rt, sizeof m->e->x_init, &x));
-    CK(cudaMemcpy(x, m->e->x_init, sizeof m->e->x_init, cudaMemcpyHostToDevice));
-    m->user = (step_user){x, m->e->n, m->in_floats > 0, m->out, m->in_floats, m->pdl, NULL};
+    TRY(state_new(m->e, &m->saved));
+    m->user = (step_user){m->e->x, m->e->n, m->in_floats > 0, m->out, m->in_floats, m->pdl, NULL};
     m->expect = m->e->x_init[0];
 
     cgr_tensor_desc in = vec_f32("in", (int64_t)m->in_floats), out = vec_f32("out", 1);
@@ -281,6 +321,7 @@ static int cgr_prepare(void *self, long k)
 {
     cgr_mode *m = self;
     (void)k;
+    TRY(state_enter(m->e, m, m->saved));
     float *dst = m->in_host;
     if (m->fast) {
         /*
@@ -407,7 +448,7 @@ static int cgr_finish(void *self, mode_result *r)
     }
     if (m->in_floats && m->user.in_dev)
         TRY(check_whole_input(m, r));
-    return check_final_x(m->user.x, m->expect, r);
+    return check_final_x(state_of(m->e, m, m->saved), m->expect, r);
 }
 
 static void cgr_teardown(void *self)
@@ -422,6 +463,8 @@ static void cgr_teardown(void *self)
     if (m->rt)
         bench_cgr_failed(cgr_runtime_destroy(&m->rt), "cgr_runtime_destroy", __FILE__,
                          __LINE__);
+    cudaFree(m->saved);
+    m->saved = NULL;
 }
 
 static void cgr_bench_mode(cgr_mode *m, mode_result *r, bench_mode *bm)
@@ -441,6 +484,7 @@ static void cgr_bench_mode(cgr_mode *m, mode_result *r, bench_mode *bm)
 static int env_setup(chain_env *e)
 {
     CK(cudaStreamCreateWithFlags(&e->stream, cudaStreamDefault));
+    CK(cudaMalloc((void **)&e->x, sizeof e->x_init));
     CK(cudaMalloc((void **)&e->d_in, CHAIN_IN_FLOATS * sizeof(float)));
     CK(cudaMalloc((void **)&e->d_out, sizeof(float)));
     CK(cudaHostAlloc((void **)&e->h_in, CHAIN_IN_FLOATS * sizeof(float), cudaHostAllocDefault));
@@ -454,6 +498,7 @@ static void env_teardown(chain_env *e)
 {
     if (e->stream)
         cudaStreamSynchronize(e->stream);
+    cudaFree(e->x);
     cudaFree(e->d_in);
     cudaFree(e->d_out);
     cudaFreeHost(e->h_in);
