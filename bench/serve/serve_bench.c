@@ -37,8 +37,10 @@
  * counted) overall and for requests of batch <= 8; captures, updates,
  * evictions and arena bytes from cgr's shape stats. "Steady" figures
  * leave out the first pass over the buckets: every request up to the last
- * one that did not replay in the graph run (the same requests are left
- * out of the eager run's steady figures).
+ * one that did not replay in the graph run, or that replayed after the
+ * frozen-value check captured it once more (a new shape's second run:
+ * cgr_options.frozen_check); the same requests are left out of the eager
+ * run's steady figures.
  *
  * Requests in flight (serve_pipe.c): the steady requests, and those of
  * batch <= 8, again, as a serving loop with a queue runs them: the next
@@ -99,6 +101,7 @@ typedef struct serve_run {
     double *launch_us[SERVE_MODES];/* [n] host time inside cgr_step_launch */
     double *write_us[SERVE_MODES]; /* [n] host time writing the inputs into the slot */
     unsigned char *action;   /* [n] graph run's cgr_run_action */
+    unsigned char *checked;  /* [n] graph run: the run was a frozen-value check */
     float **sample;          /* [n / SAMPLE_EVERY + 1] graph outputs kept for the eager check */
     int host_checked[SERVE_N_BUCKETS];
     double wall_s[SERVE_MODES];
@@ -211,6 +214,9 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
     }
     bench_rng rng;
     rng_seed(&rng, SERVE_INPUT_SEED);
+    cgr_step_stats s0;
+    CGR_CK(cgr_step_get_stats(srt->step, &s0));
+    uint64_t checks = s0.frozen_checks;
     double t_start = now_us();
     for (int i = 0; i < r->n; i++) {
         const int B = r->batch[i];
@@ -246,6 +252,10 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
         CGR_CK(cgr_step_run_action(srt->step, slot.ticket, &a));
         if (m == SERVE_GRAPH) {
             r->action[i] = (unsigned char)a;
+            cgr_step_stats cs;
+            CGR_CK(cgr_step_get_stats(srt->step, &cs));
+            r->checked[i] = cs.frozen_checks > checks;
+            checks = cs.frozen_checks;
             int bi = serve_bucket_index(B);
             if (a == CGR_RUN_REPLAY && !r->host_checked[bi]) {
                 r->host_checked[bi] = 1;
@@ -295,12 +305,12 @@ static int run_pass(serve_run *r, const serve_model *model, serve_rt *srt, int m
 
 /* ---- requests in flight (serve_pipe.c) ------------------------------------------------------ */
 
-/* The first pass over the buckets ends with the graph run's last non-replay. */
+/* The first pass over the buckets ends with the graph run's last run of a new shape. */
 static void find_steady(serve_run *r)
 {
     r->f.steady_from = 0;
     for (int i = 0; i < r->n; i++)
-        if (r->action[i] != CGR_RUN_REPLAY)
+        if (r->action[i] != CGR_RUN_REPLAY || r->checked[i])
             r->f.steady_from = i + 1;
 }
 
@@ -682,8 +692,9 @@ int serve_suite(const bench_config *cfg, bench_results *res)
     const int n_samples = r.n / SERVE_SAMPLE_EVERY + 1;
     r.batch = malloc((size_t)r.n * sizeof *r.batch);
     r.action = malloc((size_t)r.n);
+    r.checked = malloc((size_t)r.n);
     r.sample = calloc((size_t)n_samples, sizeof *r.sample);
-    int alloc_ok = r.batch && r.action && r.sample;
+    int alloc_ok = r.batch && r.action && r.checked && r.sample;
     for (int m = 0; m < SERVE_MODES; m++) {
         r.lat[m] = malloc((size_t)r.n * sizeof *r.lat[m]);
         r.launch_us[m] = malloc((size_t)r.n * sizeof *r.launch_us[m]);
@@ -723,6 +734,7 @@ int serve_suite(const bench_config *cfg, bench_results *res)
             free(r.sample[i]);
     free(r.sample);
     free(r.action);
+    free(r.checked);
     free(r.batch);
     return f->ran ? 0 : -1;
 }
