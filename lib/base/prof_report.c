@@ -6,27 +6,33 @@
 
 #include "prof_report.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t cgr__prof_union_ns(const cgr__prof_rec *recs, size_t n)
+void cgr__prof_tally_add(cgr__prof_tally *t, const cgr__prof_rec *x)
 {
-    uint64_t total = 0, cur_s = 0, cur_e = 0;
-    for (size_t i = 0; i < n; i++) {
-        const cgr__prof_rec *x = &recs[i];
-        if (i == 0) {
-            cur_s = x->start;
-            cur_e = x->end;
-        } else if (x->start > cur_e) {
-            total += cur_e - cur_s;
-            cur_s = x->start;
-            cur_e = x->end;
-        } else if (x->end > cur_e) {
-            cur_e = x->end;
-        }
+    assert(x->kind >= CGR__PROF_KERNEL && x->kind <= CGR__PROF_MEMSET);
+    const uint64_t d = x->end - x->start;
+    t->ns[x->kind] += d;
+    t->count[x->kind]++;
+    t->busy += d;
+    /* Before the first record the open interval is [0, 0), which adds nothing. */
+    if (x->start > t->open_end) {
+        t->union_closed += t->open_end - t->open_start;
+        t->open_start = x->start;
+        t->open_end = x->end;
+    } else if (x->end > t->open_end) {
+        t->open_end = x->end;
     }
-    return n ? total + (cur_e - cur_s) : 0;
+    if (x->end > t->last)
+        t->last = x->end;
+}
+
+uint64_t cgr__prof_tally_union(const cgr__prof_tally *t)
+{
+    return t->union_closed + (t->open_end - t->open_start);
 }
 
 static int cmp_link(const void *a, const void *b)
@@ -81,14 +87,6 @@ void cgr__prof_attribute(const cgr__prof_rec *recs, size_t n, cgr__prof_link *li
 }
 
 /* ---- per run and per mode ------------------------------------------------------ */
-
-typedef struct run_sum {
-    uint64_t first, last; /* the run's GPU work: earliest start, latest end */
-    uint64_t busy, busy_union, k_ns, mc_ns, ms_ns;
-    uint64_t kernels, memcpys, memsets;
-    uint64_t n;
-    uint64_t cur_s, cur_e; /* the union's open interval (records come sorted by start) */
-} run_sum;
 
 struct kagg {
     uint64_t calls, ns;
@@ -162,23 +160,13 @@ int cgr__prof_rank_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *r
     return k;
 }
 
-static int top_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
-                       const char *const *names, size_t n_names, cgr__prof_summary *out)
-{
-    const int k = cgr__prof_rank_kernels(recs, n, run_of, names, n_names, out->top, CGR__PROF_TOP);
-    if (k < 0)
-        return -1;
-    out->n_top = k;
-    return 0;
-}
-
 int cgr__prof_summarize(const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
                         const cgr__prof_run *runs, size_t n_runs, const char *const *names,
                         size_t n_names, uint64_t dropped, cgr__prof_summary *out)
 {
     memset(out, 0, sizeof *out);
     out->dropped = dropped;
-    run_sum *rs = n_runs ? calloc(n_runs, sizeof *rs) : NULL;
+    cgr__prof_tally *rs = n_runs ? calloc(n_runs, sizeof *rs) : NULL;
     if (n_runs && !rs)
         return -1;
     for (size_t i = 0; i < n; i++) {
@@ -187,36 +175,13 @@ int cgr__prof_summarize(const cgr__prof_rec *recs, size_t n, const int32_t *run_
             continue;
         }
         out->records++;
-        const cgr__prof_rec *x = &recs[i];
-        run_sum *r = &rs[run_of[i]];
-        uint64_t d = x->end - x->start;
-        r->busy += d;
-        switch (x->kind) {
-        case CGR__PROF_KERNEL: r->k_ns += d; r->kernels++; break;
-        case CGR__PROF_MEMCPY: r->mc_ns += d; r->memcpys++; break;
-        default: r->ms_ns += d; r->memsets++; break;
-        }
-        if (r->n == 0) {
-            r->first = x->start;
-            r->cur_s = x->start;
-            r->cur_e = x->end;
-        } else if (x->start > r->cur_e) {
-            r->busy_union += r->cur_e - r->cur_s;
-            r->cur_s = x->start;
-            r->cur_e = x->end;
-        } else if (x->end > r->cur_e) {
-            r->cur_e = x->end;
-        }
-        if (x->end > r->last)
-            r->last = x->end;
-        r->n++;
+        cgr__prof_tally_add(&rs[run_of[i]], &recs[i]);
     }
     double wall[CGR__PROF_MODES] = {0}, uni[CGR__PROF_MODES] = {0};
     uint64_t prev_last = 0;
     for (size_t j = 0; j < n_runs; j++) {
-        run_sum *r = &rs[j];
-        if (r->n)
-            r->busy_union += r->cur_e - r->cur_s;
+        const cgr__prof_tally *r = &rs[j];
+        const uint64_t busy_union = cgr__prof_tally_union(r);
         /*
          * A run can start on the GPU once its launch call began and the run
          * before it is done there (one stream): waiting for either is the
@@ -231,17 +196,17 @@ int cgr__prof_summarize(const cgr__prof_rec *recs, size_t n, const int32_t *run_
         cgr__prof_mode *pm = &out->mode[m];
         pm->runs++;
         wall[m] += (double)w;
-        uni[m] += (double)r->busy_union;
+        uni[m] += (double)busy_union;
         pm->cpu_us += (double)runs[j].cpu_ns / 1e3;
         pm->launch_us += (double)(runs[j].end - runs[j].begin) / 1e3;
         pm->busy_us += (double)r->busy / 1e3;
-        pm->busy_union_us += (double)r->busy_union / 1e3;
-        pm->kernel_us += (double)r->k_ns / 1e3;
-        pm->memcpy_us += (double)r->mc_ns / 1e3;
-        pm->memset_us += (double)r->ms_ns / 1e3;
-        pm->kernels += (double)r->kernels;
-        pm->memcpys += (double)r->memcpys;
-        pm->memsets += (double)r->memsets;
+        pm->busy_union_us += (double)busy_union / 1e3;
+        pm->kernel_us += (double)r->ns[CGR__PROF_KERNEL] / 1e3;
+        pm->memcpy_us += (double)r->ns[CGR__PROF_MEMCPY] / 1e3;
+        pm->memset_us += (double)r->ns[CGR__PROF_MEMSET] / 1e3;
+        pm->kernels += (double)r->count[CGR__PROF_KERNEL];
+        pm->memcpys += (double)r->count[CGR__PROF_MEMCPY];
+        pm->memsets += (double)r->count[CGR__PROF_MEMSET];
     }
     free(rs);
     for (int m = 0; m < CGR__PROF_MODES; m++) {
@@ -269,7 +234,9 @@ int cgr__prof_summarize(const cgr__prof_rec *recs, size_t n, const int32_t *run_
                                                                    : CGR__PROF_GPU_BOUND;
     if (e->runs && g->runs && g->wall_us > 0)
         out->speedup = e->wall_us / g->wall_us;
-    return top_kernels(recs, n, run_of, names, n_names, out);
+    const int k = cgr__prof_rank_kernels(recs, n, run_of, names, n_names, out->top, CGR__PROF_TOP);
+    out->n_top = k < 0 ? 0 : k;
+    return k < 0 ? -1 : 0;
 }
 
 const char *cgr__prof_verdict_name(int verdict)

@@ -881,10 +881,8 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
 {
     CUptiResult r;
     size_t d = 0, i, n;
-    uint64_t t1 = 0, dropped;
-    uint64_t k_ns = 0, mc_ns = 0, ms_ns = 0, u_ns;
-    uint64_t nk = 0, nmc = 0, nms = 0, untimed = 0;
-    uint64_t first = 0, last_end = 0;
+    uint64_t t1 = 0, dropped, untimed = 0;
+    cgr__prof_tally t = {0};
     rec *tmp;
     size_t tcap;
     cgr__prof_window w;
@@ -978,36 +976,25 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     }
 
     /* Sums, counts and span; the records are sorted by start, as the union needs. */
-    for (i = 0; i < n; i++) {
-        const rec *x = &p->win[i];
-        uint64_t dur = x->end - x->start;
-        switch (x->kind) {
-        case CGR__PROF_KERNEL: k_ns += dur; nk++; break;
-        case CGR__PROF_MEMCPY: mc_ns += dur; nmc++; break;
-        default: ms_ns += dur; nms++; break;
-        }
-        if (x->end > last_end)
-            last_end = x->end;
-    }
-    first = n > 0 ? p->win[0].start : 0;
-    u_ns = cgr__prof_union_ns(p->win, n);
+    for (i = 0; i < n; i++)
+        cgr__prof_tally_add(&t, &p->win[i]);
 
     memset(&w, 0, sizeof w);
     snprintf(w.label, sizeof w.label, "%s", p->label);
     w.steps = steps;
-    w.kernel_us = (double)k_ns / 1e3 / steps;
-    w.memcpy_us = (double)mc_ns / 1e3 / steps;
-    w.memset_us = (double)ms_ns / 1e3 / steps;
-    w.busy_us = (double)(k_ns + mc_ns + ms_ns) / 1e3 / steps;
-    w.busy_union_us = (double)u_ns / 1e3 / steps;
-    w.kernels_per_step = (double)nk / steps;
-    w.memcpys_per_step = (double)nmc / steps;
-    w.memsets_per_step = (double)nms / steps;
-    w.span_us = n > 0 ? (double)(last_end - first) / 1e3 / steps : 0.0;
+    w.kernel_us = (double)t.ns[CGR__PROF_KERNEL] / 1e3 / steps;
+    w.memcpy_us = (double)t.ns[CGR__PROF_MEMCPY] / 1e3 / steps;
+    w.memset_us = (double)t.ns[CGR__PROF_MEMSET] / 1e3 / steps;
+    w.busy_us = (double)t.busy / 1e3 / steps;
+    w.busy_union_us = (double)cgr__prof_tally_union(&t) / 1e3 / steps;
+    w.kernels = t.count[CGR__PROF_KERNEL];
+    w.memcpys = t.count[CGR__PROF_MEMCPY];
+    w.memsets = t.count[CGR__PROF_MEMSET];
+    w.kernels_per_step = (double)w.kernels / steps;
+    w.memcpys_per_step = (double)w.memcpys / steps;
+    w.memsets_per_step = (double)w.memsets / steps;
+    w.span_us = n > 0 ? (double)(t.last - p->win[0].start) / 1e3 / steps : 0.0;
     w.window_us = (double)(t1 - p->t0) / 1e3;
-    w.kernels = nk;
-    w.memcpys = nmc;
-    w.memsets = nms;
     w.records = n;
     w.untimed = untimed;
     w.dropped = dropped;
