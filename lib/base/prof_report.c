@@ -248,72 +248,7 @@ const char *cgr__prof_verdict_name(int verdict)
     }
 }
 
-/* ---- the reports ------------------------------------------------------------- */
-
-/* "12.3 us", "1.23 ms" or "1.23 s": a table read by people. */
-static void fmt_time(char *buf, size_t len, double us)
-{
-    if (us >= 1e6)
-        snprintf(buf, len, "%.3f s", us / 1e6);
-    else if (us >= 1e3)
-        snprintf(buf, len, "%.3f ms", us / 1e3);
-    else
-        snprintf(buf, len, "%.2f us", us);
-}
-
-static const char *const mode_names[CGR__PROF_MODES] = {"eager", "graph"};
-
-int cgr__prof_write_text(FILE *f, const char *step, const cgr__prof_summary *s)
-{
-    const cgr__prof_mode *e = &s->mode[CGR__PROF_EAGER];
-    int bad = fprintf(f, "cgr profile of step '%s': %llu eager and %llu graph runs, "
-                         "alternating\n\n", step, (unsigned long long)e->runs,
-                      (unsigned long long)s->mode[CGR__PROF_GRAPH].runs) < 0;
-    if (s->verdict == CGR__PROF_UNKNOWN)
-        bad |= fprintf(f, "verdict: unknown (no eager run was measured)\n") < 0;
-    else
-        bad |= fprintf(f, "verdict: %s: the GPU is idle %.1f%% of an eager run's wall time "
-                          "(launch-bound above %.0f%%)\n",
-                       cgr__prof_verdict_name(s->verdict), 100.0 * e->idle_share,
-                       100.0 * CGR__PROF_LAUNCH_BOUND_IDLE) < 0;
-    if (s->speedup > 0)
-        bad |= fprintf(f, "graph vs eager: %.2fx the speed (wall per run)\n", s->speedup) < 0;
-    bad |= fprintf(f, "\n%-6s %8s %12s %12s %12s %12s %12s %9s %9s %7s\n", "mode", "runs",
-                   "wall/run", "cpu/run", "launch/run", "busy/run", "busy-u/run", "kern/run",
-                   "copy/run", "idle") < 0;
-    for (int m = 0; m < CGR__PROF_MODES; m++) {
-        const cgr__prof_mode *pm = &s->mode[m];
-        char w[32], c[32], l[32], b[32], u[32];
-        fmt_time(w, sizeof w, pm->wall_us);
-        fmt_time(c, sizeof c, pm->cpu_us);
-        fmt_time(l, sizeof l, pm->launch_us);
-        fmt_time(b, sizeof b, pm->busy_us);
-        fmt_time(u, sizeof u, pm->busy_union_us);
-        bad |= fprintf(f, "%-6s %8llu %12s %12s %12s %12s %12s %9.1f %9.1f %6.1f%%\n",
-                       mode_names[m], (unsigned long long)pm->runs, w, c, l, b, u, pm->kernels,
-                       pm->memcpys + pm->memsets, 100.0 * pm->idle_share) < 0;
-    }
-    bad |= fprintf(f, "\n%-60s %8s %12s %12s %7s\n", "Kernel", "Calls", "GPU total",
-                   "GPU mean", "Share") < 0;
-    bad |= fprintf(f, "%-60s %8s %12s %12s %7s\n", "------", "-----", "---------", "--------",
-                   "-----") < 0;
-    for (int k = 0; k < s->n_top; k++) {
-        const cgr__prof_kernel *t = &s->top[k];
-        char tot[32], mean[32];
-        fmt_time(tot, sizeof tot, t->total_us);
-        fmt_time(mean, sizeof mean, t->mean_us);
-        bad |= fprintf(f, "%-60.60s %8llu %12s %12s %6.1f%%\n", t->name,
-                       (unsigned long long)t->calls, tot, mean, 100.0 * t->share) < 0;
-    }
-    bad |= fprintf(f, "\nwall: from when a run could start (its launch call began, or the run "
-                      "before it ended on the GPU)\nto its last GPU work; cpu: host CPU time in "
-                      "cgr's launch call; busy: kernel + copy durations;\nbusy-u: their union; "
-                      "idle: 1 - busy-u / wall. %llu records (%llu by time, %llu outside the "
-                      "runs, %llu dropped).\n",
-                   (unsigned long long)s->records, (unsigned long long)s->by_time,
-                   (unsigned long long)s->outside, (unsigned long long)s->dropped) < 0;
-    return bad ? -1 : 0;
-}
+/* ---- writing ------------------------------------------------------------------ */
 
 /* The characters of s as inside a JSON string, adding their count to *bytes.
  * Bytes >= 0x80 become '?', so the output is plain ASCII and valid whatever
@@ -338,53 +273,10 @@ static int json_chars(FILE *f, const char *s, uint64_t *bytes)
     return bad ? -1 : 0;
 }
 
-int cgr__prof_json_str(FILE *f, const char *s)
-{
-    uint64_t k = 0;
-    return fputc('"', f) == EOF || json_chars(f, s, &k) != 0 || fputc('"', f) == EOF ? -1 : 0;
-}
-
-int cgr__prof_write_json(FILE *f, const char *step, const cgr__prof_summary *s)
-{
-    int bad = fputs("{\"step\":", f) < 0 || cgr__prof_json_str(f, step) != 0;
-    bad |= fprintf(f, ",\"verdict\":\"%s\",\"launch_bound_idle\":%.3f,\"speedup\":%.6g,"
-                      "\"modes\":{",
-                   cgr__prof_verdict_name(s->verdict), CGR__PROF_LAUNCH_BOUND_IDLE,
-                   s->speedup) < 0;
-    for (int m = 0; m < CGR__PROF_MODES; m++) {
-        const cgr__prof_mode *pm = &s->mode[m];
-        bad |= fprintf(f, "%s\"%s\":{\"runs\":%llu,\"wall_us\":%.6g,\"cpu_us\":%.6g,"
-                          "\"launch_us\":%.6g,\"busy_us\":%.6g,\"busy_union_us\":%.6g,"
-                          "\"kernel_us\":%.6g,\"memcpy_us\":%.6g,\"memset_us\":%.6g,"
-                          "\"kernels\":%.6g,\"memcpys\":%.6g,\"memsets\":%.6g,"
-                          "\"idle_share\":%.6g}",
-                       m ? "," : "", mode_names[m], (unsigned long long)pm->runs, pm->wall_us,
-                       pm->cpu_us, pm->launch_us, pm->busy_us, pm->busy_union_us,
-                       pm->kernel_us, pm->memcpy_us, pm->memset_us, pm->kernels, pm->memcpys,
-                       pm->memsets, pm->idle_share) < 0;
-    }
-    bad |= fputs("},\"top_kernels\":[", f) < 0;
-    for (int k = 0; k < s->n_top; k++) {
-        const cgr__prof_kernel *t = &s->top[k];
-        bad |= fputs(k ? ",{\"name\":" : "{\"name\":", f) < 0 || cgr__prof_json_str(f, t->name);
-        bad |= fprintf(f, ",\"calls\":%llu,\"total_us\":%.6g,\"mean_us\":%.6g,\"share\":%.6g}",
-                       (unsigned long long)t->calls, t->total_us, t->mean_us, t->share) < 0;
-    }
-    bad |= fprintf(f, "],\"records\":%llu,\"by_time\":%llu,\"outside\":%llu,\"dropped\":%llu,"
-                      "\"ranges\":%llu,\"ranges_open\":%llu,\"ranges_dropped\":%llu}\n",
-                   (unsigned long long)s->records, (unsigned long long)s->by_time,
-                   (unsigned long long)s->outside, (unsigned long long)s->dropped,
-                   (unsigned long long)s->ranges, (unsigned long long)s->ranges_open,
-                   (unsigned long long)s->ranges_dropped) < 0;
-    return bad ? -1 : 0;
-}
-
-/* ---- trace events -------------------------------------------------------------- */
-
 /*
  * The writes into a cgr__prof_trace_out: each counts its bytes and, after
- * the first failure, does nothing, so an event is written by a run of calls
- * and checked once (o->bad) at its end.
+ * the first failure, does nothing, so an event or a report is written by a
+ * run of calls and checked once (o->bad) at its end.
  */
 static void out_printf(cgr__prof_trace_out *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -422,6 +314,112 @@ static void out_event(cgr__prof_trace_out *o)
     if (!o->bad)
         o->events++;
 }
+
+/* ---- the reports ------------------------------------------------------------- */
+
+/* "12.3 us", "1.23 ms" or "1.23 s": a table read by people. */
+static void fmt_time(char *buf, size_t len, double us)
+{
+    if (us >= 1e6)
+        snprintf(buf, len, "%.3f s", us / 1e6);
+    else if (us >= 1e3)
+        snprintf(buf, len, "%.3f ms", us / 1e3);
+    else
+        snprintf(buf, len, "%.2f us", us);
+}
+
+static const char *const mode_names[CGR__PROF_MODES] = {"eager", "graph"};
+
+int cgr__prof_write_text(FILE *f, const char *step, const cgr__prof_summary *s)
+{
+    cgr__prof_trace_out o = {.f = f};
+    const cgr__prof_mode *e = &s->mode[CGR__PROF_EAGER];
+    out_printf(&o, "cgr profile of step '%s': %llu eager and %llu graph runs, alternating\n\n",
+               step, (unsigned long long)e->runs,
+               (unsigned long long)s->mode[CGR__PROF_GRAPH].runs);
+    if (s->verdict == CGR__PROF_UNKNOWN)
+        out_printf(&o, "verdict: unknown (no eager run was measured)\n");
+    else
+        out_printf(&o, "verdict: %s: the GPU is idle %.1f%% of an eager run's wall time "
+                       "(launch-bound above %.0f%%)\n",
+                   cgr__prof_verdict_name(s->verdict), 100.0 * e->idle_share,
+                   100.0 * CGR__PROF_LAUNCH_BOUND_IDLE);
+    if (s->speedup > 0)
+        out_printf(&o, "graph vs eager: %.2fx the speed (wall per run)\n", s->speedup);
+    out_printf(&o, "\n%-6s %8s %12s %12s %12s %12s %12s %9s %9s %7s\n", "mode", "runs",
+               "wall/run", "cpu/run", "launch/run", "busy/run", "busy-u/run", "kern/run",
+               "copy/run", "idle");
+    for (int m = 0; m < CGR__PROF_MODES; m++) {
+        const cgr__prof_mode *pm = &s->mode[m];
+        char w[32], c[32], l[32], b[32], u[32];
+        fmt_time(w, sizeof w, pm->wall_us);
+        fmt_time(c, sizeof c, pm->cpu_us);
+        fmt_time(l, sizeof l, pm->launch_us);
+        fmt_time(b, sizeof b, pm->busy_us);
+        fmt_time(u, sizeof u, pm->busy_union_us);
+        out_printf(&o, "%-6s %8llu %12s %12s %12s %12s %12s %9.1f %9.1f %6.1f%%\n",
+                   mode_names[m], (unsigned long long)pm->runs, w, c, l, b, u, pm->kernels,
+                   pm->memcpys + pm->memsets, 100.0 * pm->idle_share);
+    }
+    out_printf(&o, "\n%-60s %8s %12s %12s %7s\n", "Kernel", "Calls", "GPU total", "GPU mean",
+               "Share");
+    out_printf(&o, "%-60s %8s %12s %12s %7s\n", "------", "-----", "---------", "--------",
+               "-----");
+    for (int k = 0; k < s->n_top; k++) {
+        const cgr__prof_kernel *t = &s->top[k];
+        char tot[32], mean[32];
+        fmt_time(tot, sizeof tot, t->total_us);
+        fmt_time(mean, sizeof mean, t->mean_us);
+        out_printf(&o, "%-60.60s %8llu %12s %12s %6.1f%%\n", t->name,
+                   (unsigned long long)t->calls, tot, mean, 100.0 * t->share);
+    }
+    out_printf(&o, "\nwall: from when a run could start (its launch call began, or the run "
+                   "before it ended on the GPU)\nto its last GPU work; cpu: host CPU time in "
+                   "cgr's launch call; busy: kernel + copy durations;\nbusy-u: their union; "
+                   "idle: 1 - busy-u / wall. %llu records (%llu by time, %llu outside the "
+                   "runs, %llu dropped).\n",
+               (unsigned long long)s->records, (unsigned long long)s->by_time,
+               (unsigned long long)s->outside, (unsigned long long)s->dropped);
+    return o.bad ? -1 : 0;
+}
+
+int cgr__prof_write_json(FILE *f, const char *step, const cgr__prof_summary *s)
+{
+    cgr__prof_trace_out o = {.f = f};
+    out_printf(&o, "{\"step\":");
+    out_str(&o, "", step);
+    out_printf(&o, ",\"verdict\":\"%s\",\"launch_bound_idle\":%.3f,\"speedup\":%.6g,\"modes\":{",
+               cgr__prof_verdict_name(s->verdict), CGR__PROF_LAUNCH_BOUND_IDLE, s->speedup);
+    for (int m = 0; m < CGR__PROF_MODES; m++) {
+        const cgr__prof_mode *pm = &s->mode[m];
+        out_printf(&o, "%s\"%s\":{\"runs\":%llu,\"wall_us\":%.6g,\"cpu_us\":%.6g,"
+                       "\"launch_us\":%.6g,\"busy_us\":%.6g,\"busy_union_us\":%.6g,"
+                       "\"kernel_us\":%.6g,\"memcpy_us\":%.6g,\"memset_us\":%.6g,"
+                       "\"kernels\":%.6g,\"memcpys\":%.6g,\"memsets\":%.6g,"
+                       "\"idle_share\":%.6g}",
+                   m ? "," : "", mode_names[m], (unsigned long long)pm->runs, pm->wall_us,
+                   pm->cpu_us, pm->launch_us, pm->busy_us, pm->busy_union_us, pm->kernel_us,
+                   pm->memcpy_us, pm->memset_us, pm->kernels, pm->memcpys, pm->memsets,
+                   pm->idle_share);
+    }
+    out_printf(&o, "},\"top_kernels\":[");
+    for (int k = 0; k < s->n_top; k++) {
+        const cgr__prof_kernel *t = &s->top[k];
+        out_printf(&o, k ? ",{\"name\":" : "{\"name\":");
+        out_str(&o, "", t->name);
+        out_printf(&o, ",\"calls\":%llu,\"total_us\":%.6g,\"mean_us\":%.6g,\"share\":%.6g}",
+                   (unsigned long long)t->calls, t->total_us, t->mean_us, t->share);
+    }
+    out_printf(&o, "],\"records\":%llu,\"by_time\":%llu,\"outside\":%llu,\"dropped\":%llu,"
+                   "\"ranges\":%llu,\"ranges_open\":%llu,\"ranges_dropped\":%llu}\n",
+               (unsigned long long)s->records, (unsigned long long)s->by_time,
+               (unsigned long long)s->outside, (unsigned long long)s->dropped,
+               (unsigned long long)s->ranges, (unsigned long long)s->ranges_open,
+               (unsigned long long)s->ranges_dropped);
+    return o.bad ? -1 : 0;
+}
+
+/* ---- trace events -------------------------------------------------------------- */
 
 /* ns after origin as microseconds with 3 decimals, without the locale's %f. */
 static void fmt_us(char *buf, size_t len, uint64_t t, uint64_t origin)

@@ -191,14 +191,12 @@ int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, 
                           const char *const *names, size_t n_names,
                           const cgr__prof_range *ranges, size_t n_ranges);
 
-/* Writes s as a JSON string, quotes included; bytes >= 0x80 become '?'. */
-int cgr__prof_json_str(FILE *f, const char *s);
-
 /*
- * Where trace events go: both traces (cgr__prof_write_trace's and the
- * collector's, through cgr__prof_trace_buf) are written by the same
- * functions into one of these. It counts the events and their bytes, which
- * the caps need, and keeps the first write failure.
+ * Where the reports go: both traces (cgr__prof_write_trace's and the
+ * collector's, through cgr__prof_trace_buf), and the text and JSON
+ * reports, are written by the same functions into one of these. It counts
+ * the events and their bytes, which the trace caps need, and keeps the
+ * first write failure.
  */
 typedef struct cgr__prof_trace_out {
     FILE *f;
