@@ -838,7 +838,7 @@ int cgr__prof_begin(cgr__prof *p, const char *label)
      * with pooled, pre-faulted buffers. Flushing here would put that stall
      * inside every window. Earlier records are discarded by time instead:
      * the callback keeps only records that start at or after t0. Build with
-     * -DPROF_BEGIN_FLUSH=1 to flush anyway. */
+     * -DCGR__PROF_BEGIN_FLUSH=1 to flush anyway. */
 #if CGR__PROF_BEGIN_FLUSH
     r = api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (r != CUPTI_SUCCESS)
