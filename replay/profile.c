@@ -93,7 +93,8 @@ void cgr__profile_detach(cgr_step *s)
     s->profile = NULL;
 }
 
-/* The window ends without a result: why goes to the stats and the log. */
+/* The window ends without a result: why goes to the stats and the log. why may be the
+ * profiler's message, which the detach frees, so it is copied first. */
 static void give_up(cgr_step *s, cgr_status st, const char *why)
 {
     cgr_profile_result *r = &s->stats.profile;
@@ -128,8 +129,7 @@ static int open_window(cgr_step *s, cgr__profile *p)
         return -1;
     }
     if (cgr__prof_begin(p->prof, s->name) != CGR__PROF_OK) {
-        put(err, sizeof err, "%s", cgr__prof_errmsg(p->prof));
-        give_up(s, CGR_STATUS_NOT_SUPPORTED, err);
+        give_up(s, CGR_STATUS_NOT_SUPPORTED, cgr__prof_errmsg(p->prof));
         return -1;
     }
     p->state = COLLECTING;
@@ -174,15 +174,12 @@ static int write_report(const cgr_step *s, int which, const cgr__prof_summary *s
     return fclose(f) != 0 || bad ? -1 : 0;
 }
 
-static void copy_mode(cgr_profile_mode *out, const cgr__prof_mode *m)
+/* The figures of a mode that cgr_profile_result shows: a subset of the report's. */
+static cgr_profile_mode public_mode(const cgr__prof_mode *m)
 {
-    out->runs = m->runs;
-    out->wall_us = m->wall_us;
-    out->cpu_us = m->cpu_us;
-    out->busy_us = m->busy_us;
-    out->busy_union_us = m->busy_union_us;
-    out->kernels = m->kernels;
-    out->idle_share = m->idle_share;
+    return (cgr_profile_mode){.runs = m->runs, .wall_us = m->wall_us, .cpu_us = m->cpu_us,
+                              .busy_us = m->busy_us, .busy_union_us = m->busy_union_us,
+                              .kernels = m->kernels, .idle_share = m->idle_share};
 }
 
 /* The run that completes the window: drain, sum, write, detach CUPTI. */
@@ -205,8 +202,7 @@ static void close_window(cgr_step *s, cgr__profile *p)
     if (cgr__prof_end(p->prof, (int)p->n, &w) != CGR__PROF_OK ||
         cgr__prof_records(p->prof, &recs, &n, &names, &n_names) != CGR__PROF_OK ||
         cgr__prof_links(p->prof, &links, &n_links) != CGR__PROF_OK) {
-        put(why, sizeof why, "%s", cgr__prof_errmsg(p->prof));
-        give_up(s, CGR_STATUS_NOT_SUPPORTED, why);
+        give_up(s, CGR_STATUS_NOT_SUPPORTED, cgr__prof_errmsg(p->prof));
         return;
     }
     int32_t *run_of = malloc((n ? n : 1) * sizeof *run_of);
@@ -234,8 +230,8 @@ static void close_window(cgr_step *s, cgr__profile *p)
     cgr__prof_destroy(&p->prof);
 
     cgr_profile_result *r = &s->stats.profile;
-    copy_mode(&r->eager, &sum.mode[CGR__PROF_EAGER]);
-    copy_mode(&r->graph, &sum.mode[CGR__PROF_GRAPH]);
+    r->eager = public_mode(&sum.mode[CGR__PROF_EAGER]);
+    r->graph = public_mode(&sum.mode[CGR__PROF_GRAPH]);
     r->verdict = sum.verdict == CGR__PROF_LAUNCH_BOUND ? CGR_PROFILE_LAUNCH_BOUND
                  : sum.verdict == CGR__PROF_GPU_BOUND  ? CGR_PROFILE_GPU_BOUND
                                                        : CGR_PROFILE_UNKNOWN;
@@ -247,13 +243,8 @@ static void close_window(cgr_step *s, cgr__profile *p)
     if (bad >= 0) {
         put(why, sizeof why, "the figures are in cgr_step_stats.profile, but %s could not "
                  "be written", path[bad]);
-        /* The figures stand; only the files failed. */
-        cgr_profile_result keep = *r;
+        /* The figures stand (give_up sets only state, status and error); only the files failed. */
         give_up(s, CGR_STATUS_INVALID_ARGUMENT, why);
-        keep.state = CGR_PROFILE_FAILED;
-        keep.status = r->status;
-        memcpy(keep.error, r->error, sizeof keep.error);
-        *r = keep;
         return;
     }
     r->state = CGR_PROFILE_DONE;
@@ -291,9 +282,7 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
     uint64_t cpu0 = thread_cpu_ns();
     if (cgr__prof_now(p->prof, &run->begin) != CGR__PROF_OK ||
         cgr__prof_push(p->prof, p->n) != CGR__PROF_OK) {
-        char why[300];
-        put(why, sizeof why, "%s", cgr__prof_errmsg(p->prof));
-        give_up(s, CGR_STATUS_NOT_SUPPORTED, why);
+        give_up(s, CGR_STATUS_NOT_SUPPORTED, cgr__prof_errmsg(p->prof));
         return cgr__launch_graph(s, g, slot, 0);
     }
     cgr_status st;
@@ -319,9 +308,7 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
         return st;
     }
     if (tag != CGR__PROF_OK || now != CGR__PROF_OK) {
-        char why[300];
-        put(why, sizeof why, "%s", cgr__prof_errmsg(p->prof));
-        give_up(s, CGR_STATUS_NOT_SUPPORTED, why);
+        give_up(s, CGR_STATUS_NOT_SUPPORTED, cgr__prof_errmsg(p->prof));
         return CGR_STATUS_OK;
     }
     if (++p->n == p->cap)

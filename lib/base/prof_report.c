@@ -6,27 +6,33 @@
 
 #include "prof_report.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t cgr__prof_union_ns(const cgr__prof_rec *recs, size_t n)
+void cgr__prof_tally_add(cgr__prof_tally *t, const cgr__prof_rec *x)
 {
-    uint64_t total = 0, cur_s = 0, cur_e = 0;
-    for (size_t i = 0; i < n; i++) {
-        const cgr__prof_rec *x = &recs[i];
-        if (i == 0) {
-            cur_s = x->start;
-            cur_e = x->end;
-        } else if (x->start > cur_e) {
-            total += cur_e - cur_s;
-            cur_s = x->start;
-            cur_e = x->end;
-        } else if (x->end > cur_e) {
-            cur_e = x->end;
-        }
+    assert(x->kind >= CGR__PROF_KERNEL && x->kind <= CGR__PROF_MEMSET);
+    const uint64_t d = x->end - x->start;
+    t->ns[x->kind] += d;
+    t->count[x->kind]++;
+    t->busy += d;
+    /* Before the first record the open interval is [0, 0), which adds nothing. */
+    if (x->start > t->open_end) {
+        t->union_closed += t->open_end - t->open_start;
+        t->open_start = x->start;
+        t->open_end = x->end;
+    } else if (x->end > t->open_end) {
+        t->open_end = x->end;
     }
-    return n ? total + (cur_e - cur_s) : 0;
+    if (x->end > t->last)
+        t->last = x->end;
+}
+
+uint64_t cgr__prof_tally_union(const cgr__prof_tally *t)
+{
+    return t->union_closed + (t->open_end - t->open_start);
 }
 
 static int cmp_link(const void *a, const void *b)
@@ -81,14 +87,6 @@ void cgr__prof_attribute(const cgr__prof_rec *recs, size_t n, cgr__prof_link *li
 }
 
 /* ---- per run and per mode ------------------------------------------------------ */
-
-typedef struct run_sum {
-    uint64_t first, last; /* the run's GPU work: earliest start, latest end */
-    uint64_t busy, busy_union, k_ns, mc_ns, ms_ns;
-    uint64_t kernels, memcpys, memsets;
-    uint64_t n;
-    uint64_t cur_s, cur_e; /* the union's open interval (records come sorted by start) */
-} run_sum;
 
 struct kagg {
     uint64_t calls, ns;
@@ -162,23 +160,13 @@ int cgr__prof_rank_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *r
     return k;
 }
 
-static int top_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
-                       const char *const *names, size_t n_names, cgr__prof_summary *out)
-{
-    const int k = cgr__prof_rank_kernels(recs, n, run_of, names, n_names, out->top, CGR__PROF_TOP);
-    if (k < 0)
-        return -1;
-    out->n_top = k;
-    return 0;
-}
-
 int cgr__prof_summarize(const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
                         const cgr__prof_run *runs, size_t n_runs, const char *const *names,
                         size_t n_names, uint64_t dropped, cgr__prof_summary *out)
 {
     memset(out, 0, sizeof *out);
     out->dropped = dropped;
-    run_sum *rs = n_runs ? calloc(n_runs, sizeof *rs) : NULL;
+    cgr__prof_tally *rs = n_runs ? calloc(n_runs, sizeof *rs) : NULL;
     if (n_runs && !rs)
         return -1;
     for (size_t i = 0; i < n; i++) {
@@ -187,36 +175,13 @@ int cgr__prof_summarize(const cgr__prof_rec *recs, size_t n, const int32_t *run_
             continue;
         }
         out->records++;
-        const cgr__prof_rec *x = &recs[i];
-        run_sum *r = &rs[run_of[i]];
-        uint64_t d = x->end - x->start;
-        r->busy += d;
-        switch (x->kind) {
-        case CGR__PROF_KERNEL: r->k_ns += d; r->kernels++; break;
-        case CGR__PROF_MEMCPY: r->mc_ns += d; r->memcpys++; break;
-        default: r->ms_ns += d; r->memsets++; break;
-        }
-        if (r->n == 0) {
-            r->first = x->start;
-            r->cur_s = x->start;
-            r->cur_e = x->end;
-        } else if (x->start > r->cur_e) {
-            r->busy_union += r->cur_e - r->cur_s;
-            r->cur_s = x->start;
-            r->cur_e = x->end;
-        } else if (x->end > r->cur_e) {
-            r->cur_e = x->end;
-        }
-        if (x->end > r->last)
-            r->last = x->end;
-        r->n++;
+        cgr__prof_tally_add(&rs[run_of[i]], &recs[i]);
     }
     double wall[CGR__PROF_MODES] = {0}, uni[CGR__PROF_MODES] = {0};
     uint64_t prev_last = 0;
     for (size_t j = 0; j < n_runs; j++) {
-        run_sum *r = &rs[j];
-        if (r->n)
-            r->busy_union += r->cur_e - r->cur_s;
+        const cgr__prof_tally *r = &rs[j];
+        const uint64_t busy_union = cgr__prof_tally_union(r);
         /*
          * A run can start on the GPU once its launch call began and the run
          * before it is done there (one stream): waiting for either is the
@@ -231,17 +196,17 @@ int cgr__prof_summarize(const cgr__prof_rec *recs, size_t n, const int32_t *run_
         cgr__prof_mode *pm = &out->mode[m];
         pm->runs++;
         wall[m] += (double)w;
-        uni[m] += (double)r->busy_union;
+        uni[m] += (double)busy_union;
         pm->cpu_us += (double)runs[j].cpu_ns / 1e3;
         pm->launch_us += (double)(runs[j].end - runs[j].begin) / 1e3;
         pm->busy_us += (double)r->busy / 1e3;
-        pm->busy_union_us += (double)r->busy_union / 1e3;
-        pm->kernel_us += (double)r->k_ns / 1e3;
-        pm->memcpy_us += (double)r->mc_ns / 1e3;
-        pm->memset_us += (double)r->ms_ns / 1e3;
-        pm->kernels += (double)r->kernels;
-        pm->memcpys += (double)r->memcpys;
-        pm->memsets += (double)r->memsets;
+        pm->busy_union_us += (double)busy_union / 1e3;
+        pm->kernel_us += (double)r->ns[CGR__PROF_KERNEL] / 1e3;
+        pm->memcpy_us += (double)r->ns[CGR__PROF_MEMCPY] / 1e3;
+        pm->memset_us += (double)r->ns[CGR__PROF_MEMSET] / 1e3;
+        pm->kernels += (double)r->count[CGR__PROF_KERNEL];
+        pm->memcpys += (double)r->count[CGR__PROF_MEMCPY];
+        pm->memsets += (double)r->count[CGR__PROF_MEMSET];
     }
     free(rs);
     for (int m = 0; m < CGR__PROF_MODES; m++) {
@@ -269,7 +234,9 @@ int cgr__prof_summarize(const cgr__prof_rec *recs, size_t n, const int32_t *run_
                                                                    : CGR__PROF_GPU_BOUND;
     if (e->runs && g->runs && g->wall_us > 0)
         out->speedup = e->wall_us / g->wall_us;
-    return top_kernels(recs, n, run_of, names, n_names, out);
+    const int k = cgr__prof_rank_kernels(recs, n, run_of, names, n_names, out->top, CGR__PROF_TOP);
+    out->n_top = k < 0 ? 0 : k;
+    return k < 0 ? -1 : 0;
 }
 
 const char *cgr__prof_verdict_name(int verdict)
@@ -281,72 +248,7 @@ const char *cgr__prof_verdict_name(int verdict)
     }
 }
 
-/* ---- the reports ------------------------------------------------------------- */
-
-/* "12.3 us", "1.23 ms" or "1.23 s": a table read by people. */
-static void fmt_time(char *buf, size_t len, double us)
-{
-    if (us >= 1e6)
-        snprintf(buf, len, "%.3f s", us / 1e6);
-    else if (us >= 1e3)
-        snprintf(buf, len, "%.3f ms", us / 1e3);
-    else
-        snprintf(buf, len, "%.2f us", us);
-}
-
-static const char *const mode_names[CGR__PROF_MODES] = {"eager", "graph"};
-
-int cgr__prof_write_text(FILE *f, const char *step, const cgr__prof_summary *s)
-{
-    const cgr__prof_mode *e = &s->mode[CGR__PROF_EAGER];
-    int bad = fprintf(f, "cgr profile of step '%s': %llu eager and %llu graph runs, "
-                         "alternating\n\n", step, (unsigned long long)e->runs,
-                      (unsigned long long)s->mode[CGR__PROF_GRAPH].runs) < 0;
-    if (s->verdict == CGR__PROF_UNKNOWN)
-        bad |= fprintf(f, "verdict: unknown (no eager run was measured)\n") < 0;
-    else
-        bad |= fprintf(f, "verdict: %s: the GPU is idle %.1f%% of an eager run's wall time "
-                          "(launch-bound above %.0f%%)\n",
-                       cgr__prof_verdict_name(s->verdict), 100.0 * e->idle_share,
-                       100.0 * CGR__PROF_LAUNCH_BOUND_IDLE) < 0;
-    if (s->speedup > 0)
-        bad |= fprintf(f, "graph vs eager: %.2fx the speed (wall per run)\n", s->speedup) < 0;
-    bad |= fprintf(f, "\n%-6s %8s %12s %12s %12s %12s %12s %9s %9s %7s\n", "mode", "runs",
-                   "wall/run", "cpu/run", "launch/run", "busy/run", "busy-u/run", "kern/run",
-                   "copy/run", "idle") < 0;
-    for (int m = 0; m < CGR__PROF_MODES; m++) {
-        const cgr__prof_mode *pm = &s->mode[m];
-        char w[32], c[32], l[32], b[32], u[32];
-        fmt_time(w, sizeof w, pm->wall_us);
-        fmt_time(c, sizeof c, pm->cpu_us);
-        fmt_time(l, sizeof l, pm->launch_us);
-        fmt_time(b, sizeof b, pm->busy_us);
-        fmt_time(u, sizeof u, pm->busy_union_us);
-        bad |= fprintf(f, "%-6s %8llu %12s %12s %12s %12s %12s %9.1f %9.1f %6.1f%%\n",
-                       mode_names[m], (unsigned long long)pm->runs, w, c, l, b, u, pm->kernels,
-                       pm->memcpys + pm->memsets, 100.0 * pm->idle_share) < 0;
-    }
-    bad |= fprintf(f, "\n%-60s %8s %12s %12s %7s\n", "Kernel", "Calls", "GPU total",
-                   "GPU mean", "Share") < 0;
-    bad |= fprintf(f, "%-60s %8s %12s %12s %7s\n", "------", "-----", "---------", "--------",
-                   "-----") < 0;
-    for (int k = 0; k < s->n_top; k++) {
-        const cgr__prof_kernel *t = &s->top[k];
-        char tot[32], mean[32];
-        fmt_time(tot, sizeof tot, t->total_us);
-        fmt_time(mean, sizeof mean, t->mean_us);
-        bad |= fprintf(f, "%-60.60s %8llu %12s %12s %6.1f%%\n", t->name,
-                       (unsigned long long)t->calls, tot, mean, 100.0 * t->share) < 0;
-    }
-    bad |= fprintf(f, "\nwall: from when a run could start (its launch call began, or the run "
-                      "before it ended on the GPU)\nto its last GPU work; cpu: host CPU time in "
-                      "cgr's launch call; busy: kernel + copy durations;\nbusy-u: their union; "
-                      "idle: 1 - busy-u / wall. %llu records (%llu by time, %llu outside the "
-                      "runs, %llu dropped).\n",
-                   (unsigned long long)s->records, (unsigned long long)s->by_time,
-                   (unsigned long long)s->outside, (unsigned long long)s->dropped) < 0;
-    return bad ? -1 : 0;
-}
+/* ---- writing ------------------------------------------------------------------ */
 
 /* The characters of s as inside a JSON string, adding their count to *bytes.
  * Bytes >= 0x80 become '?', so the output is plain ASCII and valid whatever
@@ -371,53 +273,10 @@ static int json_chars(FILE *f, const char *s, uint64_t *bytes)
     return bad ? -1 : 0;
 }
 
-int cgr__prof_json_str(FILE *f, const char *s)
-{
-    uint64_t k = 0;
-    return fputc('"', f) == EOF || json_chars(f, s, &k) != 0 || fputc('"', f) == EOF ? -1 : 0;
-}
-
-int cgr__prof_write_json(FILE *f, const char *step, const cgr__prof_summary *s)
-{
-    int bad = fputs("{\"step\":", f) < 0 || cgr__prof_json_str(f, step) != 0;
-    bad |= fprintf(f, ",\"verdict\":\"%s\",\"launch_bound_idle\":%.3f,\"speedup\":%.6g,"
-                      "\"modes\":{",
-                   cgr__prof_verdict_name(s->verdict), CGR__PROF_LAUNCH_BOUND_IDLE,
-                   s->speedup) < 0;
-    for (int m = 0; m < CGR__PROF_MODES; m++) {
-        const cgr__prof_mode *pm = &s->mode[m];
-        bad |= fprintf(f, "%s\"%s\":{\"runs\":%llu,\"wall_us\":%.6g,\"cpu_us\":%.6g,"
-                          "\"launch_us\":%.6g,\"busy_us\":%.6g,\"busy_union_us\":%.6g,"
-                          "\"kernel_us\":%.6g,\"memcpy_us\":%.6g,\"memset_us\":%.6g,"
-                          "\"kernels\":%.6g,\"memcpys\":%.6g,\"memsets\":%.6g,"
-                          "\"idle_share\":%.6g}",
-                       m ? "," : "", mode_names[m], (unsigned long long)pm->runs, pm->wall_us,
-                       pm->cpu_us, pm->launch_us, pm->busy_us, pm->busy_union_us,
-                       pm->kernel_us, pm->memcpy_us, pm->memset_us, pm->kernels, pm->memcpys,
-                       pm->memsets, pm->idle_share) < 0;
-    }
-    bad |= fputs("},\"top_kernels\":[", f) < 0;
-    for (int k = 0; k < s->n_top; k++) {
-        const cgr__prof_kernel *t = &s->top[k];
-        bad |= fputs(k ? ",{\"name\":" : "{\"name\":", f) < 0 || cgr__prof_json_str(f, t->name);
-        bad |= fprintf(f, ",\"calls\":%llu,\"total_us\":%.6g,\"mean_us\":%.6g,\"share\":%.6g}",
-                       (unsigned long long)t->calls, t->total_us, t->mean_us, t->share) < 0;
-    }
-    bad |= fprintf(f, "],\"records\":%llu,\"by_time\":%llu,\"outside\":%llu,\"dropped\":%llu,"
-                      "\"ranges\":%llu,\"ranges_open\":%llu,\"ranges_dropped\":%llu}\n",
-                   (unsigned long long)s->records, (unsigned long long)s->by_time,
-                   (unsigned long long)s->outside, (unsigned long long)s->dropped,
-                   (unsigned long long)s->ranges, (unsigned long long)s->ranges_open,
-                   (unsigned long long)s->ranges_dropped) < 0;
-    return bad ? -1 : 0;
-}
-
-/* ---- trace events -------------------------------------------------------------- */
-
 /*
  * The writes into a cgr__prof_trace_out: each counts its bytes and, after
- * the first failure, does nothing, so an event is written by a run of calls
- * and checked once (o->bad) at its end.
+ * the first failure, does nothing, so an event or a report is written by a
+ * run of calls and checked once (o->bad) at its end.
  */
 static void out_printf(cgr__prof_trace_out *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -455,6 +314,112 @@ static void out_event(cgr__prof_trace_out *o)
     if (!o->bad)
         o->events++;
 }
+
+/* ---- the reports ------------------------------------------------------------- */
+
+/* "12.3 us", "1.23 ms" or "1.23 s": a table read by people. */
+static void fmt_time(char *buf, size_t len, double us)
+{
+    if (us >= 1e6)
+        snprintf(buf, len, "%.3f s", us / 1e6);
+    else if (us >= 1e3)
+        snprintf(buf, len, "%.3f ms", us / 1e3);
+    else
+        snprintf(buf, len, "%.2f us", us);
+}
+
+static const char *const mode_names[CGR__PROF_MODES] = {"eager", "graph"};
+
+int cgr__prof_write_text(FILE *f, const char *step, const cgr__prof_summary *s)
+{
+    cgr__prof_trace_out o = {.f = f};
+    const cgr__prof_mode *e = &s->mode[CGR__PROF_EAGER];
+    out_printf(&o, "cgr profile of step '%s': %llu eager and %llu graph runs, alternating\n\n",
+               step, (unsigned long long)e->runs,
+               (unsigned long long)s->mode[CGR__PROF_GRAPH].runs);
+    if (s->verdict == CGR__PROF_UNKNOWN)
+        out_printf(&o, "verdict: unknown (no eager run was measured)\n");
+    else
+        out_printf(&o, "verdict: %s: the GPU is idle %.1f%% of an eager run's wall time "
+                       "(launch-bound above %.0f%%)\n",
+                   cgr__prof_verdict_name(s->verdict), 100.0 * e->idle_share,
+                   100.0 * CGR__PROF_LAUNCH_BOUND_IDLE);
+    if (s->speedup > 0)
+        out_printf(&o, "graph vs eager: %.2fx the speed (wall per run)\n", s->speedup);
+    out_printf(&o, "\n%-6s %8s %12s %12s %12s %12s %12s %9s %9s %7s\n", "mode", "runs",
+               "wall/run", "cpu/run", "launch/run", "busy/run", "busy-u/run", "kern/run",
+               "copy/run", "idle");
+    for (int m = 0; m < CGR__PROF_MODES; m++) {
+        const cgr__prof_mode *pm = &s->mode[m];
+        char w[32], c[32], l[32], b[32], u[32];
+        fmt_time(w, sizeof w, pm->wall_us);
+        fmt_time(c, sizeof c, pm->cpu_us);
+        fmt_time(l, sizeof l, pm->launch_us);
+        fmt_time(b, sizeof b, pm->busy_us);
+        fmt_time(u, sizeof u, pm->busy_union_us);
+        out_printf(&o, "%-6s %8llu %12s %12s %12s %12s %12s %9.1f %9.1f %6.1f%%\n",
+                   mode_names[m], (unsigned long long)pm->runs, w, c, l, b, u, pm->kernels,
+                   pm->memcpys + pm->memsets, 100.0 * pm->idle_share);
+    }
+    out_printf(&o, "\n%-60s %8s %12s %12s %7s\n", "Kernel", "Calls", "GPU total", "GPU mean",
+               "Share");
+    out_printf(&o, "%-60s %8s %12s %12s %7s\n", "------", "-----", "---------", "--------",
+               "-----");
+    for (int k = 0; k < s->n_top; k++) {
+        const cgr__prof_kernel *t = &s->top[k];
+        char tot[32], mean[32];
+        fmt_time(tot, sizeof tot, t->total_us);
+        fmt_time(mean, sizeof mean, t->mean_us);
+        out_printf(&o, "%-60.60s %8llu %12s %12s %6.1f%%\n", t->name,
+                   (unsigned long long)t->calls, tot, mean, 100.0 * t->share);
+    }
+    out_printf(&o, "\nwall: from when a run could start (its launch call began, or the run "
+                   "before it ended on the GPU)\nto its last GPU work; cpu: host CPU time in "
+                   "cgr's launch call; busy: kernel + copy durations;\nbusy-u: their union; "
+                   "idle: 1 - busy-u / wall. %llu records (%llu by time, %llu outside the "
+                   "runs, %llu dropped).\n",
+               (unsigned long long)s->records, (unsigned long long)s->by_time,
+               (unsigned long long)s->outside, (unsigned long long)s->dropped);
+    return o.bad ? -1 : 0;
+}
+
+int cgr__prof_write_json(FILE *f, const char *step, const cgr__prof_summary *s)
+{
+    cgr__prof_trace_out o = {.f = f};
+    out_printf(&o, "{\"step\":");
+    out_str(&o, "", step);
+    out_printf(&o, ",\"verdict\":\"%s\",\"launch_bound_idle\":%.3f,\"speedup\":%.6g,\"modes\":{",
+               cgr__prof_verdict_name(s->verdict), CGR__PROF_LAUNCH_BOUND_IDLE, s->speedup);
+    for (int m = 0; m < CGR__PROF_MODES; m++) {
+        const cgr__prof_mode *pm = &s->mode[m];
+        out_printf(&o, "%s\"%s\":{\"runs\":%llu,\"wall_us\":%.6g,\"cpu_us\":%.6g,"
+                       "\"launch_us\":%.6g,\"busy_us\":%.6g,\"busy_union_us\":%.6g,"
+                       "\"kernel_us\":%.6g,\"memcpy_us\":%.6g,\"memset_us\":%.6g,"
+                       "\"kernels\":%.6g,\"memcpys\":%.6g,\"memsets\":%.6g,"
+                       "\"idle_share\":%.6g}",
+                   m ? "," : "", mode_names[m], (unsigned long long)pm->runs, pm->wall_us,
+                   pm->cpu_us, pm->launch_us, pm->busy_us, pm->busy_union_us, pm->kernel_us,
+                   pm->memcpy_us, pm->memset_us, pm->kernels, pm->memcpys, pm->memsets,
+                   pm->idle_share);
+    }
+    out_printf(&o, "},\"top_kernels\":[");
+    for (int k = 0; k < s->n_top; k++) {
+        const cgr__prof_kernel *t = &s->top[k];
+        out_printf(&o, k ? ",{\"name\":" : "{\"name\":");
+        out_str(&o, "", t->name);
+        out_printf(&o, ",\"calls\":%llu,\"total_us\":%.6g,\"mean_us\":%.6g,\"share\":%.6g}",
+                   (unsigned long long)t->calls, t->total_us, t->mean_us, t->share);
+    }
+    out_printf(&o, "],\"records\":%llu,\"by_time\":%llu,\"outside\":%llu,\"dropped\":%llu,"
+                   "\"ranges\":%llu,\"ranges_open\":%llu,\"ranges_dropped\":%llu}\n",
+               (unsigned long long)s->records, (unsigned long long)s->by_time,
+               (unsigned long long)s->outside, (unsigned long long)s->dropped,
+               (unsigned long long)s->ranges, (unsigned long long)s->ranges_open,
+               (unsigned long long)s->ranges_dropped);
+    return o.bad ? -1 : 0;
+}
+
+/* ---- trace events -------------------------------------------------------------- */
 
 /* ns after origin as microseconds with 3 decimals, without the locale's %f. */
 static void fmt_us(char *buf, size_t len, uint64_t t, uint64_t origin)

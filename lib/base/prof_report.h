@@ -135,8 +135,23 @@ int cgr__prof_rank_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *r
                            const char *const *names, size_t n_names, cgr__prof_kernel *out,
                            int max);
 
-/* Length of the union of [start, end) of recs[0..n), which must be sorted by start. */
-uint64_t cgr__prof_union_ns(const cgr__prof_rec *recs, size_t n);
+/*
+ * Sums of records added in start order, as a window's (the collector's) or
+ * a run's (cgr__prof_summarize) figures need them. Zero it before the first.
+ */
+typedef struct cgr__prof_tally {
+    uint64_t ns[CGR__PROF_MEMSET + 1];    /* durations by CGR__PROF_KERNEL.. _MEMSET */
+    uint64_t count[CGR__PROF_MEMSET + 1]; /* records by kind */
+    uint64_t busy;                        /* all durations */
+    uint64_t last;                        /* the latest end */
+    uint64_t union_closed;                /* the union of the intervals before the open one */
+    uint64_t open_start, open_end;        /* the union's interval still open */
+} cgr__prof_tally;
+
+void cgr__prof_tally_add(cgr__prof_tally *t, const cgr__prof_rec *x);
+
+/* Length of the union of the [start, end) added (overlap counted once). */
+uint64_t cgr__prof_tally_union(const cgr__prof_tally *t);
 
 /*
  * The run of each record into run_of[i] (-1 for none): by its correlation
@@ -176,14 +191,12 @@ int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, 
                           const char *const *names, size_t n_names,
                           const cgr__prof_range *ranges, size_t n_ranges);
 
-/* Writes s as a JSON string, quotes included; bytes >= 0x80 become '?'. */
-int cgr__prof_json_str(FILE *f, const char *s);
-
 /*
- * Where trace events go: both traces (cgr__prof_write_trace's and the
- * collector's, through cgr__prof_trace_buf) are written by the same
- * functions into one of these. It counts the events and their bytes, which
- * the caps need, and keeps the first write failure.
+ * Where the reports go: both traces (cgr__prof_write_trace's and the
+ * collector's, through cgr__prof_trace_buf), and the text and JSON
+ * reports, are written by the same functions into one of these. It counts
+ * the events and their bytes, which the trace caps need, and keeps the
+ * first write failure.
  */
 typedef struct cgr__prof_trace_out {
     FILE *f;

@@ -18,6 +18,7 @@
 #define _DEFAULT_SOURCE /* syscall */
 #include "profiler.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -86,7 +87,6 @@ struct cgr__prof {
                                  g_lock by cgr__prof_begin only) */
     cgr__prof_link *links;    /* EXTERNAL_CORRELATION records of the window */
     size_t links_n, links_cap;
-    uint64_t links_dropped;
 
     /* ---- host ranges' ends: guarded by g_mark_lock; joined at end ---- */
     cgr__prof_range *marks;
@@ -99,12 +99,11 @@ struct cgr__prof {
     size_t wlinks_n, wlinks_cap;
     int in_window;
     char label[64];
-    uint64_t t1;              /* window end, ns */
 
     rec *win;                 /* last window: filtered, sorted by start */
     size_t win_n, win_cap;
     int have_window;
-    cgr__prof_window last;
+    char last_label[64];      /* the last window's label (label is the open one's) */
 
     /* interned kernel names (raw = as CUPTI gives, disp = for display) */
     char **raw;
@@ -145,35 +144,38 @@ static const CUpti_ActivityKind k_kinds[] = {
 /* ------------------------------------------------------------------ */
 /* errors                                                              */
 
-static void vset_err(char *dst, size_t len, const char *fmt, va_list ap)
+/* Writes the message to dst, when the caller gave one, and returns rc. */
+static int vfail(char *dst, size_t len, int rc, const char *fmt, va_list ap)
 {
-    if (!dst || len == 0)
-        return;
-    if (vsnprintf(dst, len, fmt, ap) < 0)
+    if (dst && len && vsnprintf(dst, len, fmt, ap) < 0)
         dst[0] = '\0';
+    return rc;
 }
 
-static void set_err(cgr__prof *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void set_err(cgr__prof *p, const char *fmt, ...)
+static int fail(char *dst, size_t len, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(char *dst, size_t len, int rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vset_err(p->err, sizeof p->err, fmt, ap);
+    vfail(dst, len, rc, fmt, ap);
     va_end(ap);
+    return rc;
 }
 
-/* The const entry points still record a message: the message buffer is not
- * part of cgr__prof's logical state, and every cgr__prof comes from calloc (never a
- * const object), so writing through the cast is well defined. */
-static void set_err_c(const cgr__prof *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void set_err_c(const cgr__prof *p, const char *fmt, ...)
+/* Records p's message and returns rc. The const entry points record one
+ * too: the message buffer is not part of cgr__prof's logical state, and
+ * every cgr__prof comes from calloc (never a const object), so writing
+ * through the cast is well defined. */
+static int set_err(const cgr__prof *p, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int set_err(const cgr__prof *p, int rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vset_err(((cgr__prof *)(uintptr_t)p)->err, sizeof p->err, fmt, ap);
+    vfail(((cgr__prof *)(uintptr_t)p)->err, sizeof p->err, rc, fmt, ap);
     va_end(ap);
+    return rc;
 }
 
 static const char *cupti_str(CUptiResult r)
@@ -248,18 +250,16 @@ static void store_push(cgr__prof *p, const rec *r)
     p->store[p->store_n++] = *r;
 }
 
-/* The window's links, bounded like the store; a lost link only sends its
- * records to attribution by time. */
+/* The window's links, bounded like the store. A link lost to memory leaves
+ * its records outside the runs (by time when no link was kept at all). */
 static void link_push(cgr__prof *p, uint32_t correlation, uint64_t id)
 {
     if (p->links_n == p->links_cap) {
         size_t ncap = p->links_cap ? p->links_cap * 2 : 4096;
         cgr__prof_link *n = ncap <= CGR__PROF_MAX_RECORDS ? realloc(p->links, ncap * sizeof *n)
                                                           : NULL;
-        if (!n) {
-            p->links_dropped++;
+        if (!n)
             return;
-        }
         p->links = n;
         p->links_cap = ncap;
     }
@@ -320,51 +320,32 @@ static uint16_t clamp_u16(int32_t v)
 static void take_record(cgr__prof *p, const CUpti_Activity *a)
 {
     rec r;
-    memset(&r, 0, sizeof r);
     switch (a->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const cupti_kernel_rec *k = (const cupti_kernel_rec *)(const void *)a;
-        int64_t smem = (int64_t)k->staticSharedMemory +
-                       (int64_t)k->dynamicSharedMemory;
-        r.kind = CGR__PROF_KERNEL;
-        r.start = k->start;
-        r.end = k->end;
-        r.cupti_name = k->name;
-        r.stream = k->streamId;
-        r.grid[0] = k->gridX;
-        r.grid[1] = k->gridY;
-        r.grid[2] = k->gridZ;
-        r.block[0] = clamp_u16(k->blockX);
-        r.block[1] = clamp_u16(k->blockY);
-        r.block[2] = clamp_u16(k->blockZ);
-        r.regs = k->registersPerThread;
-        r.smem = smem < 0 ? 0 : smem > UINT32_MAX ? UINT32_MAX : (uint32_t)smem;
-        r.graph_id = k->graphId;
-        r.correlation = k->correlationId;
+        int64_t smem = (int64_t)k->staticSharedMemory + (int64_t)k->dynamicSharedMemory;
+        r = (rec){.kind = CGR__PROF_KERNEL, .start = k->start, .end = k->end,
+                  .cupti_name = k->name, .stream = k->streamId,
+                  .grid = {k->gridX, k->gridY, k->gridZ},
+                  .block = {clamp_u16(k->blockX), clamp_u16(k->blockY), clamp_u16(k->blockZ)},
+                  .regs = k->registersPerThread,
+                  .smem = smem < 0 ? 0 : smem > UINT32_MAX ? UINT32_MAX : (uint32_t)smem,
+                  .graph_id = k->graphId, .correlation = k->correlationId};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const cupti_memcpy_rec *m = (const cupti_memcpy_rec *)(const void *)a;
-        r.kind = CGR__PROF_MEMCPY;
-        r.start = m->start;
-        r.end = m->end;
-        r.bytes = m->bytes;
-        r.stream = m->streamId;
-        r.copy_kind = m->copyKind;
-        r.graph_id = m->graphId;
-        r.correlation = m->correlationId;
+        r = (rec){.kind = CGR__PROF_MEMCPY, .start = m->start, .end = m->end,
+                  .bytes = m->bytes, .stream = m->streamId, .copy_kind = m->copyKind,
+                  .graph_id = m->graphId, .correlation = m->correlationId};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const cupti_memset_rec *m = (const cupti_memset_rec *)(const void *)a;
-        r.kind = CGR__PROF_MEMSET;
-        r.start = m->start;
-        r.end = m->end;
-        r.bytes = m->bytes;
-        r.stream = m->streamId;
-        r.graph_id = m->graphId;
-        r.correlation = m->correlationId;
+        r = (rec){.kind = CGR__PROF_MEMSET, .start = m->start, .end = m->end,
+                  .bytes = m->bytes, .stream = m->streamId, .graph_id = m->graphId,
+                  .correlation = m->correlationId};
         break;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
@@ -531,15 +512,6 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 /* Display name: demangled if the name is mangled C++ and a demangler is in
  * the process, else a copy of the raw name. */
 static char *display_name(const char *raw)
@@ -551,7 +523,7 @@ static char *display_name(const char *raw)
             return d; /* malloc'd by the demangler */
         free(d);
     }
-    return dup_str(raw);
+    return strdup(raw);
 }
 
 static int htab_grow(cgr__prof *p)
@@ -605,7 +577,7 @@ static int intern(cgr__prof *p, const char *name, uint32_t *id)
         p->disp = b;
         p->names_cap = ncap;
     }
-    raw = dup_str(name);
+    raw = strdup(name);
     disp = raw ? display_name(name) : NULL;
     if (!raw || !disp) {
         free(raw);
@@ -730,11 +702,6 @@ void cgr__prof_watch_end(void)
     (void)pthread_mutex_unlock(&g_lock);
 }
 
-int cgr__prof_create(cgr__prof **out, char *err, size_t errlen)
-{
-    return cgr__prof_create_ex(out, 0, err, errlen);
-}
-
 int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errlen)
 {
     uint32_t ver = 0;
@@ -744,17 +711,12 @@ int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errle
 
     if (err && errlen)
         err[0] = '\0';
-    if (!out || (flags & ~(unsigned)(CGR__PROF_CORRELATE | CGR__PROF_RANGES))) {
-        if (err && errlen)
-            snprintf(err, errlen, "cgr__prof_create: out is NULL or unknown flags");
-        return CGR__PROF_EINVAL;
-    }
+    if (!out || (flags & ~(unsigned)(CGR__PROF_CORRELATE | CGR__PROF_RANGES)))
+        return fail(err, errlen, CGR__PROF_EINVAL,
+                    "cgr__prof_create: out is NULL or unknown flags");
     *out = NULL;
-    if (cgr__cupti_load("profiling") != CGR_STATUS_OK) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s", cgr_last_error());
-        return CGR__PROF_ENOLIB;
-    }
+    if (cgr__cupti_load("profiling") != CGR_STATUS_OK)
+        return fail(err, errlen, CGR__PROF_ENOLIB, "%s", cgr_last_error());
     api = cgr__cupti();
 
     r = api->cuptiGetVersion(&ver);
@@ -763,42 +725,33 @@ int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errle
     /* The record structs above are those of the headers' CUPTI major
      * version; a libcupti of another major could lay records out
      * differently. */
-    if (ver / 10000 != CUPTI_API_VERSION / 10000) {
-        if (err && errlen)
-            snprintf(err, errlen,
-                     "libcupti API version %u does not match the headers' "
-                     "%u: build and run with the same CUDA toolkit major "
-                     "version",
-                     (unsigned)ver, (unsigned)CUPTI_API_VERSION);
-        return CGR__PROF_ECUPTI;
-    }
+    if (ver / 10000 != CUPTI_API_VERSION / 10000)
+        return fail(err, errlen, CGR__PROF_ECUPTI,
+                    "libcupti API version %u does not match the headers' "
+                    "%u: build and run with the same CUDA toolkit major "
+                    "version",
+                    (unsigned)ver, (unsigned)CUPTI_API_VERSION);
 
     p = calloc(1, sizeof *p);
-    if (!p) {
-        if (err && errlen)
-            snprintf(err, errlen, "cgr__prof_create: out of memory");
-        return CGR__PROF_ENOMEM;
-    }
+    if (!p)
+        return fail(err, errlen, CGR__PROF_ENOMEM, "cgr__prof_create: out of memory");
     p->flags = flags;
     p->trace.out.max_events = CGR__PROF_TRACE_MAX_EVENTS;
     p->trace.out.max_bytes = CGR__PROF_TRACE_MAX_BYTES;
-    if (intern(p, "<unknown>", &id) != CGR__PROF_OK || id != UNKNOWN_NAME_ID) {
+    if (intern(p, "<unknown>", &id) != CGR__PROF_OK) {
         free_all(p);
-        if (err && errlen)
-            snprintf(err, errlen, "cgr__prof_create: out of memory");
-        return CGR__PROF_ENOMEM;
+        return fail(err, errlen, CGR__PROF_ENOMEM, "cgr__prof_create: out of memory");
     }
+    assert(id == UNKNOWN_NAME_ID); /* the first name interned */
 
     (void)pthread_mutex_lock(&g_lock);
     if (g_prof || g_watching) {
         (void)pthread_mutex_unlock(&g_lock);
         free_all(p);
-        if (err && errlen)
-            snprintf(err, errlen, "cgr__prof_create: %s",
-                     g_prof ? "a profiler already exists in this process (CUPTI allows one "
-                              "set of buffer callbacks)"
-                            : "a capture diagnosis is watching the CUDA API");
-        return CGR__PROF_EBUSY;
+        return fail(err, errlen, CGR__PROF_EBUSY, "cgr__prof_create: %s",
+                    g_prof ? "a profiler already exists in this process (CUPTI allows one "
+                             "set of buffer callbacks)"
+                           : "a capture diagnosis is watching the CUDA API");
     }
     g_prof = p; /* collecting == 0: callbacks ignore records for now */
     (void)pthread_mutex_unlock(&g_lock);
@@ -885,7 +838,7 @@ int cgr__prof_begin(cgr__prof *p, const char *label)
      * with pooled, pre-faulted buffers. Flushing here would put that stall
      * inside every window. Earlier records are discarded by time instead:
      * the callback keeps only records that start at or after t0. Build with
-     * -DPROF_BEGIN_FLUSH=1 to flush anyway. */
+     * -DCGR__PROF_BEGIN_FLUSH=1 to flush anyway. */
 #if CGR__PROF_BEGIN_FLUSH
     r = api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (r != CUPTI_SUCCESS)
@@ -906,11 +859,9 @@ int cgr__prof_begin(cgr__prof *p, const char *label)
     p->store_n = 0;
     p->store_dropped = 0;
     p->links_n = 0;
-    p->links_dropped = 0;
     p->collecting = 1;
     phases(p, (p->flags & CGR__PROF_RANGES) != 0); /* with the store, so no marker is lost */
     (void)pthread_mutex_unlock(&g_lock);
-    p->t1 = 0;
     snprintf(p->label, sizeof p->label, "%s", label ? label : "");
     p->in_window = 1;
     return CGR__PROF_OK;
@@ -930,10 +881,8 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
 {
     CUptiResult r;
     size_t d = 0, i, n;
-    uint64_t t1 = 0, dropped;
-    uint64_t k_ns = 0, mc_ns = 0, ms_ns = 0, u_ns;
-    uint64_t nk = 0, nmc = 0, nms = 0, untimed = 0;
-    uint64_t first = 0, last_end = 0;
+    uint64_t t1 = 0, dropped, untimed = 0;
+    cgr__prof_tally t = {0};
     rec *tmp;
     size_t tcap;
     cgr__prof_window w;
@@ -942,14 +891,11 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     if (!p)
         return CGR__PROF_EINVAL;
     p->err[0] = '\0';
-    if (steps < 1) {
-        set_err(p, "cgr__prof_end: steps must be >= 1 (got %d)", steps);
-        return CGR__PROF_EINVAL;
-    }
-    if (!p->in_window) {
-        set_err(p, "cgr__prof_end: no window open (call cgr__prof_begin first)");
-        return CGR__PROF_ESTATE;
-    }
+    if (steps < 1)
+        return set_err(p, CGR__PROF_EINVAL, "cgr__prof_end: steps must be >= 1 (got %d)", steps);
+    if (!p->in_window)
+        return set_err(p, CGR__PROF_ESTATE,
+                       "cgr__prof_end: no window open (call cgr__prof_begin first)");
     p->in_window = 0;
     p->have_window = 0;
     phases(p, 0);
@@ -998,7 +944,6 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
         p->win_n = 0;
         return rc;
     }
-    p->t1 = t1;
 
     /* Keep the timed records that start inside the window. */
     n = 0;
@@ -1024,43 +969,32 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
             continue;
         if (resolve_name(p, x->cupti_name, &x->name_id) != CGR__PROF_OK) {
             p->win_n = 0;
-            set_err(p, "cgr__prof_end: out of memory interning kernel names");
-            return CGR__PROF_ENOMEM;
+            return set_err(p, CGR__PROF_ENOMEM,
+                           "cgr__prof_end: out of memory interning kernel names");
         }
         x->cupti_name = NULL; /* not used past this point */
     }
 
     /* Sums, counts and span; the records are sorted by start, as the union needs. */
-    for (i = 0; i < n; i++) {
-        const rec *x = &p->win[i];
-        uint64_t dur = x->end - x->start;
-        switch (x->kind) {
-        case CGR__PROF_KERNEL: k_ns += dur; nk++; break;
-        case CGR__PROF_MEMCPY: mc_ns += dur; nmc++; break;
-        default: ms_ns += dur; nms++; break;
-        }
-        if (x->end > last_end)
-            last_end = x->end;
-    }
-    first = n > 0 ? p->win[0].start : 0;
-    u_ns = cgr__prof_union_ns(p->win, n);
+    for (i = 0; i < n; i++)
+        cgr__prof_tally_add(&t, &p->win[i]);
 
     memset(&w, 0, sizeof w);
     snprintf(w.label, sizeof w.label, "%s", p->label);
     w.steps = steps;
-    w.kernel_us = (double)k_ns / 1e3 / steps;
-    w.memcpy_us = (double)mc_ns / 1e3 / steps;
-    w.memset_us = (double)ms_ns / 1e3 / steps;
-    w.busy_us = (double)(k_ns + mc_ns + ms_ns) / 1e3 / steps;
-    w.busy_union_us = (double)u_ns / 1e3 / steps;
-    w.kernels_per_step = (double)nk / steps;
-    w.memcpys_per_step = (double)nmc / steps;
-    w.memsets_per_step = (double)nms / steps;
-    w.span_us = n > 0 ? (double)(last_end - first) / 1e3 / steps : 0.0;
+    w.kernel_us = (double)t.ns[CGR__PROF_KERNEL] / 1e3 / steps;
+    w.memcpy_us = (double)t.ns[CGR__PROF_MEMCPY] / 1e3 / steps;
+    w.memset_us = (double)t.ns[CGR__PROF_MEMSET] / 1e3 / steps;
+    w.busy_us = (double)t.busy / 1e3 / steps;
+    w.busy_union_us = (double)cgr__prof_tally_union(&t) / 1e3 / steps;
+    w.kernels = t.count[CGR__PROF_KERNEL];
+    w.memcpys = t.count[CGR__PROF_MEMCPY];
+    w.memsets = t.count[CGR__PROF_MEMSET];
+    w.kernels_per_step = (double)w.kernels / steps;
+    w.memcpys_per_step = (double)w.memcpys / steps;
+    w.memsets_per_step = (double)w.memsets / steps;
+    w.span_us = n > 0 ? (double)(t.last - p->win[0].start) / 1e3 / steps : 0.0;
     w.window_us = (double)(t1 - p->t0) / 1e3;
-    w.kernels = nk;
-    w.memcpys = nmc;
-    w.memsets = nms;
     w.records = n;
     w.untimed = untimed;
     w.dropped = dropped;
@@ -1070,7 +1004,7 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     w.ranges = p->marks;
     w.ranges_dropped = p->marks_dropped;
 
-    p->last = w;
+    memcpy(p->last_label, w.label, sizeof p->last_label);
     p->have_window = 1;
     if (out)
         *out = w;
@@ -1091,10 +1025,8 @@ int cgr__prof_intervals(const cgr__prof *p, uint64_t *start, uint64_t *end, size
 {
     if (!p || !n || (max && (!start || !end)))
         return CGR__PROF_EINVAL;
-    if (!p->have_window) {
-        set_err_c(p, "cgr__prof_intervals: no finished window");
-        return CGR__PROF_ESTATE;
-    }
+    if (!p->have_window)
+        return set_err(p, CGR__PROF_ESTATE, "cgr__prof_intervals: no finished window");
     size_t k = p->win_n < max ? p->win_n : max;
     for (size_t i = 0; i < k; i++) {
         start[i] = p->win[i].start;
@@ -1113,16 +1045,12 @@ int cgr__prof_top_kernels(const cgr__prof *p, cgr__prof_kernel_stat *out, int ma
         *n = 0;
     if (!p || !n || max < 0 || (max > 0 && !out))
         return CGR__PROF_EINVAL;
-    if (!p->have_window) {
-        set_err_c(p, "cgr__prof_top_kernels: no finished window");
-        return CGR__PROF_ESTATE;
-    }
+    if (!p->have_window)
+        return set_err(p, CGR__PROF_ESTATE, "cgr__prof_top_kernels: no finished window");
     const int k = cgr__prof_rank_kernels(p->win, p->win_n, NULL, (const char *const *)p->disp,
                                          p->names_n, out, max);
-    if (k < 0) {
-        set_err_c(p, "cgr__prof_top_kernels: out of memory");
-        return CGR__PROF_ENOMEM;
-    }
+    if (k < 0)
+        return set_err(p, CGR__PROF_ENOMEM, "cgr__prof_top_kernels: out of memory");
     *n = k;
     return CGR__PROF_OK;
 }
@@ -1146,12 +1074,10 @@ int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid)
     if (!p)
         return CGR__PROF_EINVAL;
     p->err[0] = '\0';
-    if (!p->have_window) {
-        set_err(p, "cgr__prof_trace_add: no finished window");
-        return CGR__PROF_ESTATE;
-    }
+    if (!p->have_window)
+        return set_err(p, CGR__PROF_ESTATE, "cgr__prof_trace_add: no finished window");
     if (!label || !label[0])
-        label = p->last.label[0] ? p->last.label : "window";
+        label = p->last_label[0] ? p->last_label : "window";
     if (!p->torigin_set) {
         p->torigin = p->t0;
         p->torigin_set = 1;
@@ -1159,18 +1085,15 @@ int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid)
 
     rc = cgr__prof_trace_buf_add(&p->trace, pid, label, p->win, p->win_n, NULL,
                                  (const char *const *)p->disp, p->names_n, p->torigin);
-    if (rc < 0) {
-        set_err(p, "cgr__prof_trace_add: %s", cgr__prof_strerror(CGR__PROF_ENOMEM));
-        return CGR__PROF_ENOMEM;
-    }
-    if (rc > 0) {
-        set_err(p, "cgr__prof_trace_add: trace cap reached (%u events or "
-                   "%u MiB); %llu events left out in total",
-                (unsigned)CGR__PROF_TRACE_MAX_EVENTS,
-                (unsigned)(CGR__PROF_TRACE_MAX_BYTES >> 20),
-                (unsigned long long)p->trace.out.left_out);
-        return CGR__PROF_WTRUNC;
-    }
+    if (rc < 0)
+        return set_err(p, CGR__PROF_ENOMEM, "cgr__prof_trace_add: out of memory");
+    if (rc > 0)
+        return set_err(p, CGR__PROF_WTRUNC,
+                       "cgr__prof_trace_add: trace cap reached (%u events or "
+                       "%u MiB); %llu events left out in total",
+                       (unsigned)CGR__PROF_TRACE_MAX_EVENTS,
+                       (unsigned)(CGR__PROF_TRACE_MAX_BYTES >> 20),
+                       (unsigned long long)p->trace.out.left_out);
     return CGR__PROF_OK;
 }
 
@@ -1182,17 +1105,13 @@ int cgr__prof_trace_write(const cgr__prof *p, const char *path)
     if (!p || !path || !path[0])
         return CGR__PROF_EINVAL;
     f = fopen(path, "w");
-    if (!f) {
-        set_err_c(p, "cgr__prof_trace_write: cannot open %s for writing", path);
-        return CGR__PROF_EIO;
-    }
+    if (!f)
+        return set_err(p, CGR__PROF_EIO, "cgr__prof_trace_write: cannot open %s for writing", path);
     bad = cgr__prof_trace_buf_write(&p->trace, f) != 0;
     if (fclose(f) != 0)
         bad = 1;
-    if (bad) {
-        set_err_c(p, "cgr__prof_trace_write: writing %s failed", path);
-        return CGR__PROF_EIO;
-    }
+    if (bad)
+        return set_err(p, CGR__PROF_EIO, "cgr__prof_trace_write: writing %s failed", path);
     return CGR__PROF_OK;
 }
 
@@ -1227,10 +1146,8 @@ int cgr__prof_records(const cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
 {
     if (!p || !recs || !n || !names || !n_names)
         return CGR__PROF_EINVAL;
-    if (!p->have_window) {
-        set_err_c(p, "cgr__prof_records: no finished window");
-        return CGR__PROF_ESTATE;
-    }
+    if (!p->have_window)
+        return set_err(p, CGR__PROF_ESTATE, "cgr__prof_records: no finished window");
     *recs = p->win;
     *n = p->win_n;
     *names = (const char *const *)p->disp;
@@ -1242,10 +1159,8 @@ int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n)
 {
     if (!p || !links || !n)
         return CGR__PROF_EINVAL;
-    if (!p->have_window) {
-        set_err(p, "cgr__prof_links: no finished window");
-        return CGR__PROF_ESTATE;
-    }
+    if (!p->have_window)
+        return set_err(p, CGR__PROF_ESTATE, "cgr__prof_links: no finished window");
     *links = p->wlinks;
     *n = p->wlinks_n;
     return CGR__PROF_OK;
@@ -1257,29 +1172,14 @@ int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n)
  * Built without CUPTI's headers: every call says so, and nothing else
  * changes (the profile window reports the failure and the runs go on).
  */
-struct cgr__prof {
-    char err[8];
-};
-
-static int no_cupti(char *err, size_t errlen)
+int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errlen)
 {
+    if (out)
+        *out = NULL;
     if (err && errlen)
         snprintf(err, errlen, "cgr was built without CUPTI's headers (cupti.h), which "
                               "profiling needs; rebuild with the CUDA toolkit's CUPTI");
     return CGR__PROF_ENOLIB;
-}
-
-int cgr__prof_create(cgr__prof **out, char *err, size_t errlen)
-{
-    return cgr__prof_create_ex(out, 0, err, errlen);
-}
-
-int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errlen)
-{
-    (void)flags;
-    if (out)
-        *out = NULL;
-    return no_cupti(err, errlen);
 }
 
 void cgr__prof_destroy(cgr__prof **p)
@@ -1290,24 +1190,16 @@ void cgr__prof_destroy(cgr__prof **p)
 
 int cgr__prof_begin(cgr__prof *p, const char *label)
 {
-    (void)p;
-    (void)label;
     return CGR__PROF_ENOLIB;
 }
 
 int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
 {
-    (void)p;
-    (void)steps;
-    (void)out;
     return CGR__PROF_ENOLIB;
 }
 
 int cgr__prof_top_kernels(const cgr__prof *p, cgr__prof_kernel_stat *out, int max, int *n)
 {
-    (void)p;
-    (void)out;
-    (void)max;
     if (n)
         *n = 0;
     return CGR__PROF_ENOLIB;
@@ -1315,33 +1207,22 @@ int cgr__prof_top_kernels(const cgr__prof *p, cgr__prof_kernel_stat *out, int ma
 
 int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid)
 {
-    (void)p;
-    (void)label;
-    (void)pid;
     return CGR__PROF_ENOLIB;
 }
 
 int cgr__prof_trace_write(const cgr__prof *p, const char *path)
 {
-    (void)p;
-    (void)path;
     return CGR__PROF_ENOLIB;
 }
 
 int cgr__prof_now(cgr__prof *p, uint64_t *ns)
 {
-    (void)p;
-    (void)ns;
     return CGR__PROF_ENOLIB;
 }
 
 int cgr__prof_intervals(const cgr__prof *p, uint64_t *start, uint64_t *end, size_t max,
                         size_t *n)
 {
-    (void)p;
-    (void)start;
-    (void)end;
-    (void)max;
     if (n)
         *n = 0;
     return CGR__PROF_ENOLIB;
@@ -1349,48 +1230,40 @@ int cgr__prof_intervals(const cgr__prof *p, uint64_t *start, uint64_t *end, size
 
 int cgr__prof_push(cgr__prof *p, uint64_t id)
 {
-    (void)p;
-    (void)id;
     return CGR__PROF_ENOLIB;
 }
 
 int cgr__prof_pop(cgr__prof *p)
 {
-    (void)p;
     return CGR__PROF_ENOLIB;
 }
 
 int cgr__prof_records(const cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
                       const char *const **names, size_t *n_names)
 {
-    (void)p;
-    (void)recs;
-    (void)n;
-    (void)names;
-    (void)n_names;
     return CGR__PROF_ENOLIB;
 }
 
 int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n)
 {
-    (void)p;
-    (void)links;
-    (void)n;
     return CGR__PROF_ENOLIB;
 }
 
 void cgr__prof_phase(const char *name)
 {
-    (void)name;
 }
 
 const char *cgr__prof_errmsg(const cgr__prof *p)
 {
-    (void)p;
     return "cgr was built without CUPTI";
 }
 
 #endif /* CGR_HAVE_CUPTI */
+
+int cgr__prof_create(cgr__prof **out, char *err, size_t errlen)
+{
+    return cgr__prof_create_ex(out, 0, err, errlen);
+}
 
 const char *cgr__prof_strerror(int code)
 {

@@ -170,7 +170,7 @@ void cgr__prof_destroy(cgr__prof **p);
 /* Starts a window: takes the start timestamp and discards the records
  * gathered so far; records of work that started before it are ignored even
  * when CUPTI delivers them later. It does not flush CUPTI (unless built with
- * -DPROF_BEGIN_FLUSH=1): after any flush, CUPTI stalls the next launch by
+ * -DCGR__PROF_BEGIN_FLUSH=1): after any flush, CUPTI stalls the next launch by
  * 0.05-0.7 ms (measured on an H200) while it sets up a new buffer. cgr__prof_end
  * flushes, so put some GPU work (a warm-up step) between cgr__prof_end and the
  * next cgr__prof_begin, or that stall lands on the first launch of the next
