@@ -116,6 +116,9 @@ cgr_status affine_step(cgr_ctx *ctx, void *user)
     STEP_TRY(cgr_ctx_desc(ctx, 0, 0, &d));
     STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
     STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
-    STEP_CUDA(tk_affine(y, x, (size_t)d->dims[0], st));
+    size_t n = 1;
+    for (int i = 0; i < d->rank; i++)
+        n *= (size_t)d->dims[i];
+    STEP_CUDA(tk_affine(y, x, n, st));
     return CGR_STATUS_OK;
 }

@@ -59,7 +59,10 @@ cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in
  * *bytes (may be NULL) gets its size. Any failure fails the test.
  */
 const void *test_output(cgr_step *s, uint64_t ticket, int index, size_t *bytes);
-/* A step fn: y = 2 x + 1 (tk_affine) from f32 input 0 into output 0, both of input 0's length. */
+/*
+ * A step fn: y = 2 x + 1 (tk_affine) from f32 input 0 into output 0, over
+ * every element input 0 is declared with (output 0 at least as large).
+ */
 cgr_status affine_step(cgr_ctx *ctx, void *user);
 
 /* A filled-in tensor description. */

@@ -122,18 +122,6 @@ static void part_memory_nodes(void)
 
 enum { VB = 8, VS = 64, VSLOTS = 3 };
 
-static cgr_status packed_fn(cgr_ctx *ctx, void *user)
-{
-    (void)user;
-    cgr_stream st;
-    float *x, *y;
-    STEP_TRY(cgr_ctx_stream(ctx, &st));
-    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
-    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
-    STEP_CUDA(tk_affine(y, x, VB * VS, st));
-    return CGR_STATUS_OK;
-}
-
 /* y must be 2 x + 1 at the true shape b x n, packed (row stride n). */
 static void check_packed(const char *how, uint64_t t, const float *y, const float *x, int b,
                          int n)
@@ -173,7 +161,7 @@ static void part_packed_views(void)
     d.n_inputs = 1;
     d.outputs = &out;
     d.n_outputs = 1;
-    d.fn = packed_fn;
+    d.fn = affine_step;
     d.dyn_dims = dims;
     d.n_dyn_dims = 2;
     d.dim_uses = uses;
