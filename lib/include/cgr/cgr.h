@@ -514,9 +514,9 @@ typedef struct cgr_slot {
      * Once cgr_step_wait() returned CGR_STATUS_OK for this ticket or a later
      * one, outputs[i] holds output i packed at the run's true shape
      * (cgr_step_output()'s size), readable in place, without a copy, until
-     * the slot is acquired again, staging_slots acquires later. Only the thread that drives the
-     * step knows when that is: on a step that several threads run, read
-     * with cgr_step_output() instead.
+     * the slot is acquired again, staging_slots acquires later. Only the
+     * thread that drives the step knows when that is: on a step that
+     * several threads run, read with cgr_step_output() instead.
      */
     const void *outputs[CGR_MAX_TENSORS];
     int armed;                            /**< CGR_ACQUIRE_ARM: 1 when the run's graph is
