@@ -21,7 +21,7 @@
  * captured for slot 0 and moved on the device, and the graph's last
  * staging kernel advances the word to the next slot once the run's
  * outputs are out. The host never writes the word while a graph may read
- * it: it knows what each launch does to the word (replay/dispatch.c keeps
+ * it: it knows what each launch does to the word (replay/run.c keeps
  * slot_next) and enqueues a reset only before a launch that would find it
  * wrong, which happens only after runs that do not advance it (eager
  * runs, a run launched again or let through by an armed slot). So a
@@ -59,8 +59,9 @@ typedef struct io_nodes {
  * with the output kernel, which publishes the completion flag and
  * advances the slot word, even when it has no tensor to copy.
  */
-static void plan_io(const cgr_step *s, size_t zero_copy_max, io_nodes *io)
+static void plan_io(const cgr_step *s, io_nodes *io)
 {
+    const size_t zero_copy_max = s->rt->opt.advanced.zero_copy_max_bytes;
     unsigned char *dev = s->pinned_dev;
     memset(io, 0, sizeof *io);
     for (int i = 0; i < s->n_in; i++) {
@@ -369,7 +370,7 @@ static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io_out, c
 {
     cgr_runtime *rt = s->rt;
     io_nodes io;
-    plan_io(s, rt->opt.advanced.zero_copy_max_bytes, &io);
+    plan_io(s, &io);
 
     /* Start from a clean error state so the diagnosis sees the step's error. */
     (void)cudaGetLastError();
@@ -432,16 +433,15 @@ static cgr_status failed(cgr_step *s, cgr__shape_plan *plan, cgr_status st)
     cgr_status ds = cgr__watch_capture(s, plan, diag, sizeof diag);
     if (ds != CGR_STATUS_OK) {
         snprintf(diag, sizeof diag, "%s", cgr_last_error());
-        CGR_FAIL(CGR_STATUS_CAPTURE_FAILED, "capture of step '%s' (no diagnosis: %s); %s",
-                 s->name, diag, why);
-        return CGR_STATUS_CAPTURE_FAILED;
+        return CGR_FAIL(CGR_STATUS_CAPTURE_FAILED, "capture of step '%s' (no diagnosis: %s); %s",
+                        s->name, diag, why);
     }
     /* The diagnosis first: it is what the error alone could not say, and messages are cut. */
-    CGR_FAIL(CGR_STATUS_CAPTURE_FAILED, "capture of step '%s': %s; %s", s->name, diag, why);
-    return CGR_STATUS_CAPTURE_FAILED;
+    return CGR_FAIL(CGR_STATUS_CAPTURE_FAILED, "capture of step '%s': %s; %s", s->name, diag, why);
 }
 
-cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer, cgr__capture_out *out)
+cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
+                        cgr__capture_out *out)
 {
     cgr_runtime *rt = s->rt;
     memset(out, 0, sizeof *out);
@@ -455,15 +455,14 @@ cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer, c
         goto out;
     }
     out->capture_us = cgr__now_us() - t0;
-    cgr__graph node_counts;
-    memset(&node_counts, 0, sizeof node_counts);
-    cgr__graph_report(s, g, &node_counts);
+    uint64_t kernel_nodes = 0, memcpy_nodes = 0;
+    cgr__graph_report(s, g, &kernel_nodes, &memcpy_nodes);
     /* Takes g. */
     st = make_graph(s, g, &io, offer, rt->opt.frozen_check, out);
     if (st != CGR_STATUS_OK)
         goto out;
-    out->graph->kernel_nodes = node_counts.kernel_nodes;
-    out->graph->memcpy_nodes = node_counts.memcpy_nodes;
+    out->graph->kernel_nodes = kernel_nodes;
+    out->graph->memcpy_nodes = memcpy_nodes;
     cgr__log(rt, CGR_LOG_INFO,
              "step '%s' captured: %llu nodes, executable %s, capture %.1f us + %.1f us",
              s->name, (unsigned long long)out->graph->nodes,
@@ -477,12 +476,10 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
                               cgr__check_out *out)
 {
     memset(out, 0, sizeof *out);
-    double t0 = cgr__now_us();
     io_nodes io;
     cudaGraph_t again = NULL;
     cgr__range_push("cgr frozen-value check");
     cgr_status st = record(s, plan, &io, &again);
-    out->capture_us = cgr__now_us() - t0;
     if (st == CGR_STATUS_OK) {
         st = cgr__graphs_compare(s, g->check, again, out->text, sizeof out->text);
         if (st != CGR_STATUS_OK && st != CGR_STATUS_CAPTURE_FAILED) {

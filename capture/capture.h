@@ -64,13 +64,13 @@ typedef struct cgr__capture_out {
  * so in out and instantiates a new graph (the offer is then the caller's to
  * free). On failure out->graph is NULL.
  */
-cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer, cgr__capture_out *out);
+cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
+                        cgr__capture_out *out);
 /* What the frozen-value check of a graph found (cgr__capture_check). */
 typedef struct cgr__check_out {
     int same;             /* the run's capture matched: replay the graph */
     cgr__graph *own;      /* !same: this run's own graph, to launch once and free */
     char text[512];       /* !same: the first difference */
-    double capture_us;
 } cgr__check_out;
 /*
  * Captures the current run of the step again and compares it with the
@@ -94,9 +94,9 @@ void cgr__plan_reset(cgr__shape_plan *p);
 void cgr__plan_destroy(cgr__shape_plan *p);
 /* Adds g's nodes of each type to counts and returns how many it has (dump.c). */
 size_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount]);
-/* Counts the graph's nodes by type into `out`, logs a summary and writes a
- * DOT file when a dump directory is set (capture/dump.c). */
-void cgr__graph_report(cgr_step *s, cudaGraph_t g, cgr__graph *out);
+/* Counts the graph's kernel and memcpy nodes, logs a summary of every type and
+ * writes a DOT file when a dump directory is set (capture/dump.c). */
+void cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes, uint64_t *memcpy_nodes);
 /* What went wrong in a capture, gathered by capture.c for diagnose.c. */
 typedef struct cgr__capture_fault {
     int seen_err;        /* cudaGetLastError() right after the step returned */

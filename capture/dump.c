@@ -27,7 +27,7 @@ size_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount])
     return n;
 }
 
-void cgr__graph_report(cgr_step *s, cudaGraph_t g, cgr__graph *out)
+void cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes, uint64_t *memcpy_nodes)
 {
     cgr_runtime *rt = s->rt;
     size_t counts[cudaGraphNodeTypeCount] = {0};
@@ -35,9 +35,8 @@ void cgr__graph_report(cgr_step *s, cudaGraph_t g, cgr__graph *out)
     uint64_t kernels = counts[cudaGraphNodeTypeKernel], copies = counts[cudaGraphNodeTypeMemcpy];
     uint64_t events = counts[cudaGraphNodeTypeEventRecord] + counts[cudaGraphNodeTypeWaitEvent];
     uint64_t other = n - kernels - copies - events;
-    out->nodes = n;
-    out->kernel_nodes = kernels;
-    out->memcpy_nodes = copies;
+    *kernel_nodes = kernels;
+    *memcpy_nodes = copies;
     cgr__log(rt, CGR_LOG_INFO,
              "step '%s' graph: %zu nodes (%llu kernel, %llu memcpy, %llu event, %llu other)",
              s->name, n, (unsigned long long)kernels, (unsigned long long)copies,

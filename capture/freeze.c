@@ -348,9 +348,9 @@ static cgr_status compare_kernel(pair *p, size_t i)
                       "kernel %s: launch configuration grid (%u,%u,%u) block (%u,%u,%u) shared "
                       "%u at the capture, grid (%u,%u,%u) block (%u,%u,%u) shared %u at the "
                       "next run",
-                      kernel_name(&ka), ka.gridDimX, ka.gridDimY, ka.gridDimZ, ka.blockDimX, ka.blockDimY,
-                      ka.blockDimZ, ka.sharedMemBytes, kb.gridDimX, kb.gridDimY, kb.gridDimZ,
-                      kb.blockDimX, kb.blockDimY, kb.blockDimZ, kb.sharedMemBytes);
+                      kernel_name(&ka), ka.gridDimX, ka.gridDimY, ka.gridDimZ, ka.blockDimX,
+                      ka.blockDimY, ka.blockDimZ, ka.sharedMemBytes, kb.gridDimX, kb.gridDimY,
+                      kb.gridDimZ, kb.blockDimX, kb.blockDimY, kb.blockDimZ, kb.sharedMemBytes);
     size_t ea = 0, eb = 0;
     const unsigned char *bufa = ka.kernelParams ? NULL : extra_buffer(ka.extra, &ea);
     const unsigned char *bufb = kb.kernelParams ? NULL : extra_buffer(kb.extra, &eb);

@@ -23,7 +23,7 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
 {
     cgr_runtime *rt = s->rt;
     cgr_status st = CGR_STATUS_OK;
-    /* The slot's completion flag word comes first (replay/run.c), then the
+    /* The slot's completion flag word comes first (replay/wait.c), then the
      * run's true dims at CGR__SLOT_DIMS_OFFSET, inside the same 256 bytes. */
     size_t off = CGR__ALIGN;
     for (int i = 0; i < s->n_in; i++) {

@@ -34,8 +34,8 @@ extern "C" {
  * address. So one executable serves every slot, and the host never writes
  * the index: the graph's last staging kernel advances it (`advance`), and
  * the host, which knows what every launch did to it, resets it with a
- * memset only when a run in between did not advance it (replay/dispatch.c
- * has the bookkeeping). With slot_word NULL every address is absolute.
+ * memset only when a run in between did not advance it (replay/run.c has
+ * the bookkeeping). With slot_word NULL every address is absolute.
  */
 typedef struct cgr__copy_list {
     int n;
@@ -54,7 +54,7 @@ typedef struct cgr__copy_list {
      * and writes the new value to *flag (slot 0's flag word in mapped host
      * memory, moved to the run's slot), so the host learns that the step's
      * outputs have landed without waiting for the graph to complete (see
-     * replay/run.c). arrive: one block-arrival counter per slot.
+     * replay/wait.c). arrive: one block-arrival counter per slot.
      */
     unsigned long long *flag;
     unsigned long long *seq;

@@ -183,7 +183,6 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     const cgr__graph made = *g;
     for (uint32_t i = 0; i < oc.n_freed; i++)
         cgr__graph_free(oc.freed[i].payload);
-    g = NULL;
     if (!oc.cached)
         cgr__log(rt, CGR_LOG_WARN, "step '%s': this shape's graph (%zu bytes) exceeds "
                  "shape_cache_bytes; it runs eagerly from now on", s->name, made.bytes);

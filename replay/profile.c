@@ -71,8 +71,8 @@ void cgr__profile_attach(cgr_step *s)
         r->state = CGR_PROFILE_FAILED;
         r->status = CGR_STATUS_OUT_OF_MEMORY;
         put(r->error, sizeof r->error,
-                 "cgr_step_create: step '%s': no profile: host allocation of %d runs failed",
-                 s->name, o->runs * 2);
+            "cgr_step_create: step '%s': no profile: host allocation of %d runs failed", s->name,
+            o->runs * 2);
         return;
     }
     p->entry = -1;
@@ -190,7 +190,7 @@ static void close_window(cgr_step *s, cgr__profile *p)
     if (e != cudaSuccess) {
         /* The run's own error shows at its wait; the profile just ends. */
         put(why, sizeof why, "cudaStreamSynchronize failed at the end of the window (%s)",
-                 cudaGetErrorName(e));
+            cudaGetErrorName(e));
         give_up(s, CGR_STATUS_CUDA_ERROR, why);
         return;
     }
@@ -241,8 +241,8 @@ static void close_window(cgr_step *s, cgr__profile *p)
         r->top_kernel_share = sum.top[0].share;
     }
     if (bad >= 0) {
-        put(why, sizeof why, "the figures are in cgr_step_stats.profile, but %s could not "
-                 "be written", path[bad]);
+        put(why, sizeof why,
+            "the figures are in cgr_step_stats.profile, but %s could not be written", path[bad]);
         /* The figures stand (give_up sets only state, status and error); only the files failed. */
         give_up(s, CGR_STATUS_INVALID_ARGUMENT, why);
         return;
@@ -288,10 +288,8 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
     cgr_status st;
     if (eager) {
         st = cgr__run_eager(s, slot, &s->plans[d->entry]);
-        if (st == CGR_STATUS_OK) {
-            s->sig_kind[slot] = CGR__SIG_EAGER;
+        if (st == CGR_STATUS_OK)
             *action = CGR_RUN_EAGER;
-        }
     } else {
         st = cgr__launch_graph(s, g, slot, 0);
     }
@@ -302,8 +300,7 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
     if (st != CGR_STATUS_OK) {
         /* The run's error is the caller's to see; a window with a failed run says nothing. */
         char msg[512];
-        put(msg, sizeof msg, "run %zu of the window failed (%s)", p->n,
-                 cgr_status_name(st));
+        put(msg, sizeof msg, "run %zu of the window failed (%s)", p->n, cgr_status_name(st));
         give_up(s, st, msg);
         return st;
     }

@@ -200,6 +200,15 @@ static void take_spare(cgr__shapes *m, cgr__shapes_freed *out)
     memset(&m->spare, 0, sizeof m->spare);
 }
 
+/* The executable offered to the capture leaves the table: the spare, or an LRU graph (evicted). */
+static void take_offer(cgr__shapes *m, cgr__shapes_freed *out)
+{
+    if (m->offer == CGR__SHAPES_FROM_SPARE)
+        take_spare(m, out);
+    else
+        evict(m, m->offer_entry, out);
+}
+
 /* A new WARMING entry for dims: a free one, else the least recently used warming one. */
 static uint32_t add_warming(cgr__shapes *m, const int64_t *dims)
 {
@@ -421,13 +430,9 @@ void cgr__shapes_capture_done(cgr__shapes *m, void *payload, size_t bytes, int u
            (updated == 0 || updated == 1));
     if (updated) {
         assert(m->offer != CGR__SHAPES_FROM_NONE && !m->offer_failed);
+        /* Its executable now serves the new shape: an LRU offer's old shape leaves. */
         cgr__shapes_freed gone;
-        if (m->offer == CGR__SHAPES_FROM_SPARE) {
-            take_spare(m, &gone);
-        } else {
-            /* Its executable now serves the new shape: the old shape leaves. */
-            evict(m, m->offer_entry, &gone);
-        }
+        take_offer(m, &gone);
         assert(gone.payload == payload);
     }
 
@@ -487,10 +492,7 @@ void cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
 {
     assert(m != NULL && victim != NULL && m->capturing && m->offer != CGR__SHAPES_FROM_NONE &&
            !m->offer_failed);
-    if (m->offer == CGR__SHAPES_FROM_SPARE)
-        take_spare(m, victim);
-    else
-        evict(m, m->offer_entry, victim);
+    take_offer(m, victim);
     m->offer_failed = 1;
     uint32_t at = reason >= 0 && reason < (int)CGR__SHAPES_UPDATE_REASONS - 1
                       ? (uint32_t)reason
