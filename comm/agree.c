@@ -49,7 +49,6 @@ static void comm_break(struct cgr__comm *c, const char *why)
         snprintf(c->broken_why, sizeof c->broken_why, "%s", why);
     c->broken = 1;
     if (c->priv) {
-        /* Local: it stops this rank's operations on priv, never waits for peers. */
         (void)cgr__nccl()->ncclCommAbort(c->priv);
         c->priv = NULL;
     }

@@ -141,7 +141,7 @@ static void comm_free(const cgr_runtime *rt, struct cgr__comm *c)
     if (c->host)
         cudaFreeHost(c->host);
     (void)cudaGetLastError();
-    if (c->device >= 0 && c->device < MAX_DEVICES && c->user)
+    if (c->device >= 0 && c->device < MAX_DEVICES)
         __atomic_fetch_sub(&g_attached[c->device], 1, __ATOMIC_RELAXED);
     free(c);
 }

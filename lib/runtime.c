@@ -141,15 +141,12 @@ CGR_API cgr_status cgr_runtime_destroy(cgr_runtime **prt)
      * still *start* a call on this runtime cannot be detected; the caller
      * must have stopped them (docs/threading.md).
      */
-    for (const cgr_step *s = rt->steps; s; s = s->next) {
-        cgr_status busy = cgr__step_check_idle(s, "cgr_runtime_destroy");
-        if (busy != CGR_STATUS_OK) {
-            cgr__unlock(rt);
-            return busy;
-        }
-    }
+    cgr_status st = CGR_STATUS_OK;
+    for (const cgr_step *s = rt->steps; s && st == CGR_STATUS_OK; s = s->next)
+        st = cgr__step_check_idle(s, "cgr_runtime_destroy");
     int prev = 0;
-    cgr_status st = cgr__device_enter(rt, &prev);
+    if (st == CGR_STATUS_OK)
+        st = cgr__device_enter(rt, &prev);
     if (st != CGR_STATUS_OK) {
         cgr__unlock(rt);
         return st;

@@ -8,6 +8,13 @@
 #include "lib.h"
 #include "replay.h"
 
+/* A call that validation made already on the same description, so it cannot fail here. */
+static void validated(cgr_status st)
+{
+    assert(st == CGR_STATUS_OK);
+    (void)st;
+}
+
 static void copy_tensor(cgr__tensor *dst, const cgr_tensor_desc *src)
 {
     dst->desc = *src;
@@ -16,10 +23,7 @@ static void copy_tensor(cgr__tensor *dst, const cgr_tensor_desc *src)
     dst->desc.name = dst->name;
     for (int i = src->rank; i < CGR_MAX_RANK; i++)
         dst->desc.dims[i] = 1;
-    /* The description passed validation, which computed this size already. */
-    cgr_status st = cgr__tensor_bytes(&dst->desc, &dst->bytes);
-    assert(st == CGR_STATUS_OK);
-    (void)st;
+    validated(cgr__tensor_bytes(&dst->desc, &dst->bytes));
     memset(dst->dyn, -1, sizeof dst->dyn);
     /* Until a run says otherwise the step is at its declared shape. */
     dst->cur = dst->desc;
@@ -40,7 +44,7 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
     memset(dims, 0, sizeof dims);
     for (int j = 0; j < s->n_dyn; j++) {
         const cgr_dyn_dim *dd = &d->dyn_dims[j];
-        CGR_TRY(cgr__dyn_policy(dd, j, &dims[j].policy));
+        validated(cgr__dyn_policy(dd, j, &dims[j].policy));
         dims[j].name = dd->name; /* copied by the table */
     }
     for (int u = 0; u < d->n_dim_uses; u++) {
@@ -51,8 +55,8 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
     }
     if (s->n_dyn && d->input_pad)
         for (int i = 0; i < s->n_in; i++)
-            CGR_TRY(cgr__pad_bytes(s->in[i].desc.dtype, d->input_pad[i], s->in[i].pad,
-                                   &s->in[i].pad_nonzero));
+            validated(cgr__pad_bytes(s->in[i].desc.dtype, d->input_pad[i], s->in[i].pad,
+                                     &s->in[i].pad_nonzero));
     const cgr__shapes_config cfg = {
         .step_name = s->name,
         .dims = dims,
@@ -66,11 +70,8 @@ static cgr_status setup_shapes(cgr_step *s, const cgr_step_desc *d)
         .keep_spare = o->advanced.shape_spare,
     };
     s->shapes = calloc(1, sizeof *s->shapes);
-    if (!s->shapes)
-        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: step '%s': shape table",
-                        s->name);
-    /* Everything in cfg comes from options and a description that passed validation. */
-    if (cgr__shapes_init(s->shapes, &cfg) != CGR_STATUS_OK)
+    /* cfg comes from options and a description that passed validation: only memory can fail. */
+    if (!s->shapes || cgr__shapes_init(s->shapes, &cfg) != CGR_STATUS_OK)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: step '%s': shape table",
                         s->name);
     s->plans = calloc(s->shapes->capacity, sizeof *s->plans);

@@ -5,6 +5,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,12 +235,12 @@ void cgr__options_free_strings(cgr_options *o)
 
 cgr_status cgr__tensor_bytes(const cgr_tensor_desc *t, size_t *bytes)
 {
-    const char *name = t->name ? t->name : "(null)";
-    if (!t->name || !t->name[0])
+    const char *name = t->name;
+    if (!name || !name[0])
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "tensor name is NULL or empty");
-    if (strlen(t->name) > CGR__NAME_MAX)
+    if (strlen(name) > CGR__NAME_MAX)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "tensor name \"%.20s...\" is longer than %d",
-                        t->name, CGR__NAME_MAX);
+                        name, CGR__NAME_MAX);
     size_t es = cgr_dtype_size(t->dtype);
     if (es == 0)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "tensor \"%s\": dtype %d is not a cgr_dtype",
@@ -267,14 +268,21 @@ cgr_status cgr__tensor_bytes(const cgr_tensor_desc *t, size_t *bytes)
     return CGR_STATUS_OK;
 }
 
-static cgr_status check_list(const char *what, const cgr_tensor_desc *list, int n)
+/* One of the description's counted lists: n_<what> in 0..max, and <what> set unless it is 0. */
+static cgr_status check_count(const char *what, int n, const void *list, int max)
 {
-    if (n < 0 || n > CGR_MAX_TENSORS)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.n_%s is %d, must be 0..%d",
-                        what, n, CGR_MAX_TENSORS);
+    char field[40];
+    snprintf(field, sizeof field, "cgr_step_desc.n_%s", what);
+    CGR_TRY(in_range(field, n, 0, max, ""));
     if (n > 0 && !list)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.%s is NULL but n_%s is %d",
                         what, what, n);
+    return CGR_STATUS_OK;
+}
+
+static cgr_status check_list(const char *what, const cgr_tensor_desc *list, int n)
+{
+    CGR_TRY(check_count(what, n, list, CGR_MAX_TENSORS));
     for (int i = 0; i < n; i++) {
         size_t bytes;
         cgr_status s = cgr__tensor_bytes(&list[i], &bytes);
@@ -391,15 +399,8 @@ cgr_status cgr__pad_bytes(cgr_dtype t, double v, unsigned char out[8], int *nonz
 
 static cgr_status check_dyn(const cgr_step_desc *d)
 {
-    CGR_TRY(in_range("cgr_step_desc.n_dyn_dims", d->n_dyn_dims, 0, CGR_MAX_DYN_DIMS, ""));
-    if (d->n_dyn_dims > 0 && !d->dyn_dims)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_step_desc.dyn_dims is NULL but n_dyn_dims is %d", d->n_dyn_dims);
-    CGR_TRY(in_range("cgr_step_desc.n_dim_uses", d->n_dim_uses, 0, CGR_MAX_TENSORS * CGR_MAX_RANK,
-                     ""));
-    if (d->n_dim_uses > 0 && !d->dim_uses)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_step_desc.dim_uses is NULL but n_dim_uses is %d", d->n_dim_uses);
+    CGR_TRY(check_count("dyn_dims", d->n_dyn_dims, d->dyn_dims, CGR_MAX_DYN_DIMS));
+    CGR_TRY(check_count("dim_uses", d->n_dim_uses, d->dim_uses, CGR_MAX_TENSORS * CGR_MAX_RANK));
     for (int j = 0; j < d->n_dyn_dims; j++) {
         cgr__bucket_policy p;
         CGR_TRY(cgr__dyn_policy(&d->dyn_dims[j], j, &p));

@@ -3,6 +3,7 @@
  * runtime lock, handle checks, the device, logging and the clock.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -18,7 +19,8 @@ double cgr__now_us(void)
 
 void cgr__log(const cgr_runtime *rt, cgr_log_level level, const char *fmt, ...)
 {
-    if (!rt || level == CGR_LOG_OFF || level > rt->opt.log_level)
+    assert(rt != NULL);
+    if (level == CGR_LOG_OFF || level > rt->opt.log_level)
         return;
     char line[512];
     va_list ap;

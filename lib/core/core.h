@@ -2,8 +2,8 @@
  * The runtime's objects: what a runtime, a step and a step function's
  * context hold, shared by every layer above this one (docs/architecture.md).
  * Only the fields are here and the few calls every layer makes on them
- * (the lock, handle checks, the device, logging); each layer declares its
- * own work on them in its own header.
+ * (the lock, handle checks, the device, logging, the clock); each layer
+ * declares its own work on them in its own header.
  */
 #ifndef CGR_CORE_H
 #define CGR_CORE_H
@@ -89,7 +89,6 @@ typedef struct cgr__shape_plan {
     uint64_t philox_per_run;
     int philox_known;
 } cgr__shape_plan;
-
 
 struct cgr_ctx {
     uint32_t magic;
