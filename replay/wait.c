@@ -6,6 +6,7 @@
  * everything it reads about the run is read under the lock first.
  */
 #define _POSIX_C_SOURCE 200809L /* sched_yield */
+#include <assert.h>
 #include <sched.h>
 #include <string.h>
 
@@ -167,7 +168,8 @@ static cgr_status output_at(cgr_step *s, uint64_t ticket, int index, const char 
                         "a later run",
                         fn, (unsigned long long)ticket, s->name);
     uint32_t slot = cgr__ring_slot(&s->ring, ticket);
-    cgr__outputs_compact(s, slot, ticket);
+    /* The wait that retired the run packed it (pack_waited), and the slot still holds it. */
+    assert(!s->n_dyn || s->slot_run[slot].compacted == ticket + 1);
     *data = cgr__slot_host(s, slot) + s->out[index].slot_offset;
     *bytes = cgr__tensor_bytes_at(&s->out[index], s->slot_run[slot].true_dims);
     return CGR_STATUS_OK;
