@@ -87,7 +87,7 @@ static int w_after_warmup(void *self)
     return 0;
 }
 
-/* One step outside the clocks (used around the profiled window). */
+/* One step outside the clocks (the profiled window's steps). */
 static int one_step(work_ctx *c)
 {
     TRY(w_prepare(c, 0));
@@ -121,8 +121,6 @@ static int profile_pass(work_ctx *c, work_result *r)
     }
     if (!g_prof)
         return 0;
-    /* A step after the previous window's flush keeps its delay out of this one. */
-    TRY(one_step(c));
     char label[64];
     snprintf(label, sizeof label, "%s B=%d %s", c->w->name, c->w->B,
              c->capture ? "graph" : "eager");
