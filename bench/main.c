@@ -406,11 +406,11 @@ void timer_overhead(const bench_config *cfg, bench_results *res)
 
 /*
  * The canary runs first, before the first cgr runtime exists, and again
- * after every cgr mode of the chain suite, a capture diagnosis and a
- * profile window: cgr may
- * change the whole process (a CUPTI subscription, for one, makes every later
- * cudaGraphLaunch slower), which the interleaved rounds would hide, since
- * they slow the raw graph and cgr alike.
+ * after every suite of the call: cgr may change the whole process (a
+ * CUPTI subscription, for one, makes every later cudaGraphLaunch slower),
+ * which the interleaved rounds would hide, since they slow the raw graph
+ * and cgr alike. After every suite, because any of them may be the one
+ * (the workload suites' profiled passes attach CUPTI, for one).
  */
 static void run_suites(const bench_config *cfg, bench_results *res, suite_id suite)
 {
@@ -419,20 +419,14 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
     int cnn = suite == SUITE_DEFAULT || suite == SUITE_CNN;
     int mlp = suite == SUITE_DEFAULT || suite == SUITE_MLP;
     timer_overhead(cfg, res);
+    mode_result_init(&res->canary_before, "graph_n100_before_cgr");
+    mode_result_init(&res->canary_after, "graph_n100_after_cgr");
+    res->canary_ran = 1;
+    chain_canary(cfg, res, &res->canary_before);
     if (chain) {
-        mode_result_init(&res->canary_before, "graph_n100_before_cgr");
-        mode_result_init(&res->canary_after, "graph_n100_after_cgr");
-        res->canary_ran = 1;
-        chain_canary(cfg, res, &res->canary_before);
         chain_suite(cfg, res);
         chain_diagnosis(cfg, res);
         chain_profile(cfg, res);
-        chain_canary(cfg, res, &res->canary_after);
-        const mode_result *b = &res->canary_before, *a = &res->canary_after;
-        int ok = b->ran && !b->failed && a->ran && !a->failed;
-        add_check(res, "canary_host_growth_us",
-                  "host CPU us per launch of the N=100 raw graph: after cgr ran minus before",
-                  ok ? a->cpu.median - b->cpu.median : NAN, 0);
     }
     if (staging)
         staging_suite(cfg, res);
@@ -452,6 +446,12 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
         fprintf(stderr, "cgr-bench: built without cuDNN: no W-cnn\n");
 #endif
     }
+    chain_canary(cfg, res, &res->canary_after);
+    const mode_result *b = &res->canary_before, *a = &res->canary_after;
+    int ok = b->ran && !b->failed && a->ran && !a->failed;
+    add_check(res, "canary_host_growth_us",
+              "host CPU us per launch of the N=100 raw graph: after every suite minus before",
+              ok ? a->cpu.median - b->cpu.median : NAN, 0);
 }
 
 int main(int argc, char **argv)
@@ -473,12 +473,12 @@ int main(int argc, char **argv)
         return 1;
     }
     /* A limit the suite checks must be in the file before hours of measuring, not after. */
-    static const char *const chain_limits[] = {"canary_host_growth_us", NULL};
+    static const char *const canary_limits[] = {"canary_host_growth_us", NULL};
     static const char *const soak_limits[] = {"soak_rss_growth_bytes", "soak_device_growth_bytes",
                                               "soak_pinned_growth_bytes", NULL};
-    const char *const *need = suite == SUITE_DEFAULT || suite == SUITE_CHAIN ? chain_limits
-                              : suite == SUITE_SOAK                          ? soak_limits
-                                                                             : NULL;
+    const int canary = suite == SUITE_DEFAULT || suite == SUITE_CHAIN ||
+                       suite == SUITE_STAGING || suite == SUITE_MLP || suite == SUITE_CNN;
+    const char *const *need = canary ? canary_limits : suite == SUITE_SOAK ? soak_limits : NULL;
     for (int i = 0; need && need[i]; i++) {
         if (isnan(limit_get(need[i]))) {
             fprintf(stderr, "cgr-bench: the limits file %s has no limit '%s'\n", limits_file(),
