@@ -663,9 +663,9 @@ static void disable_kinds(unsigned flags)
  * Hands back the buffers CUPTI holds and detaches CUPTI from the process.
  * A process with CUPTI's activity tracing attached pays for it in every
  * launch, inside a window or not: a graph launch's host time grows several
- * times over (capture/watch.c has a figure). So CUPTI is attached only
- * from a window's begin to its end, and work timed between windows runs
- * as it would without a profiler.
+ * times over (capture/watch.c has a figure). So each window's end detaches
+ * CUPTI and the next begin attaches it again, and work timed between
+ * windows runs as it would without a profiler.
  */
 static void detach(cgr__prof *p)
 {
@@ -789,11 +789,10 @@ int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errle
     (void)pthread_mutex_unlock(&g_lock);
     pool_start(POOL_PREFILL);
 
-    /* Attached and detached once here, so that a process where CUPTI
-     * cannot trace learns it now rather than at its first window. */
+    /* Attached now, so that a process where CUPTI cannot trace learns it
+     * here rather than at its first window, which keeps it attached. */
     if (attach(p, err, errlen) != CGR__PROF_OK)
         goto fail;
-    detach(p);
     if (flags & CGR__PROF_RANGES) {
         /* All at once, so the hot path never allocates; the pages are touched only as used.
          * Without them every end is counted as dropped. */

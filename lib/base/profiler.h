@@ -36,10 +36,10 @@
  *    CGR_CUPTI_LIBRARY naming another file) and fails with
  *    CGR__PROF_ENOLIB, the message naming the files tried, when it cannot;
  *    in a build without CUPTI's headers every call fails that way.
- *  - CUPTI is attached only from cgr__prof_begin to cgr__prof_end, which
- *    detaches it (cuptiFinalize): while it is attached, every launch costs
- *    more host time, a graph launch several times its own (capture/watch.c
- *    has a figure), so work timed between windows must not run with it.
+ *  - cgr__prof_end detaches CUPTI (cuptiFinalize) and cgr__prof_begin
+ *    attaches it again: while it is attached, every launch costs more host
+ *    time, a graph launch several times its own (capture/watch.c has a
+ *    figure), so work timed between windows must not run with it.
  */
 #ifndef CGR_PROF_H
 #define CGR_PROF_H
@@ -151,10 +151,11 @@ typedef struct cgr__prof_window {
  * otherwise as CUPTI gives them (often mangled). */
 typedef cgr__prof_kernel cgr__prof_kernel_stat;
 
-/* Loads CUPTI and checks, by attaching it once, that it can trace the
- * activity kinds CONCURRENT_KERNEL, MEMCPY and MEMSET; CUPTI is detached
- * again before it returns. On failure *out is NULL and err (if not NULL)
- * holds a message. */
+/* Loads CUPTI and attaches it, tracing the activity kinds
+ * CONCURRENT_KERNEL, MEMCPY and MEMSET, so that a CUPTI that cannot trace
+ * fails here; it stays attached until the first window's end. Create the
+ * profiler just before that window. On failure *out is NULL and err (if
+ * not NULL) holds a message. */
 int cgr__prof_create(cgr__prof **out, char *err, size_t errlen);
 /* The same with CGR__PROF_* flags. */
 int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errlen);
@@ -165,7 +166,7 @@ int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errle
 int cgr__prof_watch_begin(void);
 void cgr__prof_watch_end(void);
 
-/* Detaches CUPTI if a window is open, frees, and sets *p to NULL.
+/* Detaches CUPTI if it is attached, frees, and sets *p to NULL.
  * Safe with p == NULL or *p == NULL. */
 void cgr__prof_destroy(cgr__prof **p);
 
