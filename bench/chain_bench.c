@@ -12,11 +12,7 @@
  * N work on their state in the same device buffer (chain_env.x, see
  * state_enter): a step of short kernels runs a few percent faster or
  * slower depending on where its buffer lies, which would otherwise go
- * into the ratios between modes. For the same reason the raw modes
- * capture and launch on the stream of the one runtime that the cgr modes
- * with default options share (chain_env.run): once a process has used more
- * than a handful of streams, the stream a graph runs on moves its time by
- * about as much as cgr adds at N = 10 (docs/benchmarks.md).
+ * into the ratios between modes.
  *
  * The raw graph is also timed alone before the first cgr runtime exists
  * and after every cgr mode (the canary): if anything cgr does slowed the
@@ -42,8 +38,6 @@ typedef struct chain_env {
     float *h_in, *h_out;     /* pinned, for the cudaMemcpyAsync mode */
     float x_init[CHAIN_ELEMS];
     bench_rng rng;
-    cudaStream_t run;    /* where the raw modes capture and launch (see the top) */
-    cgr_runtime *rt;     /* W-chain: the cgr modes with default options share it; run is its stream */
     float *x;            /* device: the state of the mode whose turn it is */
     const void *owner;   /* that mode */
     float *owner_saved;  /* where that mode's state goes when its turn ends */
@@ -136,10 +130,10 @@ static int raw_setup(void *self)
         return 0;
     cudaGraph_t g = NULL;
     chain_args a = raw_args(m);
-    TRY(capture_begin(e->run));
-    int ok = !bench_cuda_failed(chain_enqueue(&a, e->run), "chain_enqueue", __FILE__, __LINE__);
-    TRY(capture_end(e->run, ok, &g));
-    int rc = graph_instantiate(g, e->run, &m->exec);
+    TRY(capture_begin(e->stream));
+    int ok = !bench_cuda_failed(chain_enqueue(&a, e->stream), "chain_enqueue", __FILE__, __LINE__);
+    TRY(capture_end(e->stream, ok, &g));
+    int rc = graph_instantiate(g, e->stream, &m->exec);
     cudaGraphDestroy(g);
     return rc;
 }
@@ -165,15 +159,15 @@ static int raw_submit(void *self, long k)
     (void)k;
     if (!m->use_graph) {
         chain_args a = raw_args(m);
-        CK(chain_enqueue(&a, e->run));
+        CK(chain_enqueue(&a, e->stream));
         return 0;
     }
     if (m->io)
         CK(cudaMemcpyAsync(e->d_in, e->h_in, CHAIN_IN_FLOATS * sizeof(float),
-                           cudaMemcpyHostToDevice, e->run));
-    CK(cudaGraphLaunch(m->exec, e->run));
+                           cudaMemcpyHostToDevice, e->stream));
+    CK(cudaGraphLaunch(m->exec, e->stream));
     if (m->io)
-        CK(cudaMemcpyAsync(e->h_out, e->d_out, sizeof(float), cudaMemcpyDeviceToHost, e->run));
+        CK(cudaMemcpyAsync(e->h_out, e->d_out, sizeof(float), cudaMemcpyDeviceToHost, e->stream));
     return 0;
 }
 
@@ -181,7 +175,7 @@ static int raw_wait(void *self, long k)
 {
     raw_mode *m = self;
     (void)k;
-    CK(cudaStreamSynchronize(m->e->run));
+    CK(cudaStreamSynchronize(m->e->stream));
     return 0;
 }
 
@@ -264,7 +258,6 @@ typedef struct cgr_mode {
     uint64_t want_zc, want_mc; /* tensors staged each way, from the options */
     cgr_info *info;
     cgr_runtime *rt;
-    int shared_rt;    /* rt is chain_env.rt, destroyed with the environment */
     cgr_step *step;
     step_user user;
     float in_host[CHAIN_IN_FLOATS];
@@ -294,7 +287,6 @@ static int cgr_setup(void *self)
     cgr_options o;
     CGR_CK(cgr_options_init(&o));
     o.device = cfg->device;
-    m->shared_rt = m->e->rt && m->zc_max < 0 && !m->event_wait;
     if (m->zc_max >= 0)
         o.advanced.zero_copy_max_bytes = (size_t)m->zc_max;
     if (m->event_wait)
@@ -302,10 +294,7 @@ static int cgr_setup(void *self)
     size_t zc = o.advanced.zero_copy_max_bytes, in_bytes = m->in_floats * sizeof(float);
     m->want_zc = (m->in_floats && in_bytes <= zc) + (m->out && sizeof(float) <= zc);
     m->want_mc = (m->in_floats && in_bytes > zc) + (m->out && sizeof(float) > zc);
-    if (m->shared_rt)
-        m->rt = m->e->rt;
-    else
-        CGR_CK(cgr_runtime_create(&m->rt, &o));
+    CGR_CK(cgr_runtime_create(&m->rt, &o));
     TRY(state_new(m->e, &m->saved));
     m->user = (step_user){m->e->x, m->e->n, m->in_floats > 0, m->out, m->in_floats, m->pdl, NULL};
     m->expect = m->e->x_init[0];
@@ -471,10 +460,9 @@ static void cgr_teardown(void *self)
     }
     if (m->step)
         bench_cgr_failed(cgr_step_destroy(&m->step), "cgr_step_destroy", __FILE__, __LINE__);
-    if (m->rt && !m->shared_rt)
+    if (m->rt)
         bench_cgr_failed(cgr_runtime_destroy(&m->rt), "cgr_runtime_destroy", __FILE__,
                          __LINE__);
-    m->rt = NULL;
     cudaFree(m->saved);
     m->saved = NULL;
 }
@@ -532,7 +520,6 @@ static int env_open(chain_env *e, const bench_config *cfg, bench_results *res, i
     watchdog_arm("chain setup", cfg->timeout_s);
     int ok = res->aborted ? 0 : env_setup(e) == 0;
     watchdog_disarm();
-    e->run = e->stream;
     if (ok)
         return 0;
     int skipped = res->aborted;
@@ -545,23 +532,6 @@ static int env_open(chain_env *e, const bench_config *cfg, bench_results *res, i
 }
 
 /* ---- W-chain ------------------------------------------------------------- */
-
-/* The runtime the cgr modes with default options share; the raw modes run on its stream. */
-static int shared_runtime(chain_env *e, const bench_config *cfg)
-{
-    cgr_options o;
-    CGR_CK(cgr_options_init(&o));
-    o.device = cfg->device;
-    CGR_CK(cgr_runtime_create(&e->rt, &o));
-    cgr_stream s = NULL;
-    if (bench_cgr_failed(cgr_runtime_stream(e->rt, &s), "cgr_runtime_stream", __FILE__,
-                         __LINE__)) {
-        (void)cgr_runtime_destroy(&e->rt);
-        return -1;
-    }
-    e->run = s;
-    return 0;
-}
 
 static const char *const chain_mode_names[CHAIN_MODES] = {
     [CHAIN_EAGER] = "eager",
@@ -596,12 +566,6 @@ static void chain_one(const bench_config *cfg, bench_results *res, chain_result 
     chain_env e;
     if (env_open(&e, cfg, res, cr->n_kernels, cr->mode, CHAIN_MODES) != 0)
         return;
-    if (shared_runtime(&e, cfg) != 0) {
-        for (int i = 0; i < CHAIN_MODES; i++)
-            mode_result_not_run(&cr->mode[i], 0);
-        env_teardown(&e);
-        return;
-    }
     static raw_mode rm[N_RAW];
     static cgr_mode cm[N_CGR]; /* holds a 4 KiB input buffer each: off the stack */
     bench_mode bm[CHAIN_MODES];
@@ -631,7 +595,6 @@ static void chain_one(const bench_config *cfg, bench_results *res, chain_result 
     snprintf(group, sizeof group, "chain N=%d", e.n);
     /* Eager launches cost up to ~10 us of host time each. */
     run_group(res, group, bm, CHAIN_MODES, mode_budget_s(cfg, CHAIN_MODES * (0.5 + e.n * 0.01)));
-    bench_cgr_failed(cgr_runtime_destroy(&e.rt), "cgr_runtime_destroy", __FILE__, __LINE__);
     env_teardown(&e);
 }
 
