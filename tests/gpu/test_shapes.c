@@ -424,6 +424,16 @@ static void part_sizes(void)
         runs++;
         last_bucket = bucket_of(order[i]);
     }
+    /* Dims the step cannot take are refused before anything runs (s.runs below). */
+    static float xin[MAXB * K];
+    const void *ins[1] = {xin};
+    const int64_t zero[1] = {0}, big[1] = {MAXB + 1};
+    uint64_t t = 0;
+    ASSERT_STATUS(cgr_step_run(e.step, NULL, ins, &t), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT(strstr(cgr_last_error(), "dynamic dims") != NULL);
+    ASSERT_STATUS(cgr_step_run(e.step, zero, ins, &t), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_run(e.step, big, ins, &t), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT(strstr(cgr_last_error(), "must be 1..") != NULL);
 
     cgr_step_stats s = shape_stats(&e);
     ASSERT_U64_EQ(s.runs, runs);

@@ -256,9 +256,10 @@ typedef struct cgr_options {
      * With the check on, the run after each shape's first capture is
      * captured as well and compared with it node by node; the same graph
      * replays from then on (no second instantiation), a different one
-     * never does: that run and the shape's later runs execute eagerly
-     * (CGR_EAGER_FROZEN_VALUE), and capture_error names the kernel, the
-     * parameter and both values. Nothing is added to a replay.
+     * never does: that run executes from its own second capture, the
+     * shape's later runs eagerly (CGR_EAGER_FROZEN_VALUE), and
+     * capture_error names the kernel, the parameter and both values.
+     * Nothing is added to a replay.
      */
     int frozen_check;          /**< 1 (default): on; 0: off, every capture is trusted */
     const char *frozen_allow;  /**< comma-separated strings; a kernel whose (mangled) name
@@ -499,9 +500,10 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **step);
  * dims, dims may be NULL (it is not read).
  *
  * The first warmup_runs runs of a shape run eagerly; the next one captures
- * the graph and launches it; later runs are one cudaGraphLaunch each. A
- * run whose capture fails executes eagerly instead and succeeds (see
- * cgr_step_fn).
+ * the graph and launches it; with cgr_options.frozen_check (the default)
+ * the run after it is captured once more and compared; later runs are one
+ * cudaGraphLaunch each. A run whose capture fails executes eagerly instead
+ * and succeeds (see cgr_step_fn).
  * @{
  */
 
@@ -568,8 +570,10 @@ CGR_API cgr_status cgr_step_write_input(cgr_step *step, const cgr_slot *slot, in
 /**
  * Runs the step on the slot from cgr_step_acquire(), at the dims given
  * there. CGR_STATUS_WRONG_STATE when no slot is acquired or another
- * thread acquired it. On any failure nothing is launched and the slot is
- * given back.
+ * thread acquired it, CGR_STATUS_INVALID_ARGUMENT when slot is not the
+ * acquired run's: nothing is launched, and the acquired slot stays held
+ * by its thread. Any other failure launches nothing and gives the slot
+ * back.
  */
 CGR_API cgr_status cgr_step_launch(cgr_step *step, const cgr_slot *slot);
 /**

@@ -17,9 +17,10 @@
  * waiting forever for it. So after each capture of a step that used the
  * communicator, all ranks exchange their capture results over a private
  * communicator that cgr splits off at attach time, with a bounded wait:
- * either every rank launches its graph, or every rank returns
- * CGR_STATUS_CAPTURE_FAILED, naming the ranks that failed, and runs the
- * step eagerly from then on. When the exchange itself cannot complete, the
+ * either every rank launches its graph, or on every rank the capture
+ * counts as failed (CGR_EAGER_CAPTURE_FAILED, capture_error naming the
+ * ranks that failed) and that run and the step's later runs execute
+ * eagerly, so the run still succeeds. When the exchange itself cannot complete, the
  * capturing run returns CGR_STATUS_TIMEOUT (a peer did not join in time)
  * or CGR_STATUS_COMM_ERROR (NCCL reported an error); cgr then aborts its
  * private communicator, and every later capture that needs the peers'
