@@ -888,7 +888,8 @@ static int cmp_rec(const void *a, const void *b)
     return (int)x->kind - (int)y->kind;
 }
 
-int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
+/* cgr__prof_end's work once the window is known to be open; CUPTI is still attached. */
+static int close_window(cgr__prof *p, int steps, cgr__prof_window *out)
 {
     CUptiResult r;
     size_t d = 0, i, n;
@@ -899,14 +900,6 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     cgr__prof_window w;
     int rc = CGR__PROF_OK;
 
-    if (!p)
-        return CGR__PROF_EINVAL;
-    p->err[0] = '\0';
-    if (steps < 1)
-        return set_err(p, CGR__PROF_EINVAL, "cgr__prof_end: steps must be >= 1 (got %d)", steps);
-    if (!p->in_window)
-        return set_err(p, CGR__PROF_ESTATE,
-                       "cgr__prof_end: no window open (call cgr__prof_begin first)");
     p->in_window = 0;
     p->have_window = 0;
     phases(p, 0);
@@ -950,7 +943,6 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
         p->links_n = 0;
     }
     (void)pthread_mutex_unlock(&g_lock);
-    detach(p);
 
     if (rc != CGR__PROF_OK) {
         p->win_n = 0;
@@ -1021,6 +1013,22 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     if (out)
         *out = w;
     return CGR__PROF_OK;
+}
+
+int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
+{
+    if (!p)
+        return CGR__PROF_EINVAL;
+    p->err[0] = '\0';
+    if (steps < 1)
+        return set_err(p, CGR__PROF_EINVAL, "cgr__prof_end: steps must be >= 1 (got %d)", steps);
+    if (!p->in_window)
+        return set_err(p, CGR__PROF_ESTATE,
+                       "cgr__prof_end: no window open (call cgr__prof_begin first)");
+    const int rc = close_window(p, steps, out);
+    /* Only now: the records' kernel names point into CUPTI, which detaching may free. */
+    detach(p);
+    return rc;
 }
 
 int cgr__prof_now(cgr__prof *p, uint64_t *ns)
