@@ -42,6 +42,8 @@ static cgr_status tensor_at(const cgr_ctx *c, const char *fn, int out_side, int 
 CGR_API cgr_status cgr_ctx_input(const cgr_ctx *c, int index, void **out)
 {
     const cgr__tensor *t = NULL;
+    if (out)
+        *out = NULL; /* what every refusal leaves (docs/errors.md) */
     CGR_TRY(tensor_at(c, "cgr_ctx_input", 0, index, out, &t));
     *out = t->dev;
     return CGR_STATUS_OK;
@@ -50,6 +52,8 @@ CGR_API cgr_status cgr_ctx_input(const cgr_ctx *c, int index, void **out)
 CGR_API cgr_status cgr_ctx_output(const cgr_ctx *c, int index, void **out)
 {
     const cgr__tensor *t = NULL;
+    if (out)
+        *out = NULL;
     CGR_TRY(tensor_at(c, "cgr_ctx_output", 1, index, out, &t));
     *out = t->dev;
     return CGR_STATUS_OK;
@@ -164,10 +168,11 @@ static cgr_status planned_alloc(cgr_ctx *c, size_t bytes, void **out)
 
 CGR_API cgr_status cgr_ctx_alloc(cgr_ctx *c, size_t bytes, void **out)
 {
+    if (out)
+        *out = NULL; /* what every refusal leaves (docs/errors.md) */
     CGR_TRY(cgr__check_ctx(c, "cgr_ctx_alloc"));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_alloc: out is NULL");
-    *out = NULL;
     if (bytes == 0 || bytes > ((size_t)1 << 40))
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_alloc: %zu bytes (must be 1..1 TiB)",
                         bytes);

@@ -176,6 +176,9 @@ CGR_API cgr_status cgr_runtime_stream(const cgr_runtime *rt, cgr_stream *out)
 
 CGR_API cgr_status cgr_persistent_alloc(cgr_runtime *rt, size_t bytes, void **out)
 {
+    /* First, so that every refusal and failure below leaves *out NULL (docs/errors.md). */
+    if (out)
+        *out = NULL;
     CGR_TRY(cgr__check_runtime(rt, "cgr_persistent_alloc"));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_persistent_alloc: out is NULL");

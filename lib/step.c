@@ -101,11 +101,13 @@ static void release_shapes(cgr_step *s)
 
 static cgr_status step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_step **out)
 {
+    /* First, so that every refusal below leaves *out NULL (docs/errors.md). */
+    if (out)
+        *out = NULL;
     CGR_TRY(cgr__check_runtime(rt, "cgr_step_create"));
     if (!desc || !out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_create: %s is NULL",
                         desc ? "out" : "desc");
-    *out = NULL;
     /* From here on only the loaded copy is read: it follows the struct_size rule. */
     cgr_step_desc d;
     CGR_TRY(cgr__step_desc_load(desc, &d));

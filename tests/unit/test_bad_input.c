@@ -140,6 +140,17 @@ static uint32_t dead_handle[64] = {CGR__MAGIC_DEAD};
 #define DEAD_STEP ((cgr_step *)dead_handle)
 #define FAKE_CTX ((cgr_ctx *)fake_handle)
 
+/*
+ * A refusal must leave the out pointer NULL (docs/errors.md): the rows
+ * that check it start it at a stale value, call, and then pass status and
+ * pointer here, which turns a status with the pointer left alone into OK,
+ * failing the row.
+ */
+static cgr_status nulled(cgr_status st, const void *out)
+{
+    return out == NULL ? st : CGR_STATUS_OK;
+}
+
 static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block_y)
 {
     cgr_launch_cfg c = {{grid, 1, 1}, {block_x, block_y, 1}, 0, 0};
@@ -191,11 +202,14 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
     X(runtime_stats_null, INVALID_ARGUMENT, "NULL",                                        \
       return cgr_runtime_get_stats(NULL, NULL);)                                           \
     X(persistent_alloc_null, INVALID_ARGUMENT, "NULL",                                     \
-      void *p; return cgr_persistent_alloc(NULL, 64, &p);)                                 \
-    X(step_create_null_runtime, INVALID_ARGUMENT, "NULL",                                  \
-      cgr_step_desc d = desc(); cgr_step *s; return cgr_step_create(NULL, &d, &s);)        \
-    X(step_create_dead_magic_runtime, INVALID_HANDLE, "magic word",                        \
-      cgr_step_desc d = desc(); cgr_step *s; return cgr_step_create(DEAD_RT, &d, &s);)     \
+      void *p = fake_handle; cgr_status st = cgr_persistent_alloc(NULL, 64, &p);          \
+      return nulled(st, p);)                                                               \
+    X(step_create_null_runtime, INVALID_ARGUMENT, "NULL", cgr_step_desc d = desc();        \
+      cgr_step *s = DEAD_STEP; cgr_status st = cgr_step_create(NULL, &d, &s);            \
+      return nulled(st, s);)                                                               \
+    X(step_create_dead_magic_runtime, INVALID_HANDLE, "magic word", cgr_step_desc d = desc(); \
+      cgr_step *s = DEAD_STEP; cgr_status st = cgr_step_create(DEAD_RT, &d, &s);         \
+      return nulled(st, s);)                                                               \
     X(step_run_null, INVALID_ARGUMENT, "cgr_step_run",                                     \
       return cgr_step_run(NULL, NULL, NULL, NULL);)                                        \
     X(step_run_dead_magic, INVALID_HANDLE, "magic word",                                   \
@@ -218,7 +232,8 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       void *p; return cgr_ctx_input(FAKE_CTX, 0, &p);)                                     \
     X(ctx_output_null, INVALID_ARGUMENT, "NULL", void *p; return cgr_ctx_output(NULL, 0, &p);) \
     X(ctx_alloc_outside_step, INVALID_HANDLE, "inside the step",                           \
-      void *p; return cgr_ctx_alloc(FAKE_CTX, 64, &p);)                                    \
+      void *p = fake_handle; cgr_status st = cgr_ctx_alloc(FAKE_CTX, 64, &p);             \
+      return nulled(st, p);)                                                               \
     X(ctx_free_null, INVALID_ARGUMENT, "NULL", return cgr_ctx_free(NULL, NULL);)           \
     X(ctx_cublas_null, INVALID_ARGUMENT, "NULL", return cgr_ctx_cublas(NULL, NULL);)       \
     X(ctx_cudnn_null, INVALID_ARGUMENT, "NULL", return cgr_ctx_cudnn(NULL, NULL);)         \
