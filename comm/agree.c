@@ -101,10 +101,32 @@ fail:
     return st;
 }
 
+/*
+ * The options that decide at which runs a step captures, checks or evicts:
+ * ranks that differ in one of them would capture a collective at different
+ * runs (words 3 and 4 are warmup_runs and capture, each named in its own
+ * message).
+ */
+static int64_t capture_policy(const cgr_options *o)
+{
+    const uint64_t v[] = {(uint64_t)o->frozen_check,   (uint64_t)o->shape_cache_entries,
+                          (uint64_t)o->shape_cache_bytes, (uint64_t)o->churn_shapes,
+                          (uint64_t)o->churn_window,   (uint64_t)o->churn_stable,
+                          (uint64_t)o->advanced.shape_spare};
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        h ^= v[i];
+        h *= 1099511628211ull;
+    }
+    return (int64_t)(h >> 1);
+}
+
 cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
 {
-    int64_t mine[CGR__AGREE_WORDS] = {CGR__AGREE_ATTACH, c->rank, CGR_STATUS_OK,
-                                      rt->opt.warmup_runs, rt->opt.capture, 0, 0, 0};
+    int64_t mine[CGR__AGREE_WORDS] = {CGR__AGREE_ATTACH,         c->rank,
+                                      CGR_STATUS_OK,             rt->opt.warmup_runs,
+                                      rt->opt.capture,           capture_policy(&rt->opt),
+                                      0,                         0};
     const int64_t *all = NULL;
     CGR_TRY(exchange(c, mine, &all));
     for (int r = 0; r < c->world; r++) {
@@ -121,6 +143,13 @@ cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
                             "run, so these options must match",
                             r, (long long)w[3], (long long)w[4], c->rank, (long long)mine[3],
                             (long long)mine[4]);
+        if (w[5] != mine[5])
+            return CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                            "cgr_runtime_attach_nccl: rank %d and rank %d differ in frozen_check, "
+                            "shape_cache_entries, shape_cache_bytes, churn_shapes, churn_window, "
+                            "churn_stable or advanced.shape_spare; these decide at which runs a "
+                            "step captures, so they must match on all ranks",
+                            r, c->rank);
     }
     return CGR_STATUS_OK;
 }

@@ -207,7 +207,9 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
  * run. The same: this run replays it, and so do later runs. Different:
  * this run's own capture is right for this run and is launched once; the
  * shape runs eagerly from then on. All ranks of a communicator agree, so
- * that none replays a graph whose peers run eagerly.
+ * that none replays a graph whose peers run eagerly; when they refuse,
+ * every rank runs this run eagerly, the one way open to a rank whose
+ * capture failed, so that its collectives are uncaptured on all of them.
  */
 cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                           uint8_t *action, uint8_t *reason)
@@ -242,20 +244,21 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
     char why[512];
     snprintf(why, sizeof why, "%s", cgr_last_error());
     int recorded = co.own != NULL || co.same;
+    const int peers = s->uses_nccl && s->rt->comm;
     cgr_status ls;
-    if (co.own) {
+    if (co.own && !peers) {
         /* Its own capture, launched once: CUDA frees it when the launch is done. */
         ls = cgr__launch_graph(s, co.own, slot, 0);
         *action = CGR_RUN_CAPTURE;
-    } else if (co.same) {
+    } else if (co.same && !peers) {
         /* The same here, refused by a peer: the first graph is right for this run. */
         ls = cgr__launch_graph(s, g, slot, 0);
         *action = CGR_RUN_REPLAY;
     } else {
-        /* This run's capture failed: nothing of it ran yet. */
+        /* This run's capture failed, or the ranks refused: nothing of it ran yet. */
         ls = cgr__run_eager(s, slot, plan);
         *action = CGR_RUN_EAGER;
-        *reason = CGR_EAGER_CAPTURE_FAILED;
+        *reason = recorded ? CGR_EAGER_FROZEN_VALUE : CGR_EAGER_CAPTURE_FAILED;
     }
     cgr__graph_free(co.own);
     s->stats.capture_failures += !recorded;
