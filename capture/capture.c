@@ -317,10 +317,12 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
             if (offer->check && offer->check != offer->tmpl)
                 cudaGraphDestroy(offer->check);
             offer->check = NULL;
-            if (keep_check)
+            if (keep_check) {
                 offer->check = g;
-            else
+                offer->check_stack = (uintptr_t)&t0;
+            } else {
                 cudaGraphDestroy(g);
+            }
             out->graph = offer;
             out->updated = 1;
             out->make_us = cgr__now_us() - t0;
@@ -352,8 +354,10 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
     /* Kept where its memcpy nodes are needed to repoint the executable, or for the check. */
     if (st == CGR_STATUS_OK && ng->n_copies)
         ng->tmpl = g;
-    if (st == CGR_STATUS_OK && keep_check)
+    if (st == CGR_STATUS_OK && keep_check) {
         ng->check = g;
+        ng->check_stack = (uintptr_t)&t0; /* this thread captured it */
+    }
     if (!ng->tmpl && !ng->check)
         cudaGraphDestroy(g);
     if (st != CGR_STATUS_OK) {
@@ -481,31 +485,50 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
     cgr__range_push("cgr frozen-value check");
     cgr_status st = record(s, plan, &io, &again);
     if (st == CGR_STATUS_OK) {
-        st = cgr__graphs_compare(s, g->check, again, out->text, sizeof out->text);
-        if (st != CGR_STATUS_OK && st != CGR_STATUS_CAPTURE_FAILED) {
-            /* The graphs could not be read (an old driver): replay unchecked, as without it. */
+        st = cgr__graphs_compare(s, g->check, g->check_stack, again, out->text,
+                                 sizeof out->text);
+        if (st == CGR_STATUS_NOT_SUPPORTED) {
+            /* A driver without the calls that read kernel parameters: replay unchecked, as
+             * with the check off. */
             cgr__log(s->rt, CGR_LOG_WARN,
                      "step '%s': the frozen-value check could not compare this shape's graphs, "
                      "so it replays unchecked: %s",
                      s->name, cgr_last_error());
             st = CGR_STATUS_OK;
+        } else if (st != CGR_STATUS_OK && st != CGR_STATUS_CAPTURE_FAILED) {
+            /* Unchecked is not trusted: this run and the shape run eagerly. */
+            st = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
+                          "step '%s': the frozen-value check could not compare the graphs (%s)",
+                          s->name, cgr_last_error());
+            cudaGraphDestroy(again);
+            again = NULL;
         }
     }
     if (st == CGR_STATUS_OK) {
         cudaGraphDestroy(again);
-        if (g->check != g->tmpl)
-            cudaGraphDestroy(g->check);
-        g->check = NULL;
-        out->same = 1;
+        out->same = 1; /* the template goes once the peers agree (cgr__graph_checked) */
     } else if (st == CGR_STATUS_CAPTURE_FAILED && again) {
         /* This run's own capture is right for this run: instantiated, it runs once. */
+        out->differs = 1;
         cgr__capture_out co;
         memset(&co, 0, sizeof co);
-        st = make_graph(s, again, &io, NULL, 0, &co);
+        cgr_status ms = make_graph(s, again, &io, NULL, 0, &co);
         out->own = co.graph;
+        /* Without its own graph the run goes eagerly, still for the difference found. */
+        if (ms != CGR_STATUS_OK)
+            cgr__log(s->rt, CGR_LOG_WARN, "step '%s': %s; this run executes eagerly", s->name,
+                     cgr_last_error());
+        st = CGR_STATUS_OK;
     } else if (again) {
         cudaGraphDestroy(again);
     }
     cgr__range_pop();
     return st;
+}
+
+void cgr__graph_checked(cgr__graph *g)
+{
+    if (g->check && g->check != g->tmpl)
+        cudaGraphDestroy(g->check);
+    g->check = NULL;
 }

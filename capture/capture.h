@@ -33,6 +33,7 @@ typedef struct cgr__graph {
      * shape was compared with it (freeze.c); NULL once checked or when the
      * check is off. May be tmpl itself. */
     cudaGraph_t check;
+    uintptr_t check_stack;    /* an address in the stack of the thread that captured check */
     /* Its staging kernels read the slot index, the last one advances it and
      * publishes a completion flag. 0: it has no staging kernel. */
     int flag;
@@ -69,25 +70,32 @@ cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
 /* What the frozen-value check of a graph found (cgr__capture_check). */
 typedef struct cgr__check_out {
     int same;             /* the run's capture matched: replay the graph */
-    cgr__graph *own;      /* !same: this run's own graph, to launch once and free */
-    char text[512];       /* !same: the first difference */
+    int differs;          /* it did not: text says where */
+    cgr__graph *own;      /* differs: this run's own graph, to launch once and free (NULL
+                             when it could not be instantiated) */
+    char text[512];       /* differs: the first difference */
 } cgr__check_out;
 /*
  * Captures the current run of the step again and compares it with the
- * template kept in `g` (freeze.c). Same: drops the template, out->same = 1.
- * Different: instantiates the run's own capture into out->own (it is this
- * run, computed right) and says why in out->text. A capture that fails
- * returns CGR_STATUS_CAPTURE_FAILED as cgr__capture() does.
+ * template kept in `g` (freeze.c). Same: out->same = 1; the template stays
+ * until cgr__graph_checked, once every rank agreed. Different:
+ * out->differs = 1, the first difference in out->text, and the run's own
+ * capture instantiated into out->own (it is this run, computed right;
+ * NULL if that failed). Both return OK. A capture that fails, or graphs
+ * that cannot be compared, return CGR_STATUS_CAPTURE_FAILED; a driver that
+ * cannot read kernel parameters counts as the same.
  */
 cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
                               cgr__check_out *out);
+/* The shape's graph passed its check: its template is dropped. */
+void cgr__graph_checked(cgr__graph *g);
 /*
  * Compares two captures of one shape node by node (freeze.c): OK when they
  * are the same graph, CGR_STATUS_CAPTURE_FAILED with the first difference
  * in msg otherwise, another status when the graphs cannot be read.
  */
-cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, cudaGraph_t b, char *msg,
-                               size_t cap);
+cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, uintptr_t a_stack,
+                               cudaGraph_t b, char *msg, size_t cap);
 /* Destroys a graph's executables (in-flight ones are freed by CUDA once done) and frees it. */
 void cgr__graph_free(cgr__graph *g);
 void cgr__plan_reset(cgr__shape_plan *p);

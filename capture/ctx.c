@@ -256,6 +256,8 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan
     CGR_CUDA_TRY(cudaStreamWaitEvent(cudaStreamPerThread, s->rt->join, 0));
     /* Whatever the step's own cgr calls report becomes part of our message. */
     cgr__clear_error();
+    /* And the CUDA error read after it is the step's own, not one the caller left pending. */
+    (void)cudaGetLastError();
     cgr_status fs = s->fn(&c, s->user);
     c.magic = CGR__MAGIC_DEAD;
     /* Read before the join below, whose own error would hide the step's. */
@@ -277,6 +279,18 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan
         return CGR_FAIL(CGR_STATUS_STEP_FAILED, "step '%s' returned %s%s%s", s->name,
                         cgr_status_name(fs), detail[0] ? " after: " : "", detail);
     }
+    /*
+     * A launch of the step that failed (a bad launch configuration, say)
+     * leaves its error for cudaGetLastError(), which was read above: a run
+     * that reported success would have stale outputs. A capture reports it
+     * through its own failure instead (capture.c).
+     */
+    if (mode != CGR__CTX_CAPTURE && s->fn_cuda_error != (int)cudaSuccess)
+        return CGR_FAIL(CGR_STATUS_CUDA_ERROR,
+                        "step '%s' returned CGR_STATUS_OK, but one of its CUDA calls failed: "
+                        "%s (%s); this run's outputs are not valid",
+                        s->name, cudaGetErrorName((cudaError_t)s->fn_cuda_error),
+                        cudaGetErrorString((cudaError_t)s->fn_cuda_error));
     if (mode != CGR__CTX_TRACE && c.next != plan->trace.n)
         return CGR_FAIL(CGR_STATUS_TRACE_MISMATCH,
                         "step '%s' made %zu scratch requests, warm-up made %zu", s->name, c.next,

@@ -131,7 +131,8 @@ typedef struct layout {
 /* The two graphs being compared: a (the first capture) and b (the next run's). */
 typedef struct pair {
     const cgr_step *s;
-    uintptr_t stack;    /* an address in the calling thread's stack */
+    uintptr_t stack_a;  /* an address in the stack of the thread that captured a */
+    uintptr_t stack_b;  /* the same for b: the calling thread's */
     node_list a, b;
     char *msg;
     size_t cap;
@@ -164,10 +165,10 @@ static uintptr_t in_a(const pair *p, uintptr_t v)
  */
 #define CGR__STACK_REACH ((uintptr_t)8 << 20)
 
-static int on_stack(const pair *p, uint64_t v)
+static int on_stack(uintptr_t stack, uint64_t v)
 {
     uintptr_t a = (uintptr_t)v;
-    return a - (p->stack - CGR__STACK_REACH) < 2 * CGR__STACK_REACH;
+    return a - (stack - CGR__STACK_REACH) < 2 * CGR__STACK_REACH;
 }
 
 static int same_ptr(const pair *p, const void *a, const void *b)
@@ -187,7 +188,7 @@ static int same_bytes(const pair *p, const unsigned char *a, const unsigned char
         memcpy(&wa, a + o, sizeof wa);
         memcpy(&wb, b + o, sizeof wb);
         if (wa != wb && wa != (uint64_t)in_a(p, (uintptr_t)wb) &&
-            !(on_stack(p, wa) && on_stack(p, wb)))
+            !(on_stack(p->stack_a, wa) && on_stack(p->stack_b, wb)))
             return 0;
     }
     return 1;
@@ -559,7 +560,10 @@ static cgr_status compare_edges(pair *p, cudaGraph_t a, cudaGraph_t b)
 
 static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int depth)
 {
+    /* Emptied first: a failure listing a leaves b unlisted, and only this level's lists are freed. */
     node_list outer_a = p->a, outer_b = p->b;
+    memset(&p->a, 0, sizeof p->a);
+    memset(&p->b, 0, sizeof p->b);
     cgr_status st = list_nodes(a, &p->a);
     if (st == CGR_STATUS_OK)
         st = list_nodes(b, &p->b);
@@ -584,14 +588,16 @@ static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int dept
     return st;
 }
 
-cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, cudaGraph_t b, char *msg,
-                               size_t cap)
+cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, uintptr_t a_stack,
+                               cudaGraph_t b, char *msg, size_t cap)
 {
     CGR_TRY(cgr__driver_load(&drv_set));
     pair p;
     memset(&p, 0, sizeof p);
     p.s = s;
-    p.stack = (uintptr_t)&p;
+    /* A capture on another thread put its own stack's addresses in a. */
+    p.stack_a = a_stack;
+    p.stack_b = (uintptr_t)&p;
     p.msg = msg;
     p.cap = cap;
     msg[0] = '\0';

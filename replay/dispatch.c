@@ -237,13 +237,15 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
         return st;
     }
     if (st == CGR_STATUS_OK) {
+        /* Not before: a rank whose agreement failed checks again at its next run. */
+        cgr__graph_checked(g);
         *action = CGR_RUN_REPLAY;
         return cgr__launch_graph(s, g, slot, 0);
     }
     /* Refused. This run executes by what is right for it, counted as what it did. */
     char why[512];
     snprintf(why, sizeof why, "%s", cgr_last_error());
-    int recorded = co.own != NULL || co.same;
+    int recorded = co.differs || co.same;
     const int peers = s->uses_nccl && s->rt->comm;
     cgr_status ls;
     if (co.own && !peers) {

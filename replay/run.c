@@ -303,6 +303,10 @@ static int arm_ahead(cgr_step *s, uint32_t slot, cgr_status *st)
     if (*st != CGR_STATUS_OK)
         return 0;
     s->armed = g;
+    /* The run this slot held last is gone from now on, even if this one is released. */
+    const uint64_t t = s->ring.launched;
+    if (t >= s->ring.slots && t - s->ring.slots + 1 > s->readable_from)
+        s->readable_from = t - s->ring.slots + 1;
     return 1;
 }
 

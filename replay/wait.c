@@ -90,7 +90,7 @@ static void pack_waited(cgr_step *s, uint64_t from, uint64_t to)
     if (!s->n_dyn)
         return;
     for (uint64_t t = from; t <= to; t++)
-        if (cgr__ring_check_output(&s->ring, t) == CGR_STATUS_OK)
+        if (t >= s->readable_from && cgr__ring_check_output(&s->ring, t) == CGR_STATUS_OK)
             cgr__outputs_compact(s, cgr__ring_slot(&s->ring, t), t);
 }
 
@@ -159,6 +159,11 @@ static cgr_status output_at(cgr_step *s, uint64_t ticket, int index, const char 
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: index %d, step '%s' has %d outputs", fn,
                         index, s->name, s->n_out);
     cgr_status st = cgr__ring_check_output(&s->ring, ticket);
+    if (st == CGR_STATUS_OK && ticket < s->readable_from)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "%s: run %llu of step '%s' cannot be read: an armed run "
+                        "(CGR_ACQUIRE_ARM) was launched on its slot since",
+                        fn, (unsigned long long)ticket, s->name);
     if (st == CGR_STATUS_WRONG_STATE)
         return CGR_FAIL(st, "%s: run %llu of step '%s' was not waited for", fn,
                         (unsigned long long)ticket, s->name);

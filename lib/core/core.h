@@ -170,6 +170,9 @@ struct cgr_step {
     int armable;
     struct cgr__graph *armed;          /* capture/capture.h */
     int64_t armed_bucket[CGR_MAX_DYN_DIMS]; /* its bucketed dims */
+    /* Runs before this ticket cannot be read: an armed run launched on their
+     * slot may overwrite it whether or not it is ever committed. */
+    uint64_t readable_from;
     int64_t run_dims[CGR_MAX_DYN_DIMS];     /* the acquired run's true dims */
     /*
      * Shapes (replay/shapes.h decides what each run does). A step without

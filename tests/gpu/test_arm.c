@@ -19,6 +19,8 @@
  *             the first armed run is let through, the second is exact
  *   release   cgr_step_release of an armed and of a plain slot; the next
  *             run is exact
+ *   reuse     the run an armed run's slot held is refused by
+ *             cgr_step_output from the acquire on, released or not
  *   expired   arm_timeout_us = 2 ms, 30 ms between arm and launch: the
  *             graph passed its gate on the timeout and the launch runs it
  *             again: exact, counted in arm_expired
@@ -399,6 +401,41 @@ static void part_release(void)
     printf("release: 3 armed and 1 plain slot given back, later runs exact\n");
 }
 
+/*
+ * An armed run is launched on its slot at acquire, so the run that slot held
+ * cannot be read from then on, even after the armed run is released (it
+ * still runs); the other slot's run still can.
+ */
+static void part_reuse(void)
+{
+    env e;
+    env_make(&e, 0, 1);
+    capture_all(&e);
+    static float x[MAXB * K];
+    const int64_t dims[1] = {6};
+    const void *ins[1] = {x};
+    uint64_t t0, t1;
+    rng_fill(&g_rng, x, 6 * K);
+    ASSERT_OK(cgr_step_run(e.step, dims, ins, &t0));
+    rng_fill(&g_rng, x, 6 * K);
+    ASSERT_OK(cgr_step_run(e.step, dims, ins, &t1));
+    check_run(&e, t1, 6, x, "reuse, second run");
+    size_t bytes = 0;
+    ASSERT_OK(cgr_step_output(e.step, t0, 0, NULL, 0, &bytes));
+    cgr_slot slot;
+    ASSERT_OK(cgr_step_acquire(e.step, dims, CGR_ACQUIRE_ARM, &slot));
+    ASSERT_EQ(slot.armed, 1);
+    ASSERT_STATUS(cgr_step_output(e.step, t0, 0, NULL, 0, &bytes), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT(strstr(cgr_last_error(), "armed run") != NULL);
+    ASSERT_OK(cgr_step_release(e.step, &slot));
+    ASSERT_STATUS(cgr_step_output(e.step, t0, 0, NULL, 0, &bytes), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_OK(cgr_step_output(e.step, t1, 0, NULL, 0, &bytes));
+    cgr_run_action a;
+    ASSERT_EQ(armed_run(&e, 6, 0, &a, "reuse, after release"), 1);
+    ASSERT_OK(cgr_runtime_destroy(&e.rt));
+    printf("reuse: a run whose slot an armed run took is refused, the other slot's is read\n");
+}
+
 static void part_expired(void)
 {
     env e;
@@ -590,6 +627,7 @@ int main(void)
     part_plain();
     part_rearm();
     part_release();
+    part_reuse();
     part_expired();
     part_fixed();
     part_other();

@@ -4,7 +4,10 @@
  * while the run whose capture failed executes eagerly with correct results,
  * and the step keeps running eagerly after it; a good step on the same
  * runtime still captures and replays afterwards. A step function that
- * fails only while captured fails its run (CGR_STATUS_STEP_FAILED).
+ * fails only while captured fails its run (CGR_STATUS_STEP_FAILED). A step
+ * whose kernel launch fails and which returns OK anyway fails its run
+ * (CGR_STATUS_CUDA_ERROR), naming the error, instead of reporting stale
+ * outputs as a success.
  */
 #include <string.h>
 
@@ -13,7 +16,7 @@
 
 enum { LEN = 1024 };
 
-typedef enum bad_kind { GOOD, BAD_MALLOC, BAD_SYNC, BAD_HOST_READ, BAD_RETURN } bad_kind;
+typedef enum bad_kind { GOOD, BAD_MALLOC, BAD_SYNC, BAD_HOST_READ, BAD_RETURN, BAD_LAUNCH } bad_kind;
 
 typedef struct bad_step {
     bad_kind kind;
@@ -53,6 +56,14 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
         if (cgr_ctx_is_capturing(ctx))
             return CGR_STATUS_INVALID_ARGUMENT;
         break;
+    case BAD_LAUNCH: {
+        /* 2048 threads a block is past every GPU's limit; careless code ignores the error. */
+        size_t n = LEN;
+        void *args[] = {&y, &x, &n};
+        const dim3 grid = {1, 1, 1}, block = {2048, 1, 1};
+        (void)cudaLaunchKernel(tk_affine_pdl_kernel(), grid, block, args, 0, st);
+        break;
+    }
     }
     return CGR_STATUS_OK;
 }
@@ -136,6 +147,28 @@ static void expect_capture_failure(cgr_runtime *rt, bad_kind kind, const char *n
     ASSERT_OK(cgr_step_destroy(&s));
 }
 
+/* A launch that fails inside the step: every run fails with the error, none reports success. */
+static void expect_launch_failure(cgr_runtime *rt, rng *r)
+{
+    bad_step b = {BAD_LAUNCH, 0};
+    cgr_step *s = make_bad_step(rt, &b, "bad_launch");
+    for (int i = 0; i < 3; i++) {
+        ASSERT_STATUS(run_checked(s, r), CGR_STATUS_CUDA_ERROR);
+        if (!strstr(cgr_last_error(), "cudaErrorInvalidConfiguration") ||
+            !strstr(cgr_last_error(), "bad_launch"))
+            TEST_FAIL_("message lacks the step or the error: %s", cgr_last_error());
+    }
+    printf("bad_launch: %s\n", cgr_last_error());
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_U64_EQ(ss.runs, 0);
+    ASSERT_U64_EQ(ss.replays, 0);
+    ASSERT_EQ(b.calls, 3);
+    /* cgr read the error: none is left pending for the caller's next CUDA call. */
+    CUDA_OK(cudaGetLastError());
+    ASSERT_OK(cgr_step_destroy(&s));
+}
+
 static void expect_good(cgr_runtime *rt, rng *r)
 {
     bad_step b = {GOOD, 0};
@@ -168,6 +201,8 @@ int main(void)
     expect_good(rt, &r);
     expect_capture_failure(rt, BAD_RETURN, "bad_return", "returned CGR_STATUS_INVALID_ARGUMENT",
                            NULL, &r);
+    expect_good(rt, &r);
+    expect_launch_failure(rt, &r);
     expect_good(rt, &r);
     ASSERT_OK(cgr_runtime_destroy(&rt));
     printf("PASS\n");

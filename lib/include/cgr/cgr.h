@@ -614,7 +614,9 @@ CGR_API cgr_status cgr_step_wait(cgr_step *step, uint64_t ticket);
  * overwrite the slot while it is read: on CGR_STATUS_OK every byte is this
  * run's. CGR_STATUS_INVALID_ARGUMENT when capacity is smaller than the
  * output, or when the run's slot was already reused by a later run (the
- * result is gone); CGR_STATUS_WRONG_STATE when the run was not waited for.
+ * result is gone: launched, or acquired with CGR_ACQUIRE_ARM, which
+ * launches at once, even if that slot is then released);
+ * CGR_STATUS_WRONG_STATE when the run was not waited for.
  * To read an output in place, without a copy, use cgr_slot.outputs when
  * one thread drives the step, or have the step leave the result in device
  * memory of your own.
