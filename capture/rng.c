@@ -18,6 +18,18 @@ CGR_API cgr_status cgr_ctx_philox(cgr_ctx *c, uint64_t count, const cgr_philox_s
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_philox: count %llu out of range",
                         (unsigned long long)count);
     cgr_step *s = c->step;
+    /*
+     * An armed run that is released or outlives arm_timeout_us still runs
+     * its graph once on whatever the slot holds, and the offset advance
+     * with it: the numbers of every later run would then differ from the
+     * eager sequence.
+     */
+    if (s->armable)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_ctx_philox: step '%s' is armable; an armed run that is released "
+                        "or times out still runs once and would advance the random offset; "
+                        "draw random numbers in a step that is not armable",
+                        s->name);
     if (!s->philox_dev) {
         if (c->mode == CGR__CTX_CAPTURE)
             return CGR_FAIL(CGR_STATUS_WRONG_STATE,
@@ -67,6 +79,14 @@ CGR_API cgr_status cgr_step_set_seed(cgr_step *s, uint64_t seed)
     CGR_TRY(cgr__check_step(s, "cgr_step_set_seed"));
     /* Locked: the copy must not land inside another thread's capture of the stream. */
     CGR_TRY(cgr__lock(s->rt, "cgr_step_set_seed"));
+    if (s->armed) {
+        /* Its graph is on the stream already: the seed would land after the run it is for. */
+        cgr__unlock(s->rt);
+        return CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                        "cgr_step_set_seed: step '%s' has an armed run acquired "
+                        "(CGR_ACQUIRE_ARM); launch or release it first",
+                        s->name);
+    }
     s->philox_init.seed = seed;
     s->philox_init.offset = 0;
     cgr_status st = CGR_STATUS_OK;

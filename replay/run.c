@@ -82,12 +82,13 @@ cgr_status cgr__launch_graph(cgr_step *s, cgr__graph *g, uint32_t slot, int ahea
     /*
      * After the launch, so that it costs host time while the graph runs
      * rather than a node's GPU time in every replay. The run is launched
-     * and counted whatever happens here: a failed record is kept, and
-     * the waits report it instead of trusting an event that missed it.
+     * and counted whatever happens here: a failed record is kept for the
+     * slot, and its wait reports it instead of trusting an event that
+     * missed it.
      */
     e = cudaEventRecord(s->graph_done, s->rt->stream);
-    if (e != cudaSuccess && !s->graph_done_error)
-        s->graph_done_error = (int)e;
+    /* Per slot: a failed record spoils the wait of this run, not of runs recorded after it. */
+    s->rec_err[slot] = e == cudaSuccess ? 0 : (int)e;
     return CGR_STATUS_OK;
 }
 

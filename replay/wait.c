@@ -119,7 +119,7 @@ static cgr_status wait_ticket(cgr_step *s, uint64_t ticket, const char *fn)
     int kind = s->sig_kind[slot];
     uint64_t want = s->sig_expect[slot];
     int latest = s->sig_graph[slot] == s->graph_runs;
-    int rec_err = s->graph_done_error;
+    int rec_err = s->rec_err[slot];
     s->waiters++;
     cgr__unlock(rt);
     cgr_status st = wait_slot(s, slot, kind, want, latest, rec_err);

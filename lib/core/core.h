@@ -144,7 +144,8 @@ struct cgr_step {
     size_t slot_stride;
     cudaEvent_t done[CGR_MAX_SLOTS]; /* recorded when an eager run on the slot ends */
     cudaEvent_t graph_done;          /* recorded after every graph launch of the step */
-    int graph_done_error;            /* a cudaError_t of a failed record; 0: none */
+    int rec_err[CGR_MAX_SLOTS];      /* per slot: the cudaError_t of a failed record after its
+                                        last graph launch; 0: none */
     /*
      * Completion flags (replay/run.c). A graph with staging kernels has its
      * last one publish a per-slot sequence number into the slot's flag word

@@ -27,7 +27,8 @@
  *   fixed     a step without dynamic dims arms with dims = NULL
  *   other     another step's warm-up (which synchronizes the stream)
  *             while a run is armed does not wait for arm_timeout_us
- *   errors    not armable, bad dims, unknown flags, twice, release of
+ *   errors    not armable, bad dims, unknown flags, twice, a seed set while
+ *             armed, release of
  *             nothing, a slot of another run; cgr_step_write_input with a
  *             bad index, past the input's end, NULL src, another run's slot,
  *             a slot not held: clear statuses, nothing launched or written,
@@ -576,6 +577,9 @@ static void part_errors(void)
     ASSERT_STATUS(cgr_step_release(e.step, &slot), CGR_STATUS_WRONG_STATE);
     ASSERT_OK(cgr_step_acquire(e.step, dims, ARM, &slot));
     ASSERT_EQ(slot.armed, 1);
+    /* Its graph is queued: a seed now would land after the run it was meant for. */
+    ASSERT_STATUS(cgr_step_set_seed(e.step, 7), CGR_STATUS_WRONG_STATE);
+    ASSERT(strstr(cgr_last_error(), "armed") != NULL);
     cgr_slot again;
     ASSERT_STATUS(cgr_step_acquire(e.step, dims, ARM, &again), CGR_STATUS_WRONG_STATE);
     ASSERT_STATUS(cgr_step_acquire(e.step, dims, 0, &again), CGR_STATUS_WRONG_STATE);

@@ -2,7 +2,8 @@
  * Graph-safe RNG: a step drawing Philox numbers through cgr_ctx_philox gets
  * new numbers on every replay without a new capture, replay k equals eager
  * run k for the same seed, and the draws equal a host computation of the
- * same counters (so the offset really advances by the reserved count).
+ * same counters (so the offset really advances by the reserved count). An
+ * armable step's call is refused.
  */
 #include <string.h>
 
@@ -92,6 +93,19 @@ int main(void)
     y = test_output(sg, t, 0, NULL);
     cgr_philox4 r0 = cgr_philox4x32(SEED, 0, 0);
     ASSERT(y[0] == cgr_philox_uniform(r0.v[0]));
+    /* An armable step cannot draw: an armed run let through would advance the offset. */
+    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
+    cgr_step_desc d;
+    ASSERT_OK(cgr_step_desc_init(&d));
+    d.name = "rng_armable";
+    d.outputs = &out;
+    d.n_outputs = 1;
+    d.fn = step_fn;
+    d.armable = 1;
+    cgr_step *sa = NULL;
+    ASSERT_OK(cgr_step_create(rg, &d, &sa));
+    ASSERT_STATUS(cgr_step_run(sa, NULL, NULL, &t), CGR_STATUS_STEP_FAILED);
+    ASSERT(strstr(cgr_last_error(), "armable") != NULL);
     ASSERT_OK(cgr_runtime_destroy(&rg));
     ASSERT_OK(cgr_runtime_destroy(&re));
     printf("PASS: %d runs, replay k == eager k == host Philox, new draws every replay\n", RUNS);

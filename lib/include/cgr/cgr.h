@@ -449,7 +449,11 @@ typedef struct cgr_step_desc {
      * 1: the step's graphs begin with a gate, so CGR_ACQUIRE_ARM can launch
      * a run before its inputs are written (docs/staging.md, "Armed runs").
      * A run launched the ordinary way then waits one PCIe read on the GPU
-     * (about 1 us) at that gate. Default 0.
+     * (about 1 us) at that gate. Default 0. An armed run that is released,
+     * or not launched within arm_timeout_us, still runs its step once on
+     * whatever the slot holds: an armable step must compute only from its
+     * inputs, with no state it updates in place (persistent buffers), and
+     * cgr_ctx_philox() refuses it.
      */
     int armable;
 } cgr_step_desc;
@@ -903,6 +907,8 @@ CGR_API cgr_status cgr_ctx_philox(cgr_ctx *ctx, uint64_t count, const cgr_philox
 /**
  * Sets the step's Philox seed and resets its offset to 0 (stream-ordered:
  * it applies to the runs launched after this call). The default seed is 0.
+ * CGR_STATUS_WRONG_STATE while an armed run of the step is acquired
+ * (CGR_ACQUIRE_ARM launched its graph already): launch or release it first.
  */
 CGR_API cgr_status cgr_step_set_seed(cgr_step *step, uint64_t seed);
 
