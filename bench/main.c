@@ -78,7 +78,9 @@ static void usage(FILE *f)
           "  --json FILE     also write every figure as JSON to FILE\n"
           "  --quick         200 steps, 20 warm-up, chain only at N = 100\n"
           "  --profile       top kernels of each graphed workload (CUPTI)\n"
-          "  --trace FILE    Chrome/Perfetto trace of the workloads' profiled steps\n"
+          "  --trace FILE    Chrome/Perfetto trace of the workloads' profiled steps; keeps\n"
+          "                  CUPTI attached from the first profiled pass on, which slows\n"
+          "                  the launches timed after it: take timings from a run without it\n"
           "  --no-pdl        W-serve's kernels without programmatic dependent launch\n"
           "                  (serve uses it by default)\n"
           "  --timeout SEC   watchdog per mode, plus an allowance per step (default 60)\n"
@@ -412,7 +414,8 @@ void timer_overhead(const bench_config *cfg, bench_results *res)
  * and cgr alike. After every suite, because any of them may be the one
  * (the workload suites' profiled passes attach CUPTI, for one).
  */
-static void run_suites(const bench_config *cfg, bench_results *res, suite_id suite)
+/* Returns 1 when --trace was given and the trace could not be written. */
+static int run_suites(const bench_config *cfg, bench_results *res, suite_id suite)
 {
     int chain = suite == SUITE_DEFAULT || suite == SUITE_CHAIN;
     int staging = suite == SUITE_DEFAULT || suite == SUITE_STAGING;
@@ -446,12 +449,16 @@ static void run_suites(const bench_config *cfg, bench_results *res, suite_id sui
         fprintf(stderr, "cgr-bench: built without cuDNN: no W-cnn\n");
 #endif
     }
+    /* The trace's profiler goes first: the canary would otherwise find CUPTI attached. */
+    const int trace_failed = cfg->trace_path && work_trace_write(cfg->trace_path) != 0;
+    work_finish();
     chain_canary(cfg, res, &res->canary_after);
     const mode_result *b = &res->canary_before, *a = &res->canary_after;
     int ok = b->ran && !b->failed && a->ran && !a->failed;
     add_check(res, "canary_host_growth_us",
               "host CPU us per launch of the N=100 raw graph: after every suite minus before",
               ok ? a->cpu.median - b->cpu.median : NAN, 0);
+    return trace_failed;
 }
 
 int main(int argc, char **argv)
@@ -522,9 +529,7 @@ int main(int argc, char **argv)
     } else if (suite == SUITE_SERVE) {
         serve_suite(&cfg, &res); /* writes its own trace (--trace) */
     } else {
-        run_suites(&cfg, &res, suite);
-        trace_failed = cfg.trace_path && work_trace_write(cfg.trace_path) != 0;
-        work_finish();
+        trace_failed = run_suites(&cfg, &res, suite);
     }
     int failed = report(&res, cfg.json_path) != 0 || results_failed(&res) || trace_failed;
     return failed ? 1 : 0;

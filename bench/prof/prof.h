@@ -20,9 +20,7 @@
  *
  * lib/base/profiler.h documents every call and field; the names here are
  * those without the library's cgr__ prefix. CUPTI is loaded at prof_create
- * (CGR_CUPTI_LIBRARY names another file); prof_end detaches it and
- * prof_begin attaches it again, so steps timed between windows pay nothing
- * for it.
+ * (CGR_CUPTI_LIBRARY names another file); prof_destroy detaches it.
  */
 #ifndef CGR_BENCH_PROF_H
 #define CGR_BENCH_PROF_H

@@ -58,6 +58,9 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
 #define BUF_ALIGN 8                /* CUPTI wants 8-byte aligned buffers */
 #define POOL_MAX 16                /* buffers kept for reuse (128 MiB) */
 #define POOL_PREFILL 4             /* pre-faulted at cgr__prof_create (32 MiB) */
+#ifndef CGR__PROF_BEGIN_FLUSH
+#define CGR__PROF_BEGIN_FLUSH 0         /* see cgr__prof_begin */
+#endif
 #define NAME_CACHE 4096            /* direct-mapped name-pointer cache */
 #define UNKNOWN_NAME_ID 0u         /* names[0] is "<unknown>" */
 
@@ -92,7 +95,6 @@ struct cgr__prof {
 
     /* ---- API thread only ---- */
     unsigned flags;           /* CGR__PROF_CORRELATE, CGR__PROF_RANGES */
-    int attached;             /* CUPTI's callbacks registered and kinds on: windows only */
     cgr__prof_link *wlinks;   /* the last window's links (swapped with links at end) */
     size_t wlinks_n, wlinks_cap;
     int in_window;
@@ -660,19 +662,13 @@ static void disable_kinds(unsigned flags)
 }
 
 /*
- * Hands back the buffers CUPTI holds and detaches CUPTI from the process.
- * A process with CUPTI's activity tracing attached pays for it in every
- * launch, inside a window or not: a graph launch's host time grows several
- * times over (capture/watch.c has a figure). So each window's end detaches
- * CUPTI and the next begin attaches it again, and work timed between
- * windows runs as it would without a profiler.
+ * Hands back the buffers CUPTI holds and detaches CUPTI from the process:
+ * a process that keeps CUPTI's activity tracing attached pays more host
+ * time in every later launch (capture/watch.c has the figure).
  */
-static void detach(cgr__prof *p)
+static void detach(unsigned flags)
 {
-    if (!p->attached)
-        return; /* any CUPTI call would attach it again */
-    p->attached = 0;
-    disable_kinds(p->flags);
+    disable_kinds(flags);
     (void)api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     (void)api->cuptiFinalize();
 }
@@ -686,34 +682,6 @@ static int enable(const CUpti_ActivityKind *kinds, size_t n, char *err, size_t e
             snprintf(what, sizeof what, "cuptiActivityEnable(kind %d)", (int)kinds[i]);
             return cupti_fail(err, errlen, what, r);
         }
-    }
-    return CGR__PROF_OK;
-}
-
-/* Registers the buffer callbacks and turns on p's activity kinds; detaches again on failure. */
-static int attach(cgr__prof *p, char *err, size_t errlen)
-{
-    if (p->attached)
-        return CGR__PROF_OK;
-    p->attached = 1;
-    CUptiResult r = api->cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
-    if (r != CUPTI_SUCCESS) {
-        cupti_fail(err, errlen, "cuptiActivityRegisterCallbacks", r);
-        detach(p);
-        return CGR__PROF_ECUPTI;
-    }
-    if (enable(k_kinds, N_KINDS, err, errlen) != CGR__PROF_OK ||
-        ((p->flags & CGR__PROF_CORRELATE) &&
-         enable(k_correlate, N_CORRELATE, err, errlen) != CGR__PROF_OK)) {
-        detach(p);
-        return CGR__PROF_ECUPTI;
-    }
-    if (p->flags & CGR__PROF_RANGES) {
-        /* Best effort, both: the user's ranges are an extra, and a marker
-         * record with another kind of thread id only names its track apart
-         * from cgr's phases of the same thread. */
-        (void)api->cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-        (void)api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
     }
     return CGR__PROF_OK;
 }
@@ -789,20 +757,31 @@ int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errle
     (void)pthread_mutex_unlock(&g_lock);
     pool_start(POOL_PREFILL);
 
-    /* Attached now, so that a process where CUPTI cannot trace learns it
-     * here rather than at its first window, which keeps it attached. */
-    if (attach(p, err, errlen) != CGR__PROF_OK)
+    r = api->cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
+    if (r != CUPTI_SUCCESS) {
+        cupti_fail(err, errlen, "cuptiActivityRegisterCallbacks", r);
+        goto fail;
+    }
+    if (enable(k_kinds, N_KINDS, err, errlen) != CGR__PROF_OK ||
+        ((flags & CGR__PROF_CORRELATE) &&
+         enable(k_correlate, N_CORRELATE, err, errlen) != CGR__PROF_OK))
         goto fail;
     if (flags & CGR__PROF_RANGES) {
         /* All at once, so the hot path never allocates; the pages are touched only as used.
          * Without them every end is counted as dropped. */
         p->marks = malloc(CGR__PROF_MAX_MARKS * sizeof *p->marks);
         p->marks_cap = p->marks ? CGR__PROF_MAX_MARKS : 0;
+        /* Best effort, both: the user's ranges are an extra, and a marker
+         * record with another kind of thread id only names its track apart
+         * from cgr's phases of the same thread. */
+        (void)api->cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+        (void)api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
     }
     *out = p;
     return CGR__PROF_OK;
 
 fail:
+    detach(flags);
     (void)pthread_mutex_lock(&g_lock);
     g_prof = NULL;
     (void)pthread_mutex_unlock(&g_lock);
@@ -824,7 +803,7 @@ void cgr__prof_destroy(cgr__prof **pp)
     (void)pthread_mutex_lock(&g_lock);
     p->collecting = 0;
     (void)pthread_mutex_unlock(&g_lock);
-    detach(p);
+    detach(p->flags);
     (void)pthread_mutex_lock(&g_lock);
     if (g_prof == p)
         g_prof = NULL;
@@ -852,9 +831,19 @@ int cgr__prof_begin(cgr__prof *p, const char *label)
     (void)pthread_mutex_unlock(&g_lock);
     phases(p, 0);
     p->in_window = 0;
-    if (attach(p, p->err, sizeof p->err) != CGR__PROF_OK)
-        return CGR__PROF_ECUPTI;
 
+    /* No flush here by default. A flush hands CUPTI's current buffer back,
+     * and CUPTI then stalls the next launch that records activity while it
+     * sets up a new one: 0.05-0.7 ms measured on an H200 (CUDA 13.0), even
+     * with pooled, pre-faulted buffers. Flushing here would put that stall
+     * inside every window. Earlier records are discarded by time instead:
+     * the callback keeps only records that start at or after t0. Build with
+     * -DCGR__PROF_BEGIN_FLUSH=1 to flush anyway. */
+#if CGR__PROF_BEGIN_FLUSH
+    r = api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (r != CUPTI_SUCCESS)
+        return cupti_fail(p->err, sizeof p->err, "cuptiActivityFlushAll", r);
+#endif
     /* Reset CUPTI's dropped-record count so the window sees only its own. */
     r = api->cuptiActivityGetNumDroppedRecords(NULL, 0, &d);
     if (r != CUPTI_SUCCESS)
@@ -888,8 +877,7 @@ static int cmp_rec(const void *a, const void *b)
     return (int)x->kind - (int)y->kind;
 }
 
-/* cgr__prof_end's work once the window is known to be open; CUPTI is still attached. */
-static int close_window(cgr__prof *p, int steps, cgr__prof_window *out)
+int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
 {
     CUptiResult r;
     size_t d = 0, i, n;
@@ -900,6 +888,14 @@ static int close_window(cgr__prof *p, int steps, cgr__prof_window *out)
     cgr__prof_window w;
     int rc = CGR__PROF_OK;
 
+    if (!p)
+        return CGR__PROF_EINVAL;
+    p->err[0] = '\0';
+    if (steps < 1)
+        return set_err(p, CGR__PROF_EINVAL, "cgr__prof_end: steps must be >= 1 (got %d)", steps);
+    if (!p->in_window)
+        return set_err(p, CGR__PROF_ESTATE,
+                       "cgr__prof_end: no window open (call cgr__prof_begin first)");
     p->in_window = 0;
     p->have_window = 0;
     phases(p, 0);
@@ -1013,22 +1009,6 @@ static int close_window(cgr__prof *p, int steps, cgr__prof_window *out)
     if (out)
         *out = w;
     return CGR__PROF_OK;
-}
-
-int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
-{
-    if (!p)
-        return CGR__PROF_EINVAL;
-    p->err[0] = '\0';
-    if (steps < 1)
-        return set_err(p, CGR__PROF_EINVAL, "cgr__prof_end: steps must be >= 1 (got %d)", steps);
-    if (!p->in_window)
-        return set_err(p, CGR__PROF_ESTATE,
-                       "cgr__prof_end: no window open (call cgr__prof_begin first)");
-    const int rc = close_window(p, steps, out);
-    /* Only now: the records' kernel names point into CUPTI, which detaching may free. */
-    detach(p);
-    return rc;
 }
 
 int cgr__prof_now(cgr__prof *p, uint64_t *ns)

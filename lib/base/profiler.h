@@ -28,18 +28,17 @@
  *  - The functions are meant to be called from one thread; CUPTI delivers
  *    records on its own thread and that path is guarded by a mutex.
  *  - CUPTI tracing costs host CPU time (its worker thread and the launch
- *    hooks), so wall / host-CPU figures are best taken outside a window,
- *    and busy figures inside one.
+ *    hooks), so wall / host-CPU figures are best taken from a run without a
+ *    cgr__prof, and busy figures from a run with one.
  *  - No function calls exit() or abort(); errors come back as CGR__PROF_E* codes
  *    and cgr__prof_errmsg() says what went wrong.
  *  - libcgr does not link CUPTI: cgr__prof_create loads it (dynload.h, with
  *    CGR_CUPTI_LIBRARY naming another file) and fails with
  *    CGR__PROF_ENOLIB, the message naming the files tried, when it cannot;
  *    in a build without CUPTI's headers every call fails that way.
- *  - cgr__prof_end detaches CUPTI (cuptiFinalize) and cgr__prof_begin
- *    attaches it again: while it is attached, every launch costs more host
- *    time, a graph launch several times its own (capture/watch.c has a
- *    figure), so work timed between windows must not run with it.
+ *  - cgr__prof_destroy detaches CUPTI (cuptiFinalize): a process that keeps
+ *    CUPTI's activity tracing pays more host time for every later
+ *    cudaGraphLaunch (capture/watch.c measured it).
  */
 #ifndef CGR_PROF_H
 #define CGR_PROF_H
@@ -151,11 +150,9 @@ typedef struct cgr__prof_window {
  * otherwise as CUPTI gives them (often mangled). */
 typedef cgr__prof_kernel cgr__prof_kernel_stat;
 
-/* Loads CUPTI and attaches it, tracing the activity kinds
- * CONCURRENT_KERNEL, MEMCPY and MEMSET, so that a CUPTI that cannot trace
- * fails here; it stays attached until the first window's end. Create the
- * profiler just before that window. On failure *out is NULL and err (if
- * not NULL) holds a message. */
+/* Enables the CUPTI activity kinds CONCURRENT_KERNEL, MEMCPY and MEMSET and
+ * registers the buffer callbacks. On failure *out is NULL and err (if not
+ * NULL) holds a message. */
 int cgr__prof_create(cgr__prof **out, char *err, size_t errlen);
 /* The same with CGR__PROF_* flags. */
 int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errlen);
@@ -166,22 +163,25 @@ int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errle
 int cgr__prof_watch_begin(void);
 void cgr__prof_watch_end(void);
 
-/* Detaches CUPTI if it is attached, frees, and sets *p to NULL.
+/* Disables the activity kinds, flushes, frees, and sets *p to NULL.
  * Safe with p == NULL or *p == NULL. */
 void cgr__prof_destroy(cgr__prof **p);
 
-/* Starts a window: attaches CUPTI, takes the start timestamp and discards
- * the records gathered so far; records of work that started before it are
- * ignored even when CUPTI delivers them later. The first launch in the
- * window may wait while CUPTI sets up a buffer; that shows in wall time and
- * span_us, not in busy_us. A second
+/* Starts a window: takes the start timestamp and discards the records
+ * gathered so far; records of work that started before it are ignored even
+ * when CUPTI delivers them later. It does not flush CUPTI (unless built with
+ * -DCGR__PROF_BEGIN_FLUSH=1): after any flush, CUPTI stalls the next launch by
+ * 0.05-0.7 ms (measured on an H200) while it sets up a new buffer. cgr__prof_end
+ * flushes, so put some GPU work (a warm-up step) between cgr__prof_end and the
+ * next cgr__prof_begin, or that stall lands on the first launch of the next
+ * window (it shows in wall time and span_us, not in busy_us). A second
  * cgr__prof_begin without cgr__prof_end restarts the window. label may be NULL. */
 int cgr__prof_begin(cgr__prof *p, const char *label);
 
 /* Ends the window. The caller must have synchronized the device (e.g.
  * cudaDeviceSynchronize) first, or the last records may be missing. Takes
- * the end timestamp, forces a flush, detaches CUPTI and sums the records
- * whose start lies in [begin, end]. steps must be >= 1. out may be NULL (the window is still kept
+ * the end timestamp, forces a flush and sums the records whose start lies in
+ * [begin, end]. steps must be >= 1. out may be NULL (the window is still kept
  * for cgr__prof_top_kernels / cgr__prof_trace_add). */
 int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out);
 
