@@ -101,6 +101,18 @@ fail:
     return st;
 }
 
+/* 64-bit FNV-1a of n bytes: the same on every rank for the same input. */
+static uint64_t fnv1a(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
 /*
  * The options that decide at which runs a step captures, checks or evicts:
  * ranks that differ in one of them would capture a collective at different
@@ -113,12 +125,7 @@ static int64_t capture_policy(const cgr_options *o)
                           (uint64_t)o->shape_cache_bytes, (uint64_t)o->churn_shapes,
                           (uint64_t)o->churn_window,   (uint64_t)o->churn_stable,
                           (uint64_t)o->advanced.shape_spare};
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        h ^= v[i];
-        h *= 1099511628211ull;
-    }
-    return (int64_t)(h >> 1);
+    return (int64_t)(fnv1a(v, sizeof v) >> 1);
 }
 
 cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
@@ -157,12 +164,7 @@ cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
 /* 64-bit FNV-1a of a string: steps are told apart across ranks by name. */
 static uint64_t name_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    return fnv1a(s, strlen(s));
 }
 
 /* Appends " r" for each rank whose record says its capture failed. */
