@@ -1,6 +1,7 @@
 /*
  * Loading cuDNN and NCCL on first use (dynload.h has the search order).
  */
+#include <assert.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -64,7 +65,7 @@ static void close_unusable(void *h, char *msg, size_t size)
     }
 }
 
-int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_size)
+int cgr__dl_load(const cgr__dl_spec *spec, void *syms, char *msg, size_t msg_size)
 {
     if (msg_size == 0)
         return -1;
@@ -107,13 +108,8 @@ int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_si
         }
     }
     /* All symbols or none: a library that lacks one is not the one cgr was built for. */
-    void *found[64];
-    if (spec->n_symbols > sizeof found / sizeof found[0]) {
-        snprintf(msg, msg_size, "%s: %zu symbols asked for, at most %zu supported", spec->what,
-                 spec->n_symbols, sizeof found / sizeof found[0]);
-        close_unusable(h, msg, msg_size);
-        return -1;
-    }
+    void *found[CGR__DL_MAX_SYMBOLS];
+    assert(spec->n_symbols <= CGR__DL_MAX_SYMBOLS);
     for (size_t i = 0; i < spec->n_symbols; i++) {
         (void)dlerror(); /* a NULL symbol is only an error when dlerror says so */
         found[i] = dlsym(h, spec->symbols[i]);
@@ -126,7 +122,7 @@ int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_si
             return -1;
         }
     }
-    memcpy(syms, found, spec->n_symbols * sizeof *syms);
+    memcpy(syms, found, spec->n_symbols * sizeof found[0]);
     msg[0] = '\0';
     return 0;
 }
@@ -162,11 +158,8 @@ static cgr_status load(library *l, const char *fn)
     (void)pthread_mutex_lock(&load_lock);
     if (!l->tried) {
         l->tried = 1;
-        void *syms[64];
-        if (cgr__dl_load(&l->spec, syms, l->why, sizeof l->why) == 0) {
-            memcpy(l->api, syms, l->spec.n_symbols * sizeof *syms);
+        if (cgr__dl_load(&l->spec, l->api, l->why, sizeof l->why) == 0)
             __atomic_store_n(&l->ready, 1, __ATOMIC_RELEASE);
-        }
     }
     (void)pthread_mutex_unlock(&load_lock);
     if (__atomic_load_n(&l->ready, __ATOMIC_ACQUIRE))
@@ -174,10 +167,32 @@ static cgr_status load(library *l, const char *fn)
     return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: %s", fn, l->why);
 }
 
-#define CGR__DL_SYMBOLS(list) (sizeof(list) / sizeof((list)[0]))
-#define CGR__DL_TABLE_FITS(api, list)                                                      \
-    _Static_assert(sizeof(api) == CGR__DL_SYMBOLS(list) * sizeof(void *),                  \
-                   "one function pointer per symbol")
+/*
+ * One library's table, symbol names and loader, from its function list in
+ * dynload.h: cgr__LIB() and cgr__LIB_load() for lib LIB.
+ */
+#define CGR__DL_LIBRARY(lib, functions, what_, soname_, env_, dir_, hint_)                  \
+    functions(CGR__DL_CHECK)                                                               \
+    static const char *const lib##_symbols[] = {functions(CGR__DL_NAME)};                  \
+    enum { lib##_n_symbols = sizeof lib##_symbols / sizeof lib##_symbols[0] };             \
+    static cgr__##lib##_api lib##_api;                                                     \
+    _Static_assert(sizeof lib##_api == lib##_n_symbols * sizeof(void *) &&                 \
+                       lib##_n_symbols <= CGR__DL_MAX_SYMBOLS,                             \
+                   "one function pointer per symbol, at most CGR__DL_MAX_SYMBOLS");        \
+    static library lib##_lib = {                                                           \
+        .spec = {.what = what_, .soname = soname_, .env = env_, .fallback_dir = dir_,      \
+                 .install_hint = hint_, .symbols = lib##_symbols,                          \
+                 .n_symbols = lib##_n_symbols},                                            \
+        .api = &lib##_api,                                                                 \
+    };                                                                                     \
+    const cgr__##lib##_api *cgr__##lib(void)                                               \
+    {                                                                                      \
+        return __atomic_load_n(&lib##_lib.ready, __ATOMIC_ACQUIRE) ? &lib##_api : NULL;    \
+    }                                                                                      \
+    cgr_status cgr__##lib##_load(const char *fn)                                           \
+    {                                                                                      \
+        return load(&lib##_lib, fn);                                                       \
+    }
 
 #endif
 
@@ -185,34 +200,10 @@ static cgr_status load(library *l, const char *fn)
 
 #if CGR_HAVE_CUDNN
 
-CGR__CUDNN_FUNCTIONS(CGR__DL_CHECK)
-
-static const char *const cudnn_symbols[] = {CGR__CUDNN_FUNCTIONS(CGR__DL_NAME)};
-static cgr__cudnn_api cudnn_api;
-CGR__DL_TABLE_FITS(cudnn_api, cudnn_symbols);
-static library cudnn_lib = {
-    .spec = {
-        .what = "cuDNN",
-        .soname = "libcudnn.so." CGR__STR(CUDNN_MAJOR),
-        .env = "CGR_CUDNN_LIBRARY",
-        .fallback_dir = CGR_CUDNN_LIBDIR,
-        .install_hint = "Install cuDNN " CGR__STR(CUDNN_MAJOR) " (a system package, or pip "
-                        "install nvidia-cudnn-cu13)",
-        .symbols = cudnn_symbols,
-        .n_symbols = CGR__DL_SYMBOLS(cudnn_symbols),
-    },
-    .api = &cudnn_api,
-};
-
-const cgr__cudnn_api *cgr__cudnn(void)
-{
-    return __atomic_load_n(&cudnn_lib.ready, __ATOMIC_ACQUIRE) ? &cudnn_api : NULL;
-}
-
-cgr_status cgr__cudnn_load(const char *fn)
-{
-    return load(&cudnn_lib, fn);
-}
+CGR__DL_LIBRARY(cudnn, CGR__CUDNN_FUNCTIONS, "cuDNN", "libcudnn.so." CGR__STR(CUDNN_MAJOR),
+                "CGR_CUDNN_LIBRARY", CGR_CUDNN_LIBDIR,
+                "Install cuDNN " CGR__STR(CUDNN_MAJOR) " (a system package, or pip install "
+                "nvidia-cudnn-cu13)")
 
 #else
 
@@ -227,34 +218,10 @@ cgr_status cgr__cudnn_load(const char *fn)
 
 #if CGR_HAVE_NCCL
 
-CGR__NCCL_FUNCTIONS(CGR__DL_CHECK)
-
-static const char *const nccl_symbols[] = {CGR__NCCL_FUNCTIONS(CGR__DL_NAME)};
-static cgr__nccl_api nccl_api;
-CGR__DL_TABLE_FITS(nccl_api, nccl_symbols);
-static library nccl_lib = {
-    .spec = {
-        .what = "NCCL",
-        .soname = "libnccl.so." CGR__STR(NCCL_MAJOR),
-        .env = "CGR_NCCL_LIBRARY",
-        .fallback_dir = CGR_NCCL_LIBDIR,
-        .install_hint = "Install NCCL 2.18 or newer (a system package, or pip install "
-                        "nvidia-nccl-cu13)",
-        .symbols = nccl_symbols,
-        .n_symbols = CGR__DL_SYMBOLS(nccl_symbols),
-    },
-    .api = &nccl_api,
-};
-
-const cgr__nccl_api *cgr__nccl(void)
-{
-    return __atomic_load_n(&nccl_lib.ready, __ATOMIC_ACQUIRE) ? &nccl_api : NULL;
-}
-
-cgr_status cgr__nccl_load(const char *fn)
-{
-    return load(&nccl_lib, fn);
-}
+CGR__DL_LIBRARY(nccl, CGR__NCCL_FUNCTIONS, "NCCL", "libnccl.so." CGR__STR(NCCL_MAJOR),
+                "CGR_NCCL_LIBRARY", CGR_NCCL_LIBDIR,
+                "Install NCCL 2.18 or newer (a system package, or pip install "
+                "nvidia-nccl-cu13)")
 
 #else
 
@@ -269,39 +236,8 @@ cgr_status cgr__nccl_load(const char *fn)
 
 #if CGR_HAVE_CUPTI
 
-CGR__CUPTI_FUNCTIONS(CGR__DL_CHECK)
-
-static const char *const cupti_symbols[] = {CGR__CUPTI_FUNCTIONS(CGR__DL_NAME)};
-static cgr__cupti_api cupti_api;
-CGR__DL_TABLE_FITS(cupti_api, cupti_symbols);
-static library cupti_lib = {
-    .spec = {
-        .what = "CUPTI",
-        .soname = CGR_CUPTI_SONAME,
-        .env = "CGR_CUPTI_LIBRARY",
-        .fallback_dir = CGR_CUPTI_LIBDIR,
-        .install_hint = "CUPTI comes with the CUDA toolkit (lib64 or extras/CUPTI/lib64)",
-        .symbols = cupti_symbols,
-        .n_symbols = CGR__DL_SYMBOLS(cupti_symbols),
-    },
-    .api = &cupti_api,
-};
-
-const cgr__cupti_api *cgr__cupti(void)
-{
-    return __atomic_load_n(&cupti_lib.ready, __ATOMIC_ACQUIRE) ? &cupti_api : NULL;
-}
-
-cgr_status cgr__cupti_load(const char *fn)
-{
-    return load(&cupti_lib, fn);
-}
-
-#else
-
-cgr_status cgr__cupti_load(const char *fn)
-{
-    return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "%s: cgr was built without CUPTI", fn);
-}
+CGR__DL_LIBRARY(cupti, CGR__CUPTI_FUNCTIONS, "CUPTI", CGR_CUPTI_SONAME, "CGR_CUPTI_LIBRARY",
+                CGR_CUPTI_LIBDIR,
+                "CUPTI comes with the CUDA toolkit (lib64 or extras/CUPTI/lib64)")
 
 #endif

@@ -45,13 +45,21 @@ typedef struct cgr__dl_spec {
 } cgr__dl_spec;
 
 /*
- * Loads spec's library and resolves its symbols into syms[0..n_symbols).
+ * Loads spec's library and resolves its symbols into the n_symbols
+ * pointers at syms (an array of void pointers, or a table of function
+ * pointers of the same size).
  * Returns 0, or -1 with why it failed in msg (msg_size bytes, always
  * terminated) and syms untouched. A loaded library is never unloaded:
  * handles made from it may live as long as the process. No caching and no
  * locking: cgr__cudnn_load and cgr__nccl_load call it once.
  */
-int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_size);
+int cgr__dl_load(const cgr__dl_spec *spec, void *syms, char *msg, size_t msg_size);
+
+/* The most symbols one library may have (its table is checked at compile time). */
+#define CGR__DL_MAX_SYMBOLS 64
+
+/* A table member: the function's pointer, with the header's type. */
+#define CGR__DL_MEMBER(ret, name, args) ret(*name) args;
 
 #if CGR_HAVE_CUDNN
 #include <cudnn.h>
@@ -64,9 +72,7 @@ int cgr__dl_load(const cgr__dl_spec *spec, void **syms, char *msg, size_t msg_si
     X(const char *, cudnnGetErrorString, (cudnnStatus_t))
 
 typedef struct cgr__cudnn_api {
-#define CGR__DL_MEMBER(ret, name, args) ret(*name) args;
     CGR__CUDNN_FUNCTIONS(CGR__DL_MEMBER)
-#undef CGR__DL_MEMBER
 } cgr__cudnn_api;
 
 /* The table, or NULL before cgr__cudnn_load has succeeded. */
@@ -94,9 +100,7 @@ cgr_status cgr__cudnn_fail(int err, const char *expr);
       (const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))
 
 typedef struct cgr__nccl_api {
-#define CGR__DL_MEMBER(ret, name, args) ret(*name) args;
     CGR__NCCL_FUNCTIONS(CGR__DL_MEMBER)
-#undef CGR__DL_MEMBER
 } cgr__nccl_api;
 
 /* The table, or NULL before cgr__nccl_load has succeeded. */
@@ -112,7 +116,7 @@ const cgr__nccl_api *cgr__nccl(void);
 
 /*
  * What a capture diagnosis needs (a callback on every CUDA API call, then
- * none) and what the profiler needs (activity records, lib/base/prof.c).
+ * none) and what the profiler needs (activity records, profiler.c).
  */
 #define CGR__CUPTI_FUNCTIONS(X)                                                            \
     X(CUptiResult, cuptiSubscribe, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *)) \
@@ -137,9 +141,7 @@ const cgr__nccl_api *cgr__nccl(void);
       (CUpti_ExternalCorrelationKind, uint64_t *))
 
 typedef struct cgr__cupti_api {
-#define CGR__DL_MEMBER(ret, name, args) ret(*name) args;
     CGR__CUPTI_FUNCTIONS(CGR__DL_MEMBER)
-#undef CGR__DL_MEMBER
 } cgr__cupti_api;
 
 /* The table, or NULL before cgr__cupti_load has succeeded. */
@@ -155,7 +157,9 @@ const cgr__cupti_api *cgr__cupti(void);
  */
 cgr_status cgr__cudnn_load(const char *fn);
 cgr_status cgr__nccl_load(const char *fn);
+#if CGR_HAVE_CUPTI
 /* CUPTI (the toolkit's libcupti, CGR_CUPTI_LIBRARY to name another file), the same way. */
 cgr_status cgr__cupti_load(const char *fn);
+#endif
 
 #endif
