@@ -119,7 +119,7 @@ static uint64_t thread_cpu_ns(void)
 static int open_window(cgr_step *s, cgr__profile *p)
 {
     char err[512];
-    int rc = cgr__prof_create_ex(&p->prof, CGR__PROF_CORRELATE | CGR__PROF_RANGES, err, sizeof err);
+    int rc = cgr__prof_create(&p->prof, CGR__PROF_CORRELATE | CGR__PROF_RANGES, err, sizeof err);
     if (rc == CGR__PROF_EBUSY)
         return 1; /* another step's window (or cgr-bench's profiler) holds CUPTI */
     if (rc != CGR__PROF_OK) {

@@ -53,7 +53,7 @@ typedef cgr__prof_kernel_stat prof_kernel_stat;
 
 static inline int prof_create(prof **out, char *err, size_t errlen)
 {
-    return cgr__prof_create(out, err, errlen);
+    return cgr__prof_create(out, 0, err, errlen);
 }
 static inline void prof_destroy(prof **p)
 {
@@ -67,7 +67,7 @@ static inline int prof_end(prof *p, int steps, prof_window *out)
 {
     return cgr__prof_end(p, steps, out);
 }
-static inline int prof_top_kernels(const prof *p, prof_kernel_stat *out, int max, int *n)
+static inline int prof_top_kernels(prof *p, prof_kernel_stat *out, int max, int *n)
 {
     return cgr__prof_top_kernels(p, out, max, n);
 }
@@ -75,7 +75,7 @@ static inline int prof_trace_add(prof *p, const char *label, int pid)
 {
     return cgr__prof_trace_add(p, label, pid);
 }
-static inline int prof_trace_write(const prof *p, const char *path)
+static inline int prof_trace_write(prof *p, const char *path)
 {
     return cgr__prof_trace_write(p, path);
 }
@@ -83,7 +83,7 @@ static inline int prof_now(prof *p, uint64_t *ns)
 {
     return cgr__prof_now(p, ns);
 }
-static inline int prof_intervals(const prof *p, uint64_t *start, uint64_t *end, size_t max,
+static inline int prof_intervals(prof *p, uint64_t *start, uint64_t *end, size_t max,
                                  size_t *n)
 {
     return cgr__prof_intervals(p, start, end, max, n);
@@ -91,10 +91,6 @@ static inline int prof_intervals(const prof *p, uint64_t *start, uint64_t *end, 
 static inline const char *prof_errmsg(const prof *p)
 {
     return cgr__prof_errmsg(p);
-}
-static inline const char *prof_strerror(int code)
-{
-    return cgr__prof_strerror(code);
 }
 
 #ifdef __cplusplus

@@ -51,16 +51,10 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
                             int *status)
     __attribute__((weak, visibility("default")));
 
-#ifndef CGR__PROF_BUF_MB
-#define CGR__PROF_BUF_MB 8
-#endif
-#define BUF_SIZE ((size_t)CGR__PROF_BUF_MB << 20) /* bytes per CUPTI buffer */
+#define BUF_SIZE ((size_t)8 << 20) /* bytes per CUPTI buffer */
 #define BUF_ALIGN 8                /* CUPTI wants 8-byte aligned buffers */
 #define POOL_MAX 16                /* buffers kept for reuse (128 MiB) */
 #define POOL_PREFILL 4             /* pre-faulted at cgr__prof_create (32 MiB) */
-#ifndef CGR__PROF_BEGIN_FLUSH
-#define CGR__PROF_BEGIN_FLUSH 0         /* see cgr__prof_begin */
-#endif
 #define NAME_CACHE 4096            /* direct-mapped name-pointer cache */
 #define UNKNOWN_NAME_ID 0u         /* names[0] is "<unknown>" */
 
@@ -97,7 +91,6 @@ struct cgr__prof {
     unsigned flags;           /* CGR__PROF_CORRELATE, CGR__PROF_RANGES */
     cgr__prof_link *wlinks;   /* the last window's links (swapped with links at end) */
     size_t wlinks_n, wlinks_cap;
-    int in_window;
     char label[64];
 
     rec *win;                 /* last window: filtered, sorted by start */
@@ -145,38 +138,20 @@ static const CUpti_ActivityKind k_kinds[] = {
 /* errors                                                              */
 
 /* Writes the message to dst, when the caller gave one, and returns rc. */
-static int vfail(char *dst, size_t len, int rc, const char *fmt, va_list ap)
-{
-    if (dst && len && vsnprintf(dst, len, fmt, ap) < 0)
-        dst[0] = '\0';
-    return rc;
-}
-
 static int fail(char *dst, size_t len, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int fail(char *dst, size_t len, int rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vfail(dst, len, rc, fmt, ap);
+    if (dst && len && vsnprintf(dst, len, fmt, ap) < 0)
+        dst[0] = '\0';
     va_end(ap);
     return rc;
 }
 
-/* Records p's message and returns rc. The const entry points record one
- * too: the message buffer is not part of cgr__prof's logical state, and
- * every cgr__prof comes from calloc (never a const object), so writing
- * through the cast is well defined. */
-static int set_err(const cgr__prof *p, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int set_err(const cgr__prof *p, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfail(((cgr__prof *)(uintptr_t)p)->err, sizeof p->err, rc, fmt, ap);
-    va_end(ap);
-    return rc;
-}
+/* Records p's message and returns rc. */
+#define set_err(p, rc, ...) fail((p)->err, sizeof (p)->err, (rc), __VA_ARGS__)
 
 static const char *cupti_str(CUptiResult r)
 {
@@ -702,7 +677,7 @@ void cgr__prof_watch_end(void)
     (void)pthread_mutex_unlock(&g_lock);
 }
 
-int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errlen)
+int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen)
 {
     uint32_t ver = 0;
     CUptiResult r;
@@ -821,8 +796,6 @@ int cgr__prof_begin(cgr__prof *p, const char *label)
     size_t d = 0;
     uint64_t t0 = 0;
 
-    if (!p)
-        return CGR__PROF_EINVAL;
     p->err[0] = '\0';
 
     /* A second begin without end restarts the window. */
@@ -830,20 +803,13 @@ int cgr__prof_begin(cgr__prof *p, const char *label)
     p->collecting = 0;
     (void)pthread_mutex_unlock(&g_lock);
     phases(p, 0);
-    p->in_window = 0;
 
     /* No flush here by default. A flush hands CUPTI's current buffer back,
      * and CUPTI then stalls the next launch that records activity while it
      * sets up a new one: 0.05-0.7 ms measured on an H200 (CUDA 13.0), even
      * with pooled, pre-faulted buffers. Flushing here would put that stall
      * inside every window. Earlier records are discarded by time instead:
-     * the callback keeps only records that start at or after t0. Build with
-     * -DCGR__PROF_BEGIN_FLUSH=1 to flush anyway. */
-#if CGR__PROF_BEGIN_FLUSH
-    r = api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    if (r != CUPTI_SUCCESS)
-        return cupti_fail(p->err, sizeof p->err, "cuptiActivityFlushAll", r);
-#endif
+     * the callback keeps only records that start at or after t0. */
     /* Reset CUPTI's dropped-record count so the window sees only its own. */
     r = api->cuptiActivityGetNumDroppedRecords(NULL, 0, &d);
     if (r != CUPTI_SUCCESS)
@@ -863,7 +829,6 @@ int cgr__prof_begin(cgr__prof *p, const char *label)
     phases(p, (p->flags & CGR__PROF_RANGES) != 0); /* with the store, so no marker is lost */
     (void)pthread_mutex_unlock(&g_lock);
     snprintf(p->label, sizeof p->label, "%s", label ? label : "");
-    p->in_window = 1;
     return CGR__PROF_OK;
 }
 
@@ -888,15 +853,13 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     cgr__prof_window w;
     int rc = CGR__PROF_OK;
 
-    if (!p)
-        return CGR__PROF_EINVAL;
     p->err[0] = '\0';
     if (steps < 1)
         return set_err(p, CGR__PROF_EINVAL, "cgr__prof_end: steps must be >= 1 (got %d)", steps);
-    if (!p->in_window)
+    /* collecting is written by this thread only, so it can be read unlocked. */
+    if (!p->collecting)
         return set_err(p, CGR__PROF_ESTATE,
                        "cgr__prof_end: no window open (call cgr__prof_begin first)");
-    p->in_window = 0;
     p->have_window = 0;
     phases(p, 0);
 
@@ -1013,15 +976,13 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
 
 int cgr__prof_now(cgr__prof *p, uint64_t *ns)
 {
-    if (!p || !ns)
-        return CGR__PROF_EINVAL;
     CUptiResult r = api->cuptiGetTimestamp(ns);
     if (r != CUPTI_SUCCESS)
         return cupti_fail(p->err, sizeof p->err, "cuptiGetTimestamp", r);
     return CGR__PROF_OK;
 }
 
-int cgr__prof_intervals(const cgr__prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n)
+int cgr__prof_intervals(cgr__prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n)
 {
     if (!p || !n || (max && (!start || !end)))
         return CGR__PROF_EINVAL;
@@ -1039,7 +1000,7 @@ int cgr__prof_intervals(const cgr__prof *p, uint64_t *start, uint64_t *end, size
 /* ------------------------------------------------------------------ */
 /* top kernels                                                         */
 
-int cgr__prof_top_kernels(const cgr__prof *p, cgr__prof_kernel_stat *out, int max, int *n)
+int cgr__prof_top_kernels(cgr__prof *p, cgr__prof_kernel_stat *out, int max, int *n)
 {
     if (n)
         *n = 0;
@@ -1097,7 +1058,7 @@ int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid)
     return CGR__PROF_OK;
 }
 
-int cgr__prof_trace_write(const cgr__prof *p, const char *path)
+int cgr__prof_trace_write(cgr__prof *p, const char *path)
 {
     FILE *f;
     int bad;
@@ -1120,8 +1081,6 @@ int cgr__prof_trace_write(const cgr__prof *p, const char *path)
 
 int cgr__prof_push(cgr__prof *p, uint64_t id)
 {
-    if (!p)
-        return CGR__PROF_EINVAL;
     CUptiResult r =
         api->cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
     if (r != CUPTI_SUCCESS)
@@ -1132,8 +1091,6 @@ int cgr__prof_push(cgr__prof *p, uint64_t id)
 int cgr__prof_pop(cgr__prof *p)
 {
     uint64_t last = 0;
-    if (!p)
-        return CGR__PROF_EINVAL;
     CUptiResult r =
         api->cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
     if (r != CUPTI_SUCCESS)
@@ -1141,11 +1098,9 @@ int cgr__prof_pop(cgr__prof *p)
     return CGR__PROF_OK;
 }
 
-int cgr__prof_records(const cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
+int cgr__prof_records(cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
                       const char *const **names, size_t *n_names)
 {
-    if (!p || !recs || !n || !names || !n_names)
-        return CGR__PROF_EINVAL;
     if (!p->have_window)
         return set_err(p, CGR__PROF_ESTATE, "cgr__prof_records: no finished window");
     *recs = p->win;
@@ -1157,8 +1112,6 @@ int cgr__prof_records(const cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
 
 int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n)
 {
-    if (!p || !links || !n)
-        return CGR__PROF_EINVAL;
     if (!p->have_window)
         return set_err(p, CGR__PROF_ESTATE, "cgr__prof_links: no finished window");
     *links = p->wlinks;
@@ -1172,7 +1125,7 @@ int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n)
  * Built without CUPTI's headers: every call says so, and nothing else
  * changes (the profile window reports the failure and the runs go on).
  */
-int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errlen)
+int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen)
 {
     if (out)
         *out = NULL;
@@ -1198,33 +1151,8 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     return CGR__PROF_ENOLIB;
 }
 
-int cgr__prof_top_kernels(const cgr__prof *p, cgr__prof_kernel_stat *out, int max, int *n)
-{
-    if (n)
-        *n = 0;
-    return CGR__PROF_ENOLIB;
-}
-
-int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid)
-{
-    return CGR__PROF_ENOLIB;
-}
-
-int cgr__prof_trace_write(const cgr__prof *p, const char *path)
-{
-    return CGR__PROF_ENOLIB;
-}
-
 int cgr__prof_now(cgr__prof *p, uint64_t *ns)
 {
-    return CGR__PROF_ENOLIB;
-}
-
-int cgr__prof_intervals(const cgr__prof *p, uint64_t *start, uint64_t *end, size_t max,
-                        size_t *n)
-{
-    if (n)
-        *n = 0;
     return CGR__PROF_ENOLIB;
 }
 
@@ -1238,7 +1166,7 @@ int cgr__prof_pop(cgr__prof *p)
     return CGR__PROF_ENOLIB;
 }
 
-int cgr__prof_records(const cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
+int cgr__prof_records(cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
                       const char *const **names, size_t *n_names)
 {
     return CGR__PROF_ENOLIB;
@@ -1259,24 +1187,3 @@ const char *cgr__prof_errmsg(const cgr__prof *p)
 }
 
 #endif /* CGR_HAVE_CUPTI */
-
-int cgr__prof_create(cgr__prof **out, char *err, size_t errlen)
-{
-    return cgr__prof_create_ex(out, 0, err, errlen);
-}
-
-const char *cgr__prof_strerror(int code)
-{
-    switch (code) {
-    case CGR__PROF_OK: return "ok";
-    case CGR__PROF_WTRUNC: return "trace truncated (size cap reached)";
-    case CGR__PROF_EINVAL: return "invalid argument";
-    case CGR__PROF_ECUPTI: return "CUPTI call failed";
-    case CGR__PROF_ENOMEM: return "out of memory";
-    case CGR__PROF_ESTATE: return "call out of order";
-    case CGR__PROF_EIO: return "I/O error";
-    case CGR__PROF_EBUSY: return "a profiler already exists in this process";
-    case CGR__PROF_ENOLIB: return "CUPTI could not be loaded";
-    default: return "unknown profiler error";
-    }
-}

@@ -11,7 +11,7 @@
  * Usage:
  *
  *     cgr__prof *p; char err[256];
- *     if (cgr__prof_create(&p, err, sizeof err) != CGR__PROF_OK) { report err; }
+ *     if (cgr__prof_create(&p, 0, err, sizeof err) != CGR__PROF_OK) { report err; }
  *     ... warm up, cudaDeviceSynchronize() ...
  *     cgr__prof_begin(p, "graph");
  *     for (i = 0; i < steps; i++) run_one_step();
@@ -66,7 +66,7 @@ enum {
     CGR__PROF_ENOLIB = -7,  /* CUPTI could not be loaded (or cgr was built without it) */
 };
 
-/* cgr__prof_create_ex flags. */
+/* cgr__prof_create flags. */
 enum {
     /* Also record which CUDA API call each run made (the RUNTIME and DRIVER
      * activity kinds, and EXTERNAL_CORRELATION): cgr__prof_push/pop then
@@ -150,12 +150,10 @@ typedef struct cgr__prof_window {
  * otherwise as CUPTI gives them (often mangled). */
 typedef cgr__prof_kernel cgr__prof_kernel_stat;
 
-/* Enables the CUPTI activity kinds CONCURRENT_KERNEL, MEMCPY and MEMSET and
- * registers the buffer callbacks. On failure *out is NULL and err (if not
- * NULL) holds a message. */
-int cgr__prof_create(cgr__prof **out, char *err, size_t errlen);
-/* The same with CGR__PROF_* flags. */
-int cgr__prof_create_ex(cgr__prof **out, unsigned flags, char *err, size_t errlen);
+/* Enables the CUPTI activity kinds CONCURRENT_KERNEL, MEMCPY and MEMSET (and
+ * those that the CGR__PROF_* flags ask for) and registers the buffer
+ * callbacks. On failure *out is NULL and err (if not NULL) holds a message. */
+int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen);
 
 /* A capture diagnosis's watch of the CUDA API (capture/watch.c) takes
  * CUPTI for itself: 1 when no profiler exists (none can be created until
@@ -169,13 +167,13 @@ void cgr__prof_destroy(cgr__prof **p);
 
 /* Starts a window: takes the start timestamp and discards the records
  * gathered so far; records of work that started before it are ignored even
- * when CUPTI delivers them later. It does not flush CUPTI (unless built with
- * -DCGR__PROF_BEGIN_FLUSH=1): after any flush, CUPTI stalls the next launch by
- * 0.05-0.7 ms (measured on an H200) while it sets up a new buffer. cgr__prof_end
- * flushes, so put some GPU work (a warm-up step) between cgr__prof_end and the
- * next cgr__prof_begin, or that stall lands on the first launch of the next
- * window (it shows in wall time and span_us, not in busy_us). A second
- * cgr__prof_begin without cgr__prof_end restarts the window. label may be NULL. */
+ * when CUPTI delivers them later. It does not flush CUPTI: after a flush,
+ * CUPTI stalls the next launch while it sets up a new buffer (tenths of a
+ * millisecond). cgr__prof_end flushes, so put some GPU work (a warm-up step)
+ * between cgr__prof_end and the next cgr__prof_begin, or that stall lands on
+ * the first launch of the next window (it shows in wall time and span_us,
+ * not in busy_us). A second cgr__prof_begin without cgr__prof_end restarts
+ * the window. label may be NULL. */
 int cgr__prof_begin(cgr__prof *p, const char *label);
 
 /* Ends the window. The caller must have synchronized the device (e.g.
@@ -187,7 +185,7 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out);
 
 /* The kernels of the last window, sorted by total time (descending). Writes
  * up to max entries to out and their number to *n. */
-int cgr__prof_top_kernels(const cgr__prof *p, cgr__prof_kernel_stat *out, int max, int *n);
+int cgr__prof_top_kernels(cgr__prof *p, cgr__prof_kernel_stat *out, int max, int *n);
 
 /* Appends the last window's records to the in-memory trace as Chrome trace
  * events under process `pid`, named `label`. ts is relative to the start of
@@ -197,7 +195,7 @@ int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid);
 
 /* Writes {"traceEvents":[...],"displayTimeUnit":"ns"} to path (opens in
  * ui.perfetto.dev and chrome://tracing). May be called more than once. */
-int cgr__prof_trace_write(const cgr__prof *p, const char *path);
+int cgr__prof_trace_write(cgr__prof *p, const char *path);
 
 /* CUPTI's clock now, in ns: the clock of the records' start and end, so a
  * host moment taken with it can be set against the GPU timeline. */
@@ -206,7 +204,7 @@ int cgr__prof_now(cgr__prof *p, uint64_t *ns);
 /* The last window's records as intervals (ns, CUPTI clock), in start order:
  * start[i], end[i] for i < *n, at most max of them (*n says how many were
  * written; the window may hold more). */
-int cgr__prof_intervals(const cgr__prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n);
+int cgr__prof_intervals(cgr__prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n);
 
 /* Tags the calling thread's CUDA API calls with `id` until cgr__prof_pop
  * (CGR__PROF_CORRELATE). Cheap: no flush, no allocation. */
@@ -216,7 +214,7 @@ int cgr__prof_pop(cgr__prof *p);
 /* The last window's records, sorted by start, with kernel names resolved
  * (names[rec->name_id], n_names of them); valid until the next window or
  * cgr__prof_destroy. */
-int cgr__prof_records(const cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
+int cgr__prof_records(cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
                       const char *const **names, size_t *n_names);
 /* The last window's tags: which CUDA API call (correlation id) was made
  * under which pushed id (stored in .run as given to cgr__prof_push). The
@@ -225,9 +223,6 @@ int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n);
 
 /* The message for the last error on p ("" if none). Never NULL. */
 const char *cgr__prof_errmsg(const cgr__prof *p);
-
-/* A static name for a CGR__PROF_* code. */
-const char *cgr__prof_strerror(int code);
 
 #ifdef __cplusplus
 }

@@ -52,8 +52,8 @@ static int g_failures;
     do {                                                                      \
         int r_ = (call);                                                      \
         if (r_ != CGR__PROF_OK) {                                                  \
-            fprintf(stderr, "FAIL %s:%d: %s: %s: %s\n", __FILE__, __LINE__,   \
-                    #call, cgr__prof_strerror(r_), cgr__prof_errmsg(p));                \
+            fprintf(stderr, "FAIL %s:%d: %s: code %d: %s\n", __FILE__, __LINE__, \
+                    #call, r_, cgr__prof_errmsg(p));                          \
             g_failures++;                                                     \
             goto done;                                                        \
         }                                                                     \
@@ -183,7 +183,7 @@ int main(void)
         return 77;
     }
 
-    r = cgr__prof_create(&p, err, sizeof err);
+    r = cgr__prof_create(&p, 0, err, sizeof err);
     if (r != CGR__PROF_OK) {
         /* Under compute-sanitizer (or nsys) CUPTI belongs to that tool. */
         if (r == CGR__PROF_ENOLIB) {
@@ -194,11 +194,11 @@ int main(void)
             printf("SKIP: another CUPTI client is attached: %s\n", err);
             return 77;
         }
-        fprintf(stderr, "FAIL: cgr__prof_create: %s: %s\n", cgr__prof_strerror(r), err);
+        fprintf(stderr, "FAIL: cgr__prof_create: code %d: %s\n", r, err);
         return 1;
     }
     /* CUPTI allows one set of callbacks: a second prof must be refused. */
-    r = cgr__prof_create(&p2, err, sizeof err);
+    r = cgr__prof_create(&p2, 0, err, sizeof err);
     CHECK(r == CGR__PROF_EBUSY && p2 == NULL, "second cgr__prof_create returned %d", r);
     cgr__prof_destroy(&p2);
     /* Out-of-order calls are errors, not crashes. */
@@ -344,7 +344,7 @@ done:
     CHECK(p == NULL, "cgr__prof_destroy did not clear the pointer");
     /* Destroy detached CUPTI (cuptiFinalize); a later profiler attaches it again. */
     if (!g_failures) {
-        r = cgr__prof_create(&p, err, sizeof err);
+        r = cgr__prof_create(&p, 0, err, sizeof err);
         CHECK(r == CGR__PROF_OK, "cgr__prof_create after a destroy: %s", err);
         cgr__prof_destroy(&p);
     }
