@@ -17,9 +17,11 @@
  * CGR__FAULT(site) counts the call and says whether to fail it. Everywhere
  * else, the shipped libcgr included, CGR__FAULT(site) is the constant 0, the
  * compiler folds the branch away and the library contains no hook at all.
- * tests/meson.build builds the one injecting variant (libcgr_fault.a, same
- * sources plus lib/base/fault.c) for tests/gpu/test_fault.c; docs/errors.md lists
- * the sites and what is guaranteed when one fires.
+ * tests/meson.build builds the one injecting variant (libcgr_fault.a: the
+ * same sources, plus the sites' counters in tests/gpu/fault.c) for
+ * tests/gpu/test_fault.c, which arms the sites through
+ * tests/gpu/fault_control.h; docs/errors.md lists the sites and what is
+ * guaranteed when one fires.
  */
 #ifndef CGR_FAULT_H
 #define CGR_FAULT_H
@@ -64,31 +66,10 @@ typedef enum cgr__fault_site {
 #endif
 
 /*
- * Defined only in the injecting build (lib/base/fault.c); a program that calls
- * these against the shipped libcgr does not link, which is intended.
+ * Defined only in the injecting build (tests/gpu/fault.c); a program that
+ * calls these against the shipped libcgr does not link, which is intended.
  */
 int cgr__fault_hit(cgr__fault_site site);
 void cgr__fault_note_pinned(size_t bytes, int sign);
-
-/**
- * Arms `site`: its `nth` call from now on fails (1 = the next call), once;
- * later calls succeed again. nth = 0 disarms the site. Resets the site's
- * call and fired counts.
- */
-void cgr__fault_arm(cgr__fault_site site, uint64_t nth);
-/** Disarms every site and resets every call and fired count. */
-void cgr__fault_clear(void);
-/** Calls seen at `site` since it was last armed or cleared. */
-uint64_t cgr__fault_calls(cgr__fault_site site);
-/** Faults injected at `site` since it was last armed or cleared (0 or 1). */
-uint64_t cgr__fault_fired(cgr__fault_site site);
-/** The site's short name ("device_alloc", ...), or "?" when out of range. */
-const char *cgr__fault_site_name(cgr__fault_site site);
-/**
- * Pinned staging memory that cgr holds right now in this process, counted
- * at cudaHostAlloc and cudaFreeHost themselves (not from any runtime's
- * stats), so that a leak on an error path shows even if the stats agree.
- */
-void cgr__fault_pinned_live(size_t *bytes, size_t *blocks);
 
 #endif

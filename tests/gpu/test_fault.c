@@ -31,7 +31,7 @@
 #endif
 
 #include "common.h"
-#include "fault.h"
+#include "fault_control.h"
 #include "kernels.h"
 
 /* The faulted step moves 4 MiB per tensor and plans 4 MiB of scratch or more. */

@@ -1,6 +1,6 @@
 /*
- * Fault injection state (lib/base/fault.h). Compiled only into the test variant
- * of the library, never into the shipped libcgr.
+ * Fault injection state (lib/base/fault.h, fault_control.h). Compiled only
+ * into the test variant of the library, never into the shipped libcgr.
  *
  * Each site has a countdown: arming sets it to N, every call at the site
  * takes one off, and the call that takes it from 1 to 0 fails. Counters are
@@ -8,12 +8,12 @@
  * twice or not at all; the tests themselves arm and check from one thread.
  */
 #ifndef CGR_FAULT_INJECTION
-#error "lib/base/fault.c belongs to the fault-injection test build only (-DCGR_FAULT_INJECTION)"
+#error "tests/gpu/fault.c belongs to the fault-injection test build only (-DCGR_FAULT_INJECTION)"
 #endif
 
 #include <stdatomic.h>
 
-#include "fault.h"
+#include "fault_control.h"
 
 static atomic_ullong left[CGR__FAULT_COUNT_];
 static atomic_ullong calls[CGR__FAULT_COUNT_];
