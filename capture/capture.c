@@ -191,8 +191,7 @@ void cgr__graph_free(cgr__graph *g)
     /* CUDA frees an executable that is still running once it completes. */
     if (g->exec)
         cudaGraphExecDestroy(g->exec);
-    if (g->check && g->check != g->tmpl)
-        cudaGraphDestroy(g->check);
+    cgr__graph_checked(g);
     if (g->tmpl)
         cudaGraphDestroy(g->tmpl);
     free(g);
@@ -307,6 +306,7 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
                              int keep_check, cgr__capture_out *out)
 {
     double t0 = cgr__now_us();
+    cgr__graph *made = offer;
     if (offer) {
         cgr__range_push("cgr update");
         cgr_status st = update(s, g, io, offer, &out->update_result, out->update_text,
@@ -314,67 +314,62 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
         cgr__range_pop();
         if (st == CGR_STATUS_OK) {
             /* An offer never checked still holds its own old template. */
-            if (offer->check && offer->check != offer->tmpl)
-                cudaGraphDestroy(offer->check);
-            offer->check = NULL;
-            if (keep_check) {
-                offer->check = g;
-                offer->check_stack = (uintptr_t)&t0;
-            } else {
-                cudaGraphDestroy(g);
-            }
-            out->graph = offer;
+            cgr__graph_checked(offer);
             out->updated = 1;
-            out->make_us = cgr__now_us() - t0;
-            return st;
+        } else {
+            /*
+             * Any failure may leave the offer half updated, so it must never be
+             * replayed again: the caller drops it whatever the error was.
+             */
+            out->update_failed = 1;
+            if (st != CGR_STATUS_CAPTURE_FAILED) {
+                cudaGraphDestroy(g);
+                out->update_result = -1;
+                snprintf(out->update_text, sizeof out->update_text, "%s", cgr_last_error());
+                return st;
+            }
+            cgr__log(s->rt, CGR_LOG_INFO, "step '%s': %s; instantiating instead", s->name,
+                     out->update_text);
+            made = NULL;
+            t0 = cgr__now_us();
         }
-        /*
-         * Any failure may leave the offer half updated, so it must never be
-         * replayed again: the caller drops it whatever the error was.
-         */
-        out->update_failed = 1;
-        if (st != CGR_STATUS_CAPTURE_FAILED) {
+    }
+    if (!made) {
+        made = calloc(1, sizeof *made);
+        if (!made) {
             cudaGraphDestroy(g);
-            out->update_result = -1;
-            snprintf(out->update_text, sizeof out->update_text, "%s", cgr_last_error());
+            return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "graph table of step '%s'", s->name);
+        }
+        cgr__range_push("cgr instantiate");
+        cgr_status st = instantiate(s, g, io, made);
+        cgr__range_pop();
+        if (st != CGR_STATUS_OK) {
+            cudaGraphDestroy(g);
+            cgr__graph_free(made);
             return st;
         }
-        cgr__log(s->rt, CGR_LOG_INFO, "step '%s': %s; instantiating instead", s->name,
-                 out->update_text);
-        t0 = cgr__now_us();
+        /* Kept where its memcpy nodes are needed to repoint the executable. */
+        if (made->n_copies)
+            made->tmpl = g;
     }
-    cgr__graph *ng = calloc(1, sizeof *ng);
-    if (!ng) {
+    /* An updated offer keeps its own template: g is kept only for the check. */
+    if (keep_check) {
+        made->check = g;
+        made->check_stack = (uintptr_t)&t0; /* this thread captured it */
+    } else if (made->tmpl != g) {
         cudaGraphDestroy(g);
-        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "graph table of step '%s'", s->name);
     }
-    cgr__range_push("cgr instantiate");
-    cgr_status st = instantiate(s, g, io, ng);
-    cgr__range_pop();
-    /* Kept where its memcpy nodes are needed to repoint the executable, or for the check. */
-    if (st == CGR_STATUS_OK && ng->n_copies)
-        ng->tmpl = g;
-    if (st == CGR_STATUS_OK && keep_check) {
-        ng->check = g;
-        ng->check_stack = (uintptr_t)&t0; /* this thread captured it */
-    }
-    if (!ng->tmpl && !ng->check)
-        cudaGraphDestroy(g);
-    if (st != CGR_STATUS_OK) {
-        cgr__graph_free(ng);
-        return st;
-    }
-    out->graph = ng;
+    out->graph = made;
     out->make_us = cgr__now_us() - t0;
     return CGR_STATUS_OK;
 }
 
-/* Records one run of the step, staging included, into *out; nothing executes. */
-static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io_out, cudaGraph_t *out)
+/* Records one run of the step, staging included, into *out and its staging nodes into *io;
+ * nothing executes. */
+static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io, cudaGraph_t *out)
 {
     cgr_runtime *rt = s->rt;
-    io_nodes io;
-    plan_io(s, &io);
+    plan_io(s, io);
 
     /* Start from a clean error state so the diagnosis sees the step's error. */
     (void)cudaGetLastError();
@@ -382,7 +377,7 @@ static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io_out, c
     cgr__capture_fault f;
     memset(&f, 0, sizeof f);
     s->fn_cuda_error = 0;
-    f.body = record_inputs(s, &io);
+    f.body = record_inputs(s, io);
     if (f.body == CGR_STATUS_OK)
         f.body = cgr__call_step(s, CGR__CTX_CAPTURE, plan);
     /*
@@ -394,7 +389,7 @@ static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io_out, c
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     cudaError_t qe = cudaStreamIsCapturing(rt->stream, &cs);
     if (f.body == CGR_STATUS_OK && qe == cudaSuccess && cs == cudaStreamCaptureStatusActive)
-        f.body = record_outputs(s, &io);
+        f.body = record_outputs(s, io);
     strncpy(f.body_msg, cgr_last_error(), sizeof f.body_msg - 1);
     if (qe == cudaSuccess && cs == cudaStreamCaptureStatusActive)
         qe = cudaStreamIsCapturing(rt->stream, &cs);
@@ -412,7 +407,6 @@ static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io_out, c
         cudaGraphDestroy(g);
         return CGR_FAIL(f.body, "%s", f.body_msg);
     }
-    *io_out = io;
     *out = g;
     return CGR_STATUS_OK;
 }
@@ -519,8 +513,6 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
             cgr__log(s->rt, CGR_LOG_WARN, "step '%s': %s; this run executes eagerly", s->name,
                      cgr_last_error());
         st = CGR_STATUS_OK;
-    } else if (again) {
-        cudaGraphDestroy(again);
     }
     cgr__range_pop();
     return st;
