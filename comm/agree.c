@@ -40,29 +40,14 @@
 #if CGR_HAVE_NCCL
 
 /*
- * Aborts priv (ncclCommAbort: local, never waits for peers) and marks the
- * attachment broken with `why`, so later agreements fail at once.
- */
-static void comm_break(struct cgr__comm *c, const char *why)
-{
-    if (!c->broken)
-        snprintf(c->broken_why, sizeof c->broken_why, "%s", why);
-    c->broken = 1;
-    if (c->priv) {
-        (void)cgr__nccl()->ncclCommAbort(c->priv);
-        c->priv = NULL;
-    }
-}
-
-/*
  * One agreement: every rank contributes mine[CGR__AGREE_WORDS]; on success
  * *all points at the [world][CGR__AGREE_WORDS] records, in rank order
  * (valid until the next exchange). Bounded by c->timeout_ms; on failure
- * priv is aborted and c is broken.
+ * priv is aborted.
  */
 static cgr_status exchange(struct cgr__comm *c, const int64_t *mine, const int64_t **all)
 {
-    if (c->broken)
+    if (!c->priv)
         return CGR_FAIL(CGR_STATUS_COMM_ERROR,
                         "NCCL: cgr's agreement communicator was aborted earlier (%s); no graph "
                         "that needs the peers' agreement can be launched on this runtime",
@@ -92,12 +77,15 @@ static cgr_status exchange(struct cgr__comm *c, const int64_t *mine, const int64
     *all = c->host + CGR__AGREE_WORDS;
     return CGR_STATUS_OK;
 fail:
-    /* Keep the reason; break (abort) without touching the last-error message. */
-    {
-        char why[300];
-        snprintf(why, sizeof why, "%s", cgr_last_error());
-        comm_break(c, why);
-    }
+    /*
+     * This rank cannot know what its peers saw, so priv is aborted
+     * (ncclCommAbort is local, it never waits for peers) and later
+     * agreements fail at once. The reason is kept without touching the
+     * last-error message.
+     */
+    snprintf(c->broken_why, sizeof c->broken_why, "%s", cgr_last_error());
+    (void)cgr__nccl()->ncclCommAbort(c->priv);
+    c->priv = NULL;
     return st;
 }
 
@@ -161,12 +149,6 @@ cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
     return CGR_STATUS_OK;
 }
 
-/* 64-bit FNV-1a of a string: steps are told apart across ranks by name. */
-static uint64_t name_hash(const char *s)
-{
-    return fnv1a(s, strlen(s));
-}
-
 /* Appends " r" for each rank whose record says its capture failed. */
 static void failed_ranks(const struct cgr__comm *c, const int64_t *all, char *out, size_t cap,
                          int *n_failed, int64_t *first_status)
@@ -216,7 +198,7 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
     int64_t mine[CGR__AGREE_WORDS] = {CGR__AGREE_CAPTURE,
                                       c->rank,
                                       local,
-                                      (int64_t)name_hash(s->name),
+                                      (int64_t)fnv1a(s->name, strlen(s->name)),
                                       (int64_t)s->stats.runs,
                                       (int64_t)c->agreements,
                                       0,

@@ -106,14 +106,14 @@ static int other_devices_attached(int device)
 }
 
 /*
- * Frees c and everything in it. priv is flushed and destroyed
- * (ncclCommFinalize, a bounded wait, ncclCommDestroy), or aborted when it
- * is broken or that fails. Failures here cannot be reported to anyone who
+ * Frees c and everything in it. priv, unless an agreement aborted it
+ * already, is flushed and destroyed (ncclCommFinalize, a bounded wait,
+ * ncclCommDestroy), or aborted when that fails. Failures here cannot be reported to anyone who
  * could act on them, so they are logged.
  */
 static void comm_free(const cgr_runtime *rt, struct cgr__comm *c)
 {
-    if (c->priv && !c->broken) {
+    if (c->priv) {
         ncclResult_t r = cgr__nccl()->ncclCommFinalize(c->priv);
         cgr_status st = r == ncclSuccess || r == ncclInProgress
                             ? cgr__comm_wait(c->priv, NULL, cgr__comm_deadline(c->timeout_ms),

@@ -53,11 +53,12 @@ struct cgr__comm {
      * own thread when the user's communicator is non-blocking, so it lives
      * here, on the heap, and a split that times out leaves this struct
      * allocated (a small leak) rather than let NCCL write freed memory.
+     * NULL once aborted after a failed agreement (agree.c): later
+     * agreements then fail at once, saying broken_why.
      */
     ncclComm_t priv;
     int rank, world, device;
     unsigned timeout_ms;
-    int broken;                /* priv aborted after a failure: agreements fail at once */
     char broken_why[300];
     cudaStream_t stream;       /* priv's operations (never captured) */
     cudaEvent_t done;          /* end of the last exchange */
