@@ -111,7 +111,6 @@ static void plan_io(const cgr_step *s, io_nodes *io)
         l[k]->slot_stride = s->slot_stride;
         l[k]->n_slots = s->ring.slots;
     }
-    io->zout.advance = 1;
     io->zout.flag = (unsigned long long *)dev; /* the slot's first word */
     io->zout.seq = s->sig_dev;
     io->zout.arrive = (unsigned int *)(s->sig_dev + s->ring.slots);
@@ -171,7 +170,7 @@ static cgr_status record_outputs(cgr_step *s, io_nodes *io)
      * 4 KiB in + 4 B out), the I/O cost went from +3.97 to +4.83 us when the
      * output copy was launched with PDL behind ordinary kernels.
      */
-    if (io->zout.advance)
+    if (io->zout.flag)
         CGR_CUDA_TRY(cgr__stage_copy(&io->zout, st));
     /*
      * No event record node: the host records the step's graph_done event
@@ -205,7 +204,7 @@ static cgr_status graph_finish(cgr_step *s, cudaGraph_t g, const io_nodes *io, c
     out->nodes = nodes;
     out->zero_copy_tensors = (uint64_t)(io->zin.n + io->zout.n - (s->n_dyn ? 1 : 0));
     out->memcpy_tensors = (uint64_t)io->n_copies;
-    out->flag = io->zout.advance;
+    out->flag = io->zout.flag != NULL;
     out->gated = io->zin.gate != NULL;
     out->bytes = (size_t)nodes * CGR__EXEC_NODE_BYTES;
     return CGR_STATUS_OK;

@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
      * this run's own last staging kernel does, after every block of every
      * earlier kernel of the run has read it.
      */
-    const unsigned slot = l.slot_word ? *(volatile const unsigned char *)l.slot_word : 0u;
+    const unsigned slot = *(volatile const unsigned char *)l.slot_word;
     const size_t slot_off = (size_t)slot * l.slot_stride;
     /* After the trigger: a PDL successor loads what it may (weights) while this waits. */
     if (l.gate)
@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
             if (dst[u])
                 *(uint4 *)dst[u] = v[u];
     }
-    if (!l.flag && !l.advance)
+    if (!l.flag)
         return;
     /*
      * Publish completion: the host must see every block's stores before it
@@ -208,12 +208,9 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
         __threadfence();
         l.arrive[slot] = 0; /* for the next run; kernel boundaries order it */
     }
-    if (l.flag) {
-        l.seq[slot] = runs + 1;
-        *(volatile unsigned long long *)((unsigned char *)l.flag + slot_off) = runs + 1;
-    }
-    if (l.advance)
-        *(volatile unsigned char *)l.slot_word = (unsigned char)(slot + 1 == l.n_slots ? 0 : slot + 1);
+    l.seq[slot] = runs + 1;
+    *(volatile unsigned long long *)((unsigned char *)l.flag + slot_off) = runs + 1;
+    *(volatile unsigned char *)l.slot_word = (unsigned char)(slot + 1 == l.n_slots ? 0 : slot + 1);
 }
 
 /* Enough blocks to cover every chunk in one wave, within STAGE_MAX_BLOCKS. */

@@ -32,10 +32,10 @@ extern "C" {
  * to the run's slot on the device: the kernel reads the slot index from
  * *slot_word (device memory) and adds slot * slot_stride to every such
  * address. So one executable serves every slot, and the host never writes
- * the index: the graph's last staging kernel advances it (`advance`), and
- * the host, which knows what every launch did to it, resets it with a
- * memset only when a run in between did not advance it (replay/run.c has
- * the bookkeeping). With slot_word NULL every address is absolute.
+ * the index: the graph's last staging kernel (the one with a completion
+ * flag) advances it, and the host, which knows what every launch did to
+ * it, resets it with a memset only when a run in between did not advance
+ * it (replay/run.c has the bookkeeping).
  */
 typedef struct cgr__copy_list {
     int n;
@@ -47,14 +47,14 @@ typedef struct cgr__copy_list {
     const unsigned char *slot_word; /* the run's slot index, one byte */
     size_t slot_stride;
     unsigned n_slots;
-    int advance;                    /* store (slot + 1) % n_slots once done */
     /*
      * Completion signal, all NULL when unused. Once every copy of the launch
      * is visible to the host, the last block to finish increments seq[slot]
      * and writes the new value to *flag (slot 0's flag word in mapped host
      * memory, moved to the run's slot), so the host learns that the step's
      * outputs have landed without waiting for the graph to complete (see
-     * replay/wait.c). arrive: one block-arrival counter per slot.
+     * replay/wait.c), and then stores (slot + 1) % n_slots in *slot_word.
+     * arrive: one block-arrival counter per slot.
      */
     unsigned long long *flag;
     unsigned long long *seq;
