@@ -4,14 +4,9 @@
  * what to do instead.
  *
  * The error code narrows the cause to a short list, which the message
- * gives. Naming the exact call takes a CUPTI callback on every CUDA API
- * call, and once a process has subscribed, every later cudaGraphLaunch
- * costs far more host time (measured on the H200: 1.9 -> 22 us for a
- * 100-node graph), even after unsubscribing, until CUPTI is detached. So
- * that is not done on every capture, only when asked (cgr_options.diagnose,
- * CGR_DIAGNOSE=1): a failed capture is then run once more under the
- * callback (capture/watch.c), which names the first failing call and its
- * caller, then unsubscribes and detaches CUPTI with cuptiFinalize().
+ * gives. Naming the exact call and its caller is capture/watch.c's, only
+ * when asked (cgr_options.diagnose, CGR_DIAGNOSE=1), for the price that
+ * watch.c gives.
  */
 #include "capture.h"
 
