@@ -307,21 +307,26 @@ void cgr__comm_release(cgr_runtime *rt)
         s->uses_nccl = 0;
 }
 
-CGR_API cgr_status cgr_runtime_detach_nccl(cgr_runtime *rt)
+/* Checks rt and takes its lock for `fn`, which needs a communicator: without one, unlocked. */
+static cgr_status lock_attached(cgr_runtime *rt, const char *fn)
 {
-    const char *fn = "cgr_runtime_detach_nccl";
     CGR_TRY(cgr__check_runtime(rt, fn));
     CGR_TRY(cgr__lock(rt, fn));
-    cgr_status st = CGR_STATUS_OK;
-    if (!rt->comm) {
-        st = CGR_FAIL(CGR_STATUS_WRONG_STATE, "%s: no communicator is attached", fn);
-    } else {
-        int prev = 0;
-        st = cgr__device_enter(rt, &prev);
-        if (st == CGR_STATUS_OK) {
-            cgr__comm_release(rt);
-            cgr__device_leave(prev);
-        }
+    if (rt->comm)
+        return CGR_STATUS_OK;
+    cgr_status st = CGR_FAIL(CGR_STATUS_WRONG_STATE, "%s: no communicator is attached", fn);
+    cgr__unlock(rt);
+    return st;
+}
+
+CGR_API cgr_status cgr_runtime_detach_nccl(cgr_runtime *rt)
+{
+    CGR_TRY(lock_attached(rt, "cgr_runtime_detach_nccl"));
+    int prev = 0;
+    cgr_status st = cgr__device_enter(rt, &prev);
+    if (st == CGR_STATUS_OK) {
+        cgr__comm_release(rt);
+        cgr__device_leave(prev);
     }
     cgr__unlock(rt);
     return st;
@@ -329,21 +334,14 @@ CGR_API cgr_status cgr_runtime_detach_nccl(cgr_runtime *rt)
 
 CGR_API cgr_status cgr_runtime_nccl_rank(const cgr_runtime *rt, int *rank, int *world)
 {
-    const char *fn = "cgr_runtime_nccl_rank";
-    CGR_TRY(cgr__check_runtime(rt, fn));
     cgr_runtime *w = (cgr_runtime *)rt; /* the lock is the only thing written */
-    CGR_TRY(cgr__lock(w, fn));
-    cgr_status st = CGR_STATUS_OK;
-    if (!rt->comm) {
-        st = CGR_FAIL(CGR_STATUS_WRONG_STATE, "%s: no communicator is attached", fn);
-    } else {
-        if (rank)
-            *rank = rt->comm->rank;
-        if (world)
-            *world = rt->comm->world;
-    }
+    CGR_TRY(lock_attached(w, "cgr_runtime_nccl_rank"));
+    if (rank)
+        *rank = rt->comm->rank;
+    if (world)
+        *world = rt->comm->world;
     cgr__unlock(w);
-    return st;
+    return CGR_STATUS_OK;
 }
 
 CGR_API cgr_status cgr_ctx_nccl(cgr_ctx *ctx, cgr_nccl_comm *out)
