@@ -99,10 +99,19 @@ static void pack_waited(cgr_step *s, uint64_t from, uint64_t to)
  * threads can launch meanwhile. `waiters` keeps the step's events and
  * slots alive (destroy refuses) and postpones its capture until then.
  */
-static cgr_status wait_ticket(cgr_step *s, uint64_t ticket, const char *fn)
+CGR_API cgr_status cgr_step_wait(cgr_step *s, uint64_t ticket)
 {
+    static const char fn[] = "cgr_step_wait";
+    CGR_TRY(cgr__check_step(s, fn));
     cgr_runtime *rt = s->rt;
     CGR_TRY(cgr__lock(rt, fn));
+    if (ticket == CGR_TICKET_LAST) {
+        if (s->ring.launched == 0) {
+            cgr__unlock(rt);
+            return CGR_STATUS_OK;
+        }
+        ticket = s->ring.launched - 1;
+    }
     if (cgr__ring_check_wait(&s->ring, ticket) != CGR_STATUS_OK) {
         uint64_t launched = s->ring.launched;
         cgr__unlock(rt);
@@ -135,20 +144,6 @@ static cgr_status wait_ticket(cgr_step *s, uint64_t ticket, const char *fn)
     }
     cgr__unlock(rt);
     return st;
-}
-
-CGR_API cgr_status cgr_step_wait(cgr_step *s, uint64_t ticket)
-{
-    CGR_TRY(cgr__check_step(s, "cgr_step_wait"));
-    if (ticket == CGR_TICKET_LAST) {
-        CGR_TRY(cgr__lock(s->rt, "cgr_step_wait"));
-        uint64_t launched = s->ring.launched;
-        cgr__unlock(s->rt);
-        if (launched == 0)
-            return CGR_STATUS_OK;
-        ticket = launched - 1;
-    }
-    return wait_ticket(s, ticket, "cgr_step_wait");
 }
 
 /* Where output `index` of waited run `ticket` is; rt->lock held. */
