@@ -296,22 +296,33 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
     }
 }
 
-/* Packs the outputs of the waited run `ticket` on `slot` to their true shape, once. */
-void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket)
+/*
+ * Packs the outputs of the runs a wait just retired, from..to, to their
+ * true shape while their slots still hold them, so that cgr_slot.outputs
+ * can be read in place after the wait (at most staging_slots runs: no
+ * more can be launched and not waited for). Each run is retired, and so
+ * packed, by one wait only; rt->lock held.
+ */
+void cgr__outputs_compact(cgr_step *s, uint64_t from, uint64_t to)
 {
-    cgr__slot_run *sr = &s->slot_run[slot];
-    if (!s->n_dyn || sr->compacted == ticket + 1)
+    if (!s->n_dyn)
         return;
-    unsigned char *host = cgr__slot_host(s, slot);
-    for (int i = 0; i < s->n_out; i++) {
-        const cgr__tensor *t = &s->out[i];
-        if (!t->n_dyn_axes)
+    for (uint64_t ticket = from; ticket <= to; ticket++) {
+        if (ticket < s->readable_from ||
+            cgr__ring_check_output(&s->ring, ticket) != CGR_STATUS_OK)
             continue;
-        int64_t td[CGR_MAX_RANK], bd[CGR_MAX_RANK];
-        tensor_dims(t, sr->true_dims, td);
-        tensor_dims(t, sr->bucket, bd);
-        cgr__shape_compact(host + t->slot_offset, t->desc.rank, td, bd,
-                           cgr_dtype_size(t->desc.dtype));
+        const uint32_t slot = cgr__ring_slot(&s->ring, ticket);
+        const cgr__slot_run *sr = &s->slot_run[slot];
+        unsigned char *host = cgr__slot_host(s, slot);
+        for (int i = 0; i < s->n_out; i++) {
+            const cgr__tensor *t = &s->out[i];
+            if (!t->n_dyn_axes)
+                continue;
+            int64_t td[CGR_MAX_RANK], bd[CGR_MAX_RANK];
+            tensor_dims(t, sr->true_dims, td);
+            tensor_dims(t, sr->bucket, bd);
+            cgr__shape_compact(host + t->slot_offset, t->desc.rank, td, bd,
+                               cgr_dtype_size(t->desc.dtype));
+        }
     }
-    sr->compacted = ticket + 1;
 }

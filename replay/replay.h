@@ -40,8 +40,9 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
  * the slot's packed inputs spread to the bucket, with the true dims stored. */
 void cgr__apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_dims);
 void cgr__stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims);
-/* Packs a waited run's outputs to their true shape (once per run); rt->lock held. */
-void cgr__outputs_compact(cgr_step *s, uint32_t slot, uint64_t ticket);
+/* Packs the outputs of the runs a wait retired, from..to, to their true shape;
+ * rt->lock held. */
+void cgr__outputs_compact(cgr_step *s, uint64_t from, uint64_t to);
 /* Bytes of a tensor with its dynamic axes at vals (the step's n_dyn values;
  * unused when the tensor has none). */
 size_t cgr__tensor_bytes_at(const cgr__tensor *t, const int64_t *vals);

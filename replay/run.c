@@ -181,7 +181,6 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
         sr->action = action;
         memcpy(sr->true_dims, d.true_dims, (size_t)s->n_dyn * sizeof(int64_t));
         memcpy(sr->bucket, d.dims, (size_t)s->n_dyn * sizeof(int64_t));
-        sr->compacted = 0;
     }
 out:
     cgr__device_leave(prev);

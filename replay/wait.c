@@ -6,7 +6,6 @@
  * everything it reads about the run is read under the lock first.
  */
 #define _POSIX_C_SOURCE 200809L /* sched_yield */
-#include <assert.h>
 #include <sched.h>
 #include <string.h>
 
@@ -80,21 +79,6 @@ static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want,
 }
 
 /*
- * Packs the outputs of the runs a wait just retired, from..to, to their
- * true shape while their slots still hold them, so that cgr_slot.outputs
- * can be read in place after the wait (at most staging_slots runs: no
- * more can be launched and not waited for); rt->lock held.
- */
-static void pack_waited(cgr_step *s, uint64_t from, uint64_t to)
-{
-    if (!s->n_dyn)
-        return;
-    for (uint64_t t = from; t <= to; t++)
-        if (t >= s->readable_from && cgr__ring_check_output(&s->ring, t) == CGR_STATUS_OK)
-            cgr__outputs_compact(s, cgr__ring_slot(&s->ring, t), t);
-}
-
-/*
  * Waits for `ticket`, with rt->lock let go while blocking so that other
  * threads can launch meanwhile. `waiters` keeps the step's events and
  * slots alive (destroy refuses) and postpones its capture until then.
@@ -140,7 +124,7 @@ CGR_API cgr_status cgr_step_wait(cgr_step *s, uint64_t ticket)
     if (st == CGR_STATUS_OK && ticket >= s->ring.waited) {
         uint64_t from = s->ring.waited;
         cgr__ring_mark_waited(&s->ring, ticket);
-        pack_waited(s, from, ticket);
+        cgr__outputs_compact(s, from, ticket);
     }
     cgr__unlock(rt);
     return st;
@@ -167,9 +151,8 @@ static cgr_status output_at(cgr_step *s, uint64_t ticket, int index, const char 
                         "%s: run %llu of step '%s' was never launched or its slot was reused by "
                         "a later run",
                         fn, (unsigned long long)ticket, s->name);
+    /* The wait that retired the run packed it, and the slot still holds it. */
     uint32_t slot = cgr__ring_slot(&s->ring, ticket);
-    /* The wait that retired the run packed it (pack_waited), and the slot still holds it. */
-    assert(!s->n_dyn || s->slot_run[slot].compacted == ticket + 1);
     *data = cgr__slot_host(s, slot) + s->out[index].slot_offset;
     *bytes = cgr__tensor_bytes_at(&s->out[index], s->slot_run[slot].true_dims);
     return CGR_STATUS_OK;

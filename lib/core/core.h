@@ -123,7 +123,6 @@ typedef struct cgr__slot_run {
     uint8_t action;                         /* cgr_run_action */
     int64_t true_dims[CGR_MAX_DYN_DIMS];
     int64_t bucket[CGR_MAX_DYN_DIMS];
-    uint64_t compacted;                     /* ticket + 1 whose outputs are packed */
 } cgr__slot_run;
 
 struct cgr_step {
