@@ -38,11 +38,16 @@ size_t cgr__tensor_bytes_at(const cgr__tensor *t, const int64_t *vals)
     return cgr__shape_bytes(t->desc.rank, d, cgr_dtype_size(t->desc.dtype));
 }
 
-/* Every tensor's shape for this run (what the step sees), from the bucket. */
-void cgr__apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_dims)
+/*
+ * Every tensor's shape for this run (what the step sees) from the bucket,
+ * and the slot's packed inputs spread to it, with the true dims stored.
+ */
+void cgr__stage_shape(cgr_step *s, uint32_t slot, const int64_t *bucket, const int64_t *true_dims)
 {
+    unsigned char *host = cgr__slot_host(s, slot);
     memcpy(s->cur_bucket, bucket, (size_t)s->n_dyn * sizeof *bucket);
     memcpy(s->cur_true, true_dims, (size_t)s->n_dyn * sizeof *true_dims);
+    memcpy(host + CGR__SLOT_DIMS_OFFSET, true_dims, (size_t)s->n_dyn * sizeof *true_dims);
     for (int side = 0; side < 2; side++) {
         int n = side ? s->n_out : s->n_in;
         for (int i = 0; i < n; i++) {
@@ -51,23 +56,13 @@ void cgr__apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_di
                 continue;
             tensor_dims(t, bucket, t->cur.dims);
             t->cur_bytes = cgr__tensor_bytes_at(t, bucket);
+            if (side)
+                continue;
+            int64_t td[CGR_MAX_RANK];
+            tensor_dims(t, true_dims, td);
+            cgr__shape_pad(host + t->slot_offset, t->desc.rank, td, t->cur.dims,
+                           cgr_dtype_size(t->desc.dtype), t->pad, !t->pad_nonzero);
         }
-    }
-}
-
-/* Spreads the slot's packed inputs to the bucket and stores the true dims. */
-void cgr__stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims)
-{
-    unsigned char *host = cgr__slot_host(s, slot);
-    memcpy(host + CGR__SLOT_DIMS_OFFSET, true_dims, (size_t)s->n_dyn * sizeof *true_dims);
-    for (int i = 0; i < s->n_in; i++) {
-        const cgr__tensor *t = &s->in[i];
-        if (!t->n_dyn_axes)
-            continue;
-        int64_t td[CGR_MAX_RANK];
-        tensor_dims(t, true_dims, td);
-        cgr__shape_pad(host + t->slot_offset, t->desc.rank, td, t->cur.dims,
-                       cgr_dtype_size(t->desc.dtype), t->pad, !t->pad_nonzero);
     }
 }
 

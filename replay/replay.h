@@ -36,10 +36,9 @@ void cgr__profile_attach(cgr_step *s);
 void cgr__profile_detach(cgr_step *s);
 cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                                uint8_t *action);
-/* Every tensor's shape for the run (what the step sees) from the bucket; and
+/* Every tensor's shape for the run (what the step sees) from the bucket, and
  * the slot's packed inputs spread to the bucket, with the true dims stored. */
-void cgr__apply_shape(cgr_step *s, const int64_t *bucket, const int64_t *true_dims);
-void cgr__stage_inputs(cgr_step *s, uint32_t slot, const int64_t *true_dims);
+void cgr__stage_shape(cgr_step *s, uint32_t slot, const int64_t *bucket, const int64_t *true_dims);
 /* Packs the outputs of the runs a wait retired, from..to, to their true shape;
  * rt->lock held. */
 void cgr__outputs_compact(cgr_step *s, uint64_t from, uint64_t to);

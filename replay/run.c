@@ -136,10 +136,8 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
     cgr__graph *armed = s->armed;
     int expired = 0;
     if (armed) {
-        if (s->n_dyn) {
-            cgr__apply_shape(s, s->armed_bucket, dims);
-            cgr__stage_inputs(s, slot, dims);
-        }
+        if (s->n_dyn)
+            cgr__stage_shape(s, slot, s->armed_bucket, dims);
         expired = cgr__arm_go(s, slot);
     }
     int prev = 0;
@@ -154,10 +152,8 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
                      s->name);
         goto out;
     }
-    if (s->n_dyn && !armed) {
-        cgr__apply_shape(s, d.dims, d.true_dims);
-        cgr__stage_inputs(s, slot, d.true_dims);
-    }
+    if (s->n_dyn && !armed)
+        cgr__stage_shape(s, slot, d.dims, d.true_dims);
     uint8_t action = CGR_RUN_REPLAY, reason = CGR_EAGER_NONE;
     if (d.action == CGR__SHAPES_REPLAY && ((cgr__graph *)d.payload)->check) {
         /* Its first replay: the frozen-value check (arm_ahead never arms such a graph). */
