@@ -34,8 +34,6 @@
 #include "profiler.h"
 #include "replay.h"
 
-enum { WAITING = 0, COLLECTING = 1 };
-
 /* snprintf that may cut: every message here fits, or is worth its start alone. */
 static void put(char *dst, size_t cap, const char *fmt, ...) CGR__PRINTF(3, 4);
 static void put(char *dst, size_t cap, const char *fmt, ...)
@@ -48,10 +46,9 @@ static void put(char *dst, size_t cap, const char *fmt, ...)
 }
 
 typedef struct cgr__profile {
-    int state;
     int entry;            /* the shape-table entry profiled; -1 until its first replay */
     uint64_t seen;        /* its graph runs seen while waiting */
-    cgr__prof *prof;      /* while collecting */
+    cgr__prof *prof;      /* while collecting; NULL while waiting */
     cgr__prof_run *runs;  /* 2 x runs of them */
     size_t n, cap;
 } cgr__profile;
@@ -132,7 +129,6 @@ static int open_window(cgr_step *s, cgr__profile *p)
         give_up(s, CGR_STATUS_NOT_SUPPORTED, cgr__prof_errmsg(p->prof));
         return -1;
     }
-    p->state = COLLECTING;
     p->n = 0;
     s->stats.profile.state = CGR_PROFILE_COLLECTING;
     return 0;
@@ -267,7 +263,7 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
         p->entry = (int)d->entry;
     if ((int)d->entry != p->entry)
         return cgr__launch_graph(s, g, slot, 0); /* another shape: not in the window */
-    if (p->state == WAITING) {
+    if (!p->prof) {
         if (p->seen < (uint64_t)s->rt->opt.profile.skip) {
             p->seen++;
             return cgr__launch_graph(s, g, slot, 0);
