@@ -152,24 +152,6 @@ static void report_path(const cgr_step *s, const char *suffix, char *out, size_t
 
 enum { TEXT, JSON, TRACE };
 
-static int write_report(const cgr_step *s, int which, const cgr__prof_summary *sum,
-                        const cgr__prof_window *w, const cgr__prof_rec *recs, size_t n,
-                        const int32_t *run_of, const cgr__profile *p, const char *const *names,
-                        size_t n_names, char *path, size_t cap)
-{
-    static const char *const suffix[] = {".txt", ".json", ".trace.json"};
-    report_path(s, suffix[which], path, cap);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    int bad = which == TEXT   ? cgr__prof_write_text(f, s->name, sum)
-              : which == JSON ? cgr__prof_write_json(f, s->name, sum)
-                              : cgr__prof_write_trace(f, s->name, recs, n, run_of, p->runs,
-                                                      p->n, names, n_names, w->ranges,
-                                                      w->n_ranges);
-    return fclose(f) != 0 || bad ? -1 : 0;
-}
-
 /* The figures of a mode that cgr_profile_result shows: a subset of the report's. */
 static cgr_profile_mode public_mode(const cgr__prof_mode *m)
 {
@@ -216,12 +198,22 @@ static void close_window(cgr_step *s, cgr__profile *p)
     sum.ranges = w.n_ranges;
     sum.ranges_open = w.ranges_open;
     sum.ranges_dropped = w.ranges_dropped;
+    static const char *const suffix[] = {".txt", ".json", ".trace.json"};
     char path[3][4096];
     int bad = -1;
-    for (int k = TEXT; k <= TRACE; k++)
-        if (write_report(s, k, &sum, &w, recs, n, run_of, p, names, n_names, path[k],
-                         sizeof path[k]) != 0 && bad < 0)
+    for (int k = TEXT; k <= TRACE; k++) {
+        report_path(s, suffix[k], path[k], sizeof path[k]);
+        FILE *f = fopen(path[k], "w");
+        int failed = !f || (k == TEXT   ? cgr__prof_write_text(f, s->name, &sum)
+                            : k == JSON ? cgr__prof_write_json(f, s->name, &sum)
+                                        : cgr__prof_write_trace(f, s->name, recs, n, run_of,
+                                                                p->runs, p->n, names, n_names,
+                                                                w.ranges, w.n_ranges));
+        if (f && fclose(f) != 0)
+            failed = 1;
+        if (failed && bad < 0)
             bad = k;
+    }
     free(run_of);
     cgr__prof_destroy(&p->prof);
 
