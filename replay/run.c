@@ -282,28 +282,25 @@ static cgr_status check_acquired(const cgr_step *s, const cgr_slot *slot, const 
  * Launches the acquired slot's run ahead when its shape replays a gated
  * graph (capture/gate.c): the graph's input kernel then waits at the slot's
  * gate until the launch opens it. Warm-up and capture runs, eager shapes
- * and graphs without a gate are not armed. Returns 1 when armed.
+ * and graphs without a gate are not armed; an armed run is s->armed.
  */
-static int arm_ahead(cgr_step *s, uint32_t slot, cgr_status *st)
+static cgr_status arm_ahead(cgr_step *s, uint32_t slot)
 {
     cgr__graph *g = cgr__shapes_peek(s->shapes, s->run_dims, s->armed_bucket);
     /* A graph not checked yet must be captured again at this run, not launched ahead. */
     if (!g || !g->gated || g->check)
-        return 0;
+        return CGR_STATUS_OK;
     int prev = 0;
-    *st = cgr__device_enter(s->rt, &prev);
-    if (*st != CGR_STATUS_OK)
-        return 0;
-    *st = cgr__launch_graph(s, g, slot, 1);
+    CGR_TRY(cgr__device_enter(s->rt, &prev));
+    cgr_status st = cgr__launch_graph(s, g, slot, 1);
     cgr__device_leave(prev);
-    if (*st != CGR_STATUS_OK)
-        return 0;
+    CGR_TRY(st);
     s->armed = g;
     /* The run this slot held last is gone from now on, even if this one is released. */
     const uint64_t t = s->ring.launched;
     if (t >= s->ring.slots && t - s->ring.slots + 1 > s->readable_from)
         s->readable_from = t - s->ring.slots + 1;
-    return 1;
+    return CGR_STATUS_OK;
 }
 
 /* ---- the public calls ------------------------------------------------------------------ */
@@ -327,15 +324,16 @@ CGR_API cgr_status cgr_step_acquire(cgr_step *s, const int64_t *dims, unsigned f
     CGR_TRY(cgr__lock(s->rt, fn));
     uint64_t t = 0;
     uint32_t slot = 0;
-    int armed = 0;
     cgr_status st = acquire(s, dims, &t, &slot, fn);
     if (st == CGR_STATUS_OK && (flags & CGR_ACQUIRE_ARM)) {
-        armed = arm_ahead(s, slot, &st);
+        st = arm_ahead(s, slot);
         if (st != CGR_STATUS_OK) {
             cgr__ring_cancel(&s->ring);
             cgr__error_lead(fn);
         }
     }
+    /* Nothing is armed while no slot is acquired, so this is arm_ahead's doing. */
+    const int armed = s->armed != NULL;
     cgr__unlock(s->rt);
     CGR_TRY(st);
     memset(out, 0, sizeof *out);
