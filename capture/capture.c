@@ -221,7 +221,7 @@ static cgr_status instantiate_failed(const cgr_step *s, cudaGraph_t g, cudaError
     size_t counts[cudaGraphNodeTypeCount] = {0};
     cgr__graph_count(g, counts);
     size_t allocs = counts[cudaGraphNodeTypeMemAlloc];
-    cgr__fail(CGR_STATUS_CAPTURE_FAILED, __FILE__, __LINE__,
+    CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
               "capture of step '%s': cudaGraphInstantiate failed with %s (%s)", s->name,
               cudaGetErrorName(e), cudaGetErrorString(e));
     if (allocs)

@@ -50,7 +50,7 @@ cgr_status cgr__capture_failed(const cgr_step *s, const cgr__capture_fault *f)
     cudaError_t e = (cudaError_t)(f->seen_err ? f->seen_err : f->end_err);
     if (e == cudaSuccess)
         e = cudaErrorStreamCaptureInvalidated;
-    cgr__fail(CGR_STATUS_CAPTURE_FAILED, __FILE__, __LINE__,
+    CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
               "capture of step '%s' failed with %s (%s). Likely cause: %s", s->name,
               cudaGetErrorName(e), cudaGetErrorString(e), advice_for_error(e));
     if (f->body != CGR_STATUS_OK && f->body_msg[0])

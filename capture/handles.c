@@ -20,6 +20,25 @@
 #include "fault.h"
 #include "capture.h"
 
+/* A failed cuBLAS or cuDNN call of cgr's own; allocation failures are OUT_OF_MEMORY. */
+static cgr_status cublas_fail(cublasStatus_t e, const char *expr)
+{
+    cgr_status s = e == CUBLAS_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
+                                                   : CGR_STATUS_CUBLAS_ERROR;
+    return CGR_FAIL(s, "%s failed: %s (%s)", expr, cublasGetStatusName(e),
+                     cublasGetStatusString(e));
+}
+
+#if CGR_HAVE_CUDNN
+static cgr_status cudnn_fail(cudnnStatus_t e, const char *expr)
+{
+    cgr_status s = e == CUDNN_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
+                                                  : CGR_STATUS_CUDNN_ERROR;
+    return CGR_FAIL(s, "%s failed: %s (%d)", expr,
+                     cgr__cudnn()->cudnnGetErrorString(e), (int)e);
+}
+#endif
+
 /*
  * A workspace from the arena for this run, set on h (after its stream, which
  * resets it). cgr's own handle's call is a fault-injection site.
@@ -32,7 +51,7 @@ static cgr_status bind_workspace(cgr_ctx *c, cublasHandle_t h, int own)
                            ? CUBLAS_STATUS_EXECUTION_FAILED
                            : cublasSetWorkspace(h, ws, CGR__CUBLAS_WORKSPACE);
     if (e != CUBLAS_STATUS_SUCCESS)
-        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetWorkspace"));
+        return cgr__ctx_fail(c, cublas_fail(e, "cublasSetWorkspace"));
     return CGR_STATUS_OK;
 }
 
@@ -50,12 +69,12 @@ CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
         cublasStatus_t e =
             CGR__FAULT(CGR__FAULT_CUBLAS) ? CUBLAS_STATUS_NOT_INITIALIZED : cublasCreate(&h);
         if (e != CUBLAS_STATUS_SUCCESS)
-            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasCreate"));
+            return cgr__ctx_fail(c, cublas_fail(e, "cublasCreate"));
         e = CGR__FAULT(CGR__FAULT_CUBLAS) ? CUBLAS_STATUS_EXECUTION_FAILED
                                           : cublasSetStream(h, rt->stream);
         if (e != CUBLAS_STATUS_SUCCESS) {
             cublasDestroy(h);
-            return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream"));
+            return cgr__ctx_fail(c, cublas_fail(e, "cublasSetStream"));
         }
         rt->cublas = h;
     }
@@ -76,7 +95,7 @@ CGR_API cgr_status cgr_ctx_bind_cublas(cgr_ctx *c, cgr_cublas_handle handle)
     /* The stream first: cublasSetStream drops the handle's workspace. */
     cublasStatus_t e = cublasSetStream(h, c->rt->stream);
     if (e != CUBLAS_STATUS_SUCCESS)
-        return cgr__ctx_fail(c, cgr__cublas_fail((int)e, "cublasSetStream"));
+        return cgr__ctx_fail(c, cublas_fail(e, "cublasSetStream"));
     return bind_workspace(c, h, 0);
 }
 
@@ -100,12 +119,12 @@ CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
         cudnnStatus_t e =
             CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_NOT_INITIALIZED : dnn->cudnnCreate(&h);
         if (e != CUDNN_STATUS_SUCCESS)
-            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnCreate"));
+            return cgr__ctx_fail(c, cudnn_fail(e, "cudnnCreate"));
         e = CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_EXECUTION_FAILED
                                          : dnn->cudnnSetStream(h, rt->stream);
         if (e != CUDNN_STATUS_SUCCESS) {
             dnn->cudnnDestroy(h);
-            return cgr__ctx_fail(c, cgr__cudnn_fail((int)e, "cudnnSetStream"));
+            return cgr__ctx_fail(c, cudnn_fail(e, "cudnnSetStream"));
         }
         rt->cudnn = h;
     }

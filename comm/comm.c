@@ -261,7 +261,7 @@ fail:
         char msg[512];
         snprintf(msg, sizeof msg, "%s", cgr_last_error());
         comm_free(rt, c);
-        cgr__fail(st, __FILE__, __LINE__, "%s", msg);
+        CGR_FAIL(st, "%s", msg);
     }
     return st;
 }

@@ -18,15 +18,12 @@
 #endif
 
 /** Records a failure in the thread's last-error message and returns s. */
-cgr_status cgr__fail(cgr_status s, const char *file, int line, const char *fmt, ...)
-    CGR__PRINTF(4, 5);
+cgr_status cgr__fail(cgr_status s, const char *fmt, ...) CGR__PRINTF(2, 3);
 /*
  * Records a failed CUDA call (expr is its text) and maps the error to a
  * status. Messages are for users and carry no source position (error.c).
  */
 cgr_status cgr__cuda_fail(int err, const char *expr);
-/** Records a failed cuBLAS call. */
-cgr_status cgr__cublas_fail(int err, const char *expr);
 /** Empties the thread's last-error message. */
 void cgr__clear_error(void);
 /** Appends to the thread's last-error message ("; " separated). */
@@ -40,7 +37,8 @@ void cgr__error_lead(const char *fn);
  */
 cgr_status cgr__bug(const char *file, int line, const char *fmt, ...) CGR__PRINTF(3, 4);
 
-#define CGR_FAIL(status, ...) cgr__fail((status), __FILE__, __LINE__, __VA_ARGS__)
+/* Messages are for users, so a failure carries no source position; only cgr's bugs say where. */
+#define CGR_FAIL(status, ...) cgr__fail((status), __VA_ARGS__)
 
 /*
  * A condition that cgr's own code guarantees turned out false: a bug in cgr,

@@ -5,7 +5,12 @@
 
 #include "driver.h"
 
-cgr_status cgr__driver_entry(const char *name, int version, const char *why, void **out)
+/*
+ * *out = the driver's `name` in the form of CUDA version `version` (e.g.
+ * 12040 for 12.4). CGR_STATUS_NOT_SUPPORTED, with a message naming the
+ * entry point and `why` (what cgr needs it for), when the driver has none.
+ */
+static cgr_status driver_entry(const char *name, int version, const char *why, void **out)
 {
     enum cudaDriverEntryPointQueryResult q;
     *out = NULL;
@@ -26,7 +31,7 @@ cgr_status cgr__driver_load(cgr__driver_set *set)
         set->tried = 1;
         set->status = CGR_STATUS_OK;
         for (size_t i = 0; i < set->n && set->status == CGR_STATUS_OK; i++)
-            set->status = cgr__driver_entry(set->fns[i].name, set->version, set->why,
+            set->status = driver_entry(set->fns[i].name, set->version, set->why,
                                             set->fns[i].fn);
         if (set->status != CGR_STATUS_OK)
             snprintf(set->error, sizeof set->error, "%s", cgr_last_error());

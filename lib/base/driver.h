@@ -8,13 +8,6 @@
 
 #include "check.h"
 
-/*
- * *out = the driver's `name` in the form of CUDA version `version` (e.g.
- * 12040 for 12.4). CGR_STATUS_NOT_SUPPORTED, with a message naming the
- * entry point and `why` (what cgr needs it for), when the driver has none.
- */
-cgr_status cgr__driver_entry(const char *name, int version, const char *why, void **out);
-
 /* One entry point of a set: its name and the pointer it is stored in. */
 typedef struct cgr__driver_fn {
     const char *name;

@@ -77,8 +77,6 @@ typedef struct cgr__cudnn_api {
 
 /* The table, or NULL before cgr__cudnn_load has succeeded. */
 const cgr__cudnn_api *cgr__cudnn(void);
-/* Records a failed cuDNN call (error.c); only reached once cuDNN is loaded. */
-cgr_status cgr__cudnn_fail(int err, const char *expr);
 #endif
 
 #if CGR_HAVE_NCCL

@@ -6,12 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cublas_api.h>
 #include <cuda_runtime_api.h>
 
-#include "cgr_config.h"
 #include "check.h"
-#include "dynload.h"
 
 /* Large enough for a capture diagnosis plus the CUDA error text. */
 #define CGR__ERRBUF 1024
@@ -63,10 +60,8 @@ static void vset(const char *prefix, const char *fmt, va_list ap)
     vsnprintf(errbuf + n, sizeof errbuf - (size_t)n, fmt, ap);
 }
 
-cgr_status cgr__fail(cgr_status s, const char *file, int line, const char *fmt, ...)
+cgr_status cgr__fail(cgr_status s, const char *fmt, ...)
 {
-    (void)file;
-    (void)line;
     va_list ap;
     va_start(ap, fmt);
     vset("", fmt, ap);
@@ -156,23 +151,3 @@ cgr_status cgr__cuda_fail(int err, const char *expr)
     (void)cudaGetLastError();
     return s;
 }
-
-cgr_status cgr__cublas_fail(int err, const char *expr)
-{
-    cublasStatus_t e = (cublasStatus_t)err;
-    cgr_status s = e == CUBLAS_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
-                                                   : CGR_STATUS_CUBLAS_ERROR;
-    return CGR_FAIL(s, "%s failed: %s (%s)", expr, cublasGetStatusName(e),
-                     cublasGetStatusString(e));
-}
-
-#if CGR_HAVE_CUDNN
-cgr_status cgr__cudnn_fail(int err, const char *expr)
-{
-    cudnnStatus_t e = (cudnnStatus_t)err;
-    cgr_status s = e == CUDNN_STATUS_ALLOC_FAILED ? CGR_STATUS_OUT_OF_MEMORY
-                                                  : CGR_STATUS_CUDNN_ERROR;
-    return CGR_FAIL(s, "%s failed: %s (%d)", expr,
-                     cgr__cudnn()->cudnnGetErrorString(e), err);
-}
-#endif
