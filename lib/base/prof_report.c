@@ -518,11 +518,9 @@ static void trace_rec(cgr__prof_trace_out *o, int pid, const cgr__prof_rec *x, u
     out_printf(o, "\"graph\":%u}}", (unsigned)x->graph_id);
 }
 
-/* Process pid, named name: a thread per stream and a slice per record, up
- * to the caps. 0, or -1 when writing failed or memory ran out. */
-static int trace_gpu(cgr__prof_trace_out *o, int pid, const char *name,
-                     const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
-                     const char *const *names, size_t n_names, uint64_t origin)
+int cgr__prof_trace_gpu(cgr__prof_trace_out *o, int pid, const char *name,
+                        const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
+                        const char *const *names, size_t n_names, uint64_t origin)
 {
     trace_process(o, pid, "", name);
     if (trace_streams(o, pid, recs, n) != 0)
@@ -663,8 +661,8 @@ static void trace_ranges(cgr__prof_trace_out *o, const cgr__prof_range *r, size_
     }
 }
 
-static const char trace_head[] = "{\"traceEvents\":[\n";
-static const char trace_tail[] = "\n],\"displayTimeUnit\":\"ns\"}\n";
+const char cgr__prof_trace_head[] = "{\"traceEvents\":[\n";
+const char cgr__prof_trace_tail[] = "\n],\"displayTimeUnit\":\"ns\"}\n";
 
 int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, size_t n,
                           const int32_t *run_of, const cgr__prof_run *runs, size_t n_runs,
@@ -674,7 +672,7 @@ int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, 
     const uint64_t origin = n_runs ? runs[0].begin : n ? recs[0].start : 0;
     cgr__prof_trace_out o = {.f = f};
     char ts[32], dur[32];
-    int bad = fputs(trace_head, f) < 0;
+    int bad = fputs(cgr__prof_trace_head, f) < 0;
     trace_process(&o, 1, "cgr host: step ", step);
     for (size_t j = 0; j < n_runs; j++) {
         fmt_us(ts, sizeof ts, runs[j].begin, origin);
@@ -686,8 +684,8 @@ int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, 
                    (double)runs[j].cpu_ns / 1e3);
     }
     trace_ranges(&o, ranges, n_ranges, origin);
-    bad |= trace_gpu(&o, 2, "GPU", recs, n, run_of, names, n_names, origin) != 0;
-    bad |= fputs(trace_tail, f) < 0;
+    bad |= cgr__prof_trace_gpu(&o, 2, "GPU", recs, n, run_of, names, n_names, origin) != 0;
+    bad |= fputs(cgr__prof_trace_tail, f) < 0;
     return bad ? -1 : 0;
 }
 
@@ -703,7 +701,7 @@ int cgr__prof_trace_buf_add(cgr__prof_trace_buf *t, int pid, const char *name,
             return -1;
     }
     const cgr__prof_trace_out saved = t->out;
-    if (trace_gpu(&t->out, pid, name, recs, n, run_of, names, n_names, origin) == 0)
+    if (cgr__prof_trace_gpu(&t->out, pid, name, recs, n, run_of, names, n_names, origin) == 0)
         return t->out.left_out > saved.left_out;
     /*
      * Take back this call's events, so the trace holds whole windows: the
@@ -725,7 +723,7 @@ int cgr__prof_trace_buf_add(cgr__prof_trace_buf *t, int pid, const char *name,
 
 int cgr__prof_trace_buf_write(const cgr__prof_trace_buf *t, FILE *f)
 {
-    int bad = fputs(trace_head, f) < 0;
+    int bad = fputs(cgr__prof_trace_head, f) < 0;
     if (!bad && t->out.f) {
         /*
          * A memory stream sets buf and size on a flush; that writes t
@@ -736,7 +734,7 @@ int cgr__prof_trace_buf_write(const cgr__prof_trace_buf *t, FILE *f)
         bad = fflush(t->out.f) != 0 || t->size < t->out.bytes ||
               fwrite(t->buf, 1, (size_t)t->out.bytes, f) != (size_t)t->out.bytes;
     }
-    bad = bad || fputs(trace_tail, f) < 0;
+    bad = bad || fputs(cgr__prof_trace_tail, f) < 0;
     return bad ? -1 : 0;
 }
 

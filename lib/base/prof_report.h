@@ -209,6 +209,22 @@ typedef struct cgr__prof_trace_out {
 } cgr__prof_trace_out;
 
 /*
+ * Process pid, named name, into o: a thread per stream of recs[0..n) and a
+ * slice per record (ts relative to origin; run_of as for
+ * cgr__prof_attribute, NULL for no run argument), up to o's caps. 0, or -1
+ * when writing failed or memory ran out. A trace of several windows is
+ * these, one call per window, between cgr__prof_trace_head and
+ * cgr__prof_trace_tail.
+ */
+int cgr__prof_trace_gpu(cgr__prof_trace_out *o, int pid, const char *name,
+                        const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
+                        const char *const *names, size_t n_names, uint64_t origin);
+
+/* What comes before a trace's first event and after its last. */
+extern const char cgr__prof_trace_head[];
+extern const char cgr__prof_trace_tail[];
+
+/*
  * A trace built in memory one window at a time, written out later: the
  * collector's (profiler.h). Zero it, set out.max_events / out.max_bytes,
  * and free it with cgr__prof_trace_buf_free.
