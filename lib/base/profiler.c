@@ -958,6 +958,8 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     w.memsets_per_step = (double)w.memsets / steps;
     w.span_us = n > 0 ? (double)(t.last - p->win[0].start) / 1e3 / steps : 0.0;
     w.window_us = (double)(t1 - p->t0) / 1e3;
+    w.start = p->t0;
+    w.end = t1;
     w.records = n;
     w.untimed = untimed;
     w.dropped = dropped;

@@ -126,6 +126,10 @@ typedef struct cgr__prof_window {
     double window_us;          /* whole window: cgr__prof_begin .. cgr__prof_end on
                                   CUPTI's clock (not per step) */
 
+    uint64_t start, end;       /* the window on CUPTI's clock (ns): the
+                                  timestamps cgr__prof_begin and cgr__prof_end
+                                  took; its records start inside it */
+
     uint64_t kernels;          /* totals over the window */
     uint64_t memcpys;
     uint64_t memsets;
