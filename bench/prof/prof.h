@@ -1,10 +1,15 @@
-/* prof: cgr-bench's CUPTI profiler, a thin layer over libcgr's own
- * collector (lib/base/profiler.h, the code behind cgr_options.profile):
- * the bench and the library measure with the same code.
+/* prof: cgr-bench's CUPTI profiler, built on libcgr's own collector
+ * (lib/base/profiler.h, the code behind cgr_options.profile). The
+ * collector gathers a window's kernel, memcpy and memset records; prof
+ * turns them into the bench's figures, so the bench and the library
+ * measure with the same records.
  *
  * It measures what the GPU did inside a "window" of a benchmark
- * (bench/timing.h has the measurement rules): GPU busy time per step, kernel
- * counts, a top-kernels table and a Chrome / Perfetto trace. Usage:
+ * (bench/timing.h has the measurement rules): GPU busy time per step is
+ * the sum of the durations of the kernel, memcpy and memset records whose
+ * start lies in the window; the overhead figure is wall / busy. It also
+ * keeps the last window's records for a top-kernels table and for a
+ * Chrome / Perfetto JSON trace of several windows. Usage:
  *
  *     prof *p; char err[256];
  *     if (prof_create(&p, err, sizeof err) != PROF_OK) { report err; }
@@ -18,12 +23,27 @@
  *     prof_trace_write(p, "trace.json");    // optional, after all windows
  *     prof_destroy(&p);
  *
- * lib/base/profiler.h documents every call and field; the names here are
- * those without the library's cgr__ prefix. CUPTI is loaded at prof_create
- * (CGR_CUPTI_LIBRARY names another file); prof_destroy detaches it.
+ * Notes:
+ *  - CUPTI's buffer callbacks carry no user pointer, so at most one
+ *    collector, and so one prof, exists per process at a time
+ *    (prof_create fails with PROF_EBUSY, also while a cgr step's profile
+ *    window or capture diagnosis holds CUPTI).
+ *  - The functions are meant to be called from one thread.
+ *  - CUPTI tracing costs host CPU time (its worker thread and the launch
+ *    hooks), so wall / host-CPU figures are best taken from a run without
+ *    a prof, and busy figures from a run with one.
+ *  - No function calls exit() or abort(); errors come back as PROF_E*
+ *    codes and prof_errmsg() says what went wrong.
+ *  - CUPTI is loaded at prof_create (CGR_CUPTI_LIBRARY names another
+ *    file); prof_destroy detaches it (cuptiFinalize), since a process
+ *    that keeps CUPTI attached pays more host time for every later launch.
  */
 #ifndef CGR_BENCH_PROF_H
 #define CGR_BENCH_PROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "profiler.h"
 
@@ -31,67 +51,155 @@
 extern "C" {
 #endif
 
+/* Return codes. Negative is an error; PROF_WTRUNC is a warning. The
+ * collector's codes pass through unchanged; the two of prof's own take
+ * values the collector does not use (prof.c checks). */
 enum {
     PROF_OK = CGR__PROF_OK,
-    PROF_WTRUNC = CGR__PROF_WTRUNC,
-    PROF_EINVAL = CGR__PROF_EINVAL,
-    PROF_ECUPTI = CGR__PROF_ECUPTI,
-    PROF_ENOMEM = CGR__PROF_ENOMEM,
-    PROF_ESTATE = CGR__PROF_ESTATE,
-    PROF_EIO = CGR__PROF_EIO,
-    PROF_EBUSY = CGR__PROF_EBUSY,
-    PROF_ENOLIB = CGR__PROF_ENOLIB,
+    PROF_WTRUNC = 1,             /* prof_trace_add: the trace hit its size cap; some
+                                    events were left out (the rest is valid) */
+    PROF_EINVAL = CGR__PROF_EINVAL,   /* bad argument */
+    PROF_ECUPTI = CGR__PROF_ECUPTI,   /* a CUPTI call failed (see prof_errmsg) */
+    PROF_ENOMEM = CGR__PROF_ENOMEM,   /* out of memory */
+    PROF_ESTATE = CGR__PROF_ESTATE,   /* call out of order (e.g. prof_end without begin) */
+    PROF_EIO = -5,               /* writing the trace file failed */
+    PROF_EBUSY = CGR__PROF_EBUSY,     /* another collector already exists in this process */
+    PROF_ENOLIB = CGR__PROF_ENOLIB,   /* CUPTI could not be loaded (or cgr was built without it) */
 };
 
+/* Caps that keep memory bounded. Records beyond PROF_MAX_RECORDS in one
+ * window are counted in prof_window.dropped. */
 #define PROF_MAX_RECORDS CGR__PROF_MAX_RECORDS
-#define PROF_TRACE_MAX_EVENTS CGR__PROF_TRACE_MAX_EVENTS
-#define PROF_TRACE_MAX_BYTES CGR__PROF_TRACE_MAX_BYTES
+#define PROF_TRACE_MAX_EVENTS 2000000u     /* events in one trace file */
+#define PROF_TRACE_MAX_BYTES (768u << 20)  /* bytes of JSON in one trace */
 
-typedef cgr__prof prof;
-typedef cgr__prof_window prof_window;
-typedef cgr__prof_kernel_stat prof_kernel_stat;
+typedef struct prof prof; /* opaque */
 
-static inline int prof_create(prof **out, char *err, size_t errlen)
-{
-    return cgr__prof_create(out, 0, err, errlen);
-}
-static inline void prof_destroy(prof **p)
-{
-    cgr__prof_destroy(p);
-}
-static inline int prof_begin(prof *p, const char *label)
-{
-    return cgr__prof_begin(p, label);
-}
-static inline int prof_end(prof *p, int steps, prof_window *out)
-{
-    return cgr__prof_end(p, steps, out);
-}
-static inline int prof_top_kernels(prof *p, prof_kernel_stat *out, int max, int *n)
-{
-    return cgr__prof_top_kernels(p, out, max, n);
-}
-static inline int prof_trace_add(prof *p, const char *label, int pid)
-{
-    return cgr__prof_trace_add(p, label, pid);
-}
-static inline int prof_trace_write(prof *p, const char *path)
-{
-    return cgr__prof_trace_write(p, path);
-}
-static inline int prof_now(prof *p, uint64_t *ns)
-{
-    return cgr__prof_now(p, ns);
-}
-static inline int prof_intervals(prof *p, uint64_t *start, uint64_t *end, size_t max,
-                                 size_t *n)
-{
-    return cgr__prof_intervals(p, start, end, max, n);
-}
-static inline const char *prof_errmsg(const prof *p)
-{
-    return cgr__prof_errmsg(p);
-}
+/* The result of one measurement window. "per step" figures are the window
+ * totals divided by `steps`. Times are in microseconds, from CUPTI's
+ * timestamps (ns). */
+typedef struct prof_window {
+    char label[64];            /* the label given to prof_begin */
+    int steps;                 /* as given to prof_end */
+
+    double busy_us;            /* per step: sum of kernel + memcpy + memset
+                                  durations (overlapping work counted twice) */
+    double busy_union_us;      /* per step: length of the union of those
+                                  intervals (overlap counted once); the better
+                                  figure when kernels overlap, e.g. with
+                                  programmatic dependent launch */
+    double kernel_us;          /* per step: sum of kernel durations */
+    double memcpy_us;          /* per step: sum of memcpy durations */
+    double memset_us;          /* per step: sum of memset durations */
+
+    double kernels_per_step;   /* kernels / steps */
+    double memcpys_per_step;   /* memcpys / steps */
+    double memsets_per_step;   /* memsets / steps */
+
+    double span_us;            /* per step: (last end - first start) of the
+                                  window's records / steps, i.e. the GPU
+                                  timeline the window covered */
+    double window_us;          /* whole window: prof_begin .. prof_end on
+                                  CUPTI's clock (not per step) */
+
+    uint64_t kernels;          /* totals over the window */
+    uint64_t memcpys;
+    uint64_t memsets;
+    uint64_t records;          /* records counted in the window */
+    uint64_t untimed;          /* records left out: CUPTI had no timestamps
+                                  for them (start == end == 0 or end < start) */
+    uint64_t dropped;          /* records lost: the store's cap, CUPTI's own
+                                  dropped count, or unreadable records. If
+                                  nonzero the figures are too low. */
+} prof_window;
+
+/* A row of the top-kernels table (prof_report.h): names demangled when a
+ * demangler is already in the process (libstdc++'s __cxa_demangle),
+ * otherwise as CUPTI gives them (often mangled). */
+typedef cgr__prof_kernel prof_kernel_stat;
+
+/* Creates the collector (cgr__prof_create: the activity kinds
+ * CONCURRENT_KERNEL, MEMCPY and MEMSET, and the buffer callbacks). On
+ * failure *out is NULL and err (if not NULL) holds a message. */
+int prof_create(prof **out, char *err, size_t errlen);
+
+/* Detaches CUPTI, frees, and sets *p to NULL. Safe with p == NULL or
+ * *p == NULL. */
+void prof_destroy(prof **p);
+
+/* Starts a window: takes the start timestamp and discards the records
+ * gathered so far; records of work that started before it are ignored even
+ * when CUPTI delivers them later. It does not flush CUPTI: after a flush,
+ * CUPTI stalls the next launch while it sets up a new buffer (tenths of a
+ * millisecond). prof_end flushes, so put some GPU work (a warm-up step)
+ * between prof_end and the next prof_begin, or that stall lands on the
+ * first launch of the next window (it shows in wall time and span_us, not
+ * in busy_us). A second prof_begin without prof_end restarts the window.
+ * label may be NULL. */
+int prof_begin(prof *p, const char *label);
+
+/* Ends the window. The caller must have synchronized the device (e.g.
+ * cudaDeviceSynchronize) first, or the last records may be missing. Takes
+ * the end timestamp, forces a flush and sums the records whose start lies
+ * in [begin, end]. steps must be >= 1. out may be NULL (the window is still
+ * kept for prof_top_kernels / prof_trace_add). */
+int prof_end(prof *p, int steps, prof_window *out);
+
+/* The kernels of the last window, sorted by total time (descending).
+ * Writes up to max entries to out and their number to *n. */
+int prof_top_kernels(prof *p, prof_kernel_stat *out, int max, int *n);
+
+/* Appends the last window's records to the in-memory trace as Chrome trace
+ * events under process `pid`, named `label` (the window's own label when
+ * NULL or empty). ts is relative to the start of the first window added,
+ * so windows added one after another line up on one timeline. Returns
+ * PROF_WTRUNC if the trace caps were hit. */
+int prof_trace_add(prof *p, const char *label, int pid);
+
+/* Writes {"traceEvents":[...],"displayTimeUnit":"ns"} to path (opens in
+ * ui.perfetto.dev and chrome://tracing). May be called more than once. */
+int prof_trace_write(prof *p, const char *path);
+
+/* CUPTI's clock now, in ns: the clock of the records' start and end, so a
+ * host moment taken with it can be set against the GPU timeline. */
+int prof_now(prof *p, uint64_t *ns);
+
+/* The last window's records as intervals (ns, CUPTI clock), in start
+ * order: start[i], end[i] for i < *n, at most max of them (*n says how many
+ * were written; the window may hold more). */
+int prof_intervals(prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n);
+
+/* The message for the last error on p ("" if none). Never NULL. */
+const char *prof_errmsg(const prof *p);
+
+/*
+ * The trace in memory, built one window at a time and written out later
+ * (prof_trace_add, prof_trace_write); the unit suite checks it alone. Zero
+ * it, set out.max_events / out.max_bytes, and free it with
+ * prof_trace_buf_free.
+ */
+typedef struct prof_trace_buf {
+    cgr__prof_trace_out out; /* out.f: a memory stream, opened by the first add */
+    char *buf;               /* the stream's bytes (open_memstream) */
+    size_t size;
+} prof_trace_buf;
+
+/*
+ * Appends process pid, named name, with a thread per stream of recs[0..n)
+ * and a slice per record (cgr__prof_trace_gpu). Returns 0; 1 when the caps
+ * left records out (the trace stays valid); -1 when memory ran out, and
+ * then the events of this call are taken back, or, should the memory
+ * stream fail to seek back to where they began, the whole trace is dropped.
+ */
+int prof_trace_buf_add(prof_trace_buf *t, int pid, const char *name, const cgr__prof_rec *recs,
+                       size_t n, const int32_t *run_of, const char *const *names,
+                       size_t n_names, uint64_t origin);
+
+/* {"traceEvents":[...],"displayTimeUnit":"ns"} with t's events to f; 0 or -1. */
+int prof_trace_buf_write(const prof_trace_buf *t, FILE *f);
+
+/* Frees t's memory and zeroes it (caps included). */
+void prof_trace_buf_free(prof_trace_buf *t);
 
 #ifdef __cplusplus
 }

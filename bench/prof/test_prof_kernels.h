@@ -1,6 +1,6 @@
-/* Kernels for test_profiler.c (defined in profiler_kernels.cu). */
-#ifndef CGR_TEST_PROFILER_KERNELS_H
-#define CGR_TEST_PROFILER_KERNELS_H
+/* Kernels for test_prof.c (defined in test_prof_kernels.cu). */
+#ifndef CGR_BENCH_TEST_PROF_KERNELS_H
+#define CGR_BENCH_TEST_PROF_KERNELS_H
 
 #include <cuda_runtime_api.h>
 

@@ -1,4 +1,4 @@
-/* The CUPTI collector (lib/base/profiler.h) on its own, as cgr-bench uses it. Needs a GPU.
+/* cgr-bench's CUPTI profiler (prof.h) on its own. Needs a GPU.
  *
  * Exit status: 0 pass, 1 fail, 77 skip (no usable CUDA device).
  *
@@ -18,8 +18,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "profiler.h"
-#include "profiler_kernels.h"
+#include "prof.h"
+#include "test_prof_kernels.h"
 
 #define STEPS 10
 #define SPIN_NS 20000ull
@@ -51,9 +51,9 @@ static int g_failures;
 #define PROF_OK_(call, p)                                                     \
     do {                                                                      \
         int r_ = (call);                                                      \
-        if (r_ != CGR__PROF_OK) {                                                  \
+        if (r_ != PROF_OK) {                                                  \
             fprintf(stderr, "FAIL %s:%d: %s: code %d: %s\n", __FILE__, __LINE__, \
-                    #call, r_, cgr__prof_errmsg(p));                          \
+                    #call, r_, prof_errmsg(p));                               \
             g_failures++;                                                     \
             goto done;                                                        \
         }                                                                     \
@@ -163,15 +163,15 @@ int main(void)
 {
     int ndev = 0, n = 0, i;
     cudaError_t ce = cudaGetDeviceCount(&ndev);
-    cgr__prof *p = NULL, *p2 = NULL;
+    prof *p = NULL, *p2 = NULL;
     char err[256];
     cudaStream_t stream = NULL;
     unsigned char *h_buf = NULL, *d_buf = NULL;
     unsigned long long *d_sink = NULL;
-    cgr__prof_window w, w2, wg;
+    prof_window w, w2, wg;
     cudaGraph_t graph = NULL;
     cudaGraphExec_t gexec = NULL;
-    cgr__prof_kernel_stat top[8];
+    prof_kernel_stat top[8];
     char path[4096];
     const char *tmpdir = getenv("TMPDIR");
     int fd, r;
@@ -183,10 +183,10 @@ int main(void)
         return 77;
     }
 
-    r = cgr__prof_create(&p, 0, err, sizeof err);
-    if (r != CGR__PROF_OK) {
+    r = prof_create(&p, err, sizeof err);
+    if (r != PROF_OK) {
         /* Under compute-sanitizer (or nsys) CUPTI belongs to that tool. */
-        if (r == CGR__PROF_ENOLIB) {
+        if (r == PROF_ENOLIB) {
             printf("SKIP: CUPTI is not loadable here: %s\n", err);
             return 77;
         }
@@ -194,17 +194,17 @@ int main(void)
             printf("SKIP: another CUPTI client is attached: %s\n", err);
             return 77;
         }
-        fprintf(stderr, "FAIL: cgr__prof_create: code %d: %s\n", r, err);
+        fprintf(stderr, "FAIL: prof_create: code %d: %s\n", r, err);
         return 1;
     }
     /* CUPTI allows one set of callbacks: a second prof must be refused. */
-    r = cgr__prof_create(&p2, 0, err, sizeof err);
-    CHECK(r == CGR__PROF_EBUSY && p2 == NULL, "second cgr__prof_create returned %d", r);
-    cgr__prof_destroy(&p2);
+    r = prof_create(&p2, err, sizeof err);
+    CHECK(r == PROF_EBUSY && p2 == NULL, "second prof_create returned %d", r);
+    prof_destroy(&p2);
     /* Out-of-order calls are errors, not crashes. */
-    CHECK(cgr__prof_end(p, STEPS, &w) == CGR__PROF_ESTATE, "cgr__prof_end without begin");
-    CHECK(cgr__prof_top_kernels(p, top, 8, &n) == CGR__PROF_ESTATE,
-          "cgr__prof_top_kernels before any window");
+    CHECK(prof_end(p, STEPS, &w) == PROF_ESTATE, "prof_end without begin");
+    CHECK(prof_top_kernels(p, top, 8, &n) == PROF_ESTATE,
+          "prof_top_kernels before any window");
 
     CUDA_OK(cudaSetDevice(0));
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -221,14 +221,14 @@ int main(void)
     }
     CUDA_OK(cudaDeviceSynchronize());
 
-    PROF_OK_(cgr__prof_begin(p, "test"), p);
+    PROF_OK_(prof_begin(p, "test"), p);
     for (i = 0; i < STEPS; i++) {
         CUDA_OK(prof_test_launch_spin(stream, SPIN_NS, d_sink));
         CUDA_OK(cudaMemcpyAsync(d_buf, h_buf, COPY_BYTES,
                                 cudaMemcpyHostToDevice, stream));
     }
     CUDA_OK(cudaDeviceSynchronize());
-    PROF_OK_(cgr__prof_end(p, STEPS, &w), p);
+    PROF_OK_(prof_end(p, STEPS, &w), p);
 
     printf("window '%s': steps %d records %llu untimed %llu dropped %llu\n",
            w.label, w.steps, (unsigned long long)w.records,
@@ -260,7 +260,7 @@ int main(void)
           w.span_us, w.busy_union_us);
     CHECK(w.dropped == 0, "dropped %llu", (unsigned long long)w.dropped);
 
-    PROF_OK_(cgr__prof_top_kernels(p, top, 8, &n), p);
+    PROF_OK_(prof_top_kernels(p, top, 8, &n), p);
     for (i = 0; i < n; i++)
         printf("  top %d: %-40s calls %llu total %.2f us mean %.2f us "
                "share %.1f%%\n",
@@ -276,7 +276,7 @@ int main(void)
     }
 
     /* Trace: add the window (written after the graph window below). */
-    PROF_OK_(cgr__prof_trace_add(p, "test (eager)", 1), p);
+    PROF_OK_(prof_trace_add(p, "test (eager)", 1), p);
 
     /* Graph replay: the same step plus a memset, captured once. */
     CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -286,15 +286,15 @@ int main(void)
     CUDA_OK(cudaMemsetAsync(d_buf, 0, COPY_BYTES, stream));
     CUDA_OK(cudaStreamEndCapture(stream, &graph));
     CUDA_OK(cudaGraphInstantiate(&gexec, graph, 0));
-    /* Warm-up; also absorbs CUPTI's stall after cgr__prof_end's flush. */
+    /* Warm-up; also absorbs CUPTI's stall after prof_end's flush. */
     for (i = 0; i < 3; i++)
         CUDA_OK(cudaGraphLaunch(gexec, stream));
     CUDA_OK(cudaDeviceSynchronize());
-    PROF_OK_(cgr__prof_begin(p, "graph"), p);
+    PROF_OK_(prof_begin(p, "graph"), p);
     for (i = 0; i < STEPS; i++)
         CUDA_OK(cudaGraphLaunch(gexec, stream));
     CUDA_OK(cudaDeviceSynchronize());
-    PROF_OK_(cgr__prof_end(p, STEPS, &wg), p);
+    PROF_OK_(prof_end(p, STEPS, &wg), p);
     printf("window '%s': records %llu, per step: busy %.2f us (union %.2f), "
            "%.2f kernels, %.2f memcpys, %.2f memsets, span %.2f us\n",
            wg.label, (unsigned long long)wg.records, wg.busy_us,
@@ -309,10 +309,10 @@ int main(void)
           "graph busy_us per step %.2f not in [10, 200]", wg.busy_us);
     CHECK(wg.dropped == 0, "graph window dropped %llu",
           (unsigned long long)wg.dropped);
-    PROF_OK_(cgr__prof_trace_add(p, "test (graph)", 2), p);
+    PROF_OK_(prof_trace_add(p, "test (graph)", 2), p);
 
     /* Write the trace to a temp file and read it back. */
-    snprintf(path, sizeof path, "%s/cgr__prof_trace_XXXXXX",
+    snprintf(path, sizeof path, "%s/prof_trace_XXXXXX",
              tmpdir && tmpdir[0] ? tmpdir : "/tmp");
     fd = mkstemp(path);
     CHECK(fd >= 0, "mkstemp(%s) failed", path);
@@ -321,32 +321,32 @@ int main(void)
         goto done;
     }
     close(fd);
-    PROF_OK_(cgr__prof_trace_write(p, path), p);
+    PROF_OK_(prof_trace_write(p, path), p);
     check_trace(path);
-    /* CGR__PROF_TEST_TRACE=file keeps a copy of the trace for a look in Perfetto. */
-    if (getenv("CGR__PROF_TEST_TRACE") && getenv("CGR__PROF_TEST_TRACE")[0])
-        PROF_OK_(cgr__prof_trace_write(p, getenv("CGR__PROF_TEST_TRACE")), p);
+    /* PROF_TEST_TRACE=file keeps a copy of the trace for a look in Perfetto. */
+    if (getenv("PROF_TEST_TRACE") && getenv("PROF_TEST_TRACE")[0])
+        PROF_OK_(prof_trace_write(p, getenv("PROF_TEST_TRACE")), p);
 
     /* An empty window after the first sees nothing: earlier records are
-     * discarded at cgr__prof_begin. (The main window also had the 3 warm-up
+     * discarded at prof_begin. (The main window also had the 3 warm-up
      * steps, still in CUPTI's buffers, to discard.) */
-    PROF_OK_(cgr__prof_begin(p, "empty"), p);
+    PROF_OK_(prof_begin(p, "empty"), p);
     CUDA_OK(cudaDeviceSynchronize());
-    PROF_OK_(cgr__prof_end(p, 1, &w2), p);
+    PROF_OK_(prof_end(p, 1, &w2), p);
     CHECK(w2.records == 0 && w2.kernels == 0 && w2.busy_us == 0.0,
           "empty window saw %llu records", (unsigned long long)w2.records);
-    CHECK(cgr__prof_end(p, 0, &w2) == CGR__PROF_EINVAL, "cgr__prof_end with steps 0");
+    CHECK(prof_end(p, 0, &w2) == PROF_EINVAL, "prof_end with steps 0");
 
 done:
     if (path[0])
         unlink(path);
-    cgr__prof_destroy(&p);
-    CHECK(p == NULL, "cgr__prof_destroy did not clear the pointer");
+    prof_destroy(&p);
+    CHECK(p == NULL, "prof_destroy did not clear the pointer");
     /* Destroy detached CUPTI (cuptiFinalize); a later profiler attaches it again. */
     if (!g_failures) {
-        r = cgr__prof_create(&p, 0, err, sizeof err);
-        CHECK(r == CGR__PROF_OK, "cgr__prof_create after a destroy: %s", err);
-        cgr__prof_destroy(&p);
+        r = prof_create(&p, err, sizeof err);
+        CHECK(r == PROF_OK, "prof_create after a destroy: %s", err);
+        prof_destroy(&p);
     }
     if (gexec)
         cudaGraphExecDestroy(gexec);

@@ -1,5 +1,5 @@
-// Kernels for test_profiler.c: a spin kernel of known duration.
-#include "profiler_kernels.h"
+// Kernels for test_prof.c: a spin kernel of known duration.
+#include "test_prof_kernels.h"
 
 // Spins until `ns` nanoseconds of %globaltimer have passed. The loop also
 // stops after 4 * ns SM clock cycles (>= 1 ns at any clock below 4 GHz), so
