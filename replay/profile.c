@@ -125,7 +125,7 @@ static int open_window(cgr_step *s, cgr__profile *p)
                 err);
         return -1;
     }
-    if (cgr__prof_begin(p->prof, s->name) != CGR__PROF_OK) {
+    if (cgr__prof_begin(p->prof) != CGR__PROF_OK) {
         give_up(s, CGR_STATUS_NOT_SUPPORTED, cgr__prof_errmsg(p->prof));
         return -1;
     }
@@ -177,7 +177,7 @@ static void close_window(cgr_step *s, cgr__profile *p)
     const char *const *names = NULL;
     cgr__prof_link *links = NULL;
     size_t n = 0, n_names = 0, n_links = 0;
-    if (cgr__prof_end(p->prof, (int)p->n, &w) != CGR__PROF_OK ||
+    if (cgr__prof_end(p->prof, &w) != CGR__PROF_OK ||
         cgr__prof_records(p->prof, &recs, &n, &names, &n_names) != CGR__PROF_OK ||
         cgr__prof_links(p->prof, &links, &n_links) != CGR__PROF_OK) {
         give_up(s, CGR_STATUS_NOT_SUPPORTED, cgr__prof_errmsg(p->prof));

@@ -36,7 +36,9 @@ struct prof {
     uint64_t torigin;      /* the first window added starts the timeline */
 };
 
-/* Records p's message and returns rc. */
+/* Records p's message and returns rc. The messages name the calls as
+ * cgr-bench's output (stderr, the serve report's notes) has always shown
+ * them, from when these figures were the collector's own. */
 static int set_err(prof *p, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int set_err(prof *p, int rc, const char *fmt, ...)
 {
@@ -119,7 +121,7 @@ void prof_destroy(prof **pp)
 int prof_begin(prof *p, const char *label)
 {
     p->err[0] = '\0';
-    const int rc = cgr__prof_begin(p->c, label);
+    const int rc = cgr__prof_begin(p->c);
     if (rc != CGR__PROF_OK)
         return collector_err(p, rc);
     snprintf(p->label, sizeof p->label, "%s", label ? label : "");
@@ -134,7 +136,7 @@ int prof_end(prof *p, int steps, prof_window *out)
     p->err[0] = '\0';
     if (steps < 1)
         return set_err(p, PROF_EINVAL, "cgr__prof_end: steps must be >= 1 (got %d)", steps);
-    int rc = cgr__prof_end(p->c, steps, &cw);
+    int rc = cgr__prof_end(p->c, &cw);
     if (rc == CGR__PROF_OK)
         rc = cgr__prof_records(p->c, &r.recs, &r.n, &r.names, &r.n_names);
     if (rc != CGR__PROF_OK)

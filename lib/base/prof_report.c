@@ -1,9 +1,7 @@
 /*
  * The arithmetic of a profile and its three reports (prof_report.h), and
- * the trace writer that the collector's trace (profiler.c) shares.
+ * the GPU trace writer that cgr-bench's trace of several windows shares.
  */
-#define _POSIX_C_SOURCE 200809L /* open_memstream, fseeko */
-
 #include "prof_report.h"
 
 #include <assert.h>
@@ -687,63 +685,4 @@ int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, 
     bad |= cgr__prof_trace_gpu(&o, 2, "GPU", recs, n, run_of, names, n_names, origin) != 0;
     bad |= fputs(cgr__prof_trace_tail, f) < 0;
     return bad ? -1 : 0;
-}
-
-/* ---- the trace in memory ------------------------------------------------------ */
-
-int cgr__prof_trace_buf_add(cgr__prof_trace_buf *t, int pid, const char *name,
-                            const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
-                            const char *const *names, size_t n_names, uint64_t origin)
-{
-    if (!t->out.f) {
-        t->out.f = open_memstream(&t->buf, &t->size);
-        if (!t->out.f)
-            return -1;
-    }
-    const cgr__prof_trace_out saved = t->out;
-    if (cgr__prof_trace_gpu(&t->out, pid, name, recs, n, run_of, names, n_names, origin) == 0)
-        return t->out.left_out > saved.left_out;
-    /*
-     * Take back this call's events, so the trace holds whole windows: the
-     * next write goes where they began, and only the bytes counted are
-     * written out. A stream that cannot seek back would leave a broken
-     * event in the middle of the trace, so then the trace goes.
-     */
-    clearerr(t->out.f);
-    if (fseeko(t->out.f, (off_t)saved.bytes, SEEK_SET) == 0) {
-        t->out = saved;
-    } else {
-        const uint64_t max_events = saved.max_events, max_bytes = saved.max_bytes;
-        cgr__prof_trace_buf_free(t);
-        t->out.max_events = max_events;
-        t->out.max_bytes = max_bytes;
-    }
-    return -1;
-}
-
-int cgr__prof_trace_buf_write(const cgr__prof_trace_buf *t, FILE *f)
-{
-    int bad = fputs(cgr__prof_trace_head, f) < 0;
-    if (!bad && t->out.f) {
-        /*
-         * A memory stream sets buf and size on a flush; that writes t
-         * through the pointers open_memstream took, which is fine: the
-         * bytes it holds do not change, and no cgr__prof_trace_buf is a
-         * const object (the collector's lives in calloc'd memory).
-         */
-        bad = fflush(t->out.f) != 0 || t->size < t->out.bytes ||
-              fwrite(t->buf, 1, (size_t)t->out.bytes, f) != (size_t)t->out.bytes;
-    }
-    bad = bad || fputs(cgr__prof_trace_tail, f) < 0;
-    return bad ? -1 : 0;
-}
-
-void cgr__prof_trace_buf_free(cgr__prof_trace_buf *t)
-{
-    /* A memory stream's fclose only hands over its buffer, freed below;
-     * there is nothing to do if it reports a failure. */
-    if (t->out.f)
-        (void)fclose(t->out.f);
-    free(t->buf);
-    memset(t, 0, sizeof *t);
 }

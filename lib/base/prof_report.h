@@ -136,8 +136,9 @@ int cgr__prof_rank_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *r
                            int max);
 
 /*
- * Sums of records added in start order, as a window's (the collector's) or
- * a run's (cgr__prof_summarize) figures need them. Zero it before the first.
+ * Sums of records added in start order, as a window's (cgr-bench's
+ * profiler) or a run's (cgr__prof_summarize) figures need them. Zero it
+ * before the first.
  */
 typedef struct cgr__prof_tally {
     uint64_t ns[CGR__PROF_MEMSET + 1];    /* durations by CGR__PROF_KERNEL.. _MEMSET */
@@ -192,8 +193,8 @@ int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, 
                           const cgr__prof_range *ranges, size_t n_ranges);
 
 /*
- * Where the reports go: both traces (cgr__prof_write_trace's and the
- * collector's, through cgr__prof_trace_buf), and the text and JSON
+ * Where the reports go: both traces (cgr__prof_write_trace's and
+ * cgr-bench's, through cgr__prof_trace_gpu), and the text and JSON
  * reports, are written by the same functions into one of these. It counts
  * the events and their bytes, which the trace caps need, and keeps the
  * first write failure.
@@ -223,34 +224,5 @@ int cgr__prof_trace_gpu(cgr__prof_trace_out *o, int pid, const char *name,
 /* What comes before a trace's first event and after its last. */
 extern const char cgr__prof_trace_head[];
 extern const char cgr__prof_trace_tail[];
-
-/*
- * A trace built in memory one window at a time, written out later: the
- * collector's (profiler.h). Zero it, set out.max_events / out.max_bytes,
- * and free it with cgr__prof_trace_buf_free.
- */
-typedef struct cgr__prof_trace_buf {
-    cgr__prof_trace_out out; /* out.f: a memory stream, opened by the first add */
-    char *buf;               /* the stream's bytes (open_memstream) */
-    size_t size;
-} cgr__prof_trace_buf;
-
-/*
- * Appends process pid, named name, with a thread per stream of recs[0..n)
- * and a slice per record (ts relative to origin; run_of as for
- * cgr__prof_attribute, NULL for no run argument). Returns 0; 1 when the
- * caps left records out (the trace stays valid); -1 when memory ran out,
- * and then the events of this call are taken back, or, should the memory
- * stream fail to seek back to where they began, the whole trace is dropped.
- */
-int cgr__prof_trace_buf_add(cgr__prof_trace_buf *t, int pid, const char *name,
-                            const cgr__prof_rec *recs, size_t n, const int32_t *run_of,
-                            const char *const *names, size_t n_names, uint64_t origin);
-
-/* {"traceEvents":[...],"displayTimeUnit":"ns"} with t's events to f; 0 or -1. */
-int cgr__prof_trace_buf_write(const cgr__prof_trace_buf *t, FILE *f);
-
-/* Frees t's memory and zeroes it (caps included). */
-void cgr__prof_trace_buf_free(cgr__prof_trace_buf *t);
 
 #endif

@@ -6,7 +6,7 @@
  *   filled only while a window is open, only with records that start at or
  *   after the window's start) --cgr__prof_end()--> p->win (owned by the
  *   API thread: filtered to the window, sorted by start, names resolved)
- *   --> cgr__prof_window / cgr__prof_top_kernels / cgr__prof_trace_add.
+ *   --> cgr__prof_window / cgr__prof_records / cgr__prof_links.
  *   With CGR__PROF_RANGES, cgr's phases (any thread, cgr__prof_phase) and
  *   CUPTI's marker records add range ends to p->marks (g_mark_lock), which
  *   cgr__prof_end joins into ranges in place (cgr__prof_window.ranges).
@@ -91,12 +91,10 @@ struct cgr__prof {
     unsigned flags;           /* CGR__PROF_CORRELATE, CGR__PROF_RANGES */
     cgr__prof_link *wlinks;   /* the last window's links (swapped with links at end) */
     size_t wlinks_n, wlinks_cap;
-    char label[64];
 
     rec *win;                 /* last window: filtered, sorted by start */
     size_t win_n, win_cap;
     int have_window;
-    char last_label[64];      /* the last window's label (label is the open one's) */
 
     /* interned kernel names (raw = as CUPTI gives, disp = for display) */
     char **raw;
@@ -105,11 +103,6 @@ struct cgr__prof {
     uint32_t *htab;           /* open addressing: id + 1, 0 = empty */
     size_t hcap;              /* power of two */
     struct name_slot cache[NAME_CACHE];
-
-    /* trace: the windows added so far, as JSON events (prof_report.h) */
-    cgr__prof_trace_buf trace;
-    int torigin_set;
-    uint64_t torigin;
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -609,7 +602,6 @@ static void free_all(cgr__prof *p)
     free(p->raw);
     free(p->disp);
     free(p->htab);
-    cgr__prof_trace_buf_free(&p->trace);
     free(p);
 }
 
@@ -711,8 +703,6 @@ int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen)
     if (!p)
         return fail(err, errlen, CGR__PROF_ENOMEM, "cgr__prof_create: out of memory");
     p->flags = flags;
-    p->trace.out.max_events = CGR__PROF_TRACE_MAX_EVENTS;
-    p->trace.out.max_bytes = CGR__PROF_TRACE_MAX_BYTES;
     if (intern(p, "<unknown>", &id) != CGR__PROF_OK) {
         free_all(p);
         return fail(err, errlen, CGR__PROF_ENOMEM, "cgr__prof_create: out of memory");
@@ -790,7 +780,7 @@ void cgr__prof_destroy(cgr__prof **pp)
 /* ------------------------------------------------------------------ */
 /* windows                                                             */
 
-int cgr__prof_begin(cgr__prof *p, const char *label)
+int cgr__prof_begin(cgr__prof *p)
 {
     CUptiResult r;
     size_t d = 0;
@@ -828,7 +818,6 @@ int cgr__prof_begin(cgr__prof *p, const char *label)
     p->collecting = 1;
     phases(p, (p->flags & CGR__PROF_RANGES) != 0); /* with the store, so no marker is lost */
     (void)pthread_mutex_unlock(&g_lock);
-    snprintf(p->label, sizeof p->label, "%s", label ? label : "");
     return CGR__PROF_OK;
 }
 
@@ -842,20 +831,17 @@ static int cmp_rec(const void *a, const void *b)
     return (int)x->kind - (int)y->kind;
 }
 
-int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
+int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
 {
     CUptiResult r;
     size_t d = 0, i, n;
     uint64_t t1 = 0, dropped, untimed = 0;
-    cgr__prof_tally t = {0};
     rec *tmp;
     size_t tcap;
     cgr__prof_window w;
     int rc = CGR__PROF_OK;
 
     p->err[0] = '\0';
-    if (steps < 1)
-        return set_err(p, CGR__PROF_EINVAL, "cgr__prof_end: steps must be >= 1 (got %d)", steps);
     /* collecting is written by this thread only, so it can be read unlocked. */
     if (!p->collecting)
         return set_err(p, CGR__PROF_ESTATE,
@@ -938,29 +924,9 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
         x->cupti_name = NULL; /* not used past this point */
     }
 
-    /* Sums, counts and span; the records are sorted by start, as the union needs. */
-    for (i = 0; i < n; i++)
-        cgr__prof_tally_add(&t, &p->win[i]);
-
     memset(&w, 0, sizeof w);
-    snprintf(w.label, sizeof w.label, "%s", p->label);
-    w.steps = steps;
-    w.kernel_us = (double)t.ns[CGR__PROF_KERNEL] / 1e3 / steps;
-    w.memcpy_us = (double)t.ns[CGR__PROF_MEMCPY] / 1e3 / steps;
-    w.memset_us = (double)t.ns[CGR__PROF_MEMSET] / 1e3 / steps;
-    w.busy_us = (double)t.busy / 1e3 / steps;
-    w.busy_union_us = (double)cgr__prof_tally_union(&t) / 1e3 / steps;
-    w.kernels = t.count[CGR__PROF_KERNEL];
-    w.memcpys = t.count[CGR__PROF_MEMCPY];
-    w.memsets = t.count[CGR__PROF_MEMSET];
-    w.kernels_per_step = (double)w.kernels / steps;
-    w.memcpys_per_step = (double)w.memcpys / steps;
-    w.memsets_per_step = (double)w.memsets / steps;
-    w.span_us = n > 0 ? (double)(t.last - p->win[0].start) / 1e3 / steps : 0.0;
-    w.window_us = (double)(t1 - p->t0) / 1e3;
     w.start = p->t0;
     w.end = t1;
-    w.records = n;
     w.untimed = untimed;
     w.dropped = dropped;
     /* The host ranges, now that nothing adds to marks; out of memory only leaves them out. */
@@ -969,7 +935,6 @@ int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
     w.ranges = p->marks;
     w.ranges_dropped = p->marks_dropped;
 
-    memcpy(p->last_label, w.label, sizeof p->last_label);
     p->have_window = 1;
     if (out)
         *out = w;
@@ -984,42 +949,8 @@ int cgr__prof_now(cgr__prof *p, uint64_t *ns)
     return CGR__PROF_OK;
 }
 
-int cgr__prof_intervals(cgr__prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n)
-{
-    if (!p || !n || (max && (!start || !end)))
-        return CGR__PROF_EINVAL;
-    if (!p->have_window)
-        return set_err(p, CGR__PROF_ESTATE, "cgr__prof_intervals: no finished window");
-    size_t k = p->win_n < max ? p->win_n : max;
-    for (size_t i = 0; i < k; i++) {
-        start[i] = p->win[i].start;
-        end[i] = p->win[i].end;
-    }
-    *n = k;
-    return CGR__PROF_OK;
-}
-
 /* ------------------------------------------------------------------ */
-/* top kernels                                                         */
-
-int cgr__prof_top_kernels(cgr__prof *p, cgr__prof_kernel_stat *out, int max, int *n)
-{
-    if (n)
-        *n = 0;
-    if (!p || !n || max < 0 || (max > 0 && !out))
-        return CGR__PROF_EINVAL;
-    if (!p->have_window)
-        return set_err(p, CGR__PROF_ESTATE, "cgr__prof_top_kernels: no finished window");
-    const int k = cgr__prof_rank_kernels(p->win, p->win_n, NULL, (const char *const *)p->disp,
-                                         p->names_n, out, max);
-    if (k < 0)
-        return set_err(p, CGR__PROF_ENOMEM, "cgr__prof_top_kernels: out of memory");
-    *n = k;
-    return CGR__PROF_OK;
-}
-
-/* ------------------------------------------------------------------ */
-/* Chrome trace (written by prof_report.c, as the profile window's is)  */
+/* memcpy kinds                                                        */
 
 /* prof_report.c names memcpys by these values of CUpti_ActivityMemcpyKind. */
 _Static_assert(CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN == 0 && CUPTI_ACTIVITY_MEMCPY_KIND_HTOD == 1 &&
@@ -1029,54 +960,6 @@ _Static_assert(CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN == 0 && CUPTI_ACTIVITY_MEMCPY_
                    CUPTI_ACTIVITY_MEMCPY_KIND_DTOD == 8 && CUPTI_ACTIVITY_MEMCPY_KIND_HTOH == 9 &&
                    CUPTI_ACTIVITY_MEMCPY_KIND_PTOP == 10,
                "CUPTI renumbered its memcpy kinds: update copy_names in prof_report.c");
-
-int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid)
-{
-    int rc;
-
-    if (!p)
-        return CGR__PROF_EINVAL;
-    p->err[0] = '\0';
-    if (!p->have_window)
-        return set_err(p, CGR__PROF_ESTATE, "cgr__prof_trace_add: no finished window");
-    if (!label || !label[0])
-        label = p->last_label[0] ? p->last_label : "window";
-    if (!p->torigin_set) {
-        p->torigin = p->t0;
-        p->torigin_set = 1;
-    }
-
-    rc = cgr__prof_trace_buf_add(&p->trace, pid, label, p->win, p->win_n, NULL,
-                                 (const char *const *)p->disp, p->names_n, p->torigin);
-    if (rc < 0)
-        return set_err(p, CGR__PROF_ENOMEM, "cgr__prof_trace_add: out of memory");
-    if (rc > 0)
-        return set_err(p, CGR__PROF_WTRUNC,
-                       "cgr__prof_trace_add: trace cap reached (%u events or "
-                       "%u MiB); %llu events left out in total",
-                       (unsigned)CGR__PROF_TRACE_MAX_EVENTS,
-                       (unsigned)(CGR__PROF_TRACE_MAX_BYTES >> 20),
-                       (unsigned long long)p->trace.out.left_out);
-    return CGR__PROF_OK;
-}
-
-int cgr__prof_trace_write(cgr__prof *p, const char *path)
-{
-    FILE *f;
-    int bad;
-
-    if (!p || !path || !path[0])
-        return CGR__PROF_EINVAL;
-    f = fopen(path, "w");
-    if (!f)
-        return set_err(p, CGR__PROF_EIO, "cgr__prof_trace_write: cannot open %s for writing", path);
-    bad = cgr__prof_trace_buf_write(&p->trace, f) != 0;
-    if (fclose(f) != 0)
-        bad = 1;
-    if (bad)
-        return set_err(p, CGR__PROF_EIO, "cgr__prof_trace_write: writing %s failed", path);
-    return CGR__PROF_OK;
-}
 
 /* ------------------------------------------------------------------ */
 /* tags and the window's records                                       */
@@ -1143,12 +1026,12 @@ void cgr__prof_destroy(cgr__prof **p)
         *p = NULL;
 }
 
-int cgr__prof_begin(cgr__prof *p, const char *label)
+int cgr__prof_begin(cgr__prof *p)
 {
     return CGR__PROF_ENOLIB;
 }
 
-int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out)
+int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
 {
     return CGR__PROF_ENOLIB;
 }

@@ -1,25 +1,27 @@
 /* cgr__prof: the CUPTI activity collector behind cgr's profile window
  * (replay/profile.c, cgr_options.profile) and cgr-bench's profiler
- * (bench/prof/prof.h is a thin layer over it).
+ * (bench/prof/prof.h computes its figures from these records).
  *
- * It measures what the GPU did inside a "window": GPU busy time per step is
- * the sum of the durations of the
- * kernel, memcpy and memset activity records whose start lies in the window;
- * the overhead figure is wall / busy. It also keeps the last window's
- * records for a top-kernels table and for a Chrome / Perfetto JSON trace.
+ * It gathers what the GPU did inside a "window": the kernel, memcpy and
+ * memset activity records whose start lies in it, sorted by start with the
+ * kernel names resolved, and, as flags ask, which run launched each record
+ * and the host ranges. prof_report.h turns them into figures and reports.
  *
- * Usage:
+ * Usage, as the profile window does it:
  *
  *     cgr__prof *p; char err[256];
- *     if (cgr__prof_create(&p, 0, err, sizeof err) != CGR__PROF_OK) { report err; }
- *     ... warm up, cudaDeviceSynchronize() ...
- *     cgr__prof_begin(p, "graph");
- *     for (i = 0; i < steps; i++) run_one_step();
- *     cudaDeviceSynchronize();              // the caller synchronizes
- *     cgr__prof_window w; cgr__prof_end(p, steps, &w);
- *     cgr__prof_top_kernels(p, top, 10, &n);
- *     cgr__prof_trace_add(p, "graph", 2);        // optional
- *     cgr__prof_trace_write(p, "trace.json");    // optional, after all windows
+ *     if (cgr__prof_create(&p, CGR__PROF_CORRELATE, err, sizeof err) != CGR__PROF_OK)
+ *         { report err; }
+ *     cgr__prof_begin(p);
+ *     for (i = 0; i < runs; i++) {
+ *         cgr__prof_now(p, &run[i].begin); cgr__prof_push(p, i);
+ *         launch_run(i);
+ *         cgr__prof_pop(p); cgr__prof_now(p, &run[i].end);
+ *     }
+ *     cudaStreamSynchronize(stream);        // the caller synchronizes
+ *     cgr__prof_window w; cgr__prof_end(p, &w);
+ *     cgr__prof_records(p, &recs, &n, &names, &n_names);
+ *     cgr__prof_links(p, &links, &n_links); // then prof_report.h's sums
  *     cgr__prof_destroy(&p);
  *
  * Notes:
@@ -52,16 +54,15 @@
 extern "C" {
 #endif
 
-/* Return codes. Negative is an error; CGR__PROF_WTRUNC is a warning. */
+/* Return codes. Negative is an error. cgr-bench's profiler passes them
+ * through beside codes of its own (bench/prof/prof.h), which it checks
+ * are none of these. */
 enum {
     CGR__PROF_OK = 0,
-    CGR__PROF_WTRUNC = 1,   /* cgr__prof_trace_add: the trace hit its size cap; some
-                          events were left out (the rest is valid) */
     CGR__PROF_EINVAL = -1,  /* bad argument */
     CGR__PROF_ECUPTI = -2,  /* a CUPTI call failed (see cgr__prof_errmsg) */
     CGR__PROF_ENOMEM = -3,  /* out of memory */
     CGR__PROF_ESTATE = -4,  /* call out of order (e.g. cgr__prof_end without begin) */
-    CGR__PROF_EIO = -5,     /* writing the trace file failed */
     CGR__PROF_EBUSY = -6,   /* another cgr__prof already exists in this process */
     CGR__PROF_ENOLIB = -7,  /* CUPTI could not be loaded (or cgr was built without it) */
 };
@@ -83,8 +84,6 @@ enum {
 /* Caps that keep memory bounded. Records beyond CGR__PROF_MAX_RECORDS in one
  * window are counted in cgr__prof_window.dropped. */
 #define CGR__PROF_MAX_RECORDS (1u << 22)        /* ~4.2 M records, <= ~300 MB */
-#define CGR__PROF_TRACE_MAX_EVENTS 2000000u     /* events in one trace file */
-#define CGR__PROF_TRACE_MAX_BYTES (768u << 20)  /* bytes of JSON in one trace */
 #define CGR__PROF_MAX_MARKS (1u << 16)          /* host range ends in one window (6 MB) */
 
 /* The NVTX domain of cgr's own ranges (trace.c): CUPTI's records of them
@@ -99,41 +98,12 @@ void cgr__prof_phase(const char *name);
 
 typedef struct cgr__prof cgr__prof; /* opaque */
 
-/* The result of one measurement window. "per step" figures are the window
- * totals divided by `steps`. Times are in microseconds, from CUPTI's
- * timestamps (ns). */
+/* One window: its bounds and what it lost. Its records are those of
+ * cgr__prof_records; the figures are the caller's to compute from them. */
 typedef struct cgr__prof_window {
-    char label[64];            /* the label given to cgr__prof_begin */
-    int steps;                 /* as given to cgr__prof_end */
-
-    double busy_us;            /* per step: sum of kernel + memcpy + memset
-                                  durations (overlapping work counted twice) */
-    double busy_union_us;      /* per step: length of the union of those
-                                  intervals (overlap counted once); the better
-                                  figure when kernels overlap, e.g. with
-                                  programmatic dependent launch */
-    double kernel_us;          /* per step: sum of kernel durations */
-    double memcpy_us;          /* per step: sum of memcpy durations */
-    double memset_us;          /* per step: sum of memset durations */
-
-    double kernels_per_step;   /* kernels / steps */
-    double memcpys_per_step;   /* memcpys / steps */
-    double memsets_per_step;   /* memsets / steps */
-
-    double span_us;            /* per step: (last end - first start) of the
-                                  window's records / steps, i.e. the GPU
-                                  timeline the window covered */
-    double window_us;          /* whole window: cgr__prof_begin .. cgr__prof_end on
-                                  CUPTI's clock (not per step) */
-
     uint64_t start, end;       /* the window on CUPTI's clock (ns): the
                                   timestamps cgr__prof_begin and cgr__prof_end
                                   took; its records start inside it */
-
-    uint64_t kernels;          /* totals over the window */
-    uint64_t memcpys;
-    uint64_t memsets;
-    uint64_t records;          /* records counted in the window */
     uint64_t untimed;          /* records left out: CUPTI had no timestamps
                                   for them (start == end == 0 or end < start) */
     uint64_t dropped;          /* records lost: the store's cap, CUPTI's own
@@ -141,18 +111,13 @@ typedef struct cgr__prof_window {
                                   nonzero the figures are too low. */
 
     /* CGR__PROF_RANGES: the host ranges, joined by cgr__prof_pair_ranges
-     * (valid until the next cgr__prof_begin; cgr__prof_trace_add leaves
-     * them out); those begun in the window but still open at its end, left
-     * out; and the ends lost past CGR__PROF_MAX_MARKS or to memory. */
+     * (valid until the next cgr__prof_begin); those begun in the window
+     * but still open at its end, left out; and the ends lost past
+     * CGR__PROF_MAX_MARKS or to memory. */
     const cgr__prof_range *ranges;
     size_t n_ranges;
     uint64_t ranges_open, ranges_dropped;
 } cgr__prof_window;
-
-/* A row of the top-kernels table (prof_report.h): names demangled when a
- * demangler is already in the process (libstdc++'s __cxa_demangle),
- * otherwise as CUPTI gives them (often mangled). */
-typedef cgr__prof_kernel cgr__prof_kernel_stat;
 
 /* Enables the CUPTI activity kinds CONCURRENT_KERNEL, MEMCPY and MEMSET (and
  * those that the CGR__PROF_* flags ask for) and registers the buffer
@@ -175,40 +140,20 @@ void cgr__prof_destroy(cgr__prof **p);
  * CUPTI stalls the next launch while it sets up a new buffer (tenths of a
  * millisecond). cgr__prof_end flushes, so put some GPU work (a warm-up step)
  * between cgr__prof_end and the next cgr__prof_begin, or that stall lands on
- * the first launch of the next window (it shows in wall time and span_us,
- * not in busy_us). A second cgr__prof_begin without cgr__prof_end restarts
- * the window. label may be NULL. */
-int cgr__prof_begin(cgr__prof *p, const char *label);
+ * the first launch of the next window (it shows in wall time, not in the
+ * records' durations). A second cgr__prof_begin without cgr__prof_end
+ * restarts the window. */
+int cgr__prof_begin(cgr__prof *p);
 
 /* Ends the window. The caller must have synchronized the device (e.g.
  * cudaDeviceSynchronize) first, or the last records may be missing. Takes
- * the end timestamp, forces a flush and sums the records whose start lies in
- * [begin, end]. steps must be >= 1. out may be NULL (the window is still kept
- * for cgr__prof_top_kernels / cgr__prof_trace_add). */
-int cgr__prof_end(cgr__prof *p, int steps, cgr__prof_window *out);
-
-/* The kernels of the last window, sorted by total time (descending). Writes
- * up to max entries to out and their number to *n. */
-int cgr__prof_top_kernels(cgr__prof *p, cgr__prof_kernel_stat *out, int max, int *n);
-
-/* Appends the last window's records to the in-memory trace as Chrome trace
- * events under process `pid`, named `label`. ts is relative to the start of
- * the first window added, so windows added one after another line up on one
- * timeline. Returns CGR__PROF_WTRUNC if the trace caps were hit. */
-int cgr__prof_trace_add(cgr__prof *p, const char *label, int pid);
-
-/* Writes {"traceEvents":[...],"displayTimeUnit":"ns"} to path (opens in
- * ui.perfetto.dev and chrome://tracing). May be called more than once. */
-int cgr__prof_trace_write(cgr__prof *p, const char *path);
+ * the end timestamp, forces a flush and keeps the records whose start lies
+ * in [begin, end] (cgr__prof_records, cgr__prof_links). out may be NULL. */
+int cgr__prof_end(cgr__prof *p, cgr__prof_window *out);
 
 /* CUPTI's clock now, in ns: the clock of the records' start and end, so a
  * host moment taken with it can be set against the GPU timeline. */
 int cgr__prof_now(cgr__prof *p, uint64_t *ns);
-
-/* The last window's records as intervals (ns, CUPTI clock), in start order:
- * start[i], end[i] for i < *n, at most max of them (*n says how many were
- * written; the window may hold more). */
-int cgr__prof_intervals(cgr__prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n);
 
 /* Tags the calling thread's CUDA API calls with `id` until cgr__prof_pop
  * (CGR__PROF_CORRELATE). Cheap: no flush, no allocation. */
