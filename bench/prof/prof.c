@@ -36,9 +36,7 @@ struct prof {
     uint64_t torigin;      /* the first window added starts the timeline */
 };
 
-/* Records p's message and returns rc. The messages name the calls as
- * cgr-bench's output (stderr, the serve report's notes) has always shown
- * them, from when these figures were the collector's own. */
+/* Records p's message and returns rc. */
 static int set_err(prof *p, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int set_err(prof *p, int rc, const char *fmt, ...)
 {
@@ -59,7 +57,7 @@ static int collector_err(prof *p, int rc)
 
 const char *prof_errmsg(const prof *p)
 {
-    return p ? p->err : "cgr__prof is NULL";
+    return p ? p->err : "prof is NULL";
 }
 
 /* The last finished window's records, as the collector keeps them. */
@@ -90,7 +88,7 @@ int prof_create(prof **out, char *err, size_t errlen)
     prof *p = calloc(1, sizeof *p);
     if (!p) {
         if (err && errlen)
-            snprintf(err, errlen, "cgr__prof_create: out of memory");
+            snprintf(err, errlen, "prof_create: out of memory");
         return PROF_ENOMEM;
     }
     const int rc = cgr__prof_create(&p->c, 0, err, errlen);
@@ -135,7 +133,7 @@ int prof_end(prof *p, int steps, prof_window *out)
 
     p->err[0] = '\0';
     if (steps < 1)
-        return set_err(p, PROF_EINVAL, "cgr__prof_end: steps must be >= 1 (got %d)", steps);
+        return set_err(p, PROF_EINVAL, "prof_end: steps must be >= 1 (got %d)", steps);
     int rc = cgr__prof_end(p->c, &cw);
     if (rc == CGR__PROF_OK)
         rc = cgr__prof_records(p->c, &r.recs, &r.n, &r.names, &r.n_names);
@@ -186,7 +184,7 @@ int prof_intervals(prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *
     window_recs r;
     if (!p || !n || (max && (!start || !end)))
         return PROF_EINVAL;
-    const int rc = last_window(p, "cgr__prof_intervals", &r);
+    const int rc = last_window(p, "prof_intervals", &r);
     if (rc != PROF_OK)
         return rc;
     size_t k = r.n < max ? r.n : max;
@@ -208,12 +206,12 @@ int prof_top_kernels(prof *p, prof_kernel_stat *out, int max, int *n)
         *n = 0;
     if (!p || !n || max < 0 || (max > 0 && !out))
         return PROF_EINVAL;
-    const int rc = last_window(p, "cgr__prof_top_kernels", &r);
+    const int rc = last_window(p, "prof_top_kernels", &r);
     if (rc != PROF_OK)
         return rc;
     const int k = cgr__prof_rank_kernels(r.recs, r.n, NULL, r.names, r.n_names, out, max);
     if (k < 0)
-        return set_err(p, PROF_ENOMEM, "cgr__prof_top_kernels: out of memory");
+        return set_err(p, PROF_ENOMEM, "prof_top_kernels: out of memory");
     *n = k;
     return PROF_OK;
 }
@@ -229,7 +227,7 @@ int prof_trace_add(prof *p, const char *label, int pid)
     if (!p)
         return PROF_EINVAL;
     p->err[0] = '\0';
-    int rc = last_window(p, "cgr__prof_trace_add", &r);
+    int rc = last_window(p, "prof_trace_add", &r);
     if (rc != PROF_OK)
         return rc;
     if (!label || !label[0])
@@ -242,10 +240,10 @@ int prof_trace_add(prof *p, const char *label, int pid)
     rc = prof_trace_buf_add(&p->trace, pid, label, r.recs, r.n, NULL, r.names, r.n_names,
                             p->torigin);
     if (rc < 0)
-        return set_err(p, PROF_ENOMEM, "cgr__prof_trace_add: out of memory");
+        return set_err(p, PROF_ENOMEM, "prof_trace_add: out of memory");
     if (rc > 0)
         return set_err(p, PROF_WTRUNC,
-                       "cgr__prof_trace_add: trace cap reached (%u events or "
+                       "prof_trace_add: trace cap reached (%u events or "
                        "%u MiB); %llu events left out in total",
                        (unsigned)PROF_TRACE_MAX_EVENTS, (unsigned)(PROF_TRACE_MAX_BYTES >> 20),
                        (unsigned long long)p->trace.out.left_out);
@@ -261,12 +259,12 @@ int prof_trace_write(prof *p, const char *path)
         return PROF_EINVAL;
     f = fopen(path, "w");
     if (!f)
-        return set_err(p, PROF_EIO, "cgr__prof_trace_write: cannot open %s for writing", path);
+        return set_err(p, PROF_EIO, "prof_trace_write: cannot open %s for writing", path);
     bad = prof_trace_buf_write(&p->trace, f) != 0;
     if (fclose(f) != 0)
         bad = 1;
     if (bad)
-        return set_err(p, PROF_EIO, "cgr__prof_trace_write: writing %s failed", path);
+        return set_err(p, PROF_EIO, "prof_trace_write: writing %s failed", path);
     return PROF_OK;
 }
 
