@@ -19,6 +19,8 @@
 #include <cuda_runtime_api.h>
 
 #include "prof.h"
+#include "test.h"
+#include "prof_records.h"
 #include "test_prof_kernels.h"
 
 #define STEPS 10
@@ -96,40 +98,6 @@ static char *read_file(const char *path, size_t *len)
     return buf;
 }
 
-/* Light JSON sanity: brackets balance outside strings, strings close. */
-static int json_balanced(const char *s)
-{
-    int depth = 0, in_str = 0;
-    for (; *s; s++) {
-        if (in_str) {
-            if (*s == '\\' && s[1])
-                s++;
-            else if (*s == '"')
-                in_str = 0;
-            continue;
-        }
-        if (*s == '"')
-            in_str = 1;
-        else if (*s == '{' || *s == '[')
-            depth++;
-        else if (*s == '}' || *s == ']') {
-            if (--depth < 0)
-                return 0;
-        }
-    }
-    return depth == 0 && !in_str;
-}
-
-static size_t count_substr(const char *s, const char *sub)
-{
-    size_t n = 0, l = strlen(sub);
-    while ((s = strstr(s, sub)) != NULL) {
-        n++;
-        s += l;
-    }
-    return n;
-}
-
 static void check_trace(const char *path)
 {
     size_t len = 0, end;
@@ -146,10 +114,10 @@ static void check_trace(const char *path)
           head);
     CHECK(end > 0 && txt[end - 1] == '}', "trace does not end with }");
     CHECK(json_balanced(txt), "trace brackets/strings do not balance");
-    CHECK(count_substr(txt, "\"ph\":\"X\"") == 5 * STEPS,
+    CHECK(count(txt, "\"ph\":\"X\"") == 5 * STEPS,
           "trace has %zu complete events, expected %d (eager 2, graph 3 per "
           "step)",
-          count_substr(txt, "\"ph\":\"X\""), 5 * STEPS);
+          count(txt, "\"ph\":\"X\""), 5 * STEPS);
     CHECK(strstr(txt, "\"memset\"") != NULL, "memset not in trace");
     CHECK(strstr(txt, "prof_test_spin") != NULL, "kernel name not in trace");
     CHECK(strstr(txt, "memcpy HtoD") != NULL, "memcpy HtoD not in trace");

@@ -5,95 +5,9 @@
  */
 #include "prof.h"
 #include "test.h"
-
-static cgr__prof_rec rec(int kind, uint64_t start, uint64_t end, uint32_t corr, uint32_t name)
-{
-    cgr__prof_rec r;
-    memset(&r, 0, sizeof r);
-    r.kind = (uint8_t)kind;
-    r.start = start;
-    r.end = end;
-    r.correlation = corr;
-    r.name_id = name;
-    r.stream = 7;
-    return r;
-}
-
-/*
- * ABAB over 4 runs, times in ns, as the unit test of prof_report.c makes
- * them. Eager runs: 1 us launch call, one 100 ns kernel in it. Graph
- * runs: 100 ns launch, two overlapping kernels [+100, +300) and [+200,
- * +400) plus a 100 ns memset. All on one stream.
- */
-static void make_window(cgr__prof_run *runs, cgr__prof_rec *r, size_t *n, int32_t *of)
-{
-    size_t k = 0;
-    for (int j = 0; j < 4; j++) {
-        uint64_t b = 10000u * (uint64_t)j;
-        int eager = (j & 1) == 0;
-        runs[j].begin = b;
-        runs[j].end = b + (eager ? 1000 : 100);
-        runs[j].cpu_ns = eager ? 900 : 80;
-        runs[j].mode = eager ? CGR__PROF_EAGER : CGR__PROF_GRAPH;
-        if (eager) {
-            of[k] = j;
-            r[k++] = rec(CGR__PROF_KERNEL, b + 500, b + 600, 0, 1);
-        } else {
-            of[k] = j;
-            r[k++] = rec(CGR__PROF_KERNEL, b + 100, b + 300, 0, 2);
-            of[k] = j;
-            r[k++] = rec(CGR__PROF_KERNEL, b + 200, b + 400, 0, 1);
-            of[k] = j;
-            r[k++] = rec(CGR__PROF_MEMSET, b + 400, b + 500, 0, 0);
-        }
-    }
-    *n = k;
-}
+#include "prof_records.h"
 
 static const char *const names[3] = {"<unknown>", "small_kernel(float*)", "big_kernel"};
-
-/* Brackets and strings of a JSON text balance (a cheap validity check). */
-static int json_balanced(const char *t)
-{
-    int depth = 0, in_str = 0;
-    for (; *t; t++) {
-        if (in_str) {
-            if (*t == '\\' && t[1])
-                t++;
-            else if (*t == '"')
-                in_str = 0;
-            continue;
-        }
-        if (*t == '"')
-            in_str = 1;
-        else if (*t == '{' || *t == '[')
-            depth++;
-        else if (*t == '}' || *t == ']')
-            if (--depth < 0)
-                return 0;
-    }
-    return depth == 0 && !in_str;
-}
-
-static char *written(FILE *f)
-{
-    long len = ftell(f);
-    ASSERT(len > 0);
-    rewind(f);
-    char *buf = calloc(1, (size_t)len + 1);
-    ASSERT(buf != NULL);
-    ASSERT_EQ(fread(buf, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    return buf;
-}
-
-static size_t count(const char *t, const char *sub)
-{
-    size_t k = 0;
-    for (const char *c = t; (c = strstr(c, sub)); c++)
-        k++;
-    return k;
-}
 
 /* Windows built in memory, written out at the end. */
 static void test_trace_buf(void)

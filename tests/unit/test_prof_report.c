@@ -9,21 +9,9 @@
 
 #include "prof_report.h"
 #include "test.h"
+#include "prof_records.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9 * (1.0 + fabs(b)))
-
-static cgr__prof_rec rec(int kind, uint64_t start, uint64_t end, uint32_t corr, uint32_t name)
-{
-    cgr__prof_rec r;
-    memset(&r, 0, sizeof r);
-    r.kind = (uint8_t)kind;
-    r.start = start;
-    r.end = end;
-    r.correlation = corr;
-    r.name_id = name;
-    r.stream = 7;
-    return r;
-}
 
 static uint64_t union_ns(const cgr__prof_rec *r, size_t n)
 {
@@ -79,37 +67,6 @@ static void test_attribute(void)
     cgr__prof_attribute(&before, 1, NULL, 0, &late, 1, of, &by_time);
     ASSERT_EQ(of[0], -1);
     ASSERT_U64_EQ(by_time, 0);
-}
-
-/*
- * ABAB over 4 runs, times in ns. Eager runs: 1 us launch call, one 100 ns
- * kernel in it: the GPU is idle 90% of the run -> launch-bound. Graph
- * runs: 100 ns launch, two overlapping kernels [+100, +300) and [+200,
- * +400) plus a 100 ns memset.
- */
-static void make_window(cgr__prof_run *runs, cgr__prof_rec *r, size_t *n, int32_t *of)
-{
-    size_t k = 0;
-    for (int j = 0; j < 4; j++) {
-        uint64_t b = 10000u * (uint64_t)j;
-        int eager = (j & 1) == 0;
-        runs[j].begin = b;
-        runs[j].end = b + (eager ? 1000 : 100);
-        runs[j].cpu_ns = eager ? 900 : 80;
-        runs[j].mode = eager ? CGR__PROF_EAGER : CGR__PROF_GRAPH;
-        if (eager) {
-            of[k] = j;
-            r[k++] = rec(CGR__PROF_KERNEL, b + 500, b + 600, 0, 1);
-        } else {
-            of[k] = j;
-            r[k++] = rec(CGR__PROF_KERNEL, b + 100, b + 300, 0, 2);
-            of[k] = j;
-            r[k++] = rec(CGR__PROF_KERNEL, b + 200, b + 400, 0, 1);
-            of[k] = j;
-            r[k++] = rec(CGR__PROF_MEMSET, b + 400, b + 500, 0, 0);
-        }
-    }
-    *n = k;
 }
 
 static const char *const names[3] = {"<unknown>", "small_kernel(float*)", "big_kernel"};
@@ -173,41 +130,6 @@ static void test_summarize(void)
     ASSERT_STR_EQ(cgr__prof_verdict_name(7), "unknown");
 }
 
-/* Brackets and strings of a JSON text balance (a cheap validity check). */
-static int json_balanced(const char *t)
-{
-    int depth = 0, in_str = 0;
-    for (; *t; t++) {
-        if (in_str) {
-            if (*t == '\\' && t[1])
-                t++;
-            else if (*t == '"')
-                in_str = 0;
-            continue;
-        }
-        if (*t == '"')
-            in_str = 1;
-        else if (*t == '{' || *t == '[')
-            depth++;
-        else if (*t == '}' || *t == ']')
-            if (--depth < 0)
-                return 0;
-    }
-    return depth == 0 && !in_str;
-}
-
-static char *written(FILE *f)
-{
-    long len = ftell(f);
-    ASSERT(len > 0);
-    rewind(f);
-    char *buf = calloc(1, (size_t)len + 1);
-    ASSERT(buf != NULL);
-    ASSERT_EQ(fread(buf, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    return buf;
-}
-
 static void test_writers(void)
 {
     cgr__prof_run runs[4];
@@ -256,14 +178,6 @@ static void test_writers(void)
         slices++;
     ASSERT_EQ(slices, 4 + n);
     free(t);
-}
-
-static size_t count(const char *t, const char *sub)
-{
-    size_t k = 0;
-    for (const char *c = t; (c = strstr(c, sub)); c++)
-        k++;
-    return k;
 }
 
 /* One end of a host range, as the collector records it; seq in the order given. */
