@@ -470,14 +470,19 @@ fi
 # run_one SIDE SUITE ROUND: one cgr-bench run with its log and JSON file.
 # Returns its exit status; runs.tsv gets side, suite, round, status, seconds.
 run_one() {
-    local side=$1 suite=$2 r=$3 b flags=() json=()
+    local side=$1 suite=$2 r=$3 b src flags=() json=() limits=()
     b=$([ $side = old ] && echo "$bin_old" || echo "$bin_new")
+    src=$([ $side = old ] && echo "$base" || echo "$root")
     read -r -a flags <<<"$(suite_flags $side $suite)"
     has_flag $side --json || [ ! -s "$runs/help-$side.txt" ] &&
         json=(--json "$runs/$side-$suite-$r.json")
+    # A cgr-bench built without the tests finds no limits file beside it: name its tree's.
+    has_flag $side --limits && [ -f "$src/bench/limits.txt" ] &&
+        limits=(--limits "$src/bench/limits.txt")
     local t0=$SECONDS rc
     # cgr-bench has its own watchdog; this limit only guards against a hang it misses.
-    timeout -k 10 300 "$b" "$suite" "${flags[@]}" "${json[@]}" >"$runs/$side-$suite-$r.log" 2>&1
+    timeout -k 10 300 "$b" "$suite" "${flags[@]}" "${json[@]}" "${limits[@]}" \
+        >"$runs/$side-$suite-$r.log" 2>&1
     rc=$?
     printf '%s\t%s\t%s\t%s\t%s\n' $side $suite $r $rc $((SECONDS - t0)) >>"$runs/runs.tsv"
     return $rc
