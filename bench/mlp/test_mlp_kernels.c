@@ -19,9 +19,7 @@
  *       values outside [1, B] clamped); 3 training steps at bucket B with T
  *       real rows and random padding against fp64 training on the T rows
  *       alone, on the custom and the cuBLAS backward; one graph replayed
- *       with a different T each step equals eager steps bitwise;
- *   then, for information only, GPU times of the step graph and of the
- *   custom kernels (skip with --no-timing or MLP_TEST_NO_TIMING=1).
+ *       with a different T each step equals eager steps bitwise.
  *
  * Tolerances (err <= rtol * scale + atol, per element):
  * - elementwise kernels and short reductions: rtol 1e-5 of |ref|;
@@ -1435,176 +1433,14 @@ static void test_bitwise_rows(int B, int small_max, const int64_t *tseq)
     release(mark);
 }
 
-/* ---- timing (information only) --------------------------------------------------------------- */
-
-typedef struct kctx {
-    int id, B;
-    float *a, *b, *c, *d, *e;
-    int *step;
-    size_t n;
-} kctx;
-
-static cudaError_t kenqueue(const kctx *k, int pdl)
-{
-    switch (k->id) {
-    case 0: return mlp_gemv_bwd(k->a, k->b, k->c, k->d, 1.f, k->B, 1024, 1024, stream, pdl);
-    case 1: return mlp_outer_acc(k->a, k->e, k->b, k->d, k->B, 1024, 1024, stream, pdl);
-    case 2:
-        return mlp_adamw_fused(k->a, k->b, k->c, k->d, k->n, k->step, 1e-3f, 0.9f, 0.999f, 1e-8f,
-                               0.01f, stream, pdl);
-    case 4:
-        return mlp_linear_fwd(k->a, k->c, k->e, k->b, k->B, 1024, 1024, 1, NULL, stream, pdl, 0);
-    default: return mlp_bias_relu_fwd(k->a, k->b, k->B, 1024, stream, pdl);
-    }
-}
-
-/*
- * GPU milliseconds of `reps` back-to-back replays of graph gr (after `warm`
- * untimed ones), by CUDA events; gr is destroyed.
- */
-static float time_replays(cudaGraph_t gr, int warm, int reps)
-{
-    cudaGraphExec_t exec = NULL;
-    cudaEvent_t e0, e1;
-    CUDA_OK(cudaGraphInstantiate(&exec, gr, 0));
-    CUDA_OK(cudaEventCreate(&e0));
-    CUDA_OK(cudaEventCreate(&e1));
-    for (int i = 0; i < warm; i++)
-        CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaEventRecord(e0, stream));
-    for (int i = 0; i < reps; i++)
-        CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaEventRecord(e1, stream));
-    CUDA_OK(cudaEventSynchronize(e1));
-    float ms = 0.f;
-    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-    CUDA_OK(cudaEventDestroy(e0));
-    CUDA_OK(cudaEventDestroy(e1));
-    CUDA_OK(cudaGraphExecDestroy(exec));
-    CUDA_OK(cudaGraphDestroy(gr));
-    return ms;
-}
-
-/* GPU microseconds per launch: `per` launches in one graph, replayed. */
-static double time_graph_of(const kctx *k, int per, int reps, int pdl)
-{
-    cudaGraph_t gr = NULL;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    cudaError_t err = cudaSuccess;
-    for (int i = 0; i < per && err == cudaSuccess; i++)
-        err = kenqueue(k, pdl);
-    const cudaError_t ce = cudaStreamEndCapture(stream, &gr);
-    CUDA_OK(err);
-    CUDA_OK(ce);
-    return 1000.0 * time_replays(gr, 1, reps) / ((double)per * reps);
-}
-
-static double time_step_graph(int B, int pdl, int side, int reps)
-{
-    const size_t mark = scope();
-    run r;
-    run_create(&r, B, MLP_SMALL_B_MAX);
-    if (side)
-        use_side(&r.b);
-    float *hx = xmalloc((size_t)B * r.cfg.in_dim * 4);
-    int *hl = xmalloc((size_t)B * sizeof(int));
-    upload_batch(&r, 0, hx, hl);
-    cudaGraph_t gr = NULL;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    const int rc = mlp_step_enqueue(&r.cfg, &r.b, blas, stream, pdl);
-    const cudaError_t ce = cudaStreamEndCapture(stream, &gr);
-    if (rc != 0)
-        die("capture: %s", mlp_last_error());
-    CUDA_OK(ce);
-    const float ms = time_replays(gr, 20, reps);
-    release(mark);
-    return 1000.0 * ms / reps;
-}
-
-static void timing(void)
-{
-    printf("\ntiming (information only; GPU time inside CUDA graphs, back-to-back, inputs "
-           "L2-warm):\n");
-    for (int B = 1; B <= 8; B += 7)
-        printf("  whole step B=%d: %.1f us (pdl=0), %.1f us (pdl=1), %.1f us (pdl=1, weight "
-               "gradients on a side stream)\n",
-               B, time_step_graph(B, 0, 0, 200), time_step_graph(B, 1, 0, 200),
-               time_step_graph(B, 1, 1, 200));
-
-    const size_t mark = scope();
-    mlp_cfg c;
-    mlp_layout L;
-    mlp_cfg_default(&c, 8);
-    MLP_OK(mlp_layout_init(&L, &c));
-    const size_t n = L.n_floats;
-    float *a = dmalloc(n * 4), *b = dmalloc(n * 4), *cc = dmalloc(n * 4), *d = dmalloc(n * 4),
-          *e = dmalloc(1024 * 4);
-    int *step = dmalloc(sizeof(int));
-    rng r = rng_make(7);
-    float *h = xmalloc(n * 4);
-    fill(&r, h, n, 0.01f);
-    up(a, h, n * 4);
-    up(b, h, n * 4);
-    up(cc, h, n * 4);
-    for (size_t i = 0; i < n; i++)
-        h[i] = fabsf(h[i]);
-    up(d, h, n * 4);
-    CUDA_OK(cudaMemset(step, 0, sizeof(int)));
-    for (int B = 1; B <= 8; B += 7) {
-        /* gemv_bwd: dx = a, dy = b, W = c, mask = d */
-        kctx k = {0, B, a, b, cc, d, e, step, n};
-        for (int pdl = 0; pdl <= 1; pdl++) {
-            const double us = time_graph_of(&k, 20, 20, pdl);
-            printf("  gemv_bwd 1024x1024 B=%d pdl=%d: %.2f us (%.0f GB/s of W)\n", B, pdl, us,
-                   4.0 * 1024 * 1024 / us * 1e-3);
-        }
-        /* outer_acc: dW = a, dy = b, x = d, db = e */
-        k.id = 1;
-        for (int pdl = 0; pdl <= 1; pdl++) {
-            const double us = time_graph_of(&k, 20, 20, pdl);
-            printf("  outer_acc 1024x1024 B=%d pdl=%d: %.2f us (%.0f GB/s of dW)\n", B, pdl, us,
-                   4.0 * 1024 * 1024 / us * 1e-3);
-        }
-        k.id = 3;
-        printf("  bias_relu_fwd 1024 B=%d pdl=1: %.2f us\n", B, time_graph_of(&k, 20, 20, 1));
-        /* linear_fwd: y = a, W = c, bias = e, x = b */
-        k.id = 4;
-        for (int pdl = 0; pdl <= 1; pdl++) {
-            const double us = time_graph_of(&k, 20, 20, pdl);
-            printf("  linear_fwd 1024x1024 B=%d pdl=%d: %.2f us (%.0f GB/s of W)\n", B, pdl, us,
-                   4.0 * 1024 * 1024 / us * 1e-3);
-        }
-    }
-    kctx k = {2, 1, a, b, cc, d, e, step, n};
-    const double us = time_graph_of(&k, 5, 10, 1);
-    printf("  adamw_fused %zu floats: %.1f us (%.0f GB/s at 28 B/param)\n", n, us,
-           28.0 * (double)n / us * 1e-3);
-    sync_ok();
-    release(mark);
-}
-
 /* ---- main ------------------------------------------------------------------------------------- */
 
-int main(int argc, char **argv)
+int main(void)
 {
-    int do_timing = 1;
-    const char *env = getenv("MLP_TEST_NO_TIMING");
-    if (env && strcmp(env, "0") != 0)
-        do_timing = 0;
     /* Under compute-sanitizer (meson's memcheck/racecheck/initcheck setups set
-     * this) kernels run far slower: no timing, and B = 32 is left out. */
+     * this) kernels run far slower: B = 32 is left out. */
     const char *san = getenv("CGR_TEST_SANITIZER");
     const int sanitizer = san && strcmp(san, "0") != 0;
-    if (sanitizer)
-        do_timing = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--no-timing") == 0) {
-            do_timing = 0;
-        } else {
-            fprintf(stderr, "usage: %s [--no-timing]\n", argv[0]);
-            return 1;
-        }
-    }
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     int n = 0;
@@ -1685,10 +1521,7 @@ int main(int argc, char **argv)
         if (!sanitizer || bitwise[i].B < 32)
             test_bitwise_rows(bitwise[i].B, MLP_SMALL_B_MAX, bitwise[i].tseq);
     if (sanitizer)
-        printf("under a sanitizer (CGR_TEST_SANITIZER): B = 32 and the timing left out\n");
-
-    if (do_timing)
-        timing();
+        printf("under a sanitizer (CGR_TEST_SANITIZER): B = 32 left out\n");
 
     CUBLAS_OK(cublasDestroy(blas));
     release(0); /* the workspace */
