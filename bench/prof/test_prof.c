@@ -18,8 +18,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "common.h"
 #include "prof.h"
-#include "test.h"
 #include "prof_records.h"
 #include "test_prof_kernels.h"
 
@@ -27,86 +27,32 @@
 #define SPIN_NS 20000ull
 #define COPY_BYTES ((size_t)1 << 20)
 
-static int g_failures;
-
+/* A failed check ends the test with its message (exit 1). */
 #define CHECK(cond, ...)                                                      \
     do {                                                                      \
         if (!(cond)) {                                                        \
             fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
             fprintf(stderr, __VA_ARGS__);                                     \
             fputc('\n', stderr);                                              \
-            g_failures++;                                                     \
-        }                                                                     \
-    } while (0)
-
-#define CUDA_OK(call)                                                         \
-    do {                                                                      \
-        cudaError_t e_ = (call);                                              \
-        if (e_ != cudaSuccess) {                                              \
-            fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__,       \
-                    #call, cudaGetErrorString(e_));                           \
-            g_failures++;                                                     \
-            goto done;                                                        \
+            exit(1);                                                          \
         }                                                                     \
     } while (0)
 
 #define PROF_OK_(call, p)                                                     \
     do {                                                                      \
         int r_ = (call);                                                      \
-        if (r_ != PROF_OK) {                                                  \
-            fprintf(stderr, "FAIL %s:%d: %s: code %d: %s\n", __FILE__, __LINE__, \
-                    #call, r_, prof_errmsg(p));                               \
-            g_failures++;                                                     \
-            goto done;                                                        \
-        }                                                                     \
+        if (r_ != PROF_OK)                                                    \
+            TEST_FAIL_("%s: code %d: %s", #call, r_, prof_errmsg(p));         \
     } while (0)
 
-/* Reads a whole file; NULL on error. */
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    if (!f)
-        return NULL;
-    for (;;) {
-        size_t got;
-        if (n + 4096 + 1 > cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            char *b = realloc(buf, ncap);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = b;
-            cap = ncap;
-        }
-        got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(f)) {
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
+/* Checks the trace file at path, which it removes once read. */
 static void check_trace(const char *path)
 {
-    size_t len = 0, end;
-    char *txt = read_file(path, &len);
+    char *txt = test_read_file(path);
+    unlink(path);
     const char *head = "{\"traceEvents\":[";
     CHECK(txt != NULL, "cannot read back %s", path);
-    if (!txt)
-        return;
-    end = len;
+    size_t end = strlen(txt);
     while (end > 0 && (txt[end - 1] == '\n' || txt[end - 1] == ' ' ||
                        txt[end - 1] == '\r' || txt[end - 1] == '\t'))
         end--;
@@ -129,8 +75,7 @@ static void check_trace(const char *path)
 
 int main(void)
 {
-    int ndev = 0, n = 0, i;
-    cudaError_t ce = cudaGetDeviceCount(&ndev);
+    int n = 0, i;
     prof *p = NULL, *p2 = NULL;
     char err[256];
     cudaStream_t stream = NULL;
@@ -144,12 +89,7 @@ int main(void)
     const char *tmpdir = getenv("TMPDIR");
     int fd, r;
 
-    path[0] = '\0';
-    if (ce != cudaSuccess || ndev == 0) {
-        printf("SKIP: no CUDA device (%s)\n",
-               ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
-        return 77;
-    }
+    require_gpu();
 
     r = prof_create(&p, err, sizeof err);
     if (r != PROF_OK) {
@@ -284,10 +224,6 @@ int main(void)
              tmpdir && tmpdir[0] ? tmpdir : "/tmp");
     fd = mkstemp(path);
     CHECK(fd >= 0, "mkstemp(%s) failed", path);
-    if (fd < 0) {
-        path[0] = '\0';
-        goto done;
-    }
     close(fd);
     PROF_OK_(prof_trace_write(p, path), p);
     check_trace(path);
@@ -305,33 +241,18 @@ int main(void)
           "empty window saw %llu records", (unsigned long long)w2.records);
     CHECK(prof_end(p, 0, &w2) == PROF_EINVAL, "prof_end with steps 0");
 
-done:
-    if (path[0])
-        unlink(path);
     prof_destroy(&p);
     CHECK(p == NULL, "prof_destroy did not clear the pointer");
     /* Destroy detached CUPTI (cuptiFinalize); a later profiler attaches it again. */
-    if (!g_failures) {
-        r = prof_create(&p, err, sizeof err);
-        CHECK(r == PROF_OK, "prof_create after a destroy: %s", err);
-        prof_destroy(&p);
-    }
-    if (gexec)
-        cudaGraphExecDestroy(gexec);
-    if (graph)
-        cudaGraphDestroy(graph);
-    if (d_sink)
-        cudaFree(d_sink);
-    if (d_buf)
-        cudaFree(d_buf);
-    if (h_buf)
-        cudaFreeHost(h_buf);
-    if (stream)
-        cudaStreamDestroy(stream);
-    if (g_failures) {
-        printf("FAIL (%d check(s) failed)\n", g_failures);
-        return 1;
-    }
+    r = prof_create(&p, err, sizeof err);
+    CHECK(r == PROF_OK, "prof_create after a destroy: %s", err);
+    prof_destroy(&p);
+    CUDA_OK(cudaGraphExecDestroy(gexec));
+    CUDA_OK(cudaGraphDestroy(graph));
+    CUDA_OK(cudaFree(d_sink));
+    CUDA_OK(cudaFree(d_buf));
+    CUDA_OK(cudaFreeHost(h_buf));
+    CUDA_OK(cudaStreamDestroy(stream));
     printf("PASS\n");
     return 0;
 }
