@@ -52,6 +52,41 @@ void *dmalloc(size_t n)
     return track(p, 1);
 }
 
+double check_close(const char *name, const char *what, const float *got, const double *want,
+                   const double *scale, size_t n, double rtol, double atol, double norm_tol)
+{
+    double worst = 0.0, num = 0.0, den = 0.0, wtol = 0.0;
+    size_t wi = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double gv = (double)got[i], wv = want[i];
+        double ratio;
+        const double tol = rtol * (scale ? scale[i] : fabs(wv)) + atol;
+        if (isnan(wv)) {
+            ratio = isnan(gv) ? 0.0 : INFINITY;
+        } else if (!isfinite(gv)) {
+            ratio = INFINITY;
+        } else {
+            const double err = fabs(gv - wv);
+            ratio = tol > 0.0 ? err / tol : (err > 0.0 ? INFINITY : 0.0);
+            num += err * err;
+            den += wv * wv;
+        }
+        if (ratio > worst) {
+            worst = ratio;
+            wi = i;
+            wtol = tol;
+        }
+    }
+    const double nrel = den > 0.0 ? sqrt(num / den) : sqrt(num);
+    if (norm_tol > 0.0 && nrel / norm_tol > worst)
+        worst = nrel / norm_tol;
+    if (!(worst <= 1.0))
+        TEST_FAIL_("%s: %s: worst element %zu of %zu: got %.9g want %.9g (tol %.3g); "
+                   "norm-wise rel err %.3g",
+                   name, what, wi, n, (double)got[wi], want[wi], wtol, nrel);
+    return nrel;
+}
+
 void same_bytes(const char *what, const void *a, const void *b, size_t bytes)
 {
     if (memcmp(a, b, bytes) == 0)

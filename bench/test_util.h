@@ -29,6 +29,16 @@ void release(size_t mark);
 void *xmalloc(size_t n);
 void *dmalloc(size_t n);
 
+/*
+ * Element i of got passes when |got_i - want_i| <= rtol * scale_i + atol,
+ * scale_i = scale[i] when given, |want_i| otherwise; a NaN want needs a NaN
+ * got, and any other non-finite got fails. With norm_tol > 0, ||got -
+ * want|| / ||want|| <= norm_tol too. `name` (what is checked) and `what`
+ * (the case) go into the failure message. Returns the norm-wise error.
+ */
+double check_close(const char *name, const char *what, const float *got, const double *want,
+                   const double *scale, size_t n, double rtol, double atol, double norm_tol);
+
 /* Fails with the first differing byte unless a and b are bitwise equal. */
 void same_bytes(const char *what, const void *a, const void *b, size_t bytes);
 

@@ -164,47 +164,6 @@ static double *to_double(const float *x, size_t n)
     return d;
 }
 
-/*
- * Element i passes when |got - want| <= rtol * scale_i + atol, scale_i =
- * scale[i] when given, |want_i| otherwise; a NaN want needs a NaN got, and
- * any other non-finite got fails. With norm_tol > 0, ||got - want|| /
- * ||want|| <= norm_tol too. `name` (the kernel) and `what` (the case) go
- * into the failure message.
- */
-static void compare(const char *name, const char *what, const float *got, const double *want,
-                    const double *scale, size_t n, double rtol, double atol, double norm_tol)
-{
-    double worst = 0.0, num = 0.0, den = 0.0, wtol = 0.0;
-    size_t wi = 0;
-    for (size_t i = 0; i < n; i++) {
-        const double gv = (double)got[i], wv = want[i];
-        double ratio;
-        const double tol = rtol * (scale ? scale[i] : fabs(wv)) + atol;
-        if (isnan(wv)) {
-            ratio = isnan(gv) ? 0.0 : INFINITY;
-        } else if (!isfinite(gv)) {
-            ratio = INFINITY;
-        } else {
-            const double err = fabs(gv - wv);
-            ratio = tol > 0.0 ? err / tol : (err > 0.0 ? INFINITY : 0.0);
-            num += err * err;
-            den += wv * wv;
-        }
-        if (ratio > worst) {
-            worst = ratio;
-            wi = i;
-            wtol = tol;
-        }
-    }
-    double nrel = den > 0.0 ? sqrt(num / den) : sqrt(num);
-    if (norm_tol > 0.0 && nrel / norm_tol > worst)
-        worst = nrel / norm_tol;
-    if (!(worst <= 1.0))
-        TEST_FAIL_("%s: %s: worst element %zu of %zu: got %.9g want %.9g (tol %.3g); "
-                   "norm-wise rel err %.3g",
-                   name, what, wi, n, (double)got[wi], want[wi], wtol, nrel);
-}
-
 /* Bitwise equality (a bug that changes nothing but rounding still shows). */
 static void same_bits(const char *name, const char *what, const void *a, const void *b,
                       size_t bytes)
@@ -245,7 +204,7 @@ static void test_bias_act(rng *r)
                     char what[64];
                     snprintf(what, sizeof what, "B=%d cols=%d%s pdl=%d", B, C,
                              mis ? " misaligned" : "", pdl);
-                    compare(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
+                    check_close(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
                     release(mark);
                 }
 }
@@ -274,7 +233,7 @@ static void test_relu_bwd(rng *r)
                 char what[64];
                 snprintf(what, sizeof what, "B=%d cols=%d%s scale=%g", B, C,
                          mis ? " misaligned" : "", (double)scale);
-                compare(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
+                check_close(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
                 release(mark);
             }
 }
@@ -360,11 +319,11 @@ static void xent_check(const char *g, const xent_fix *f, int T, int bias, const 
         mx = fabs(want[i]) > mx ? fabs(want[i]) : mx;
     char what[160];
     snprintf(what, sizeof what, "%s%s%s dlogits", id, detail, real ? " real" : "");
-    compare(g, what, f->hd, want, NULL, nt, 1e-5, 1e-6 * mx, 0.0);
+    check_close(g, what, f->hd, want, NULL, nt, 1e-5, 1e-6 * mx, 0.0);
     snprintf(what, sizeof what, "%s%s row_loss", id, real ? " real" : "");
-    compare(g, what, f->hrl, wrl, NULL, (size_t)T, 1e-5, 1e-6, 0.0);
+    check_close(g, what, f->hrl, wrl, NULL, (size_t)T, 1e-5, 1e-6, 0.0);
     snprintf(what, sizeof what, "%s %s", id, real ? "mean over the real rows" : "mean loss");
-    compare(g, what, &f->loss, &wl, NULL, 1, 1e-5, 0.0, 0.0);
+    check_close(g, what, &f->loss, &wl, NULL, 1, 1e-5, 0.0, 0.0);
     release(mark);
 }
 
@@ -538,7 +497,7 @@ static void test_bias_relu_dropout(rng *r)
                 char what[64];
                 snprintf(what, sizeof what, "B=%d cols=%d%s pdl=%d", B, C,
                          mis ? " misaligned" : "", pdl);
-                compare(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
+                check_close(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
                 check_dropped(g, what, out, drop, n, &dropped);
                 release(mark);
             }
@@ -602,7 +561,7 @@ static void test_linear_fwd(rng *r)
                 char what[96];
                 snprintf(what, sizeof what, "B=%d out=%d in=%d act=%d%s", B, out, in, act,
                          mis ? " misaligned" : "");
-                compare(g, what, got[0], want, wabs, ny, 1e-4, 0.0, 1e-4);
+                check_close(g, what, got[0], want, wabs, ny, 1e-4, 0.0, 1e-4);
                 if (act == 2) {
                     total += ny;
                     check_dropped(g, what, got[0], drop, ny, &dropped);
@@ -735,7 +694,7 @@ static void test_gemv_bwd(rng *r)
                 char what[96];
                 snprintf(what, sizeof what, "B=%d out=%d in=%d%s%s scale=%g", B, out, in,
                          use_mask ? " mask" : "", mis ? " misaligned" : "", (double)scale);
-                compare(g, what, o[0], want, wabs, nx, 1e-4, 0.0, 1e-4);
+                check_close(g, what, o[0], want, wabs, nx, 1e-4, 0.0, 1e-4);
                 same_bits(gd, what, o[0], o[1], nx * 4);
                 same_bits(gd, what, o[0], o[2], nx * 4);
                 release(mark);
@@ -776,11 +735,11 @@ static void test_outer_acc(rng *r)
                 char what[96];
                 snprintf(what, sizeof what, "B=%d out=%d in=%d%s%s dW", B, out, in,
                          with_db ? " +db" : "", mis ? " misaligned" : "");
-                compare(g, what, w1, want, wabs, nw, 1e-5, 0.0, 0.0);
+                check_close(g, what, w1, want, wabs, nw, 1e-5, 0.0, 0.0);
                 same_bits(gd, what, w1, w2, nw * 4);
                 if (with_db) {
                     snprintf(what, sizeof what, "B=%d out=%d in=%d db", B, out, in);
-                    compare(g, what, b1, bwant, babs, (size_t)out, 1e-5, 0.0, 0.0);
+                    check_close(g, what, b1, bwant, babs, (size_t)out, 1e-5, 0.0, 0.0);
                     /* bias_grad sums in the same order: the same bits. */
                     poison(ddb, (size_t)out * 4);
                     CUDA_OK(mlp_bias_grad(ddb, ddy, B, out, stream, 1));
@@ -818,7 +777,7 @@ static void test_bias_grad(rng *r)
             }
             char what[64];
             snprintf(what, sizeof what, "B=%d out=%d", B, out);
-            compare(g, what, got, want, wabs, (size_t)out, 1e-5, 0.0, 0.0);
+            check_close(g, what, got, want, wabs, (size_t)out, 1e-5, 0.0, 0.0);
             release(mark);
         }
 }
@@ -850,11 +809,11 @@ static void adamw_case(rng *r, const char *g, size_t n, int mis, int step0, adam
     char what[96];
     snprintf(what, sizeof what, "n=%zu%s t=%d lr=%g p", n, mis ? " misaligned" : "", step0 + 1,
              (double)h.lr);
-    compare(g, what, op, p, NULL, n, 1e-5, 1e-6, 0.0);
+    check_close(g, what, op, p, NULL, n, 1e-5, 1e-6, 0.0);
     snprintf(what, sizeof what, "n=%zu t=%d m", n, step0 + 1);
-    compare(g, what, om, m, NULL, n, 1e-5, 1e-7, 0.0);
+    check_close(g, what, om, m, NULL, n, 1e-5, 1e-7, 0.0);
     snprintf(what, sizeof what, "n=%zu t=%d v", n, step0 + 1);
-    compare(g, what, ov, v, NULL, n, 1e-5, 0.0, 0.0);
+    check_close(g, what, ov, v, NULL, n, 1e-5, 0.0, 0.0);
     if (step1 != step0 + 1)
         TEST_FAIL_("%s: step count %d after one step from %d", g, step1, step0);
     release(mark);
@@ -1087,7 +1046,7 @@ static void test_train_rows(int B, int T, int small_max)
         hinted_total += hinted;
         char what[96];
         snprintf(what, sizeof what, "step %d loss", k + 1);
-        compare(g, what, &loss, &want, NULL, 1, 1e-4, 0.0, 0.0);
+        check_close(g, what, &loss, &want, NULL, 1, 1e-4, 0.0, 0.0);
         if (count != k + 1)
             TEST_FAIL_("%s: device step count %d after step %d", g, count, k + 1);
         for (int l = 0; l < L->n_layers; l++) {
