@@ -55,11 +55,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgr/cgr_philox.h"
-#include "common.h"
 #include "mlp.h"
 #include "mlp_cgr.h"
 #include "mlp_ref.h"
+#include "test_util.h"
 
 enum { MAX_STEPS = 200, REF_STEPS = 3 };
 /* 200 steps; fewer under compute-sanitizer (CGR_TEST_SANITIZER, set by meson's setups). */
@@ -117,16 +116,14 @@ static cgr_runtime *runtime_open(const cgr_options *o, const mlp_cfg *cfg, const
 {
     cgr_runtime *rt = NULL;
     ASSERT_OK(cgr_runtime_create(&rt, o));
-    if (mlp_cgr_state_create(rt, cfg, params0, dev) != 0)
-        TEST_FAIL_("%s", mlp_last_error());
+    WORK_OK(mlp_cgr_state_create(rt, cfg, params0, dev), mlp_last_error);
     return rt;
 }
 
 static void runtime_close(cgr_runtime **rt, mlp_bufs *dev)
 {
     ASSERT_OK(cgr_runtime_destroy(rt));
-    if (mlp_cgr_state_release(dev) != 0)
-        TEST_FAIL_("%s", mlp_last_error());
+    WORK_OK(mlp_cgr_state_release(dev), mlp_last_error);
 }
 
 /* One training run: a runtime, the model's persistent state and its step. */
@@ -236,20 +233,10 @@ static void down_state(cgr_step *step, const mlp_bufs *dev, float *p, float *m, 
 
 static float **alloc_acts(const model *m)
 {
-    float **a = calloc((size_t)m->n_hidden, sizeof *a);
-    ASSERT(a != NULL);
-    for (int l = 0; l < m->n_hidden; l++) {
-        a[l] = malloc(m->scratch.act_bytes[l]);
-        ASSERT(a[l] != NULL);
-    }
-    return a;
-}
-
-static void free_acts(const model *m, float **a)
-{
+    float **a = xmalloc((size_t)m->n_hidden * sizeof *a);
     for (int l = 0; l < m->n_hidden; l++)
-        free(a[l]);
-    free(a);
+        a[l] = xmalloc(m->scratch.act_bytes[l]);
+    return a;
 }
 
 /* ---- (a) float64 reference ------------------------------------------------------- */
@@ -314,17 +301,17 @@ static void check_fp64_step(const char *what, cgr_step *step, const mlp_bufs *de
 
 static void test_reference(int B, const float *params0)
 {
+    const size_t mark = scope();
     run r;
     run_open(&r, B, 0.f, 1, 1, params0);
     const model *m = &r.m;
     const size_t n = m->L.n_floats, nb = n * sizeof(float);
     mlp_ref ref;
     ASSERT_EQ(mlp_ref_init(&ref, &m->cfg, params0), 0);
-    float *p = malloc(nb), *mm = malloc(nb), *vv = malloc(nb);
-    float *x = malloc((size_t)B * m->cfg.in_dim * sizeof(float));
-    int *labels = malloc((size_t)B * sizeof(int));
+    float *p = xmalloc(nb), *mm = xmalloc(nb), *vv = xmalloc(nb);
+    float *x = xmalloc((size_t)B * m->cfg.in_dim * sizeof(float));
+    int *labels = xmalloc((size_t)B * sizeof(int));
     float **acts = alloc_acts(m);
-    ASSERT(p && mm && vv && x && labels);
     double worst_loss = 0.0, worst_param = 0.0;
     for (int k = 0; k < REF_STEPS; k++) {
         /* The reference starts from the GPU's state before this step. */
@@ -343,14 +330,9 @@ static void test_reference(int B, const float *params0)
     printf("fp64 B=%d: %d steps (warm-up, capture, replay): worst loss rel err %.2e, worst "
            "param norm-wise rel err %.2e (limits 1e-4)\n",
            B, REF_STEPS, worst_loss, worst_param);
-    free_acts(m, acts);
-    free(p);
-    free(mm);
-    free(vv);
-    free(x);
-    free(labels);
     mlp_ref_free(&ref);
     run_close(&r);
+    release(mark);
 }
 
 /* ---- (b) graph == eager, (c) dropout ---------------------------------------------- */
@@ -371,21 +353,19 @@ static void trajectory_run(trajectory *t, int B, float dropout, int capture,
     run_open(&r, B, dropout, capture, 2, params0);
     const model *m = &r.m;
     const size_t a0 = (size_t)B * m->L.out[0], nb = m->L.n_floats * sizeof(float);
-    t->act0 = malloc(STEPS * a0 * sizeof(float));
-    t->params = malloc(nb);
-    t->m = malloc(nb);
-    t->v = malloc(nb);
-    float *x = malloc((size_t)B * m->cfg.in_dim * sizeof(float));
-    int *labels = malloc((size_t)B * sizeof(int));
+    t->act0 = xmalloc(STEPS * a0 * sizeof(float));
+    t->params = xmalloc(nb);
+    t->m = xmalloc(nb);
+    t->v = xmalloc(nb);
+    float *x = xmalloc((size_t)B * m->cfg.in_dim * sizeof(float));
+    int *labels = xmalloc((size_t)B * sizeof(int));
     float **acts = alloc_acts(m);
-    ASSERT(t->act0 && t->params && t->m && t->v && x && labels);
     for (int k = 0; k < STEPS; k++) {
         run_step(&r, k, x, labels, &t->loss[k], acts);
         memcpy(t->act0 + (size_t)k * a0, acts[0], a0 * sizeof(float));
     }
     for (int l = 0; l < m->n_hidden; l++) {
-        t->acts_last[l] = malloc(m->scratch.act_bytes[l]);
-        ASSERT(t->acts_last[l] != NULL);
+        t->acts_last[l] = xmalloc(m->scratch.act_bytes[l]);
         memcpy(t->acts_last[l], acts[l], m->scratch.act_bytes[l]);
     }
     down_state(r.step, &m->dev, t->params, t->m, t->v, nb);
@@ -393,40 +373,20 @@ static void trajectory_run(trajectory *t, int B, float dropout, int capture,
     cgr_step_stats st;
     ASSERT_OK(cgr_step_get_stats(r.step, &st));
     t->mode = st.mode;
-    free_acts(m, acts);
-    free(x);
-    free(labels);
     run_close(&r);
-}
-
-static void trajectory_free(trajectory *t, int n_hidden)
-{
-    free(t->act0);
-    free(t->params);
-    free(t->m);
-    free(t->v);
-    for (int l = 0; l < n_hidden; l++)
-        free(t->acts_last[l]);
 }
 
 static void same(const char *what, int B, float p, const void *a, const void *b, size_t bytes)
 {
-    if (memcmp(a, b, bytes) != 0) {
-        const unsigned char *x = a, *y = b;
-        size_t i = 0;
-        while (x[i] == y[i])
-            i++;
-        TEST_FAIL_("B=%d dropout %g: graphed and eager %s differ (first at byte %zu of %zu)", B,
-                   (double)p, what, i, bytes);
-    }
+    char m[160];
+    snprintf(m, sizeof m, "B=%d dropout %g: graphed and eager %s", B, (double)p, what);
+    same_bytes(m, a, b, bytes);
 }
 
-/* The host's decision for unit e of hidden layer 0 in step k (mlp_dropout's contract). */
-static int host_dropped(uint64_t counters_per_step, int k, size_t e)
+/* The host's decision for unit e of hidden layer 0 (subsequence 0) in step k. */
+static int dropped_at(uint64_t counters_per_step, int k, size_t e)
 {
-    const cgr_philox4 r =
-        cgr_philox4x32(SEED, (uint64_t)k * counters_per_step + 0 + e / 4, 0);
-    return cgr_philox_uniform(r.v[e % 4]) < DROP_P;
+    return host_dropped(SEED, (uint64_t)k * counters_per_step, e, DROP_P);
 }
 
 static void check_dropout(const trajectory *t, int B, const mlp_cfg *cfg)
@@ -437,21 +397,19 @@ static void check_dropout(const trajectory *t, int B, const mlp_cfg *cfg)
     for (int k = 0; k < STEPS; k++) {
         const float *a = t->act0 + (size_t)k * a0;
         for (size_t e = 0; e < a0; e++) {
-            const int d = host_dropped(per_step, k, e);
+            const int d = dropped_at(per_step, k, e);
             dropped += (size_t)d;
             not_zero += (size_t)(d && a[e] != 0.f);
             if (k > 0)
-                moved += (size_t)(d != host_dropped(per_step, k - 1, e));
+                moved += (size_t)(d != dropped_at(per_step, k - 1, e));
         }
         total += a0;
     }
     if (not_zero)
         TEST_FAIL_("B=%d: %zu units the host's Philox drops are not 0 on the GPU", B, not_zero);
-    const double rate = (double)dropped / (double)total;
-    const double sigma = sqrt(DROP_P * (1.0 - DROP_P) / (double)total);
-    if (fabs(rate - DROP_P) > 5.0 * sigma)
-        TEST_FAIL_("B=%d: drop rate %.5f over %zu units, expected %.2f", B, rate, total,
-                   (double)DROP_P);
+    char what[32];
+    snprintf(what, sizeof what, "dropout B=%d", B);
+    const double rate = check_rate(what, dropped, total, DROP_P);
     /* Independent masks differ in 2 p (1 - p) of the units from one replay to the next. */
     ASSERT_GT(moved, (size_t)(0.1 * (double)total));
     printf("dropout B=%d: %zu units over %d steps, drop rate %.4f, every dropped unit 0 on the "
@@ -461,6 +419,7 @@ static void check_dropout(const trajectory *t, int B, const mlp_cfg *cfg)
 
 static void test_graph_eager(int B, float dropout, const float *params0)
 {
+    const size_t mark = scope();
     trajectory g, e;
     memset(&g, 0, sizeof g);
     memset(&e, 0, sizeof e);
@@ -491,8 +450,7 @@ static void test_graph_eager(int B, float dropout, const float *params0)
            (double)dropout, STEPS, (double)g.loss[0], (double)g.loss[STEPS - 1]);
     if (dropout > 0.f)
         check_dropout(&g, B, &c);
-    trajectory_free(&g, c.n_hidden);
-    trajectory_free(&e, c.n_hidden);
+    release(mark);
 }
 
 /* ---- dynamic batch: (d) float64 reference, (e) graph == eager, (f) update in place ---- */
@@ -557,8 +515,7 @@ static void dyn_open(dyn_run *r, const int64_t *buckets, int nb, int capture, in
     r->rt = runtime_open(&o, &m->cfg, params0, &m->dev);
 
     mlp_cgr_dyn d;
-    if (mlp_cgr_dyn_init(&d, &m->cfg, buckets, nb) != 0)
-        TEST_FAIL_("%s", mlp_last_error());
+    WORK_OK(mlp_cgr_dyn_init(&d, &m->cfg, buckets, nb), mlp_last_error);
     for (int l = 0; l < m->n_hidden; l++)
         ASSERT_EQ(mlp_cgr_dyn_add_batch_output(&d, act_names[l], m->L.out[l]), 1 + l);
     cgr_step_desc desc;
@@ -584,21 +541,10 @@ static void dyn_io_alloc(dyn_io *io, const dyn_model *m)
 {
     const size_t bmax = (size_t)m->cfg.batch;
     memset(io, 0, sizeof *io);
-    io->x = malloc(bmax * m->cfg.in_dim * sizeof(float));
-    io->labels = malloc(bmax * sizeof(int));
-    ASSERT(io->x && io->labels);
-    for (int l = 0; l < m->n_hidden; l++) {
-        io->acts[l] = malloc(bmax * m->L.out[l] * sizeof(float));
-        ASSERT(io->acts[l] != NULL);
-    }
-}
-
-static void dyn_io_free(dyn_io *io, const dyn_model *m)
-{
+    io->x = xmalloc(bmax * m->cfg.in_dim * sizeof(float));
+    io->labels = xmalloc(bmax * sizeof(int));
     for (int l = 0; l < m->n_hidden; l++)
-        free(io->acts[l]);
-    free(io->x);
-    free(io->labels);
+        io->acts[l] = xmalloc(bmax * m->L.out[l] * sizeof(float));
 }
 
 /* The smallest bucket that holds T (what cgr must round T up to). */
@@ -722,14 +668,14 @@ static void test_dyn_reference(const float *params0, int sanitizer)
         CGR_RUN_CAPTURE, CGR_RUN_REPLAY, CGR_RUN_WARMUP, CGR_RUN_CAPTURE,
         CGR_RUN_REPLAY, CGR_RUN_REPLAY, CGR_RUN_REPLAY};
     const int n_steps = sanitizer ? 6 : (int)(sizeof seq / sizeof seq[0]);
+    const size_t mark = scope();
     dyn_run r;
     dyn_open(&r, buckets, 3, 1, 1, 16, params0);
     const dyn_model *m = &r.m;
     const size_t n = m->L.n_floats, nb = n * sizeof(float);
-    float *p = malloc(nb), *mm = malloc(nb), *vv = malloc(nb);
+    float *p = xmalloc(nb), *mm = xmalloc(nb), *vv = xmalloc(nb);
     dyn_io io;
     dyn_io_alloc(&io, m);
-    ASSERT(p && mm && vv);
     double worst_loss = 0.0, worst_param = 0.0;
     for (int k = 0; k < n_steps; k++) {
         const int64_t T = seq[k];
@@ -764,11 +710,8 @@ static void test_dyn_reference(const float *params0, int sanitizer)
            "replay per bucket): worst loss rel err %.2e, worst param norm-wise rel err %.2e "
            "(limits 1e-4)\n",
            n_steps, worst_loss, worst_param);
-    dyn_io_free(&io, m);
-    free(p);
-    free(mm);
-    free(vv);
     dyn_close(&r);
+    release(mark);
 }
 
 /* One dynamic run over a T sequence: the loss curve, act0 of every step, the final state. */
@@ -790,13 +733,13 @@ static void dyn_traj_run(dyn_traj *t, const int64_t *buckets, int nb, int cache_
     const dyn_model *m = &r.m;
     const size_t bmax = (size_t)m->cfg.batch, a0 = bmax * m->L.out[0];
     const size_t nbytes = m->L.n_floats * sizeof(float);
-    t->act0 = calloc((size_t)steps * a0, sizeof(float));
-    t->params = malloc(nbytes);
-    t->m = malloc(nbytes);
-    t->v = malloc(nbytes);
+    t->act0 = xmalloc((size_t)steps * a0 * sizeof(float));
+    memset(t->act0, 0, (size_t)steps * a0 * sizeof(float));
+    t->params = xmalloc(nbytes);
+    t->m = xmalloc(nbytes);
+    t->v = xmalloc(nbytes);
     dyn_io io;
     dyn_io_alloc(&io, m);
-    ASSERT(t->act0 && t->params && t->m && t->v);
     for (int k = 0; k < steps; k++) {
         dyn_step(&r, k, seq[k], io.x, io.labels, &t->loss[k], io.acts, &t->action[k]);
         memcpy(t->act0 + (size_t)k * a0, io.acts[0],
@@ -806,16 +749,7 @@ static void dyn_traj_run(dyn_traj *t, const int64_t *buckets, int nb, int cache_
     down(&t->count, m->dev.step, sizeof t->count);
     memset(&t->ss, 0, sizeof t->ss);
     ASSERT_OK(cgr_step_get_stats(r.step, &t->ss));
-    dyn_io_free(&io, m);
     dyn_close(&r);
-}
-
-static void dyn_traj_free(dyn_traj *t)
-{
-    free(t->act0);
-    free(t->params);
-    free(t->m);
-    free(t->v);
 }
 
 /*
@@ -829,6 +763,7 @@ static void test_dyn_graph_eager(const char *what, const int64_t *buckets, int n
                                  const float *params0, int want_updates)
 {
     enum { WARMUP = 2 };
+    const size_t mark = scope();
     dyn_traj g, e;
     memset(&g, 0, sizeof g);
     memset(&e, 0, sizeof e);
@@ -891,8 +826,7 @@ static void test_dyn_graph_eager(const char *what, const int64_t *buckets, int n
            "%d updates in place, %d replays\n",
            what, steps, (double)g.loss[0], (double)g.loss[steps - 1], n_capture_points,
            n_updates, n_replays);
-    dyn_traj_free(&g);
-    dyn_traj_free(&e);
+    release(mark);
 }
 
 /* A true-batch sequence: `first` as given, then uniform in 1..max from a fixed seed. */
@@ -921,8 +855,7 @@ int main(void)
     mlp_layout L;
     mlp_cfg_default(&c, 1);
     ASSERT_EQ(mlp_layout_init(&L, &c), 0);
-    float *params0 = malloc(L.n_floats * sizeof(float));
-    ASSERT(params0 != NULL);
+    float *params0 = xmalloc(L.n_floats * sizeof(float));
     ASSERT_EQ(mlp_init_params(&c, params0, 0x5eedULL), 0);
 
     test_reference(1, params0);
@@ -962,7 +895,6 @@ int main(void)
                              params0, 0);
     }
 
-    free(params0);
     printf("PASS\n");
     return 0;
 }

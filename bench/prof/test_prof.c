@@ -18,8 +18,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "common.h"
 #include "prof.h"
-#include "test.h"
 #include "prof_records.h"
 #include "test_prof_kernels.h"
 
@@ -27,86 +27,32 @@
 #define SPIN_NS 20000ull
 #define COPY_BYTES ((size_t)1 << 20)
 
-static int g_failures;
-
+/* A failed check ends the test with its message (exit 1). */
 #define CHECK(cond, ...)                                                      \
     do {                                                                      \
         if (!(cond)) {                                                        \
             fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
             fprintf(stderr, __VA_ARGS__);                                     \
             fputc('\n', stderr);                                              \
-            g_failures++;                                                     \
-        }                                                                     \
-    } while (0)
-
-#define CUDA_OK(call)                                                         \
-    do {                                                                      \
-        cudaError_t e_ = (call);                                              \
-        if (e_ != cudaSuccess) {                                              \
-            fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__,       \
-                    #call, cudaGetErrorString(e_));                           \
-            g_failures++;                                                     \
-            goto done;                                                        \
+            exit(1);                                                          \
         }                                                                     \
     } while (0)
 
 #define PROF_OK_(call, p)                                                     \
     do {                                                                      \
         int r_ = (call);                                                      \
-        if (r_ != PROF_OK) {                                                  \
-            fprintf(stderr, "FAIL %s:%d: %s: code %d: %s\n", __FILE__, __LINE__, \
-                    #call, r_, prof_errmsg(p));                               \
-            g_failures++;                                                     \
-            goto done;                                                        \
-        }                                                                     \
+        if (r_ != PROF_OK)                                                    \
+            TEST_FAIL_("%s: code %d: %s", #call, r_, prof_errmsg(p));         \
     } while (0)
 
-/* Reads a whole file; NULL on error. */
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    if (!f)
-        return NULL;
-    for (;;) {
-        size_t got;
-        if (n + 4096 + 1 > cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            char *b = realloc(buf, ncap);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = b;
-            cap = ncap;
-        }
-        got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(f)) {
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
+/* Checks the trace file at path, which it removes once read. */
 static void check_trace(const char *path)
 {
-    size_t len = 0, end;
-    char *txt = read_file(path, &len);
+    char *txt = test_read_file(path);
+    unlink(path);
     const char *head = "{\"traceEvents\":[";
     CHECK(txt != NULL, "cannot read back %s", path);
-    if (!txt)
-        return;
-    end = len;
+    size_t end = strlen(txt);
     while (end > 0 && (txt[end - 1] == '\n' || txt[end - 1] == ' ' ||
                        txt[end - 1] == '\r' || txt[end - 1] == '\t'))
         end--;
@@ -127,52 +73,81 @@ static void check_trace(const char *path)
     free(txt);
 }
 
+static cudaStream_t stream;
+static unsigned char *h_buf, *d_buf;
+static unsigned long long *d_sink;
+
+/* One step: the spin kernel and the copy, or a replay of exec. */
+static void step(cudaGraphExec_t exec)
+{
+    if (exec) {
+        CUDA_OK(cudaGraphLaunch(exec, stream));
+        return;
+    }
+    CUDA_OK(prof_test_launch_spin(stream, SPIN_NS, d_sink));
+    CUDA_OK(cudaMemcpyAsync(d_buf, h_buf, COPY_BYTES, cudaMemcpyHostToDevice, stream));
+}
+
+/*
+ * Window `label` of STEPS steps into *w, after 3 untimed ones (module load
+ * and first-launch costs; they also absorb CUPTI's stall after the last
+ * prof_end's flush).
+ */
+static void window(prof *p, const char *label, cudaGraphExec_t exec, prof_window *w)
+{
+    for (int i = 0; i < 3; i++)
+        step(exec);
+    CUDA_OK(cudaDeviceSynchronize());
+    PROF_OK_(prof_begin(p, label), p);
+    for (int i = 0; i < STEPS; i++)
+        step(exec);
+    CUDA_OK(cudaDeviceSynchronize());
+    PROF_OK_(prof_end(p, STEPS, w), p);
+    printf("window '%s': steps %d records %llu untimed %llu dropped %llu\n", w->label, w->steps,
+           (unsigned long long)w->records, (unsigned long long)w->untimed,
+           (unsigned long long)w->dropped);
+    printf("  per step: busy %.2f us (union %.2f us; kernel %.2f, memcpy %.2f, memset %.2f), "
+           "span %.2f us; window %.1f us; %.2f kernels, %.2f memcpys, %.2f memsets\n",
+           w->busy_us, w->busy_union_us, w->kernel_us, w->memcpy_us, w->memset_us, w->span_us,
+           w->window_us, w->kernels_per_step, w->memcpys_per_step, w->memsets_per_step);
+    ASSERT_EQ(w->dropped, 0);
+    CHECK(w->busy_us >= 10.0 && w->busy_us <= 200.0, "busy_us per step %.2f not in [10, 200]",
+          w->busy_us);
+}
+
 int main(void)
 {
-    int ndev = 0, n = 0, i;
-    cudaError_t ce = cudaGetDeviceCount(&ndev);
+    int n = 0;
     prof *p = NULL, *p2 = NULL;
     char err[256];
-    cudaStream_t stream = NULL;
-    unsigned char *h_buf = NULL, *d_buf = NULL;
-    unsigned long long *d_sink = NULL;
     prof_window w, w2, wg;
     cudaGraph_t graph = NULL;
     cudaGraphExec_t gexec = NULL;
     prof_kernel_stat top[8];
     char path[4096];
     const char *tmpdir = getenv("TMPDIR");
-    int fd, r;
 
-    path[0] = '\0';
-    if (ce != cudaSuccess || ndev == 0) {
-        printf("SKIP: no CUDA device (%s)\n",
-               ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
-        return 77;
-    }
-
-    r = prof_create(&p, err, sizeof err);
+    require_gpu();
+    int r = prof_create(&p, err, sizeof err);
     if (r != PROF_OK) {
         /* Under compute-sanitizer (or nsys) CUPTI belongs to that tool. */
         if (r == PROF_ENOLIB) {
             printf("SKIP: CUPTI is not loadable here: %s\n", err);
-            return 77;
+            return TEST_SKIP;
         }
         if (strstr(err, "MULTIPLE_SUBSCRIBERS")) {
             printf("SKIP: another CUPTI client is attached: %s\n", err);
-            return 77;
+            return TEST_SKIP;
         }
-        fprintf(stderr, "FAIL: prof_create: code %d: %s\n", r, err);
-        return 1;
+        TEST_FAIL_("prof_create: code %d: %s", r, err);
     }
     /* CUPTI allows one set of callbacks: a second prof must be refused. */
-    r = prof_create(&p2, err, sizeof err);
-    CHECK(r == PROF_EBUSY && p2 == NULL, "second prof_create returned %d", r);
+    ASSERT_EQ(prof_create(&p2, err, sizeof err), PROF_EBUSY);
+    ASSERT(p2 == NULL);
     prof_destroy(&p2);
     /* Out-of-order calls are errors, not crashes. */
-    CHECK(prof_end(p, STEPS, &w) == PROF_ESTATE, "prof_end without begin");
-    CHECK(prof_top_kernels(p, top, 8, &n) == PROF_ESTATE,
-          "prof_top_kernels before any window");
+    ASSERT_EQ(prof_end(p, STEPS, &w), PROF_ESTATE);
+    ASSERT_EQ(prof_top_kernels(p, top, 8, &n), PROF_ESTATE);
 
     CUDA_OK(cudaSetDevice(0));
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -181,113 +156,47 @@ int main(void)
     CUDA_OK(cudaMalloc((void **)&d_sink, sizeof *d_sink));
     memset(h_buf, 0x5a, COPY_BYTES);
 
-    /* Warm-up (module load, first-launch costs), outside the window. */
-    for (i = 0; i < 3; i++) {
-        CUDA_OK(prof_test_launch_spin(stream, SPIN_NS, d_sink));
-        CUDA_OK(cudaMemcpyAsync(d_buf, h_buf, COPY_BYTES,
-                                cudaMemcpyHostToDevice, stream));
-    }
-    CUDA_OK(cudaDeviceSynchronize());
-
-    PROF_OK_(prof_begin(p, "test"), p);
-    for (i = 0; i < STEPS; i++) {
-        CUDA_OK(prof_test_launch_spin(stream, SPIN_NS, d_sink));
-        CUDA_OK(cudaMemcpyAsync(d_buf, h_buf, COPY_BYTES,
-                                cudaMemcpyHostToDevice, stream));
-    }
-    CUDA_OK(cudaDeviceSynchronize());
-    PROF_OK_(prof_end(p, STEPS, &w), p);
-
-    printf("window '%s': steps %d records %llu untimed %llu dropped %llu\n",
-           w.label, w.steps, (unsigned long long)w.records,
-           (unsigned long long)w.untimed, (unsigned long long)w.dropped);
-    printf("  per step: busy %.2f us (union %.2f us; kernel %.2f, memcpy "
-           "%.2f, memset %.2f), span %.2f us; window %.1f us\n",
-           w.busy_us, w.busy_union_us, w.kernel_us, w.memcpy_us, w.memset_us,
-           w.span_us, w.window_us);
-    printf("  per step: %.2f kernels, %.2f memcpys, %.2f memsets\n",
-           w.kernels_per_step, w.memcpys_per_step, w.memsets_per_step);
-
-    CHECK(w.kernels == STEPS, "kernels %llu, expected %d",
-          (unsigned long long)w.kernels, STEPS);
-    CHECK(w.memcpys == STEPS, "memcpys %llu, expected %d",
-          (unsigned long long)w.memcpys, STEPS);
-    CHECK(w.memsets == 0, "memsets %llu, expected 0",
-          (unsigned long long)w.memsets);
-    CHECK(w.kernels_per_step == 1.0, "kernels_per_step %g",
-          w.kernels_per_step);
-    CHECK(w.memcpys_per_step == 1.0, "memcpys_per_step %g",
-          w.memcpys_per_step);
-    CHECK(w.busy_us >= 10.0 && w.busy_us <= 200.0,
-          "busy_us per step %.2f not in [10, 200]", w.busy_us);
-    CHECK(w.kernel_us >= 10.0, "kernel_us per step %.2f < 10 (spin ~20 us)",
-          w.kernel_us);
+    window(p, "test", NULL, &w);
+    ASSERT_EQ(w.kernels, STEPS);
+    ASSERT_EQ(w.memcpys, STEPS);
+    ASSERT_EQ(w.memsets, 0);
+    CHECK(w.kernels_per_step == 1.0, "kernels_per_step %g", w.kernels_per_step);
+    CHECK(w.memcpys_per_step == 1.0, "memcpys_per_step %g", w.memcpys_per_step);
+    CHECK(w.kernel_us >= 10.0, "kernel_us per step %.2f < 10 (spin ~20 us)", w.kernel_us);
     CHECK(w.busy_union_us > 0.0 && w.busy_union_us <= w.busy_us + 1e-6,
           "busy_union_us %.3f vs busy_us %.3f", w.busy_union_us, w.busy_us);
-    CHECK(w.span_us >= w.busy_union_us - 1e-6, "span %.3f < union %.3f",
-          w.span_us, w.busy_union_us);
-    CHECK(w.dropped == 0, "dropped %llu", (unsigned long long)w.dropped);
+    CHECK(w.span_us >= w.busy_union_us - 1e-6, "span %.3f < union %.3f", w.span_us,
+          w.busy_union_us);
 
     PROF_OK_(prof_top_kernels(p, top, 8, &n), p);
-    for (i = 0; i < n; i++)
-        printf("  top %d: %-40s calls %llu total %.2f us mean %.2f us "
-               "share %.1f%%\n",
-               i, top[i].name, (unsigned long long)top[i].calls,
-               top[i].total_us, top[i].mean_us, 100.0 * top[i].share);
-    CHECK(n >= 1, "no kernels in the top table");
-    if (n >= 1) {
-        CHECK(strstr(top[0].name, "prof_test_spin") != NULL,
-              "top kernel is '%s'", top[0].name);
-        CHECK(top[0].calls == STEPS, "top kernel calls %llu",
-              (unsigned long long)top[0].calls);
-        CHECK(top[0].share > 0.999, "top kernel share %g", top[0].share);
-    }
+    for (int i = 0; i < n; i++)
+        printf("  top %d: %-40s calls %llu total %.2f us mean %.2f us share %.1f%%\n", i,
+               top[i].name, (unsigned long long)top[i].calls, top[i].total_us, top[i].mean_us,
+               100.0 * top[i].share);
+    ASSERT_GE(n, 1);
+    CHECK(strstr(top[0].name, "prof_test_spin") != NULL, "top kernel is '%s'", top[0].name);
+    ASSERT_EQ(top[0].calls, STEPS);
+    CHECK(top[0].share > 0.999, "top kernel share %g", top[0].share);
 
     /* Trace: add the window (written after the graph window below). */
     PROF_OK_(prof_trace_add(p, "test (eager)", 1), p);
 
     /* Graph replay: the same step plus a memset, captured once. */
     CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    CUDA_OK(prof_test_launch_spin(stream, SPIN_NS, d_sink));
-    CUDA_OK(cudaMemcpyAsync(d_buf, h_buf, COPY_BYTES, cudaMemcpyHostToDevice,
-                            stream));
+    step(NULL);
     CUDA_OK(cudaMemsetAsync(d_buf, 0, COPY_BYTES, stream));
     CUDA_OK(cudaStreamEndCapture(stream, &graph));
     CUDA_OK(cudaGraphInstantiate(&gexec, graph, 0));
-    /* Warm-up; also absorbs CUPTI's stall after prof_end's flush. */
-    for (i = 0; i < 3; i++)
-        CUDA_OK(cudaGraphLaunch(gexec, stream));
-    CUDA_OK(cudaDeviceSynchronize());
-    PROF_OK_(prof_begin(p, "graph"), p);
-    for (i = 0; i < STEPS; i++)
-        CUDA_OK(cudaGraphLaunch(gexec, stream));
-    CUDA_OK(cudaDeviceSynchronize());
-    PROF_OK_(prof_end(p, STEPS, &wg), p);
-    printf("window '%s': records %llu, per step: busy %.2f us (union %.2f), "
-           "%.2f kernels, %.2f memcpys, %.2f memsets, span %.2f us\n",
-           wg.label, (unsigned long long)wg.records, wg.busy_us,
-           wg.busy_union_us, wg.kernels_per_step, wg.memcpys_per_step,
-           wg.memsets_per_step, wg.span_us);
-    CHECK(wg.kernels == STEPS && wg.memcpys == STEPS && wg.memsets == STEPS,
-          "graph window: %llu kernels, %llu memcpys, %llu memsets, expected "
-          "%d each",
-          (unsigned long long)wg.kernels, (unsigned long long)wg.memcpys,
-          (unsigned long long)wg.memsets, STEPS);
-    CHECK(wg.busy_us >= 10.0 && wg.busy_us <= 200.0,
-          "graph busy_us per step %.2f not in [10, 200]", wg.busy_us);
-    CHECK(wg.dropped == 0, "graph window dropped %llu",
-          (unsigned long long)wg.dropped);
+    window(p, "graph", gexec, &wg);
+    ASSERT_EQ(wg.kernels, STEPS);
+    ASSERT_EQ(wg.memcpys, STEPS);
+    ASSERT_EQ(wg.memsets, STEPS);
     PROF_OK_(prof_trace_add(p, "test (graph)", 2), p);
 
     /* Write the trace to a temp file and read it back. */
-    snprintf(path, sizeof path, "%s/prof_trace_XXXXXX",
-             tmpdir && tmpdir[0] ? tmpdir : "/tmp");
-    fd = mkstemp(path);
+    snprintf(path, sizeof path, "%s/prof_trace_XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    int fd = mkstemp(path);
     CHECK(fd >= 0, "mkstemp(%s) failed", path);
-    if (fd < 0) {
-        path[0] = '\0';
-        goto done;
-    }
     close(fd);
     PROF_OK_(prof_trace_write(p, path), p);
     check_trace(path);
@@ -301,37 +210,23 @@ int main(void)
     PROF_OK_(prof_begin(p, "empty"), p);
     CUDA_OK(cudaDeviceSynchronize());
     PROF_OK_(prof_end(p, 1, &w2), p);
-    CHECK(w2.records == 0 && w2.kernels == 0 && w2.busy_us == 0.0,
-          "empty window saw %llu records", (unsigned long long)w2.records);
-    CHECK(prof_end(p, 0, &w2) == PROF_EINVAL, "prof_end with steps 0");
+    ASSERT_EQ(w2.records, 0);
+    ASSERT_EQ(w2.kernels, 0);
+    CHECK(w2.busy_us == 0.0, "empty window busy %.3f us", w2.busy_us);
+    ASSERT_EQ(prof_end(p, 0, &w2), PROF_EINVAL);
 
-done:
-    if (path[0])
-        unlink(path);
     prof_destroy(&p);
-    CHECK(p == NULL, "prof_destroy did not clear the pointer");
+    ASSERT(p == NULL);
     /* Destroy detached CUPTI (cuptiFinalize); a later profiler attaches it again. */
-    if (!g_failures) {
-        r = prof_create(&p, err, sizeof err);
-        CHECK(r == PROF_OK, "prof_create after a destroy: %s", err);
-        prof_destroy(&p);
-    }
-    if (gexec)
-        cudaGraphExecDestroy(gexec);
-    if (graph)
-        cudaGraphDestroy(graph);
-    if (d_sink)
-        cudaFree(d_sink);
-    if (d_buf)
-        cudaFree(d_buf);
-    if (h_buf)
-        cudaFreeHost(h_buf);
-    if (stream)
-        cudaStreamDestroy(stream);
-    if (g_failures) {
-        printf("FAIL (%d check(s) failed)\n", g_failures);
-        return 1;
-    }
+    r = prof_create(&p, err, sizeof err);
+    CHECK(r == PROF_OK, "prof_create after a destroy: %s", err);
+    prof_destroy(&p);
+    CUDA_OK(cudaGraphExecDestroy(gexec));
+    CUDA_OK(cudaGraphDestroy(graph));
+    CUDA_OK(cudaFree(d_sink));
+    CUDA_OK(cudaFree(d_buf));
+    CUDA_OK(cudaFreeHost(h_buf));
+    CUDA_OK(cudaStreamDestroy(stream));
     printf("PASS\n");
     return 0;
 }
