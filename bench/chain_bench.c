@@ -29,6 +29,52 @@
 #include "chain.h"
 #include "util.h"
 
+/* One step of the chain: what every mode runs. */
+typedef struct chain_args {
+    float *x;          /* CHAIN_ELEMS floats of persistent state */
+    int n_kernels;     /* N >= 1 */
+    const float *in;   /* read by the first kernel; NULL for none */
+    size_t n_in;       /* floats in `in` */
+    float *out;        /* the last kernel writes x[0] here; NULL for none */
+    int pdl;           /* launch with programmatic dependent launch */
+} chain_args;
+
+/* Enqueues the N kernels of one step on `s`. */
+static cudaError_t chain_enqueue(const chain_args *a, cudaStream_t s)
+{
+    for (int k = 0; k < a->n_kernels; k++) {
+        const float *in = k == 0 ? a->in : NULL;
+        float *out = k == a->n_kernels - 1 ? a->out : NULL;
+        cudaError_t e = chain_kernel_launch(a->x, in, in ? a->n_in : 1, out, a->pdl, s);
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
+/*
+ * Host model of x[0] after one step that started from x0 (in0: in[0] of
+ * the step's input; has_in = 0 for a step without input). Bit-exact with
+ * the GPU, see chain_kernels.cu.
+ */
+static float chain_model(float x0, int has_in, float in0, int n_kernels)
+{
+    float v = x0;
+    for (int k = 0; k < n_kernels; k++) {
+        if (k == 0 && has_in)
+            v += in0;
+        v = fmaf(v, CHAIN_A, CHAIN_B);
+    }
+    return v;
+}
+
+/* Deterministic, non-zero initial state of x: spread over (0.5, 1.5), each element different. */
+static void chain_init_state(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = 0.5f + (float)((i * 2654435761u) % 1000u) / 1000.0f + 0.0005f;
+}
+
 /* Raw CUDA state shared by the modes of one N. */
 typedef struct chain_env {
     const bench_config *cfg;
