@@ -15,11 +15,14 @@
  * (b) capture + update in place on a one-graph cache, one step alternating
  *     between the buckets, failed updates counted with cgr's reason;
  * (c) the replayed step at each bucket;
- * (d) the frozen-value check: two runtimes, with and without it, taking
- *     turns at going first; a new shape's first runs are timed with cgr's
- *     action checked run by run (with the check on, the run after the
- *     capture is the check and the only one that counts a frozen check),
- *     then each bucket's replays, on against off, in interleaved rounds.
+ * (d) the frozen-value check (cgr_options.frozen_check), which captures a
+ *     new graph's next run again and compares the two graphs, so it should
+ *     cost about one capture per shape and nothing per replay: two
+ *     runtimes, with and without it, taking turns at going first; a new
+ *     shape's first runs are timed with cgr's action checked run by run
+ *     (with the check on, the run after the capture is the check and the
+ *     only one that counts a frozen check), then each bucket's replays, on
+ *     against off, in interleaved rounds.
  *
  * Every run gets fresh inputs at a true batch below the bucket (padding
  * exercised), and every loss read back must be finite.
