@@ -65,7 +65,6 @@ typedef struct serve_run {
     cgr_step_stats shape[SERVE_MODES];
     cgr_runtime_stats rts[SERVE_MODES];
     uint64_t *pipe_hash[SERVE_MODES]; /* [n / SERVE_PIPE_HASH_EVERY + 1], steady pass */
-    int prof_tried;
     serve_result f;          /* what the report shows */
 } serve_run;
 
@@ -515,7 +514,6 @@ static int profile_buckets(serve_run *r, const serve_model *model, serve_rt rts[
 {
     prof *p = NULL;
     char err[256];
-    r->prof_tried = 1;
     if (prof_create(&p, err, sizeof err) != PROF_OK) {
         snprintf(r->f.prof_note, sizeof r->f.prof_note, "no GPU busy times: %s", err);
         return 0;
@@ -535,7 +533,6 @@ static int profile_buckets(serve_run *r, const serve_model *model, serve_rt rts[
 {
     (void)model;
     (void)rts;
-    r->prof_tried = 1;
     snprintf(r->f.prof_note, sizeof r->f.prof_note, "built without CUPTI: no GPU busy times");
     return 0;
 }
