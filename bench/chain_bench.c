@@ -29,6 +29,52 @@
 #include "chain.h"
 #include "util.h"
 
+/* One step of the chain: what every mode runs. */
+typedef struct chain_args {
+    float *x;          /* CHAIN_ELEMS floats of persistent state */
+    int n_kernels;     /* N >= 1 */
+    const float *in;   /* read by the first kernel; NULL for none */
+    size_t n_in;       /* floats in `in` */
+    float *out;        /* the last kernel writes x[0] here; NULL for none */
+    int pdl;           /* launch with programmatic dependent launch */
+} chain_args;
+
+/* Enqueues the N kernels of one step on `s`. */
+static cudaError_t chain_enqueue(const chain_args *a, cudaStream_t s)
+{
+    for (int k = 0; k < a->n_kernels; k++) {
+        const float *in = k == 0 ? a->in : NULL;
+        float *out = k == a->n_kernels - 1 ? a->out : NULL;
+        cudaError_t e = chain_kernel_launch(a->x, in, in ? a->n_in : 1, out, a->pdl, s);
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
+/*
+ * Host model of x[0] after one step that started from x0 (in0: in[0] of
+ * the step's input; has_in = 0 for a step without input). Bit-exact with
+ * the GPU, see chain_kernels.cu.
+ */
+static float chain_model(float x0, int has_in, float in0, int n_kernels)
+{
+    float v = x0;
+    for (int k = 0; k < n_kernels; k++) {
+        if (k == 0 && has_in)
+            v += in0;
+        v = fmaf(v, CHAIN_A, CHAIN_B);
+    }
+    return v;
+}
+
+/* Deterministic, non-zero initial state of x: spread over (0.5, 1.5), each element different. */
+static void chain_init_state(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = 0.5f + (float)((i * 2654435761u) % 1000u) / 1000.0f + 0.0005f;
+}
+
 /* Raw CUDA state shared by the modes of one N. */
 typedef struct chain_env {
     const bench_config *cfg;
@@ -203,13 +249,8 @@ static void raw_teardown(void *self)
 
 static void raw_bench_mode(raw_mode *m, mode_result *r, bench_mode *bm)
 {
-    memset(bm, 0, sizeof *bm);
-    bm->r = r;
-    bm->ops = (step_ops){raw_prepare, raw_submit, raw_wait, m->io ? raw_check : NULL, NULL};
-    bm->self = m;
-    bm->setup = raw_setup;
-    bm->finish = raw_finish;
-    bm->teardown = raw_teardown;
+    *bm = (bench_mode){r, {raw_prepare, raw_submit, raw_wait, m->io ? raw_check : NULL, NULL},
+                       m, raw_setup, raw_finish, raw_teardown, NULL};
 }
 
 /* ---- cgr modes ----------------------------------------------------------- */
@@ -469,14 +510,10 @@ static void cgr_teardown(void *self)
 
 static void cgr_bench_mode(cgr_mode *m, mode_result *r, bench_mode *bm)
 {
-    memset(bm, 0, sizeof *bm);
-    bm->r = r;
-    bm->ops = (step_ops){cgr_prepare, cgr_submit, cgr_wait, m->out ? cgr_check : NULL,
-                         cgr_after_warmup};
-    bm->self = m;
-    bm->setup = cgr_setup;
-    bm->finish = cgr_finish;
-    bm->teardown = cgr_teardown;
+    *bm = (bench_mode){r,
+                       {cgr_prepare, cgr_submit, cgr_wait, m->out ? cgr_check : NULL,
+                        cgr_after_warmup},
+                       m, cgr_setup, cgr_finish, cgr_teardown, NULL};
 }
 
 /* ---- environment --------------------------------------------------------- */
@@ -577,16 +614,11 @@ static void chain_one(const bench_config *cfg, bench_results *res, chain_result 
     }
     for (int i = 0; i < N_CGR; i++) {
         int id = cgrs[i].id;
-        memset(&cm[i], 0, sizeof cm[i]);
-        cm[i].e = &e;
-        cm[i].name = chain_mode_names[id];
-        cm[i].in_floats = cgrs[i].io ? CHAIN_IN_FLOATS : 0;
-        cm[i].out = cgrs[i].io;
-        cm[i].pdl = cgrs[i].pdl;
-        cm[i].fast = cgrs[i].fast;
-        cm[i].zc_max = cgrs[i].memcpy_nodes ? 0 : -1;
-        cm[i].event_wait = cgrs[i].event_wait;
-        cm[i].info = &cr->cgr[id];
+        cm[i] = (cgr_mode){.e = &e, .name = chain_mode_names[id],
+                           .in_floats = cgrs[i].io ? CHAIN_IN_FLOATS : 0, .out = cgrs[i].io,
+                           .pdl = cgrs[i].pdl, .fast = cgrs[i].fast,
+                           .zc_max = cgrs[i].memcpy_nodes ? 0 : -1,
+                           .event_wait = cgrs[i].event_wait, .info = &cr->cgr[id]};
         cgr_bench_mode(&cm[i], &cr->mode[id], &bm[id]);
     }
     for (int id = 0; id < CHAIN_MODES; id++)
@@ -684,13 +716,9 @@ static void sweep_one(const bench_config *cfg, bench_results *res, sweep_point *
     static cgr_mode cm[3];
     bench_mode bm[3];
     for (int i = 0; i < 3; i++) {
-        memset(&cm[i], 0, sizeof cm[i]);
-        cm[i].e = &e;
-        cm[i].name = r[i]->name;
-        cm[i].in_floats = i == 0 ? 0 : p->in_bytes / sizeof(float);
-        cm[i].out = 1;
-        cm[i].fast = 1;
-        cm[i].zc_max = i == 2 ? (long)sizeof(float) : -1;
+        cm[i] = (cgr_mode){.e = &e, .name = r[i]->name,
+                           .in_floats = i == 0 ? 0 : p->in_bytes / sizeof(float), .out = 1,
+                           .fast = 1, .zc_max = i == 2 ? (long)sizeof(float) : -1};
         cgr_bench_mode(&cm[i], r[i], &bm[i]);
     }
     char group[48];
@@ -734,6 +762,33 @@ static cgr_status syncing_step_fn(cgr_ctx *ctx, void *user)
     return CGR_STATUS_OK;
 }
 
+/*
+ * A runtime with options o and one W-chain step of n kernels without I/O,
+ * its state a persistent allocation of the runtime (so it goes with it).
+ */
+static int solo_step(const cgr_options *o, const char *name, cgr_step_fn fn, step_user *u,
+                     cgr_runtime **rt, cgr_step **step)
+{
+    CGR_CK(cgr_runtime_create(rt, o));
+    CGR_CK(cgr_persistent_alloc(*rt, CHAIN_ELEMS * sizeof(float), (void **)&u->x));
+    cgr_step_desc d;
+    CGR_CK(cgr_step_desc_init(&d));
+    d.name = name;
+    d.fn = fn;
+    d.user = u;
+    CGR_CK(cgr_step_create(*rt, &d, step));
+    return 0;
+}
+
+/* Runs one check of what cgr says; a failure without a message gets the last error. */
+static void said_run(const bench_config *cfg, bench_results *res, const char *name,
+                     const char *what, int (*once)(const bench_config *, said_check *))
+{
+    said_check *c = said_add(res, name, what);
+    if (once(cfg, c) != 0 && !c->message[0])
+        snprintf(c->message, sizeof c->message, "%s", bench_last_error());
+}
+
 static int diagnose_once(const bench_config *cfg, said_check *c)
 {
     cgr_options o;
@@ -743,15 +798,8 @@ static int diagnose_once(const bench_config *cfg, said_check *c)
     cgr_runtime *rt = NULL;
     cgr_step *step = NULL;
     int rc = -1;
-    CGR_CK(cgr_runtime_create(&rt, &o));
     step_user u = {NULL, 10, 0, 0, 0, 0, NULL};
-    CGR_CK_GOTO(cgr_persistent_alloc(rt, CHAIN_ELEMS * sizeof(float), (void **)&u.x), out);
-    cgr_step_desc d;
-    CGR_CK_GOTO(cgr_step_desc_init(&d), out);
-    d.name = "chain_syncing";
-    d.fn = syncing_step_fn;
-    d.user = &u;
-    CGR_CK_GOTO(cgr_step_create(rt, &d, &step), out);
+    TRY_GOTO(solo_step(&o, "chain_syncing", syncing_step_fn, &u, &rt, &step), out);
     for (int k = 0; k < 3; k++) { /* two warm-ups, then the capture that fails */
         CGR_CK_GOTO(cgr_step_run(step, NULL, NULL, NULL), out);
         CGR_CK_GOTO(cgr_step_wait(step, CGR_TICKET_LAST), out);
@@ -772,9 +820,7 @@ out:
 
 void chain_diagnosis(const bench_config *cfg, bench_results *res)
 {
-    said_check *c = said_add(res, "capture_diagnosis", "capture diagnosis names the call");
-    if (diagnose_once(cfg, c) != 0 && !c->message[0])
-        snprintf(c->message, sizeof c->message, "%s", bench_last_error());
+    said_run(cfg, res, "capture_diagnosis", "capture diagnosis names the call", diagnose_once);
 }
 
 /* Runs of each mode in the profile window: enough for stable medians,
@@ -795,15 +841,8 @@ static int profile_once(const bench_config *cfg, said_check *c)
     cgr_runtime *rt = NULL;
     cgr_step *step = NULL;
     int rc = -1;
-    CGR_CK(cgr_runtime_create(&rt, &o));
     step_user u = {NULL, 100, 0, 0, 0, 0, NULL};
-    CGR_CK_GOTO(cgr_persistent_alloc(rt, CHAIN_ELEMS * sizeof(float), (void **)&u.x), out);
-    cgr_step_desc d;
-    CGR_CK_GOTO(cgr_step_desc_init(&d), out);
-    d.name = "chain_profiled";
-    d.fn = chain_step_fn;
-    d.user = &u;
-    CGR_CK_GOTO(cgr_step_create(rt, &d, &step), out);
+    TRY_GOTO(solo_step(&o, "chain_profiled", chain_step_fn, &u, &rt, &step), out);
     cgr_step_stats s;
     /* Warm-ups, the capture and its check run first; the window then takes
      * 2 x PROFILE_RUNS runs. The bound only guards against a window that
@@ -839,7 +878,5 @@ out:
 
 void chain_profile(const bench_config *cfg, bench_results *res)
 {
-    said_check *c = said_add(res, "profile_window", "profile window: W-chain N=100 verdict");
-    if (profile_once(cfg, c) != 0 && !c->message[0])
-        snprintf(c->message, sizeof c->message, "%s", bench_last_error());
+    said_run(cfg, res, "profile_window", "profile window: W-chain N=100 verdict", profile_once);
 }

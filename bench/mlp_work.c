@@ -50,17 +50,21 @@ static int mlp_setup(void *user, cgr_runtime *rt)
     return 0;
 }
 
+void mlp_fill_rows(bench_rng *r, const mlp_cfg *cfg, int64_t rows, float *x, int *labels)
+{
+    rng_fill(r, x, (size_t)rows * (size_t)cfg->in_dim);
+    for (int64_t i = 0; i < rows; i++) {
+        float f;
+        rng_fill(r, &f, 1); /* in [-1, 1) */
+        int l = (int)((f + 1.0f) * 0.5f * (float)cfg->classes);
+        labels[i] = l < 0 ? 0 : l >= cfg->classes ? cfg->classes - 1 : l;
+    }
+}
+
 static void mlp_fill(void *user, bench_rng *r, void *const *inputs)
 {
     mlp_user *u = user;
-    rng_fill(r, inputs[0], (size_t)u->cfg.batch * u->cfg.in_dim);
-    int *labels = inputs[1];
-    for (int i = 0; i < u->cfg.batch; i++) {
-        float f;
-        rng_fill(r, &f, 1); /* in [-1, 1) */
-        int l = (int)((f + 1.0f) * 0.5f * (float)u->cfg.classes);
-        labels[i] = l < 0 ? 0 : l >= u->cfg.classes ? u->cfg.classes - 1 : l;
-    }
+    mlp_fill_rows(r, &u->cfg, u->cfg.batch, inputs[0], inputs[1]);
 }
 
 static void mlp_teardown(void *user)

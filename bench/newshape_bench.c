@@ -1,53 +1,31 @@
 /*
- * cgr-bench newshape: the cost of a new shape of the W-mlp training step
- * with a dynamic batch: capture + instantiate, and capture + update in
- * place, warm-up excluded.
+ * cgr-bench newshape: what a new shape of the W-mlp training step costs
+ * with a dynamic batch, warm-up excluded (docs/benchmarks.md, "New shape of
+ * the W-mlp training step", has the method and the figures).
  *
- * The step is W-mlp training (forward, masked loss, backward, AdamW; PDL on,
- * weight gradients on the side branch at small batch) declared once at its
- * largest batch, with the batch as a dynamic dim (bench/mlp/mlp_cgr.h).
- * Two pairs of buckets, one per code path of mlp_step_enqueue:
- * - {4, 8}: both at or below mlp_cfg.small_batch_max (8), the custom
- *   small-batch kernels. Their graphs have the same nodes and edges; only
- *   kernel functions (templated on the batch) and launch shapes differ,
- *   which cudaGraphExecUpdate may change.
- * - {16, 32}: the cuBLAS path. Whether they share a topology depends on the
- *   GEMM kernels cuBLAS picks for each size (a split-K kernel adds a node);
- *   the suite reports what happened and why.
+ * The step is declared once at its largest batch (bench/mlp/mlp_cgr.h) and
+ * run on two pairs of buckets, one per code path of mlp_step_enqueue:
+ * {4, 8} (the small-batch kernels: same topology, only kernel functions and
+ * launch shapes differ) and {16, 32} (cuBLAS, whose kernel choice decides
+ * whether the two share a topology). Figures come from cgr_step_get_stats
+ * right after the run that captured, so warm-up runs are never in them:
+ * (a) capture + instantiate on a 16-graph cache, a fresh step per
+ *     repetition, after one "cold" priming repetition that also pays the
+ *     runtime's one-off costs;
+ * (b) capture + update in place on a one-graph cache, one step alternating
+ *     between the buckets, failed updates counted with cgr's reason;
+ * (c) the replayed step at each bucket;
+ * (d) the frozen-value check (cgr_options.frozen_check), which captures a
+ *     new graph's next run again and compares the two graphs, so it should
+ *     cost about one capture per shape and nothing per replay: two
+ *     runtimes, with and without it, taking turns at going first; a new
+ *     shape's first runs are timed with cgr's action checked run by run
+ *     (with the check on, the run after the capture is the check and the
+ *     only one that counts a frozen check), then each bucket's replays, on
+ *     against off, in interleaved rounds.
  *
- * What is measured (cgr_step_get_stats right after the run that
- * captured, so warm-up runs are never in the figures):
- * (a) capture + instantiate: a runtime whose steps cache 16 graphs, so
- *     every new bucket is instantiated. Each repetition creates a fresh
- *     step, brings each bucket through its eager warm-ups and its capture,
- *     and reads last_capture_us (stream capture) and last_make_us
- *     (instantiate + upload). One priming repetition runs first and is
- *     reported on its own as "cold": it also pays for one-off costs of the
- *     runtime (the arena growing to the largest plan, lazily loaded
- *     kernels), which are not a new shape's.
- * (b) capture + update: a runtime whose steps cache one graph. One step
- *     alternates between the pair's buckets; each change evicts the cached
- *     graph, warms the other bucket up and captures it, offering the
- *     evicted executable for cudaGraphExecUpdate. last_make_us is then
- *     update + upload. A failed update falls back to instantiation and is
- *     counted, with cgr's reason.
- * (c) the training step replayed at each bucket (wall us per step, true
- *     batch varying within the bucket) next to its graph's node count.
- * (d) the frozen-value check (cgr_options.frozen_check): it captures a new
- *     graph's next run again and compares the two graphs, so it costs at
- *     most about one capture once per shape and nothing per replay. Two
- *     runtimes with 16-graph caches, one with the check and one without;
- *     each repetition gives each bucket a fresh step on both, on and off
- *     taking turns at going first, and times a new shape's first runs
- *     (warm-ups, the capture, the run after it, one more replay) with
- *     cgr's action checked run by run: with the check on the run after
- *     the capture is the check (cgr_step_stats.frozen_checks grows by one
- *     there and nowhere else), with it off a plain replay. Then each
- *     bucket's replays, check on against off, interleaved in rounds
- *     (run_group): wall and host CPU per replay.
- *
- * Every run gets fresh random inputs at a true batch below the bucket
- * (padding exercised), and every loss read back must be finite.
+ * Every run gets fresh inputs at a true batch below the bucket (padding
+ * exercised), and every loss read back must be finite.
  */
 #include <math.h>
 #include <stdio.h>
@@ -155,18 +133,6 @@ static int64_t ns_true_batch(ns_model *m, const newshape_bucket *b)
     return t > b->bucket ? b->bucket : t;
 }
 
-/* Fresh inputs at true batch T: T rows of x, T labels. */
-static void ns_fill(ns_model *m, int64_t T, float *x, int *labels)
-{
-    rng_fill(&m->rng, x, (size_t)T * (size_t)m->cfg.in_dim);
-    for (int64_t i = 0; i < T; i++) {
-        float f;
-        rng_fill(&m->rng, &f, 1);
-        int l = (int)((f + 1.0f) * 0.5f * (float)m->cfg.classes);
-        labels[i] = l < 0 ? 0 : l >= m->cfg.classes ? m->cfg.classes - 1 : l;
-    }
-}
-
 /* The loss of a waited run, which must be finite. */
 static int ns_loss_ok(ns_model *m, cgr_step *step, uint64_t ticket, int64_t T,
                       cgr_run_action action)
@@ -186,7 +152,7 @@ static int ns_loss_ok(ns_model *m, cgr_step *step, uint64_t ticket, int64_t T,
 static int ns_run(ns_model *m, cgr_step *step, int64_t T, cgr_run_action *action,
                   double *wall_us)
 {
-    ns_fill(m, T, m->x, m->labels);
+    mlp_fill_rows(&m->rng, &m->cfg, T, m->x, m->labels);
     const void *inputs[2] = {m->x, m->labels};
     uint64_t ticket = 0;
     const double t0 = now_us();
@@ -198,13 +164,6 @@ static int ns_run(ns_model *m, cgr_step *step, int64_t T, cgr_run_action *action
     return ns_loss_ok(m, step, ticket, T, *action) == 0 ? 0 : -1;
 }
 
-static int ns_shape_stats(const cgr_step *step, cgr_step_stats *ss)
-{
-    memset(ss, 0, sizeof *ss);
-    CGR_CK(cgr_step_get_stats(step, ss));
-    return 0;
-}
-
 /*
  * Brings bucket b of a step through its warm-ups to its capture run and
  * returns that run's action and shape stats (read right after it, so its
@@ -212,17 +171,14 @@ static int ns_shape_stats(const cgr_step *step, cgr_step_stats *ss)
  * replays or runs eagerly where a warm-up or a capture is due.
  */
 static int ns_capture(ns_model *m, cgr_step *step, const newshape_bucket *b,
-                      cgr_run_action *action,
-                      cgr_step_stats *ss, cgr_step_stats *st)
+                      cgr_run_action *action, cgr_step_stats *ss)
 {
     memset(ss, 0, sizeof *ss);
     for (int i = 0; i <= NS_WARMUP_RUNS + 1; i++) {
         TRY(ns_run(m, step, ns_true_batch(m, b), action, NULL));
         if (*action == CGR_RUN_WARMUP)
             continue;
-        TRY(ns_shape_stats(step, ss));
-        if (st)
-            CGR_CK(cgr_step_get_stats(step, st));
+        CGR_CK(cgr_step_get_stats(step, ss));
         if (*action == CGR_RUN_CAPTURE || *action == CGR_RUN_UPDATE)
             return 0;
         break;
@@ -251,8 +207,7 @@ static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, newshape_pa
         for (int k = 0; k < 2; k++) {
             cgr_run_action a;
             cgr_step_stats ss;
-            cgr_step_stats st;
-            TRY_GOTO(ns_capture(m, step, &p->b[k], &a, &ss, &st), fail);
+            TRY_GOTO(ns_capture(m, step, &p->b[k], &a, &ss), fail);
             if (a != CGR_RUN_CAPTURE) {
                 bench_error("newshape: %s path bucket %lld: '%s' with 16 cache entries free; "
                             "expected an instantiation",
@@ -267,8 +222,8 @@ static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, newshape_pa
             cap[k][rep] = ss.last_capture_us;
             make[k][rep] = ss.last_make_us;
             tot[k][rep] = ss.last_capture_us + ss.last_make_us;
-            p->b[k].nodes = st.graph_nodes;
-            p->b[k].kernel_nodes = st.graph_kernel_nodes;
+            p->b[k].nodes = ss.graph_nodes;
+            p->b[k].kernel_nodes = ss.graph_kernel_nodes;
         }
     }
     for (int k = 0; k < 2; k++) {
@@ -326,11 +281,11 @@ static int ns_update(ns_suite *S, ns_model *m, cgr_runtime *rt, newshape_pair *p
     cgr_step_stats ss;
     TRY(ns_step_create(rt, &u, buckets, &step));
     /* The first bucket fills the one-graph cache (an instantiation, not counted). */
-    TRY_GOTO(ns_capture(m, step, &p->b[0], &a, &ss, NULL), fail);
+    TRY_GOTO(ns_capture(m, step, &p->b[0], &a, &ss), fail);
     for (int rep = 0; rep < S->reps; rep++) {
         const int k = (rep + 1) % 2;
         const uint64_t failures_before = ss.update_failures;
-        TRY_GOTO(ns_capture(m, step, &p->b[k], &a, &ss, NULL), fail);
+        TRY_GOTO(ns_capture(m, step, &p->b[k], &a, &ss), fail);
         p->attempts++;
         if (a == CGR_RUN_UPDATE) {
             cap[n] = ss.last_capture_us;
@@ -378,14 +333,14 @@ static int ns_frozen_shape(ns_model *m, cgr_runtime *const rt[2], const int64_t 
         const int side = (first + j) % 2;
         ns_step_user u = {.m = m, .dev = &m->dev[side]};
         cgr_step *step = NULL;
-        cgr_step_stats before, ss;
-        memset(&ss, 0, sizeof ss);
+        cgr_step_stats ss;
         TRY(ns_step_create(rt[side], &u, buckets, &step));
+        CGR_CK_GOTO(cgr_step_get_stats(step, &ss), fail);
         total[side] = 0.0;
         for (int i = 0; i < NS_FROZEN_RUNS; i++) {
             cgr_run_action a;
             double us = 0.0;
-            CGR_CK_GOTO(cgr_step_get_stats(step, &before), fail);
+            const uint64_t checks_before = ss.frozen_checks;
             TRY_GOTO(ns_run(m, step, ns_true_batch(m, b), &a, &us), fail);
             CGR_CK_GOTO(cgr_step_get_stats(step, &ss), fail);
             const cgr_run_action want = i < NS_WARMUP_RUNS    ? CGR_RUN_WARMUP
@@ -393,13 +348,13 @@ static int ns_frozen_shape(ns_model *m, cgr_runtime *const rt[2], const int64_t 
                                                               : CGR_RUN_REPLAY;
             /* One check per new graph, at the run after its capture, and only with it on. */
             const uint64_t want_checks = side == 0 && i == NS_WARMUP_RUNS + 1;
-            if (a != want || ss.frozen_checks - before.frozen_checks != want_checks) {
+            if (a != want || ss.frozen_checks - checks_before != want_checks) {
                 bench_error("newshape: frozen-value check %s, bucket %lld, run %d of a new "
                             "shape: '%s' with %llu frozen-value check(s); expected '%s' with "
                             "%llu",
                             side ? "off" : "on", (long long)b->bucket, i + 1,
                             cgr_run_action_name(a),
-                            (unsigned long long)(ss.frozen_checks - before.frozen_checks),
+                            (unsigned long long)(ss.frozen_checks - checks_before),
                             cgr_run_action_name(want), (unsigned long long)want_checks);
                 goto fail;
             }
@@ -484,7 +439,7 @@ static int nr_prepare(void *self, long k)
     (void)k;
     r->T = ns_true_batch(r->m, r->b);
     CGR_CK(cgr_step_acquire(r->step, &r->T, 0, &r->slot));
-    ns_fill(r->m, r->T, r->slot.inputs[0], r->slot.inputs[1]);
+    mlp_fill_rows(&r->m->rng, &r->m->cfg, r->T, r->slot.inputs[0], r->slot.inputs[1]);
     return 0;
 }
 

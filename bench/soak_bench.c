@@ -93,13 +93,6 @@ typedef struct soak {
     soak_result r; /* what the report shows */
 } soak;
 
-/* ---- shape schedule ---------------------------------------------------------- */
-
-static int batch_of(long k)
-{
-    return (int)((k / SOAK_PHASE) % SOAK_SHAPES);
-}
-
 /* ---- setup ----------------------------------------------------------------- */
 
 static int upload(cgr_runtime *rt, const float *host, size_t n, float **dev)
@@ -124,14 +117,9 @@ static int rt_setup(soak *s, soak_rt *r, int capture)
     TRY(upload(r->rt, s->host_b1, SOAK_D, &r->m.b1));
     TRY(upload(r->rt, s->host_w2, (size_t)SOAK_D * SOAK_D, &r->m.w2));
     TRY(upload(r->rt, s->host_b2, SOAK_D, &r->m.b2));
-    cgr_tensor_desc in, out;
-    memset(&in, 0, sizeof in);
-    in.name = "x";
-    in.dtype = CGR_DTYPE_F32;
-    in.rank = 2;
-    in.dims[0] = soak_buckets[SOAK_SHAPES - 1];
-    in.dims[1] = SOAK_D;
-    out = in;
+    const cgr_tensor_desc in = {.name = "x", .dtype = CGR_DTYPE_F32, .rank = 2,
+                                .dims = {soak_buckets[SOAK_SHAPES - 1], SOAK_D}};
+    cgr_tensor_desc out = in;
     out.name = "y";
     const cgr_dyn_dim batch = {"batch", soak_buckets, SOAK_SHAPES,
                                soak_buckets[SOAK_SHAPES - 1]};
@@ -310,9 +298,10 @@ static int run_range(soak *s, long k0, long k1, long (*sched)(long), long check_
     return retire(s, &prev);
 }
 
+/* The batch changes every SOAK_PHASE steps. */
 static long sched_main(long k)
 {
-    return batch_of(k);
+    return (k / SOAK_PHASE) % SOAK_SHAPES;
 }
 
 /* Warm-up: SOAK_WARMUP steps per shape, the last of each checked with the host. */

@@ -68,13 +68,15 @@ int work_trace_write(const char *path);
 /* Releases the profiler. */
 void work_finish(void);
 
-/* W-mlp training at batch B (bench/mlp_work.c), pdl = 1 for programmatic
- * dependent launch of the model's own kernels; 0 on success. */
 /* W-mlp variants (bits of mlp_workload's variant argument). */
 #define MLP_VARIANT_PDL 1     /* our kernels with programmatic dependent launch */
 #define MLP_VARIANT_DROPOUT 2 /* dropout p = 0.1 after each ReLU */
+/* W-mlp training at batch B (bench/mlp_work.c); 0 on success. */
 int mlp_workload(int B, int variant, workload *w);
 void mlp_workload_free(workload *w);
+struct mlp_cfg;
+/* Fresh W-mlp training inputs: rows x cfg->in_dim of x, rows labels. */
+void mlp_fill_rows(bench_rng *r, const struct mlp_cfg *cfg, int64_t rows, float *x, int *labels);
 
 /* W-cnn at batch B (bench/cnn_work.c; arg unused); 0 on success. */
 int cnn_workload(int B, int arg, workload *w);

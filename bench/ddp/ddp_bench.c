@@ -38,7 +38,6 @@ static const char *const mode_names[DDP_MODES] = {"single_graph", "ddp_eager", "
 
 typedef struct ddp_job {
     const bench_config *cfg;
-    int nproc;
     /* Filled by each rank in its own process. */
     ncclComm_t comm;
     ddp_rank_info who;
@@ -336,7 +335,6 @@ int ddp_suite(const bench_config *cfg, int nproc)
     static ddp_job job; /* large; one per process (each rank has its own copy) */
     memset(&job, 0, sizeof job);
     job.cfg = cfg;
-    job.nproc = nproc;
     ddp_rank_info who;
     int env = ddp_rank_from_env(&who);
     if (env < 0)

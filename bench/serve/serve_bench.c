@@ -1,75 +1,32 @@
 /*
  * cgr-bench serve: W-serve (serve.h), a serving loop with a dynamic batch.
+ * docs/benchmarks.md ("W-serve") describes the method and the figures.
  *
- * The request sequence: 10,000 requests (2,000 with --quick), batch sizes
- * uniform in 1..64 from a fixed seed, each with fresh random inputs
- * written by the host. It runs three times, on three runtimes, same
- * step, same inputs, same order:
- *   graph  cgr's graphs (per new bucket, warm-up runs, one capture, then
- *          replays) on an armable step: each request is armed with
- *          CGR_ACQUIRE_ARM, so its bucket's graph is launched before the host
- *          writes the inputs and waits on the GPU for the launch;
- *   eager  cgr_options.capture = 0: every run eager;
- *   plain  graphs as in "graph", but the step is not armable and each
- *          graph is launched at submission (cgr_step_acquire): the
- *          comparison for arming, and the runtime the profiled pass uses.
+ * One request sequence (10,000 requests, 2,000 with --quick; batches
+ * uniform in 1..64 from a fixed seed, fresh inputs per request) runs once
+ * per mode, each on its own runtime with the same step, in the same order:
+ * graph (armed requests, CGR_ACQUIRE_ARM), eager (capture = 0), plain
+ * (graphs launched at submission) and graph-memcpy (graph's way, inputs
+ * put into the slot by memcpy instead of cgr_step_write_input). A
+ * request's latency is cgr_step_launch + cgr_step_wait, closed loop; the
+ * acquire and the input write stay outside it (the write is timed apart),
+ * so a server that knows its batch can arm before it copies the rows in.
  *
- * One request, closed loop (the next is submitted only after this one's
- * output was read):
- *   untimed  cgr_step_acquire with CGR_ACQUIRE_ARM (graph, eager) or without (plain), then
- *            the host writes the request's inputs into the pinned slot,
- *            packed at the true batch (cgr's fast path, as in the other
- *            workload suites);
- *   timed    cgr_step_launch + cgr_step_wait: from submission to the
- *            probabilities in host memory, in the slot (cgr pads the input
- *            to the bucket, stages it in the graph, and packs the output
- *            back to the true batch);
- *   untimed  the client reads the output in place (cgr_slot.outputs): its
- *            size is checked with cgr_step_output, every 100th request's
- *            is kept, compared with cgr_step_output's copy and bit for bit
- *            with the eager run of the same request, and the first
- *            replayed request of each bucket is checked against a float64
- *            host reference (first and last row).
+ * "Steady" figures leave out the first pass over the buckets: every
+ * request up to the last one of the graph run that did not replay, or
+ * replayed after the frozen-value check captured it once more; the same
+ * requests are left out of every mode.
  *
- * Figures: latency p50/p99 per request overall and per bucket, and the
- * p50 of the launch call alone; closed-loop throughput (requests/s and
- * rows/s over the summed request latencies, so input generation is not
- * counted) overall and for requests of batch <= 8; captures, updates,
- * evictions and arena bytes from cgr's shape stats. "Steady" figures
- * leave out the first pass over the buckets: every request up to the last
- * one that did not replay in the graph run, or that replayed after the
- * frozen-value check captured it once more (a new shape's second run:
- * cgr_options.frozen_check); the same requests are left out of the eager
- * run's steady figures.
+ * The steady requests run again with requests in flight (serve_pipe.c),
+ * SERVE_PIPE_REPS passes per mode taking turns. GPU busy time comes from a
+ * profiled pass after every timed one (CUPTI slows every later launch), on
+ * the plain runtime, since an armed graph's input kernel spends its wait
+ * for the launch inside the kernel; a second profiled pass on the graph
+ * runtime splits armed requests.
  *
- * Requests in flight (serve_pipe.c): the steady requests, and those of
- * batch <= 8, again, as a serving loop with a queue runs them: the next
- * request is staged and launched while the GPU runs the current one, up
- * to the step's two staging slots. Throughput = requests / wall time, the
- * median of SERVE_PIPE_REPS passes per mode, the modes taking turns.
- *
- * The model's kernels use programmatic dependent launch unless --no-pdl:
- * each one's launch then overlaps the previous one's work, inside the
- * graph and eagerly alike.
- *
- * GPU busy time per bucket comes from a separate, profiled pass after
- * the timed passes (CUPTI slows every later launch, so it must not
- * overlap them), on the plain runtime: an armed graph's input kernel
- * spends its wait for the launch inside the kernel, which is not work,
- * and a plain graph has no gate to pass. 50 replays per bucket with
- * batches drawn from the bucket's range, the busy time being the summed
- * kernel and memcpy durations per replay (as in the other suites) and,
- * beside it, the union of their intervals. The same pass splits each
- * request's latency on CUPTI's clock: submission to the first kernel,
- * the kernels' span, and the end to the wait's return.
- *
- * The summary at the end of the report (figures only, not judged):
- *   throughput of requests with batch <= 8, in flight, graph / eager
- *   (the closed loop's ratio is printed beside it);
- *   p50 per request / the GPU busy time of its bucket's graph (the union
- *   of its kernels' intervals: with PDL they overlap), per bucket;
- *   p99 / p50 per bucket, after the first pass over the buckets;
- *   captures over the whole sequence.
+ * Checked: every 100th output graph against the other modes bit for bit,
+ * the first replay of each bucket against a float64 host reference, output
+ * sizes, and hashed rows with requests in flight against eager's.
  */
 #include <math.h>
 #include <stdio.h>
@@ -108,7 +65,6 @@ typedef struct serve_run {
     cgr_step_stats shape[SERVE_MODES];
     cgr_runtime_stats rts[SERVE_MODES];
     uint64_t *pipe_hash[SERVE_MODES]; /* [n / SERVE_PIPE_HASH_EVERY + 1], steady pass */
-    int prof_tried;
     serve_result f;          /* what the report shows */
 } serve_run;
 
@@ -138,11 +94,11 @@ static int is_sample(int i)
 /* ---- statistics ------------------------------------------------------------------------ */
 
 /*
- * Figures of mode m's requests i in [from, n) that pass `keep` (bucket
- * index >= 0: only that bucket; max_batch > 0: only batches up to it).
+ * Figures of per-request values v[i] for i in [from, n) (bucket index >= 0:
+ * only that bucket; max_batch > 0: only batches up to it).
  */
-static int lat_figures(const serve_run *r, int m, int from, int bucket, int max_batch,
-                       double *scratch, serve_lat *out)
+static void lat_figures(const serve_run *r, const double *v, int from, int bucket,
+                        int max_batch, double *scratch, serve_lat *out)
 {
     memset(out, 0, sizeof *out);
     long k = 0;
@@ -150,14 +106,14 @@ static int lat_figures(const serve_run *r, int m, int from, int bucket, int max_
         int B = r->batch[i];
         if ((bucket >= 0 && serve_bucket_index(B) != bucket) || (max_batch > 0 && B > max_batch))
             continue;
-        scratch[k++] = r->lat[m][i];
+        scratch[k++] = v[i];
         out->rows += B;
-        out->sum_us += r->lat[m][i];
+        out->sum_us += v[i];
     }
     out->n = k;
     if (k == 0) {
         out->p50 = out->p99 = out->mean = out->req_per_s = out->rows_per_s = NAN;
-        return 0;
+        return;
     }
     /* Percentiles as every other cgr-bench figure computes them (timing.c). */
     stats_sort(scratch, (int)k);
@@ -166,7 +122,6 @@ static int lat_figures(const serve_run *r, int m, int from, int bucket, int max_
     out->mean = out->sum_us / (double)k;
     out->req_per_s = (double)k / (out->sum_us * 1e-6);
     out->rows_per_s = (double)out->rows / (out->sum_us * 1e-6);
-    return 0;
 }
 
 /* ---- checks ---------------------------------------------------------------------------- */
@@ -401,6 +356,22 @@ static int one_request(serve_rt *srt, prof *p, bench_rng *rng, int B, int in_dim
 }
 
 /*
+ * The medians of columns v[0..nc) over the m requests whose records were
+ * found, into *dst[c]; 1, or 0 and none when records of more than half of
+ * the n requests are missing (no figures rather than wrong ones).
+ */
+static int split_medians(double (*v)[SERVE_PROF_STEPS], int nc, int m, int n, double *const *dst)
+{
+    if (m < n / 2)
+        return 0;
+    for (int c = 0; c < nc; c++) {
+        stats_sort(v[c], m);
+        *dst[c] = stats_percentile(v[c], m, 0.50);
+    }
+    return 1;
+}
+
+/*
  * Where each profiled request's time went (serve_bucket's split figures):
  * the window's records are in start order and the requests ran one at a
  * time, so request k owns the records that start inside its [t0, t1].
@@ -427,14 +398,8 @@ static void split_armed(serve_bucket *f, const uint64_t (*t)[2], int n, const ui
         v[3][m] = ((double)t[k][1] - (double)last) / 1e3;
         m++;
     }
-    if (m < n / 2)
-        return;
     double *dst[4] = {&f->armed_lat_us, &f->armed_in_us, &f->armed_rest_us, &f->armed_back_us};
-    for (int c = 0; c < 4; c++) {
-        stats_sort(v[c], m);
-        *dst[c] = stats_percentile(v[c], m, 0.50);
-    }
-    f->armed_split_ok = 1;
+    f->armed_split_ok = split_medians(v, 4, m, n, dst);
 }
 
 static void split_latency(serve_bucket *f, const uint64_t (*t)[2], int n, const uint64_t *rs,
@@ -465,14 +430,8 @@ static void split_latency(serve_bucket *f, const uint64_t (*t)[2], int n, const 
         v[4][m] = (double)(last - first - u) / 1e3;
         m++;
     }
-    if (m < n / 2)
-        return; /* records missing: no figures rather than wrong ones */
     double *dst[5] = {&f->prof_lat_us, &f->to_gpu_us, &f->span_us, &f->back_us, &f->gaps_us};
-    for (int c = 0; c < 5; c++) {
-        stats_sort(v[c], m);
-        *dst[c] = stats_percentile(v[c], m, 0.50);
-    }
-    f->split_ok = 1;
+    f->split_ok = split_medians(v, 5, m, n, dst);
 }
 
 /*
@@ -555,7 +514,6 @@ static int profile_buckets(serve_run *r, const serve_model *model, serve_rt rts[
 {
     prof *p = NULL;
     char err[256];
-    r->prof_tried = 1;
     if (prof_create(&p, err, sizeof err) != PROF_OK) {
         snprintf(r->f.prof_note, sizeof r->f.prof_note, "no GPU busy times: %s", err);
         return 0;
@@ -575,24 +533,12 @@ static int profile_buckets(serve_run *r, const serve_model *model, serve_rt rts[
 {
     (void)model;
     (void)rts;
-    r->prof_tried = 1;
     snprintf(r->f.prof_note, sizeof r->f.prof_note, "built without CUPTI: no GPU busy times");
     return 0;
 }
 #endif
 
 /* ---- figures ------------------------------------------------------------------------------ */
-
-/* Median of per-request figures v over the steady requests of bucket b. */
-static double bucket_p50(const serve_run *r, int b, const double *v, double *scratch)
-{
-    int k = 0;
-    for (int i = r->f.steady_from; i < r->n; i++)
-        if (serve_bucket_index(r->batch[i]) == b)
-            scratch[k++] = v[i];
-    stats_sort(scratch, k);
-    return k ? stats_percentile(scratch, k, 0.50) : NAN;
-}
 
 static int compute_figures(serve_run *r)
 {
@@ -603,13 +549,16 @@ static int compute_figures(serve_run *r)
     }
     serve_result *f = &r->f;
     for (int m = 0; m < SERVE_MODES; m++) {
-        lat_figures(r, m, 0, -1, 0, scratch, &f->all[m]);
-        lat_figures(r, m, f->steady_from, -1, 0, scratch, &f->steady[m]);
-        lat_figures(r, m, f->steady_from, -1, 8, scratch, &f->small[m]);
+        lat_figures(r, r->lat[m], 0, -1, 0, scratch, &f->all[m]);
+        lat_figures(r, r->lat[m], f->steady_from, -1, 0, scratch, &f->steady[m]);
+        lat_figures(r, r->lat[m], f->steady_from, -1, 8, scratch, &f->small[m]);
         for (int b = 0; b < SERVE_N_BUCKETS; b++) {
-            lat_figures(r, m, f->steady_from, b, 0, scratch, &f->bk[b].lat[m]);
-            f->bk[b].launch_p50[m] = bucket_p50(r, b, r->launch_us[m], scratch);
-            f->bk[b].write_p50[m] = bucket_p50(r, b, r->write_us[m], scratch);
+            serve_lat launch, write;
+            lat_figures(r, r->lat[m], f->steady_from, b, 0, scratch, &f->bk[b].lat[m]);
+            lat_figures(r, r->launch_us[m], f->steady_from, b, 0, scratch, &launch);
+            lat_figures(r, r->write_us[m], f->steady_from, b, 0, scratch, &write);
+            f->bk[b].launch_p50[m] = launch.p50;
+            f->bk[b].write_p50[m] = write.p50;
         }
     }
     free(scratch);

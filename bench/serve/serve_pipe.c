@@ -4,22 +4,12 @@
  * The closed loop of serve_bench.c submits a request only after the
  * previous one's output was read, so its throughput is 1 / latency: every
  * request pays the launch and the completion signal on top of the GPU
- * work. A serving loop with a queue does not wait: it stages and submits
- * the next request while the GPU runs the current one, as far as cgr's
- * staging slots allow. This pass does that, on the same request sequence
- * for both modes:
- *
- *   for each request: if every slot is in flight, retire the oldest (wait,
- *   read its output in place in its slot, before the slot is acquired
- *   again); acquire a slot (arm it, on an armable runtime),
- *   copy the request's rows into it, launch; at the end retire the rest.
- *
- * Everything between the first acquire and the last output is timed,
- * input copies and output reads included, so throughput = requests / wall.
- * Inputs come from a fixed pool of random rows (request i starts at a row
- * given by i), so that generating them is not timed and both modes see
- * the same values. The first and last output row of every 16th request
- * are hashed; serve_bench.c compares the two modes' hashes.
+ * work. A serving loop with a queue stages and submits the next request
+ * while the GPU runs the current one, as far as cgr's staging slots allow;
+ * this pass does that. Everything from the first acquire to the last
+ * output is timed, input copies and output reads included. Inputs come
+ * from a fixed pool of rows, so generating them is not timed and every
+ * mode sees the same values.
  */
 #include <stdint.h>
 #include <string.h>
