@@ -118,12 +118,6 @@ void json_string(json_writer *w, const char *key, const char *s)
     put_string(w, s ? s : "");
 }
 
-void json_null(json_writer *w, const char *key)
-{
-    member(w, key);
-    fputs("null", w->f);
-}
-
 int json_finish(json_writer *w)
 {
     fputc('\n', w->f);

@@ -27,7 +27,6 @@ void json_number(json_writer *w, const char *key, double v);
 void json_int(json_writer *w, const char *key, long long v);
 void json_bool(json_writer *w, const char *key, int v);
 void json_string(json_writer *w, const char *key, const char *s);
-void json_null(json_writer *w, const char *key);
 /* 0 when everything was written and nesting is closed; -1 otherwise. */
 int json_finish(json_writer *w);
 

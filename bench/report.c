@@ -567,14 +567,10 @@ static void json_staging(json_writer *w, const bench_results *res)
         json_end_object(w);
     }
     json_end_array(w);
-    if (s->crossover_bytes)
-        json_int(w, "crossover_bytes", (long long)s->crossover_bytes);
-    else
-        json_null(w, "crossover_bytes");
-    if (s->first_memcpy_faster_bytes)
-        json_int(w, "first_memcpy_faster_bytes", (long long)s->first_memcpy_faster_bytes);
-    else
-        json_null(w, "first_memcpy_faster_bytes");
+    /* 0 means none: null in the file. */
+    json_number(w, "crossover_bytes", s->crossover_bytes ? (double)s->crossover_bytes : NAN);
+    json_number(w, "first_memcpy_faster_bytes",
+                s->first_memcpy_faster_bytes ? (double)s->first_memcpy_faster_bytes : NAN);
     json_bool(w, "crossover_complete", s->crossover_valid);
     json_end_object(w);
     json_end_object(w);
@@ -683,7 +679,7 @@ static void json_work(json_writer *w, const bench_results *res)
                 json_number(w, "kernels_per_step", x->kernels_per_step);
                 json_number(w, "memcpys_per_step", x->memcpys_per_step);
             } else {
-                json_null(w, "busy_us");
+                json_number(w, "busy_us", NAN);
             }
             if (m == WORK_GRAPH) {
                 json_number(w, "capture_us", x->capture_us);

@@ -330,7 +330,7 @@ void report_serve_json(json_writer *w, const bench_results *res)
                 json_end_object(w);
             }
         } else {
-            json_null(w, "busy_us");
+            json_number(w, "busy_us", NAN);
         }
         json_end_object(w);
     }
