@@ -359,8 +359,6 @@ int newshape_suite(const bench_config *cfg, bench_results *res);
  * eagerly, sampled outputs checked, each bucket's graph profiled.
  */
 int serve_suite(const bench_config *cfg, bench_results *res);
-/* Measures the clocks' own overhead into res->timer. */
-void timer_overhead(const bench_config *cfg, bench_results *res);
 
 /* Watchdog budget for one mode of `cfg` (setup + warm-up + steps). */
 unsigned mode_budget_s(const bench_config *cfg, double ms_per_step);

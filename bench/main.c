@@ -30,8 +30,32 @@
 #define BENCH_GPU_ARCH "sm_90"
 #endif
 
-typedef enum suite_id { SUITE_DEFAULT = 0, SUITE_CHAIN, SUITE_STAGING, SUITE_MLP, SUITE_CNN, SUITE_SOAK, SUITE_NEWSHAPE,
-                        SUITE_SERVE, SUITE_DDP } suite_id;
+/* The parts of the default run that run_suites measures. */
+enum { RUN_CHAIN = 1, RUN_STAGING = 2, RUN_MLP = 4, RUN_CNN = 8, RUN_SMALL_B = 16 };
+
+static const char *const canary_limits[] = {"canary_host_growth_us", NULL};
+static const char *const soak_limits[] = {"soak_rss_growth_bytes", "soak_device_growth_bytes",
+                                          "soak_pinned_growth_bytes", NULL};
+
+typedef struct bench_suite {
+    const char *name;
+    unsigned parts; /* RUN_*: run_suites' parts, with the canary around them */
+    int (*run)(const bench_config *cfg, bench_results *res); /* or a suite of its own */
+    /* The limits its checks use: they must be in the file before hours of measuring. */
+    const char *const *limits;
+} bench_suite;
+
+static const bench_suite suites[] = {
+    {"default", RUN_CHAIN | RUN_STAGING | RUN_MLP | RUN_CNN | RUN_SMALL_B, NULL, canary_limits},
+    {"chain", RUN_CHAIN, NULL, canary_limits},
+    {"staging", RUN_STAGING, NULL, canary_limits},
+    {"mlp", RUN_MLP, NULL, canary_limits},
+    {"cnn", RUN_CNN, NULL, canary_limits},
+    {"soak", 0, soak_suite, soak_limits},
+    {"newshape", 0, newshape_suite, NULL},
+    {"serve", 0, serve_suite, NULL}, /* writes its own trace (--trace) */
+    {"ddp", 0, NULL, NULL},          /* forks its ranks, before any CUDA call */
+};
 
 /* --nproc: ranks of the ddp suite. */
 static int g_nproc = 2;
@@ -113,22 +137,15 @@ static const char *option_value(int argc, char **argv, int *i, const char *arg, 
     return *i + 1 < argc ? argv[++*i] : NULL;
 }
 
-static int parse_suite(const char *arg, suite_id *suite, int *have_suite)
+static int parse_suite(const char *arg, const bench_suite **s)
 {
-    static const struct {
-        const char *name;
-        suite_id id;
-    } suites[] = {{"default", SUITE_DEFAULT}, {"chain", SUITE_CHAIN}, {"staging", SUITE_STAGING},
-                   {"mlp", SUITE_MLP}, {"cnn", SUITE_CNN}, {"soak", SUITE_SOAK},
-                   {"newshape", SUITE_NEWSHAPE}, {"serve", SUITE_SERVE}, {"ddp", SUITE_DDP}};
-    if (*have_suite) {
+    if (*s) {
         fprintf(stderr, "cgr-bench: more than one suite given ('%s')\n", arg);
         return -1;
     }
     for (size_t k = 0; k < sizeof suites / sizeof suites[0]; k++) {
         if (strcmp(arg, suites[k].name) == 0) {
-            *suite = suites[k].id;
-            *have_suite = 1;
+            *s = &suites[k];
             return 0;
         }
     }
@@ -143,9 +160,8 @@ static int is_opt(const char *arg, const char *name)
 }
 
 /* Returns 0, -1 on a bad command line, 1 when help was printed. */
-static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
+static int parse_args(int argc, char **argv, bench_config *cfg, const bench_suite **suite)
 {
-    int have_suite = 0;
     long nproc = g_nproc, soak = cfg->soak_steps, device = cfg->device, steps = cfg->steps,
          warmup = cfg->warmup, rounds = cfg->rounds, timeout = cfg->timeout_s;
     const struct {
@@ -199,8 +215,10 @@ static int parse_args(int argc, char **argv, bench_config *cfg, suite_id *suite)
             fprintf(stderr, "cgr-bench: unknown option '%s'\n", a);
             return -1;
         }
-        TRY(parse_suite(a, suite, &have_suite));
+        TRY(parse_suite(a, suite));
     }
+    if (!*suite)
+        *suite = &suites[0];
     g_nproc = (int)nproc;
     cfg->soak_steps = soak;
     cfg->device = (int)device;
@@ -391,18 +409,13 @@ static int nop_step(void *self, long k)
     return 0;
 }
 
-static int timer_mode(void *ctx, mode_result *r)
+/* The clocks' own cost: an empty submit and an empty wait. */
+static void timer_overhead(const bench_config *cfg, bench_results *res)
 {
-    const bench_config *cfg = ctx;
-    step_ops ops = {NULL, nop_step, nop_step, NULL, NULL};
-    return measure(&ops, NULL, cfg->warmup, cfg->steps, r);
-}
-
-void timer_overhead(const bench_config *cfg, bench_results *res)
-{
+    const step_ops ops = {NULL, nop_step, nop_step, NULL, NULL};
     mode_result_init(&res->timer, "timer_overhead");
     watchdog_arm("clocks", mode_budget_s(cfg, 0.01));
-    timer_mode((void *)cfg, &res->timer);
+    measure(&ops, NULL, cfg->warmup, cfg->steps, &res->timer);
     watchdog_disarm();
 }
 
@@ -415,36 +428,29 @@ void timer_overhead(const bench_config *cfg, bench_results *res)
  * (the workload suites' profiled passes attach CUPTI, for one).
  */
 /* Returns 1 when --trace was given and the trace could not be written. */
-static int run_suites(const bench_config *cfg, bench_results *res, suite_id suite)
+static int run_suites(const bench_config *cfg, bench_results *res, unsigned parts)
 {
-    int chain = suite == SUITE_DEFAULT || suite == SUITE_CHAIN;
-    int staging = suite == SUITE_DEFAULT || suite == SUITE_STAGING;
-    int cnn = suite == SUITE_DEFAULT || suite == SUITE_CNN;
-    int mlp = suite == SUITE_DEFAULT || suite == SUITE_MLP;
+    /* The default run keeps to small batch, as does --quick; `mlp` and `cnn` measure all. */
+    const int small = (parts & RUN_SMALL_B) || cfg->quick;
     timer_overhead(cfg, res);
     mode_result_init(&res->canary_before, "graph_n100_before_cgr");
     mode_result_init(&res->canary_after, "graph_n100_after_cgr");
     res->canary_ran = 1;
     chain_canary(cfg, res, &res->canary_before);
-    if (chain) {
+    if (parts & RUN_CHAIN) {
         chain_suite(cfg, res);
         chain_diagnosis(cfg, res);
         chain_profile(cfg, res);
     }
-    if (staging)
+    if (parts & RUN_STAGING)
         staging_suite(cfg, res);
-    if (mlp) {
-        /* The default suite keeps to small batch; `mlp` measures all four. */
-        static const int all_b[] = {1, 8, 32, 256}, small_b[] = {1};
-        int small = suite == SUITE_DEFAULT || cfg->quick;
-        mlp_suite(cfg, res, small ? small_b : all_b, small ? 1 : 4);
-    }
-    if (cnn) {
+    static const int mlp_b[] = {1, 8, 32, 256};
+    if (parts & RUN_MLP)
+        mlp_suite(cfg, res, mlp_b, small ? 1 : 4);
+    if (parts & RUN_CNN) {
 #if BENCH_HAVE_CNN
-        /* The default suite keeps to small batch; `cnn` measures all three. */
-        static const int all_b[] = {1, 8, 32}, small_b[] = {1};
-        int small = suite == SUITE_DEFAULT || cfg->quick;
-        cnn_suite(cfg, res, small ? small_b : all_b, small ? 1 : 3);
+        static const int cnn_b[] = {1, 8, 32};
+        cnn_suite(cfg, res, cnn_b, small ? 1 : 3);
 #else
         fprintf(stderr, "cgr-bench: built without cuDNN: no W-cnn\n");
 #endif
@@ -467,7 +473,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     bench_config cfg = {.device = 0, .steps = 1000, .warmup = 50, .rounds = 20,
                         .timeout_s = 60, .soak_steps = 1000000};
-    suite_id suite = SUITE_DEFAULT;
+    const bench_suite *suite = NULL;
     int pr = parse_args(argc, argv, &cfg, &suite);
     if (pr != 0) {
         if (pr < 0)
@@ -479,30 +485,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "cgr-bench: %s\n", why);
         return 1;
     }
-    /* A limit the suite checks must be in the file before hours of measuring, not after. */
-    static const char *const canary_limits[] = {"canary_host_growth_us", NULL};
-    static const char *const soak_limits[] = {"soak_rss_growth_bytes", "soak_device_growth_bytes",
-                                              "soak_pinned_growth_bytes", NULL};
-    const int canary = suite == SUITE_DEFAULT || suite == SUITE_CHAIN ||
-                       suite == SUITE_STAGING || suite == SUITE_MLP || suite == SUITE_CNN;
-    const char *const *need = canary ? canary_limits : suite == SUITE_SOAK ? soak_limits : NULL;
-    for (int i = 0; need && need[i]; i++) {
-        if (isnan(limit_get(need[i]))) {
+    for (int i = 0; suite->limits && suite->limits[i]; i++) {
+        if (isnan(limit_get(suite->limits[i]))) {
             fprintf(stderr, "cgr-bench: the limits file %s has no limit '%s'\n", limits_file(),
-                    need[i]);
+                    suite->limits[i]);
             return 1;
         }
     }
     static bench_results res; /* large (every mode's result): kept off the stack */
     memset(&res, 0, sizeof res);
     res.cfg = cfg;
-    static const char *const suite_names[] = {
-        [SUITE_DEFAULT] = "default", [SUITE_CHAIN] = "chain", [SUITE_STAGING] = "staging",
-        [SUITE_MLP] = "mlp", [SUITE_CNN] = "cnn", [SUITE_SOAK] = "soak",
-        [SUITE_NEWSHAPE] = "newshape", [SUITE_SERVE] = "serve", [SUITE_DDP] = "ddp"};
-    res.suite_name = suite_names[suite];
+    res.suite_name = suite->name;
     /* W-ddp forks its ranks before any CUDA call, so it starts before the device probe. */
-    if (suite == SUITE_DDP) {
+    if (!strcmp(suite->name, "ddp")) {
 #if BENCH_HAVE_DDP
         return ddp_suite(&cfg, g_nproc);
 #else
@@ -522,15 +517,10 @@ int main(int argc, char **argv)
 
     report_header(&res);
     int trace_failed = 0;
-    if (suite == SUITE_SOAK) {
-        soak_suite(&cfg, &res);
-    } else if (suite == SUITE_NEWSHAPE) {
-        newshape_suite(&cfg, &res);
-    } else if (suite == SUITE_SERVE) {
-        serve_suite(&cfg, &res); /* writes its own trace (--trace) */
-    } else {
-        trace_failed = run_suites(&cfg, &res, suite);
-    }
+    if (suite->run)
+        suite->run(&cfg, &res);
+    else
+        trace_failed = run_suites(&cfg, &res, suite->parts);
     int failed = report(&res, cfg.json_path) != 0 || results_failed(&res) || trace_failed;
     return failed ? 1 : 0;
 }
