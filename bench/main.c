@@ -312,8 +312,6 @@ unsigned mode_budget_s(const bench_config *cfg, double ms_per_step)
 
 void run_group(bench_results *res, const char *group, bench_mode *m, int n, unsigned budget_s)
 {
-    /* The watchdog's signal handler reads this; it must outlive the group. */
-    static char label[128];
     timed_mode tm[CHAIN_MODES + 4];
     int *set_up = calloc((size_t)n, sizeof(int));
     int n_tm = 0;
@@ -321,8 +319,7 @@ void run_group(bench_results *res, const char *group, bench_mode *m, int n, unsi
         bench_error("%s: cannot run %d modes", group, n);
         res->aborted = !set_up;
     }
-    snprintf(label, sizeof label, "%s", group);
-    watchdog_arm(label, budget_s);
+    watchdog_arm(group, budget_s);
     for (int i = 0; i < n; i++) {
         if (res->aborted || !set_up || n > (int)(sizeof tm / sizeof tm[0])) {
             mode_result_not_run(m[i].r, res->aborted);

@@ -215,39 +215,18 @@ done:
 
 /* ---- watchdog ---------------------------------------------------------- */
 
-/* What is running, for the watchdog's message (read in the signal handler). */
-static const char *volatile watchdog_what = "cgr-bench";
-static volatile unsigned watchdog_seconds;
-
-static void write_str(const char *s)
-{
-    size_t n = strlen(s);
-    while (n > 0) {
-        ssize_t w = write(STDERR_FILENO, s, n);
-        if (w <= 0)
-            return;
-        s += w;
-        n -= (size_t)w;
-    }
-}
+/*
+ * The watchdog's message, formatted when it is armed: the signal handler
+ * may only make async-signal-safe calls (write() and _exit()).
+ */
+static char watchdog_msg[512];
+static volatile size_t watchdog_len;
 
 static void on_alarm(int sig)
 {
     (void)sig;
-    /* Only async-signal-safe calls here: write() and _exit(). */
-    char num[16];
-    int i = (int)sizeof num - 1;
-    unsigned v = watchdog_seconds;
-    num[i] = '\0';
-    do {
-        num[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v && i > 0);
-    write_str("\ncgr-bench: error: watchdog: '");
-    write_str(watchdog_what);
-    write_str("' did not finish within ");
-    write_str(&num[i]);
-    write_str(" s; the GPU or driver stopped responding. Giving up (exit 1).\n");
+    ssize_t w = write(STDERR_FILENO, watchdog_msg, watchdog_len);
+    (void)w;
     _exit(1);
 }
 
@@ -262,8 +241,12 @@ void watchdog_install(void)
 
 void watchdog_arm(const char *what, unsigned seconds)
 {
-    watchdog_what = what;
-    watchdog_seconds = seconds;
+    alarm(0);
+    snprintf(watchdog_msg, sizeof watchdog_msg,
+             "\ncgr-bench: error: watchdog: '%.300s' did not finish within %u s; the GPU or "
+             "driver stopped responding. Giving up (exit 1).\n",
+             what, seconds);
+    watchdog_len = strlen(watchdog_msg);
     alarm(seconds);
 }
 

@@ -99,7 +99,7 @@ void mode_result_not_run(mode_result *r, int skipped);
 /*
  * Watchdog: a CUDA wait that never returns (hung kernel, lost GPU) must not
  * hang a one-shot CI run. While armed, SIGALRM after `seconds` prints what
- * was running and exits the process with status 1.
+ * was running (`what`, copied when armed) and exits the process with status 1.
  */
 void watchdog_install(void);
 void watchdog_arm(const char *what, unsigned seconds);
