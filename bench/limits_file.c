@@ -47,29 +47,27 @@ static int parse_line(char *line, int lineno, const char *path, char *err, size_
     char *name = p;
     while (*p && !isspace((unsigned char)*p))
         p++;
-    size_t name_len = (size_t)(p - name);
+    if (*p)
+        *p++ = '\0';
     char *end = NULL;
     errno = 0;
     double v = strtod(p, &end);
     while (end && isspace((unsigned char)*end))
         end++;
-    if (end == p || errno || !end || *end || !isfinite(v) || name_len >= sizeof g_limits[0].name) {
+    if (end == p || errno || !end || *end || !isfinite(v) ||
+        strlen(name) >= sizeof g_limits[0].name) {
         snprintf(err, n, "%s:%d: expected 'name value # why'", path, lineno);
         return -1;
     }
-    for (int i = 0; i < g_n; i++) {
-        if (strlen(g_limits[i].name) == name_len && !strncmp(g_limits[i].name, name, name_len)) {
-            snprintf(err, n, "%s:%d: limit '%.*s' given twice", path, lineno, (int)name_len,
-                     name);
-            return -1;
-        }
+    if (!isnan(limit_get(name))) {
+        snprintf(err, n, "%s:%d: limit '%s' given twice", path, lineno, name);
+        return -1;
     }
     if (g_n == MAX_LIMITS) {
         snprintf(err, n, "%s:%d: more than %d limits", path, lineno, MAX_LIMITS);
         return -1;
     }
-    memcpy(g_limits[g_n].name, name, name_len);
-    g_limits[g_n].name[name_len] = '\0';
+    snprintf(g_limits[g_n].name, sizeof g_limits[g_n].name, "%s", name);
     g_limits[g_n++].value = v;
     return 0;
 }

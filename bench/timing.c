@@ -19,7 +19,8 @@ double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-double thread_cpu_us(void)
+/* CPU time of the calling thread in microseconds. */
+static double thread_cpu_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

@@ -13,8 +13,6 @@
 
 /* CLOCK_MONOTONIC in microseconds. */
 double now_us(void);
-/* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID) in microseconds. */
-double thread_cpu_us(void);
 
 typedef struct bench_stats {
     double median, p10, p90, mean, min, max;

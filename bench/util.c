@@ -111,52 +111,8 @@ static const char *mode_name(cgr_step_mode m)
     return m == CGR_MODE_GRAPH ? "graph" : m == CGR_MODE_EAGER ? "eager (fallback)" : "warm-up";
 }
 
-void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int n_steps)
-{
-    cgr_runtime_stats r;
-    if (cgr_runtime_get_stats(rt, &r) != CGR_STATUS_OK) {
-        printf("  cgr stats: unavailable (%s)\n", cgr_last_error());
-        return;
-    }
-    printf("  cgr runtime: %llu step%s, %llu replays, %llu eager runs (warm-up included), "
-           "%llu captures in %.1f us\n",
-           (unsigned long long)r.steps, r.steps == 1 ? "" : "s", (unsigned long long)r.replays,
-           (unsigned long long)r.eager_runs, (unsigned long long)r.captures, r.capture_us);
-    printf("               arena %.2f MiB mapped, largest plan %.3f MiB (lower bound %.3f MiB); "
-           "persistent %.3f MiB, pinned %.3f MiB\n",
-           mib(r.arena_reserved), mib(r.arena_planned), mib(r.arena_lower_bound),
-           mib(r.persistent_bytes), mib(r.pinned_bytes));
-    for (int i = 0; i < n_steps; i++) {
-        cgr_step_stats s;
-        if (!steps[i] || cgr_step_get_stats(steps[i], &s) != CGR_STATUS_OK) {
-            printf("  step %d: stats unavailable (%s)\n", i, cgr_last_error());
-            continue;
-        }
-        printf("  step %-2d      %s; %llu runs = %llu warm-up + %llu replays + %llu eager\n", i,
-               mode_name(s.mode), (unsigned long long)s.runs, (unsigned long long)s.warmup_runs,
-               (unsigned long long)s.replays, (unsigned long long)s.eager_runs);
-        printf("               %llu captures (%llu failed), last %.1f us; graph %llu nodes "
-               "(%llu kernel, %llu memcpy)\n",
-               (unsigned long long)s.captures, (unsigned long long)s.capture_failures,
-               s.last_capture_us + s.last_make_us, (unsigned long long)s.graph_nodes,
-               (unsigned long long)s.graph_kernel_nodes, (unsigned long long)s.graph_memcpy_nodes);
-        printf("               I/O %llu zero-copy + %llu memcpy tensors; scratch %llu requests, "
-               "plan %.3f MiB (lower bound %.3f MiB); pinned %.3f MiB\n",
-               (unsigned long long)s.zero_copy_tensors, (unsigned long long)s.memcpy_tensors,
-               (unsigned long long)s.scratch_requests, mib(s.scratch_peak),
-               mib(s.scratch_lower_bound), mib(s.pinned_bytes));
-        if (s.capture_error[0])
-            printf("               capture error: %s\n", s.capture_error);
-        if (s.armed_runs || s.arm_released)
-            printf("               armed: %llu runs launched ahead (%llu expired and ran "
-                   "again), %llu let through without their launch\n",
-                   (unsigned long long)s.armed_runs, (unsigned long long)s.arm_expired,
-                   (unsigned long long)s.arm_released);
-        bench_print_shape_stats(steps[i]);
-    }
-}
-
-void bench_print_shape_stats(const cgr_step *step)
+/* The step's shape-change counters and one line per shape (cgr_step_shape_at). */
+static void bench_print_shape_stats(const cgr_step *step)
 {
     cgr_step_stats h;
     if (cgr_step_get_stats(step, &h) != CGR_STATUS_OK) {
@@ -201,6 +157,51 @@ void bench_print_shape_stats(const cgr_step *step)
         else
             printf("               shape [%s]: eager (%llu runs): %s\n", dims,
                    (unsigned long long)si.eager_runs, si.text);
+    }
+}
+
+void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int n_steps)
+{
+    cgr_runtime_stats r;
+    if (cgr_runtime_get_stats(rt, &r) != CGR_STATUS_OK) {
+        printf("  cgr stats: unavailable (%s)\n", cgr_last_error());
+        return;
+    }
+    printf("  cgr runtime: %llu step%s, %llu replays, %llu eager runs (warm-up included), "
+           "%llu captures in %.1f us\n",
+           (unsigned long long)r.steps, r.steps == 1 ? "" : "s", (unsigned long long)r.replays,
+           (unsigned long long)r.eager_runs, (unsigned long long)r.captures, r.capture_us);
+    printf("               arena %.2f MiB mapped, largest plan %.3f MiB (lower bound %.3f MiB); "
+           "persistent %.3f MiB, pinned %.3f MiB\n",
+           mib(r.arena_reserved), mib(r.arena_planned), mib(r.arena_lower_bound),
+           mib(r.persistent_bytes), mib(r.pinned_bytes));
+    for (int i = 0; i < n_steps; i++) {
+        cgr_step_stats s;
+        if (!steps[i] || cgr_step_get_stats(steps[i], &s) != CGR_STATUS_OK) {
+            printf("  step %d: stats unavailable (%s)\n", i, cgr_last_error());
+            continue;
+        }
+        printf("  step %-2d      %s; %llu runs = %llu warm-up + %llu replays + %llu eager\n", i,
+               mode_name(s.mode), (unsigned long long)s.runs, (unsigned long long)s.warmup_runs,
+               (unsigned long long)s.replays, (unsigned long long)s.eager_runs);
+        printf("               %llu captures (%llu failed), last %.1f us; graph %llu nodes "
+               "(%llu kernel, %llu memcpy)\n",
+               (unsigned long long)s.captures, (unsigned long long)s.capture_failures,
+               s.last_capture_us + s.last_make_us, (unsigned long long)s.graph_nodes,
+               (unsigned long long)s.graph_kernel_nodes, (unsigned long long)s.graph_memcpy_nodes);
+        printf("               I/O %llu zero-copy + %llu memcpy tensors; scratch %llu requests, "
+               "plan %.3f MiB (lower bound %.3f MiB); pinned %.3f MiB\n",
+               (unsigned long long)s.zero_copy_tensors, (unsigned long long)s.memcpy_tensors,
+               (unsigned long long)s.scratch_requests, mib(s.scratch_peak),
+               mib(s.scratch_lower_bound), mib(s.pinned_bytes));
+        if (s.capture_error[0])
+            printf("               capture error: %s\n", s.capture_error);
+        if (s.armed_runs || s.arm_released)
+            printf("               armed: %llu runs launched ahead (%llu expired and ran "
+                   "again), %llu let through without their launch\n",
+                   (unsigned long long)s.armed_runs, (unsigned long long)s.arm_expired,
+                   (unsigned long long)s.arm_released);
+        bench_print_shape_stats(steps[i]);
     }
 }
 

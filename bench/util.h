@@ -95,8 +95,6 @@ int float_matches(float got, float want);
  * Call it after a workload's last step and before destroying the runtime.
  */
 void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int n_steps);
-/** The step's shape-change counters and one line per shape (cgr_step_shape_at). */
-void bench_print_shape_stats(const cgr_step *step);
 
 /* ---- graph capture --------------------------------------------------- */
 
