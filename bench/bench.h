@@ -66,31 +66,6 @@ typedef struct chain_result {
     double round_wall[CHAIN_MODES][BENCH_MAX_ROUNDS]; /* median wall per round */
 } chain_result;
 
-/* ---- staging suite: zero-copy kernel vs memcpy node by input size ---- */
-#define SWEEP_SIZES 6
-#define STAGING_KERNELS 100
-
-typedef struct sweep_point {
-    size_t in_bytes;
-    mode_result base;   /* cgr step with the 4 B output only */
-    mode_result zc;     /* + the input by cgr's zero-copy kernel */
-    mode_result memcpy; /* + the input by a memcpy node */
-} sweep_point;
-
-typedef struct staging_result {
-    sweep_point sweep[SWEEP_SIZES];
-    int n_sweep;
-    /*
-     * Crossover: the smallest size from which the memcpy node is faster at
-     * that size and every larger one (0: none), so one noisy small size
-     * cannot set it. first_memcpy_faster_bytes is the first size where it
-     * is faster at all.
-     */
-    size_t crossover_bytes;
-    size_t first_memcpy_faster_bytes;
-    int crossover_valid; /* every sweep point measured */
-} staging_result;
-
 /*
  * A check that passes or fails with a message: what cgr said (a capture
  * diagnosis, a profile's verdict) or what a suite counted (outputs that
@@ -290,8 +265,6 @@ typedef struct bench_results {
     int chain_ran;
     int n_chain;
     chain_result chain[CHAIN_MAX_SIZES];
-    int staging_ran;
-    staging_result staging;
     /*
      * The N = 100 raw graph measured alone before the first cgr runtime
      * exists and again after every cgr mode, a diagnosis and a profile: a
@@ -334,7 +307,6 @@ void chain_diagnosis(const bench_config *cfg, bench_results *res);
  * close with the verdict launch-bound, as an eager N = 100 step is.
  */
 void chain_profile(const bench_config *cfg, bench_results *res);
-int staging_suite(const bench_config *cfg, bench_results *res);
 /* W-mlp at the given batch sizes, without and with PDL (through cgr, eager vs graph). */
 int mlp_suite(const bench_config *cfg, bench_results *res, const int *batches, int n);
 /* W-cnn at the given batch sizes (through cgr, eager vs graph). */
@@ -414,7 +386,7 @@ void report_header(const bench_results *res);
  * Version of the JSON files' layout (docs/bench-json.md): raised whenever a
  * key changes meaning, moves or goes; new keys alone do not raise it.
  */
-#define BENCH_JSON_SCHEMA_VERSION 3
+#define BENCH_JSON_SCHEMA_VERSION 4
 /*
  * Prints the tables, checks and summary of every suite in res and, when
  * json_path is given, writes the same figures as JSON. 0, or -1 (reported)

@@ -1,6 +1,6 @@
 /*
  * W-chain: N launches of a tiny elementwise kernel on 4096 floats. Its
- * kernel, for the chain and staging suites (chain_bench.c) and main.c.
+ * kernel, for the chain suite (chain_bench.c) and main.c.
  */
 #ifndef BENCH_CHAIN_H
 #define BENCH_CHAIN_H

@@ -1,9 +1,7 @@
 /*
  * W-chain suite: the same N-kernel step run eagerly, as a raw CUDA graph
  * and through cgr, plain and with programmatic dependent launch, with and
- * without 4 KiB in + 4 B out; and the staging suite, the input of a
- * 100-kernel cgr step at 4 KiB .. 16 MiB by zero-copy kernel or memcpy
- * node. All modes of one N (one size) run interleaved in rounds
+ * without 4 KiB in + 4 B out. All modes of one N run interleaved in rounds
  * (measure_rounds), so the ratios compare like with like.
  *
  * Every mode has its own state, starts it from the same known values and
@@ -660,89 +658,6 @@ void chain_canary(const bench_config *cfg, bench_results *res, mode_result *r)
     raw_bench_mode(&graph, r, &bm);
     run_group(res, "canary", &bm, 1, mode_budget_s(cfg, 1.5));
     env_teardown(&e);
-}
-
-/* ---- staging: input by zero-copy kernel vs memcpy node, by size ---------- */
-
-static const size_t sweep_sizes[SWEEP_SIZES] = {
-    (size_t)4 << 10, (size_t)64 << 10, (size_t)256 << 10,
-    (size_t)1 << 20, (size_t)4 << 20,  (size_t)16 << 20,
-};
-
-static int memcpy_faster(const sweep_point *p, int *ok)
-{
-    *ok = p->base.ran && p->zc.ran && p->memcpy.ran && !p->base.failed && !p->zc.failed &&
-          !p->memcpy.failed;
-    return *ok && p->memcpy.wall.median < p->zc.wall.median;
-}
-
-/*
- * The crossover is where the memcpy node wins from then on (this size and
- * every larger one), so a single noisy small size cannot set it; the first
- * size where it wins at all is kept too.
- */
-static void find_crossover(staging_result *s)
-{
-    int ok = 1;
-    s->crossover_valid = 1;
-    s->crossover_bytes = 0;
-    s->first_memcpy_faster_bytes = 0;
-    for (int i = 0; i < s->n_sweep; i++) {
-        if (memcpy_faster(&s->sweep[i], &ok) && !s->first_memcpy_faster_bytes)
-            s->first_memcpy_faster_bytes = s->sweep[i].in_bytes;
-        if (!ok)
-            s->crossover_valid = 0;
-    }
-    for (int i = s->n_sweep - 1; i >= 0 && memcpy_faster(&s->sweep[i], &ok); i--)
-        s->crossover_bytes = s->sweep[i].in_bytes;
-}
-
-/*
- * One size: the cgr step with only its 4 B output (baseline), and with an
- * input of p->in_bytes by zero-copy kernel (cgr's default up to 16 MiB) or
- * by memcpy node (zero_copy_max_bytes = 4, which keeps the output
- * zero-copy), so the added time is the input's alone. Inputs take the fast
- * path: written into the slot before the clocks start.
- */
-static void sweep_one(const bench_config *cfg, bench_results *res, sweep_point *p)
-{
-    mode_result *r[3] = {&p->base, &p->zc, &p->memcpy};
-    chain_env e;
-    if (env_open(&e, cfg, res, STAGING_KERNELS, &p->base, 1) != 0) {
-        mode_result_not_run(&p->zc, res->aborted);
-        mode_result_not_run(&p->memcpy, res->aborted);
-        return;
-    }
-    static cgr_mode cm[3];
-    bench_mode bm[3];
-    for (int i = 0; i < 3; i++) {
-        cm[i] = (cgr_mode){.e = &e, .name = r[i]->name,
-                           .in_floats = i == 0 ? 0 : p->in_bytes / sizeof(float), .out = 1,
-                           .fast = 1, .zc_max = i == 2 ? (long)sizeof(float) : -1};
-        cgr_bench_mode(&cm[i], r[i], &bm[i]);
-    }
-    char group[48];
-    snprintf(group, sizeof group, "staging %zu KiB", p->in_bytes >> 10);
-    /* Budget: filling up to 16 MiB of input per step on the host, plus the copy. */
-    run_group(res, group, bm, 3, mode_budget_s(cfg, 3 * (0.5 + (double)p->in_bytes / (1 << 20) * 2.0)));
-    env_teardown(&e);
-}
-
-int staging_suite(const bench_config *cfg, bench_results *res)
-{
-    staging_result *s = &res->staging;
-    res->staging_ran = 1;
-    s->n_sweep = SWEEP_SIZES;
-    for (int i = 0; i < SWEEP_SIZES; i++) {
-        s->sweep[i].in_bytes = sweep_sizes[i];
-        mode_result_init(&s->sweep[i].base, "baseline");
-        mode_result_init(&s->sweep[i].zc, "zero_copy_kernel");
-        mode_result_init(&s->sweep[i].memcpy, "memcpy_node");
-    }
-    for (int i = 0; i < SWEEP_SIZES; i++)
-        sweep_one(cfg, res, &s->sweep[i]);
-    find_crossover(s);
-    return 0;
 }
 
 /* A chain step that synchronizes its stream, which no capture allows. */

@@ -1,7 +1,7 @@
 /*
  * cgr-bench: command line, device checks and the suite runner.
  *
- *   cgr-bench [chain|staging|mlp|cnn|soak|newshape|serve|ddp|default] [options]
+ *   cgr-bench [chain|mlp|cnn|soak|newshape|serve|ddp|default] [options]
  *
  * Exit status: 0 all modes ran, every checked value was right and every
  * check passed; 1 a mode failed, a value was wrong, a check failed, the
@@ -31,7 +31,7 @@
 #endif
 
 /* The parts of the default run that run_suites measures. */
-enum { RUN_CHAIN = 1, RUN_STAGING = 2, RUN_MLP = 4, RUN_CNN = 8, RUN_SMALL_B = 16 };
+enum { RUN_CHAIN = 1, RUN_MLP = 2, RUN_CNN = 4, RUN_SMALL_B = 8 };
 
 static const char *const canary_limits[] = {"canary_host_growth_us", NULL};
 static const char *const soak_limits[] = {"soak_rss_growth_bytes", "soak_device_growth_bytes",
@@ -46,9 +46,8 @@ typedef struct bench_suite {
 } bench_suite;
 
 static const bench_suite suites[] = {
-    {"default", RUN_CHAIN | RUN_STAGING | RUN_MLP | RUN_CNN | RUN_SMALL_B, NULL, canary_limits},
+    {"default", RUN_CHAIN | RUN_MLP | RUN_CNN | RUN_SMALL_B, NULL, canary_limits},
     {"chain", RUN_CHAIN, NULL, canary_limits},
-    {"staging", RUN_STAGING, NULL, canary_limits},
     {"mlp", RUN_MLP, NULL, canary_limits},
     {"cnn", RUN_CNN, NULL, canary_limits},
     {"soak", 0, soak_suite, soak_limits},
@@ -67,14 +66,12 @@ static void usage(FILE *f)
           "  chain      W-chain (N = 10, 100, 1000): eager vs raw CUDA graph vs cgr, plain\n"
           "             and with programmatic dependent launch, with and without 4 KiB in +\n"
           "             4 B out; all modes of one N interleaved in rounds\n"
-          "  staging    a step input of 4 KiB .. 16 MiB by zero-copy kernel vs memcpy node\n"
-          "             (the crossover)\n"
           "  mlp        W-mlp training (B = 1, 8, 32, 256) through cgr, without and with\n"
           "             programmatic dependent launch, and with dropout: eager vs graph,\n"
           "             GPU busy time\n"
           "  cnn        W-cnn (B = 1, 8, 32) through cgr: eager vs graph, GPU busy time\n"
-          "  default    chain, staging, then W-mlp and W-cnn at B = 1 (what runs when no\n"
-          "             suite is given)\n"
+          "  default    chain, then W-mlp and W-cnn at B = 1 (what runs when no suite is\n"
+          "             given)\n"
           "  soak       1,000,000 runs of a step with a dynamic batch, fresh inputs, the\n"
           "             batch changed every 10,000 steps (2 graphs cached for 4 buckets:\n"
           "             evictions and updates in place): fails when host RSS, device memory\n"
@@ -439,8 +436,6 @@ static int run_suites(const bench_config *cfg, bench_results *res, unsigned part
         chain_diagnosis(cfg, res);
         chain_profile(cfg, res);
     }
-    if (parts & RUN_STAGING)
-        staging_suite(cfg, res);
     static const int mlp_b[] = {1, 8, 32, 256};
     if (parts & RUN_MLP)
         mlp_suite(cfg, res, mlp_b, small ? 1 : 4);

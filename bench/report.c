@@ -4,8 +4,8 @@
  * the figures the suites filled in. Derived figures (ratios, added costs,
  * spreads) are computed in one place and used by both outputs, so the
  * table and the JSON cannot disagree. This file holds the shared parts
- * (report.h) and the W-chain, staging and workload sections;
- * report_suites.c the others.
+ * (report.h) and the W-chain and workload sections; report_suites.c the
+ * others.
  */
 #include <math.h>
 #include <stdio.h>
@@ -233,17 +233,6 @@ static const chain_result *chain_for(const bench_results *res, int n)
         if (res->chain[i].n_kernels == n)
             return &res->chain[i];
     return NULL;
-}
-
-static const char *size_label(size_t bytes, char *buf, size_t n)
-{
-    if (bytes >= ((size_t)1 << 20) && bytes % ((size_t)1 << 20) == 0)
-        snprintf(buf, n, "%zu MiB", bytes >> 20);
-    else if (bytes >= 1024 && bytes % 1024 == 0)
-        snprintf(buf, n, "%zu KiB", bytes >> 10);
-    else
-        snprintf(buf, n, "%zu B", bytes);
-    return buf;
 }
 
 /* ---- W-chain -------------------------------------------------------------------- */
@@ -483,99 +472,6 @@ static void json_chain(json_writer *w, const bench_results *res)
     }
 }
 
-/* ---- staging ---------------------------------------------------------------------- */
-
-static const report_col sweep_cols[] = {
-    {"baseline", 10, 2, 0},  {"+zero-copy", 12, 2, REPORT_SIGNED},
-    {"+memcpy nd", 12, 2, REPORT_SIGNED}, {"zc host", 9, 2, 0}, {"mc host", 9, 2, 0},
-};
-static const report_table sweep_table = {"  ", -8, "input", sweep_cols, 5, "  faster"};
-
-static void sweep_row(const sweep_point *p)
-{
-    char sz[32], tail[256];
-    const double zc = report_wall(&p->zc) - report_wall(&p->base);
-    const double mc = report_wall(&p->memcpy) - report_wall(&p->base);
-    const double v[] = {report_wall(&p->base), zc, mc, report_cpu(&p->zc), report_cpu(&p->memcpy)};
-    int n = snprintf(tail, sizeof tail, "  %s",
-                     !(isfinite(zc) && isfinite(mc)) ? "n/a" : mc < zc ? "memcpy node" : "kernel");
-    const mode_result *bad[3] = {&p->base, &p->zc, &p->memcpy};
-    for (int i = 0; i < 3 && n > 0 && (size_t)n < sizeof tail; i++)
-        if (!report_usable(bad[i]))
-            n += snprintf(tail + n, sizeof tail - (size_t)n, "  [%s %s%s]", bad[i]->name,
-                          bad[i]->skipped ? "skipped" : "FAILED",
-                          bad[i]->wrong ? ", WRONG RESULT" : "");
-    report_row(&sweep_table, size_label(p->in_bytes, sz, sizeof sz), v, tail);
-}
-
-static void report_staging(const bench_results *res)
-{
-    if (!res->staging_ran)
-        return;
-    const staging_result *s = &res->staging;
-    printf("\n== Staging: a cgr step's input by zero-copy kernel vs memcpy node (%d kernels, "
-           "4 B zero-copy output in all; the three modes of a size interleaved) ==\n",
-           STAGING_KERNELS);
-    report_head(&sweep_table);
-    for (int i = 0; i < s->n_sweep; i++)
-        sweep_row(&s->sweep[i]);
-    char sz[32], first[32];
-    const char *note = s->crossover_valid ? "" : " [some sizes failed]";
-    if (s->crossover_bytes) {
-        printf("  crossover zero-copy -> memcpy node: %s (memcpy node faster from there up)%s\n",
-               size_label(s->crossover_bytes, sz, sizeof sz), note);
-        if (s->first_memcpy_faster_bytes != s->crossover_bytes)
-            printf("  (memcpy node first faster at %s, not at every size above it)\n",
-                   size_label(s->first_memcpy_faster_bytes, first, sizeof first));
-    } else {
-        printf("  crossover zero-copy -> memcpy node: none up to %s%s\n",
-               size_label(s->sweep[s->n_sweep - 1].in_bytes, sz, sizeof sz), note);
-    }
-}
-
-static void summary_staging(const bench_results *res)
-{
-    if (!res->staging_ran)
-        return;
-    const staging_result *s = &res->staging;
-    char sz[32];
-    printf("%-46s %s%s\n", "crossover zero-copy -> memcpy node",
-           s->crossover_bytes ? size_label(s->crossover_bytes, sz, sizeof sz)
-                              : "none up to 16 MiB",
-           s->crossover_valid ? "" : " (incomplete: some sizes failed)");
-}
-
-static void json_staging(json_writer *w, const bench_results *res)
-{
-    if (!res->staging_ran)
-        return;
-    const staging_result *s = &res->staging;
-    json_begin_object(w, "staging");
-    json_begin_object(w, "crossover");
-    json_int(w, "n_kernels", STAGING_KERNELS);
-    json_int(w, "out_bytes", 4);
-    json_begin_array(w, "points");
-    for (int i = 0; i < s->n_sweep; i++) {
-        const sweep_point *p = &s->sweep[i];
-        json_begin_object(w, NULL);
-        json_int(w, "in_bytes", (long long)p->in_bytes);
-        report_json_mode(w, NULL, &p->base);
-        report_json_mode(w, NULL, &p->zc);
-        report_json_mode(w, NULL, &p->memcpy);
-        json_number(w, "added_zero_copy_us", report_wall(&p->zc) - report_wall(&p->base));
-        json_number(w, "added_memcpy_node_us", report_wall(&p->memcpy) - report_wall(&p->base));
-        json_end_object(w);
-    }
-    json_end_array(w);
-    /* 0 means none: null in the file. */
-    json_number(w, "crossover_bytes", s->crossover_bytes ? (double)s->crossover_bytes : NAN);
-    json_number(w, "first_memcpy_faster_bytes",
-                s->first_memcpy_faster_bytes ? (double)s->first_memcpy_faster_bytes : NAN);
-    json_bool(w, "crossover_complete", s->crossover_valid);
-    json_end_object(w);
-    json_end_object(w);
-}
-
 /* ---- workloads -------------------------------------------------------------------- */
 
 static const report_col work_cols[] = {
@@ -701,7 +597,6 @@ static const struct section {
     void (*json)(json_writer *w, const bench_results *res);
 } sections[] = {
     {report_chain, summary_chain, json_chain},
-    {report_staging, summary_staging, json_staging},
     {report_work, summary_work, json_work},
     {report_serve, report_serve_summary, report_serve_json},
     {report_newshape, report_newshape_summary, report_newshape_json},
@@ -726,13 +621,6 @@ static void visit_modes(const bench_results *res, report_visit fn, void *u)
         snprintf(g, sizeof g, "%s B=%d", res->work[i].name, res->work[i].B);
         for (int m = 0; m < WORK_MODES; m++)
             fn(g, &res->work[i].mode[m].m, u);
-    }
-    for (int i = 0; res->staging_ran && i < res->staging.n_sweep; i++) {
-        const sweep_point *p = &res->staging.sweep[i];
-        snprintf(g, sizeof g, "staging %zu KiB", p->in_bytes >> 10);
-        fn(g, &p->base, u);
-        fn(g, &p->zc, u);
-        fn(g, &p->memcpy, u);
     }
     report_suites_modes(res, fn, u);
 }

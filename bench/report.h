@@ -1,9 +1,9 @@
 /*
  * The reporter's parts shared by its sections: tables, figures that could
  * not be measured, mode objects and statistics in JSON. report.c holds the
- * entry point, the closing summary, the checks and the W-chain, staging
- * and workload sections; report_suites.c those of serve, newshape, soak
- * and ddp. Every section prints and serializes figures a suite filled in,
+ * entry point, the closing summary, the checks and the W-chain and
+ * workload sections; report_suites.c those of serve, newshape, soak and
+ * ddp. Every section prints and serializes figures a suite filled in,
  * and derives ratios and differences once for both outputs.
  */
 #ifndef BENCH_REPORT_H

@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 builddir=${CGR_BUILD_DIR:-build}
 bash tests/build.sh
 # The default suite (W-chain plain and with programmatic dependent launch,
-# staging, W-mlp and W-cnn at small batch, the modes of each comparison
+# then W-mlp and W-cnn at small batch, the modes of each comparison
 # interleaved in rounds); it ends with the checks and one summary table.
 exec "$builddir/bench/cgr-bench" default --device 0 "$@"

@@ -97,20 +97,14 @@ static void test_default(char *json, size_t n)
         for (int k = 0; k < c->rounds; k++)
             c->round_wall[m][k] = 100.0 + m + 0.01 * k;
     }
-    res.staging_ran = 1;
-    res.staging.n_sweep = 1;
-    res.staging.sweep[0].in_bytes = 4096;
-    fake_mode(&res.staging.sweep[0].base, "baseline", 50);
-    fake_mode(&res.staging.sweep[0].zc, "zero_copy_kernel", 52);
-    fake_mode(&res.staging.sweep[0].memcpy, "memcpy_node", 55);
     res.n_work = 1;
     snprintf(res.work[0].name, sizeof res.work[0].name, "W-mlp");
     res.work[0].B = 1;
     fake_mode(&res.work[0].mode[WORK_EAGER].m, "eager", 300);
     fake_mode(&res.work[0].mode[WORK_GRAPH].m, "graph", 100);
     static const char *const keys[] = {"schema_version", "device", "config", "clock_overhead",
-                                       "chain", "spread", "io_cost_us", "staging", "crossover",
-                                       "results", "checks", "ok", NULL};
+                                       "chain", "spread", "io_cost_us", "results", "checks",
+                                       "ok", NULL};
     expect_report(&res, json, n, keys);
     /* A check that fails fails the run. */
     said_check *s = &res.said[res.n_said++];
