@@ -43,7 +43,6 @@ enum chain_mode {
     CHAIN_CGR_IO,        /* cgr, 4 KiB in + 4 B out, zero-copy staging (cgr_step_run) */
     CHAIN_CGR_IO_FAST,   /* same, inputs written straight into the acquired slot */
     CHAIN_CGR_IO_EVENT,  /* cgr, zero-copy I/O, waits on the event (wait_spin_us = 0) */
-    CHAIN_CGR_IO_MEMCPY, /* cgr, I/O through memcpy nodes (zero_copy_max_bytes = 0) */
     CHAIN_GRAPH_IO,      /* raw graph + cudaMemcpyAsync in/out (the PyTorch way) */
     CHAIN_MODES
 };

@@ -103,8 +103,9 @@ static void test_default(char *json, size_t n)
     fake_mode(&res.work[0].mode[WORK_EAGER].m, "eager", 300);
     fake_mode(&res.work[0].mode[WORK_GRAPH].m, "graph", 100);
     static const char *const keys[] = {"schema_version", "device", "config", "clock_overhead",
-                                       "chain", "spread", "io_cost_us", "results", "checks",
-                                       "ok", NULL};
+                                       "chain", "spread", "io_cost_us", "cgr_zero_copy",
+                                       "cgr_zero_copy_fast_path", "cgr_zero_copy_event_wait",
+                                       "graph_memcpy_async", "results", "checks", "ok", NULL};
     expect_report(&res, json, n, keys);
     /* A check that fails fails the run. */
     said_check *s = &res.said[res.n_said++];

@@ -46,9 +46,10 @@
 #    archive's runs/ directory.
 #
 # On an H200 host a round of the four suites on both sides should take about
-# one to one and a half minutes, most of it W-chain's N = 1000 modes (eleven
-# modes of 1,050 steps of 1.2 to 4.8 ms on the new side, eight on trees from
-# before the PDL modes joined the chain suite), and the two builds one to two
+# one to one and a half minutes, most of it W-chain's N = 1000 modes (ten
+# modes of 1,050 steps of 1.2 to 4.8 ms on the new side, eleven on trees
+# that still had the memcpy-node mode, eight on trees from before the PDL
+# modes joined the chain suite), and the two builds one to two
 # minutes, so the whole script takes about 8 to 9 minutes. A round is not started when
 # the longest round so far says it would end more than CGR_COMPARE_BUDGET_S
 # seconds after the start (default 540, so that it ends within 10 minutes);
