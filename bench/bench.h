@@ -94,11 +94,10 @@ typedef struct check_result {
 /*
  * graph: cgr's graphs, each request armed (CGR_ACQUIRE_ARM) before its
  * inputs are written; eager: every run eager; plain: graphs launched at
- * submission (a step that is not armable); graph-memcpy: graph's way, the
- * inputs by memcpy into slot->inputs instead of cgr_step_write_input.
+ * submission (a step that is not armable).
  */
-enum { SERVE_GRAPH = 0, SERVE_EAGER, SERVE_PLAIN, SERVE_MEMCPY, SERVE_MODES };
-/* "graph", "eager", "plain", "graph-memcpy": in messages and as the JSON's keys. */
+enum { SERVE_GRAPH = 0, SERVE_EAGER, SERVE_PLAIN, SERVE_MODES };
+/* "graph", "eager", "plain": in messages and as the JSON's keys. */
 extern const char *const serve_mode_names[SERVE_MODES];
 
 /* Latency figures of one set of requests. */

@@ -24,7 +24,7 @@ static void bucket_row(const report_table *t, int64_t bucket, const double *v, i
 
 /* ---- W-serve ------------------------------------------------------------------------ */
 
-const char *const serve_mode_names[SERVE_MODES] = {"graph", "eager", "plain", "graph-memcpy"};
+const char *const serve_mode_names[SERVE_MODES] = {"graph", "eager", "plain"};
 
 static double pipe_req_per_s(const serve_pipe_result *p)
 {
@@ -103,9 +103,8 @@ static const report_col armed_cols[] = {
     {"armed p50", 9, 1, REPORT_GAP}, {"p99", 9, 1, 0}, {"launch", 7, 2, 0}, {"write", 6, 2, 0},
     {"plain p50", 9, 1, REPORT_GAP}, {"p99", 9, 1, 0}, {"launch", 7, 2, 0}, {"write", 6, 2, 0},
     {"armed/plain", 11, 3, REPORT_GAP},
-    {"memcpy p50", 10, 1, REPORT_GAP}, {"write", 6, 2, 0}, {"armed/mcpy", 10, 3, 0},
 };
-static const report_table armed_table = {"  ", 6, "bucket", armed_cols, 12, NULL};
+static const report_table armed_table = {"  ", 6, "bucket", armed_cols, 9, NULL};
 
 static const report_col busy_cols[] = {
     {"busy", 9, 1, REPORT_GAP},       {"busy-u", 9, 1, 0},
@@ -175,15 +174,14 @@ void report_serve(const bench_results *res)
 
     printf("\n  armed (CGR_ACQUIRE_ARM before the inputs are written) against plain (graph "
            "launched at submission), same requests, steady;\n  write = the input write before "
-           "the clock starts (cgr_step_write_input; memcpy: memcpy into slot->inputs, armed)\n");
+           "the clock starts (cgr_step_write_input)\n");
     report_head(&armed_table);
     for (int b = 0; b < SERVE_N_BUCKETS; b++) {
         const serve_bucket *f = &r->bk[b];
-        const serve_lat *a = &f->lat[SERVE_GRAPH], *q = &f->lat[SERVE_PLAIN],
-                        *c = &f->lat[SERVE_MEMCPY];
+        const serve_lat *a = &f->lat[SERVE_GRAPH], *q = &f->lat[SERVE_PLAIN];
         const double v[] = {a->p50, a->p99, f->launch_p50[SERVE_GRAPH], f->write_p50[SERVE_GRAPH],
                             q->p50, q->p99, f->launch_p50[SERVE_PLAIN], f->write_p50[SERVE_PLAIN],
-                            a->p50 / q->p50, c->p50, f->write_p50[SERVE_MEMCPY], a->p50 / c->p50};
+                            a->p50 / q->p50};
         bucket_row(&armed_table, r->buckets[b], v, 1);
     }
 

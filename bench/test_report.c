@@ -134,8 +134,9 @@ static void test_serve(char *json, size_t n)
         r.pipe[m][0] = r.pipe[m][1] = (serve_pipe_result){100, 400, 100, 10000.0};
     r.samples_checked = r.host_checks = r.pipe_hashes_checked = 10;
     static const char *const keys[] = {"requests", "steady_batch_le8", "in_flight", "per_bucket",
-                                       "launch_call_p50_us", "busy_union_us", "graph_shape_stats",
-                                       "summary", "pass", "device_name", NULL};
+                                       "graph", "eager", "plain", "launch_call_p50_us",
+                                       "busy_union_us", "graph_shape_stats", "summary", "pass",
+                                       "device_name", NULL};
     expect_report(&res, json, n, keys);
     r.ran = 0;
     snprintf(r.error, sizeof r.error, "a call failed");

@@ -52,8 +52,6 @@ typedef struct serve_rt {
     float *dev_params;  /**< persistent, on rt */
     int slots;          /**< the step's staging slots: requests that can be in flight */
     int armable;        /**< the step is armable and requests are armed (CGR_ACQUIRE_ARM) */
-    int memcpy_inputs;  /**< inputs go in with memcpy into slot->inputs, not
-                             cgr_step_write_input (the comparison's other side) */
 } serve_rt;
 
 /**
@@ -70,7 +68,10 @@ int serve_rt_create(serve_rt *r, const serve_model *m, int device, int capture, 
  * launch), cgr_step_acquire otherwise. 0, or -1 (reported).
  */
 int serve_acquire(serve_rt *r, int B, cgr_slot *slot);
-/** Writes a request's packed input rows (bytes) into the acquired slot, as r says. 0 or -1. */
+/**
+ * Writes a request's packed input rows (bytes) into the acquired slot with
+ * cgr_step_write_input. 0, or -1 (reported).
+ */
 int serve_write_input(serve_rt *r, const cgr_slot *slot, const float *src, size_t bytes);
 void serve_rt_destroy(serve_rt *r);
 

@@ -5,12 +5,12 @@
  * One request sequence (10,000 requests, 2,000 with --quick; batches
  * uniform in 1..64 from a fixed seed, fresh inputs per request) runs once
  * per mode, each on its own runtime with the same step, in the same order:
- * graph (armed requests, CGR_ACQUIRE_ARM), eager (capture = 0), plain
- * (graphs launched at submission) and graph-memcpy (graph's way, inputs
- * put into the slot by memcpy instead of cgr_step_write_input). A
- * request's latency is cgr_step_launch + cgr_step_wait, closed loop; the
- * acquire and the input write stay outside it (the write is timed apart),
- * so a server that knows its batch can arm before it copies the rows in.
+ * graph (armed requests, CGR_ACQUIRE_ARM), eager (capture = 0) and plain
+ * (graphs launched at submission); every mode writes its inputs into the
+ * slot with cgr_step_write_input. A request's latency is cgr_step_launch +
+ * cgr_step_wait, closed loop; the acquire and the input write stay outside
+ * it (the write is timed apart), so a server that knows its batch can arm
+ * before it copies the rows in.
  *
  * "Steady" figures leave out the first pass over the buckets: every
  * request up to the last one of the graph run that did not replay, or
@@ -578,7 +578,6 @@ static int serve_body(serve_run *r, const serve_model *model, serve_rt rts[SERVE
     for (int m = 0; m < SERVE_MODES; m++) {
         TRY(serve_rt_create(&rts[m], model, r->cfg->device, m != SERVE_EAGER, !r->cfg->no_pdl,
                             m != SERVE_PLAIN));
-        rts[m].memcpy_inputs = m == SERVE_MEMCPY;
         char label[32];
         snprintf(label, sizeof label, "serve: %s pass", serve_mode_names[m]);
         /* A generous 2 ms a request on top of the base: a hang still shows within minutes. */

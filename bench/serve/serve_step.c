@@ -146,10 +146,7 @@ int serve_acquire(serve_rt *r, int B, cgr_slot *slot)
 
 int serve_write_input(serve_rt *r, const cgr_slot *slot, const float *src, size_t bytes)
 {
-    if (r->memcpy_inputs)
-        memcpy(slot->inputs[0], src, bytes);
-    else
-        CGR_CK(cgr_step_write_input(r->step, slot, 0, 0, src, bytes));
+    CGR_CK(cgr_step_write_input(r->step, slot, 0, 0, src, bytes));
     return 0;
 }
 
