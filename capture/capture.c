@@ -12,8 +12,8 @@
  *   allocated once at step creation.
  * - The graph is the whole step: zero-copy kernel (small inputs), memcpy
  *   nodes (large inputs), the body, the same for outputs, the last
- *   publishing the completion flag. So a replay is one cudaGraphLaunch
- *   (and an event record while it runs, replay/run.c).
+ *   publishing the completion flag, then the record of the step's
+ *   graph_done event. So a replay is one cudaGraphLaunch and nothing else.
  *
  * Pointing the graph at the current slot. Each captured shape has one
  * executable, whatever the number of slots. Its staging kernels find the
@@ -173,10 +173,13 @@ static cgr_status record_outputs(cgr_step *s, io_nodes *io)
     if (io->zout.flag)
         CGR_CUDA_TRY(cgr__stage_copy(&io->zout, st));
     /*
-     * No event record node: the host records the step's graph_done event
-     * after each launch instead (replay/run.c). A node would add its GPU
-     * time to every replay; the record call overlaps the graph's run.
+     * The graph records graph_done itself, after everything else, so that a
+     * replay is one host call and no run can be launched without its
+     * record. Against a host record after each launch, W-chain's cgr/raw
+     * and host CPU per replay measured the same (docs/benchmarks.md): the
+     * record's host time did not go away, it went into the launch.
      */
+    CGR_CUDA_TRY(cudaEventRecordWithFlags(s->graph_done, st, cudaEventRecordExternal));
     return CGR_STATUS_OK;
 }
 

@@ -11,11 +11,10 @@
  *   launch_acquired   commit the slot's ticket (or give it back on failure)
  *
  * The replay path is kept to what cannot be avoided: a handle check, the
- * runtime lock, the ring check, the device check, the table's lookup,
- * one cudaGraphLaunch and one cudaEventRecord after it. The graph itself
- * publishes its completion in the slot's flag word; the event, recorded
- * while the graph runs, is how a wait blocks or learns of a failure, and
- * costs host time the graph hides instead of a node's GPU time.
+ * runtime lock, the ring check, the device check, the table's lookup and
+ * one cudaGraphLaunch. The graph itself publishes its completion in the
+ * slot's flag word and, as its last node, records the step's graph_done
+ * event, which is how a wait blocks or learns of a failure.
  *
  * Threads (docs/threading.md): every entry point here holds rt->lock while
  * it reads or changes step state, and submitting holds it throughout, so a
@@ -79,16 +78,6 @@ cgr_status cgr__launch_graph(cgr_step *s, cgr__graph *g, uint32_t slot, int ahea
     } else {
         s->sig_kind[slot] = CGR__SIG_GRAPH;
     }
-    /*
-     * After the launch, so that it costs host time while the graph runs
-     * rather than a node's GPU time in every replay. The run is launched
-     * and counted whatever happens here: a failed record is kept for the
-     * slot, and its wait reports it instead of trusting an event that
-     * missed it.
-     */
-    e = cudaEventRecord(s->graph_done, s->rt->stream);
-    /* Per slot: a failed record spoils the wait of this run, not of runs recorded after it. */
-    s->rec_err[slot] = e == cudaSuccess ? 0 : (int)e;
     return CGR_STATUS_OK;
 }
 

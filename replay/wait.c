@@ -20,8 +20,8 @@
  * (measured in docs/staging.md). The wait spins on the word for up to
  * cgr_options.advanced.wait_spin_us, then blocks on the step's graph_done event,
  * which also reports a failed run instead of spinning forever on a flag
- * that will never come. It is recorded after every graph launch of the
- * step (replay/run.c), so it tells of this run only while no later graph
+ * that will never come. Every graph of the step records it as its last
+ * node (capture/capture.c), so it tells of this run only while no later graph
  * run of the step was launched (`latest`); otherwise blocking on it would
  * also wait for the later run, and the wait polls the flag between yields
  * of the CPU, asking the event only whether the stream failed. A graph without
@@ -30,17 +30,13 @@
  * its slot's own event.
  *
  * Runs without rt->lock, on what the caller read under it: how the run
- * signals (kind), which value (want), whether it was the latest, and a
- * failed record of graph_done (rec_err), which the event cannot tell of. If
+ * signals (kind), which value (want) and whether it was the latest. If
  * other threads meanwhile retire this run and launch a later one on the
  * slot, the flag only grows and the events' new records complete later,
  * so the wait can only last longer, never end before this run has.
  */
-static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want, int latest,
-                            int rec_err)
+static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want, int latest)
 {
-    if (kind != CGR__SIG_EAGER && rec_err)
-        return cgr__cuda_fail(rec_err, "cudaEventRecord (after cudaGraphLaunch)");
     if (kind == CGR__SIG_EAGER) {
         CGR_CUDA_TRY(cudaEventSynchronize(s->done[slot]));
         return CGR_STATUS_OK;
@@ -112,10 +108,9 @@ CGR_API cgr_status cgr_step_wait(cgr_step *s, uint64_t ticket)
     int kind = s->sig_kind[slot];
     uint64_t want = s->sig_expect[slot];
     int latest = s->sig_graph[slot] == s->graph_runs;
-    int rec_err = s->rec_err[slot];
     s->waiters++;
     cgr__unlock(rt);
-    cgr_status st = wait_slot(s, slot, kind, want, latest, rec_err);
+    cgr_status st = wait_slot(s, slot, kind, want, latest);
     if (st != CGR_STATUS_OK)
         cgr__error_lead(fn);
     /* Cannot fail: this thread held no lock after the unlock above. */

@@ -142,9 +142,7 @@ struct cgr_step {
     unsigned char *pinned_dev; /* device view of the same memory */
     size_t slot_stride;
     cudaEvent_t done[CGR_MAX_SLOTS]; /* recorded when an eager run on the slot ends */
-    cudaEvent_t graph_done;          /* recorded after every graph launch of the step */
-    int rec_err[CGR_MAX_SLOTS];      /* per slot: the cudaError_t of a failed record after its
-                                        last graph launch; 0: none */
+    cudaEvent_t graph_done;          /* recorded by every graph of the step, as its last node */
     /*
      * Completion flags (replay/run.c). A graph with staging kernels has its
      * last one publish a per-slot sequence number into the slot's flag word
