@@ -7,8 +7,6 @@
 #include "test.h"
 #include "prof_records.h"
 
-static const char *const names[3] = {"<unknown>", "small_kernel(float*)", "big_kernel"};
-
 /* Windows built in memory, written out at the end. */
 static void test_trace_buf(void)
 {

@@ -69,8 +69,6 @@ static void test_attribute(void)
     ASSERT_U64_EQ(by_time, 0);
 }
 
-static const char *const names[3] = {"<unknown>", "small_kernel(float*)", "big_kernel"};
-
 static void test_summarize(void)
 {
     cgr__prof_run runs[4];
