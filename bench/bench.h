@@ -233,14 +233,14 @@ typedef struct soak_result {
 } soak_result;
 
 /* ---- ddp suite (ddp/ddp_bench.c): W-ddp on several GPUs, rank 0's figures ---- */
-enum { DDP_SINGLE = 0, DDP_EAGER, DDP_GRAPH, DDP_MODES };
+/* W-ddp's modes; the last is the gradient's all-reduce alone, graphed. */
+enum { DDP_SINGLE = 0, DDP_EAGER, DDP_GRAPH, DDP_ALLREDUCE, DDP_MODES };
+extern const char *const ddp_mode_names[DDP_MODES];
 #define DDP_MAX_B 4
 
 typedef struct ddp_batch {
     int B;
     mode_result mode[DDP_MODES];
-    bench_stats allreduce;  /* the gradient's all-reduce alone, graphed, wall us */
-    int allreduce_ran;
     int eager_equals_graph; /* parameters after the run; -1 not compared */
 } ddp_batch;
 

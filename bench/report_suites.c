@@ -756,7 +756,8 @@ void report_soak_json(json_writer *w, const bench_results *res)
 
 /* ---- W-ddp ------------------------------------------------------------------------------ */
 
-static const char *const ddp_modes[DDP_MODES] = {"single_graph", "ddp_eager", "ddp_graph"};
+const char *const ddp_mode_names[DDP_MODES] = {"single_graph", "ddp_eager", "ddp_graph",
+                                              "allreduce_alone"};
 
 static const report_col ddp_cols[] = {
     {"single graph", 12, 1, 0}, {"DDP eager", 12, 1, 0},  {"DDP graph", 12, 1, 0},
@@ -794,11 +795,11 @@ void report_ddp(const bench_results *res)
     }
     for (int i = 0; i < d->n; i++) {
         const ddp_batch *b = &d->b[i];
-        if (b->allreduce_ran)
+        const mode_result *ar = &b->mode[DDP_ALLREDUCE];
+        if (report_usable(ar))
             printf("  B = %d: the gradient's all-reduce alone (one-node graph, %.1f MB): %.1f us "
                    "(p10 %.1f, p90 %.1f); DDP graph - single graph: %.1f us\n",
-                   b->B, 4e-6 * (double)d->n_floats, b->allreduce.median, b->allreduce.p10,
-                   b->allreduce.p90,
+                   b->B, 4e-6 * (double)d->n_floats, ar->wall.median, ar->wall.p10, ar->wall.p90,
                    report_wall(&b->mode[DDP_GRAPH]) - report_wall(&b->mode[DDP_SINGLE]));
     }
 }
@@ -828,7 +829,7 @@ void report_ddp_json(json_writer *w, const bench_results *res)
         for (int m = 0; m < DDP_MODES; m++) {
             /* The mode object, and its figures flat under the names they had before it. */
             const mode_result *r = &b->mode[m];
-            report_json_mode_begin(w, ddp_modes[m], r);
+            report_json_mode_begin(w, ddp_mode_names[m], r);
             json_bool(w, "ran", report_usable(r));
             json_number(w, "wall_median_us", r->wall.median);
             json_number(w, "wall_p10_us", r->wall.p10);
@@ -842,8 +843,8 @@ void report_ddp_json(json_writer *w, const bench_results *res)
         json_number(w, "eager_over_graph",
                     report_wall(&b->mode[DDP_EAGER]) / report_wall(&b->mode[DDP_GRAPH]));
         json_int(w, "eager_equals_graph", b->eager_equals_graph);
-        if (b->allreduce_ran)
-            json_number(w, "allreduce_alone_median_us", b->allreduce.median);
+        if (report_usable(&b->mode[DDP_ALLREDUCE]))
+            json_number(w, "allreduce_alone_median_us", b->mode[DDP_ALLREDUCE].wall.median);
         json_end_object(w);
     }
     json_end_array(w);

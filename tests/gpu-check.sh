@@ -31,7 +31,8 @@
 # the same GPU, and compares them. --soak runs `cgr-bench soak` (1,000,000
 # replays); --sanitizers adds the racecheck and initcheck setups. --shapes
 # runs `cgr-bench serve --stats` (W-serve) and `cgr-bench newshape` (capture
-# against update in place); --ddp runs `cgr-bench ddp --nproc 2` (2 GPUs).
+# against update in place); --ddp runs `cgr-bench ddp --nproc 2` (2 GPUs; on a one-GPU host
+# --nproc 1).
 # --base DIR, after everything else, runs tests/compare.sh DIR against this
 # tree's build-gpu: the old source tree DIR (tests/compare.sh says how to
 # make it) built beside it and both cgr-bench binaries measured in turns,
@@ -153,7 +154,11 @@ if [ "${result[build]}" = ok ]; then
         tail -n 20 "$OUT/bench-newshape.log"
     fi
     if [ $ddp = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
-        "$b/bench/cgr-bench" ddp --nproc 2 $quick --json "$OUT/bench-ddp.json" \
+        # Two ranks where the host has two GPUs; one rank (a one-rank
+        # communicator: the same code path, collectives that copy) otherwise.
+        gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+        nproc=$([ "$gpus" -ge 2 ] && echo 2 || echo 1)
+        "$b/bench/cgr-bench" ddp --nproc $nproc $quick --json "$OUT/bench-ddp.json" \
             >"$OUT/bench-ddp.log" 2>&1 && result[ddp]=ok || result[ddp]=FAILED
         tail -n 30 "$OUT/bench-ddp.log"
     fi

@@ -2,18 +2,22 @@
  * cgr-bench ddp: W-ddp, the data-parallel workload, on `--nproc` GPUs.
  *
  * Each rank is its own process on its own GPU (boot.h). At each per-GPU
- * batch B (1 and 32) every rank measures, in this order and on the same
- * input sequence:
- *   single  the graphed single-GPU W-mlp step at batch B (no collective):
- *           the weak-scaling baseline;
- *   eager   W-ddp with cgr_options.capture = 0: every kernel and the
- *           all-reduce launched one by one;
- *   graph   W-ddp captured by cgr: one launch per step, all-reduce inside.
- * Steps are timed as in the other suites (timing.h): fresh random inputs
- * written into the acquired pinned slot outside the clocks, then launch +
- * wait; median, p10 and p90 of --steps steps after --warmup steps. Rank 0
- * prints its figures; the all-reduce keeps the ranks in step, so every
- * rank's step time is the same to within noise.
+ * batch B (1 and 32) every rank measures, on the same input sequence:
+ *   single     the graphed single-GPU W-mlp step at batch B (no
+ *              collective): the weak-scaling baseline;
+ *   eager      W-ddp with cgr_options.capture = 0: every kernel and the
+ *              all-reduce launched one by one;
+ *   graph      W-ddp captured by cgr: one launch per step, all-reduce
+ *              inside;
+ *   allreduce  the step's all-reduce alone, a one-node graph: the floor
+ *              under the graphed step.
+ * The four run in interleaved rounds (run_group), in the same order on
+ * every rank, so the ranks' collectives stay matched and a drift reaches
+ * every mode alike. Steps are timed as in the other suites (timing.h):
+ * fresh random inputs written into the acquired pinned slot outside the
+ * clocks, then launch + wait; median, p10 and p90 of --steps steps after
+ * --warmup steps. Rank 0 prints its figures; the all-reduce keeps the
+ * ranks in step, so every rank's step time is the same to within noise.
  *
  * Weak-scaling efficiency = single / graph at the same per-GPU batch; the
  * table also gives graph / single and eager / graph at each batch.
@@ -34,8 +38,6 @@
 #include "ddp_bench.h"
 #include "mlp/mlp.h"
 
-static const char *const mode_names[DDP_MODES] = {"single_graph", "ddp_eager", "ddp_graph"};
-
 typedef struct ddp_job {
     const bench_config *cfg;
     /* Filled by each rank in its own process. */
@@ -46,15 +48,19 @@ typedef struct ddp_job {
     uint64_t params_hash[DDP_MAX_B][DDP_MODES];
 } ddp_job;
 
-/* One mode's measurement state. */
+/* One W-mlp or W-ddp mode's state at batch B. */
 typedef struct ddp_run {
+    ddp_job *job;
+    int B, mode;
+    const float *params0;
+    uint64_t *hash;     /* the parameters after the last round */
     ddp_model model;
+    ddp_io io;          /* the step's tensors (model and io must not move once set up) */
     cgr_runtime *rt;
     cgr_step *step;
     cgr_slot slot;
     uint64_t ticket;
     uint64_t rng;
-    int capture;
 } ddp_run;
 
 static int r_prepare(void *self, long k)
@@ -83,7 +89,7 @@ static int r_wait(void *self, long k)
     float loss = 0.0f;
     CGR_CK(cgr_step_output(r->step, r->ticket, 0, &loss, sizeof loss, NULL));
     if (!isfinite(loss)) {
-        bench_error("W-ddp B=%d: the loss is %g", r->model.cfg.batch, (double)loss);
+        bench_error("W-ddp B=%d: the loss is %g", r->B, (double)loss);
         return CHECK_WRONG;
     }
     return 0;
@@ -94,122 +100,172 @@ static int r_after_warmup(void *self)
     ddp_run *r = self;
     cgr_step_stats s;
     CGR_CK(cgr_step_get_stats(r->step, &s));
-    cgr_step_mode want = r->capture ? CGR_MODE_GRAPH : CGR_MODE_EAGER;
+    cgr_step_mode want = r->mode == DDP_EAGER ? CGR_MODE_EAGER : CGR_MODE_GRAPH;
     if (s.mode != want) {
-        bench_error("W-ddp B=%d: step mode %d after warm-up, expected %d: %s",
-                    r->model.cfg.batch, (int)s.mode, (int)want, s.capture_error);
+        bench_error("W-ddp B=%d: step mode %d after warm-up, expected %d: %s", r->B, (int)s.mode,
+                    (int)want, s.capture_error);
         return -1;
     }
     return 0;
 }
 
-/* One mode at batch B: a fresh runtime, measured, then the parameters hashed. */
-static int run_one(ddp_job *job, int B, int mode, const float *params0, mode_result *mr,
-                   uint64_t *hash)
+/* A fresh runtime and step for the mode; the same inputs sequence in every mode. */
+static int r_setup(void *self)
 {
-    const bench_config *cfg = job->cfg;
-    ddp_run r;
-    memset(&r, 0, sizeof r);
-    int rc = -1;
+    ddp_run *r = self;
+    const ddp_job *job = r->job;
     mlp_cfg mc;
-    mlp_cfg_default(&mc, B);
-    if (ddp_model_init(&r.model, &mc, 1, mode != DDP_SINGLE) != 0) {
+    mlp_cfg_default(&mc, r->B);
+    if (ddp_model_init(&r->model, &mc, 1, r->mode != DDP_SINGLE) != 0) {
         bench_error("W-ddp: %s", mlp_last_error());
         return -1;
     }
-    r.capture = mode != DDP_EAGER;
-    r.rng = ddp_seed(0xda7a0000u + (uint64_t)B, job->who.rank);
+    r->rng = ddp_seed(0xda7a0000u + (uint64_t)r->B, job->who.rank);
     cgr_options o;
     CGR_CK(cgr_options_init(&o));
     o.device = job->who.local_rank;
-    o.capture = r.capture;
-    CGR_CK(cgr_runtime_create(&r.rt, &o));
-    if (r.model.nccl)
-        CGR_CK_GOTO(cgr_runtime_attach_nccl(r.rt, job->comm, NULL), out);
-    if (ddp_model_setup(&r.model, r.rt, params0) != 0) {
+    o.capture = r->mode != DDP_EAGER;
+    CGR_CK(cgr_runtime_create(&r->rt, &o));
+    if (r->model.nccl)
+        CGR_CK(cgr_runtime_attach_nccl(r->rt, job->comm, NULL));
+    if (ddp_model_setup(&r->model, r->rt, r->params0) != 0) {
         bench_error("W-ddp: %s", mlp_last_error());
-        goto out;
+        return -1;
     }
-    ddp_io io;
     cgr_step_desc d;
-    ddp_step_desc(&r.model, mode == DDP_SINGLE ? "W-mlp" : "W-ddp", &io, &d);
-    CGR_CK_GOTO(cgr_step_create(r.rt, &d, &r.step), out);
-    step_ops ops = {r_prepare, r_submit, r_wait, NULL, r_after_warmup};
-    TRY_GOTO(measure(&ops, &r, cfg->warmup, cfg->steps, mr), out);
-    if (cfg->stats) {
-        printf("cgr stats, rank %d, W-ddp B=%d %s:\n", job->who.rank, B, mode_names[mode]);
-        bench_print_stats(r.rt, (const cgr_step *const *)&r.step, 1);
+    ddp_step_desc(&r->model, r->mode == DDP_SINGLE ? "W-mlp" : "W-ddp", &r->io, &d);
+    CGR_CK(cgr_step_create(r->rt, &d, &r->step));
+    return 0;
+}
+
+/* After the last round: the stats when asked, and the parameters' hash. */
+static int r_finish(void *self, mode_result *mr)
+{
+    ddp_run *r = self;
+    (void)mr;
+    if (r->job->cfg->stats) {
+        printf("cgr stats, rank %d, W-ddp B=%d %s:\n", r->job->who.rank, r->B,
+               ddp_mode_names[r->mode]);
+        bench_print_stats(r->rt, (const cgr_step *const *)&r->step, 1);
     }
-    size_t bytes = r.model.n_floats * sizeof(float);
+    size_t bytes = r->model.n_floats * sizeof(float);
     float *host = malloc(bytes);
     if (!host) {
         bench_error("W-ddp: out of host memory");
-        goto out;
+        return -1;
     }
-    cudaError_t e = cudaMemcpy(host, r.model.dev.params, bytes, cudaMemcpyDeviceToHost);
+    cudaError_t e = cudaMemcpy(host, r->model.dev.params, bytes, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess)
-        *hash = ddp_hash(host, bytes);
+        *r->hash = ddp_hash(host, bytes);
     free(host);
-    CK_GOTO(e, out);
-    rc = 0;
-out:
-    if (r.rt) {
+    CK(e);
+    return 0;
+}
+
+static void r_teardown(void *self)
+{
+    ddp_run *r = self;
+    if (r->rt) {
         /* The runtime (and its graphs) goes before the communicator ever does. */
-        bench_cgr_failed(cgr_runtime_destroy(&r.rt), "cgr_runtime_destroy", __FILE__, __LINE__);
-        ddp_model_teardown(&r.model);
+        bench_cgr_failed(cgr_runtime_destroy(&r->rt), "cgr_runtime_destroy", __FILE__, __LINE__);
+        ddp_model_teardown(&r->model);
     }
-    return rc;
 }
 
 /*
  * The floor under the DDP step: the same all-reduce (n floats, sum) as a
  * one-node graph, launched and waited for like a step, on the same
- * communicator (captured only, like the step's). Both ranks run it.
+ * communicator (captured only, like the step's). Every rank runs it, in the
+ * same rounds as the steps.
  */
-static int time_allreduce(ddp_job *job, const float *params0, size_t n, bench_stats *out)
+typedef struct ar_run {
+    ncclComm_t comm;
+    const float *params0;
+    size_t n;
+    cudaStream_t s;
+    float *buf;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+} ar_run;
+
+static int ar_setup(void *self)
 {
-    const bench_config *c = job->cfg;
-    cudaStream_t s = NULL;
-    float *buf = NULL;
-    cudaGraph_t g = NULL;
-    cudaGraphExec_t ge = NULL;
-    double *t = malloc(sizeof(double) * (size_t)c->steps);
-    int rc = -1;
-    if (!t)
-        return -1;
+    ar_run *a = self;
     /* Real values, not zeros: the initial parameters. */
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaMalloc((void **)&buf, n * sizeof(float)) != cudaSuccess ||
-        cudaMemcpy(buf, params0, n * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
-        cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
-        goto out;
-    ncclResult_t nr = ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, job->comm, s);
-    cudaError_t ce = cudaStreamEndCapture(s, &g);
-    if (nr != ncclSuccess || ce != cudaSuccess ||
-        cudaGraphInstantiate(&ge, g, 0) != cudaSuccess)
-        goto out;
-    for (int k = 0; k < c->warmup + c->steps; k++) {
-        double t0 = now_us();
-        if (cudaGraphLaunch(ge, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess)
-            goto out;
-        if (k >= c->warmup)
-            t[k - c->warmup] = now_us() - t0;
+    CK(cudaStreamCreateWithFlags(&a->s, cudaStreamNonBlocking));
+    CK(cudaMalloc((void **)&a->buf, a->n * sizeof(float)));
+    CK(cudaMemcpy(a->buf, a->params0, a->n * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaStreamBeginCapture(a->s, cudaStreamCaptureModeThreadLocal));
+    ncclResult_t nr = ncclAllReduce(a->buf, a->buf, a->n, ncclFloat, ncclSum, a->comm, a->s);
+    CK(cudaStreamEndCapture(a->s, &a->g));
+    if (nr != ncclSuccess) {
+        bench_error("W-ddp: ncclAllReduce: %s", ncclGetErrorString(nr));
+        return -1;
     }
-    stats_compute(t, c->steps, out);
-    rc = 0;
-out:
-    if (rc != 0)
-        fprintf(stderr, "cgr-bench: rank %d: timing the all-reduce alone failed (%s)\n",
-                job->who.rank, cudaGetErrorString(cudaGetLastError()));
-    if (ge)
-        cudaGraphExecDestroy(ge);
-    if (g)
-        cudaGraphDestroy(g);
-    cudaFree(buf);
-    if (s)
-        cudaStreamDestroy(s);
-    free(t);
-    return rc;
+    CK(cudaGraphInstantiate(&a->ge, a->g, 0));
+    return 0;
+}
+
+static int ar_submit(void *self, long k)
+{
+    ar_run *a = self;
+    (void)k;
+    CK(cudaGraphLaunch(a->ge, a->s));
+    return 0;
+}
+
+static int ar_wait(void *self, long k)
+{
+    ar_run *a = self;
+    (void)k;
+    CK(cudaStreamSynchronize(a->s));
+    return 0;
+}
+
+static void ar_teardown(void *self)
+{
+    ar_run *a = self;
+    if (a->ge)
+        cudaGraphExecDestroy(a->ge);
+    if (a->g)
+        cudaGraphDestroy(a->g);
+    cudaFree(a->buf);
+    if (a->s)
+        cudaStreamDestroy(a->s);
+}
+
+/*
+ * Batch B: the three step modes and the all-reduce alone, each set up on
+ * its own, then measured in interleaved rounds (run_group), so a drift of
+ * the GPUs or the network reaches every mode alike. Every rank runs the
+ * same modes in the same order, which keeps their collectives matched.
+ */
+static void run_batch(ddp_job *job, ddp_batch *b, const float *params0, size_t n_floats,
+                      uint64_t *hash)
+{
+    char group[64];
+    snprintf(group, sizeof group, "W-ddp B=%d (rank %d)", b->B, job->who.rank);
+    ddp_run runs[DDP_ALLREDUCE];
+    ar_run ar = {job->comm, params0, n_floats, NULL, NULL, NULL, NULL};
+    bench_mode bm[DDP_MODES];
+    memset(runs, 0, sizeof runs);
+    memset(bm, 0, sizeof bm);
+    for (int m = 0; m < DDP_MODES; m++)
+        mode_result_init(&b->mode[m], ddp_mode_names[m]);
+    for (int m = 0; m < DDP_ALLREDUCE; m++) {
+        runs[m] = (ddp_run){.job = job, .B = b->B, .mode = m, .params0 = params0,
+                            .hash = &hash[m]};
+        bm[m] = (bench_mode){&b->mode[m], {r_prepare, r_submit, r_wait, NULL, r_after_warmup},
+                             &runs[m], r_setup, r_finish, r_teardown, NULL};
+    }
+    bm[DDP_ALLREDUCE] = (bench_mode){&b->mode[DDP_ALLREDUCE], {NULL, ar_submit, ar_wait, NULL,
+                                     NULL}, &ar, ar_setup, NULL, ar_teardown, NULL};
+    run_group(&job->res, group, bm, DDP_MODES, mode_budget_s(job->cfg, DDP_MODES * 5.0));
+}
+
+static int usable(const mode_result *r)
+{
+    return r->ran && !r->failed;
 }
 
 /* The body of every rank (boot.h): no CUDA call happened in this process before. */
@@ -269,32 +325,11 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
             return 1;
         }
         out->n_floats = L.n_floats;
-        for (int m = 0; m < DDP_MODES; m++) {
-            mode_result *mr = &r->mode[m];
-            mode_result_init(mr, mode_names[m]);
-            char label[96];
-            snprintf(label, sizeof label, "W-ddp B=%d %s (rank %d)", B, mode_names[m],
-                     who->rank);
-            bench_clear_error();
-            /* The same watchdog budget as the single-GPU workloads (work_bench.c). */
-            watchdog_arm(label, mode_budget_s(cfg, 5.0));
-            int rc = run_one(job, B, m, params0, mr, &hash[m]);
-            watchdog_disarm();
-            if (rc != 0) {
-                mode_result_fail(mr);
-                failed = 1;
-            }
-            if (who->rank == 0)
-                fprintf(stderr, "cgr-bench: %-36s %s %9.2f us\n", label,
-                        mr->ran && !mr->failed ? "wall" : "FAILED", mr->wall.median);
-        }
-        if (!failed) {
-            watchdog_arm("W-ddp: the all-reduce alone", mode_budget_s(cfg, 5.0));
-            r->allreduce_ran = time_allreduce(job, params0, L.n_floats, &r->allreduce) == 0;
-            watchdog_disarm();
-        }
+        run_batch(job, r, params0, L.n_floats, hash);
+        for (int m = 0; m < DDP_MODES; m++)
+            failed |= !r->mode[m].ran || r->mode[m].failed;
         free(params0);
-        if (r->mode[DDP_EAGER].ran && r->mode[DDP_GRAPH].ran) {
+        if (usable(&r->mode[DDP_EAGER]) && usable(&r->mode[DDP_GRAPH])) {
             r->eager_equals_graph = hash[DDP_EAGER] == hash[DDP_GRAPH];
             if (!r->eager_equals_graph) {
                 fprintf(stderr, "cgr-bench: rank %d: W-ddp B=%d: eager and graphed parameters "
@@ -302,7 +337,7 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
                 failed = 1;
             }
         }
-        if (failed)
+        if (failed || job->res.aborted)
             break; /* a rank that stops makes its peers' collectives fail; stop together */
     }
     if (who->rank == 0 && out->n > 0) {
