@@ -777,10 +777,11 @@ void report_ddp(const bench_results *res)
     const ddp_result *d = res->ddp;
     if (!d)
         return;
-    printf("\nW-ddp: W-mlp data-parallel on %d GPUs (%s), one process per GPU, gradients "
+    printf("\nW-ddp: W-mlp data-parallel on %d GPU%s (%s), one process per GPU, gradients "
            "all-reduced (sum, then x 1/%d) inside the step; rank 0's figures, median wall us "
-           "per step of %d after %d warm-up\n",
-           d->world, res->device_name, d->world, res->cfg.steps, res->cfg.warmup);
+           "per step of %d after %d warm-up, the modes interleaved in %d rounds\n",
+           d->world, d->world == 1 ? "" : "s", res->device_name, d->world, res->cfg.steps,
+           res->cfg.warmup, res->cfg.rounds);
     report_head(&ddp_table);
     for (int i = 0; i < d->n; i++) {
         const ddp_batch *b = &d->b[i];
@@ -809,8 +810,8 @@ void report_ddp_summary(const bench_results *res)
     const ddp_result *d = res->ddp;
     for (int i = 0; d && i < d->n; i++) {
         char label[64];
-        snprintf(label, sizeof label, "W-ddp B=%d/GPU on %d GPUs: weak-scaling efficiency",
-                 d->b[i].B, d->world);
+        snprintf(label, sizeof label, "W-ddp B=%d/GPU on %d GPU%s: weak-scaling efficiency",
+                 d->b[i].B, d->world, d->world == 1 ? "" : "s");
         report_line(label, (const double[]){1.0 / ddp_ratio(&d->b[i])}, 1, 1, REPORT_PCT);
     }
 }

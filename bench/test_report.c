@@ -213,8 +213,10 @@ static void test_soak_ddp(char *json, size_t n)
     d.b[0].eager_equals_graph = 1;
     for (int m = 0; m < DDP_MODES; m++)
         fake_mode(&d.b[0].mode[m], "ddp", 300 + m);
-    static const char *const ddp_keys[] = {"world", "batch_per_gpu", "ddp_graph", "wall_us",
-                                           "wall_median_us", "weak_scaling_efficiency", NULL};
+    static const char *const ddp_keys[] = {"world",           "batch_per_gpu",
+                                           "ddp_graph",       "allreduce_alone",
+                                           "allreduce_alone_median_us", "wall_us",
+                                           "wall_median_us",  "weak_scaling_efficiency", NULL};
     expect_report(&res, json, n, ddp_keys);
     mode_result_fail(&d.b[0].mode[DDP_GRAPH]);
     EXPECT(results_failed(&res));
