@@ -109,10 +109,11 @@ static int r_after_warmup(void *self)
     return 0;
 }
 
-/* A fresh runtime and step for the mode; the same inputs sequence in every mode. */
-static int r_setup(void *self)
+static void r_teardown(void *self);
+
+/* A fresh runtime and step for the mode; the same input sequence in every mode. */
+static int r_open(ddp_run *r)
 {
-    ddp_run *r = self;
     const ddp_job *job = r->job;
     mlp_cfg mc;
     mlp_cfg_default(&mc, r->B);
@@ -136,6 +137,15 @@ static int r_setup(void *self)
     ddp_step_desc(&r->model, r->mode == DDP_SINGLE ? "W-mlp" : "W-ddp", &r->io, &d);
     CGR_CK(cgr_step_create(r->rt, &d, &r->step));
     return 0;
+}
+
+/* run_group tears down only the modes it set up, so a failed setup undoes itself. */
+static int r_setup(void *self)
+{
+    if (r_open(self) == 0)
+        return 0;
+    r_teardown(self);
+    return -1;
 }
 
 /* After the last round: the stats when asked, and the parameters' hash. */
@@ -188,9 +198,10 @@ typedef struct ar_run {
     cudaGraphExec_t ge;
 } ar_run;
 
-static int ar_setup(void *self)
+static void ar_teardown(void *self);
+
+static int ar_open(ar_run *a)
 {
-    ar_run *a = self;
     /* Real values, not zeros: the initial parameters. */
     CK(cudaStreamCreateWithFlags(&a->s, cudaStreamNonBlocking));
     CK(cudaMalloc((void **)&a->buf, a->n * sizeof(float)));
@@ -204,6 +215,14 @@ static int ar_setup(void *self)
     }
     CK(cudaGraphInstantiate(&a->ge, a->g, 0));
     return 0;
+}
+
+static int ar_setup(void *self)
+{
+    if (ar_open(self) == 0)
+        return 0;
+    ar_teardown(self);
+    return -1;
 }
 
 static int ar_submit(void *self, long k)
@@ -232,6 +251,10 @@ static void ar_teardown(void *self)
     cudaFree(a->buf);
     if (a->s)
         cudaStreamDestroy(a->s);
+    a->ge = NULL;
+    a->g = NULL;
+    a->buf = NULL;
+    a->s = NULL;
 }
 
 /*
