@@ -89,9 +89,10 @@ static int allreduce_grads(void *user, float *grads, size_t n, cudaStream_t s)
         return mlp_set_error("ddp: ncclAllReduce of %zu floats: %s", n, ncclGetErrorString(r));
     if (m->fail_capture == 2)
         (void)cudaStreamSynchronize(s); /* the injected fault: illegal while capturing */
-    cudaError_t e = ddp_scale(grads, n, m->inv_world, s, m->pdl);
-    if (e != cudaSuccess)
-        return mlp_set_error("ddp: scaling the gradients: %s", cudaGetErrorString(e));
+    if (ddp_scale(grads, n, m->inv_world, s, m->pdl) != CGR_STATUS_OK)
+        return mlp_set_error("ddp: scaling the gradients: %s",
+                             ((uintptr_t)grads & 15u) ? "the buffer is not 16-byte aligned"
+                                                      : cgr_last_error());
     return 0;
 }
 

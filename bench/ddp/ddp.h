@@ -27,8 +27,12 @@
 extern "C" {
 #endif
 
-/** x[i] *= s for i < n (x 16-byte aligned) on stream, through cgr_launch_kernel. */
-cudaError_t ddp_scale(float *x, size_t n, float s, cudaStream_t stream, int pdl);
+/**
+ * x[i] *= s for i < n on stream, through cgr_launch_kernel: its status (the
+ * message in cgr_last_error()), or CGR_STATUS_INVALID_ARGUMENT without a
+ * message when x is not 16-byte aligned.
+ */
+cgr_status ddp_scale(float *x, size_t n, float s, cudaStream_t stream, int pdl);
 
 /** One rank's W-ddp step (or the plain single-GPU W-mlp step, with nccl = 0). */
 typedef struct ddp_model {

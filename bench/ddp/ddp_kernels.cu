@@ -47,12 +47,12 @@ static __global__ void __launch_bounds__(SCALE_THREADS)
         x[i] *= s;
 }
 
-extern "C" cudaError_t ddp_scale(float *x, size_t n, float s, cudaStream_t stream, int pdl)
+extern "C" cgr_status ddp_scale(float *x, size_t n, float s, cudaStream_t stream, int pdl)
 {
     if (n == 0)
-        return cudaSuccess;
+        return CGR_STATUS_OK;
     if (((uintptr_t)x & 15u) != 0)
-        return cudaErrorMisalignedAddress;
+        return CGR_STATUS_INVALID_ARGUMENT;
     /*
      * At most 1024 blocks: about 4 waves of 2 blocks per SM on an H200's
      * 132 SMs, enough to saturate memory; a constant, so no device query
@@ -63,6 +63,5 @@ extern "C" cudaError_t ddp_scale(float *x, size_t n, float s, cudaStream_t strea
     unsigned blocks = (unsigned)(want < 1 ? 1 : want > cap ? cap : want);
     void *args[] = {&x, &n, &s};
     cgr_launch_cfg cfg = {{blocks, 1, 1}, {SCALE_THREADS, 1, 1}, 0, pdl};
-    cgr_status st = cgr_launch_kernel(stream, (const void *)scale_kernel, &cfg, args);
-    return st == CGR_STATUS_OK ? cudaSuccess : cudaErrorLaunchFailure;
+    return cgr_launch_kernel(stream, (const void *)scale_kernel, &cfg, args);
 }
