@@ -12,9 +12,9 @@
  * The price is why this is opt-in and brief. Once a process has
  * subscribed to CUPTI callbacks, later cudaGraphLaunch calls cost more
  * host time even after unsubscribing (measured on the H200: 1.9 -> 22 us
- * for a 100-node graph), so the watch ends by detaching CUPTI
- * (cuptiFinalize(), from its own callback at an API exit: profiler.h,
- * cgr__cupti_detach), which gives the process back its launch cost. A program that uses CUPTI itself keeps its subscriber: CUPTI
+ * for a 100-node graph), so the watch unsubscribes and then detaches
+ * CUPTI with cuptiFinalize(), which gives the process back its launch
+ * cost. A program that uses CUPTI itself keeps its subscriber: CUPTI
  * allows one, so the diagnosis then says it could not watch.
  */
 #define _GNU_SOURCE /* dladdr */
@@ -69,9 +69,6 @@ static void CUPTIAPI on_call(void *user, CUpti_CallbackDomain domain, CUpti_Call
 {
     (void)user;
     (void)id;
-    /* The watch's end: CUPTI detaches at an API exit, on whichever thread comes first. */
-    if (cgr__cupti_detach_at_exit(data))
-        return;
     const CUpti_CallbackData *cb = data;
     if (cb->callbackSite != CUPTI_API_EXIT || !pthread_equal(pthread_self(), watch.thread) ||
         !cb->functionName || !cb->functionReturnValue)
@@ -170,12 +167,10 @@ cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, siz
                       "process?)",
                       why);
     }
-    if (r == CUPTI_SUCCESS) {
-        /* Detached, later launches cost what they cost before the watch. */
-        cgr__cupti_detach(1);
-    } else if (sub) {
+    if (sub) {
         api->cuptiUnsubscribe(sub);
-        cgr__cupti_detach(0);
+        /* Detached, later launches cost what they cost before the watch. */
+        api->cuptiFinalize();
     }
     const int from_runtime = watch.runtime.seen;
     failure f = from_runtime ? watch.runtime : watch.driver;

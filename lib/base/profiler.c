@@ -20,7 +20,6 @@
 
 #include <assert.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,8 +27,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <cuda_runtime_api.h>
 
 #include "dynload.h"
 
@@ -632,69 +629,6 @@ static void disable_kinds(unsigned flags)
 }
 
 /*
- * The detach's state: 0 none, DETACH_PENDING while it waits for an API
- * exit, DETACH_RUNNING while a callback (or the fallback) runs
- * cuptiFinalize, DETACH_DONE after. A profiler and a watch never exist at
- * once (g_watching), so one detach at a time uses it.
- */
-enum { DETACH_PENDING = 1, DETACH_RUNNING, DETACH_DONE };
-static int g_detach;
-
-/* Takes the pending detach (one thread does) and makes it. */
-static int detach_now(void)
-{
-    int want = DETACH_PENDING;
-    if (!__atomic_compare_exchange_n(&g_detach, &want, DETACH_RUNNING, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE))
-        return 0;
-    (void)api->cuptiFinalize();
-    __atomic_store_n(&g_detach, DETACH_DONE, __ATOMIC_RELEASE);
-    return 1;
-}
-
-int cgr__cupti_detach_at_exit(const void *data)
-{
-    const CUpti_CallbackData *cb = data;
-    return cb->callbackSite == CUPTI_API_EXIT &&
-           __atomic_load_n(&g_detach, __ATOMIC_ACQUIRE) == DETACH_PENDING && detach_now();
-}
-
-static void CUPTIAPI on_detach_call(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId id,
-                                    const void *data)
-{
-    (void)user;
-    (void)domain;
-    (void)id;
-    (void)cgr__cupti_detach_at_exit(data);
-}
-
-void cgr__cupti_detach(int subscribed)
-{
-    if (!subscribed) {
-        CUpti_SubscriberHandle sub = NULL;
-        if (api->cuptiSubscribe(&sub, on_detach_call, NULL) != CUPTI_SUCCESS ||
-            api->cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS) {
-            /* Another subscriber holds CUPTI (docs/wrapping.md asks programs with
-             * their own CUPTI to leave cgr's off): detach from here. */
-            if (sub)
-                (void)api->cuptiUnsubscribe(sub);
-            (void)api->cuptiFinalize();
-            return;
-        }
-        /* cuptiFinalize ends the subscription with everything else. */
-    }
-    __atomic_store_n(&g_detach, DETACH_PENDING, __ATOMIC_RELEASE);
-    int device = 0;
-    (void)cudaGetDevice(&device); /* its exit callback detaches, unless another's came first */
-    /* No callback came (none should fail to): detach from here all the same. */
-    (void)detach_now();
-    /* Another thread's callback may still be inside cuptiFinalize: its buffers are ours. */
-    while (__atomic_load_n(&g_detach, __ATOMIC_ACQUIRE) != DETACH_DONE)
-        sched_yield();
-    __atomic_store_n(&g_detach, 0, __ATOMIC_RELEASE);
-}
-
-/*
  * Hands back the buffers CUPTI holds and detaches CUPTI from the process:
  * a process that keeps CUPTI's activity tracing attached pays more host
  * time in every later launch (capture/watch.c has the figure).
@@ -703,7 +637,7 @@ static void detach(unsigned flags)
 {
     disable_kinds(flags);
     (void)api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    cgr__cupti_detach(0);
+    (void)api->cuptiFinalize();
 }
 
 static int enable(const CUpti_ActivityKind *kinds, size_t n, char *err, size_t errlen)

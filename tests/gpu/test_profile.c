@@ -18,10 +18,6 @@
  *    a "cgr replay" per graph run, none before the window's first run and
  *    none left open.
  *
- *  - A window that closes while another thread keeps making CUDA calls (its
- *    own kernels on its own stream): CUPTI detaches without a hang, and
- *    every one of that thread's calls succeeds, before, during and after.
- *
  * With the argument "nvtx" (the test registered with NVTX_INJECTION64_PATH
  * and CGR_CUPTI_LIBRARY naming the libcupti the build found): the same
  * launch-bound window, and the range "attention" and the mark "tick" that
@@ -34,7 +30,6 @@
  * file, and every run still replays correctly.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -395,71 +390,6 @@ static void test_absent(void)
     ASSERT_OK(cgr_runtime_destroy(&plain));
 }
 
-/* The other thread of test_neighbour: its own kernels until told to stop. */
-typedef struct neighbour {
-    float *x, *y;
-    cudaStream_t s;
-    int stop;          /* atomic: set by the main thread */
-    long calls;        /* rounds of launch + synchronize that succeeded */
-    cudaError_t error; /* the first failure, or cudaSuccess */
-} neighbour;
-
-static void *neighbour_main(void *arg)
-{
-    neighbour *n = arg;
-    while (!__atomic_load_n(&n->stop, __ATOMIC_ACQUIRE)) {
-        cudaError_t e = pk_tiny(n->y, n->x, LEN, n->s);
-        if (e == cudaSuccess)
-            e = cudaStreamSynchronize(n->s);
-        if (e != cudaSuccess) {
-            n->error = e;
-            break;
-        }
-        n->calls++;
-    }
-    return NULL;
-}
-
-static void test_neighbour(const char *dir)
-{
-    char prefix[600];
-    if (snprintf(prefix, sizeof prefix, "%s/prof", dir) >= (int)sizeof prefix)
-        TEST_FAIL_("%s: path too long", dir);
-    enum { RUNS = 20, SKIP = 0 };
-    neighbour n = {0};
-    float x[LEN];
-    rng r = {77};
-    rng_fill(&r, x, LEN);
-    ASSERT(cudaMalloc((void **)&n.x, sizeof x) == cudaSuccess);
-    ASSERT(cudaMalloc((void **)&n.y, sizeof x) == cudaSuccess);
-    ASSERT(cudaMemcpy(n.x, x, sizeof x, cudaMemcpyHostToDevice) == cudaSuccess);
-    ASSERT(cudaStreamCreateWithFlags(&n.s, cudaStreamNonBlocking) == cudaSuccess);
-    cgr_runtime *rt = make_runtime(RUNS, SKIP, prefix), *plain = make_runtime(0, 0, NULL);
-    cgr_step *a = make(rt, "neighbour", tiny_fn, NULL), *b = make(plain, "neighbour", tiny_fn, NULL);
-    pthread_t t;
-    ASSERT(pthread_create(&t, NULL, neighbour_main, &n) == 0);
-    /* Through the window and past it: the run after the last one of the window closes it. */
-    run_both(a, b, before_window(SKIP) + 2 * RUNS + 5, 11, NULL);
-    __atomic_store_n(&n.stop, 1, __ATOMIC_RELEASE);
-    ASSERT(pthread_join(t, NULL) == 0);
-    cgr_step_stats ss;
-    ASSERT_OK(cgr_step_get_stats(a, &ss));
-    if (ss.profile.state != CGR_PROFILE_DONE)
-        TEST_FAIL_("profile state %d with a busy neighbour thread: %s", (int)ss.profile.state,
-                   ss.profile.error);
-    if (n.error != cudaSuccess)
-        TEST_FAIL_("the neighbour thread's CUDA call failed after %ld rounds: %s", n.calls,
-                   cudaGetErrorString(n.error));
-    printf("neighbour: %ld rounds of its own kernels while the window collected and detached\n",
-           n.calls);
-    ASSERT(n.calls > 0);
-    ASSERT_OK(cgr_runtime_destroy(&rt));
-    ASSERT_OK(cgr_runtime_destroy(&plain));
-    ASSERT(cudaStreamDestroy(n.s) == cudaSuccess);
-    ASSERT(cudaFree(n.x) == cudaSuccess);
-    ASSERT(cudaFree(n.y) == cudaSuccess);
-}
-
 int main(int argc, char **argv)
 {
     require_gpu();
@@ -482,13 +412,10 @@ int main(int argc, char **argv)
     if (!mkdtemp(dir))
         TEST_FAIL_("mkdtemp(%s) failed", dir);
     test_launch_bound(dir, nvtx);
-    if (!nvtx) {
+    if (!nvtx)
         test_gpu_bound(dir);
-        test_neighbour(dir);
-    }
-    static const char *const files[] = {"tiny.txt",     "tiny.json",      "tiny.trace.json",
-                                        "spin.txt",     "spin.json",      "spin.trace.json",
-                                        "neighbour.txt", "neighbour.json", "neighbour.trace.json"};
+    static const char *const files[] = {"tiny.txt", "tiny.json", "tiny.trace.json", "spin.txt",
+                                        "spin.json", "spin.trace.json"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[700];
         if (snprintf(path, sizeof path, "%s/prof.%s", dir, files[i]) < (int)sizeof path)
