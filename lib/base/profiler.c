@@ -635,6 +635,12 @@ static void disable_kinds(unsigned flags)
  */
 static void detach(unsigned flags)
 {
+    /*
+     * CUPTI recommends calling cuptiFinalize from a callback at the exit of
+     * a CUDA call, which keeps it from racing other threads' CUDA calls;
+     * here it is called directly, on the thread that ends the window
+     * (docs/wrapping.md says what that asks of a program's other threads).
+     */
     disable_kinds(flags);
     (void)api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     (void)api->cuptiFinalize();
