@@ -13,9 +13,10 @@
  * subscribed to CUPTI callbacks, later cudaGraphLaunch calls cost more
  * host time even after unsubscribing (measured on the H200: 1.9 -> 22 us
  * for a 100-node graph), so the watch unsubscribes and then detaches
- * CUPTI with cuptiFinalize(), which gives the process back its launch
- * cost. A program that uses CUPTI itself keeps its subscriber: CUPTI
- * allows one, so the diagnosis then says it could not watch.
+ * CUPTI (cgr__cupti_detach: cuptiFinalize() at a runtime call's exit),
+ * which gives the process back its launch cost. A program that uses CUPTI
+ * itself keeps its subscriber: CUPTI allows one, so the diagnosis then
+ * says it could not watch.
  */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
@@ -170,7 +171,7 @@ cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, siz
     if (sub) {
         api->cuptiUnsubscribe(sub);
         /* Detached, later launches cost what they cost before the watch. */
-        api->cuptiFinalize();
+        cgr__cupti_detach();
     }
     const int from_runtime = watch.runtime.seen;
     failure f = from_runtime ? watch.runtime : watch.driver;

@@ -20,6 +20,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +28,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cuda_runtime_api.h>
 
 #include "dynload.h"
 
@@ -629,21 +632,74 @@ static void disable_kinds(unsigned flags)
 }
 
 /*
+ * The detach's state: 0 none, DETACH_PENDING while it waits for a runtime
+ * API exit, DETACH_RUNNING while one thread runs cuptiFinalize,
+ * DETACH_DONE after. A profiler and a watch never exist at once
+ * (g_watching), so one detach at a time uses it.
+ */
+enum { DETACH_PENDING = 1, DETACH_RUNNING, DETACH_DONE };
+static int g_detach;
+
+/* Takes the pending detach (one thread does) and makes it. */
+static void detach_now(void)
+{
+    int want = DETACH_PENDING;
+    if (!__atomic_compare_exchange_n(&g_detach, &want, DETACH_RUNNING, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return;
+    (void)api->cuptiFinalize();
+    __atomic_store_n(&g_detach, DETACH_DONE, __ATOMIC_RELEASE);
+}
+
+/*
+ * Only at a runtime call's exit: a driver call's exit may lie inside a
+ * runtime call, whose own exit callback would then find CUPTI torn down.
+ */
+static void CUPTIAPI on_detach_call(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                                    const void *data)
+{
+    const CUpti_CallbackData *cb = data;
+    (void)user;
+    (void)id;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cb->callbackSite == CUPTI_API_EXIT &&
+        __atomic_load_n(&g_detach, __ATOMIC_ACQUIRE) == DETACH_PENDING)
+        detach_now();
+}
+
+void cgr__cupti_detach(void)
+{
+    CUpti_SubscriberHandle sub = NULL;
+    if (api->cuptiSubscribe(&sub, on_detach_call, NULL) != CUPTI_SUCCESS ||
+        api->cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS) {
+        /* Another subscriber holds CUPTI (docs/wrapping.md asks programs with
+         * their own CUPTI to leave cgr's off): detach from here. */
+        if (sub)
+            (void)api->cuptiUnsubscribe(sub);
+        (void)api->cuptiFinalize();
+        return;
+    }
+    /* cuptiFinalize ends the subscription with everything else. */
+    __atomic_store_n(&g_detach, DETACH_PENDING, __ATOMIC_RELEASE);
+    int device = 0;
+    (void)cudaGetDevice(&device); /* its exit detaches, unless another thread's came first */
+    /* No callback came (none should fail to): detach from here all the same. */
+    detach_now();
+    /* Another thread's callback may still be inside cuptiFinalize. */
+    while (__atomic_load_n(&g_detach, __ATOMIC_ACQUIRE) != DETACH_DONE)
+        sched_yield();
+    __atomic_store_n(&g_detach, 0, __ATOMIC_RELEASE);
+}
+
+/*
  * Hands back the buffers CUPTI holds and detaches CUPTI from the process:
  * a process that keeps CUPTI's activity tracing attached pays more host
  * time in every later launch (capture/watch.c has the figure).
  */
 static void detach(unsigned flags)
 {
-    /*
-     * CUPTI recommends calling cuptiFinalize from a callback at the exit of
-     * a CUDA call, which keeps it from racing other threads' CUDA calls;
-     * here it is called directly, on the thread that ends the window
-     * (docs/wrapping.md says what that asks of a program's other threads).
-     */
     disable_kinds(flags);
     (void)api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    (void)api->cuptiFinalize();
+    cgr__cupti_detach();
 }
 
 static int enable(const CUpti_ActivityKind *kinds, size_t n, char *err, size_t errlen)

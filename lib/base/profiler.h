@@ -38,8 +38,8 @@
  *    CGR_CUPTI_LIBRARY naming another file) and fails with
  *    CGR__PROF_ENOLIB, the message naming the files tried, when it cannot;
  *    in a build without CUPTI's headers every call fails that way.
- *  - cgr__prof_destroy detaches CUPTI (cuptiFinalize): a process that keeps
- *    CUPTI's activity tracing pays more host time for every later
+ *  - cgr__prof_destroy detaches CUPTI (cgr__cupti_detach): a process that
+ *    keeps CUPTI's activity tracing pays more host time for every later
  *    cudaGraphLaunch (capture/watch.c measured it).
  */
 #ifndef CGR_PROF_H
@@ -129,6 +129,16 @@ int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen);
  * cgr__prof_watch_end), 0 when one does. Built with CUPTI only. */
 int cgr__prof_watch_begin(void);
 void cgr__prof_watch_end(void);
+
+/*
+ * Detaches CUPTI from the process (cuptiFinalize) where CUPTI asks for it:
+ * from a callback at the exit of a CUDA runtime API call, so that no other
+ * thread's CUDA call is inside CUPTI while it is torn down. It subscribes
+ * a callback of its own (so the caller must hold no subscriber), makes one
+ * runtime call, whose exit (or an earlier exit on another thread)
+ * detaches, and returns once CUPTI is detached. Built with CUPTI only.
+ */
+void cgr__cupti_detach(void);
 
 /* Disables the activity kinds, flushes, frees, and sets *p to NULL.
  * Safe with p == NULL or *p == NULL. */

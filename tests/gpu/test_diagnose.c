@@ -9,7 +9,8 @@
  * tests/meson.build, so that dladdr finds its name), with the file and
  * line of the call (this file is compiled with -g, so its line table is
  * there to read). Every run's output is checked: the failed capture's run
- * executes eagerly.
+ * executes eagerly. Once more with another thread making CUDA calls all
+ * the while, which the watch and the detach after it must leave alone.
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 #include "common.h"
 #include "kernels.h"
+#include "neighbour.h"
 
 enum { LEN = 2048, RUNS = 5 };
 
@@ -221,6 +223,22 @@ int main(void)
         /* "diag_bad_step+0x5c at ../tests/gpu/test_diagnose.c:42 (test_gpu_diagnose+0x5f1c)" */
         snprintf(want, sizeof want, "test_diagnose.c:%d (test_gpu_diagnose+0x", line);
         expect(ss.capture_error, want);
+    }
+    /*
+     * The watch and the detach that ends it, while another thread keeps
+     * making CUDA calls: the diagnosis still names the step's own call
+     * (the watch looks at the capturing thread only), and every call of
+     * the other thread succeeds, before, during and after the detach.
+     */
+    neighbour n;
+    neighbour_start(&n);
+    ss = run_bad(1, SYNC, &r, &line);
+    long rounds = neighbour_stop(&n);
+    printf("diagnosed beside a busy thread (%ld rounds of its own): %s\n", rounds,
+           ss.capture_error);
+    if (!(under_sanitizer(NULL) && strstr(ss.capture_error, "could not be watched"))) {
+        expect(ss.capture_error, "the first failing call was cudaStreamSynchronize (");
+        expect(ss.capture_error, "called from diag_bad_step+0x");
     }
     test_during_window(&r);
     printf("PASS\n");

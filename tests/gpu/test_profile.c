@@ -18,6 +18,10 @@
  *    a "cgr replay" per graph run, none before the window's first run and
  *    none left open.
  *
+ *  - A window that closes while another thread keeps making CUDA calls (its
+ *    own kernels on its own stream): CUPTI detaches without a hang, and
+ *    every one of that thread's calls succeeds, before, during and after.
+ *
  * With the argument "nvtx" (the test registered with NVTX_INJECTION64_PATH
  * and CGR_CUPTI_LIBRARY naming the libcupti the build found): the same
  * launch-bound window, and the range "attention" and the mark "tick" that
@@ -35,6 +39,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "neighbour.h"
 #include "profile_kernels.h"
 
 /* The NVTX v3 header casts dlsym's result to a function pointer, which -Wpedantic rejects. */
@@ -390,6 +395,30 @@ static void test_absent(void)
     ASSERT_OK(cgr_runtime_destroy(&plain));
 }
 
+static void test_neighbour(const char *dir)
+{
+    char prefix[600];
+    if (snprintf(prefix, sizeof prefix, "%s/prof", dir) >= (int)sizeof prefix)
+        TEST_FAIL_("%s: path too long", dir);
+    enum { RUNS = 20, SKIP = 0 };
+    cgr_runtime *rt = make_runtime(RUNS, SKIP, prefix), *plain = make_runtime(0, 0, NULL);
+    cgr_step *a = make(rt, "neighbour", tiny_fn, NULL), *b = make(plain, "neighbour", tiny_fn, NULL);
+    neighbour n;
+    neighbour_start(&n);
+    /* Through the window and past it: the run after the last one of the window closes it. */
+    run_both(a, b, before_window(SKIP) + 2 * RUNS + 5, 11, NULL);
+    long rounds = neighbour_stop(&n);
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(a, &ss));
+    if (ss.profile.state != CGR_PROFILE_DONE)
+        TEST_FAIL_("profile state %d with a busy neighbour thread: %s", (int)ss.profile.state,
+                   ss.profile.error);
+    printf("neighbour: %ld rounds of its own kernels while the window collected and detached\n",
+           rounds);
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    ASSERT_OK(cgr_runtime_destroy(&plain));
+}
+
 int main(int argc, char **argv)
 {
     require_gpu();
@@ -412,10 +441,13 @@ int main(int argc, char **argv)
     if (!mkdtemp(dir))
         TEST_FAIL_("mkdtemp(%s) failed", dir);
     test_launch_bound(dir, nvtx);
-    if (!nvtx)
+    if (!nvtx) {
         test_gpu_bound(dir);
-    static const char *const files[] = {"tiny.txt", "tiny.json", "tiny.trace.json", "spin.txt",
-                                        "spin.json", "spin.trace.json"};
+        test_neighbour(dir);
+    }
+    static const char *const files[] = {"tiny.txt",     "tiny.json",      "tiny.trace.json",
+                                        "spin.txt",     "spin.json",      "spin.trace.json",
+                                        "neighbour.txt", "neighbour.json", "neighbour.trace.json"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[700];
         if (snprintf(path, sizeof path, "%s/prof.%s", dir, files[i]) < (int)sizeof path)
