@@ -634,8 +634,8 @@ static void disable_kinds(unsigned flags)
 /*
  * The detach's state: 0 none, DETACH_PENDING while it waits for a runtime
  * API exit, DETACH_RUNNING while one thread runs cuptiFinalize,
- * DETACH_DONE after. A profiler and a watch never exist at once
- * (g_watching), so one detach at a time uses it.
+ * DETACH_DONE after. Only a profiler's end detaches this way, and g_prof
+ * stays set until its detach returns, so one detach at a time uses it.
  */
 enum { DETACH_PENDING = 1, DETACH_RUNNING, DETACH_DONE };
 static int g_detach;
