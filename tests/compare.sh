@@ -41,8 +41,10 @@
 #    Taking turns run by run means that a slow spell of the host or GPU
 #    hits both sides alike instead of one side's whole batch.
 # 3. Prints a table last: for each figure the median over the rounds on
-#    each side, new/old, and each side's spread, (max - min) / median over
-#    its rounds. `--table DIR` prints the same table again from an unpacked
+#    each side, new/old, the paired ratio (the median over the rounds of
+#    each round's new / old, which a slow spell of the host that lasts a
+#    round cancels out of), and each side's spread, (max - min) / median
+#    over its rounds. `--table DIR` prints the same table again from an unpacked
 #    archive's runs/ directory.
 #
 # On an H200 host a round of the four suites on both sides should take about
@@ -247,17 +249,23 @@ print("== before/after: old = %s, new = %s ==" % (info.get("old", "old"), info.g
 print("device: %s; rounds: %s%s; medians over the rounds, spread = (max - min) / median"
       % (device_name(), info.get("rounds", "?"),
          " (stopped early: %s)" % info["stopped"] if info.get("stopped") else ""))
-print("%-46s %9s %9s %8s %8s %8s %5s" % ("figure", "old", "new", "new/old", "old spr", "new spr",
-                                         "n"))
+print("paired = median over the rounds of that round's new / old (its two runs ran one after "
+      "the other)")
+print("%-46s %9s %9s %8s %8s %8s %8s %5s" % ("figure", "old", "new", "new/old", "paired",
+                                              "old spr", "new spr", "n"))
 for label, suite, f, prec in metrics:
-    vals = {}
+    by_round = {}
     for side in ("old", "new"):
-        vals[side] = [v for r, d in sorted(data[(side, suite)].items())
-                      for v in [f(d)] if v is not None]
+        by_round[side] = {r: v for r, d in data[(side, suite)].items()
+                          for v in [f(d)] if v is not None}
+    vals = {s: [v for _, v in sorted(by_round[s].items())] for s in by_round}
     med = {s: statistics.median(v) if v else None for s, v in vals.items()}
     ratio = med["new"] / med["old"] if med["old"] and med["new"] is not None else None
-    print("%-46s %9s %9s %8s %8s %8s %5s" % (
-        label, fmt(med["old"], prec), fmt(med["new"], prec), fmt(ratio, 3),
+    per_round = [by_round["new"][r] / by_round["old"][r] for r in sorted(by_round["old"])
+                 if r in by_round["new"] and by_round["old"][r]]
+    paired = statistics.median(per_round) if per_round else None
+    print("%-46s %9s %9s %8s %8s %8s %8s %5s" % (
+        label, fmt(med["old"], prec), fmt(med["new"], prec), fmt(ratio, 3), fmt(paired, 3),
         spread(vals["old"], med["old"]), spread(vals["new"], med["new"]),
         "%d/%d" % (len(vals["old"]), len(vals["new"]))))
 
