@@ -13,18 +13,11 @@
  * subscribed to CUPTI callbacks, later cudaGraphLaunch calls cost more
  * host time even after unsubscribing (measured on the H200: 1.9 -> 22 us
  * for a 100-node graph), so the watch unsubscribes and then detaches
- * CUPTI with cuptiFinalize(), which gives the process back its launch
- * cost. A program that uses CUPTI itself keeps its subscriber: CUPTI
- * allows one, so the diagnosis then says it could not watch.
- *
- * The detach is made here, directly, not from a callback at a runtime
- * call's exit as the profile window's is (cgr__cupti_detach): on the H200,
- * with driver 580, a cuptiFinalize() from a callback after this watch
- * crashed the process (SIGSEGV), whether the callback was the watch's own,
- * with driver calls turned off first, or a fresh subscriber's after the
- * watch had unsubscribed (docs/benchmarks.md). A direct detach can race a
- * CUDA call of another thread; the diagnose test runs beside a thread that
- * keeps making them.
+ * CUPTI (cgr__cupti_detach: cuptiFinalize() from a callback at a runtime
+ * call's exit, so that no other thread's CUDA call is inside CUPTI then),
+ * which gives the process back its launch cost. A program that uses CUPTI
+ * itself keeps its subscriber: CUPTI allows one, so the diagnosis then
+ * says it could not watch.
  */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
@@ -179,7 +172,7 @@ cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, siz
     if (sub) {
         api->cuptiUnsubscribe(sub);
         /* Detached, later launches cost what they cost before the watch. */
-        api->cuptiFinalize();
+        cgr__cupti_detach();
     }
     const int from_runtime = watch.runtime.seen;
     failure f = from_runtime ? watch.runtime : watch.driver;

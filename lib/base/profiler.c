@@ -634,20 +634,25 @@ static void disable_kinds(unsigned flags)
 /*
  * The detach's state: 0 none, DETACH_PENDING while it waits for a runtime
  * API exit, DETACH_RUNNING while one thread runs cuptiFinalize,
- * DETACH_DONE after. Only a profiler's end detaches this way, and g_prof
- * stays set until its detach returns, so one detach at a time uses it.
+ * DETACH_DONE after. A profiler and a watch never exist at once
+ * (g_watching), and each keeps its claim until its detach has returned, so
+ * one detach at a time uses it.
  */
 enum { DETACH_PENDING = 1, DETACH_RUNNING, DETACH_DONE };
 static int g_detach;
 
-/* Takes the pending detach (one thread does) and makes it. */
+/*
+ * Takes the pending detach (one thread does) and makes it. CUPTI's
+ * functions come from the loader, not from `api`: a watch detaches in a
+ * process where no profiler has set that.
+ */
 static void detach_now(void)
 {
     int want = DETACH_PENDING;
     if (!__atomic_compare_exchange_n(&g_detach, &want, DETACH_RUNNING, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
         return;
-    (void)api->cuptiFinalize();
+    (void)cgr__cupti()->cuptiFinalize();
     __atomic_store_n(&g_detach, DETACH_DONE, __ATOMIC_RELEASE);
 }
 
@@ -668,14 +673,15 @@ static void CUPTIAPI on_detach_call(void *user, CUpti_CallbackDomain domain, CUp
 
 void cgr__cupti_detach(void)
 {
+    const cgr__cupti_api *cu = cgr__cupti(); /* loaded: whoever attached CUPTI loaded it */
     CUpti_SubscriberHandle sub = NULL;
-    if (api->cuptiSubscribe(&sub, on_detach_call, NULL) != CUPTI_SUCCESS ||
-        api->cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS) {
+    if (cu->cuptiSubscribe(&sub, on_detach_call, NULL) != CUPTI_SUCCESS ||
+        cu->cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS) {
         /* Another subscriber holds CUPTI (docs/wrapping.md asks programs with
          * their own CUPTI to leave cgr's off): detach from here. */
         if (sub)
-            (void)api->cuptiUnsubscribe(sub);
-        (void)api->cuptiFinalize();
+            (void)cu->cuptiUnsubscribe(sub);
+        (void)cu->cuptiFinalize();
         return;
     }
     /* cuptiFinalize ends the subscription with everything else. */

@@ -136,7 +136,8 @@ void cgr__prof_watch_end(void);
  * thread's CUDA call is inside CUPTI while it is torn down. It subscribes
  * a callback of its own (so the caller must hold no subscriber), makes one
  * runtime call, whose exit (or an earlier exit on another thread)
- * detaches, and returns once CUPTI is detached. Built with CUPTI only.
+ * detaches, and returns once CUPTI is detached. CUPTI must have been
+ * loaded (cgr__cupti_load). Built with CUPTI only.
  */
 void cgr__cupti_detach(void);
 
