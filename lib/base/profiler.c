@@ -658,7 +658,7 @@ static void detach_now(void)
 
 /*
  * Only at a runtime call's exit: a driver call's exit may lie inside a
- * runtime call, whose own exit callback would then find CUPTI torn down.
+ * runtime call, whose own exit callback could then find CUPTI torn down.
  */
 static void CUPTIAPI on_detach_call(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                                     const void *data)
