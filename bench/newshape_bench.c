@@ -1,7 +1,7 @@
 /*
  * cgr-bench newshape: what a new shape of the W-mlp training step costs
- * with a dynamic batch, warm-up excluded (docs/benchmarks.md, "New shape of
- * the W-mlp training step", has the method and the figures).
+ * with a dynamic batch, warm-up excluded (docs/benchmarks.md, "New shapes",
+ * has the method and the figures).
  *
  * The step is declared once at its largest batch (bench/mlp/mlp_cgr.h) and
  * run on two pairs of buckets, one per code path of mlp_step_enqueue:

@@ -2,10 +2,10 @@
  * Armed runs: a step's graph launched before its inputs are written.
  *
  * A replayed run's latency is its launch (the host's cudaGraphLaunch and
- * the GPU front end, about 3 us before the first kernel starts on the
- * H200 host, docs/benchmarks.md) plus the graph's GPU time. A caller that
- * knows a run's dims before it has the inputs (a server that has formed a
- * batch and is about to copy it in) can acquire its slot with
+ * the GPU front end, a few microseconds before the first kernel starts)
+ * plus the graph's GPU time. A caller that knows a run's dims before it
+ * has the inputs (a server that has formed a batch and is about to copy it
+ * in) can acquire its slot with
  * CGR_ACQUIRE_ARM: the graph is launched at once (replay/run.c) and its
  * input kernel (capture/stage.cu) waits at the slot's gate, polling pinned
  * memory. cgr_step_launch() then opens the gate with one store, so the

@@ -3,12 +3,11 @@
  * large-batch GEMMs (cuBLAS). The API and its conventions are in
  * mlp_kernels.h.
  *
- * Measured for the whole step at B=1 on an H200, inside a graph
- * (docs/benchmarks.md): 5 fused Linear forwards (~2.5 us each), 4
- * data-gradient GEMVs and 5 weight gradients (~2 us each), the loss (~2 us)
- * and one AdamW pass (33 us alone, 44 us inside the step): about 82 us of
- * GPU busy time in 17 kernels. Memory traffic, not FLOPs, bounds every kernel here: at B <= 8 a
- * Linear layer does 2*B FLOPs per 4-byte weight it touches.
+ * At B=1 the step is 17 kernels: 5 fused Linear forwards, the loss, 4
+ * data-gradient GEMVs, 5 weight gradients, and one AdamW pass over every
+ * parameter, the longest of them (docs/benchmarks.md has the step's
+ * figures). Memory traffic, not FLOPs, bounds every kernel here: at B <= 8
+ * a Linear layer does 2*B FLOPs per 4-byte weight it touches.
  *
  * Determinism: no kernel uses floating-point atomics and every sum has a
  * fixed order that does not depend on scheduling, so a step is bitwise
