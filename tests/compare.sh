@@ -149,6 +149,19 @@ def chain_host(n):
         return num(get(c, "modes", "cgr", "host_cpu_us", "median"))
     return f
 
+# What cgr adds to a launch of the same kernels as a raw graph, both timed in
+# the same process: each side's cgr-bench times its host CPU its own way, so
+# this, not the absolute figure, is what compares across trees.
+def chain_host_added(n):
+    def f(d):
+        c = chain_entry(d, n)
+        if get(c, "modes", "cgr", "ok") is False or get(c, "modes", "graph", "ok") is False:
+            return None
+        cgr = num(get(c, "modes", "cgr", "host_cpu_us", "median"))
+        raw = num(get(c, "modes", "graph", "host_cpu_us", "median"))
+        return cgr - raw if cgr is not None and raw is not None else None
+    return f
+
 def ns_pair(d, path):
     for p in get(d, "pairs") or []:
         if get(p, "path") == path:
@@ -197,26 +210,31 @@ def first_json(suite):
             return d[min(d)]
     return None
 
+# (label, suite, figure, decimals, diff): diff rows compare by new - old,
+# since a ratio of two small differences says little.
 metrics = []
 for n in (10, 100, 1000):
-    metrics.append(("W-chain N=%d cgr/raw graph per kernel" % n, "chain", chain_ratio(n), 3))
+    metrics.append(("W-chain N=%d cgr/raw graph per kernel" % n, "chain", chain_ratio(n), 3, 0))
 for n in (10, 100, 1000):
-    metrics.append(("W-chain N=%d host CPU us/replay, cgr" % n, "chain", chain_host(n), 2))
+    metrics.append(("W-chain N=%d host CPU us/replay, cgr" % n, "chain", chain_host(n), 2, 0))
+for n in (10, 100, 1000):
+    metrics.append(("W-chain N=%d host us/replay, cgr-raw (diff)" % n, "chain",
+                    chain_host_added(n), 2, 1))
 ns = first_json("newshape")
 pairs = [(get(p, "path"), [get(b, "bucket") for b in get(p, "buckets") or []])
          for p in get(ns, "pairs") or []] or [("small-batch", [4, 8]), ("cuBLAS", [16, 32])]
 for path, buckets in pairs:
     for k, b in enumerate(buckets):
         metrics.append(("newshape %s b%s capture+instantiate us" % (path, b), "newshape",
-                        ns_instantiate(path, k), 1))
+                        ns_instantiate(path, k), 1, 0))
 for path, buckets in pairs:
     metrics.append(("newshape %s %s capture+update us" % (path, "<->".join(map(str, buckets))),
-                    "newshape", ns_update(path), 1))
+                    "newshape", ns_update(path), 1, 0))
 sv = first_json("serve")
 for b in [get(x, "bucket") for x in get(sv, "per_bucket") or []] or [1, 2, 4, 8, 16, 32, 64]:
-    metrics.append(("W-serve p50 us, bucket %s" % b, "serve", serve_p50(b), 1))
+    metrics.append(("W-serve p50 us, bucket %s" % b, "serve", serve_p50(b), 1, 0))
 for w in ("W-mlp", "W-mlp+pdl"):
-    metrics.append(("%s B=1 graph step us" % w, "mlp", mlp_graph(w, 1), 1))
+    metrics.append(("%s B=1 graph step us" % w, "mlp", mlp_graph(w, 1), 1, 0))
 
 info = {}
 try:
@@ -250,22 +268,29 @@ print("device: %s; rounds: %s%s; medians over the rounds, spread = (max - min) /
       % (device_name(), info.get("rounds", "?"),
          " (stopped early: %s)" % info["stopped"] if info.get("stopped") else ""))
 print("paired = median over the rounds of that round's new / old (its two runs ran one after "
-      "the other)")
+      "the other); on (diff) rows both give new - old")
 print("%-46s %9s %9s %8s %8s %8s %8s %5s" % ("figure", "old", "new", "new/old", "paired",
                                               "old spr", "new spr", "n"))
-for label, suite, f, prec in metrics:
+for label, suite, f, prec, diff in metrics:
     by_round = {}
     for side in ("old", "new"):
         by_round[side] = {r: v for r, d in data[(side, suite)].items()
                           for v in [f(d)] if v is not None}
     vals = {s: [v for _, v in sorted(by_round[s].items())] for s in by_round}
     med = {s: statistics.median(v) if v else None for s, v in vals.items()}
-    ratio = med["new"] / med["old"] if med["old"] and med["new"] is not None else None
-    per_round = [by_round["new"][r] / by_round["old"][r] for r in sorted(by_round["old"])
-                 if r in by_round["new"] and by_round["old"][r]]
+    both = [r for r in sorted(by_round["old"]) if r in by_round["new"]]
+    if diff:
+        ratio = med["new"] - med["old"] if None not in (med["old"], med["new"]) else None
+        per_round = [by_round["new"][r] - by_round["old"][r] for r in both]
+        shown = lambda v: "%+.*f" % (prec, v) if v is not None else "n/a"
+    else:
+        ratio = med["new"] / med["old"] if med["old"] and med["new"] is not None else None
+        per_round = [by_round["new"][r] / by_round["old"][r] for r in both
+                     if by_round["old"][r]]
+        shown = lambda v: fmt(v, 3)
     paired = statistics.median(per_round) if per_round else None
     print("%-46s %9s %9s %8s %8s %8s %8s %5s" % (
-        label, fmt(med["old"], prec), fmt(med["new"], prec), fmt(ratio, 3), fmt(paired, 3),
+        label, fmt(med["old"], prec), fmt(med["new"], prec), shown(ratio), shown(paired),
         spread(vals["old"], med["old"]), spread(vals["new"], med["new"]),
         "%d/%d" % (len(vals["old"]), len(vals["new"]))))
 
