@@ -258,9 +258,11 @@ def device_name():
 def fmt(v, prec):
     return "%.*f" % (prec, v) if v is not None else "n/a"
 
-def spread(vals, med):
-    if len(vals) < 2 or not med:
+def spread(vals, med, diff=0, prec=2):
+    if len(vals) < 2 or (not med and not diff):
         return "-" if vals else "n/a"
+    if diff:
+        return "%.*f" % (prec, max(vals) - min(vals))
     return "%.1f%%" % (100.0 * (max(vals) - min(vals)) / abs(med))
 
 print("== before/after: old = %s, new = %s ==" % (info.get("old", "old"), info.get("new", "new")))
@@ -268,7 +270,7 @@ print("device: %s; rounds: %s%s; medians over the rounds, spread = (max - min) /
       % (device_name(), info.get("rounds", "?"),
          " (stopped early: %s)" % info["stopped"] if info.get("stopped") else ""))
 print("paired = median over the rounds of that round's new / old (its two runs ran one after "
-      "the other); on (diff) rows both give new - old")
+      "the other); on (diff) rows both give new - old, and spread is max - min")
 print("%-46s %9s %9s %8s %8s %8s %8s %5s" % ("figure", "old", "new", "new/old", "paired",
                                               "old spr", "new spr", "n"))
 for label, suite, f, prec, diff in metrics:
@@ -291,7 +293,7 @@ for label, suite, f, prec, diff in metrics:
     paired = statistics.median(per_round) if per_round else None
     print("%-46s %9s %9s %8s %8s %8s %8s %5s" % (
         label, fmt(med["old"], prec), fmt(med["new"], prec), shown(ratio), shown(paired),
-        spread(vals["old"], med["old"]), spread(vals["new"], med["new"]),
+        spread(vals["old"], med["old"], diff, prec), spread(vals["new"], med["new"], diff, prec),
         "%d/%d" % (len(vals["old"]), len(vals["new"]))))
 
 notes = [line.rstrip("\n") for line in open(os.path.join(runs, "notes.txt"))] \
