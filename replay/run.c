@@ -129,7 +129,8 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
             cgr__stage_shape(s, slot, s->armed_bucket, dims);
         expired = cgr__arm_go(s, slot);
     }
-    int prev = 0;
+    /* plain_launch: only cgr__launch_graph runs, none of the caller's code. */
+    int prev = 0, plain_launch = 0;
     CGR_TRY(cgr__device_enter(s->rt, &prev));
     /* The dims were checked at acquire, and nothing but this run can be capturing. */
     cgr__shapes_decision d;
@@ -148,6 +149,7 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
         /* Its first replay: the frozen-value check (arm_ahead never arms such a graph). */
         st = cgr__run_check(s, slot, &d, &action, &reason);
     } else if (d.action == CGR__SHAPES_REPLAY) {
+        plain_launch = armed || s->profile == NULL;
         /* An armed run that went is launched; again only if it had expired. */
         if (armed)
             st = expired ? cgr__launch_graph(s, d.payload, slot, 0) : CGR_STATUS_OK;
@@ -168,7 +170,13 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
         memcpy(sr->bucket, d.dims, (size_t)s->n_dyn * sizeof(int64_t));
     }
 out:
-    cgr__device_leave(prev);
+    /*
+     * A step function may change the current device; a graph launch cannot.
+     * So after a plain launch on the device that was already current there
+     * is nothing to restore, and the replay saves leave's cudaGetDevice.
+     */
+    if (!plain_launch || prev != s->rt->opt.device)
+        cgr__device_leave(prev);
     return st;
 }
 
