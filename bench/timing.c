@@ -152,8 +152,9 @@ int measure_rounds(timed_mode *m, int n, int warmup, int steps, int rounds)
     double *cpu = malloc(sizeof(double) * (size_t)steps * (size_t)n);
     double *tmp = malloc(sizeof(double) * (size_t)steps);
     int *live = calloc((size_t)n, sizeof(int));
+    int *order = malloc(sizeof(int) * (size_t)n);
     int rc = 0;
-    if (!wall || !cpu || !tmp || !live) {
+    if (!wall || !cpu || !tmp || !live || !order) {
         bench_error("out of host memory for %d samples of %d modes", steps, n);
         for (int i = 0; i < n; i++)
             mode_result_fail(m[i].r);
@@ -175,11 +176,22 @@ int measure_rounds(timed_mode *m, int n, int warmup, int steps, int rounds)
         else
             live[i] = 1;
     }
+    /* A fixed seed: every run of the program takes the modes in the same orders. */
+    bench_rng rng;
+    rng_seed(&rng, 0x6f72646572ULL);
     for (int k = 0; k < rounds && rc > -2; k++) {
         int first = (int)((long long)steps * k / rounds);
         int count = (int)((long long)steps * (k + 1) / rounds) - first;
+        /* This round's order: a shuffle of the modes (timing.h says why). */
+        for (int j = 0; j < n; j++)
+            order[j] = j;
+        for (int j = n - 1; j > 0; j--) {
+            int t = (int)rng_below(&rng, (uint32_t)j + 1), x = order[j];
+            order[j] = order[t];
+            order[t] = x;
+        }
         for (int j = 0; j < n && rc > -2; j++) {
-            int i = (j + k) % n;
+            int i = order[j];
             if (!live[i])
                 continue;
             double *w = wall + (size_t)i * (size_t)steps + (size_t)first;
@@ -211,6 +223,7 @@ done:
     free(cpu);
     free(tmp);
     free(live);
+    free(order);
     return rc;
 }
 

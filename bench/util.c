@@ -79,6 +79,11 @@ static uint64_t rng_next(bench_rng *r)
     return r->s * 2685821657736338717ULL;
 }
 
+uint32_t rng_below(bench_rng *r, uint32_t n)
+{
+    return (uint32_t)(rng_next(r) % n);
+}
+
 void rng_fill(bench_rng *r, float *x, size_t n)
 {
     /* Two floats per 64-bit draw: inputs are refilled every step, outside the clocks but

@@ -85,6 +85,8 @@ typedef struct bench_rng {
 void rng_seed(bench_rng *r, uint64_t seed);
 /* Uniform in [-1, 1), never exactly 0 (so a zeroed buffer never passes a check). */
 void rng_fill(bench_rng *r, float *x, size_t n);
+/* Uniform in 0..n-1, n >= 1 (for the small n of mode orders; the modulo's bias is negligible). */
+uint32_t rng_below(bench_rng *r, uint32_t n);
 
 /* True when got equals want exactly or within 1e-6 relative. */
 int float_matches(float got, float want);
