@@ -176,7 +176,8 @@ int measure_rounds(timed_mode *m, int n, int warmup, int steps, int rounds)
         else
             live[i] = 1;
     }
-    /* A fixed seed: every run of the program takes the modes in the same orders. */
+    /* A fixed seed: every run, and every rank of W-ddp (whose collectives must match),
+     * takes the modes in the same orders. */
     bench_rng rng;
     rng_seed(&rng, 0x6f72646572ULL);
     for (int k = 0; k < rounds && rc > -2; k++) {

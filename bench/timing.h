@@ -66,11 +66,10 @@ int measure(const step_ops *ops, void *self, int warmup, int steps, mode_result 
  * (steps / rounds, the remainder spread over the first rounds) in a row.
  * A drift of the GPU or the host over the run then reaches every mode
  * alike. Each round takes the modes in a new order (a shuffle with a fixed
- * seed), so no mode always runs right after the same other one: what a
- * mode leaves behind can make the next ones faster or slower, and while
- * the first mode of a round merely rotated, the modes kept their
- * neighbours (docs/benchmarks.md, Findings, "W-chain's N = 10 gap"). So a
- * ratio of two modes' medians depends neither on which ran first nor on
+ * seed), so no mode always runs right after the same other one, as each
+ * did while the first mode of a round merely rotated: what a mode leaves
+ * behind in the host or the GPU then reaches the modes after it alike, and
+ * a ratio of two modes' medians depends neither on which ran first nor on
  * what ran before each. Each mode's statistics are over all its timed
  * steps.
  */
