@@ -5,20 +5,10 @@
  * round to round, so no mode always follows the same other one; and the
  * orders are the same on every call (W-ddp's ranks depend on that).
  */
-#include <stdio.h>
 #include <string.h>
 
+#include "test.h"
 #include "timing.h"
-
-static int failures;
-
-#define EXPECT(cond)                                                                       \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
 
 enum { MODES = 5, WARMUP = 3, STEPS = 60, ROUNDS = 12, PER_ROUND = STEPS / ROUNDS };
 
@@ -53,12 +43,14 @@ static void run(int *log_out)
         m[i] = (timed_mode){&ops, &ids[i], &r[i], round_wall[i]};
     }
     n_log = 0;
-    EXPECT(measure_rounds(m, MODES, WARMUP, STEPS, ROUNDS) == 0);
-    EXPECT(n_log == MODES * (WARMUP + STEPS));
+    ASSERT_EQ(measure_rounds(m, MODES, WARMUP, STEPS, ROUNDS), 0);
+    ASSERT_EQ(n_log, MODES * (WARMUP + STEPS));
     for (int i = 0; i < MODES; i++) {
-        EXPECT(r[i].ran == 1 && r[i].steps == STEPS && r[i].warmup == WARMUP);
+        ASSERT_EQ(r[i].ran, 1);
+        ASSERT_EQ(r[i].steps, STEPS);
+        ASSERT_EQ(r[i].warmup, WARMUP);
         for (int k = 0; k < ROUNDS; k++)
-            EXPECT(round_wall[i][k] == round_wall[i][k]); /* every round measured: no NaN */
+            ASSERT(round_wall[i][k] == round_wall[i][k]); /* every round measured: no NaN */
     }
     memcpy(log_out, step_log, sizeof step_log);
 }
@@ -68,11 +60,11 @@ int main(void)
     static int a[MODES * (WARMUP + STEPS)], b[MODES * (WARMUP + STEPS)];
     run(a);
     run(b);
-    EXPECT(memcmp(a, b, sizeof a) == 0);
+    ASSERT_EQ(memcmp(a, b, sizeof a), 0);
 
     /* Warm-up: each mode's steps in a row, in mode order. */
     for (int i = 0; i < MODES * WARMUP; i++)
-        EXPECT(a[i] == i / WARMUP);
+        ASSERT_EQ(a[i], i / WARMUP);
 
     /* The rounds: each mode once, PER_ROUND steps in a row; and the predecessors. */
     int after[MODES][MODES];
@@ -83,17 +75,15 @@ int main(void)
         const int *round = t + k * MODES * PER_ROUND;
         for (int j = 0; j < MODES; j++) {
             int mode = round[j * PER_ROUND];
-            EXPECT(mode >= 0 && mode < MODES);
-            if (mode < 0 || mode >= MODES)
-                continue;
+            ASSERT(mode >= 0 && mode < MODES);
             seen[mode]++;
             for (int s = 1; s < PER_ROUND; s++)
-                EXPECT(round[j * PER_ROUND + s] == mode);
+                ASSERT_EQ(round[j * PER_ROUND + s], mode);
             if (j > 0)
                 after[mode][round[(j - 1) * PER_ROUND]]++;
         }
         for (int i = 0; i < MODES; i++)
-            EXPECT(seen[i] == 1);
+            ASSERT_EQ(seen[i], 1);
     }
     /*
      * Every mode follows at least two different ones over the rounds. When
@@ -106,12 +96,7 @@ int main(void)
             preds += after[i][p] > 0;
         varied += preds >= 2;
     }
-    EXPECT(varied == MODES);
-
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
+    ASSERT_EQ(varied, MODES);
     printf("measure_rounds: %d rounds of %d modes checked\n", ROUNDS, MODES);
     return 0;
 }
