@@ -66,12 +66,11 @@ int measure(const step_ops *ops, void *self, int warmup, int steps, mode_result 
  * (steps / rounds, the remainder spread over the first rounds) in a row.
  * A drift of the GPU or the host over the run then reaches every mode
  * alike. Each round takes the modes in a new order (a shuffle with a fixed
- * seed), so no mode always runs right after the same other one, as each
- * did while the first mode of a round merely rotated: what a mode leaves
- * behind in the host or the GPU then reaches the modes after it alike, and
- * a ratio of two modes' medians depends neither on which ran first nor on
- * what ran before each. Each mode's statistics are over all its timed
- * steps.
+ * seed), so what a mode leaves behind in the host or the GPU reaches the
+ * modes after it alike too, and a ratio of two modes' medians depends
+ * neither on which ran first nor on what ran before each; rotating only
+ * the first mode of a round would keep every mode's neighbours. Each
+ * mode's statistics are over all its timed steps.
  */
 typedef struct timed_mode {
     const step_ops *ops;
