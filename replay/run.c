@@ -170,12 +170,10 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
         memcpy(sr->bucket, d.dims, (size_t)s->n_dyn * sizeof(int64_t));
     }
 out:
-    /*
-     * A step function may change the current device; a graph launch cannot.
-     * So after a plain launch on the device that was already current there
-     * is nothing to restore, and the replay saves leave's cudaGetDevice.
-     */
-    if (!plain_launch || prev != s->rt->opt.device)
+    /* A step function may change the current device; a graph launch cannot. */
+    if (plain_launch)
+        cgr__device_undo(s->rt, prev);
+    else
         cgr__device_leave(prev);
     return st;
 }
@@ -290,7 +288,7 @@ static cgr_status arm_ahead(cgr_step *s, uint32_t slot)
     int prev = 0;
     CGR_TRY(cgr__device_enter(s->rt, &prev));
     cgr_status st = cgr__launch_graph(s, g, slot, 1);
-    cgr__device_leave(prev);
+    cgr__device_undo(s->rt, prev);
     CGR_TRY(st);
     s->armed = g;
     /* The run this slot held last is gone from now on, even if this one is released. */

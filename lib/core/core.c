@@ -91,6 +91,12 @@ void cgr__device_leave(int prev)
         (void)cudaSetDevice(prev);
 }
 
+void cgr__device_undo(const cgr_runtime *rt, int prev)
+{
+    if (prev != rt->opt.device)
+        (void)cudaSetDevice(prev); /* as cgr__device_leave: nothing better to do on failure */
+}
+
 cgr_status cgr__check_step(const cgr_step *s, const char *fn)
 {
     if (!s)

@@ -229,7 +229,14 @@ cgr_status cgr__check_step(const cgr_step *s, const char *fn);
 cgr_status cgr__check_ctx(const cgr_ctx *c, const char *fn);
 /* Makes rt's device current; *prev receives the one to restore. */
 cgr_status cgr__device_enter(const cgr_runtime *rt, int *prev);
+/* Restores prev after code that may have changed the current device (a step function). */
 void cgr__device_leave(int prev);
+/*
+ * Restores prev after code that cannot change the current device (a graph
+ * launch): only enter's own switch needs undoing, which saves leave's
+ * cudaGetDevice on the replay path.
+ */
+void cgr__device_undo(const cgr_runtime *rt, int prev);
 void cgr__log(const cgr_runtime *rt, cgr_log_level level, const char *fmt, ...) CGR__PRINTF(3, 4);
 double cgr__now_us(void);
 
