@@ -473,7 +473,7 @@ void report_newshape(const bench_results *res)
                 printf(", replayed step %.1f us (p10 %.1f, p90 %.1f)", b->step.median,
                        b->step.p10, b->step.p90);
             printf("\n");
-            stat_table("instantiate + upload", "capture + instantiate",
+            stat_table("instantiate + launch", "capture + instantiate",
                        (const bench_stats *const[]){&b->capture, &b->instantiate, &b->total});
             if (b->nodes)
                 printf("  instantiate per node %.2f us; cold (first on the runtime): capture "
@@ -493,7 +493,7 @@ void report_newshape(const bench_results *res)
                 printf("  failures with cudaGraphExecUpdateResult %d%s: %llu\n", r,
                        r == 15 ? " (or above)" : "", (unsigned long long)p->by_reason[r]);
         if (p->updates) {
-            stat_table("update + upload", "capture + update",
+            stat_table("update + launch", "capture + update",
                        (const bench_stats *const[]){&p->ucapture, &p->update, &p->utotal});
             const uint64_t nodes = p->b[1].nodes ? p->b[1].nodes : p->b[0].nodes;
             if (nodes)

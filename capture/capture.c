@@ -249,9 +249,13 @@ static cgr_status instantiate(cgr_step *s, cudaGraph_t g, const io_nodes *io, cg
                                                         : cudaGraphInstantiate(&exec, g, 0);
     if (e != cudaSuccess)
         return instantiate_failed(s, g, e);
+    /*
+     * Not uploaded here: the run that captured launches it at once, and a
+     * launch uploads an executable that needs it. Measured on the H200
+     * (docs/benchmarks.md), cudaGraphUpload before that launch saved the
+     * launch nothing and made the run's new graph finish later.
+     */
     out->exec = exec;
-    /* Upload now so the first replay does not pay for it. */
-    CGR_CUDA_TRY(cudaGraphUpload(out->exec, s->rt->stream));
     CGR_TRY(graph_finish(s, g, io, out));
     /* The capture used slot 0's addresses. */
     memcpy(out->copies, io->copies, sizeof io->copies);
@@ -287,7 +291,7 @@ static cgr_status update(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__gr
                  cudaGetErrorString(e), (int)info.result);
         return CGR_STATUS_CAPTURE_FAILED;
     }
-    CGR_CUDA_TRY(cudaGraphUpload(offer->exec, s->rt->stream));
+    /* Uploaded by the launch that follows, as an instantiated one (instantiate). */
     CGR_TRY(graph_finish(s, g, io, offer));
     /* The new shape's sizes, on the offer's own nodes (same order, same topology). */
     for (int k = 0; k < io->n_copies; k++) {
@@ -463,10 +467,6 @@ cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
         goto out;
     out->graph->kernel_nodes = kernel_nodes;
     out->graph->memcpy_nodes = memcpy_nodes;
-    cgr__log(rt, CGR_LOG_INFO,
-             "step '%s' captured: %llu nodes, executable %s, capture %.1f us + %.1f us",
-             s->name, (unsigned long long)out->graph->nodes,
-             out->updated ? "updated in place" : "instantiated", out->capture_us, out->make_us);
 out:
     cgr__range_pop();
     return st;

@@ -763,10 +763,10 @@ typedef struct cgr_step_stats {
     uint64_t bytes;               /**< their estimated bytes (4 KiB per node) */
     /* Time. */
     double capture_us;            /**< stream capture, summed over captures */
-    double instantiate_us;        /**< instantiate + upload, summed over instantiated graphs */
-    double update_us;             /**< update + upload, summed over updated graphs */
+    double instantiate_us;        /**< instantiate + first launch, summed over instantiated graphs */
+    double update_us;             /**< update + first launch, summed over updated graphs */
     double last_capture_us;       /**< stream capture of the latest capture */
-    double last_make_us;          /**< its instantiate or update (+ upload) */
+    double last_make_us;          /**< its instantiate or update + first launch */
     /* The latest captured graph. */
     uint64_t graph_nodes;         /**< nodes (staging included) */
     uint64_t graph_kernel_nodes;  /**< of which kernel nodes */
