@@ -98,7 +98,8 @@ static void usage(FILE *f)
           "  --limits FILE   the limits the checks use (default: limits.txt beside\n"
           "                  cgr-bench, or ../share/cgr/limits.txt from it)\n"
           "  --json FILE     also write every figure as JSON to FILE\n"
-          "  --quick         200 steps, 20 warm-up, chain only at N = 100\n"
+          "  --quick         200 steps, 20 warm-up (unless --steps or --warmup says\n"
+          "                  otherwise), chain only at N = 100\n"
           "  --profile       top kernels of each graphed workload (CUPTI)\n"
           "  --trace FILE    Chrome/Perfetto trace of the workloads' profiled steps; keeps\n"
           "                  CUPTI attached from the first profiled pass on, which slows\n"
@@ -183,9 +184,13 @@ static int parse_args(int argc, char **argv, bench_config *cfg, const bench_suit
     } files[] = {{"--trace", &cfg->trace_path},
                  {"--limits", &cfg->limits_path},
                  {"--json", &cfg->json_path}};
+    /* What the command line set itself, which --quick leaves as it is. */
+    int steps_given = 0, warmup_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int done = 0;
+        steps_given |= is_opt(a, "--steps");
+        warmup_given |= is_opt(a, "--warmup");
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 1;
@@ -224,10 +229,10 @@ static int parse_args(int argc, char **argv, bench_config *cfg, const bench_suit
     cfg->warmup = (int)warmup;
     cfg->rounds = (int)rounds;
     cfg->timeout_s = (unsigned)timeout;
-    if (cfg->quick) {
+    if (cfg->quick && !steps_given)
         cfg->steps = 200;
+    if (cfg->quick && !warmup_given)
         cfg->warmup = 20;
-    }
     /* At least 10 steps a round, so each round's median means something. */
     if (cfg->rounds > cfg->steps / 10) {
         fprintf(stderr, "cgr-bench: --rounds %d needs at least %d timed steps (--steps), got %d\n",
