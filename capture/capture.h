@@ -148,6 +148,8 @@ cgr_status cgr__ctx_fail(cgr_ctx *c, cgr_status s);
 void cgr__gate_set(cgr_step *s, uint32_t slot, int go);
 int cgr__arm_go(cgr_step *s, uint32_t slot);
 void cgr__arm_drop(cgr_step *s);
+/* arm_drop for every step of the runtime. */
+void cgr__arm_drop_all(cgr_runtime *rt);
 /* cudaStreamSynchronize of the runtime's stream, after letting every
  * step's armed run through: how cgr itself waits for its stream. */
 cudaError_t cgr__sync_stream(cgr_runtime *rt);

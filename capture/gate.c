@@ -18,7 +18,8 @@
  * before cudaGraphLaunch, which costs that run one PCIe read on the GPU.
  *
  * Dropping an armed run (the slot was released, a launch failed, the step
- * is destroyed, cgr synchronizes the stream) means opening its gate
+ * is destroyed, cgr synchronizes the stream, a new shape's first warm-up
+ * starts) means opening its gate
  * and letting it run on whatever the slot holds: its outputs land in the
  * slot before any later run's, in stream order, and the completion flag
  * counts it (it was counted when it was launched), so nothing that waits
@@ -75,10 +76,15 @@ void cgr__arm_drop(cgr_step *s)
     s->stats.arm_released++;
 }
 
+void cgr__arm_drop_all(cgr_runtime *rt)
+{
+    for (cgr_step *s = rt->steps; s; s = s->next)
+        cgr__arm_drop(s);
+}
+
 cudaError_t cgr__sync_stream(cgr_runtime *rt)
 {
     /* An armed run of any step would hold the stream until its timeout. */
-    for (cgr_step *s = rt->steps; s; s = s->next)
-        cgr__arm_drop(s);
+    cgr__arm_drop_all(rt);
     return cudaStreamSynchronize(rt->stream);
 }

@@ -66,6 +66,15 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
     unsigned char *host = cgr__slot_host(s, slot);
     int tracing = !p->planned;
     cgr_status st = CGR_STATUS_OK;
+    /*
+     * A tracing run synchronizes the stream when it plans (plan_trace),
+     * which lets every armed run through. Do that first instead: before
+     * it, the run's own calls (the input copies, scratch from the tracing
+     * pool, the step function's) may block behind an armed run, as they
+     * do under compute-sanitizer's initcheck, until its arm_timeout_us.
+     */
+    if (tracing)
+        cgr__arm_drop_all(rt);
     cgr__range_push(tracing ? "cgr warm-up (tracing)" : "cgr eager run");
     for (int i = 0; i < s->n_in; i++)
         CGR_CUDA_TRY_GOTO(cudaMemcpyAsync(s->in[i].dev, host + s->in[i].slot_offset,
