@@ -5,7 +5,7 @@
 # default suite (W-chain plain and with PDL, interleaved). Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is
 # printed last.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
-#                      [--sanitizers] [--shapes] [--ddp] [--base DIR]
+#                      [--sanitizers | --initcheck] [--shapes] [--ddp] [--base DIR]
 #                      [--no-extra | --no-pdl-off | --no-ptx] [--force-ptx-jit]
 # The two extra gpu-suite passes (about as long as the first each, plus a
 # build for the second):
@@ -29,7 +29,8 @@
 # trace alone: it keeps CUPTI attached, which slows what is timed after the
 # first profiled pass) and the PyTorch peer script on
 # the same GPU, and compares them. --soak runs `cgr-bench soak` (1,000,000
-# replays); --sanitizers adds the racecheck and initcheck setups. --shapes
+# replays); --sanitizers adds the racecheck and initcheck setups, --initcheck
+# initcheck alone (about a minute; racecheck takes most of ten). --shapes
 # runs `cgr-bench serve --stats` (W-serve) and `cgr-bench newshape` (capture
 # against update in place); --ddp runs `cgr-bench ddp --nproc 2` (2 GPUs; on a one-GPU host
 # --nproc 1).
@@ -45,7 +46,7 @@ here=$PWD
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/cgr-gpu-check}
 mkdir -p "$OUT"
-memcheck=1 bench=1 quick="" workloads=0 soak=0 sanitizers=0 shapes=0 ddp=0 base=""
+memcheck=1 bench=1 quick="" workloads=0 soak=0 sanitizers="" shapes=0 ddp=0 base=""
 pdl_off=1 ptx=1 force_ptx=0
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -54,7 +55,8 @@ while [ $# -gt 0 ]; do
     --quick-bench) quick="--quick" ;;
     --workloads) workloads=1 ;;
     --soak) soak=1 ;;
-    --sanitizers) sanitizers=1 ;;
+    --sanitizers) sanitizers="racecheck initcheck" ;;
+    --initcheck) sanitizers="initcheck" ;;
     --shapes) shapes=1 ;;
     --ddp) ddp=1 ;;
     --no-extra) pdl_off=0 ptx=0 ;;
@@ -128,8 +130,8 @@ if [ "${result[build]}" = ok ]; then
             >"$OUT/memcheck.log" 2>&1 && result[memcheck]=ok || result[memcheck]=FAILED
         grep -E "^ *[0-9]+/[0-9]+ |ERROR SUMMARY" "$OUT/memcheck.log" | head -20
     fi
-    if [ $sanitizers = 1 ]; then
-        for tool in racecheck initcheck; do
+    if [ -n "$sanitizers" ]; then
+        for tool in $sanitizers; do
             meson test -C "$b" --setup $tool --suite gpu --suite bench --print-errorlogs \
                 >"$OUT/$tool.log" 2>&1 && result[$tool]=ok || result[$tool]=FAILED
             grep -E "^ *[0-9]+/[0-9]+ " "$OUT/$tool.log" | head -20
