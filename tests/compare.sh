@@ -3,7 +3,8 @@
 # this one, built side by side and measured in turns on the same GPU, in one
 # call on the GPU machine.
 #
-#   tests/compare.sh BASE_DIR [--quick] [--rounds N] [--new-build DIR] [--build-only]
+#   tests/compare.sh BASE_DIR [--quick] [--rounds N] [--newshape-runs K] [--new-build DIR]
+#                    [--build-only]
 #   tests/compare.sh --table DIR
 #
 # BASE_DIR is a plain source tree of the old commit. The GPU machine may get
@@ -39,7 +40,13 @@
 #    compared; the full suite adds B = 8, 32 and 256). Each run writes
 #    --json. Five rounds by default, three with --quick, or --rounds N.
 #    Taking turns run by run means that a slow spell of the host or GPU
-#    hits both sides alike instead of one side's whole batch.
+#    hits both sides alike instead of one side's whole batch. newshape runs
+#    K times a side in each round (--newshape-runs K, default 3), old and
+#    new in turns, and the round's figure on each side is the median of its
+#    K processes: a process's new shapes all come out fast or all about
+#    1.5 x slower (docs/benchmarks.md, "A new shape's cost is bimodal by
+#    process"), so one process a side and round would compare two draws of
+#    that instead of the two trees.
 # 3. Prints a table last: for each figure the median over the rounds on
 #    each side, new/old, the paired ratio (the median over the rounds of
 #    each round's new / old, which a slow spell of the host that lasts a
@@ -75,7 +82,8 @@ cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 
 usage() {
-    echo "usage: tests/compare.sh BASE_DIR [--quick] [--rounds N] [--new-build DIR] [--build-only]" >&2
+    echo "usage: tests/compare.sh BASE_DIR [--quick] [--rounds N] [--newshape-runs K]" >&2
+    echo "                        [--new-build DIR] [--build-only]" >&2
     echo "       tests/compare.sh --table DIR   (the table again, from an unpacked runs/)" >&2
     exit 64
 }
@@ -100,15 +108,17 @@ import glob, json, os, re, statistics, sys
 runs = sys.argv[1]
 
 def load(side, suite):
-    """Per-round JSON objects of one side and suite, as {round: data}."""
+    """Per-round JSON objects of one side and suite, as {round: [data, ...]}:
+    SIDE-SUITE-R.json, or SIDE-SUITE-R.K.json for the K-th run of a suite
+    that runs several times a round (newshape)."""
     out = {}
-    for path in glob.glob(os.path.join(runs, "%s-%s-*.json" % (side, suite))):
-        m = re.search(r"-(\d+)\.json$", path)
+    for path in sorted(glob.glob(os.path.join(runs, "%s-%s-*.json" % (side, suite)))):
+        m = re.search(r"-(\d+)(?:\.\d+)?\.json$", path)
         if not m:
             continue
         try:
             with open(path) as f:
-                out[int(m.group(1))] = json.load(f)
+                out.setdefault(int(m.group(1)), []).append(json.load(f))
         except (OSError, ValueError):
             pass
     return out
@@ -207,7 +217,7 @@ def first_json(suite):
     for side in ("new", "old"):
         d = load(side, suite)
         if d:
-            return d[min(d)]
+            return d[min(d)][0]
     return None
 
 # (label, suite, figure, decimals, diff): diff rows compare by new - old,
@@ -249,7 +259,7 @@ data = {(s, q): load(s, q) for s in ("old", "new") for q in ("chain", "newshape"
 
 def device_name():
     for (side, suite), rounds in sorted(data.items()):
-        for d in rounds.values():
+        for d in (d for ds in rounds.values() for d in ds):
             name = get(d, "device", "name") or get(d, "device_name")
             if name:
                 return name
@@ -271,13 +281,20 @@ print("device: %s; rounds: %s%s; medians over the rounds, spread = (max - min) /
          " (stopped early: %s)" % info["stopped"] if info.get("stopped") else ""))
 print("paired = median over the rounds of that round's new / old (its two runs ran one after "
       "the other); on (diff) rows both give new - old, and spread is max - min")
+if info.get("newshape_runs", "1") != "1":
+    print("newshape: each round's figure is the median of %s processes a side, run in turns"
+          % info["newshape_runs"])
 print("%-46s %9s %9s %8s %8s %8s %8s %5s" % ("figure", "old", "new", "new/old", "paired",
                                               "old spr", "new spr", "n"))
 for label, suite, f, prec, diff in metrics:
+    # A round's figure: its one run's, or the median of its runs' (newshape).
     by_round = {}
     for side in ("old", "new"):
-        by_round[side] = {r: v for r, d in data[(side, suite)].items()
-                          for v in [f(d)] if v is not None}
+        by_round[side] = {}
+        for r, ds in data[(side, suite)].items():
+            vs = [v for v in map(f, ds) if v is not None]
+            if vs:
+                by_round[side][r] = statistics.median(vs)
     vals = {s: [v for _, v in sorted(by_round[s].items())] for s in by_round}
     med = {s: statistics.median(v) if v else None for s, v in vals.items()}
     both = [r for r in sorted(by_round["old"]) if r in by_round["new"]]
@@ -324,13 +341,15 @@ if [ "${1:-}" = "--table" ]; then
 fi
 
 # ---- command line --------------------------------------------------------
-base="" quick=0 rounds="" new_build="" build_only=0
+base="" quick=0 rounds="" new_build="" build_only=0 ns_runs=3
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) quick=1 ;;
     --build-only) build_only=1 ;;
     --rounds) shift; rounds=${1:-} ;;
     --rounds=*) rounds=${1#--rounds=} ;;
+    --newshape-runs) shift; ns_runs=${1:-} ;;
+    --newshape-runs=*) ns_runs=${1#--newshape-runs=} ;;
     --new-build) shift; new_build=${1:-} ;;
     --new-build=*) new_build=${1#--new-build=} ;;
     -h | --help) usage ;;
@@ -343,6 +362,9 @@ done
 case "$rounds" in
 "") rounds=$([ $quick = 1 ] && echo 3 || echo 5) ;;
 *[!0-9]* | 0) echo "compare.sh: --rounds needs a positive integer" >&2; usage ;;
+esac
+case "$ns_runs" in
+"" | *[!0-9]* | 0) echo "compare.sh: --newshape-runs needs a positive integer" >&2; usage ;;
 esac
 base=$(abspath "$base")
 if [ ! -f "$base/meson.build" ] || [ ! -f "$base/bench/main.c" ]; then
@@ -376,6 +398,7 @@ fi
     echo "old=$old_name"
     echo "new=$new_name"
     echo "gpu=$(sed -n 2p "$runs/gpu.txt" 2>/dev/null | cut -d, -f1)"
+    echo "newshape_runs=$ns_runs"
 } >"$runs/info.txt"
 : >"$runs/notes.txt"
 note() { echo "$*" >>"$runs/notes.txt"; }
@@ -503,8 +526,10 @@ elif [ $build_only = 1 ]; then
 fi
 
 # ---- rounds ------------------------------------------------------------------
-# run_one SIDE SUITE ROUND: one cgr-bench run with its log and JSON file.
-# Returns its exit status; runs.tsv gets side, suite, round, status, seconds.
+# run_one SIDE SUITE TAG: one cgr-bench run with its log and JSON file,
+# named SIDE-SUITE-TAG; TAG is the round, or ROUND.K for the K-th run of a
+# suite that runs several times a round. Returns its exit status; runs.tsv
+# gets side, suite, tag, status, seconds.
 run_one() {
     local side=$1 suite=$2 r=$3 b src flags=() json=() limits=()
     b=$([ $side = old ] && echo "$bin_old" || echo "$bin_new")
@@ -535,19 +560,25 @@ for ((r = 1; r <= rounds; r++)); do
     t0=$SECONDS
     no_device=0
     for s in $suites; do
-        for side in old new; do
-            [ -n "${skip[$side.$s]:-}" ] && continue
-            run_one $side $s $r
-            rc=$?
-            case $rc in
-            0) ;;
-            2) no_device=1 ;;
-            64) skip[$side.$s]=1; status=1
-                note "the $side cgr-bench rejected the '$s' command line; not run again" ;;
-            *) status=1 ;;
-            esac
-            echo "compare: round $r $side $s: exit $rc ($(tail -n 1 "$runs/runs.tsv" | cut -f5) s)"
-            [ $no_device = 1 ] && break 2
+        runs_of=1
+        [ $s = newshape ] && runs_of=$ns_runs
+        for ((k = 1; k <= runs_of; k++)); do
+            for side in old new; do
+                [ -n "${skip[$side.$s]:-}" ] && continue
+                tag=$r
+                [ $runs_of -gt 1 ] && tag=$r.$k
+                run_one $side $s $tag
+                rc=$?
+                case $rc in
+                0) ;;
+                2) no_device=1 ;;
+                64) skip[$side.$s]=1; status=1
+                    note "the $side cgr-bench rejected the '$s' command line; not run again" ;;
+                *) status=1 ;;
+                esac
+                echo "compare: round $tag $side $s: exit $rc ($(tail -n 1 "$runs/runs.tsv" | cut -f5) s)"
+                [ $no_device = 1 ] && break 3
+            done
         done
     done
     if [ $no_device = 1 ]; then
