@@ -43,10 +43,11 @@
 #    hits both sides alike instead of one side's whole batch. newshape runs
 #    K times a side in each round (--newshape-runs K, default 3), old and
 #    new in turns, and the round's figure on each side is the median of its
-#    K processes: a process's new shapes all come out fast or all about
-#    1.5 x slower (docs/benchmarks.md, "A new shape's cost is bimodal by
-#    process"), so one process a side and round would compare two draws of
-#    that instead of the two trees.
+#    K processes: a new shape's cost falls in a fast mode or one about
+#    1.5 x slower for stretches about as long as a process
+#    (docs/benchmarks.md, "A new shape's cost is bimodal by process"), so
+#    one process a side and round would compare two draws of that mode
+#    instead of the two trees.
 # 3. Prints a table last: for each figure the median over the rounds on
 #    each side, new/old, the paired ratio (the median over the rounds of
 #    each round's new / old, which a slow spell of the host that lasts a
