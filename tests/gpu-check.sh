@@ -2,8 +2,9 @@
 # One call on the GPU machine: build, run the unit/headers/gpu/bench suites,
 # the gpu and bench suites again with programmatic dependent launch forced
 # off and from PTX and under compute-sanitizer memcheck, and cgr-bench's
-# default suite (W-chain plain and with PDL, interleaved). Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is
-# printed last.
+# default suite (W-chain plain and with PDL, interleaved). Logs go to $OUT
+# (or /tmp/cgr-gpu-check); a short table is printed last and kept as
+# $OUT/summary.txt. Exits 1 when any part that ran failed, else 0.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
 #                      [--sanitizers | --initcheck] [--shapes] [--ddp] [--base DIR]
 #                      [--no-extra | --no-pdl-off | --no-ptx] [--force-ptx-jit]
@@ -202,13 +203,22 @@ if [ -n "$base" ]; then
     echo
     cat "$OUT/compare.txt" 2>/dev/null || echo "compare: no table (see compare.log in all.tgz)"
 fi
-echo
-echo "== gpu-check summary =="
-cat "$OUT/gpu.txt"
+# Also kept as $OUT/summary.txt, which outlives a stdout sent under $OUT
+# (such a file went into the archive above, unfinished, and was deleted).
 keys="build tests pdl-off ptx-jit"
 [ $force_ptx = 1 ] && keys="$keys ptx-force"
 keys="$keys memcheck racecheck initcheck soak shapes ddp bench torch"
 [ -n "$base" ] && keys="$keys compare"
+{
+    echo
+    echo "== gpu-check summary =="
+    cat "$OUT/gpu.txt"
+    for k in $keys; do
+        printf '%-10s %s\n' "$k" "${result[$k]:-skipped}"
+    done
+} | tee "$OUT/summary.txt"
+# The status says whether every part that ran passed.
 for k in $keys; do
-    printf '%-10s %s\n' "$k" "${result[$k]:-skipped}"
+    [ "${result[$k]:-skipped}" = FAILED ] && exit 1
 done
+exit 0
