@@ -203,8 +203,8 @@ if [ -n "$base" ]; then
     echo
     cat "$OUT/compare.txt" 2>/dev/null || echo "compare: no table (see compare.log in all.tgz)"
 fi
-# Also kept as $OUT/summary.txt, which outlives a stdout sent under $OUT
-# (such a file went into the archive above, unfinished, and was deleted).
+# Also kept as $OUT/summary.txt: a stdout sent to a file under $OUT is
+# archived unfinished and deleted above, this table with it.
 keys="build tests pdl-off ptx-jit"
 [ $force_ptx = 1 ] && keys="$keys ptx-force"
 keys="$keys memcheck racecheck initcheck soak shapes ddp bench torch"
