@@ -182,6 +182,7 @@ typedef struct newshape_bucket {
     uint64_t nodes, kernel_nodes;
     double cold_capture_us, cold_make_us;
     bench_stats capture, instantiate, total; /* capture + instantiate, over the repetitions */
+    bench_stats raw_capture, raw_instantiate, raw_total; /* the same, as a raw CUDA graph */
     bench_stats step;           /* wall us per replayed step */
     newshape_frozen frozen;
 } newshape_bucket;
@@ -195,6 +196,9 @@ typedef struct newshape_pair {
     uint64_t by_reason[16];
     char last_update_error[256];
     bench_stats ucapture, update, utotal;
+    /* The same alternation as a raw CUDA graph: updates that took, and their figures. */
+    int raw_updates;
+    bench_stats raw_ucapture, raw_update, raw_utotal;
 } newshape_pair;
 
 typedef struct newshape_result {

@@ -23,6 +23,9 @@
  *     (with the check on, the run after the capture is the check and the
  *     only one that counts a frozen check), then each bucket's replays, on
  *     against off, in interleaved rounds.
+ * (a) and (b) also capture the same shapes into a raw CUDA graph by hand,
+ * taking turns with cgr, so that cgr's figures can be read against what
+ * capturing and instantiating the step costs without any runtime.
  *
  * Every run gets fresh inputs at a true batch below the bucket (padding
  * exercised), and every loss read back must be finite.
@@ -31,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cublas_v2.h>
 
 #include "bench.h"
 #include "mlp/mlp.h"
@@ -192,18 +197,217 @@ static int ns_capture(ns_model *m, cgr_step *step, const newshape_bucket *b,
     return -1;
 }
 
+/* ---- the same shapes captured by hand: a raw CUDA graph ---------------------------- */
+
+/*
+ * The W-mlp step of a bucket captured into a plain CUDA graph on a stream
+ * of its own, with the same cuBLAS workspace size as cgr's handle and the
+ * same eager warm-ups before each capture. Inputs are copied outside the
+ * graph and outside the clocks, so the graph holds the step's own nodes
+ * and nothing else: against it, cgr's figures show what cgr adds to a new
+ * shape (its staging nodes, the step context, its tables), and what is the
+ * step's own capture cost, which no runtime can take away.
+ */
+#define NS_RAW_WORKSPACE ((size_t)32 << 20) /* what cgr gives its own cuBLAS handle */
+
+typedef struct ns_raw {
+    cudaStream_t s;
+    cublasHandle_t h;
+    void *ws, *scratch;
+    float *x, *loss;
+    int *labels;
+    int64_t *true_batch;
+    mlp_bufs b;          /* the persistent state, on the phase's runtime */
+    cudaGraphExec_t exec; /* the executable of the latest shape */
+} ns_raw;
+
+static void ns_raw_free(ns_raw *r)
+{
+    if (r->exec)
+        cudaGraphExecDestroy(r->exec);
+    if (r->h)
+        cublasDestroy(r->h);
+    void *bufs[] = {r->ws, r->scratch, r->x, r->loss, r->labels, r->true_batch};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cudaFree(bufs[i]);
+    if (r->s)
+        cudaStreamDestroy(r->s);
+    (void)mlp_cgr_state_release(&r->b);
+    memset(r, 0, sizeof *r);
+}
+
+static int ns_raw_init(ns_raw *r, const ns_model *m, cgr_runtime *rt, const float *params0)
+{
+    mlp_scratch sz;
+    memset(r, 0, sizeof *r);
+    if (mlp_cgr_state_create(rt, &m->cfg, params0, &r->b) != 0 ||
+        mlp_scratch_sizes(&m->cfg, &sz) != 0) {
+        bench_error("newshape: raw graph state: %s", mlp_last_error());
+        return -1;
+    }
+    const size_t xb = (size_t)NS_MAX_BATCH * m->cfg.in_dim * sizeof(float);
+    CK_GOTO(cudaStreamCreate(&r->s), fail);
+    CK_GOTO(cudaMalloc(&r->ws, NS_RAW_WORKSPACE), fail);
+    CK_GOTO(cudaMalloc(&r->scratch, sz.total_bytes), fail);
+    CK_GOTO(cudaMalloc((void **)&r->x, xb), fail);
+    CK_GOTO(cudaMalloc((void **)&r->labels, NS_MAX_BATCH * sizeof(int)), fail);
+    CK_GOTO(cudaMalloc((void **)&r->loss, sizeof(float)), fail);
+    CK_GOTO(cudaMalloc((void **)&r->true_batch, sizeof(int64_t)), fail);
+    if (cublasCreate(&r->h) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(r->h, r->s) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetWorkspace(r->h, r->ws, NS_RAW_WORKSPACE) != CUBLAS_STATUS_SUCCESS) {
+        bench_error("newshape: raw graph: cuBLAS handle setup failed");
+        goto fail;
+    }
+    r->b.x = r->x;
+    r->b.labels = r->labels;
+    r->b.loss = r->loss;
+    r->b.true_batch = r->true_batch;
+    return 0;
+fail:
+    ns_raw_free(r);
+    return -1;
+}
+
+/* Fresh inputs at a true batch of bucket b, padded with zeros as cgr pads them. */
+static int ns_raw_inputs(ns_raw *r, ns_model *m, const newshape_bucket *b)
+{
+    int64_t T = ns_true_batch(m, b);
+    mlp_fill_rows(&m->rng, &m->cfg, T, m->x, m->labels);
+    const size_t row = (size_t)m->cfg.in_dim;
+    memset(m->x + T * row, 0, (size_t)(b->bucket - T) * row * sizeof(float));
+    memset(m->labels + T, 0, (size_t)(b->bucket - T) * sizeof(int));
+    CK(cudaMemcpyAsync(r->x, m->x, (size_t)b->bucket * row * sizeof(float),
+                       cudaMemcpyHostToDevice, r->s));
+    CK(cudaMemcpyAsync(r->labels, m->labels, (size_t)b->bucket * sizeof(int),
+                       cudaMemcpyHostToDevice, r->s));
+    CK(cudaMemcpyAsync(r->true_batch, &T, sizeof T, cudaMemcpyHostToDevice, r->s));
+    CK(cudaStreamSynchronize(r->s)); /* T and the host rows are reused at once */
+    return 0;
+}
+
+/* The loss of the run just finished, which must be finite. */
+static int ns_raw_loss_ok(ns_raw *r, ns_model *m)
+{
+    float loss = NAN;
+    CK(cudaMemcpy(&loss, r->loss, sizeof loss, cudaMemcpyDeviceToHost));
+    if (!isfinite(loss)) {
+        bench_error("newshape: raw graph: W-mlp loss %g", (double)loss);
+        return CHECK_WRONG;
+    }
+    m->checked++;
+    return 0;
+}
+
+/*
+ * A new shape of bucket b: the warm-ups, then the timed capture into *g
+ * (*capture_us), then the timed making of r->exec from it, by update in
+ * place when `update` and an executable exists, and its launch (*make_us,
+ * what cgr's last_make_us covers). *updated: whether the update took.
+ */
+static int ns_raw_shape(ns_raw *r, ns_model *m, const newshape_bucket *b, int update,
+                        double *capture_us, double *make_us, int *updated)
+{
+    mlp_cfg rc = m->cfg;
+    rc.batch = (int)b->bucket;
+    if (mlp_scratch_carve(&rc, r->scratch, &r->b) != 0) {
+        bench_error("newshape: raw graph: %s", mlp_last_error());
+        return -1;
+    }
+    for (int i = 0; i < NS_WARMUP_RUNS; i++) {
+        TRY(ns_raw_inputs(r, m, b));
+        if (mlp_step_enqueue(&rc, &r->b, r->h, r->s, 1) != 0) {
+            bench_error("newshape: raw graph warm-up: %s", mlp_last_error());
+            return -1;
+        }
+        CK(cudaStreamSynchronize(r->s));
+        TRY(ns_raw_loss_ok(r, m));
+    }
+    TRY(ns_raw_inputs(r, m, b));
+    cudaGraph_t g = NULL;
+    double t0 = now_us();
+    TRY(capture_begin(r->s));
+    const int body = mlp_step_enqueue(&rc, &r->b, r->h, r->s, 1);
+    if (capture_end(r->s, body == 0, &g) != 0) {
+        if (body != 0)
+            bench_error("newshape: raw graph capture: %s", mlp_last_error());
+        return -1;
+    }
+    double t1 = now_us();
+    *capture_us = t1 - t0;
+    *updated = 0;
+    cudaError_t e = cudaSuccess;
+    if (update && r->exec) {
+        cudaGraphExecUpdateResultInfo info;
+        e = cudaGraphExecUpdate(r->exec, g, &info);
+        *updated = e == cudaSuccess;
+        (void)cudaGetLastError();
+    }
+    if (!*updated) {
+        cudaGraphExec_t x = NULL;
+        e = cudaGraphInstantiate(&x, g, 0);
+        if (e == cudaSuccess) {
+            if (r->exec)
+                cudaGraphExecDestroy(r->exec);
+            r->exec = x;
+        }
+    }
+    if (e == cudaSuccess)
+        e = cudaGraphLaunch(r->exec, r->s);
+    *make_us = now_us() - t1;
+    cudaGraphDestroy(g);
+    CK(e);
+    CK(cudaStreamSynchronize(r->s));
+    return ns_raw_loss_ok(r, m);
+}
+
 /* ---- (a) capture + instantiate, then (c) the step at each bucket -------------------- */
 
-static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, newshape_pair *p)
+/* Both buckets of p as new raw-graph shapes, into repetition rep's slots (none when rep < 0). */
+static int ns_raw_instantiate(ns_raw *r, ns_model *m, newshape_pair *p, int rep,
+                              double cap[2][NS_MAX_REPS], double make[2][NS_MAX_REPS])
+{
+    for (int k = 0; k < 2; k++) {
+        double c, mk;
+        int updated;
+        TRY(ns_raw_shape(r, m, &p->b[k], 0, &c, &mk, &updated));
+        if (rep >= 0) {
+            cap[k][rep] = c;
+            make[k][rep] = mk;
+        }
+    }
+    return 0;
+}
+
+/* Statistics of a[], b[] and of their sums (a and b end up sorted, so the sums go first). */
+static void ns_stats3(double *a, double *b, int n, bench_stats *sa, bench_stats *sb,
+                      bench_stats *sum)
+{
+    double t[NS_MAX_REPS];
+    for (int i = 0; i < n; i++)
+        t[i] = a[i] + b[i];
+    stats_compute(a, n, sa);
+    stats_compute(b, n, sb);
+    stats_compute(t, n, sum);
+}
+
+static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_raw *raw,
+                          newshape_pair *p)
 {
     const int64_t buckets[2] = {p->b[0].bucket, p->b[1].bucket};
-    double cap[2][NS_MAX_REPS], make[2][NS_MAX_REPS], tot[2][NS_MAX_REPS];
+    double cap[2][NS_MAX_REPS], make[2][NS_MAX_REPS];
+    double rcap[2][NS_MAX_REPS], rmake[2][NS_MAX_REPS];
     ns_step_user u = {.m = m, .dev = &m->dev[0]};
     cgr_step *step = NULL;
     for (int rep = -1; rep < S->reps; rep++) {
+        /* cgr and the raw graph take turns at going first. */
+        if ((rep & 1) == 0)
+            TRY_GOTO(ns_raw_instantiate(raw, m, p, rep, rcap, rmake), fail);
         /* A fresh step: its cache is empty, so each bucket is a new shape. */
-        CGR_CK(cgr_step_destroy(&step));
+        CGR_CK_GOTO(cgr_step_destroy(&step), fail);
         TRY(ns_step_create(rt, &u, buckets, &step));
+        if (rep & 1)
+            TRY_GOTO(ns_raw_instantiate(raw, m, p, rep, rcap, rmake), fail);
         for (int k = 0; k < 2; k++) {
             cgr_run_action a;
             cgr_step_stats ss;
@@ -221,15 +425,15 @@ static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, newshape_pa
             }
             cap[k][rep] = ss.last_capture_us;
             make[k][rep] = ss.last_make_us;
-            tot[k][rep] = ss.last_capture_us + ss.last_make_us;
             p->b[k].nodes = ss.graph_nodes;
             p->b[k].kernel_nodes = ss.graph_kernel_nodes;
         }
     }
     for (int k = 0; k < 2; k++) {
-        stats_compute(cap[k], S->reps, &p->b[k].capture);
-        stats_compute(make[k], S->reps, &p->b[k].instantiate);
-        stats_compute(tot[k], S->reps, &p->b[k].total);
+        ns_stats3(cap[k], make[k], S->reps, &p->b[k].capture, &p->b[k].instantiate,
+                  &p->b[k].total);
+        ns_stats3(rcap[k], rmake[k], S->reps, &p->b[k].raw_capture, &p->b[k].raw_instantiate,
+                  &p->b[k].raw_total);
     }
     p->ran_instantiate = 1;
 
@@ -270,27 +474,41 @@ fail:
 
 /* ---- (b) capture + update in place ---------------------------------------------------- */
 
-static int ns_update(ns_suite *S, ns_model *m, cgr_runtime *rt, newshape_pair *p)
+static int ns_update(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_raw *raw, newshape_pair *p)
 {
     const int64_t buckets[2] = {p->b[0].bucket, p->b[1].bucket};
-    double cap[NS_MAX_REPS], upd[NS_MAX_REPS], tot[NS_MAX_REPS];
-    int n = 0;
+    double cap[NS_MAX_REPS], upd[NS_MAX_REPS], rcap[NS_MAX_REPS], rupd[NS_MAX_REPS];
+    int n = 0, nr = 0;
     ns_step_user u = {.m = m, .dev = &m->dev[0]};
     cgr_step *step = NULL;
     cgr_run_action a;
     cgr_step_stats ss;
+    double c, mk;
+    int updated;
     TRY(ns_step_create(rt, &u, buckets, &step));
-    /* The first bucket fills the one-graph cache (an instantiation, not counted). */
+    /* The first bucket fills the one-graph cache (an instantiation, not counted); the raw
+     * graph's first executable likewise. */
     TRY_GOTO(ns_capture(m, step, &p->b[0], &a, &ss), fail);
+    TRY_GOTO(ns_raw_shape(raw, m, &p->b[0], 0, &c, &mk, &updated), fail);
     for (int rep = 0; rep < S->reps; rep++) {
         const int k = (rep + 1) % 2;
         const uint64_t failures_before = ss.update_failures;
-        TRY_GOTO(ns_capture(m, step, &p->b[k], &a, &ss), fail);
+        /* cgr and the raw graph take turns at going first. */
+        for (int turn = 0; turn < 2; turn++) {
+            if (turn == (rep & 1)) {
+                TRY_GOTO(ns_raw_shape(raw, m, &p->b[k], 1, &c, &mk, &updated), fail);
+                if (updated) {
+                    rcap[nr] = c;
+                    rupd[nr++] = mk;
+                }
+            } else {
+                TRY_GOTO(ns_capture(m, step, &p->b[k], &a, &ss), fail);
+            }
+        }
         p->attempts++;
         if (a == CGR_RUN_UPDATE) {
             cap[n] = ss.last_capture_us;
             upd[n] = ss.last_make_us;
-            tot[n] = ss.last_capture_us + ss.last_make_us;
             n++;
         } else if (ss.update_failures == failures_before) {
             /* Instantiated without trying: the executable was not offered. */
@@ -304,9 +522,9 @@ static int ns_update(ns_suite *S, ns_model *m, cgr_runtime *rt, newshape_pair *p
     p->failures = (int)ss.update_failures;
     memcpy(p->by_reason, ss.update_failures_by_reason, sizeof p->by_reason);
     snprintf(p->last_update_error, sizeof p->last_update_error, "%s", ss.last_update_error);
-    stats_compute(cap, n, &p->ucapture);
-    stats_compute(upd, n, &p->update);
-    stats_compute(tot, n, &p->utotal);
+    ns_stats3(cap, upd, n, &p->ucapture, &p->update, &p->utotal);
+    p->raw_updates = nr;
+    ns_stats3(rcap, rupd, nr, &p->raw_ucapture, &p->raw_update, &p->raw_utotal);
     p->ran_update = 1;
     CGR_CK(cgr_step_destroy(&step));
     return 0;
@@ -602,13 +820,15 @@ int newshape_suite(const bench_config *cfg, bench_results *res)
         p->b[1].bucket = pairs[i].b1;
         p->b[1].lo = pairs[i].lo1;
         /* Figures that are never measured stay NaN (null in the JSON). */
-        bench_stats *ps[] = {&p->ucapture, &p->update, &p->utotal};
+        bench_stats *ps[] = {&p->ucapture,     &p->update,     &p->utotal,
+                             &p->raw_ucapture, &p->raw_update, &p->raw_utotal};
         for (size_t j = 0; j < sizeof ps / sizeof ps[0]; j++)
             stats_compute(NULL, 0, ps[j]);
         for (int k = 0; k < 2; k++) {
             newshape_bucket *b = &p->b[k];
             newshape_frozen *f = &b->frozen;
             bench_stats *bs[] = {&b->capture,   &b->instantiate, &b->total,     &b->step,
+                                 &b->raw_capture, &b->raw_instantiate, &b->raw_total,
                                  &f->first_on,  &f->first_off,   &f->added,     &f->check_run,
                                  &f->same_run_off, &f->capture};
             for (size_t j = 0; j < sizeof bs / sizeof bs[0]; j++)
@@ -647,15 +867,20 @@ int newshape_suite(const bench_config *cfg, bench_results *res)
     for (int phase = 0; phase < 2 && !S.aborted; phase++) {
         watchdog_arm(phase ? "newshape: capture + update" : "newshape: capture + instantiate",
                      mode_budget_s(cfg, 10.0));
+        ns_raw raw;
         if (ns_runtime(&m, params0, phase ? 1 : 16, 1, &m.dev[0], &rt) != 0) {
             R.failed = 1;
             watchdog_disarm();
             break;
         }
-        for (int i = 0; i < NEWSHAPE_PAIRS && !S.aborted; i++) {
+        if (ns_raw_init(&raw, &m, rt, params0) != 0) {
+            R.failed = 1;
+            S.aborted = bench_device_recover() != 0;
+        }
+        for (int i = 0; i < NEWSHAPE_PAIRS && !S.aborted && raw.s; i++) {
             bench_clear_error();
-            const int r = phase ? ns_update(&S, &m, rt, &R.pair[i])
-                                : ns_instantiate(&S, &m, rt, &R.pair[i]);
+            const int r = phase ? ns_update(&S, &m, rt, &raw, &R.pair[i])
+                                : ns_instantiate(&S, &m, rt, &raw, &R.pair[i]);
             if (r != 0) {
                 R.failed = 1;
                 fprintf(stderr, "cgr-bench: newshape: %s path failed: %s\n", R.pair[i].path,
@@ -664,6 +889,7 @@ int newshape_suite(const bench_config *cfg, bench_results *res)
                     S.aborted = 1;
             }
         }
+        ns_raw_free(&raw); /* its state lives on rt */
         if (bench_cgr_failed(cgr_runtime_destroy(&rt), "cgr_runtime_destroy", __FILE__,
                              __LINE__))
             R.failed = 1;

@@ -453,6 +453,15 @@ static void report_frozen(const newshape_result *S)
         }
 }
 
+/* The raw CUDA graph of the same shapes (newshape_bench.c), and cgr's total over its. */
+static void raw_line(const bench_stats *capture, const bench_stats *make,
+                     const bench_stats *total, double cgr_total)
+{
+    printf("  raw CUDA graph, interleaved with cgr: capture %.1f + %.1f = %.1f; cgr / raw "
+           "%.2f (medians)\n",
+           capture->median, make->median, total->median, cgr_total / total->median);
+}
+
 void report_newshape(const bench_results *res)
 {
     const newshape_result *S = res->newshape;
@@ -475,6 +484,7 @@ void report_newshape(const bench_results *res)
             printf("\n");
             stat_table("instantiate + launch", "capture + instantiate",
                        (const bench_stats *const[]){&b->capture, &b->instantiate, &b->total});
+            raw_line(&b->raw_capture, &b->raw_instantiate, &b->raw_total, b->total.median);
             if (b->nodes)
                 printf("  instantiate per node %.2f us; cold (first on the runtime): capture "
                        "%.1f + instantiate %.1f\n",
@@ -495,6 +505,10 @@ void report_newshape(const bench_results *res)
         if (p->updates) {
             stat_table("update + launch", "capture + update",
                        (const bench_stats *const[]){&p->ucapture, &p->update, &p->utotal});
+            if (p->raw_updates)
+                raw_line(&p->raw_ucapture, &p->raw_update, &p->raw_utotal, p->utotal.median);
+            else
+                printf("  raw CUDA graph: no update in place took\n");
             const uint64_t nodes = p->b[1].nodes ? p->b[1].nodes : p->b[0].nodes;
             if (nodes)
                 printf("  update per node %.2f us (about %llu nodes)\n",
@@ -504,14 +518,19 @@ void report_newshape(const bench_results *res)
     report_frozen(S);
 }
 
-static void summary_line(const char *what, const char *where, double median, int n)
+/* cgr's median of n, and the raw CUDA graph's of the same shapes (NaN: none measured). */
+static void summary_line(const char *what, const char *where, double median, int n, double raw)
 {
     char label[160];
     snprintf(label, sizeof label, "%s: %s", what, where);
-    if (n > 0)
-        printf("%-46s %8.1f us (median of %d)\n", label, median, n);
-    else
+    if (n <= 0) {
         printf("%-46s no sample\n", label);
+        return;
+    }
+    printf("%-46s %8.1f us (median of %d)", label, median, n);
+    if (isfinite(raw))
+        printf(", raw CUDA graph %.1f us, cgr / raw %.2f", raw, median / raw);
+    printf("\n");
 }
 
 void report_newshape_summary(const bench_results *res)
@@ -524,12 +543,14 @@ void report_newshape_summary(const bench_results *res)
         const newshape_pair *p = &S->pair[i];
         for (int k = 0; k < 2 && p->ran_instantiate; k++) {
             snprintf(where, sizeof where, "%s, bucket %lld", p->path, (long long)p->b[k].bucket);
-            summary_line("capture + instantiate", where, p->b[k].total.median, S->reps);
+            summary_line("capture + instantiate", where, p->b[k].total.median, S->reps,
+                         p->b[k].raw_total.median);
         }
         if (p->ran_update) {
             snprintf(where, sizeof where, "%s, buckets %lld <-> %lld", p->path,
                      (long long)p->b[0].bucket, (long long)p->b[1].bucket);
-            summary_line("capture + update", where, p->utotal.median, p->updates);
+            summary_line("capture + update", where, p->utotal.median, p->updates,
+                         p->raw_utotal.median);
         }
     }
     for (int i = 0; i < NEWSHAPE_PAIRS; i++)
@@ -595,6 +616,21 @@ static void json_frozen(json_writer *w, const newshape_result *S)
     json_end_object(w);
 }
 
+/* "raw_graph": the raw CUDA graph's figures and cgr's total over its (updates: -1 for none). */
+static void json_raw(json_writer *w, const bench_stats *capture, const bench_stats *make,
+                     const char *make_key, const bench_stats *total, const char *total_key,
+                     double cgr_total, int updates)
+{
+    json_begin_object(w, "raw_graph");
+    if (updates >= 0)
+        json_int(w, "updates", updates);
+    json_stats(w, "capture_us", capture);
+    json_stats(w, make_key, make);
+    json_stats(w, total_key, total);
+    json_number(w, "cgr_over_raw", cgr_total / total->median);
+    json_end_object(w);
+}
+
 void report_newshape_json(json_writer *w, const bench_results *res)
 {
     const newshape_result *S = res->newshape;
@@ -621,6 +657,8 @@ void report_newshape_json(json_writer *w, const bench_results *res)
             json_stats(w, "capture_us", &b->capture);
             json_stats(w, "instantiate_us", &b->instantiate);
             json_stats(w, "capture_instantiate_us", &b->total);
+            json_raw(w, &b->raw_capture, &b->raw_instantiate, "instantiate_us", &b->raw_total,
+                     "capture_instantiate_us", b->total.median, -1);
             json_number(w, "cold_capture_us", b->cold_capture_us);
             json_number(w, "cold_instantiate_us", b->cold_make_us);
             json_stats(w, "step_wall_us", &b->step);
@@ -640,6 +678,8 @@ void report_newshape_json(json_writer *w, const bench_results *res)
         json_stats(w, "capture_us", &p->ucapture);
         json_stats(w, "update_us", &p->update);
         json_stats(w, "capture_update_us", &p->utotal);
+        json_raw(w, &p->raw_ucapture, &p->raw_update, "update_us", &p->raw_utotal,
+                 "capture_update_us", p->utotal.median, p->raw_updates);
         json_end_object(w);
         json_end_object(w);
     }

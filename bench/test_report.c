@@ -162,6 +162,10 @@ static void test_newshape(char *json, size_t n)
         fake_stats(&p->ucapture, 30);
         fake_stats(&p->update, 60);
         fake_stats(&p->utotal, 90);
+        p->raw_updates = 20;
+        fake_stats(&p->raw_ucapture, 20);
+        fake_stats(&p->raw_update, 40);
+        fake_stats(&p->raw_utotal, 60);
         for (int k = 0; k < 2; k++) {
             newshape_bucket *b = &p->b[k];
             b->bucket = 4 << (k + 2 * i);
@@ -169,6 +173,9 @@ static void test_newshape(char *json, size_t n)
             fake_stats(&b->capture, 30);
             fake_stats(&b->instantiate, 150);
             fake_stats(&b->total, 180);
+            fake_stats(&b->raw_capture, 20);
+            fake_stats(&b->raw_instantiate, 100);
+            fake_stats(&b->raw_total, 120);
             fake_stats(&b->step, 200);
             fake_stats(&b->frozen.first_on, 1200);
             fake_stats(&b->frozen.first_off, 1160);
@@ -183,8 +190,15 @@ static void test_newshape(char *json, size_t n)
     static const char *const keys[] = {"pairs", "capture_instantiate_us", "capture_update_us",
                                        "frozen_check", "added_once_us", "check_run_us",
                                        "added_over_capture", "check_on", "wall_on_minus_off_us",
-                                       "host_cpu_on_minus_off_us", "failed", NULL};
+                                       "host_cpu_on_minus_off_us", "raw_graph", "cgr_over_raw",
+                                       "failed", NULL};
     expect_report(&res, json, n, keys);
+    /* cgr's total median over the raw graph's: 180 / 120 in each of the four buckets, 90 / 60
+     * in each of the two updates. */
+    int ratios = 0;
+    for (const char *q = json; (q = strstr(q, "\"cgr_over_raw\": 1.5\n")); q++)
+        ratios++;
+    EXPECT(ratios == 2 * NEWSHAPE_PAIRS + NEWSHAPE_PAIRS);
 }
 
 static void test_soak_ddp(char *json, size_t n)
