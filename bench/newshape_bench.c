@@ -343,18 +343,21 @@ static int ns_raw_shape(ns_raw *r, ns_model *m, const newshape_bucket *b, int up
         *updated = e == cudaSuccess;
         (void)cudaGetLastError();
     }
+    /* The executable this one replaces goes after the clock stops, as cgr's evicted ones do. */
+    cudaGraphExec_t old = NULL;
     if (!*updated) {
         cudaGraphExec_t x = NULL;
         e = cudaGraphInstantiate(&x, g, 0);
         if (e == cudaSuccess) {
-            if (r->exec)
-                cudaGraphExecDestroy(r->exec);
+            old = r->exec;
             r->exec = x;
         }
     }
     if (e == cudaSuccess)
         e = cudaGraphLaunch(r->exec, r->s);
     *make_us = now_us() - t1;
+    if (old)
+        cudaGraphExecDestroy(old);
     cudaGraphDestroy(g);
     CK(e);
     CK(cudaStreamSynchronize(r->s));
