@@ -762,10 +762,10 @@ typedef struct cgr_step_stats {
     uint32_t entries;             /**< graphs cached now */
     uint64_t bytes;               /**< their estimated bytes (4 KiB per node) */
     /* Time. */
-    double capture_us;            /**< stream capture, summed over captures */
+    double capture_us;            /**< stream capture and the count of its nodes, summed */
     double instantiate_us;        /**< instantiate + first launch, summed over instantiated graphs */
     double update_us;             /**< update + first launch, summed over updated graphs */
-    double last_capture_us;       /**< stream capture of the latest capture */
+    double last_capture_us;       /**< the same for the latest capture */
     double last_make_us;          /**< its instantiate or update + first launch */
     /* The latest captured graph. */
     uint64_t graph_nodes;         /**< nodes (staging included) */
