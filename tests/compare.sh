@@ -31,8 +31,10 @@
 #    in this tree's root, where .gitignore's build-*/ covers them, so a
 #    machine that keeps ignored files between calls rebuilds only what
 #    changed. --build-only stops here (useful on a machine without a GPU).
-# 2. Runs the two cgr-bench binaries in turns, old then new, for each suite
-#    of a round: `chain` (W-chain at N = 10, 100, 1000), `newshape` (capture
+# 2. Runs the two cgr-bench binaries in turns for each suite of a round,
+#    the side that goes first alternating from one pair of runs to the
+#    next (old, new; new, old; ...), so that neither side always runs on a
+#    host the other has just warmed or disturbed: `chain` (W-chain at N = 10, 100, 1000), `newshape` (capture
 #    + instantiate and capture + update of a new W-mlp shape), `serve
 #    --quick` (W-serve; the full 10,000 requests take several times as long
 #    as the 2,000 of --quick, and ten of them would not fit the time
@@ -41,8 +43,8 @@
 #    --json. Five rounds by default, three with --quick, or --rounds N.
 #    Taking turns run by run means that a slow spell of the host or GPU
 #    hits both sides alike instead of one side's whole batch. newshape runs
-#    K times a side in each round (--newshape-runs K, default 3), old and
-#    new in turns, and the round's figure on each side is the median of its
+#    K times a side in each round (--newshape-runs K, default 3), the two
+#    sides in turns as above, and the round's figure on each side is the median of its
 #    K processes: a new shape's cost falls in a fast mode or one about
 #    1.5 x slower for stretches about as long as a process
 #    (docs/benchmarks.md, "A new shape's cost is bimodal by process"), so
@@ -564,7 +566,9 @@ for ((r = 1; r <= rounds; r++)); do
         runs_of=1
         [ $s = newshape ] && runs_of=$ns_runs
         for ((k = 1; k <= runs_of; k++)); do
-            for side in old new; do
+            order="old new"
+            [ $(((r + k) % 2)) = 1 ] && order="new old"
+            for side in $order; do
                 [ -n "${skip[$side.$s]:-}" ] && continue
                 tag=$r
                 [ $runs_of -gt 1 ] && tag=$r.$k
