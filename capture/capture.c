@@ -320,7 +320,9 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
         cgr__range_pop();
         if (st == CGR_STATUS_OK) {
             /* An offer never checked still holds its own old template. */
-            cgr__graph_checked(offer);
+            if (offer->check && offer->check != offer->tmpl)
+                out->retired[out->n_retired++] = offer->check;
+            offer->check = NULL;
             out->updated = 1;
         } else {
             /*
@@ -363,7 +365,7 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
         made->check = g;
         made->check_stack = (uintptr_t)&t0; /* this thread captured it */
     } else if (made->tmpl != g) {
-        cudaGraphDestroy(g);
+        out->retired[out->n_retired++] = g;
     }
     out->graph = made;
     out->make_us = cgr__now_us() - t0;
@@ -510,6 +512,7 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
         cgr__capture_out co;
         memset(&co, 0, sizeof co);
         cgr_status ms = make_graph(s, again, &io, NULL, 0, &co);
+        cgr__capture_retire(&co);
         out->own = co.graph;
         /* Without its own graph the run goes eagerly, still for the difference found. */
         if (ms != CGR_STATUS_OK)
@@ -519,6 +522,13 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
     }
     cgr__range_pop();
     return st;
+}
+
+void cgr__capture_retire(cgr__capture_out *out)
+{
+    for (int i = 0; i < out->n_retired; i++)
+        cudaGraphDestroy(out->retired[i]);
+    out->n_retired = 0;
 }
 
 void cgr__graph_checked(cgr__graph *g)

@@ -58,7 +58,13 @@ typedef struct cgr__capture_out {
     int update_result;    /* its cudaGraphExecUpdateResult; -1 for another error */
     char update_text[200];
     double capture_us, make_us;
+    /* Templates no longer needed, destroyed by cgr__capture_retire once the graph is
+     * launched: destroying a graph costs host time the launch need not wait for. */
+    cudaGraph_t retired[2];
+    int n_retired;
 } cgr__capture_out;
+/* Destroys out's retired templates; call it on every path after cgr__capture. */
+void cgr__capture_retire(cgr__capture_out *out);
 /*
  * Captures the step's current shape with scratch from `plan`. With `offer`,
  * first tries cudaGraphExecUpdate on its executables; when that fails, says

@@ -138,6 +138,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     if (co.update_failed)
         drop_offer(s, co.update_result, co.update_text);
     if (st != CGR_STATUS_OK) {
+        cgr__capture_retire(&co);
         if (local == CGR_STATUS_OK) {
             /* Made here but refused by a peer: undo it, an updated offer included. */
             if (co.updated)
@@ -173,6 +174,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     const double t0 = cgr__now_us();
     cgr_status ls = cgr__launch_graph(s, g, slot, 0);
     co.make_us += cgr__now_us() - t0;
+    cgr__capture_retire(&co);
     ss->capture_us += co.capture_us;
     if (co.updated)
         ss->update_us += co.make_us;
