@@ -403,14 +403,13 @@ static int ns_instantiate(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_raw *raw
     ns_step_user u = {.m = m, .dev = &m->dev[0]};
     cgr_step *step = NULL;
     for (int rep = -1; rep < S->reps; rep++) {
-        /* cgr and the raw graph take turns at going first (cgr in the priming repetition). */
-        const int raw_first = rep >= 0 && rep % 2 == 0;
-        if (raw_first)
+        /* cgr and the raw graph take turns at going first. */
+        if ((rep & 1) == 0)
             TRY_GOTO(ns_raw_instantiate(raw, m, p, rep, rcap, rmake), fail);
         /* A fresh step: its cache is empty, so each bucket is a new shape. */
         CGR_CK_GOTO(cgr_step_destroy(&step), fail);
         TRY(ns_step_create(rt, &u, buckets, &step));
-        if (!raw_first)
+        if (rep & 1)
             TRY_GOTO(ns_raw_instantiate(raw, m, p, rep, rcap, rmake), fail);
         for (int k = 0; k < 2; k++) {
             cgr_run_action a;
@@ -499,7 +498,7 @@ static int ns_update(ns_suite *S, ns_model *m, cgr_runtime *rt, ns_raw *raw, new
         const uint64_t failures_before = ss.update_failures;
         /* cgr and the raw graph take turns at going first. */
         for (int turn = 0; turn < 2; turn++) {
-            if (turn == rep % 2) {
+            if (turn == (rep & 1)) {
                 TRY_GOTO(ns_raw_shape(raw, m, &p->b[k], 1, &c, &mk, &updated), fail);
                 if (updated) {
                     rcap[nr] = c;
