@@ -139,18 +139,26 @@ static int64_t ns_true_batch(ns_model *m, const newshape_bucket *b)
 }
 
 /* The loss of a waited run, which must be finite. */
+/* Counts one checked loss; CHECK_WRONG, with `who` in the message, when it is not finite. */
+static int ns_check_loss(ns_model *m, float loss, const char *who)
+{
+    if (!isfinite(loss)) {
+        bench_error("newshape: %s: W-mlp loss %g", who, (double)loss);
+        return CHECK_WRONG;
+    }
+    m->checked++;
+    return 0;
+}
+
 static int ns_loss_ok(ns_model *m, cgr_step *step, uint64_t ticket, int64_t T,
                       cgr_run_action action)
 {
     float loss = NAN;
     CGR_CK(cgr_step_output(step, ticket, 0, &loss, sizeof loss, NULL));
-    if (!isfinite(loss)) {
-        bench_error("newshape: W-mlp loss %g at true batch %lld (%s run)", (double)loss,
-                    (long long)T, cgr_run_action_name(action));
-        return CHECK_WRONG;
-    }
-    m->checked++;
-    return 0;
+    char who[64];
+    snprintf(who, sizeof who, "true batch %lld, %s run", (long long)T,
+             cgr_run_action_name(action));
+    return ns_check_loss(m, loss, who);
 }
 
 /* One run at true batch T with fresh inputs; *action what cgr did; the loss must be finite. */
@@ -291,12 +299,7 @@ static int ns_raw_loss_ok(ns_raw *r, ns_model *m)
 {
     float loss = NAN;
     CK(cudaMemcpy(&loss, r->loss, sizeof loss, cudaMemcpyDeviceToHost));
-    if (!isfinite(loss)) {
-        bench_error("newshape: raw graph: W-mlp loss %g", (double)loss);
-        return CHECK_WRONG;
-    }
-    m->checked++;
-    return 0;
+    return ns_check_loss(m, loss, "raw graph");
 }
 
 /*

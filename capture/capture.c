@@ -186,6 +186,14 @@ static cgr_status record_outputs(cgr_step *s, io_nodes *io)
 /* Estimated bytes of one node's executable state; CUDA reports none (docs/shapes.md). */
 #define CGR__EXEC_NODE_BYTES 4096
 
+/* Takes g's check template away; returns it when g does not also keep it as its template. */
+static cudaGraph_t take_check(cgr__graph *g)
+{
+    cudaGraph_t t = g->check != g->tmpl ? g->check : NULL;
+    g->check = NULL;
+    return t;
+}
+
 void cgr__graph_free(cgr__graph *g)
 {
     if (!g)
@@ -320,9 +328,9 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
         cgr__range_pop();
         if (st == CGR_STATUS_OK) {
             /* An offer never checked still holds its own old template. */
-            if (offer->check && offer->check != offer->tmpl)
-                out->retired[out->n_retired++] = offer->check;
-            offer->check = NULL;
+            cudaGraph_t old = take_check(offer);
+            if (old)
+                out->retired[out->n_retired++] = old;
             out->updated = 1;
         } else {
             /*
@@ -533,7 +541,7 @@ void cgr__capture_retire(cgr__capture_out *out)
 
 void cgr__graph_checked(cgr__graph *g)
 {
-    if (g->check && g->check != g->tmpl)
-        cudaGraphDestroy(g->check);
-    g->check = NULL;
+    cudaGraph_t t = take_check(g);
+    if (t)
+        cudaGraphDestroy(t);
 }
