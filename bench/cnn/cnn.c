@@ -219,11 +219,6 @@ int cnn_batch(const cnn *m)
     return m ? m->B : 0;
 }
 
-const cnn_layout *cnn_get_layout(const cnn *m)
-{
-    return m ? &m->lay : NULL;
-}
-
 size_t cnn_param_floats(const cnn *m)
 {
     return m ? m->lay.n_floats : 0;
@@ -559,11 +554,6 @@ int cnn_prepare(cnn *m, cnn_cudnn_handle handle)
     m->device = dev;
     m->prepared = 1;
     return 0;
-}
-
-int cnn_is_prepared(const cnn *m)
-{
-    return m ? m->prepared : 0;
 }
 
 size_t cnn_workspace_bytes(const cnn *m)

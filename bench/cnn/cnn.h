@@ -197,8 +197,6 @@ void cnn_destroy(cnn **m);
 
 /** The batch size the model was created for. */
 int cnn_batch(const cnn *m);
-/** The parameter layout (same as cnn_layout_init()). */
-const cnn_layout *cnn_get_layout(const cnn *m);
 /** Floats in the flat parameter buffer (padding included). */
 size_t cnn_param_floats(const cnn *m);
 /** Copies the host parameters (cnn_param_floats() floats) to dst. */
@@ -228,8 +226,6 @@ int cnn_set_workspace_limit(cnn *m, size_t bytes);
  * is being captured.
  */
 int cnn_prepare(cnn *m, cnn_cudnn_handle handle);
-/** 1 after a successful cnn_prepare(). */
-int cnn_is_prepared(const cnn *m);
 /** Workspace bytes the forward pass needs (valid after cnn_prepare(); may be 0). */
 size_t cnn_workspace_bytes(const cnn *m);
 /**
