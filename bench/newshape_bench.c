@@ -138,7 +138,6 @@ static int64_t ns_true_batch(ns_model *m, const newshape_bucket *b)
     return t > b->bucket ? b->bucket : t;
 }
 
-/* The loss of a waited run, which must be finite. */
 /* Counts one checked loss; CHECK_WRONG, with `who` in the message, when it is not finite. */
 static int ns_check_loss(ns_model *m, float loss, const char *who)
 {
@@ -150,6 +149,7 @@ static int ns_check_loss(ns_model *m, float loss, const char *who)
     return 0;
 }
 
+/* The loss of a waited run, which must be finite. */
 static int ns_loss_ok(ns_model *m, cgr_step *step, uint64_t ticket, int64_t T,
                       cgr_run_action action)
 {
