@@ -7,6 +7,8 @@
 # (default: a fresh temporary dir). Prints one summary line per target and
 # exits non-zero when any target finds a crash, leak or timeout; the input
 # that caused it is saved under build-fuzz/fuzz-artifacts/<time>/.
+# CGR_FUZZ_BUILD_DIR names another build dir (relative to the repository
+# root, or absolute) in place of build-fuzz.
 set -eu
 cd "$(dirname "$0")/../.."
 secs=${1:-15}
@@ -62,7 +64,11 @@ rm -f "$buildlog"
 
 work=${CGR_FUZZ_WORK:-$(mktemp -d)}
 # One folder per run, so a saved crash input is never overwritten or mixed up.
-artifacts="$PWD/$builddir/fuzz-artifacts/$(date +%Y%m%d-%H%M%S)"
+case $builddir in
+    /*) artifacts=$builddir ;;
+    *) artifacts=$PWD/$builddir ;;
+esac
+artifacts="$artifacts/fuzz-artifacts/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$work" "$artifacts"
 failed=0
 for t in "${targets[@]}"; do
