@@ -93,11 +93,11 @@ static void shape_eager(cgr_step *s, uint32_t entry, cgr_eager_reason reason, co
 }
 
 /* Takes the offered executable out of the table after a failed (or undone) update. */
-static void drop_offer(cgr_step *s, int reason, const char *text)
+static cgr__graph *take_offer(cgr_step *s, int reason, const char *text)
 {
     cgr__shapes_freed victim;
     cgr__shapes_update_failed(s->shapes, reason, text, &victim);
-    cgr__graph_free(victim.payload);
+    return victim.payload;
 }
 
 static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
@@ -135,18 +135,24 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     cgr__capture_out co;
     cgr_status local = cgr__capture(s, plan, d->payload, &co);
     cgr_status st = cgr__comm_after_capture(rt, s, local);
-    if (co.update_failed)
-        drop_offer(s, co.update_result, co.update_text);
+    /*
+     * An offer that failed to update is never replayed again. It is freed
+     * after this run is launched, so that destroying it does not delay the
+     * run (CUDA would free it only once any run of it still going is done).
+     */
+    cgr__graph *refused =
+        co.update_failed ? take_offer(s, co.update_result, co.update_text) : NULL;
     if (st != CGR_STATUS_OK) {
         cgr__capture_retire(&co);
         if (local == CGR_STATUS_OK) {
             /* Made here but refused by a peer: undo it, an updated offer included. */
             if (co.updated)
-                drop_offer(s, -1, "a peer rank could not capture this shape");
+                cgr__graph_free(take_offer(s, -1, "a peer rank could not capture this shape"));
             else
                 cgr__graph_free(co.graph);
         }
         if (st != CGR_STATUS_CAPTURE_FAILED) {
+            cgr__graph_free(refused);
             cgr__shapes_capture_cancel(s->shapes);
             return st;
         }
@@ -160,7 +166,9 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         shape_eager(s, CGR__SHAPES_NONE, CGR_EAGER_CAPTURE_FAILED, cgr_last_error());
         *action = CGR_RUN_EAGER;
         *reason = CGR_EAGER_CAPTURE_FAILED;
-        return cgr__run_eager(s, slot, plan);
+        st = cgr__run_eager(s, slot, plan);
+        cgr__graph_free(refused);
+        return st;
     }
     cgr__graph *g = co.graph;
     cgr__shapes_outcome oc;
@@ -181,6 +189,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     else
         ss->instantiate_us += co.make_us;
     const cgr__graph made = *g;
+    cgr__graph_free(refused);
     for (uint32_t i = 0; i < oc.n_freed; i++)
         cgr__graph_free(oc.freed[i].payload);
     if (!oc.cached)
