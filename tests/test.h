@@ -45,6 +45,22 @@ static inline char *test_read_file(const char *path)
     return buf;
 }
 
+/*
+ * A lint's check of itself on planted text, so that it cannot pass by
+ * finding nothing; the messages the planted faults draw on stderr are
+ * announced as expected. 1 when check() passed; 0 after a FAIL line.
+ */
+static inline int test_self_check(const char *name, int (*check)(void))
+{
+    fprintf(stderr, "%s: self-check (the messages below are expected)\n", name);
+    if (!check()) {
+        fprintf(stderr, "%s: FAIL: the self-check on planted text\n", name);
+        return 0;
+    }
+    fprintf(stderr, "%s: self-check passed\n", name);
+    return 1;
+}
+
 #define TEST_FAIL_(fmt, ...)                                                               \
     do {                                                                                   \
         fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__);               \

@@ -136,12 +136,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_doc_excerpts SOURCE_ROOT GUIDE.md...\n");
         return 2;
     }
-    fprintf(stderr, "test_doc_excerpts: self-check (the messages below are expected)\n");
-    if (!self_check()) {
-        fprintf(stderr, "test_doc_excerpts: FAIL: the self-check on planted text\n");
+    if (!test_self_check("test_doc_excerpts", self_check))
         return 1;
-    }
-    fprintf(stderr, "test_doc_excerpts: self-check passed\n");
     int rc = 0;
     for (int i = 2; i < argc; i++) {
         char *md = test_read_file(argv[i]);

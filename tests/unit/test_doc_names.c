@@ -224,12 +224,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_doc_names SOURCE_ROOT\n");
         return 2;
     }
-    fprintf(stderr, "test_doc_names: self-check (the messages below are expected)\n");
-    if (!self_check()) {
-        fprintf(stderr, "test_doc_names: FAIL: the self-check on planted text\n");
+    if (!test_self_check("test_doc_names", self_check))
         return 1;
-    }
-    fprintf(stderr, "test_doc_names: self-check passed\n");
     static const char *const public_dirs[] = {"lib/include/cgr"};
     static const char *const source_dirs[] = {"lib", "capture", "replay", "allocator",
                                               "comm", "tests", "bench"};
