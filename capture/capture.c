@@ -31,7 +31,8 @@
  * repointed at the slot before a launch that uses another slot than the
  * last (cudaGraphExecMemcpyNodeSetParams1D, which leaves launches already
  * enqueued as they were); next to copies of that size the call is noise.
- * docs/staging.md has the measurements behind this design.
+ * docs/staging.md gives this design's reasons, and docs/benchmarks.md
+ * ("Staging: pointing the graph at the slot") the measurements.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -166,9 +167,9 @@ static cgr_status record_outputs(cgr_step *s, io_nodes *io)
      * The zero-copy output kernel comes last because it publishes the
      * completion flag and advances the slot word: everything the host will
      * read must be written by then, and every earlier node done with the
-     * slot. Not a programmatic launch: measured on the H200 (W-chain N=100,
-     * 4 KiB in + 4 B out), the I/O cost went from +3.97 to +4.83 us when the
-     * output copy was launched with PDL behind ordinary kernels.
+     * slot. Not a programmatic launch: launched with PDL behind ordinary
+     * kernels, the output copy made W-chain's I/O cost higher
+     * (docs/benchmarks.md, "Staging: zero-copy kernels against copy nodes").
      */
     if (io->zout.flag)
         CGR_CUDA_TRY(cgr__stage_copy(&io->zout, st));

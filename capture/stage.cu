@@ -12,9 +12,9 @@
  *
  * Why blocks of 1024 threads with 4 chunks each, 64 KiB a block: an armed
  * run's blocks other than block 0 learn of go through a relay (below),
- * which puts about 0.5 us on their copy's path; with 64 KiB a block every
- * W-serve bucket up to 8 rows copies in one block, with no relay
- * (docs/staging.md, "Input kernel shape", has the measurement).
+ * which puts a device-memory round trip on their copy's path; with 64 KiB
+ * a block every W-serve bucket up to 8 rows copies in one block, with no
+ * relay (docs/benchmarks.md, "Armed runs: the gate and the input kernel").
  */
 #include <stdint.h>
 
@@ -56,11 +56,11 @@ static __device__ unsigned load_acquire_gpu(const unsigned *p)
  * wrote before its release store of go are what every thread reads after
  * the barrier; it then passes go on through a relay word in device memory
  * that the other blocks poll. Why one poller: the host side answers reads
- * of one line one at a time, about 1 us each, so with every block polling
- * the last block saw go about 1 us per block late (measured on the H200
- * with a probe kernel: 64 blocks each polling go saw it over
- * 62 us; with the relay over 0.5 us). Even occasional reads of go by the other blocks
- * keep that queue long, so they never read it. A block 0 that is not
+ * of one line one at a time, so with every block polling, the last block
+ * saw go one PCIe round trip per block late; with the relay the blocks see
+ * it within a device-memory round trip of each other (docs/benchmarks.md,
+ * "Armed runs: the gate and the input kernel"). Even occasional reads of go
+ * by the other blocks keep that queue long, so they never read it. A block 0 that is not
  * resident cannot hang them: every block has its own timeout.
  *
  * The timeout is a handshake with the host (capture/gate.c), in the shape of
@@ -193,10 +193,9 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
      * and only it writes the flag and the next run's slot; every block read
      * the slot before it counted itself in.
      *
-     * Measured on the H200 (W-serve's output copy, CUPTI, median of 50
-     * replays, one run each way): with a system fence in every thread, then
-     * the counter and a second system fence, a 1-block grid took 4.67 us
-     * and an 8-block grid 6.05 us; this way 3.87 and 4.67 us.
+     * A system fence in every thread, then the counter and a second
+     * system fence, made W-serve's output copy slower at one block and at
+     * eight (docs/benchmarks.md, "Staging: the completion flag").
      */
     __syncthreads();
     if (threadIdx.x != 0)

@@ -10,9 +10,9 @@
  * moment says who made it.
  *
  * The price is why this is opt-in and brief. Once a process has
- * subscribed to CUPTI callbacks, later cudaGraphLaunch calls cost more
- * host time even after unsubscribing (measured on the H200: 1.9 -> 22 us
- * for a 100-node graph), so the watch unsubscribes and then detaches
+ * subscribed to CUPTI callbacks, later cudaGraphLaunch calls cost far more
+ * host time even after unsubscribing (docs/benchmarks.md, "CUPTI attached
+ * slows every later launch"), so the watch unsubscribes and then detaches
  * CUPTI (cgr__cupti_detach: cuptiFinalize() from a callback at a runtime
  * call's exit, so that no other thread's CUDA call is inside CUPTI then),
  * which gives the process back its launch cost. A program that uses CUPTI

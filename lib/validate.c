@@ -36,8 +36,9 @@ static void options_defaults(cgr_options *opt)
     opt->warmup_runs = 2;
     opt->log_level = CGR_LOG_OFF;
     opt->arena_limit = 16 * CGR__GIB;
-    /* docs/staging.md: on the H200 a zero-copy kernel node was as fast as or
-     * faster than a memcpy node at every size measured, 4 KiB to 16 MiB. */
+    /* On the H200 a zero-copy kernel node was as fast as or faster than a
+     * memcpy node at every size measured, up to 16 MiB (docs/benchmarks.md,
+     * "Staging: zero-copy kernels against copy nodes"). */
     opt->advanced.zero_copy_max_bytes = 16 * CGR__MIB;
     opt->advanced.wait_spin_us = 200;
     opt->arm_timeout_us = 100000;

@@ -4,14 +4,12 @@
  * Why: a line the CPU has just written sits modified in that core's
  * cache, and the GPU's PCIe read of it has to fetch it from there. With an
  * armed run (capture/gate.c) the GPU reads the inputs right after go, so it pays
- * that in full; a launch at submission hid it behind its own 3 us. On the
- * H200 host (a probe kernel: one 1024-thread block reading
- * after go, medians of 201): 16 KiB written with memcpy took 5.5 to 6.9 us
- * from go to done, written with streaming stores 4.5 to 5.4 us, about what
- * data the CPU had not touched took; the write itself cost 0.1 to 0.2 us
- * more on that machine, 0.2 to 0.7 on another. Streaming stores go to
- * memory through write-combining buffers and leave no modified line
- * behind.
+ * that in full; a launch at submission hid it behind its own latency.
+ * Written with streaming stores, the inputs reached the GPU about as fast
+ * as data the CPU had not touched, for little more CPU time than memcpy
+ * (docs/benchmarks.md, "Writing inputs: streaming stores"). Streaming
+ * stores go to memory through write-combining buffers and leave no
+ * modified line behind.
  *
  * Streaming stores are weakly ordered, so both functions end with sfence:
  * after it every byte is visible, and a later ordinary store (go, the

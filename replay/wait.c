@@ -16,8 +16,8 @@
  *
  * A graph run with staging kernels publishes a sequence number into the
  * slot's flag word as soon as its outputs are visible; the host sees that
- * a few microseconds before the graph's end would reach an event
- * (measured in docs/staging.md). The wait spins on the word for up to
+ * sooner than the graph's end would reach an event (docs/benchmarks.md,
+ * "Staging: the completion flag"). The wait spins on the word for up to
  * cgr_options.advanced.wait_spin_us, then blocks on the step's graph_done event,
  * which also reports a failed run instead of spinning forever on a flag
  * that will never come. Every graph of the step records it as its last

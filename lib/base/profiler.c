@@ -356,10 +356,11 @@ static void take_record(cgr__prof *p, const CUpti_Activity *a)
 
 /* Buffer pool. A flush hands CUPTI's current buffer back, so the first
  * record after it needs a new one, and CUPTI asks for it inside the launch
- * call. With a fresh 8 MiB allocation each time (mmap + page faults) that
- * launch took 0.5-4 ms on an H200; with buffers pre-faulted at cgr__prof_create
- * and recycled, 0.05-0.7 ms (the rest is CUPTI's own, see cgr__prof_begin). The
- * pool has its own lock, never held while calling CUPTI. */
+ * call. A fresh allocation each time (mmap + page faults) makes that launch
+ * stall for milliseconds; buffers pre-faulted at cgr__prof_create and
+ * recycled take most of the stall away (the rest is CUPTI's own, see
+ * cgr__prof_begin; docs/benchmarks.md, "CUPTI attached slows every later
+ * launch"). The pool has its own lock, never held while calling CUPTI. */
 static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *g_pool[POOL_MAX]; /* guarded by g_pool_lock */
 static int g_pool_n;           /* guarded by g_pool_lock */
@@ -864,8 +865,8 @@ int cgr__prof_begin(cgr__prof *p)
 
     /* No flush here by default. A flush hands CUPTI's current buffer back,
      * and CUPTI then stalls the next launch that records activity while it
-     * sets up a new one: 0.05-0.7 ms measured on an H200 (CUDA 13.0), even
-     * with pooled, pre-faulted buffers. Flushing here would put that stall
+     * sets up a new one, even with pooled, pre-faulted buffers (the
+     * buffer pool above). Flushing here would put that stall
      * inside every window. Earlier records are discarded by time instead:
      * the callback keeps only records that start at or after t0. */
     /* Reset CUPTI's dropped-record count so the window sees only its own. */

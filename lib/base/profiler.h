@@ -40,7 +40,8 @@
  *    in a build without CUPTI's headers every call fails that way.
  *  - cgr__prof_destroy detaches CUPTI (cgr__cupti_detach): a process that
  *    keeps CUPTI's activity tracing pays more host time for every later
- *    cudaGraphLaunch (capture/watch.c measured it).
+ *    cudaGraphLaunch (docs/benchmarks.md, "CUPTI attached slows every later
+ *    launch").
  */
 #ifndef CGR_PROF_H
 #define CGR_PROF_H

@@ -6,14 +6,20 @@
  * - an internal name (`cgr__NAME`, the path of one replay, the layers)
  *   must stand in the sources (library, tests, bench).
  *
- * So a document that still speaks of a call, a stats struct or an internal
- * function that was renamed or removed fails here. A header file's name
+ * And everywhere (those documents and the sources, examples and scripts), a
+ * section named after a document (`docs/NAME.md`, "Title" or `docs/NAME.md`
+ * ("Title")) must be a heading of that document, or the start of one up to a
+ * word's end ("Armed runs" for "Armed runs: launching before ...").
+ *
+ * So a document that still speaks of a call, a stats struct, an internal
+ * function or a section that was renamed or removed fails here. A header file's name
  * (`cgr_nccl.h`) is not a struct. CHANGELOG.md is not checked: it names
  * what was removed on purpose.
  *
- * Usage: test_doc_names SOURCE_ROOT; it reads SOURCE_ROOT/README.md and
- * every .md file of SOURCE_ROOT/docs. Exit 0: every name found; 1: one is not
- * (its document, line and name are printed); 2: I/O error.
+ * Usage: test_doc_names SOURCE_ROOT; it reads SOURCE_ROOT/README.md, every
+ * .md file of SOURCE_ROOT/docs and the sources below SOURCE_ROOT. Exit 0:
+ * every name found; 1: one is not (its file, line and name are printed); 2:
+ * I/O error.
  * It first checks itself on planted text, so it cannot pass by finding
  * nothing.
  */
@@ -47,6 +53,28 @@ static int has(const names *s, const char *w, size_t len)
     return 0;
 }
 
+/* Adds the len bytes at w as one name, unless it is there; 0 on out of memory. */
+static int add_name(names *s, const char *w, size_t len)
+{
+    if (has(s, w, len))
+        return 1;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 1024;
+        char **v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return 0;
+        s->v = v;
+        s->cap = cap;
+    }
+    char *c = malloc(len + 1);
+    if (!c)
+        return 0;
+    memcpy(c, w, len);
+    c[len] = '\0';
+    s->v[s->n++] = c;
+    return 1;
+}
+
 /* Adds every identifier of text that begins with "cgr_"; 0 on out of memory. */
 static int add_idents(names *s, const char *text)
 {
@@ -58,22 +86,8 @@ static int add_idents(names *s, const char *text)
         size_t len = 0;
         while (is_ident((unsigned char)p[len]))
             len++;
-        if (!has(s, p, len)) {
-            if (s->n == s->cap) {
-                size_t cap = s->cap ? 2 * s->cap : 1024;
-                char **v = realloc(s->v, cap * sizeof *v);
-                if (!v)
-                    return 0;
-                s->v = v;
-                s->cap = cap;
-            }
-            char *w = malloc(len + 1);
-            if (!w)
-                return 0;
-            memcpy(w, p, len);
-            w[len] = '\0';
-            s->v[s->n++] = w;
-        }
+        if (!add_name(s, p, len))
+            return 0;
         p += len;
     }
     return 1;
@@ -87,9 +101,23 @@ static void names_free(names *s)
     memset(s, 0, sizeof *s);
 }
 
-/* nftw has no user pointer: the set being filled, and whether a file failed. */
+static int check_sections(const char *text, const char *name, const names *headings);
+
+/*
+ * nftw has no user pointer: the set being filled, whether a file failed,
+ * and while the sources are read, the documents' headings and the count of
+ * sections they lack.
+ */
 static names *g_fill;
 static int g_io_error;
+static const names *g_headings;
+static int g_missing;
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
 
 static int collect(const char *path, const struct stat *st, int type, struct FTW *f)
 {
@@ -97,25 +125,32 @@ static int collect(const char *path, const struct stat *st, int type, struct FTW
     (void)f;
     if (type != FTW_F)
         return 0;
-    const char *dot = strrchr(path, '.'), *base = strrchr(path, '/');
-    if (!dot || (strcmp(dot, ".c") && strcmp(dot, ".h") && strcmp(dot, ".cu") &&
-                 strcmp(dot, ".in")))
-        return 0;
+    const int code = ends_with(path, ".c") || ends_with(path, ".h") || ends_with(path, ".cu") ||
+                     ends_with(path, ".in");
+    const int script = ends_with(path, ".sh") || ends_with(path, ".py") ||
+                       ends_with(path, "meson.build") || ends_with(path, ".txt");
+    const char *base = strrchr(path, '/');
     /* Not this file: its planted names must not count as found. */
-    if (base && strcmp(base + 1, "test_doc_names.c") == 0)
+    if ((!code && !(script && g_headings)) || (base && strcmp(base + 1, "test_doc_names.c") == 0))
         return 0;
     char *text = test_read_file(path);
-    if (!text || !add_idents(g_fill, text))
+    if (!text || (code && !add_idents(g_fill, text)))
         g_io_error = 1;
+    if (text && g_headings)
+        g_missing += check_sections(text, path, g_headings);
     free(text);
     return 0;
 }
 
-/* Every cgr_ identifier of the source files below root/dir[i]; 0 on an I/O error. */
-static int fill(names *s, const char *root, const char *const *dir, int n)
+/*
+ * Every cgr_ identifier of the source files below root/dir[i], and with
+ * headings, their sections checked; 0 on an I/O error.
+ */
+static int fill(names *s, const char *root, const char *const *dir, int n, const names *headings)
 {
     g_fill = s;
     g_io_error = 0;
+    g_headings = headings;
     for (int i = 0; i < n; i++) {
         char path[4096];
         if (snprintf(path, sizeof path, "%s/%s", root, dir[i]) >= (int)sizeof path ||
@@ -172,11 +207,146 @@ static int check_doc(const char *md, const char *name, const names *pub, const n
     return missing;
 }
 
+/* ---- sections named after a document ---------------------------------------------------- */
+
+static int line_of(const char *text, const char *p)
+{
+    int line = 1;
+    for (const char *c = text; c < p; c++)
+        line += *c == '\n';
+    return line;
+}
+
+/*
+ * Adds the headings of md, the document `base`, as "base\tTitle"; a
+ * numbered one ("8. Title") also without its number. Fenced code has none.
+ */
+static int add_headings(names *h, const char *base, const char *md)
+{
+    int fenced = 0;
+    for (const char *l = md; *l;) {
+        const char *end = strchr(l, '\n');
+        if (!end)
+            end = l + strlen(l);
+        if (strncmp(l, "```", 3) == 0) {
+            fenced = !fenced;
+        } else if (!fenced && *l == '#') {
+            const char *t = l;
+            while (*t == '#')
+                t++;
+            while (*t == ' ')
+                t++;
+            const char *e = end;
+            while (e > t && isspace((unsigned char)e[-1]))
+                e--;
+            const char *u = t;
+            while (isdigit((unsigned char)*u))
+                u++;
+            const char *starts[2] = {t, u > t && u[0] == '.' && u[1] == ' ' ? u + 2 : NULL};
+            for (int k = 0; k < 2 && starts[k]; k++) {
+                char key[512];
+                int n = snprintf(key, sizeof key, "%s\t%.*s", base, (int)(e - starts[k]),
+                                 starts[k]);
+                if (n > 0 && n < (int)sizeof key && !add_name(h, key, (size_t)n))
+                    return 0;
+            }
+        }
+        l = *end ? end + 1 : end;
+    }
+    return 1;
+}
+
+/* 1 when document base has a heading that is title, or starts with it up to a word's end. */
+static int has_section(const names *h, const char *base, const char *title)
+{
+    const size_t bl = strlen(base), tl = strlen(title);
+    for (size_t i = 0; i < h->n; i++) {
+        const char *k = h->v[i];
+        if (strncmp(k, base, bl) != 0 || k[bl] != '\t' || strncmp(k + bl + 1, title, tl) != 0)
+            continue;
+        const unsigned char next = (unsigned char)k[bl + 1 + tl];
+        if (!is_ident(next) && next != '-')
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * At p, "docs/NAME.md" followed by `, "Title"` or ` ("Title"` (a backtick
+ * after the name allowed): NAME.md into base and the title into title,
+ * its line breaks joined by one space (with a comment's leading `*`, `//`
+ * or `#`). 0 when no quoted title follows.
+ */
+static int section_ref(const char *p, char *base, size_t base_cap, char *title, size_t cap)
+{
+    const char *b = p + 5, *q = b;
+    while (islower((unsigned char)*q) || isdigit((unsigned char)*q) || *q == '-' || *q == '_')
+        q++;
+    if (q == b || strncmp(q, ".md", 3) != 0)
+        return 0;
+    snprintf(base, base_cap, "%.*s.md", (int)(q - b), b);
+    q += 3;
+    if (*q == '`')
+        q++;
+    if (strncmp(q, ", \"", 3) != 0 && strncmp(q, " (\"", 3) != 0)
+        return 0;
+    q += 3;
+    size_t n = 0;
+    for (; *q && *q != '"'; q++) {
+        char c = *q;
+        if (c == '\n') {
+            while (q[1] == ' ' || q[1] == '\t')
+                q++;
+            if (q[1] == '*' && q[2] != '/')
+                q++;
+            else if (q[1] == '/' && q[2] == '/')
+                q += 2;
+            else if (q[1] == '#')
+                q++;
+            while (q[1] == ' ' || q[1] == '\t')
+                q++;
+            c = ' ';
+        }
+        if (n + 1 >= cap)
+            return 0;
+        title[n++] = c;
+    }
+    title[n] = '\0';
+    return *q == '"' && n > 0;
+}
+
+/* Sections of text (called `name` in messages) that their document lacks; each is printed. */
+static int check_sections(const char *text, const char *name, const names *headings)
+{
+    int missing = 0;
+    for (const char *p = text; (p = strstr(p, "docs/")) != NULL; p += 5) {
+        char base[256], title[512];
+        if (!section_ref(p, base, sizeof base, title, sizeof title) ||
+            has_section(headings, base, title))
+            continue;
+        fprintf(stderr, "%s:%d: docs/%s has no section \"%s\"\n", name, line_of(text, p), base,
+                title);
+        missing++;
+    }
+    return missing;
+}
+
 static int self_check(void)
 {
-    names pub = {0}, internal = {0};
+    names pub = {0}, internal = {0}, h = {0};
     int ok = add_idents(&pub, "cgr_status cgr_step_run(cgr_step *s); typedef struct cgr_slot;") &&
-             add_idents(&internal, "static void cgr__lock(void);");
+             add_idents(&internal, "static void cgr__lock(void);") &&
+             add_headings(&h, "staging.md",
+                          "# Staging\n\n## Armed runs: launching\n```sh\n# not a heading\n```\n"
+                          "## 3. Host values\n");
+    ok = ok &&
+         check_sections("`docs/staging.md`, \"Armed runs\"; docs/staging.md (\"Staging\")\n"
+                        "/* docs/staging.md, \"Armed runs:\n * launching\" */ docs/staging.md is\n"
+                        "docs/staging.md, \"Host values\", docs/staging.md, \"3. Host values\"\n",
+                        "planted.md", &h) == 0 &&
+         check_sections("docs/staging.md, \"Armed run\"\n", "planted.md", &h) == 1 &&
+         check_sections("docs/staging.md, \"not a heading\"\n", "planted.md", &h) == 1 &&
+         check_sections("x `docs/shapes.md` (\"Armed runs\")\n", "planted.md", &h) == 1;
     /* The check's own messages go to stderr; they are expected here. */
     ok = ok &&
          check_doc("`cgr_step_run()`, `cgr_slot.inputs`, cgr__lock, cgr/cgr_nccl.h, cgr_dep\n",
@@ -186,6 +356,7 @@ static int self_check(void)
          check_doc("x\ncgr__cache_lookup\n", "planted.md", &pub, &internal) == 1;
     names_free(&pub);
     names_free(&internal);
+    names_free(&h);
     return ok;
 }
 
@@ -227,34 +398,49 @@ int main(int argc, char **argv)
     if (!test_self_check("test_doc_names", self_check))
         return 1;
     static const char *const public_dirs[] = {"lib/include/cgr"};
-    static const char *const source_dirs[] = {"lib", "capture", "replay", "allocator",
-                                              "comm", "tests", "bench"};
-    names pub = {0}, internal = {0};
-    if (!fill(&pub, argv[1], public_dirs, 1) || !fill(&internal, argv[1], source_dirs, 7))
-        return 2;
+    static const char *const source_dirs[] = {"lib",   "capture", "replay", "allocator", "comm",
+                                              "tests", "bench",   "examples"};
+    const int n_source_dirs = (int)(sizeof source_dirs / sizeof source_dirs[0]);
     int n_docs = 0, missing = 0;
     char **docs = doc_paths(argv[1], &n_docs);
     if (!docs) {
         fprintf(stderr, "test_doc_names: cannot list %s/docs\n", argv[1]);
         return 2;
     }
-    for (int i = 0; i < n_docs; i++) {
-        char *md = test_read_file(docs[i]);
-        if (!md) {
+    /* Every document's text first: the sources name their sections. */
+    char **text = calloc((size_t)n_docs, sizeof *text);
+    names pub = {0}, internal = {0}, headings = {0};
+    for (int i = 0; text && i < n_docs; i++) {
+        const char *base = strrchr(docs[i], '/') + 1;
+        text[i] = test_read_file(docs[i]);
+        if (!text[i]) {
             fprintf(stderr, "test_doc_names: cannot read %s\n", docs[i]);
             return 2;
         }
-        missing += check_doc(md, docs[i], &pub, &internal);
-        free(md);
+        if (i > 0 && !add_headings(&headings, base, text[i]))
+            return 2;
+    }
+    if (!text || !fill(&pub, argv[1], public_dirs, 1, NULL) ||
+        !fill(&internal, argv[1], source_dirs, n_source_dirs, &headings))
+        return 2;
+    missing += g_missing;
+    for (int i = 0; i < n_docs; i++) {
+        missing += check_doc(text[i], docs[i], &pub, &internal);
+        missing += check_sections(text[i], docs[i], &headings);
+        free(text[i]);
         free(docs[i]);
     }
+    free(text);
     free(docs);
     names_free(&pub);
     names_free(&internal);
+    names_free(&headings);
     if (missing) {
-        fprintf(stderr, "test_doc_names: FAIL: %d names above are not in the sources\n", missing);
+        fprintf(stderr, "test_doc_names: FAIL: %d names and sections above are not found\n",
+                missing);
         return 1;
     }
-    printf("test_doc_names: every name of %d documents is in the sources\n", n_docs);
+    printf("test_doc_names: every name and section of %d documents and the sources is found\n",
+           n_docs);
     return 0;
 }

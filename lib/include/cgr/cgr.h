@@ -276,8 +276,8 @@ typedef struct cgr_options {
                                     CGR_DIAGNOSE=1. 0 (default): the message gives the
                                     error and its likely causes */
     /*
-     * Tuning that the defaults settle for most steps, measured in
-     * docs/staging.md and docs/shapes.md. Change it to try an alternative
+     * Tuning that the defaults settle for most steps (docs/staging.md and
+     * docs/shapes.md say why). Change it to try an alternative
      * on your own workload, not to make a step work.
      */
     struct cgr_advanced_options {
@@ -299,8 +299,8 @@ typedef struct cgr_options {
 
 /**
  * @var cgr_options::advanced
- * Tuning that the defaults settle for most steps, measured in
- * docs/staging.md and docs/shapes.md; cgr_options_init() writes them.
+ * Tuning that the defaults settle for most steps (docs/staging.md and
+ * docs/shapes.md say why); cgr_options_init() writes them.
  * Change it to try an alternative on your own workload, not to make a step
  * work.
  *
@@ -449,7 +449,7 @@ typedef struct cgr_step_desc {
      * 1: the step's graphs begin with a gate, so CGR_ACQUIRE_ARM can launch
      * a run before its inputs are written (docs/staging.md, "Armed runs").
      * A run launched the ordinary way then waits one PCIe read on the GPU
-     * (about 1 us) at that gate. Default 0. An armed run that is released,
+     * at that gate. Default 0. An armed run that is released,
      * or not launched within arm_timeout_us, still runs its step once on
      * whatever the slot holds: an armable step must compute only from its
      * inputs, with no state it updates in place (persistent buffers), and
@@ -561,10 +561,10 @@ CGR_API cgr_status cgr_step_acquire(cgr_step *step, const int64_t *dims, unsigne
  * `offset`, the way the GPU reads fastest: with streaming stores that
  * leave no modified line in the CPU's caches (x86-64; a plain copy
  * elsewhere). Writing the inputs this way instead of with memcpy into
- * slot->inputs[index] shortens an armed run by about 1 us per 16 KiB
- * (docs/staging.md, "Writing inputs"). Call it any number of times (a row
- * at a time, say) between acquire and launch, from the thread that holds
- * the slot; every byte is visible to the GPU when it returns.
+ * slot->inputs[index] shortens an armed run, whose GPU reads them right
+ * away (docs/staging.md, "Writing inputs"). Call it any number of times (a
+ * row at a time, say) between acquire and launch, from the thread that
+ * holds the slot; every byte is visible to the GPU when it returns.
  * CGR_STATUS_INVALID_ARGUMENT for a bad index, NULL src, or offset + bytes
  * past the input's size at its largest shape; CGR_STATUS_WRONG_STATE as
  * cgr_step_launch() for a slot that is not held. Nothing is written then.
@@ -941,8 +941,8 @@ typedef struct cgr_launch_cfg {
      * finishing, so it must call cudaGridDependencySynchronize() before it
      * reads anything that kernel wrote; compile that call for sm_90 and
      * newer only (`#if __CUDA_ARCH__ >= 900`), the first architecture with
-     * it. Inside a graph PDL shortens each kernel-to-kernel edge (0.955 ->
-     * 0.712 us per node measured on an H200).
+     * it. Inside a graph PDL shortens each kernel-to-kernel edge
+     * (docs/benchmarks.md, "W-chain", has the figures).
      *
      * PDL is used only on devices of compute capability 9.0 and newer that
      * run code cgr compiled for sm_90 or newer (a build without it, such as
