@@ -14,9 +14,9 @@
  *
  * The raw graph is also timed alone before the first cgr runtime exists
  * and after every cgr mode (the canary): if anything cgr does slowed the
- * process down for other graphs (as a CUPTI subscription once did: every
- * later cudaGraphLaunch cost ~20 us of host time instead of ~2), the check
- * on its host time says so.
+ * process down for other graphs (as a CUPTI subscription once did:
+ * docs/benchmarks.md, "CUPTI attached slows every later launch"), the
+ * check on its host time says so.
  */
 #include <math.h>
 #include <stdio.h>

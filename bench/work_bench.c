@@ -152,8 +152,9 @@ static int profile_window(work_ctx *c, work_result *r)
 /*
  * The profiled pass after a mode's timed rounds. The profiler lives for
  * this pass only: while it exists CUPTI is attached, and every launch of
- * the modes and workloads timed after it would pay for that (16 to 32 us of
- * host time per W-mlp+pdl replay, docs/benchmarks.md). With --trace it
+ * the modes and workloads timed after it would pay for that in host time
+ * per replay (docs/benchmarks.md, "CUPTI attached slows every later
+ * launch"). With --trace it
  * stays, since the trace gathers every pass, and the help text says so.
  */
 static int profile_pass(work_ctx *c, work_result *r)
