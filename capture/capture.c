@@ -336,9 +336,9 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
         } else {
             /*
              * Any failure may leave the offer half updated, so it must never be
-             * replayed again: the caller drops it whatever the error was.
+             * replayed again, whatever the error was.
              */
-            out->update_failed = 1;
+            out->refused = offer;
             if (st != CGR_STATUS_CAPTURE_FAILED) {
                 cudaGraphDestroy(g);
                 out->update_result = -1;
@@ -538,6 +538,8 @@ void cgr__capture_retire(cgr__capture_out *out)
     for (int i = 0; i < out->n_retired; i++)
         cudaGraphDestroy(out->retired[i]);
     out->n_retired = 0;
+    cgr__graph_free(out->refused);
+    out->refused = NULL;
 }
 
 void cgr__graph_checked(cgr__graph *g)

@@ -54,22 +54,27 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *plan);
 typedef struct cgr__capture_out {
     cgr__graph *graph;    /* the new graph, or the offered one when updated */
     int updated;
-    int update_failed;    /* updating the offer failed: it is the caller's to drop */
-    int update_result;    /* its cudaGraphExecUpdateResult; -1 for another error */
+    int update_result;    /* refused: its cudaGraphExecUpdateResult; -1 for another error */
     char update_text[200];
     double capture_us, make_us;
-    /* Templates no longer needed, destroyed by cgr__capture_retire once the graph is
-     * launched: destroying a graph costs host time the launch need not wait for. */
+    /*
+     * What the capture leaves to destroy once this run's graph is launched
+     * (cgr__capture_retire): destroying costs host time the launch need not
+     * wait for. Templates no longer needed, and the offer when updating it
+     * failed: it may be half updated and is never launched again.
+     */
     cudaGraph_t retired[2];
     int n_retired;
+    cgr__graph *refused;
 } cgr__capture_out;
-/* Destroys out's retired templates; call it on every path after cgr__capture. */
+/* Destroys what out retired; call it on every path after cgr__capture, after the run's launch. */
 void cgr__capture_retire(cgr__capture_out *out);
 /*
  * Captures the step's current shape with scratch from `plan`. With `offer`,
- * first tries cudaGraphExecUpdate on its executables; when that fails, says
- * so in out and instantiates a new graph (the offer is then the caller's to
- * free). On failure out->graph is NULL.
+ * first tries cudaGraphExecUpdate on its executables; when that fails, the
+ * offer goes to out->refused (the caller takes it out of its table, and
+ * cgr__capture_retire frees it) and a new graph is instantiated. On failure
+ * out->graph is NULL.
  */
 cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
                         cgr__capture_out *out);

@@ -14,6 +14,7 @@
  * thread's launch. Also here: moving a run's tensors between their true
  * shape and the bucket's (padding inputs, packing outputs).
  */
+#include <assert.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -136,14 +137,17 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     cgr_status local = cgr__capture(s, plan, d->payload, &co);
     cgr_status st = cgr__comm_after_capture(rt, s, local);
     /*
-     * An offer that failed to update is never replayed again. It is freed
-     * after this run is launched, so that destroying it does not delay the
-     * run (CUDA would free it only once any run of it still going is done).
+     * An offer that failed to update is never replayed again: it leaves the
+     * table now, and co frees it after this run is launched, so that
+     * destroying it does not delay the run (cgr__capture_retire, on every
+     * path below).
      */
-    cgr__graph *refused =
-        co.update_failed ? take_offer(s, co.update_result, co.update_text) : NULL;
+    if (co.refused) {
+        cgr__graph *taken = take_offer(s, co.update_result, co.update_text);
+        assert(taken == co.refused);
+        (void)taken;
+    }
     if (st != CGR_STATUS_OK) {
-        cgr__capture_retire(&co);
         if (local == CGR_STATUS_OK) {
             /* Made here but refused by a peer: undo it, an updated offer included. */
             if (co.updated)
@@ -152,7 +156,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
                 cgr__graph_free(co.graph);
         }
         if (st != CGR_STATUS_CAPTURE_FAILED) {
-            cgr__graph_free(refused);
+            cgr__capture_retire(&co);
             cgr__shapes_capture_cancel(s->shapes);
             return st;
         }
@@ -167,7 +171,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         *action = CGR_RUN_EAGER;
         *reason = CGR_EAGER_CAPTURE_FAILED;
         st = cgr__run_eager(s, slot, plan);
-        cgr__graph_free(refused);
+        cgr__capture_retire(&co);
         return st;
     }
     cgr__graph *g = co.graph;
@@ -189,7 +193,6 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     else
         ss->instantiate_us += co.make_us;
     const cgr__graph made = *g;
-    cgr__graph_free(refused);
     for (uint32_t i = 0; i < oc.n_freed; i++)
         cgr__graph_free(oc.freed[i].payload);
     if (!oc.cached)
