@@ -12,9 +12,9 @@
  * meant to expose. With `in`, the first kernel also reads 16 KiB at most
  * (n_in >= 4096 reads its first 4096 floats), still latency bound.
  *
- * fmaf is written out so the host model in chain.c (also fmaf, correctly
- * rounded in C11 and on the GPU) gives bit-identical results: no
- * compiler-chosen contraction can differ between the two sides.
+ * fmaf is written out so the host model (chain_model in chain_bench.c,
+ * also fmaf, correctly rounded in C11 and on the GPU) gives bit-identical
+ * results: no compiler-chosen contraction can differ between the two sides.
  */
 #include "cgr/cgr.h"
 #include "chain.h"
