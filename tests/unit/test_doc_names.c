@@ -11,8 +11,12 @@
  * ("Title")) must be a heading of that document, or the start of one up to a
  * word's end ("Armed runs" for "Armed runs: launching before ...").
  *
+ * And a path into the repository (one of its top-level folders, a slash,
+ * and a file with a source's, script's or document's suffix:
+ * `capture/stage.cu`, docs/shapes.md) must be a file of the tree.
+ *
  * So a document that still speaks of a call, a stats struct, an internal
- * function or a section that was renamed or removed fails here. A header file's name
+ * function, a section or a file that was renamed or removed fails here. A header file's name
  * (`cgr_nccl.h`) is not a struct. CHANGELOG.md is not checked: it names
  * what was removed on purpose.
  *
@@ -30,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "test.h"
 
@@ -102,6 +107,7 @@ static void names_free(names *s)
 }
 
 static int check_sections(const char *text, const char *name, const names *headings);
+static int check_paths(const char *text, const char *name);
 
 /*
  * nftw has no user pointer: the set being filled, whether a file failed,
@@ -112,6 +118,8 @@ static names *g_fill;
 static int g_io_error;
 static const names *g_headings;
 static int g_missing;
+/* The source root, below which check_paths looks the paths up. */
+static const char *g_root;
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -137,7 +145,7 @@ static int collect(const char *path, const struct stat *st, int type, struct FTW
     if (!text || (code && !add_idents(g_fill, text)))
         g_io_error = 1;
     if (text && g_headings)
-        g_missing += check_sections(text, path, g_headings);
+        g_missing += check_sections(text, path, g_headings) + check_paths(text, path);
     free(text);
     return 0;
 }
@@ -331,6 +339,72 @@ static int check_sections(const char *text, const char *name, const names *headi
     return missing;
 }
 
+/* ---- paths into the repository ---------------------------------------------------------- */
+
+static int path_char(int c)
+{
+    return isalnum(c) || c == '_' || c == '-' || c == '.' || c == '/';
+}
+
+/* The len bytes at p end the way a file the repository keeps does. */
+static int kept_file(const char *p, size_t len)
+{
+    static const char *const ext[] = {".c", ".h", ".cu", ".md", ".sh",
+                                      ".py", ".txt", ".in", "meson.build"};
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        const size_t k = strlen(ext[i]);
+        if (len > k && memcmp(p + len - k, ext[i], k) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The len bytes at p begin with one of the repository's top-level folders and a slash. */
+static int in_top_dir(const char *p, size_t len)
+{
+    static const char *const top[] = {"lib",   "capture", "replay",   "allocator", "comm",
+                                      "bench", "tests",   "examples", "docs"};
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++) {
+        const size_t k = strlen(top[i]);
+        if (len > k + 1 && memcmp(p, top[i], k) == 0 && p[k] == '/')
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Paths into the repository that text (called `name` in messages) names
+ * and g_root lacks; each is printed. A path inside another one
+ * (build/bench/x.c, $base/bench/main.c) is not one, and a sentence's
+ * full stop is not part of it.
+ */
+static int check_paths(const char *text, const char *name)
+{
+    int missing = 0;
+    for (const char *p = text; *p; p++) {
+        if (!path_char((unsigned char)*p) ||
+            (p != text && (path_char((unsigned char)p[-1]) || p[-1] == '$')))
+            continue;
+        size_t len = 0;
+        while (path_char((unsigned char)p[len]))
+            len++;
+        const char *end = p + len;
+        while (len && p[len - 1] == '.')
+            len--;
+        char path[4096];
+        struct stat st;
+        if (in_top_dir(p, len) && kept_file(p, len) &&
+            snprintf(path, sizeof path, "%s/%.*s", g_root, (int)len, p) < (int)sizeof path &&
+            stat(path, &st) != 0) {
+            fprintf(stderr, "%s:%d: %.*s is not in the repository\n", name, line_of(text, p),
+                    (int)len, p);
+            missing++;
+        }
+        p = end - 1;
+    }
+    return missing;
+}
+
 static int self_check(void)
 {
     names pub = {0}, internal = {0}, h = {0};
@@ -347,6 +421,12 @@ static int self_check(void)
          check_sections("docs/staging.md, \"Armed run\"\n", "planted.md", &h) == 1 &&
          check_sections("docs/staging.md, \"not a heading\"\n", "planted.md", &h) == 1 &&
          check_sections("x `docs/shapes.md` (\"Armed runs\")\n", "planted.md", &h) == 1;
+    ok = ok &&
+         check_paths("`capture/stage.cu`, docs/shapes.md. lib/x86_64-linux-gnu\n"
+                     "tests/fuzz/corpus_* build/capture/gone.c $base/bench/gone.c capture/gone\n",
+                     "planted.md") == 0 &&
+         check_paths("see capture/gone.c.\n", "planted.md") == 1 &&
+         check_paths("(docs/gone.md, `bench/meson.build`)\n", "planted.md") == 1;
     /* The check's own messages go to stderr; they are expected here. */
     ok = ok &&
          check_doc("`cgr_step_run()`, `cgr_slot.inputs`, cgr__lock, cgr/cgr_nccl.h, cgr_dep\n",
@@ -395,6 +475,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_doc_names SOURCE_ROOT\n");
         return 2;
     }
+    g_root = argv[1];
     if (!test_self_check("test_doc_names", self_check))
         return 1;
     static const char *const public_dirs[] = {"lib/include/cgr"};
@@ -426,7 +507,7 @@ int main(int argc, char **argv)
     missing += g_missing;
     for (int i = 0; i < n_docs; i++) {
         missing += check_doc(text[i], docs[i], &pub, &internal);
-        missing += check_sections(text[i], docs[i], &headings);
+        missing += check_sections(text[i], docs[i], &headings) + check_paths(text[i], docs[i]);
         free(text[i]);
         free(docs[i]);
     }
@@ -436,11 +517,12 @@ int main(int argc, char **argv)
     names_free(&internal);
     names_free(&headings);
     if (missing) {
-        fprintf(stderr, "test_doc_names: FAIL: %d names and sections above are not found\n",
+        fprintf(stderr, "test_doc_names: FAIL: %d names, sections and paths above are not found\n",
                 missing);
         return 1;
     }
-    printf("test_doc_names: every name and section of %d documents and the sources is found\n",
+    printf("test_doc_names: every name, section and path of %d documents and the sources is "
+           "found\n",
            n_docs);
     return 0;
 }
