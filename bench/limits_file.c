@@ -75,6 +75,7 @@ static int parse_line(char *line, int lineno, const char *path, char *err, size_
 int limits_load(const char *path, char *err, size_t n)
 {
     char found[sizeof g_file];
+    const int searched = !path;
     g_n = 0;
     g_file[0] = '\0';
     if (!path) {
@@ -90,7 +91,11 @@ int limits_load(const char *path, char *err, size_t n)
     }
     FILE *f = fopen(path, "r");
     if (!f) {
-        snprintf(err, n, "cannot read the limits file %s: %s", path, strerror(errno));
+        /* A build of the cgr-bench target alone has not copied the file beside it. */
+        snprintf(err, n, "cannot read the limits file %s: %s%s", path, strerror(errno),
+                 searched ? " (nor limits.txt beside cgr-bench: build the whole tree, which "
+                            "copies it there, or give --limits FILE)"
+                          : "");
         return -1;
     }
     char line[512];
