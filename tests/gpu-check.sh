@@ -4,7 +4,9 @@
 # off and from PTX and under compute-sanitizer memcheck, and cgr-bench's
 # default suite (W-chain plain and with PDL, interleaved). Logs go to $OUT
 # (or /tmp/cgr-gpu-check); a short table is printed last and kept as
-# $OUT/summary.txt. Exits 1 when any part that ran failed, else 0.
+# $OUT/summary.txt: each part's status and its test counts, or cgr-bench's
+# result line and, for the default suite, W-chain's cgr/raw per kernel.
+# Exits 1 when any part that ran failed, else 0.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
 #                      [--sanitizers | --initcheck] [--shapes] [--ddp] [--base DIR]
 #                      [--no-extra | --no-pdl-off | --no-ptx] [--force-ptx-jit]
@@ -72,7 +74,23 @@ done
 # DIR is given relative to where the script was started, not to the tree's root.
 case "$base" in "" | /*) ;; *) base=$here/$base ;; esac
 b=build-gpu
-declare -A result
+declare -A result detail
+# The summary's detail of a part: meson's counts from its log, or a
+# cgr-bench log's result line and (for the default suite) W-chain's cgr/raw
+# per kernel, the median of the rounds' own ratios, with the spread at N = 100.
+counts() {
+    awk '/^(Ok|Fail|Skipped|Timeout): / {
+        w = $1 == "Fail:" ? "failed" : tolower(substr($1, 1, length($1) - 1))
+        printf "%s%s %s", n++ ? ", " : "", $2, w }' "$1"
+}
+bench_detail() {
+    local r chain
+    r=$(grep -m1 '^result ' "$1" | sed 's/^result *//')
+    chain=$(awk '$2 == "plain" && $3 == "cgr/raw" && $6 == "median" {
+                sub(",", "", $7); v = v (v ? " / " : "") $7; if ($1 == "N=100") s = $12 }
+            END { if (v) printf "; cgr/raw N=10/100/1000 %s, spread %s %%", v, s }' "$1")
+    echo "${r:-no result}$chain"
+}
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
 if meson setup "$b" >"$OUT/setup.log" 2>&1 && ninja -C "$b" >"$OUT/build.log" 2>&1; then
@@ -86,6 +104,7 @@ grep -A4 "^cgr" "$OUT/setup.log" | tail -4
 if [ "${result[build]}" = ok ]; then
     meson test -C "$b" --print-errorlogs --suite unit --suite headers --suite gpu --suite bench \
         >"$OUT/test.log" 2>&1 && result[tests]=ok || result[tests]=FAILED
+    detail[tests]=$(counts "$OUT/test.log")
     grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test.log"
     grep -hE "^(zero_copy_max|PASS|cycle|bad_)" "$b/meson-logs/testlog.txt" | cut -c1-300
     # The extra passes (see the top): each its own log and meson test log.
@@ -95,6 +114,7 @@ if [ "${result[build]}" = ok ]; then
         shift 3
         env "$@" meson test -C "$dir" --print-errorlogs --suite gpu --suite bench --logbase "testlog-$name" \
             >"$OUT/test-$name.log" 2>&1 && result[$key]=ok || result[$key]=FAILED
+        detail[$key]=$(counts "$OUT/test-$name.log")
         echo "-- gpu suite, $key ($dir${*:+, $*}):"
         grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test-$name.log" | grep -vE " OK | SKIP " | head -20
         grep -E "^(Ok|Fail|Skipped|Timeout): " "$OUT/test-$name.log" | tr -s ' ' | paste -sd ' '
@@ -129,23 +149,27 @@ if [ "${result[build]}" = ok ]; then
     if [ $memcheck = 1 ]; then
         meson test -C "$b" --setup memcheck --suite gpu --suite bench --print-errorlogs \
             >"$OUT/memcheck.log" 2>&1 && result[memcheck]=ok || result[memcheck]=FAILED
+        detail[memcheck]=$(counts "$OUT/memcheck.log")
         grep -E "^ *[0-9]+/[0-9]+ |ERROR SUMMARY" "$OUT/memcheck.log" | head -20
     fi
     if [ -n "$sanitizers" ]; then
         for tool in $sanitizers; do
             meson test -C "$b" --setup $tool --suite gpu --suite bench --print-errorlogs \
                 >"$OUT/$tool.log" 2>&1 && result[$tool]=ok || result[$tool]=FAILED
+            detail[$tool]=$(counts "$OUT/$tool.log")
             grep -E "^ *[0-9]+/[0-9]+ " "$OUT/$tool.log" | head -20
         done
     fi
     if [ $soak = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
         "$b/bench/cgr-bench" soak --json "$OUT/soak.json" >"$OUT/soak.log" 2>&1 \
             && result[soak]=ok || result[soak]=FAILED
+        detail[soak]=$(grep -m1 '^soak: growth' "$OUT/soak.log" | sed 's/.*host RSS/host RSS/')
         tail -n 20 "$OUT/soak.log"
     fi
     if [ $bench = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
         "$b/bench/cgr-bench" default $quick --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 \
             && result[bench]=ok || result[bench]=FAILED
+        detail[bench]=$(bench_detail "$OUT/bench.log")
         tail -n 40 "$OUT/bench.log"
     fi
     if [ $shapes = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
@@ -154,6 +178,7 @@ if [ "${result[build]}" = ok ]; then
         tail -n 40 "$OUT/bench-serve.log"
         "$b/bench/cgr-bench" newshape $quick --json "$OUT/bench-newshape.json" \
             >"$OUT/bench-newshape.log" 2>&1 || result[shapes]=FAILED
+        detail[shapes]="serve $(bench_detail "$OUT/bench-serve.log"); newshape $(bench_detail "$OUT/bench-newshape.log")"
         tail -n 20 "$OUT/bench-newshape.log"
     fi
     if [ $ddp = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
@@ -163,6 +188,7 @@ if [ "${result[build]}" = ok ]; then
         nproc=$([ "$gpus" -ge 2 ] && echo 2 || echo 1)
         "$b/bench/cgr-bench" ddp --nproc $nproc $quick --json "$OUT/bench-ddp.json" \
             >"$OUT/bench-ddp.log" 2>&1 && result[ddp]=ok || result[ddp]=FAILED
+        detail[ddp]="$nproc rank(s): $(bench_detail "$OUT/bench-ddp.log")"
         tail -n 30 "$OUT/bench-ddp.log"
     fi
     if [ $workloads = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
@@ -214,7 +240,7 @@ keys="$keys memcheck racecheck initcheck soak shapes ddp bench torch"
     echo "== gpu-check summary =="
     cat "$OUT/gpu.txt"
     for k in $keys; do
-        printf '%-10s %s\n' "$k" "${result[$k]:-skipped}"
+        printf '%-10s %-8s %s\n' "$k" "${result[$k]:-skipped}" "${detail[$k]:-}"
     done
 } | tee "$OUT/summary.txt"
 # The status says whether every part that ran passed.
