@@ -15,6 +15,10 @@
  * and a file with a source's, script's or document's suffix:
  * `capture/stage.cu`, docs/shapes.md) must be a file of the tree.
  *
+ * In the library's, cgr-bench's and the examples' sources, a file named
+ * without its folder (`stage.cu`, shapes.md) must be a file of the tree
+ * too, unless it is an example of a message's file:line (`x.c:42`).
+ *
  * So a document that still speaks of a call, a stats struct, an internal
  * function, a section or a file that was renamed or removed fails here. A header file's name
  * (`cgr_nccl.h`) is not a struct. CHANGELOG.md is not checked: it names
@@ -108,6 +112,7 @@ static void names_free(names *s)
 
 static int check_sections(const char *text, const char *name, const names *headings);
 static int check_paths(const char *text, const char *name);
+static int check_bare(const char *text, const char *name);
 
 /*
  * nftw has no user pointer: the set being filled, whether a file failed,
@@ -120,6 +125,8 @@ static const names *g_headings;
 static int g_missing;
 /* The source root, below which check_paths looks the paths up. */
 static const char *g_root;
+/* The names of the tree's files, without their folders, for check_bare. */
+static names g_files;
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -146,8 +153,46 @@ static int collect(const char *path, const struct stat *st, int type, struct FTW
         g_io_error = 1;
     if (text && g_headings)
         g_missing += check_sections(text, path, g_headings) + check_paths(text, path);
+    /* Tests plant names of files that do not exist on purpose. */
+    const char *rel = path + strlen(g_root);
+    if (text && g_headings && strncmp(rel, "/tests/", 7) != 0)
+        g_missing += check_bare(text, path);
     free(text);
     return 0;
+}
+
+static int add_file(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+    (void)st;
+    if (type == FTW_F && !add_name(&g_files, path + f->base, strlen(path + f->base)))
+        g_io_error = 1;
+    return 0;
+}
+
+/*
+ * The name of every file below root/dir[i], and of root's own files (not
+ * of its other folders: build trees are among them); 0 on an I/O error.
+ */
+static int list_files(const char *root, const char *const *dir, int n)
+{
+    g_io_error = 0;
+    char path[4096];
+    for (int i = 0; i < n; i++)
+        if (snprintf(path, sizeof path, "%s/%s", root, dir[i]) >= (int)sizeof path ||
+            nftw(path, add_file, 16, FTW_PHYS) != 0)
+            return 0;
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        struct stat st;
+        if (snprintf(path, sizeof path, "%s/%s", root, e->d_name) < (int)sizeof path &&
+            stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+            !add_name(&g_files, e->d_name, strlen(e->d_name)))
+            g_io_error = 1;
+    }
+    closedir(d);
+    return !g_io_error;
 }
 
 /*
@@ -405,6 +450,42 @@ static int check_paths(const char *text, const char *name)
     return missing;
 }
 
+/*
+ * Files that text (called `name` in messages) names without a folder, as
+ * NAME.c, NAME.cu or NAME.md, and g_files lacks; each is printed. A
+ * header's name may be a system's, so headers are not checked; nor is a
+ * name followed by :LINE, which shows what a message looks like.
+ */
+static int check_bare(const char *text, const char *name)
+{
+    static const char *const ext[] = {".cu", ".c", ".md"};
+    int missing = 0;
+    for (const char *p = text; *p; p++) {
+        if (!is_ident((unsigned char)*p) ||
+            (p != text && (path_char((unsigned char)p[-1]) || p[-1] == '$')))
+            continue;
+        size_t len = 0;
+        while (is_ident((unsigned char)p[len]) || p[len] == '-')
+            len++;
+        const char *q = p + len;
+        p = q - 1;
+        for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+            const size_t k = strlen(ext[i]);
+            if (strncmp(q, ext[i], k) != 0 || is_ident((unsigned char)q[k]) || q[k] == '/' ||
+                (q[k] == ':' && isdigit((unsigned char)q[k + 1])))
+                continue;
+            if (!has(&g_files, p - len + 1, len + k)) {
+                fprintf(stderr, "%s:%d: %.*s is not a file of the tree\n", name,
+                        line_of(text, p - len + 1), (int)(len + k), p - len + 1);
+                missing++;
+            }
+            p = q + k - 1;
+            break;
+        }
+    }
+    return missing;
+}
+
 static int self_check(void)
 {
     names pub = {0}, internal = {0}, h = {0};
@@ -427,6 +508,11 @@ static int self_check(void)
                      "planted.md") == 0 &&
          check_paths("see capture/gone.c.\n", "planted.md") == 1 &&
          check_paths("(docs/gone.md, `bench/meson.build`)\n", "planted.md") == 1;
+    ok = ok && add_name(&g_files, "stage.cu", 8) && add_name(&g_files, "shapes.md", 9) &&
+         check_bare("`stage.cu` and shapes.md. at gone.c:42, gone.h, x/gone.c, gone.cuh\n",
+                    "planted.c") == 0 &&
+         check_bare("as gone.c does\n", "planted.c") == 1 &&
+         check_bare("(gone.cu, gone.md)\n", "planted.c") == 2;
     /* The check's own messages go to stderr; they are expected here. */
     ok = ok &&
          check_doc("`cgr_step_run()`, `cgr_slot.inputs`, cgr__lock, cgr/cgr_nccl.h, cgr_dep\n",
@@ -501,7 +587,10 @@ int main(int argc, char **argv)
         if (i > 0 && !add_headings(&headings, base, text[i]))
             return 2;
     }
-    if (!text || !fill(&pub, argv[1], public_dirs, 1, NULL) ||
+    names_free(&g_files); /* the self-check's */
+    if (!text || !list_files(argv[1], source_dirs, n_source_dirs) ||
+        !list_files(argv[1], (const char *const[]){"docs"}, 1) ||
+        !fill(&pub, argv[1], public_dirs, 1, NULL) ||
         !fill(&internal, argv[1], source_dirs, n_source_dirs, &headings))
         return 2;
     missing += g_missing;
@@ -516,6 +605,7 @@ int main(int argc, char **argv)
     names_free(&pub);
     names_free(&internal);
     names_free(&headings);
+    names_free(&g_files);
     if (missing) {
         fprintf(stderr, "test_doc_names: FAIL: %d names, sections and paths above are not found\n",
                 missing);
