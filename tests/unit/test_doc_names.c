@@ -417,6 +417,12 @@ static int in_top_dir(const char *p, size_t len)
     return 0;
 }
 
+/* Whether p, in text, starts a word that is not the tail of a path or of a $variable's. */
+static int word_start(const char *text, const char *p)
+{
+    return p == text || !(path_char((unsigned char)p[-1]) || p[-1] == '$');
+}
+
 /*
  * Paths into the repository that text (called `name` in messages) names
  * and g_root lacks; each is printed. A path inside another one
@@ -427,8 +433,7 @@ static int check_paths(const char *text, const char *name)
 {
     int missing = 0;
     for (const char *p = text; *p; p++) {
-        if (!path_char((unsigned char)*p) ||
-            (p != text && (path_char((unsigned char)p[-1]) || p[-1] == '$')))
+        if (!path_char((unsigned char)*p) || !word_start(text, p))
             continue;
         size_t len = 0;
         while (path_char((unsigned char)p[len]))
@@ -461,8 +466,7 @@ static int check_bare(const char *text, const char *name)
     static const char *const ext[] = {".cu", ".c", ".md"};
     int missing = 0;
     for (const char *p = text; *p; p++) {
-        if (!is_ident((unsigned char)*p) ||
-            (p != text && (path_char((unsigned char)p[-1]) || p[-1] == '$')))
+        if (!is_ident((unsigned char)*p) || !word_start(text, p))
             continue;
         size_t len = 0;
         while (is_ident((unsigned char)p[len]) || p[len] == '-')
