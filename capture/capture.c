@@ -52,13 +52,14 @@ typedef struct io_nodes {
 } io_nodes;
 
 /*
- * Splits tensors by size and fills the zero-copy lists, with slot 0's
- * addresses marked as slot addresses. Sizes are the current shape's (its
- * bucket), and a step with dynamic dims also moves the run's true dims
- * from the slot to their device buffer in the input kernel, so every
- * replay sees its own run's dims. A graph with any staging kernel ends
- * with the output kernel, which publishes the completion flag and
- * advances the slot word, even when it has no tensor to copy.
+ * Splits tensors by size and fills the zero-copy lists with slot 0's
+ * addresses: the sources of the input list, the destinations of the
+ * output list. Sizes are the current shape's (its bucket), and a step
+ * with dynamic dims also moves the run's true dims from the slot to their
+ * device buffer in the input kernel, so every replay sees its own run's
+ * dims. A graph with any staging kernel ends with the output kernel,
+ * which publishes the completion flag and advances the slot word, even
+ * when it has no tensor to copy.
  */
 static void plan_io(const cgr_step *s, io_nodes *io)
 {
@@ -70,7 +71,6 @@ static void plan_io(const cgr_step *s, io_nodes *io)
         if (t->cur_bytes <= zero_copy_max) {
             int k = io->zin.n++;
             io->zin.src[k] = dev + t->slot_offset;
-            io->zin.src_rel |= 1u << k;
             io->zin.dst[k] = t->dev;
             io->zin.bytes[k] = t->cur_bytes;
         } else {
@@ -81,7 +81,6 @@ static void plan_io(const cgr_step *s, io_nodes *io)
     if (s->n_dyn) {
         int k = io->zin.n++;
         io->zin.src[k] = dev + CGR__SLOT_DIMS_OFFSET;
-        io->zin.src_rel |= 1u << k;
         io->zin.dst[k] = s->dims_dev;
         io->zin.bytes[k] = (size_t)s->n_dyn * sizeof(int64_t);
     }
@@ -91,7 +90,6 @@ static void plan_io(const cgr_step *s, io_nodes *io)
             int k = io->zout.n++;
             io->zout.src[k] = t->dev;
             io->zout.dst[k] = dev + t->slot_offset;
-            io->zout.dst_rel |= 1u << k;
             io->zout.bytes[k] = t->cur_bytes;
         } else {
             io->copies[io->n_copies++] =
@@ -112,6 +110,7 @@ static void plan_io(const cgr_step *s, io_nodes *io)
         l[k]->slot_stride = s->slot_stride;
         l[k]->n_slots = s->ring.slots;
     }
+    io->zout.to_host = 1;
     io->zout.flag = (unsigned long long *)dev; /* the slot's first word */
     io->zout.seq = s->sig_dev;
     io->zout.arrive = (unsigned int *)(s->sig_dev + s->ring.slots);

@@ -163,9 +163,9 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
                 t++;
             }
             const size_t off = (c - first) * 16;
-            const unsigned char *src = (const unsigned char *)l.src[t] + off +
-                                       ((l.src_rel >> t) & 1u ? slot_off : 0);
-            unsigned char *d = (unsigned char *)l.dst[t] + off + ((l.dst_rel >> t) & 1u ? slot_off : 0);
+            const unsigned char *src =
+                (const unsigned char *)l.src[t] + off + (l.to_host ? 0 : slot_off);
+            unsigned char *d = (unsigned char *)l.dst[t] + off + (l.to_host ? slot_off : 0);
             const size_t left = l.bytes[t] - off;
             if (left >= 16) {
                 v[u] = *(const uint4 *)src;

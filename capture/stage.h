@@ -41,8 +41,8 @@ typedef struct cgr__copy_list {
     const void *src[CGR__COPY_MAX];
     void *dst[CGR__COPY_MAX];
     size_t bytes[CGR__COPY_MAX];
-    /* Bit k set: src[k] (src_rel) or dst[k] (dst_rel) is a slot address. */
-    unsigned src_rel, dst_rel;
+    /* 0: every src[k] is a slot address (the inputs); 1: every dst[k] is (the outputs). */
+    int to_host;
     const unsigned char *slot_word; /* the run's slot index, one byte */
     size_t slot_stride;
     unsigned n_slots;
