@@ -43,7 +43,9 @@ typedef struct cgr__graph {
     size_t bytes;             /* estimate charged to the cache's byte budget */
 } cgr__graph;
 
-/* The step's static device buffers, pinned slots and events (capture/io.c). */
+/* The step's static device buffers, pinned slots and events (capture/io.c).
+ * free_io frees what alloc_io made, all or part of it, just before the step
+ * itself is freed: on alloc_io's failure and at cgr__step_free. */
 cgr_status cgr__step_alloc_io(cgr_step *s);
 void cgr__step_free_io(cgr_step *s);
 

@@ -87,12 +87,11 @@ static void list_free(node_list *l)
     free(l->node);
     free(l->type);
     free(l->alloc);
-    memset(l, 0, sizeof *l);
 }
 
+/* Lists g's nodes into l, which starts empty. */
 static cgr_status list_nodes(cudaGraph_t g, node_list *l)
 {
-    memset(l, 0, sizeof *l);
     CGR_CUDA_TRY(cudaGraphGetNodes(g, NULL, &l->n));
     if (l->n == 0)
         return CGR_STATUS_OK;

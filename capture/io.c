@@ -92,32 +92,20 @@ fail:
 void cgr__step_free_io(cgr_step *s)
 {
     cgr_runtime *rt = s->rt;
-    for (uint32_t k = 0; k < CGR_MAX_SLOTS; k++) {
+    for (uint32_t k = 0; k < CGR_MAX_SLOTS; k++)
         if (s->done[k])
             cudaEventDestroy(s->done[k]);
-        s->done[k] = NULL;
-    }
     if (s->graph_done)
         cudaEventDestroy(s->graph_done);
-    s->graph_done = NULL;
     if (s->pinned) {
         CGR__FAULT_PINNED(s->slot_stride * s->ring.slots, -1);
         cudaFreeHost(s->pinned);
     }
     cgr__persist_free(&rt->persist, s->sig_dev);
-    s->sig_dev = NULL;
-    s->slot_word = NULL;
     cgr__persist_free(&rt->persist, s->dims_dev);
-    s->dims_dev = NULL;
     rt->pinned_bytes -= s->stats.pinned_bytes;
-    s->stats.pinned_bytes = 0;
-    s->pinned = s->pinned_dev = NULL;
-    for (int i = 0; i < s->n_in; i++) {
+    for (int i = 0; i < s->n_in; i++)
         cgr__persist_free(&rt->persist, s->in[i].dev);
-        s->in[i].dev = NULL;
-    }
-    for (int i = 0; i < s->n_out; i++) {
+    for (int i = 0; i < s->n_out; i++)
         cgr__persist_free(&rt->persist, s->out[i].dev);
-        s->out[i].dev = NULL;
-    }
 }

@@ -105,7 +105,5 @@ CGR_API cgr_status cgr_step_set_seed(cgr_step *s, uint64_t seed)
 
 void cgr__philox_free(cgr_step *s)
 {
-    if (s->philox_dev)
-        cgr__persist_free(&s->rt->persist, s->philox_dev);
-    s->philox_dev = NULL;
+    cgr__persist_free(&s->rt->persist, s->philox_dev);
 }

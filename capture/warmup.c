@@ -5,8 +5,6 @@
  * already uses the planned addresses, so a warm-up also proves the plan on
  * real work before a graph bakes it in.
  */
-#include <string.h>
-
 #include "capture.h"
 #include "trace.h"
 
@@ -21,7 +19,6 @@ void cgr__plan_reset(cgr__shape_plan *p)
 void cgr__plan_destroy(cgr__shape_plan *p)
 {
     cgr__trace_destroy(&p->trace);
-    memset(p, 0, sizeof *p);
 }
 
 /* Plans the trace of a shape's first run and backs it with arena memory. */

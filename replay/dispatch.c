@@ -21,7 +21,6 @@
 
 #include "replay.h"
 #include "shape_io.h"
-#include "trace.h"
 
 /* The dims of tensor t at the run's true or bucket values. */
 static void tensor_dims(const cgr__tensor *t, const int64_t *vals, int64_t *out)
