@@ -140,8 +140,7 @@ static void describe_caller(const failure *f, char *out, size_t cap)
 
 cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, size_t cap)
 {
-    static const char fn[] = "diagnosis";
-    CGR_TRY(cgr__cupti_load(fn));
+    CGR_TRY(cgr__cupti_load("diagnosis"));
     const cgr__cupti_api *api = cgr__cupti();
     /* The watch ends with cuptiFinalize(), which would end a profile window's collection too. */
     if (!cgr__prof_watch_begin())
@@ -187,10 +186,9 @@ cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, siz
     }
     char caller[448];
     describe_caller(&f, caller, sizeof caller);
-    const char *ename = from_runtime ? cudaGetErrorName((cudaError_t)f.error) : NULL;
-    if (ename)
-        snprintf(msg, cap, "the first failing call was %s (%s), called from %s", f.call, ename,
-                 caller);
+    if (from_runtime)
+        snprintf(msg, cap, "the first failing call was %s (%s), called from %s", f.call,
+                 cudaGetErrorName((cudaError_t)f.error), caller);
     else
         snprintf(msg, cap, "the first failing call was %s (CUresult %d), called from %s", f.call,
                  f.error, caller);
