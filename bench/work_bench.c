@@ -118,7 +118,7 @@ static int profile_window(work_ctx *c, work_result *r)
     char label[64];
     snprintf(label, sizeof label, "%s B=%d %s", c->w->name, c->w->B,
              c->capture ? "graph" : "eager");
-    if (prof_begin(g_prof, label) != PROF_OK)
+    if (prof_begin(g_prof) != PROF_OK)
         return 0;
     for (int i = 0; i < WORK_PROF_STEPS; i++)
         TRY(one_step(c));

@@ -49,8 +49,8 @@ typedef struct cgr__profile {
     int entry;            /* the shape-table entry profiled; -1 until its first replay */
     uint64_t seen;        /* its graph runs seen while waiting */
     cgr__prof *prof;      /* while collecting; NULL while waiting */
-    cgr__prof_run *runs;  /* 2 x runs of them */
-    size_t n, cap;
+    cgr__prof_run *runs;  /* 2 x cgr_options.profile.runs of them */
+    size_t n;             /* the runs recorded so far */
 } cgr__profile;
 
 void cgr__profile_attach(cgr_step *s)
@@ -74,7 +74,6 @@ void cgr__profile_attach(cgr_step *s)
     }
     p->entry = -1;
     p->runs = runs;
-    p->cap = (size_t)o->runs * 2;
     s->profile = p;
 }
 
@@ -173,22 +172,16 @@ static void close_window(cgr_step *s, cgr__profile *p)
         return;
     }
     cgr__prof_window w;
-    const cgr__prof_rec *recs = NULL;
-    const char *const *names = NULL;
-    cgr__prof_link *links = NULL;
-    size_t n = 0, n_names = 0, n_links = 0;
-    if (cgr__prof_end(p->prof, &w) != CGR__PROF_OK ||
-        cgr__prof_records(p->prof, &recs, &n, &names, &n_names) != CGR__PROF_OK ||
-        cgr__prof_links(p->prof, &links, &n_links) != CGR__PROF_OK) {
+    if (cgr__prof_end(p->prof, &w) != CGR__PROF_OK) {
         give_up(s, CGR_STATUS_NOT_SUPPORTED, cgr__prof_errmsg(p->prof));
         return;
     }
-    int32_t *run_of = malloc((n ? n : 1) * sizeof *run_of);
+    int32_t *run_of = malloc((w.n ? w.n : 1) * sizeof *run_of);
     cgr__prof_summary sum;
     uint64_t by_time = 0;
     if (run_of)
-        cgr__prof_attribute(recs, n, links, n_links, p->runs, p->n, run_of, &by_time);
-    if (!run_of || cgr__prof_summarize(recs, n, run_of, p->runs, p->n, names, n_names,
+        cgr__prof_attribute(w.recs, w.n, w.links, w.n_links, p->runs, p->n, run_of, &by_time);
+    if (!run_of || cgr__prof_summarize(w.recs, w.n, run_of, p->runs, p->n, w.names, w.n_names,
                                        w.dropped, &sum) != 0) {
         free(run_of);
         give_up(s, CGR_STATUS_OUT_OF_MEMORY, "host allocation while summing the records");
@@ -206,9 +199,9 @@ static void close_window(cgr_step *s, cgr__profile *p)
         FILE *f = fopen(path[k], "w");
         int failed = !f || (k == TEXT   ? cgr__prof_write_text(f, s->name, &sum)
                             : k == JSON ? cgr__prof_write_json(f, s->name, &sum)
-                                        : cgr__prof_write_trace(f, s->name, recs, n, run_of,
-                                                                p->runs, p->n, names, n_names,
-                                                                w.ranges, w.n_ranges));
+                                        : cgr__prof_write_trace(f, s->name, w.recs, w.n, run_of,
+                                                                p->runs, p->n, w.names,
+                                                                w.n_names, w.ranges, w.n_ranges));
         if (f && fclose(f) != 0)
             failed = 1;
         if (failed && bad < 0)
@@ -296,7 +289,7 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
         give_up(s, CGR_STATUS_NOT_SUPPORTED, cgr__prof_errmsg(p->prof));
         return CGR_STATUS_OK;
     }
-    if (++p->n == p->cap)
+    if (++p->n == (size_t)s->rt->opt.profile.runs * 2)
         close_window(s, p);
     return CGR_STATUS_OK;
 }

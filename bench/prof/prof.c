@@ -1,34 +1,36 @@
 /* cgr-bench's profiler (prof.h) on libcgr's collector (profiler.h).
  *
- * The collector keeps the last window's records, sorted by start with the
- * kernel names resolved (cgr__prof_records), and its start, end and losses
- * (cgr__prof_window). The per-step figures, the top-kernels table and the
- * trace of several windows are computed here from those, with the sums of
- * prof_report.h that the library's profile window uses as well.
+ * The collector gives the last window's records, sorted by start with the
+ * kernel names resolved, and its start, end and losses (cgr__prof_window),
+ * which prof keeps until the next prof_begin. The per-step figures, the
+ * top-kernels table and the trace of several windows are computed here
+ * from those, with the sums of prof_report.h that the library's profile
+ * window uses as well.
  */
 #define _POSIX_C_SOURCE 200809L /* open_memstream, fseeko */
 
 #include "prof.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* prof's own codes must not read as one of the collector's, which pass through. */
 #define PROF_NOT_COLLECTORS_(c)                                                            \
-    ((int)(c) != (int)CGR__PROF_OK && (int)(c) != (int)CGR__PROF_EINVAL &&                 \
-     (int)(c) != (int)CGR__PROF_ECUPTI && (int)(c) != (int)CGR__PROF_ENOMEM &&             \
-     (int)(c) != (int)CGR__PROF_ESTATE && (int)(c) != (int)CGR__PROF_EBUSY &&              \
-     (int)(c) != (int)CGR__PROF_ENOLIB)
-_Static_assert(PROF_NOT_COLLECTORS_(PROF_WTRUNC) && PROF_NOT_COLLECTORS_(PROF_EIO),
+    ((int)(c) != (int)CGR__PROF_OK && (int)(c) != (int)CGR__PROF_ECUPTI &&                 \
+     (int)(c) != (int)CGR__PROF_ENOMEM && (int)(c) != (int)CGR__PROF_ESTATE &&             \
+     (int)(c) != (int)CGR__PROF_EBUSY && (int)(c) != (int)CGR__PROF_ENOLIB)
+_Static_assert(PROF_NOT_COLLECTORS_(PROF_WTRUNC) && PROF_NOT_COLLECTORS_(PROF_EINVAL) &&
+                   PROF_NOT_COLLECTORS_(PROF_EIO),
                "prof's return codes collide with the collector's");
 
 struct prof {
     cgr__prof *c;          /* the collector */
     char err[256];         /* the last error's message (prof_errmsg) */
-    char label[64];        /* the open window's label */
-    char last_label[64];   /* the last finished window's label */
-    uint64_t last_start;   /* the last finished window's start, ns (CUPTI clock) */
+    cgr__prof_window last; /* the last finished window, while have_last */
+    int have_last;         /* from a prof_end that succeeded to the next prof_begin
+                              that does (the collector then reuses the store) */
 
     /* trace: the windows added so far, as JSON events */
     prof_trace_buf trace;
@@ -60,21 +62,10 @@ const char *prof_errmsg(const prof *p)
     return p ? p->err : "prof is NULL";
 }
 
-/* The last finished window's records, as the collector keeps them. */
-typedef struct window_recs {
-    const cgr__prof_rec *recs;
-    size_t n;
-    const char *const *names;
-    size_t n_names;
-} window_recs;
-
-/* The last window's records into *w; without a finished window, fn's message. */
-static int last_window(prof *p, const char *fn, window_recs *w)
+/* Without a finished window, fn's message and the collector's code for it. */
+static int no_window(prof *p, const char *fn)
 {
-    const int rc = cgr__prof_records(p->c, &w->recs, &w->n, &w->names, &w->n_names);
-    if (rc != CGR__PROF_OK)
-        return set_err(p, rc, "%s: no finished window", fn);
-    return PROF_OK;
+    return set_err(p, CGR__PROF_ESTATE, "%s: no finished window", fn);
 }
 
 /* ------------------------------------------------------------------ */
@@ -82,8 +73,7 @@ static int last_window(prof *p, const char *fn, window_recs *w)
 
 int prof_create(prof **out, char *err, size_t errlen)
 {
-    if (!out)
-        return cgr__prof_create(NULL, 0, err, errlen); /* the collector's refusal and message */
+    assert(out);
     *out = NULL;
     prof *p = calloc(1, sizeof *p);
     if (!p) {
@@ -116,39 +106,34 @@ void prof_destroy(prof **pp)
 /* ------------------------------------------------------------------ */
 /* windows                                                             */
 
-int prof_begin(prof *p, const char *label)
+int prof_begin(prof *p)
 {
     p->err[0] = '\0';
     const int rc = cgr__prof_begin(p->c);
     if (rc != CGR__PROF_OK)
         return collector_err(p, rc);
-    snprintf(p->label, sizeof p->label, "%s", label ? label : "");
+    p->have_last = 0; /* the collector's store now fills with the new window's records */
     return PROF_OK;
 }
 
 int prof_end(prof *p, int steps, prof_window *out)
 {
-    cgr__prof_window cw;
-    window_recs r;
-
     p->err[0] = '\0';
     if (steps < 1)
         return set_err(p, PROF_EINVAL, "prof_end: steps must be >= 1 (got %d)", steps);
-    int rc = cgr__prof_end(p->c, &cw);
-    if (rc == CGR__PROF_OK)
-        rc = cgr__prof_records(p->c, &r.recs, &r.n, &r.names, &r.n_names);
+    const int rc = cgr__prof_end(p->c, &p->last);
     if (rc != CGR__PROF_OK)
         return collector_err(p, rc);
+    p->have_last = 1;
+    const cgr__prof_window *cw = &p->last;
 
     /* Sums, counts and span; the records are sorted by start, as the union needs. */
     cgr__prof_tally t = {0};
-    for (size_t i = 0; i < r.n; i++)
-        cgr__prof_tally_add(&t, &r.recs[i]);
+    for (size_t i = 0; i < cw->n; i++)
+        cgr__prof_tally_add(&t, &cw->recs[i]);
 
     prof_window w;
     memset(&w, 0, sizeof w);
-    snprintf(w.label, sizeof w.label, "%s", p->label);
-    w.steps = steps;
     w.kernel_us = (double)t.ns[CGR__PROF_KERNEL] / 1e3 / steps;
     w.memcpy_us = (double)t.ns[CGR__PROF_MEMCPY] / 1e3 / steps;
     w.memset_us = (double)t.ns[CGR__PROF_MEMSET] / 1e3 / steps;
@@ -160,14 +145,13 @@ int prof_end(prof *p, int steps, prof_window *out)
     w.kernels_per_step = (double)w.kernels / steps;
     w.memcpys_per_step = (double)w.memcpys / steps;
     w.memsets_per_step = (double)w.memsets / steps;
-    w.span_us = r.n > 0 ? (double)(t.last - r.recs[0].start) / 1e3 / steps : 0.0;
-    w.window_us = (double)(cw.end - cw.start) / 1e3;
-    w.records = r.n;
-    w.untimed = cw.untimed;
-    w.dropped = cw.dropped;
+    w.span_us = cw->n > 0 ? (double)(t.last - cw->recs[0].start) / 1e3 / steps : 0.0;
+    w.window_us = (double)(cw->end - cw->start) / 1e3;
+    w.records = cw->n;
+    w.recs = cw->recs;
+    w.untimed = cw->untimed;
+    w.dropped = cw->dropped;
 
-    memcpy(p->last_label, w.label, sizeof p->last_label);
-    p->last_start = cw.start;
     if (out)
         *out = w;
     return PROF_OK;
@@ -179,37 +163,17 @@ int prof_now(prof *p, uint64_t *ns)
     return rc == CGR__PROF_OK ? PROF_OK : collector_err(p, rc);
 }
 
-int prof_intervals(prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n)
-{
-    window_recs r;
-    if (!p || !n || (max && (!start || !end)))
-        return PROF_EINVAL;
-    const int rc = last_window(p, "prof_intervals", &r);
-    if (rc != PROF_OK)
-        return rc;
-    size_t k = r.n < max ? r.n : max;
-    for (size_t i = 0; i < k; i++) {
-        start[i] = r.recs[i].start;
-        end[i] = r.recs[i].end;
-    }
-    *n = k;
-    return PROF_OK;
-}
-
 /* ------------------------------------------------------------------ */
 /* top kernels                                                         */
 
 int prof_top_kernels(prof *p, prof_kernel_stat *out, int max, int *n)
 {
-    window_recs r;
-    if (n)
-        *n = 0;
-    if (!p || !n || max < 0 || (max > 0 && !out))
-        return PROF_EINVAL;
-    const int rc = last_window(p, "prof_top_kernels", &r);
-    if (rc != PROF_OK)
-        return rc;
-    const int k = cgr__prof_rank_kernels(r.recs, r.n, NULL, r.names, r.n_names, out, max);
+    assert(n && max >= 0 && (max == 0 || out));
+    *n = 0;
+    if (!p->have_last)
+        return no_window(p, "prof_top_kernels");
+    const cgr__prof_window *w = &p->last;
+    const int k = cgr__prof_rank_kernels(w->recs, w->n, NULL, w->names, w->n_names, out, max);
     if (k < 0)
         return set_err(p, PROF_ENOMEM, "prof_top_kernels: out of memory");
     *n = k;
@@ -222,23 +186,17 @@ int prof_top_kernels(prof *p, prof_kernel_stat *out, int max, int *n)
 
 int prof_trace_add(prof *p, const char *label, int pid)
 {
-    window_recs r;
-
-    if (!p)
-        return PROF_EINVAL;
     p->err[0] = '\0';
-    int rc = last_window(p, "prof_trace_add", &r);
-    if (rc != PROF_OK)
-        return rc;
-    if (!label || !label[0])
-        label = p->last_label[0] ? p->last_label : "window";
+    if (!p->have_last)
+        return no_window(p, "prof_trace_add");
+    const cgr__prof_window *w = &p->last;
     if (!p->torigin_set) {
-        p->torigin = p->last_start;
+        p->torigin = w->start;
         p->torigin_set = 1;
     }
 
-    rc = prof_trace_buf_add(&p->trace, pid, label, r.recs, r.n, NULL, r.names, r.n_names,
-                            p->torigin);
+    const int rc = prof_trace_buf_add(&p->trace, pid, label, w->recs, w->n, NULL, w->names,
+                                      w->n_names, p->torigin);
     if (rc < 0)
         return set_err(p, PROF_ENOMEM, "prof_trace_add: out of memory");
     if (rc > 0)

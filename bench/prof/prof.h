@@ -14,7 +14,7 @@
  *     prof *p; char err[256];
  *     if (prof_create(&p, err, sizeof err) != PROF_OK) { report err; }
  *     ... warm up, cudaDeviceSynchronize() ...
- *     prof_begin(p, "graph");
+ *     prof_begin(p);
  *     for (i = 0; i < steps; i++) run_one_step();
  *     cudaDeviceSynchronize();              // the caller synchronizes
  *     prof_window w; prof_end(p, steps, &w);
@@ -52,13 +52,13 @@ extern "C" {
 #endif
 
 /* Return codes. Negative is an error; PROF_WTRUNC is a warning. The
- * collector's codes pass through unchanged; the two of prof's own take
+ * collector's codes pass through unchanged; the three of prof's own take
  * values the collector does not use (prof.c checks). */
 enum {
     PROF_OK = CGR__PROF_OK,
     PROF_WTRUNC = 1,             /* prof_trace_add: the trace hit its size cap; some
                                     events were left out (the rest is valid) */
-    PROF_EINVAL = CGR__PROF_EINVAL,   /* bad argument */
+    PROF_EINVAL = -1,            /* prof_end: steps < 1 */
     PROF_ECUPTI = CGR__PROF_ECUPTI,   /* a CUPTI call failed (see prof_errmsg) */
     PROF_ENOMEM = CGR__PROF_ENOMEM,   /* out of memory */
     PROF_ESTATE = CGR__PROF_ESTATE,   /* call out of order (e.g. prof_end without begin) */
@@ -67,9 +67,8 @@ enum {
     PROF_ENOLIB = CGR__PROF_ENOLIB,   /* CUPTI could not be loaded (or cgr was built without it) */
 };
 
-/* Caps that keep memory bounded. Records beyond PROF_MAX_RECORDS in one
- * window are counted in prof_window.dropped. */
-#define PROF_MAX_RECORDS CGR__PROF_MAX_RECORDS
+/* Caps that keep the trace's memory bounded (a window's records are
+ * bounded by the collector's CGR__PROF_MAX_RECORDS). */
 #define PROF_TRACE_MAX_EVENTS 2000000u     /* events in one trace file */
 #define PROF_TRACE_MAX_BYTES (768u << 20)  /* bytes of JSON in one trace */
 
@@ -79,9 +78,6 @@ typedef struct prof prof; /* opaque */
  * totals divided by `steps`. Times are in microseconds, from CUPTI's
  * timestamps (ns). */
 typedef struct prof_window {
-    char label[64];            /* the label given to prof_begin */
-    int steps;                 /* as given to prof_end */
-
     double busy_us;            /* per step: sum of kernel + memcpy + memset
                                   durations (overlapping work counted twice) */
     double busy_union_us;      /* per step: length of the union of those
@@ -106,6 +102,8 @@ typedef struct prof_window {
     uint64_t memcpys;
     uint64_t memsets;
     uint64_t records;          /* records counted in the window */
+    const cgr__prof_rec *recs; /* they, in start order (ns, CUPTI clock);
+                                  valid until the next prof_begin */
     uint64_t untimed;          /* records left out: CUPTI had no timestamps
                                   for them (start == end == 0 or end < start) */
     uint64_t dropped;          /* records lost: the store's cap, CUPTI's own
@@ -128,21 +126,21 @@ int prof_create(prof **out, char *err, size_t errlen);
 void prof_destroy(prof **p);
 
 /* Starts a window: takes the start timestamp and discards the records
- * gathered so far; records of work that started before it are ignored even
- * when CUPTI delivers them later. It does not flush CUPTI: after a flush,
- * CUPTI stalls the next launch while it sets up a new buffer (tenths of a
- * millisecond). prof_end flushes, so put some GPU work (a warm-up step)
- * between prof_end and the next prof_begin, or that stall lands on the
- * first launch of the next window (it shows in wall time and span_us, not
- * in busy_us). A second prof_begin without prof_end restarts the window.
- * label may be NULL. */
-int prof_begin(prof *p, const char *label);
+ * gathered so far, the last window's too; records of work that started
+ * before it are ignored even when CUPTI delivers them later. It does not
+ * flush CUPTI: after a flush, CUPTI stalls the next launch while it sets up
+ * a new buffer (tenths of a millisecond). prof_end flushes, so put some GPU
+ * work (a warm-up step) between prof_end and the next prof_begin, or that
+ * stall lands on the first launch of the next window (it shows in wall
+ * time and span_us, not in busy_us). A second prof_begin without prof_end
+ * restarts the window. */
+int prof_begin(prof *p);
 
 /* Ends the window. The caller must have synchronized the device (e.g.
  * cudaDeviceSynchronize) first, or the last records may be missing. Takes
  * the end timestamp, forces a flush and sums the records whose start lies
  * in [begin, end]. steps must be >= 1. out may be NULL (the window is still
- * kept for prof_top_kernels / prof_trace_add). */
+ * kept, until the next prof_begin, for prof_top_kernels / prof_trace_add). */
 int prof_end(prof *p, int steps, prof_window *out);
 
 /* The kernels of the last window, sorted by total time (descending).
@@ -150,10 +148,9 @@ int prof_end(prof *p, int steps, prof_window *out);
 int prof_top_kernels(prof *p, prof_kernel_stat *out, int max, int *n);
 
 /* Appends the last window's records to the in-memory trace as Chrome trace
- * events under process `pid`, named `label` (the window's own label when
- * NULL or empty). ts is relative to the start of the first window added,
- * so windows added one after another line up on one timeline. Returns
- * PROF_WTRUNC if the trace caps were hit. */
+ * events under process `pid`, named `label`. ts is relative to the start
+ * of the first window added, so windows added one after another line up on
+ * one timeline. Returns PROF_WTRUNC if the trace caps were hit. */
 int prof_trace_add(prof *p, const char *label, int pid);
 
 /* Writes {"traceEvents":[...],"displayTimeUnit":"ns"} to path (opens in
@@ -163,11 +160,6 @@ int prof_trace_write(prof *p, const char *path);
 /* CUPTI's clock now, in ns: the clock of the records' start and end, so a
  * host moment taken with it can be set against the GPU timeline. */
 int prof_now(prof *p, uint64_t *ns);
-
-/* The last window's records as intervals (ns, CUPTI clock), in start
- * order: start[i], end[i] for i < *n, at most max of them (*n says how many
- * were written; the window may hold more). */
-int prof_intervals(prof *p, uint64_t *start, uint64_t *end, size_t max, size_t *n);
 
 /* The message for the last error on p ("" if none). Never NULL. */
 const char *prof_errmsg(const prof *p);

@@ -9,7 +9,8 @@
  * step plus a 1 MiB memset, captured in a CUDA graph and replayed 10 times:
  * 1 kernel, 1 memcpy and 1 memset per step (graph nodes are traced one by
  * one). Also checks that an empty window sees nothing (earlier records are
- * discarded) and a few misuse paths.
+ * discarded), that a prof_begin ends the last window's records, and a few
+ * misuse paths.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,12 +99,12 @@ static void window(prof *p, const char *label, cudaGraphExec_t exec, prof_window
     for (int i = 0; i < 3; i++)
         step(exec);
     CUDA_OK(cudaDeviceSynchronize());
-    PROF_OK_(prof_begin(p, label), p);
+    PROF_OK_(prof_begin(p), p);
     for (int i = 0; i < STEPS; i++)
         step(exec);
     CUDA_OK(cudaDeviceSynchronize());
     PROF_OK_(prof_end(p, STEPS, w), p);
-    printf("window '%s': steps %d records %llu untimed %llu dropped %llu\n", w->label, w->steps,
+    printf("window '%s': steps %d records %llu untimed %llu dropped %llu\n", label, STEPS,
            (unsigned long long)w->records, (unsigned long long)w->untimed,
            (unsigned long long)w->dropped);
     printf("  per step: busy %.2f us (union %.2f us; kernel %.2f, memcpy %.2f, memset %.2f), "
@@ -167,6 +168,11 @@ int main(void)
           "busy_union_us %.3f vs busy_us %.3f", w.busy_union_us, w.busy_us);
     CHECK(w.span_us >= w.busy_union_us - 1e-6, "span %.3f < union %.3f", w.span_us,
           w.busy_union_us);
+    /* The window's records themselves, in start order (the serve suite's split reads them). */
+    ASSERT_EQ(w.records, 2 * STEPS);
+    for (uint64_t i = 1; i < w.records; i++)
+        CHECK(w.recs[i - 1].start <= w.recs[i].start, "record %llu starts before the one before",
+              (unsigned long long)i);
 
     PROF_OK_(prof_top_kernels(p, top, 8, &n), p);
     for (int i = 0; i < n; i++)
@@ -207,7 +213,9 @@ int main(void)
     /* An empty window after the first sees nothing: earlier records are
      * discarded at prof_begin. (The main window also had the 3 warm-up
      * steps, still in CUPTI's buffers, to discard.) */
-    PROF_OK_(prof_begin(p, "empty"), p);
+    PROF_OK_(prof_begin(p), p);
+    /* The last window went with the begin: the collector refills its store. */
+    ASSERT_EQ(prof_top_kernels(p, top, 8, &n), PROF_ESTATE);
     CUDA_OK(cudaDeviceSynchronize());
     PROF_OK_(prof_end(p, 1, &w2), p);
     ASSERT_EQ(w2.records, 0);

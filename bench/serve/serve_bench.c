@@ -45,7 +45,6 @@
 #define SERVE_REQUESTS_QUICK 2000
 #define SERVE_SAMPLE_EVERY 100 /* graph vs eager, bitwise */
 #define SERVE_PROF_STEPS 50
-#define SERVE_PROF_RECORDS (SERVE_PROF_STEPS * 64) /* a replay has 8 (small) to 18 records */
 #define SERVE_BATCH_SEED 0x5e7e0001ULL
 #define SERVE_INPUT_SEED 0x5e7e0002ULL
 #define SERVE_PIPE_REPS 5 /* passes with requests in flight, per mode and set */
@@ -376,19 +375,19 @@ static int split_medians(double (*v)[SERVE_PROF_STEPS], int nc, int m, int n, do
  * the window's records are in start order and the requests ran one at a
  * time, so request k owns the records that start inside its [t0, t1].
  */
-static void split_armed(serve_bucket *f, const uint64_t (*t)[2], int n, const uint64_t *rs,
-                        const uint64_t *re, size_t nrec)
+static void split_armed(serve_bucket *f, const uint64_t (*t)[2], int n, const cgr__prof_rec *r,
+                        size_t nrec)
 {
     double v[4][SERVE_PROF_STEPS];
     int m = 0;
     for (int k = 0; k < n; k++) {
         uint64_t first_end = 0, last = 0;
         for (size_t i = 0; i < nrec; i++) {
-            if (re[i] < t[k][0] || re[i] > t[k][1])
+            if (r[i].end < t[k][0] || r[i].end > t[k][1])
                 continue;
-            if (first_end == 0 || re[i] < first_end)
-                first_end = re[i];
-            last = re[i] > last ? re[i] : last;
+            if (first_end == 0 || r[i].end < first_end)
+                first_end = r[i].end;
+            last = r[i].end > last ? r[i].end : last;
         }
         if (first_end == 0)
             continue;
@@ -402,25 +401,26 @@ static void split_armed(serve_bucket *f, const uint64_t (*t)[2], int n, const ui
     f->armed_split_ok = split_medians(v, 4, m, n, dst);
 }
 
-static void split_latency(serve_bucket *f, const uint64_t (*t)[2], int n, const uint64_t *rs,
-                          const uint64_t *re, size_t nrec)
+static void split_latency(serve_bucket *f, const uint64_t (*t)[2], int n, const cgr__prof_rec *r,
+                          size_t nrec)
 {
     double v[5][SERVE_PROF_STEPS];
     int m = 0;
     size_t i = 0;
     for (int k = 0; k < n; k++) {
-        while (i < nrec && rs[i] < t[k][0])
+        while (i < nrec && r[i].start < t[k][0])
             i++;
-        if (i >= nrec || rs[i] > t[k][1])
+        if (i >= nrec || r[i].start > t[k][1])
             continue;
-        uint64_t first = rs[i], last = re[i], cur_s = rs[i], cur_e = re[i], u = 0;
-        for (i++; i < nrec && rs[i] <= t[k][1]; i++) {
-            if (rs[i] > cur_e) {
+        uint64_t first = r[i].start, last = r[i].end, u = 0;
+        uint64_t cur_s = r[i].start, cur_e = r[i].end;
+        for (i++; i < nrec && r[i].start <= t[k][1]; i++) {
+            if (r[i].start > cur_e) {
                 u += cur_e - cur_s;
-                cur_s = rs[i];
+                cur_s = r[i].start;
             }
-            cur_e = re[i] > cur_e ? re[i] : cur_e;
-            last = re[i] > last ? re[i] : last;
+            cur_e = r[i].end > cur_e ? r[i].end : cur_e;
+            last = r[i].end > last ? r[i].end : last;
         }
         u += cur_e - cur_s;
         v[0][m] = (double)(t[k][1] - t[k][0]) / 1e3;
@@ -444,7 +444,6 @@ static int profile_runtime(serve_run *r, const serve_model *model, serve_rt *srt
     bench_rng rng;
     rng_seed(&rng, SERVE_INPUT_SEED ^ 0xb05eULL);
     uint64_t s = SERVE_BATCH_SEED ^ 0xb05eULL;
-    static uint64_t rs[SERVE_PROF_RECORDS], re[SERVE_PROF_RECORDS];
     int rc = 0;
     for (int b = 0; b < SERVE_N_BUCKETS && rc == 0; b++) {
         const int lo = b == 0 ? 1 : (int)serve_buckets[b - 1] + 1, hi = (int)serve_buckets[b];
@@ -454,7 +453,7 @@ static int profile_runtime(serve_run *r, const serve_model *model, serve_rt *srt
             break;
         char label[64];
         snprintf(label, sizeof label, "W-serve %sbucket %d", armed ? "armed " : "", hi);
-        if (prof_begin(p, label) != PROF_OK) {
+        if (prof_begin(p) != PROF_OK) {
             snprintf(r->f.prof_note, sizeof r->f.prof_note, "profiling failed: %s",
                      prof_errmsg(p));
             break;
@@ -484,11 +483,8 @@ static int profile_runtime(serve_run *r, const serve_model *model, serve_rt *srt
             break;
         }
         serve_bucket *f = &r->f.bk[b];
-        size_t nrec = 0;
-        const int have = prof_intervals(p, rs, re, SERVE_PROF_RECORDS, &nrec) == PROF_OK;
         if (armed) {
-            if (have)
-                split_armed(f, (const uint64_t (*)[2])t, SERVE_PROF_STEPS, rs, re, nrec);
+            split_armed(f, (const uint64_t (*)[2])t, SERVE_PROF_STEPS, w.recs, w.records);
             if (r->cfg->trace_path)
                 prof_trace_add(p, label, SERVE_N_BUCKETS + b + 1);
             continue;
@@ -498,8 +494,7 @@ static int profile_runtime(serve_run *r, const serve_model *model, serve_rt *srt
         f->busy_union_us = w.busy_union_us;
         f->kernels = w.kernels_per_step;
         f->memcpys = w.memcpys_per_step;
-        if (have)
-            split_latency(f, (const uint64_t (*)[2])t, SERVE_PROF_STEPS, rs, re, nrec);
+        split_latency(f, (const uint64_t (*)[2])t, SERVE_PROF_STEPS, w.recs, w.records);
         if (w.dropped)
             snprintf(r->f.prof_note, sizeof r->f.prof_note,
                      "CUPTI dropped %llu records in bucket %d: its busy time is too low",

@@ -2,11 +2,12 @@
  * (replay/profile.c) and of cgr-bench. See profiler.h.
  *
  * Data flow:
- *   CUPTI worker thread --buf_completed()--> p->store (guarded by g_lock,
- *   filled only while a window is open, only with records that start at or
- *   after the window's start) --cgr__prof_end()--> p->win (owned by the
- *   API thread: filtered to the window, sorted by start, names resolved)
- *   --> cgr__prof_window / cgr__prof_records / cgr__prof_links.
+ *   CUPTI worker thread --buf_completed()--> p->store and p->links (guarded
+ *   by g_lock, filled only while a window is open, the store only with
+ *   records that start at or after the window's start) --cgr__prof_end()-->
+ *   the same arrays, which the callback no longer touches once the window
+ *   is closed, filtered to the window in place, sorted by start, names
+ *   resolved --> cgr__prof_window, until the next cgr__prof_begin.
  *   With CGR__PROF_RANGES, cgr's phases (any thread, cgr__prof_phase) and
  *   CUPTI's marker records add range ends to p->marks (g_mark_lock), which
  *   cgr__prof_end joins into ranges in place (cgr__prof_window.ranges).
@@ -74,8 +75,9 @@ struct name_slot {
 struct cgr__prof {
     char err[256];
 
-    /* ---- shared with the CUPTI callback: guarded by g_lock ---- */
-    rec *store;
+    /* ---- shared with the CUPTI callback: guarded by g_lock while a
+     *      window is open; the API thread's alone once it is closed ---- */
+    rec *store;               /* closed: the last window's records */
     size_t store_n, store_cap;
     int collecting;           /* store records only inside a window */
     uint64_t store_dropped;   /* cap / OOM / CUPTI drops / bad buffers */
@@ -92,12 +94,6 @@ struct cgr__prof {
 
     /* ---- API thread only ---- */
     unsigned flags;           /* CGR__PROF_CORRELATE, CGR__PROF_RANGES */
-    cgr__prof_link *wlinks;   /* the last window's links (swapped with links at end) */
-    size_t wlinks_n, wlinks_cap;
-
-    rec *win;                 /* last window: filtered, sorted by start */
-    size_t win_n, win_cap;
-    int have_window;
 
     /* interned kernel names (raw = as CUPTI gives, disp = for display) */
     char **raw;
@@ -595,9 +591,7 @@ static void free_all(cgr__prof *p)
 {
     size_t i;
     free(p->store);
-    free(p->win);
     free(p->links);
-    free(p->wlinks);
     free(p->marks);
     for (i = 0; i < p->names_n; i++) {
         free(p->raw[i]);
@@ -745,11 +739,9 @@ int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen)
     cgr__prof *p;
     uint32_t id;
 
+    assert(out && !(flags & ~(unsigned)(CGR__PROF_CORRELATE | CGR__PROF_RANGES)));
     if (err && errlen)
         err[0] = '\0';
-    if (!out || (flags & ~(unsigned)(CGR__PROF_CORRELATE | CGR__PROF_RANGES)))
-        return fail(err, errlen, CGR__PROF_EINVAL,
-                    "cgr__prof_create: out is NULL or unknown flags");
     *out = NULL;
     if (cgr__cupti_load("profiling") != CGR_STATUS_OK)
         return fail(err, errlen, CGR__PROF_ENOLIB, "%s", cgr_last_error());
@@ -839,8 +831,8 @@ void cgr__prof_destroy(cgr__prof **pp)
     (void)pthread_mutex_unlock(&g_lock);
     detach(p->flags);
     (void)pthread_mutex_lock(&g_lock);
-    if (g_prof == p)
-        g_prof = NULL;
+    assert(g_prof == p); /* cgr__prof_create succeeded: p is the one profiler */
+    g_prof = NULL;
     (void)pthread_mutex_unlock(&g_lock);
     pool_stop();
     free_all(p);
@@ -905,8 +897,6 @@ int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
     CUptiResult r;
     size_t d = 0, i, n;
     uint64_t t1 = 0, dropped, untimed = 0;
-    rec *tmp;
-    size_t tcap;
     cgr__prof_window w;
     int rc = CGR__PROF_OK;
 
@@ -915,7 +905,6 @@ int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
     if (!p->collecting)
         return set_err(p, CGR__PROF_ESTATE,
                        "cgr__prof_end: no window open (call cgr__prof_begin first)");
-    p->have_window = 0;
     phases(p, 0);
 
     r = api->cuptiGetTimestamp(&t1);
@@ -933,63 +922,40 @@ int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
                             "cuptiActivityGetNumDroppedRecords", r);
     }
 
-    /* Stop collecting and take the store (swap, so no copy). */
+    /* Stop collecting: from here on the store and the links are this thread's alone. */
     (void)pthread_mutex_lock(&g_lock);
     p->collecting = 0;
-    tmp = p->win;
-    tcap = p->win_cap;
-    p->win = p->store;
-    p->win_cap = p->store_cap;
-    p->win_n = p->store_n;
-    p->store = tmp;
-    p->store_cap = tcap;
-    p->store_n = 0;
     dropped = p->store_dropped + d;
-    p->store_dropped = 0;
-    {
-        cgr__prof_link *lt = p->wlinks;
-        size_t lcap = p->wlinks_cap;
-        p->wlinks = p->links;
-        p->wlinks_cap = p->links_cap;
-        p->wlinks_n = p->links_n;
-        p->links = lt;
-        p->links_cap = lcap;
-        p->links_n = 0;
-    }
     (void)pthread_mutex_unlock(&g_lock);
 
-    if (rc != CGR__PROF_OK) {
-        p->win_n = 0;
+    if (rc != CGR__PROF_OK)
         return rc;
-    }
 
     /* Keep the timed records that start inside the window. */
     n = 0;
-    for (i = 0; i < p->win_n; i++) {
-        const rec *x = &p->win[i];
+    for (i = 0; i < p->store_n; i++) {
+        const rec *x = &p->store[i];
         if ((x->start == 0 && x->end == 0) || x->end < x->start) {
             untimed++;
             continue;
         }
         if (x->start < p->t0 || x->start > t1)
             continue;
-        p->win[n++] = *x;
+        p->store[n++] = *x;
     }
-    p->win_n = n;
+    p->store_n = n;
     if (n > 1)
-        qsort(p->win, n, sizeof *p->win, cmp_rec);
+        qsort(p->store, n, sizeof *p->store, cmp_rec);
 
     /* Names: resolve CUPTI's pointers now, while they are surely valid. */
     memset(p->cache, 0, sizeof p->cache);
     for (i = 0; i < n; i++) {
-        rec *x = &p->win[i];
+        rec *x = &p->store[i];
         if (x->kind != CGR__PROF_KERNEL)
             continue;
-        if (resolve_name(p, x->cupti_name, &x->name_id) != CGR__PROF_OK) {
-            p->win_n = 0;
+        if (resolve_name(p, x->cupti_name, &x->name_id) != CGR__PROF_OK)
             return set_err(p, CGR__PROF_ENOMEM,
                            "cgr__prof_end: out of memory interning kernel names");
-        }
         x->cupti_name = NULL; /* not used past this point */
     }
 
@@ -998,15 +964,19 @@ int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
     w.end = t1;
     w.untimed = untimed;
     w.dropped = dropped;
+    w.recs = p->store;
+    w.n = n;
+    w.names = (const char *const *)p->disp;
+    w.n_names = p->names_n;
+    w.links = p->links;
+    w.n_links = p->links_n;
     /* The host ranges, now that nothing adds to marks; out of memory only leaves them out. */
     if (cgr__prof_pair_ranges(p->marks, p->marks_n, &w.n_ranges, &w.ranges_open) != 0)
         p->marks_dropped += p->marks_n;
     w.ranges = p->marks;
     w.ranges_dropped = p->marks_dropped;
 
-    p->have_window = 1;
-    if (out)
-        *out = w;
+    *out = w;
     return CGR__PROF_OK;
 }
 
@@ -1031,7 +1001,7 @@ _Static_assert(CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN == 0 && CUPTI_ACTIVITY_MEMCPY_
                "CUPTI renumbered its memcpy kinds: update copy_names in prof_report.c");
 
 /* ------------------------------------------------------------------ */
-/* tags and the window's records                                       */
+/* tags                                                                */
 
 int cgr__prof_push(cgr__prof *p, uint64_t id)
 {
@@ -1049,27 +1019,6 @@ int cgr__prof_pop(cgr__prof *p)
         api->cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
     if (r != CUPTI_SUCCESS)
         return cupti_fail(p->err, sizeof p->err, "cuptiActivityPopExternalCorrelationId", r);
-    return CGR__PROF_OK;
-}
-
-int cgr__prof_records(cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
-                      const char *const **names, size_t *n_names)
-{
-    if (!p->have_window)
-        return set_err(p, CGR__PROF_ESTATE, "cgr__prof_records: no finished window");
-    *recs = p->win;
-    *n = p->win_n;
-    *names = (const char *const *)p->disp;
-    *n_names = p->names_n;
-    return CGR__PROF_OK;
-}
-
-int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n)
-{
-    if (!p->have_window)
-        return set_err(p, CGR__PROF_ESTATE, "cgr__prof_links: no finished window");
-    *links = p->wlinks;
-    *n = p->wlinks_n;
     return CGR__PROF_OK;
 }
 
@@ -1116,17 +1065,6 @@ int cgr__prof_push(cgr__prof *p, uint64_t id)
 }
 
 int cgr__prof_pop(cgr__prof *p)
-{
-    return CGR__PROF_ENOLIB;
-}
-
-int cgr__prof_records(cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
-                      const char *const **names, size_t *n_names)
-{
-    return CGR__PROF_ENOLIB;
-}
-
-int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n)
 {
     return CGR__PROF_ENOLIB;
 }

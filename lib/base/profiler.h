@@ -20,8 +20,7 @@
  *     }
  *     cudaStreamSynchronize(stream);        // the caller synchronizes
  *     cgr__prof_window w; cgr__prof_end(p, &w);
- *     cgr__prof_records(p, &recs, &n, &names, &n_names);
- *     cgr__prof_links(p, &links, &n_links); // then prof_report.h's sums
+ *     ... w.recs, w.links: prof_report.h's sums ...
  *     cgr__prof_destroy(&p);
  *
  * Notes:
@@ -60,7 +59,6 @@ extern "C" {
  * are none of these. */
 enum {
     CGR__PROF_OK = 0,
-    CGR__PROF_EINVAL = -1,  /* bad argument */
     CGR__PROF_ECUPTI = -2,  /* a CUPTI call failed (see cgr__prof_errmsg) */
     CGR__PROF_ENOMEM = -3,  /* out of memory */
     CGR__PROF_ESTATE = -4,  /* call out of order (e.g. cgr__prof_end without begin) */
@@ -72,7 +70,7 @@ enum {
 enum {
     /* Also record which CUDA API call each run made (the RUNTIME and DRIVER
      * activity kinds, and EXTERNAL_CORRELATION): cgr__prof_push/pop then
-     * tag every call in between, and cgr__prof_links gives the tags. */
+     * tag every call in between, and cgr__prof_window.links gives the tags. */
     CGR__PROF_CORRELATE = 1,
     /* Also record host ranges (cgr__prof_window.ranges): cgr's phases
      * (trace.h) first-hand, and the user's NVTX ranges and marks (CUPTI's
@@ -99,8 +97,9 @@ void cgr__prof_phase(const char *name);
 
 typedef struct cgr__prof cgr__prof; /* opaque */
 
-/* One window: its bounds and what it lost. Its records are those of
- * cgr__prof_records; the figures are the caller's to compute from them. */
+/* One window: its bounds, its records and what it lost; the figures are
+ * the caller's to compute from them. The arrays stay valid until the next
+ * cgr__prof_begin or cgr__prof_destroy. */
 typedef struct cgr__prof_window {
     uint64_t start, end;       /* the window on CUPTI's clock (ns): the
                                   timestamps cgr__prof_begin and cgr__prof_end
@@ -111,10 +110,21 @@ typedef struct cgr__prof_window {
                                   dropped count, or unreadable records. If
                                   nonzero the figures are too low. */
 
-    /* CGR__PROF_RANGES: the host ranges, joined by cgr__prof_pair_ranges
-     * (valid until the next cgr__prof_begin); those begun in the window
-     * but still open at its end, left out; and the ends lost past
-     * CGR__PROF_MAX_MARKS or to memory. */
+    /* The records, sorted by start, with kernel names resolved
+     * (names[rec->name_id], n_names of them). */
+    const cgr__prof_rec *recs;
+    size_t n;
+    const char *const *names;
+    size_t n_names;
+    /* CGR__PROF_CORRELATE: which CUDA API call (correlation id) was made
+     * under which pushed id (stored in .run as given to cgr__prof_push).
+     * The caller may reorder the array. */
+    cgr__prof_link *links;
+    size_t n_links;
+
+    /* CGR__PROF_RANGES: the host ranges, joined by cgr__prof_pair_ranges;
+     * those begun in the window but still open at its end, left out; and
+     * the ends lost past CGR__PROF_MAX_MARKS or to memory. */
     const cgr__prof_range *ranges;
     size_t n_ranges;
     uint64_t ranges_open, ranges_dropped;
@@ -122,7 +132,9 @@ typedef struct cgr__prof_window {
 
 /* Enables the CUPTI activity kinds CONCURRENT_KERNEL, MEMCPY and MEMSET (and
  * those that the CGR__PROF_* flags ask for) and registers the buffer
- * callbacks. On failure *out is NULL and err (if not NULL) holds a message. */
+ * callbacks. out must not be NULL, nor flags hold others than the
+ * CGR__PROF_* flags. On failure *out is NULL and err (if not NULL) holds a
+ * message. */
 int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen);
 
 /* A capture diagnosis's watch of the CUDA API (capture/watch.c) takes
@@ -159,8 +171,9 @@ int cgr__prof_begin(cgr__prof *p);
 
 /* Ends the window. The caller must have synchronized the device (e.g.
  * cudaDeviceSynchronize) first, or the last records may be missing. Takes
- * the end timestamp, forces a flush and keeps the records whose start lies
- * in [begin, end] (cgr__prof_records, cgr__prof_links). out may be NULL. */
+ * the end timestamp, forces a flush and gives in *out the records whose
+ * start lies in [begin, end], and the tags. *out is written only on
+ * success. */
 int cgr__prof_end(cgr__prof *p, cgr__prof_window *out);
 
 /* CUPTI's clock now, in ns: the clock of the records' start and end, so a
@@ -171,16 +184,6 @@ int cgr__prof_now(cgr__prof *p, uint64_t *ns);
  * (CGR__PROF_CORRELATE). Cheap: no flush, no allocation. */
 int cgr__prof_push(cgr__prof *p, uint64_t id);
 int cgr__prof_pop(cgr__prof *p);
-
-/* The last window's records, sorted by start, with kernel names resolved
- * (names[rec->name_id], n_names of them); valid until the next window or
- * cgr__prof_destroy. */
-int cgr__prof_records(cgr__prof *p, const cgr__prof_rec **recs, size_t *n,
-                      const char *const **names, size_t *n_names);
-/* The last window's tags: which CUDA API call (correlation id) was made
- * under which pushed id (stored in .run as given to cgr__prof_push). The
- * caller may reorder the array. */
-int cgr__prof_links(cgr__prof *p, cgr__prof_link **links, size_t *n);
 
 /* The message for the last error on p ("" if none). Never NULL. */
 const char *cgr__prof_errmsg(const cgr__prof *p);
