@@ -210,15 +210,11 @@ int prof_trace_add(prof *p, const char *label, int pid)
 
 int prof_trace_write(prof *p, const char *path)
 {
-    FILE *f;
-    int bad;
-
-    if (!p || !path || !path[0])
-        return PROF_EINVAL;
-    f = fopen(path, "w");
+    assert(path && path[0]); /* cgr-bench's --trace needs a file name */
+    FILE *f = fopen(path, "w");
     if (!f)
         return set_err(p, PROF_EIO, "prof_trace_write: cannot open %s for writing", path);
-    bad = prof_trace_buf_write(&p->trace, f) != 0;
+    int bad = prof_trace_buf_write(&p->trace, f) != 0;
     if (fclose(f) != 0)
         bad = 1;
     if (bad)
@@ -259,16 +255,11 @@ int prof_trace_buf_add(prof_trace_buf *t, int pid, const char *name, const cgr__
     return -1;
 }
 
-int prof_trace_buf_write(const prof_trace_buf *t, FILE *f)
+int prof_trace_buf_write(prof_trace_buf *t, FILE *f)
 {
     int bad = fputs(cgr__prof_trace_head, f) < 0;
     if (!bad && t->out.f) {
-        /*
-         * A memory stream sets buf and size on a flush; that writes t
-         * through the pointers open_memstream took, which is fine: the
-         * bytes it holds do not change, and no prof_trace_buf is a const
-         * object (prof's lives in calloc'd memory).
-         */
+        /* The flush sets t->buf and t->size (open_memstream took their addresses). */
         bad = fflush(t->out.f) != 0 || t->size < t->out.bytes ||
               fwrite(t->buf, 1, (size_t)t->out.bytes, f) != (size_t)t->out.bytes;
     }

@@ -187,8 +187,9 @@ int prof_trace_buf_add(prof_trace_buf *t, int pid, const char *name, const cgr__
                        size_t n, const int32_t *run_of, const char *const *names,
                        size_t n_names, uint64_t origin);
 
-/* {"traceEvents":[...],"displayTimeUnit":"ns"} with t's events to f; 0 or -1. */
-int prof_trace_buf_write(const prof_trace_buf *t, FILE *f);
+/* {"traceEvents":[...],"displayTimeUnit":"ns"} with t's events to f; 0 or -1.
+ * It flushes t's memory stream, which updates t->buf and t->size. */
+int prof_trace_buf_write(prof_trace_buf *t, FILE *f);
 
 /* Frees t's memory and zeroes it (caps included). */
 void prof_trace_buf_free(prof_trace_buf *t);

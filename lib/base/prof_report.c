@@ -125,9 +125,9 @@ int cgr__prof_rank_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *r
         return -1;
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        if (recs[i].kind != CGR__PROF_KERNEL || (run_of && run_of[i] < 0) ||
-            recs[i].name_id >= n_names)
+        if (recs[i].kind != CGR__PROF_KERNEL || (run_of && run_of[i] < 0))
             continue;
+        assert(recs[i].name_id < n_names);
         agg[recs[i].name_id].calls++;
         agg[recs[i].name_id].ns += recs[i].end - recs[i].start;
         total += recs[i].end - recs[i].start;
@@ -168,10 +168,11 @@ int cgr__prof_summarize(const cgr__prof_rec *recs, size_t n, const int32_t *run_
     if (n_runs && !rs)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        if (run_of[i] < 0 || (size_t)run_of[i] >= n_runs) {
+        if (run_of[i] < 0) {
             out->outside++;
             continue;
         }
+        assert((size_t)run_of[i] < n_runs); /* cgr__prof_attribute's */
         out->records++;
         cgr__prof_tally_add(&rs[run_of[i]], &recs[i]);
     }

@@ -194,25 +194,31 @@ const char *cgr__prof_errmsg(const cgr__prof *p)
 /* ------------------------------------------------------------------ */
 /* CUPTI buffer callbacks (may run on CUPTI's worker thread)           */
 
+/*
+ * The array a of *cap elements of size bytes, reallocated to twice as many
+ * (first when empty), at most CGR__PROF_MAX_RECORDS; *cap is updated. NULL,
+ * with a and *cap unchanged, when it is at the cap or out of memory.
+ */
+static void *grow(void *a, size_t *cap, size_t size, size_t first)
+{
+    size_t ncap = *cap ? *cap * 2 : first;
+    if (ncap > CGR__PROF_MAX_RECORDS)
+        ncap = CGR__PROF_MAX_RECORDS;
+    void *n = ncap > *cap ? realloc(a, ncap * size) : NULL;
+    if (n)
+        *cap = ncap;
+    return n;
+}
+
 static void store_push(cgr__prof *p, const rec *r)
 {
     if (p->store_n == p->store_cap) {
-        size_t ncap;
-        rec *n;
-        if (p->store_cap >= CGR__PROF_MAX_RECORDS) {
-            p->store_dropped++;
-            return;
-        }
-        ncap = p->store_cap ? p->store_cap * 2 : 65536;
-        if (ncap > CGR__PROF_MAX_RECORDS)
-            ncap = CGR__PROF_MAX_RECORDS;
-        n = realloc(p->store, ncap * sizeof *n);
+        rec *n = grow(p->store, &p->store_cap, sizeof *n, 65536);
         if (!n) {
             p->store_dropped++;
             return;
         }
         p->store = n;
-        p->store_cap = ncap;
     }
     p->store[p->store_n++] = *r;
 }
@@ -222,13 +228,10 @@ static void store_push(cgr__prof *p, const rec *r)
 static void link_push(cgr__prof *p, uint32_t correlation, uint64_t id)
 {
     if (p->links_n == p->links_cap) {
-        size_t ncap = p->links_cap ? p->links_cap * 2 : 4096;
-        cgr__prof_link *n = ncap <= CGR__PROF_MAX_RECORDS ? realloc(p->links, ncap * sizeof *n)
-                                                          : NULL;
+        cgr__prof_link *n = grow(p->links, &p->links_cap, sizeof *n, 4096);
         if (!n)
             return;
         p->links = n;
-        p->links_cap = ncap;
     }
     p->links[p->links_n].correlation = correlation;
     p->links[p->links_n].run = id > UINT32_MAX ? UINT32_MAX : (uint32_t)id;
