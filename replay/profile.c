@@ -128,7 +128,6 @@ static int open_window(cgr_step *s, cgr__profile *p)
         give_up(s, CGR_STATUS_NOT_SUPPORTED, cgr__prof_errmsg(p->prof));
         return -1;
     }
-    p->n = 0;
     s->stats.profile.state = CGR_PROFILE_COLLECTING;
     return 0;
 }

@@ -32,8 +32,9 @@
  *  - CUPTI tracing costs host CPU time (its worker thread and the launch
  *    hooks), so wall / host-CPU figures are best taken from a run without
  *    a prof, and busy figures from a run with one.
- *  - No function calls exit() or abort(); errors come back as PROF_E*
- *    codes and prof_errmsg() says what went wrong.
+ *  - No failure ends the process: errors come back as PROF_E* codes and
+ *    prof_errmsg() says what went wrong. A caller's misuse (NULL
+ *    pointers, an empty trace path) is caught by assertions.
  *  - CUPTI is loaded at prof_create (CGR_CUPTI_LIBRARY names another
  *    file); prof_destroy detaches it (cuptiFinalize), since a process
  *    that keeps CUPTI attached pays more host time for every later launch.

@@ -31,8 +31,9 @@
  *  - CUPTI tracing costs host CPU time (its worker thread and the launch
  *    hooks), so wall / host-CPU figures are best taken from a run without a
  *    cgr__prof, and busy figures from a run with one.
- *  - No function calls exit() or abort(); errors come back as CGR__PROF_E* codes
- *    and cgr__prof_errmsg() says what went wrong.
+ *  - No failure ends the process: errors come back as CGR__PROF_E* codes
+ *    and cgr__prof_errmsg() says what went wrong. A caller's misuse (a NULL
+ *    out, an unknown flag) is caught by assertions.
  *  - libcgr does not link CUPTI: cgr__prof_create loads it (dynload.h, with
  *    CGR_CUPTI_LIBRARY naming another file) and fails with
  *    CGR__PROF_ENOLIB, the message naming the files tried, when it cannot;
