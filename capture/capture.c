@@ -194,6 +194,13 @@ static cudaGraph_t take_check(cgr__graph *g)
     return t;
 }
 
+static void drop_check(cgr__graph *g)
+{
+    cudaGraph_t t = take_check(g);
+    if (t)
+        cudaGraphDestroy(t);
+}
+
 void cgr__graph_free(cgr__graph *g)
 {
     if (!g)
@@ -201,7 +208,7 @@ void cgr__graph_free(cgr__graph *g)
     /* CUDA frees an executable that is still running once it completes. */
     if (g->exec)
         cudaGraphExecDestroy(g->exec);
-    cgr__graph_checked(g);
+    drop_check(g);
     if (g->tmpl)
         cudaGraphDestroy(g->tmpl);
     free(g);
@@ -331,6 +338,9 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
             cudaGraph_t old = take_check(offer);
             if (old)
                 out->retired[out->n_retired++] = old;
+            /* A new shape's graph: its first check is still to come. */
+            offer->check_in = 0;
+            offer->checks_passed = 0;
             out->updated = 1;
         } else {
             /*
@@ -492,7 +502,8 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
     cgr__range_push("cgr frozen-value check");
     cgr_status st = record(s, plan, &io, &again);
     if (st == CGR_STATUS_OK) {
-        st = cgr__graphs_compare(s, g->check, g->check_stack, again, out->text,
+        st = cgr__graphs_compare(s, g->check, g->check_stack, again,
+                                 g->checks_passed ? "this run" : "the next run", out->text,
                                  sizeof out->text);
         if (st == CGR_STATUS_NOT_SUPPORTED) {
             /* A driver without the calls that read kernel parameters: replay unchecked, as
@@ -513,7 +524,7 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
     }
     if (st == CGR_STATUS_OK) {
         cudaGraphDestroy(again);
-        out->same = 1; /* the template goes once the peers agree (cgr__graph_checked) */
+        out->same = 1; /* the template goes, or stays for a recheck, once the peers agree (cgr__graph_checked) */
     } else if (st == CGR_STATUS_CAPTURE_FAILED && again) {
         /* This run's own capture is right for this run: instantiated, it runs once. */
         out->differs = 1;
@@ -541,9 +552,11 @@ void cgr__capture_retire(cgr__capture_out *out)
     out->refused = NULL;
 }
 
-void cgr__graph_checked(cgr__graph *g)
+void cgr__graph_checked(cgr__graph *g, unsigned recheck)
 {
-    cudaGraph_t t = take_check(g);
-    if (t)
-        cudaGraphDestroy(t);
+    g->checks_passed++;
+    if (recheck && g->check)
+        g->check_in = recheck;
+    else
+        drop_check(g);
 }

@@ -30,10 +30,15 @@ typedef struct cgr__graph {
     cgr__graph_copy copies[2 * CGR_MAX_TENSORS];
     uint32_t copy_slot;       /* the slot its memcpy nodes point at; UINT32_MAX: unknown */
     /* The template of its capture, kept until the next run's capture of the
-     * shape was compared with it (freeze.c); NULL once checked or when the
-     * check is off. May be tmpl itself. */
+     * shape was compared with it (freeze.c), and after that for rechecks
+     * (cgr_options.frozen_recheck); NULL once checked without rechecks, or
+     * when the check is off. May be tmpl itself. */
     cudaGraph_t check;
     uintptr_t check_stack;    /* an address in the stack of the thread that captured check */
+    /* With check: replays before the next comparison; 0: the next REPLAY
+     * decision compares instead (replay/run.c). */
+    uint64_t check_in;
+    uint64_t checks_passed;   /* comparisons it passed: after one, a difference is a recheck's */
     /* Its staging kernels read the slot index, the last one advances it and
      * publishes a completion flag. 0: it has no staging kernel. */
     int flag;
@@ -100,15 +105,21 @@ typedef struct cgr__check_out {
  */
 cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
                               cgr__check_out *out);
-/* The shape's graph passed its check: its template is dropped. */
-void cgr__graph_checked(cgr__graph *g);
+/*
+ * The shape's graph passed its check: with recheck (cgr_options.frozen_recheck)
+ * > 0 its template stays for the next comparison, due after that many
+ * replays; with 0 it is dropped.
+ */
+void cgr__graph_checked(cgr__graph *g, unsigned recheck);
 /*
  * Compares two captures of one shape node by node (freeze.c): OK when they
  * are the same graph, CGR_STATUS_CAPTURE_FAILED with the first difference
- * in msg otherwise, another status when the graphs cannot be read.
+ * in msg otherwise, another status when the graphs cannot be read. a is
+ * the graph's capture, b the run's; b_run names that run in msg ("the next
+ * run").
  */
 cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, uintptr_t a_stack,
-                               cudaGraph_t b, char *msg, size_t cap);
+                               cudaGraph_t b, const char *b_run, char *msg, size_t cap);
 /* Destroys a graph's executables (in-flight ones are freed by CUDA once done) and frees it. */
 void cgr__graph_free(cgr__graph *g);
 void cgr__plan_reset(cgr__shape_plan *p);

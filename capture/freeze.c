@@ -127,9 +127,10 @@ typedef struct layout {
     size_t first, n;
 } layout;
 
-/* The two graphs being compared: a (the first capture) and b (the next run's). */
+/* The two graphs being compared: a (the graph's capture) and b (the run's). */
 typedef struct pair {
     const cgr_step *s;
+    const char *b_run;  /* b's run in messages: "the next run" or "this run" */
     uintptr_t stack_a;  /* an address in the stack of the thread that captured a */
     uintptr_t stack_b;  /* the same for b: the calling thread's */
     node_list a, b;
@@ -339,18 +340,18 @@ static cgr_status compare_kernel(pair *p, size_t i)
                         (int)r);
     /* Named only for a message or frozen_allow: asking the driver costs a call per node. */
     if (ka.func != kb.func || ka.kern != kb.kern)
-        return differ(p, i, "kernel %s at the capture, %s at the next run", kernel_name(&ka),
-                      kernel_name(&kb));
+        return differ(p, i, "kernel %s at the capture, %s at %s", kernel_name(&ka),
+                      kernel_name(&kb), p->b_run);
     if (ka.gridDimX != kb.gridDimX || ka.gridDimY != kb.gridDimY || ka.gridDimZ != kb.gridDimZ ||
         ka.blockDimX != kb.blockDimX || ka.blockDimY != kb.blockDimY ||
         ka.blockDimZ != kb.blockDimZ || ka.sharedMemBytes != kb.sharedMemBytes)
         return differ(p, i,
                       "kernel %s: launch configuration grid (%u,%u,%u) block (%u,%u,%u) shared "
-                      "%u at the capture, grid (%u,%u,%u) block (%u,%u,%u) shared %u at the "
-                      "next run",
+                      "%u at the capture, grid (%u,%u,%u) block (%u,%u,%u) shared %u at %s",
                       kernel_name(&ka), ka.gridDimX, ka.gridDimY, ka.gridDimZ, ka.blockDimX,
                       ka.blockDimY, ka.blockDimZ, ka.sharedMemBytes, kb.gridDimX, kb.gridDimY,
-                      kb.gridDimZ, kb.blockDimX, kb.blockDimY, kb.blockDimZ, kb.sharedMemBytes);
+                      kb.gridDimZ, kb.blockDimX, kb.blockDimY, kb.blockDimZ, kb.sharedMemBytes,
+                      p->b_run);
     size_t ea = 0, eb = 0;
     const unsigned char *bufa = ka.kernelParams ? NULL : extra_buffer(ka.extra, &ea);
     const unsigned char *bufb = kb.kernelParams ? NULL : extra_buffer(kb.extra, &eb);
@@ -374,8 +375,8 @@ static cgr_status compare_kernel(pair *p, size_t i)
         show(sb, sizeof sb, vb, size);
         return differ(p, i,
                       "kernel %s, parameter %zu (%zu bytes at offset %zu) is %s in the graph "
-                      "captured at one run and %s at the next",
-                      name, j, size, off, sa, sb);
+                      "captured at one run and %s at %s",
+                      name, j, size, off, sa, sb, p->b_run);
     }
     return CGR_STATUS_OK;
 }
@@ -395,12 +396,12 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
         if (!same_ptr(p, ma.dst, mb.dst) || ma.pitch != mb.pitch ||
             ma.elementSize != mb.elementSize || ma.width != mb.width || ma.height != mb.height)
             return differ(p, i, "a memset writes %zu x %zu elements of %u bytes at %p at the "
-                          "capture, %zu x %zu of %u at %p at the next run",
+                          "capture, %zu x %zu of %u at %p at %s",
                           ma.height, ma.width, ma.elementSize, ma.dst, mb.height, mb.width,
-                          mb.elementSize, mb.dst);
+                          mb.elementSize, mb.dst, p->b_run);
         if (ma.value != mb.value)
-            return differ(p, i, "a memset writes the value 0x%x at the capture, 0x%x at the next "
-                          "run", ma.value, mb.value);
+            return differ(p, i, "a memset writes the value 0x%x at the capture, 0x%x at %s",
+                          ma.value, mb.value, p->b_run);
         return CGR_STATUS_OK;
     }
     case cudaGraphNodeTypeMemcpy: {
@@ -410,16 +411,16 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
         if (!same_ptr(p, ca.srcPtr.ptr, cb.srcPtr.ptr) ||
             !same_ptr(p, ca.dstPtr.ptr, cb.dstPtr.ptr) || ca.srcArray != cb.srcArray ||
             ca.dstArray != cb.dstArray)
-            return differ(p, i, "a copy goes from %p to %p at the capture, from %p to %p at the "
-                          "next run (an address that changes per run must not be captured)",
-                          ca.srcPtr.ptr, ca.dstPtr.ptr, cb.srcPtr.ptr, cb.dstPtr.ptr);
+            return differ(p, i, "a copy goes from %p to %p at the capture, from %p to %p at "
+                          "%s (an address that changes per run must not be captured)",
+                          ca.srcPtr.ptr, ca.dstPtr.ptr, cb.srcPtr.ptr, cb.dstPtr.ptr, p->b_run);
         if (memcmp(&ca.extent, &cb.extent, sizeof ca.extent) != 0 || ca.kind != cb.kind ||
             ca.srcPtr.pitch != cb.srcPtr.pitch || ca.dstPtr.pitch != cb.dstPtr.pitch ||
             memcmp(&ca.srcPos, &cb.srcPos, sizeof ca.srcPos) != 0 ||
             memcmp(&ca.dstPos, &cb.dstPos, sizeof ca.dstPos) != 0)
-            return differ(p, i, "a copy of %zu bytes at the capture copies %zu at the next run",
+            return differ(p, i, "a copy of %zu bytes at the capture copies %zu at %s",
                           ca.extent.width * ca.extent.height * ca.extent.depth,
-                          cb.extent.width * cb.extent.height * cb.extent.depth);
+                          cb.extent.width * cb.extent.height * cb.extent.depth, p->b_run);
         return CGR_STATUS_OK;
     }
     case cudaGraphNodeTypeHost: {
@@ -428,7 +429,7 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
         CGR_CUDA_TRY(cudaGraphHostNodeGetParams(nb, &hb));
         if (ha.fn != hb.fn || ha.userData != hb.userData)
             return differ(p, i, "a host function call (cudaLaunchHostFunc) has other arguments "
-                          "at the next run");
+                          "at %s", p->b_run);
         return CGR_STATUS_OK;
     }
     case cudaGraphNodeTypeEventRecord:
@@ -440,8 +441,8 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
         CGR_CUDA_TRY(rec ? cudaGraphEventRecordNodeGetEvent(nb, &eb)
                          : cudaGraphEventWaitNodeGetEvent(nb, &eb));
         if (ea != eb)
-            return differ(p, i, "an event %s names another event at the next run",
-                          rec ? "record" : "wait");
+            return differ(p, i, "an event %s names another event at %s",
+                          rec ? "record" : "wait", p->b_run);
         return CGR_STATUS_OK;
     }
     case cudaGraphNodeTypeMemFree: {
@@ -449,7 +450,8 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
         CGR_CUDA_TRY(cudaGraphMemFreeNodeGetParams(na, &fa));
         CGR_CUDA_TRY(cudaGraphMemFreeNodeGetParams(nb, &fb));
         if (!same_ptr(p, fa, fb))
-            return differ(p, i, "a free (cudaFreeAsync) frees another address at the next run");
+            return differ(p, i, "a free (cudaFreeAsync) frees another address at %s",
+                          p->b_run);
         return CGR_STATUS_OK;
     }
     case cudaGraphNodeTypeGraph: {
@@ -549,7 +551,7 @@ static cgr_status compare_edges(pair *p, cudaGraph_t a, cudaGraph_t b)
         st = list_edges(b, &p->b, &eb, &nb);
     if (st == CGR_STATUS_OK && (na != nb || (na && memcmp(ea, eb, na * sizeof *ea) != 0))) {
         snprintf(p->msg, p->cap, "the nodes depend on each other differently (%zu edges at the "
-                 "capture, %zu at the next run)", na, nb);
+                 "capture, %zu at %s)", na, nb, p->b_run);
         st = CGR_STATUS_CAPTURE_FAILED;
     }
     free(ea);
@@ -567,14 +569,14 @@ static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int dept
     if (st == CGR_STATUS_OK)
         st = list_nodes(b, &p->b);
     if (st == CGR_STATUS_OK && p->a.n != p->b.n) {
-        snprintf(p->msg, p->cap, "the step enqueued %zu operations at the capture and %zu at the "
-                 "next run", p->a.n, p->b.n);
+        snprintf(p->msg, p->cap, "the step enqueued %zu operations at the capture and %zu at %s",
+                 p->a.n, p->b.n, p->b_run);
         st = CGR_STATUS_CAPTURE_FAILED;
     }
     for (size_t i = 0; st == CGR_STATUS_OK && i < p->a.n; i++) {
         if (p->a.type[i] != p->b.type[i])
-            st = differ(p, i, "operation of type %d at the capture, %d at the next run",
-                        (int)p->a.type[i], (int)p->b.type[i]);
+            st = differ(p, i, "operation of type %d at the capture, %d at %s",
+                        (int)p->a.type[i], (int)p->b.type[i], p->b_run);
         else
             st = compare_node(p, i, depth);
     }
@@ -588,12 +590,13 @@ static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int dept
 }
 
 cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, uintptr_t a_stack,
-                               cudaGraph_t b, char *msg, size_t cap)
+                               cudaGraph_t b, const char *b_run, char *msg, size_t cap)
 {
     CGR_TRY(cgr__driver_load(&drv_set));
     pair p;
     memset(&p, 0, sizeof p);
     p.s = s;
+    p.b_run = b_run;
     /* A capture on another thread put its own stack's addresses in a. */
     p.stack_a = a_stack;
     p.stack_b = (uintptr_t)&p;

@@ -112,7 +112,7 @@ static int64_t capture_policy(const cgr_options *o)
     const uint64_t v[] = {(uint64_t)o->frozen_check,   (uint64_t)o->shape_cache_entries,
                           (uint64_t)o->shape_cache_bytes, (uint64_t)o->churn_shapes,
                           (uint64_t)o->churn_window,   (uint64_t)o->churn_stable,
-                          (uint64_t)o->advanced.shape_spare};
+                          (uint64_t)o->advanced.shape_spare, (uint64_t)o->frozen_recheck};
     return (int64_t)(fnv1a(v, sizeof v) >> 1);
 }
 
@@ -141,9 +141,10 @@ cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
         if (w[5] != mine[5])
             return CGR_FAIL(CGR_STATUS_WRONG_STATE,
                             "cgr_runtime_attach_nccl: rank %d and rank %d differ in frozen_check, "
-                            "shape_cache_entries, shape_cache_bytes, churn_shapes, churn_window, "
-                            "churn_stable or advanced.shape_spare; these decide at which runs a "
-                            "step captures, so they must match on all ranks",
+                            "frozen_recheck, shape_cache_entries, shape_cache_bytes, "
+                            "churn_shapes, churn_window, churn_stable or advanced.shape_spare; "
+                            "these decide at which runs a step captures, so they must match on "
+                            "all ranks",
                             r, c->rank);
     }
     return CGR_STATUS_OK;

@@ -63,6 +63,7 @@ CGR_API cgr_status cgr_options_init_size(cgr_options *opt, size_t struct_size)
 
 #define CGR__PROFILE_RUNS_MAX 1000000
 #define CGR__PROFILE_SKIP_MAX 1000000000
+#define CGR__RECHECK_MAX 1000000000
 
 /* A whole decimal number in 0..max, or -1. */
 static long parse_count(const char *s, size_t n, long max)
@@ -152,6 +153,8 @@ static cgr_status check_options(const cgr_options *o)
         {"cgr_options.profile.runs", o->profile.runs, 0, CGR__PROFILE_RUNS_MAX,
          " (0: no profile)"},
         {"cgr_options.profile.skip", o->profile.skip, 0, CGR__PROFILE_SKIP_MAX, ""},
+        {"cgr_options.frozen_recheck", o->frozen_recheck, 0, CGR__RECHECK_MAX,
+         " (0: no recheck)"},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         CGR_TRY(in_range(fields[i].what, fields[i].v, fields[i].lo, fields[i].hi,
@@ -206,6 +209,17 @@ cgr_status cgr__options_own_strings(cgr_options *o)
     const char *diagnose = getenv("CGR_DIAGNOSE");
     if (diagnose && diagnose[0] && strcmp(diagnose, "0") != 0)
         o->diagnose = 1;
+    /* CGR_FROZEN_RECHECK only when the program left the recheck off. */
+    const char *recheck = o->frozen_recheck == 0 ? getenv("CGR_FROZEN_RECHECK") : NULL;
+    if (recheck && recheck[0]) {
+        long v = parse_count(recheck, strlen(recheck), CGR__RECHECK_MAX);
+        if (v < 0)
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "CGR_FROZEN_RECHECK is \"%s\": it must be the replays between "
+                            "rechecks, a whole number 0..%d",
+                            recheck, CGR__RECHECK_MAX);
+        o->frozen_recheck = (unsigned)v;
+    }
     /* CGR_PROFILE only when the program left the profile off. */
     const char *profile = o->profile.runs == 0 ? getenv("CGR_PROFILE") : NULL;
     if (profile && profile[0]) {

@@ -219,7 +219,8 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
 /*
  * The run after a shape's capture: captured again and compared with the
  * first capture (capture/freeze.c) before that graph ever serves another
- * run. The same: this run replays it, and so do later runs. Different:
+ * run, and so is every run that cgr_options.frozen_recheck makes a
+ * recheck. The same: this run replays it, and so do later runs. Different:
  * this run's own capture is right for this run and is launched once; the
  * shape runs eagerly from then on. All ranks of a communicator agree, so
  * that none replays a graph whose peers run eagerly; when they refuse,
@@ -238,7 +239,15 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
                         s->name);
     cgr__check_out co;
     cgr_status local = cgr__capture_check(s, plan, g, &co);
-    if (local == CGR_STATUS_OK && !co.same)
+    if (local == CGR_STATUS_OK && !co.same && g->checks_passed)
+        local = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
+                         "step '%s': its graph froze a value that has changed since, so it is "
+                         "no longer replayed: %s. The %u replays since the previous check "
+                         "(cgr_options.frozen_recheck) may have run with the frozen value. A "
+                         "graph replays the values it was captured with: pass a value that "
+                         "changes through a step input or device memory",
+                         s->name, co.text, s->rt->opt.frozen_recheck);
+    else if (local == CGR_STATUS_OK && !co.same)
         local = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
                          "step '%s': its graph froze a value that changes from run to run, so "
                          "it is not replayed: %s. A graph replays the values it was captured "
@@ -253,7 +262,7 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
     }
     if (st == CGR_STATUS_OK) {
         /* Not before: a rank whose agreement failed checks again at its next run. */
-        cgr__graph_checked(g);
+        cgr__graph_checked(g, s->rt->opt.frozen_recheck);
         *action = CGR_RUN_REPLAY;
         return cgr__launch_graph(s, g, slot, 0);
     }

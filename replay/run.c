@@ -145,18 +145,23 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
     if (s->n_dyn && !armed)
         cgr__stage_shape(s, slot, d.dims, d.true_dims);
     uint8_t action = CGR_RUN_REPLAY, reason = CGR_EAGER_NONE;
-    if (d.action == CGR__SHAPES_REPLAY && ((cgr__graph *)d.payload)->check) {
-        /* Its first replay: the frozen-value check (arm_ahead never arms such a graph). */
+    cgr__graph *g = d.payload;
+    if (d.action == CGR__SHAPES_REPLAY && g->check && g->check_in-- == 0) {
+        /*
+         * Due for the frozen-value check: its first replay, or a recheck
+         * (arm_ahead never arms a graph that is due). Due until it passes.
+         */
+        g->check_in = 0;
         st = cgr__run_check(s, slot, &d, &action, &reason);
     } else if (d.action == CGR__SHAPES_REPLAY) {
         plain_launch = armed || s->profile == NULL;
         /* An armed run that went is launched; again only if it had expired. */
         if (armed)
-            st = expired ? cgr__launch_graph(s, d.payload, slot, 0) : CGR_STATUS_OK;
+            st = expired ? cgr__launch_graph(s, g, slot, 0) : CGR_STATUS_OK;
         else if (__builtin_expect(s->profile != NULL, 0))
             st = cgr__profile_replay(s, slot, &d, &action); /* the profile window */
         else
-            st = cgr__launch_graph(s, d.payload, slot, 0);
+            st = cgr__launch_graph(s, g, slot, 0);
         if (st == CGR_STATUS_OK)
             s->stats.mode = CGR_MODE_GRAPH;
     } else {
@@ -282,8 +287,8 @@ static cgr_status check_acquired(const cgr_step *s, const cgr_slot *slot, const 
 static cgr_status arm_ahead(cgr_step *s, uint32_t slot)
 {
     cgr__graph *g = cgr__shapes_peek(s->shapes, s->run_dims, s->armed_bucket);
-    /* A graph not checked yet must be captured again at this run, not launched ahead. */
-    if (!g || !g->gated || g->check)
+    /* A graph due for its check must be captured again at this run, not launched ahead. */
+    if (!g || !g->gated || (g->check && g->check_in == 0))
         return CGR_STATUS_OK;
     int prev = 0;
     CGR_TRY(cgr__device_enter(s->rt, &prev));

@@ -44,6 +44,12 @@
  *       update must happen, and the results stay bitwise equal to eager.
  *       The cuBLAS-path buckets {16, 32} are run the same way, without
  *       requiring updates (cuBLAS's kernel choice decides the topology).
+ *   (g) rechecks (cgr_options.frozen_recheck): (e) with a recheck after
+ *       every 3 replays, and (f) on runs of one bucket at a time with one
+ *       after every 2, so that updated executables are rechecked against
+ *       their new shape's capture: rechecks run, none finds a difference
+ *       (the step keeps no host value that changes), and the results stay
+ *       bitwise equal to eager.
  *
  * The step runs as cgr-bench runs it: PDL on and, at small batch, the
  * weight gradients on a side stream (parallel graph branches). It exposes
@@ -494,7 +500,7 @@ typedef struct dyn_run {
 } dyn_run;
 
 static void dyn_open(dyn_run *r, const int64_t *buckets, int nb, int capture, int warmup,
-                     int cache_entries, const float *params0)
+                     int cache_entries, unsigned recheck, const float *params0)
 {
     memset(r, 0, sizeof *r);
     ASSERT(nb >= 1 && nb <= DYN_MAX_BUCKETS);
@@ -510,6 +516,7 @@ static void dyn_open(dyn_run *r, const int64_t *buckets, int nb, int capture, in
     o.capture = capture;
     o.warmup_runs = warmup;
     o.shape_cache_entries = cache_entries;
+    o.frozen_recheck = recheck;
     /* The tests switch buckets on purpose, far more often than the guard allows. */
     o.churn_shapes = 0;
     r->rt = runtime_open(&o, &m->cfg, params0, &m->dev);
@@ -670,7 +677,7 @@ static void test_dyn_reference(const float *params0, int sanitizer)
     const int n_steps = sanitizer ? 6 : (int)(sizeof seq / sizeof seq[0]);
     const size_t mark = scope();
     dyn_run r;
-    dyn_open(&r, buckets, 3, 1, 1, 16, params0);
+    dyn_open(&r, buckets, 3, 1, 1, 16, 0, params0);
     const dyn_model *m = &r.m;
     const size_t n = m->L.n_floats, nb = n * sizeof(float);
     float *p = xmalloc(nb), *mm = xmalloc(nb), *vv = xmalloc(nb);
@@ -725,11 +732,11 @@ typedef struct dyn_traj {
 } dyn_traj;
 
 static void dyn_traj_run(dyn_traj *t, const int64_t *buckets, int nb, int cache_entries,
-                         int warmup, int capture, const int64_t *seq, int steps,
-                         const float *params0)
+                         unsigned recheck, int warmup, int capture, const int64_t *seq,
+                         int steps, const float *params0)
 {
     dyn_run r;
-    dyn_open(&r, buckets, nb, capture, warmup, cache_entries, params0);
+    dyn_open(&r, buckets, nb, capture, warmup, cache_entries, recheck, params0);
     const dyn_model *m = &r.m;
     const size_t bmax = (size_t)m->cfg.batch, a0 = bmax * m->L.out[0];
     const size_t nbytes = m->L.n_floats * sizeof(float);
@@ -759,16 +766,16 @@ static void dyn_traj_run(dyn_traj *t, const int64_t *buckets, int nb, int cache_
  * actions follow the model above, run by run.
  */
 static void test_dyn_graph_eager(const char *what, const int64_t *buckets, int nb,
-                                 int cache_entries, const int64_t *seq, int steps,
-                                 const float *params0, int want_updates)
+                                 int cache_entries, unsigned recheck, const int64_t *seq,
+                                 int steps, const float *params0, int want_updates)
 {
     enum { WARMUP = 2 };
     const size_t mark = scope();
     dyn_traj g, e;
     memset(&g, 0, sizeof g);
     memset(&e, 0, sizeof e);
-    dyn_traj_run(&g, buckets, nb, cache_entries, WARMUP, 1, seq, steps, params0);
-    dyn_traj_run(&e, buckets, nb, cache_entries, WARMUP, 0, seq, steps, params0);
+    dyn_traj_run(&g, buckets, nb, cache_entries, recheck, WARMUP, 1, seq, steps, params0);
+    dyn_traj_run(&e, buckets, nb, cache_entries, recheck, WARMUP, 0, seq, steps, params0);
 
     action_model am;
     memset(&am, 0, sizeof am);
@@ -803,6 +810,15 @@ static void test_dyn_graph_eager(const char *what, const int64_t *buckets, int n
         TEST_FAIL_("%s: no update in place over %d capture(s) (%llu failed: %s)", what,
                    n_capture_points, (unsigned long long)g.ss.update_failures,
                    g.ss.last_update_error);
+    /*
+     * Rechecks (the model counts them as the replays they are) compared
+     * each graph with its own shape's capture, an updated one's included:
+     * some ran, and none found a difference.
+     */
+    if (recheck && (g.ss.frozen_checks <= g.ss.captures || g.ss.eager_runs != 0))
+        TEST_FAIL_("%s: %llu frozen-value checks for %llu captures, %llu eager runs (%s)", what,
+                   (unsigned long long)g.ss.frozen_checks, (unsigned long long)g.ss.captures,
+                   (unsigned long long)g.ss.eager_runs, g.ss.capture_error);
 
     mlp_cfg c;
     mlp_cfg_default(&c, (int)buckets[nb - 1]);
@@ -823,9 +839,9 @@ static void test_dyn_graph_eager(const char *what, const int64_t *buckets, int n
     for (int k = 0; k < steps; k++)
         ASSERT(isfinite(g.loss[k]));
     printf("dyn graph == eager, %s: %d steps bitwise (loss %.6f -> %.6f); %d captures of which "
-           "%d updates in place, %d replays\n",
+           "%d updates in place, %d replays, %llu frozen-value checks\n",
            what, steps, (double)g.loss[0], (double)g.loss[steps - 1], n_capture_points,
-           n_updates, n_replays);
+           n_updates, n_replays, (unsigned long long)g.ss.frozen_checks);
     release(mark);
 }
 
@@ -873,7 +889,12 @@ int main(void)
     int64_t seq[DYN_MAX_STEPS];
     static const int64_t b3[] = {8, 16, 32}, first3[] = {5, 13, 27};
     make_seq(seq, dyn_steps, first3, 3, 32, 0x1234abcdULL);
-    test_dyn_graph_eager("buckets {8,16,32}, cache 16", b3, 3, 16, seq, dyn_steps, params0, 0);
+    test_dyn_graph_eager("buckets {8,16,32}, cache 16", b3, 3, 16, 0, seq, dyn_steps, params0,
+                         0);
+    /* The same with a recheck after every 3 replays: small-batch and cuBLAS graphs alike. */
+    if (!sanitizer)
+        test_dyn_graph_eager("buckets {8,16,32}, cache 16, frozen_recheck 3", b3, 3, 16, 3, seq,
+                             dyn_steps, params0, 0);
     /*
      * Cache of one graph: every change of bucket evicts the cached graph,
      * and the new bucket's capture is offered it for an update in place.
@@ -883,16 +904,25 @@ int main(void)
      */
     static const int64_t bs[] = {2, 4, 8}, firsts[] = {3, 3, 3, 7, 7, 7, 2, 2, 2, 5, 5, 5};
     make_seq(seq, dyn_steps, firsts, 12, 8, 0x5678ef01ULL);
-    test_dyn_graph_eager("small-path buckets {2,4,8}, cache 1 (update in place)", bs, 3, 1, seq,
-                         dyn_steps, params0, 1);
+    test_dyn_graph_eager("small-path buckets {2,4,8}, cache 1 (update in place)", bs, 3, 1, 0,
+                         seq, dyn_steps, params0, 1);
+    /*
+     * Runs of one bucket at a time, rechecked after every 2 replays, with a
+     * one-graph cache: each change of bucket updates the executable in
+     * place, and its rechecks compare with the new shape's capture.
+     */
     if (!sanitizer) {
+        for (int k = 0; k < dyn_steps; k++)
+            seq[k] = (k / 12) % 2 ? 7 : 3;
+        test_dyn_graph_eager("small-path buckets {4,8} in runs, cache 1, frozen_recheck 2", bs,
+                             3, 1, 2, seq, dyn_steps, params0, 1);
         /* The cuBLAS path: whether cuBLAS picks kernels that keep the topology is its call. */
         static const int64_t bl[] = {16, 32}, firstl[] = {13, 13, 13, 27, 27, 27};
         make_seq(seq, dyn_steps, firstl, 6, 32, 0x9abc2345ULL);
         for (int k = 6; k < dyn_steps; k++)
             seq[k] = seq[k] < 9 ? seq[k] + 8 : seq[k]; /* keep to buckets 16 and 32 */
-        test_dyn_graph_eager("cuBLAS-path buckets {16,32}, cache 1", bl, 2, 1, seq, dyn_steps,
-                             params0, 0);
+        test_dyn_graph_eager("cuBLAS-path buckets {16,32}, cache 1", bl, 2, 1, 0, seq,
+                             dyn_steps, params0, 0);
     }
 
     printf("PASS\n");

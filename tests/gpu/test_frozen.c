@@ -12,6 +12,15 @@
  * with the kernel named in frozen_allow, or with the check off, the
  * frozen graph replays (its outputs keep the captured t, which is what
  * those options accept).
+ *
+ * Rechecks (frozen_recheck = K): a value that holds for the first runs
+ * and changes later (a learning rate that decays in steps) passes the
+ * first check; the recheck after K more replays finds it, runs that run
+ * from its own capture and the shape eagerly from then on, while the
+ * replays between the change and that recheck keep the old value, as
+ * documented. A step whose values never change passes every recheck and
+ * replays throughout, and an armable step is not armed at a run that is
+ * due for its recheck.
  */
 #include <string.h>
 
@@ -24,13 +33,14 @@ typedef struct counter_step {
     int by_input; /* t from input 1 instead of a kernel argument */
     int calls;
     float t;      /* the host counter: one more per call of the step function */
+    const float *host_value; /* when set, t is this value at each call instead */
 } counter_step;
 
 static cgr_status step_fn(cgr_ctx *ctx, void *user)
 {
     counter_step *c = user;
     c->calls++;
-    c->t += 1.0f;
+    c->t = c->host_value ? *c->host_value : c->t + 1.0f;
     cgr_stream st;
     float *x, *y, *t;
     STEP_TRY(cgr_ctx_stream(ctx, &st));
@@ -75,22 +85,28 @@ static void run_one(cgr_step *s, rng *r, float t, float want_t, cgr_run_action *
     }
 }
 
-static cgr_runtime *runtime(int check, const char *allow)
+static cgr_runtime *runtime_with(int check, const char *allow, unsigned recheck)
 {
     cgr_options o;
     ASSERT_OK(cgr_options_init(&o));
     o.frozen_check = check;
     o.frozen_allow = allow;
+    o.frozen_recheck = recheck;
     cgr_runtime *rt = NULL;
     ASSERT_OK(cgr_runtime_create(&rt, &o));
     return rt;
+}
+
+static cgr_runtime *runtime(int check, const char *allow)
+{
+    return runtime_with(check, allow, 0);
 }
 
 /* The host counter passed by value: refused with the kernel, the parameter and both values. */
 static void test_refused(rng *r)
 {
     cgr_runtime *rt = runtime(1, NULL);
-    counter_step c = {0, 0, 0.0f};
+    counter_step c = {0, 0, 0.0f, NULL};
     cgr_step *s = make_counter_step(rt, &c, "counter");
     static const cgr_run_action want[4] = {CGR_RUN_WARMUP, CGR_RUN_WARMUP, CGR_RUN_CAPTURE,
                                            CGR_RUN_CAPTURE};
@@ -131,7 +147,7 @@ static void test_refused(rng *r)
 static void test_from_input(rng *r)
 {
     cgr_runtime *rt = runtime(1, NULL);
-    counter_step c = {1, 0, 0.0f};
+    counter_step c = {1, 0, 0.0f, NULL};
     cgr_step *s = make_counter_step(rt, &c, "counter_input");
     for (int k = 0; k < RUNS; k++) {
         cgr_run_action a;
@@ -157,7 +173,7 @@ static void test_from_input(rng *r)
 static void test_accepted(rng *r, int check, const char *allow)
 {
     cgr_runtime *rt = runtime(check, allow);
-    counter_step c = {0, 0, 0.0f};
+    counter_step c = {0, 0, 0.0f, NULL};
     cgr_step *s = make_counter_step(rt, &c, "counter_allowed");
     for (int k = 0; k < RUNS; k++) {
         cgr_run_action a;
@@ -169,6 +185,179 @@ static void test_accepted(rng *r, int check, const char *allow)
     ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
     ASSERT_U64_EQ(ss.frozen_checks, (uint64_t)check);
     ASSERT_U64_EQ(ss.replays, RUNS - 2);
+    ASSERT_OK(cgr_step_destroy(&s));
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
+/*
+ * Whether run k (0-based) of a shape is a frozen-value check, with warmup
+ * runs 0..1, the capture at 2 and a recheck after every `recheck` replays:
+ * checks at 3, then every recheck + 1 runs.
+ */
+static int is_check_run(int k, int recheck)
+{
+    return k == 3 || (recheck > 0 && k > 3 && (k - 3) % (recheck + 1) == 0);
+}
+
+enum { RECHECK = 4, LATE_RUNS = 20, CHANGE = 10 };
+
+/*
+ * A value passed by value that holds for the first CHANGE runs and changes
+ * then, as a learning rate decaying in steps: the check at run 3 passes,
+ * the replays up to the next recheck keep the captured value, the recheck
+ * finds the new one and is right itself, and every run after it is eager
+ * and right.
+ */
+static void test_recheck_finds_late_change(rng *r)
+{
+    cgr_runtime *rt = runtime_with(1, NULL, RECHECK);
+    float value = 3.0f;
+    counter_step c = {0, 0, 0.0f, &value};
+    cgr_step *s = make_counter_step(rt, &c, "decaying");
+    int found = -1;
+    for (int k = 0; k < LATE_RUNS; k++) {
+        if (k == CHANGE)
+            value = 5.0f;
+        const int check = is_check_run(k, RECHECK);
+        if (found < 0 && k >= CHANGE && check)
+            found = k;
+        /* Replays between the change and the recheck that finds it keep the captured 3. */
+        const int stale = k >= CHANGE && found < 0;
+        cgr_run_action a, w;
+        run_one(s, r, 0.0f, stale ? 3.0f : value, &a);
+        if (k < 2)
+            w = CGR_RUN_WARMUP;
+        else if (k == 2 || k == found)
+            w = CGR_RUN_CAPTURE; /* the capture; the recheck that differs runs its own */
+        else if (found >= 0)
+            w = CGR_RUN_EAGER;
+        else
+            w = CGR_RUN_REPLAY;
+        if (a != w)
+            TEST_FAIL_("run %d was %s, expected %s", k, cgr_run_action_name(a),
+                       cgr_run_action_name(w));
+    }
+    ASSERT_EQ(found, 13);
+    int checks = 0;
+    for (int k = 0; k <= found; k++)
+        checks += is_check_run(k, RECHECK);
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    printf("recheck: %s\n", ss.capture_error);
+    ASSERT_U64_EQ(ss.frozen_checks, (uint64_t)checks);
+    ASSERT_EQ(c.calls, 3 + checks + (LATE_RUNS - 1 - found));
+    ASSERT_EQ(ss.mode, CGR_MODE_EAGER);
+    ASSERT_U64_EQ(ss.eager_by_reason[CGR_EAGER_FROZEN_VALUE], (uint64_t)(LATE_RUNS - 1 - found));
+    ASSERT(strstr(ss.capture_error, "has changed since") != NULL);
+    ASSERT(strstr(ss.capture_error, "add_scalar_kernel") != NULL);
+    ASSERT(strstr(ss.capture_error, "as float 3)") != NULL);
+    ASSERT(strstr(ss.capture_error, "as float 5)") != NULL);
+    ASSERT(strstr(ss.capture_error, "at this run") != NULL);
+    ASSERT(strstr(ss.capture_error, "The 4 replays since the previous check") != NULL);
+    ASSERT_OK(cgr_step_destroy(&s));
+
+    /* Without rechecks the same step replays the captured 3 for good: the blind spot. */
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    rt = runtime(1, NULL);
+    value = 3.0f;
+    c = (counter_step){0, 0, 0.0f, &value};
+    s = make_counter_step(rt, &c, "decaying_unchecked");
+    for (int k = 0; k < LATE_RUNS; k++) {
+        if (k == CHANGE)
+            value = 5.0f;
+        cgr_run_action a;
+        run_one(s, r, 0.0f, 3.0f, &a);
+    }
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_U64_EQ(ss.frozen_checks, 1);
+    ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
+    ASSERT_OK(cgr_step_destroy(&s));
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
+/* t from an input never changes the graph: every recheck passes and the graph replays. */
+static void test_recheck_passes(rng *r)
+{
+    cgr_runtime *rt = runtime_with(1, NULL, RECHECK);
+    counter_step c = {1, 0, 0.0f, NULL};
+    cgr_step *s = make_counter_step(rt, &c, "counter_rechecked");
+    int checks = 0;
+    for (int k = 0; k < LATE_RUNS; k++) {
+        cgr_run_action a;
+        run_one(s, r, (float)(k + 1), (float)(k + 1), &a);
+        checks += is_check_run(k, RECHECK);
+        cgr_run_action w = k < 2 ? CGR_RUN_WARMUP : k == 2 ? CGR_RUN_CAPTURE : CGR_RUN_REPLAY;
+        if (a != w)
+            TEST_FAIL_("run %d was %s, expected %s", k, cgr_run_action_name(a),
+                       cgr_run_action_name(w));
+    }
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_EQ(checks, 4); /* runs 3, 8, 13 and 18 */
+    ASSERT_U64_EQ(ss.frozen_checks, (uint64_t)checks);
+    ASSERT_EQ(c.calls, 3 + checks);
+    ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
+    ASSERT_U64_EQ(ss.captures, 1);
+    ASSERT_U64_EQ(ss.replays, LATE_RUNS - 2);
+    ASSERT(ss.capture_error[0] == '\0');
+    ASSERT_OK(cgr_step_destroy(&s));
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
+/*
+ * An armable step: every run is acquired with CGR_ACQUIRE_ARM, and is
+ * launched ahead unless its graph is not checked yet or is due for a
+ * recheck; those runs go the plain way and are checks. Outputs are right
+ * at every run either way.
+ */
+static void test_recheck_armed(rng *r)
+{
+    cgr_runtime *rt = runtime_with(1, NULL, RECHECK);
+    counter_step c = {1, 0, 0.0f, NULL};
+    cgr_tensor_desc in[2] = {tensor1("x", CGR_DTYPE_F32, LEN), tensor1("t", CGR_DTYPE_F32, 1)};
+    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
+    cgr_step_desc d;
+    ASSERT_OK(cgr_step_desc_init(&d));
+    d.name = "counter_armed";
+    d.inputs = in;
+    d.n_inputs = 2;
+    d.outputs = &out;
+    d.n_outputs = 1;
+    d.fn = step_fn;
+    d.user = &c;
+    d.armable = 1;
+    cgr_step *s = NULL;
+    ASSERT_OK(cgr_step_create(rt, &d, &s));
+    static float x[LEN], y[LEN];
+    int checks = 0;
+    for (int k = 0; k < LATE_RUNS; k++) {
+        const float t = (float)(k + 1);
+        cgr_slot slot;
+        ASSERT_OK(cgr_step_acquire(s, NULL, CGR_ACQUIRE_ARM, &slot));
+        const int check = is_check_run(k, RECHECK);
+        checks += check;
+        /* Launched ahead exactly when the run replays a graph that is not due. */
+        const int want_armed = k > 3 && !check;
+        if (slot.armed != want_armed)
+            TEST_FAIL_("run %d: armed %d, expected %d", k, slot.armed, want_armed);
+        rng_fill(r, x, LEN);
+        ASSERT_OK(cgr_step_write_input(s, &slot, 0, 0, x, sizeof x));
+        ASSERT_OK(cgr_step_write_input(s, &slot, 1, 0, &t, sizeof t));
+        ASSERT_OK(cgr_step_launch(s, &slot));
+        ASSERT_OK(cgr_step_wait(s, slot.ticket));
+        ASSERT_OK(cgr_step_output(s, slot.ticket, 0, y, sizeof y, NULL));
+        for (int i = 0; i < LEN; i++) {
+            float want = x[i] + t;
+            if (memcmp(&y[i], &want, sizeof want) != 0)
+                TEST_FAIL_("armed run %d: y[%d] = %.9g, expected %.9g", k, i, (double)y[i],
+                           (double)want);
+        }
+    }
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_U64_EQ(ss.frozen_checks, (uint64_t)checks);
+    ASSERT_U64_EQ(ss.armed_runs, (uint64_t)(LATE_RUNS - 4 - (checks - 1)));
+    ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
     ASSERT_OK(cgr_step_destroy(&s));
     ASSERT_OK(cgr_runtime_destroy(&rt));
 }
@@ -185,6 +374,12 @@ int main(void)
     printf("frozen_allow naming the kernel: the first capture replays\n");
     test_accepted(&r, 0, NULL);
     printf("frozen_check = 0: the first capture replays\n");
+    test_recheck_finds_late_change(&r);
+    printf("frozen_recheck: a value that changed later found at the next recheck\n");
+    test_recheck_passes(&r);
+    printf("frozen_recheck: values from an input pass every recheck\n");
+    test_recheck_armed(&r);
+    printf("frozen_recheck: an armed run is not launched ahead when its check is due\n");
     printf("PASS\n");
     return 0;
 }

@@ -357,7 +357,9 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       return cgr_step_write_input(NULL, &sl, 0, 0, &x, sizeof x);)                         \
     X(step_write_input_dead_magic, INVALID_HANDLE, "magic word",                           \
       cgr_slot sl; memset(&sl, 0, sizeof sl); float x = 1.0f;                              \
-      return cgr_step_write_input(DEAD_STEP, &sl, 0, 0, &x, sizeof x);)
+      return cgr_step_write_input(DEAD_STEP, &sl, 0, 0, &x, sizeof x);)                    \
+    X(opt_frozen_recheck_huge, INVALID_ARGUMENT, "frozen_recheck",                         \
+      cgr_options o = opts(); o.frozen_recheck = 1000000001u; return create(&o);)
 
 #define CASE_FN(name, status, word, ...)                                                   \
     static cgr_status case_##name(void)                                                    \

@@ -165,6 +165,7 @@ static void test_options_size(void)
     ASSERT_EQ(got.profile.runs, 0);
     ASSERT_EQ(got.profile.skip, 10);
     ASSERT(got.profile.path == NULL);
+    ASSERT_EQ(got.frozen_recheck, 0u);
 
     /* Below the first version, or past the largest size: refused, and init writes nothing. */
     memset(&u, GUARD, sizeof u);
@@ -322,6 +323,47 @@ static void test_profile_options(void)
     unsetenv("CGR_PROFILE");
 }
 
+/* cgr_options.frozen_recheck and CGR_FROZEN_RECHECK. */
+static void test_recheck_options(void)
+{
+    unsetenv("CGR_FROZEN_RECHECK");
+    cgr_options o, kept;
+    ASSERT_OK(cgr_options_init(&o));
+    ASSERT_EQ(o.frozen_recheck, 0u);
+    o.frozen_recheck = 1000000001u;
+    expect_invalid(validate_options(&o), "frozen_recheck", "too many replays");
+    o.frozen_recheck = 1000000000u;
+    ASSERT_OK(cgr__options_load(&o, &kept));
+    ASSERT_EQ(kept.frozen_recheck, 1000000000u);
+
+    /* The variable fills a recheck the options left off, and only then. */
+    ASSERT_EQ(setenv("CGR_FROZEN_RECHECK", "250", 1), 0);
+    ASSERT_OK(cgr_options_init(&kept));
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT_EQ(kept.frozen_recheck, 250u);
+    cgr__options_free_strings(&kept);
+    ASSERT_OK(cgr_options_init(&kept));
+    kept.frozen_recheck = 7;
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT_EQ(kept.frozen_recheck, 7u);
+    cgr__options_free_strings(&kept);
+    static const char *const bad[] = {"x", "-1", "12k", "1000000001", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ASSERT_EQ(setenv("CGR_FROZEN_RECHECK", bad[i], 1), 0);
+        ASSERT_OK(cgr_options_init(&kept));
+        expect_invalid(cgr__options_own_strings(&kept), "CGR_FROZEN_RECHECK", bad[i]);
+        /* Refused before any string was copied: nothing to free, and nothing kept. */
+        ASSERT(kept.dump_dir == NULL && kept.frozen_allow == NULL && kept.profile.path == NULL);
+        ASSERT_EQ(kept.frozen_recheck, 0u);
+    }
+    ASSERT_EQ(setenv("CGR_FROZEN_RECHECK", "", 1), 0);
+    ASSERT_OK(cgr_options_init(&kept));
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT_EQ(kept.frozen_recheck, 0u);
+    cgr__options_free_strings(&kept);
+    unsetenv("CGR_FROZEN_RECHECK");
+}
+
 static cgr_tensor_desc t2(const char *name, cgr_dtype d, int64_t a, int64_t b)
 {
     cgr_tensor_desc t;
@@ -436,6 +478,7 @@ int main(void)
     test_step_desc_size();
     test_dump_dir_copy();
     test_profile_options();
+    test_recheck_options();
     test_tensor_bytes();
     test_step_desc();
     test_create_without_gpu();

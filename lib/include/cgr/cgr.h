@@ -213,7 +213,7 @@ typedef struct cgr_profile_options {
  * The guides explain the groups of fields: docs/shapes.md the shape cache
  * and the churn guard (shape_cache_entries to churn_stable),
  * docs/staging.md ("Armed runs") arm_timeout_us, docs/wrapping.md the
- * frozen-value check (frozen_check, frozen_allow).
+ * frozen-value check (frozen_check, frozen_allow, frozen_recheck).
  */
 typedef struct cgr_options {
     size_t struct_size;        /**< set by cgr_options_init() */
@@ -295,6 +295,20 @@ typedef struct cgr_options {
     } advanced;
     cgr_profile_options profile; /**< the profile window (cgr_profile_options); off by
                                       default */
+    unsigned frozen_recheck;   /**< the frozen-value check again, later: after every this
+                                    many replays of a checked graph, its shape's next run is
+                                    captured once more and compared with the graph it
+                                    replays, as at the check after its capture, and a
+                                    difference stops its replays the same way. It catches a
+                                    value that was the same at a shape's first two runs and
+                                    changed later (a learning rate that decays in steps, a
+                                    flag switched between phases); the replays before that
+                                    recheck used the old value. Each cached graph then keeps
+                                    its template in host memory. No effect with
+                                    frozen_check = 0. 0 (default): no recheck;
+                                    at most 1000000000. Also set by the environment
+                                    variable CGR_FROZEN_RECHECK=N when the options leave
+                                    it 0 (docs/wrapping.md, "Values that change later") */
 } cgr_options;
 
 /**
@@ -413,6 +427,11 @@ typedef struct cgr_dim_use {
  * It must make the same scratch requests, in the same order, on every call
  * (for a step with dynamic dims: on every call with the same buckets).
  *
+ * It is called by warm-up, eager and capturing runs, and by the runs the
+ * frozen-value check captures again (the one after a shape's capture, and
+ * one every cgr_options.frozen_recheck replays when that is set), never by
+ * a replay: host code in it does not run at every step.
+ *
  * It may be called twice for one run: when the capture of a run fails
  * (an illegal call in the step, or a graph CUDA cannot instantiate), that
  * run is not lost; cgr calls the function again, eagerly, on the same
@@ -506,7 +525,8 @@ CGR_API cgr_status cgr_step_destroy(cgr_step **step);
  * The first warmup_runs runs of a shape run eagerly; the next one captures
  * the graph and launches it; with cgr_options.frozen_check (the default)
  * the run after it is captured once more and compared; later runs are one
- * cudaGraphLaunch each. A run whose capture fails executes eagerly instead
+ * cudaGraphLaunch each (but for a recheck every cgr_options.frozen_recheck
+ * replays, when set). A run whose capture fails executes eagerly instead
  * and succeeds (see cgr_step_fn).
  * @{
  */
@@ -748,9 +768,10 @@ typedef struct cgr_step_stats {
                                        warm-up or destroy on the runtime */
     /* Shapes (docs/shapes.md). */
     uint64_t new_shapes;          /**< shapes the churn guard saw as new */
-    uint64_t frozen_checks;       /**< runs captured a second time for the frozen-value check
-                                       (cgr_options.frozen_check), one per new graph; each
-                                       is counted in runs as what it executed */
+    uint64_t frozen_checks;       /**< runs captured again for the frozen-value check
+                                       (cgr_options.frozen_check): one per new graph, and one
+                                       per recheck (frozen_recheck); each is counted in runs
+                                       as what it executed */
     uint64_t capture_failures;    /**< shapes whose capture failed; with capture = 0 each
                                        shape counts one when it would have been captured
                                        (its reason text says so) */

@@ -101,9 +101,10 @@ CGR_API int cgr_has_nccl(void);
  *   has been captured already (its graph could hold collectives that were
  *   captured without the agreement), inside a step function, or the
  *   ranks differ in an option that decides at which runs a step captures
- *   (warmup_runs, capture, frozen_check, shape_cache_entries,
- *   shape_cache_bytes, churn_shapes, churn_window, churn_stable,
- *   advanced.shape_spare): every rank must capture at the same run;
+ *   (warmup_runs, capture, frozen_check, frozen_recheck,
+ *   shape_cache_entries, shape_cache_bytes, churn_shapes, churn_window,
+ *   churn_stable, advanced.shape_spare): every rank must capture at the
+ *   same run;
  * - CGR_STATUS_NOT_SUPPORTED: built without NCCL, libnccl cannot be loaded
  *   (the message names the files tried; CGR_NCCL_LIBRARY names the file to
  *   load), or the NCCL library is older than 2.18.
