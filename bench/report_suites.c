@@ -728,10 +728,12 @@ void report_soak(const bench_results *res)
     printf("  %ld outputs checked (%ld in warm-up, also against the host), %ld mismatches\n",
            s->checks, s->warm_checks, s->mismatches);
     printf("  graph runtime: %llu replays, %llu captures (%llu updated in place, %llu updates "
-           "failed), %llu evictions, %llu eager warm-up runs\n",
+           "failed), %llu evictions, %llu eager warm-up runs, %llu frozen-value checks, %llu "
+           "eager runs\n",
            (unsigned long long)(h->replays - h->captures), (unsigned long long)h->captures,
            (unsigned long long)h->updates, (unsigned long long)h->update_failures,
-           (unsigned long long)h->evictions, (unsigned long long)h->warmup_runs);
+           (unsigned long long)h->evictions, (unsigned long long)h->warmup_runs,
+           (unsigned long long)h->frozen_checks, (unsigned long long)h->eager_runs);
 }
 
 void report_soak_summary(const bench_results *res)
@@ -770,6 +772,8 @@ void report_soak_json(json_writer *w, const bench_results *res)
     json_int(w, "replays", (long long)(s->graph.replays - s->graph.captures));
     json_int(w, "updates_in_place", (long long)s->graph.updates);
     json_int(w, "evictions", (long long)s->graph.evictions);
+    json_int(w, "frozen_checks", (long long)s->graph.frozen_checks);
+    json_int(w, "eager_runs", (long long)s->graph.eager_runs);
     json_int(w, "outputs_checked", s->checks);
     json_int(w, "mismatches", s->mismatches);
     json_begin_array(w, "samples");

@@ -24,7 +24,10 @@
  * - corruption: every SOAK_CHECK-th output is compared bit for bit with an
  *   eager run (a second runtime, cgr_options.capture = 0) of the same
  *   inputs; in warm-up both are also compared with the host. The kernels
- *   are deterministic (soak_kernels.cu), so any difference fails.
+ *   are deterministic (soak_kernels.cu), so any difference fails;
+ * - fallbacks: no run after the warm-up may go eagerly. With
+ *   CGR_FROZEN_RECHECK set, the graphs are also rechecked all along
+ *   (cgr_options.frozen_recheck), which this suite then soaks too.
  */
 #include <math.h>
 #include <stdio.h>
@@ -410,6 +413,13 @@ out:
     said_check *c = said_add(res, "soak_outputs", "soak outputs equal eager's, bitwise");
     c->ok = r->mismatches == 0 && r->checks > 0;
     snprintf(c->message, sizeof c->message, "%ld checked, %ld differ", r->checks, r->mismatches);
-    r->pass = pass && c->ok;
+    /* No run falls back: not the churn guard (one new shape per phase), nor a failed capture
+     * or frozen-value check (rechecks among them, when CGR_FROZEN_RECHECK asks for them). */
+    said_check *e = said_add(res, "soak_graphs", "soak runs replayed graphs, none eager");
+    e->ok = r->graph.eager_runs == 0;
+    snprintf(e->message, sizeof e->message, "%llu eager runs, %llu frozen-value checks%s%.400s",
+             (unsigned long long)r->graph.eager_runs, (unsigned long long)r->graph.frozen_checks,
+             r->graph.capture_error[0] ? "; " : "", r->graph.capture_error);
+    r->pass = pass && c->ok && e->ok;
     return 0;
 }

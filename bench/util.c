@@ -127,8 +127,8 @@ static void bench_print_shape_stats(const cgr_step *step)
     }
     printf("               shapes: %llu hits, %llu misses; %llu captures (%llu updated in "
            "place, %llu updates failed, %llu capture failures), %llu evictions; %llu eager "
-           "(churn %llu, capture failed %llu, too large %llu); churn guard %llu trips, "
-           "%llu recoveries\n",
+           "(churn %llu, capture failed %llu, too large %llu, frozen value %llu); %llu "
+           "frozen-value checks; churn guard %llu trips, %llu recoveries\n",
            (unsigned long long)(h.replays - h.captures),
            (unsigned long long)(h.runs - (h.replays - h.captures)),
            (unsigned long long)h.captures, (unsigned long long)h.updates,
@@ -137,7 +137,9 @@ static void bench_print_shape_stats(const cgr_step *step)
            (unsigned long long)h.eager_by_reason[CGR_EAGER_CHURN],
            (unsigned long long)h.eager_by_reason[CGR_EAGER_CAPTURE_FAILED],
            (unsigned long long)h.eager_by_reason[CGR_EAGER_TOO_LARGE],
-           (unsigned long long)h.churn_activations, (unsigned long long)h.churn_recoveries);
+           (unsigned long long)h.eager_by_reason[CGR_EAGER_FROZEN_VALUE],
+           (unsigned long long)h.frozen_checks, (unsigned long long)h.churn_activations,
+           (unsigned long long)h.churn_recoveries);
     printf("               capture %.1f us, instantiate %.1f us, update %.1f us (totals); "
            "%u cached, %.3f MiB est.; arena %.2f MiB\n",
            h.capture_us, h.instantiate_us, h.update_us, h.entries, mib(h.bytes),
