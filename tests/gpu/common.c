@@ -35,8 +35,9 @@ void rng_fill(rng *r, float *x, size_t n)
         x[i] = rng_float(r);
 }
 
-cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in, int n_in,
-                    const cgr_tensor_desc *out, int n_out, cgr_step_fn fn, void *user)
+cgr_step *make_step_armable(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in,
+                            int n_in, const cgr_tensor_desc *out, int n_out, cgr_step_fn fn,
+                            void *user, int armable)
 {
     cgr_step_desc d;
     ASSERT_OK(cgr_step_desc_init(&d));
@@ -47,9 +48,16 @@ cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in
     d.n_outputs = n_out;
     d.fn = fn;
     d.user = user;
+    d.armable = armable;
     cgr_step *s = NULL;
     ASSERT_OK(cgr_step_create(rt, &d, &s));
     return s;
+}
+
+cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in, int n_in,
+                    const cgr_tensor_desc *out, int n_out, cgr_step_fn fn, void *user)
+{
+    return make_step_armable(rt, name, in, n_in, out, n_out, fn, user, 0);
 }
 
 cgr_tensor_desc tensor2(const char *name, cgr_dtype t, int64_t d0, int64_t d1)

@@ -52,6 +52,10 @@ void rng_fill(rng *r, float *x, size_t n);
 /* Creates a step on rt with the given I/O; any failure fails the test. */
 cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in, int n_in,
                     const cgr_tensor_desc *out, int n_out, cgr_step_fn fn, void *user);
+/* The same, with cgr_step_desc.armable = armable. */
+cgr_step *make_step_armable(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in,
+                            int n_in, const cgr_tensor_desc *out, int n_out, cgr_step_fn fn,
+                            void *user, int armable);
 
 /*
  * Output `index` of waited run `ticket`, copied by cgr_step_output() into a

@@ -34,6 +34,7 @@ typedef struct counter_step {
     int calls;
     float t;      /* the host counter: one more per call of the step function */
     const float *host_value; /* when set, t is this value at each call instead */
+    int armable;             /* cgr_step_desc.armable */
 } counter_step;
 
 static cgr_status step_fn(cgr_ctx *ctx, void *user)
@@ -59,7 +60,8 @@ static cgr_step *make_counter_step(cgr_runtime *rt, counter_step *c, const char 
 {
     cgr_tensor_desc in[2] = {tensor1("x", CGR_DTYPE_F32, LEN), tensor1("t", CGR_DTYPE_F32, 1)};
     cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
-    return make_step(rt, name, in, c->by_input ? 2 : 1, &out, 1, step_fn, c);
+    return make_step_armable(rt, name, in, c->by_input ? 2 : 1, &out, 1, step_fn, c,
+                             c->armable);
 }
 
 /*
@@ -106,7 +108,7 @@ static cgr_runtime *runtime(int check, const char *allow)
 static void test_refused(rng *r)
 {
     cgr_runtime *rt = runtime(1, NULL);
-    counter_step c = {0, 0, 0.0f, NULL};
+    counter_step c = {0, 0, 0.0f, NULL, 0};
     cgr_step *s = make_counter_step(rt, &c, "counter");
     static const cgr_run_action want[4] = {CGR_RUN_WARMUP, CGR_RUN_WARMUP, CGR_RUN_CAPTURE,
                                            CGR_RUN_CAPTURE};
@@ -147,7 +149,7 @@ static void test_refused(rng *r)
 static void test_from_input(rng *r)
 {
     cgr_runtime *rt = runtime(1, NULL);
-    counter_step c = {1, 0, 0.0f, NULL};
+    counter_step c = {1, 0, 0.0f, NULL, 0};
     cgr_step *s = make_counter_step(rt, &c, "counter_input");
     for (int k = 0; k < RUNS; k++) {
         cgr_run_action a;
@@ -173,7 +175,7 @@ static void test_from_input(rng *r)
 static void test_accepted(rng *r, int check, const char *allow)
 {
     cgr_runtime *rt = runtime(check, allow);
-    counter_step c = {0, 0, 0.0f, NULL};
+    counter_step c = {0, 0, 0.0f, NULL, 0};
     cgr_step *s = make_counter_step(rt, &c, "counter_allowed");
     for (int k = 0; k < RUNS; k++) {
         cgr_run_action a;
@@ -212,7 +214,7 @@ static void test_recheck_finds_late_change(rng *r)
 {
     cgr_runtime *rt = runtime_with(1, NULL, RECHECK);
     float value = 3.0f;
-    counter_step c = {0, 0, 0.0f, &value};
+    counter_step c = {0, 0, 0.0f, &value, 0};
     cgr_step *s = make_counter_step(rt, &c, "decaying");
     int found = -1;
     for (int k = 0; k < LATE_RUNS; k++) {
@@ -260,7 +262,7 @@ static void test_recheck_finds_late_change(rng *r)
     ASSERT_OK(cgr_runtime_destroy(&rt));
     rt = runtime(1, NULL);
     value = 3.0f;
-    c = (counter_step){0, 0, 0.0f, &value};
+    c = (counter_step){0, 0, 0.0f, &value, 0};
     s = make_counter_step(rt, &c, "decaying_unchecked");
     for (int k = 0; k < LATE_RUNS; k++) {
         if (k == CHANGE)
@@ -279,7 +281,7 @@ static void test_recheck_finds_late_change(rng *r)
 static void test_recheck_passes(rng *r)
 {
     cgr_runtime *rt = runtime_with(1, NULL, RECHECK);
-    counter_step c = {1, 0, 0.0f, NULL};
+    counter_step c = {1, 0, 0.0f, NULL, 0};
     cgr_step *s = make_counter_step(rt, &c, "counter_rechecked");
     int checks = 0;
     for (int k = 0; k < LATE_RUNS; k++) {
@@ -313,21 +315,8 @@ static void test_recheck_passes(rng *r)
 static void test_recheck_armed(rng *r)
 {
     cgr_runtime *rt = runtime_with(1, NULL, RECHECK);
-    counter_step c = {1, 0, 0.0f, NULL};
-    cgr_tensor_desc in[2] = {tensor1("x", CGR_DTYPE_F32, LEN), tensor1("t", CGR_DTYPE_F32, 1)};
-    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = "counter_armed";
-    d.inputs = in;
-    d.n_inputs = 2;
-    d.outputs = &out;
-    d.n_outputs = 1;
-    d.fn = step_fn;
-    d.user = &c;
-    d.armable = 1;
-    cgr_step *s = NULL;
-    ASSERT_OK(cgr_step_create(rt, &d, &s));
+    counter_step c = {1, 0, 0.0f, NULL, 1};
+    cgr_step *s = make_counter_step(rt, &c, "counter_armed");
     static float x[LEN], y[LEN];
     int checks = 0;
     for (int k = 0; k < LATE_RUNS; k++) {

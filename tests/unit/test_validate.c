@@ -323,6 +323,17 @@ static void test_profile_options(void)
     unsetenv("CGR_PROFILE");
 }
 
+/* Options from the defaults with frozen_recheck = preset, after CGR_FROZEN_RECHECK = v. */
+static cgr_status recheck_from_env(const char *v, unsigned preset, cgr_options *kept)
+{
+    ASSERT_EQ(setenv("CGR_FROZEN_RECHECK", v, 1), 0);
+    ASSERT_OK(cgr_options_init(kept));
+    kept->frozen_recheck = preset;
+    cgr_status st = cgr__options_own_strings(kept);
+    cgr__options_free_strings(kept); /* safe after a refusal too */
+    return st;
+}
+
 /* cgr_options.frozen_recheck and CGR_FROZEN_RECHECK. */
 static void test_recheck_options(void)
 {
@@ -337,30 +348,17 @@ static void test_recheck_options(void)
     ASSERT_EQ(kept.frozen_recheck, 1000000000u);
 
     /* The variable fills a recheck the options left off, and only then. */
-    ASSERT_EQ(setenv("CGR_FROZEN_RECHECK", "250", 1), 0);
-    ASSERT_OK(cgr_options_init(&kept));
-    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT_OK(recheck_from_env("250", 0, &kept));
     ASSERT_EQ(kept.frozen_recheck, 250u);
-    cgr__options_free_strings(&kept);
-    ASSERT_OK(cgr_options_init(&kept));
-    kept.frozen_recheck = 7;
-    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT_OK(recheck_from_env("250", 7, &kept));
     ASSERT_EQ(kept.frozen_recheck, 7u);
-    cgr__options_free_strings(&kept);
     static const char *const bad[] = {"x", "-1", "12k", "1000000001", "99999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ASSERT_EQ(setenv("CGR_FROZEN_RECHECK", bad[i], 1), 0);
-        ASSERT_OK(cgr_options_init(&kept));
-        expect_invalid(cgr__options_own_strings(&kept), "CGR_FROZEN_RECHECK", bad[i]);
-        /* Refused before any string was copied: nothing to free, and nothing kept. */
-        ASSERT(kept.dump_dir == NULL && kept.frozen_allow == NULL && kept.profile.path == NULL);
+        expect_invalid(recheck_from_env(bad[i], 0, &kept), "CGR_FROZEN_RECHECK", bad[i]);
         ASSERT_EQ(kept.frozen_recheck, 0u);
     }
-    ASSERT_EQ(setenv("CGR_FROZEN_RECHECK", "", 1), 0);
-    ASSERT_OK(cgr_options_init(&kept));
-    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT_OK(recheck_from_env("", 0, &kept));
     ASSERT_EQ(kept.frozen_recheck, 0u);
-    cgr__options_free_strings(&kept);
     unsetenv("CGR_FROZEN_RECHECK");
 }
 
