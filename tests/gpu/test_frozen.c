@@ -67,14 +67,28 @@ static cgr_step *make_counter_step(cgr_runtime *rt, counter_step *c, const char 
 /*
  * One run with fresh x and the run's t (run k: t = k + 1); checks every
  * y[i] == x[i] + want_t bitwise (one fp32 add, the same on both sides).
+ * arm: acquired with CGR_ACQUIRE_ARM (a step with t as an input), the
+ * inputs written into the slot; returns whether it was launched ahead.
  */
-static void run_one(cgr_step *s, rng *r, float t, float want_t, cgr_run_action *action)
+static int run_one_as(cgr_step *s, rng *r, float t, float want_t, int arm,
+                      cgr_run_action *action)
 {
     static float x[LEN], y[LEN];
     rng_fill(r, x, LEN);
     const void *ins[2] = {x, &t};
     uint64_t ticket;
-    ASSERT_OK(cgr_step_run(s, NULL, ins, &ticket));
+    int armed = 0;
+    if (arm) {
+        cgr_slot slot;
+        ASSERT_OK(cgr_step_acquire(s, NULL, CGR_ACQUIRE_ARM, &slot));
+        ASSERT_OK(cgr_step_write_input(s, &slot, 0, 0, x, sizeof x));
+        ASSERT_OK(cgr_step_write_input(s, &slot, 1, 0, &t, sizeof t));
+        ASSERT_OK(cgr_step_launch(s, &slot));
+        ticket = slot.ticket;
+        armed = slot.armed;
+    } else {
+        ASSERT_OK(cgr_step_run(s, NULL, ins, &ticket));
+    }
     ASSERT_OK(cgr_step_wait(s, ticket));
     ASSERT_OK(cgr_step_run_action(s, ticket, action));
     ASSERT_OK(cgr_step_output(s, ticket, 0, y, sizeof y, NULL));
@@ -85,6 +99,12 @@ static void run_one(cgr_step *s, rng *r, float t, float want_t, cgr_run_action *
                        cgr_run_action_name(*action), i, (double)y[i], (double)want_t,
                        (double)want);
     }
+    return armed;
+}
+
+static void run_one(cgr_step *s, rng *r, float t, float want_t, cgr_run_action *action)
+{
+    (void)run_one_as(s, r, t, want_t, 0, action);
 }
 
 static cgr_runtime *runtime_with(int check, const char *allow, unsigned recheck)
@@ -277,17 +297,25 @@ static void test_recheck_finds_late_change(rng *r)
     ASSERT_OK(cgr_runtime_destroy(&rt));
 }
 
-/* t from an input never changes the graph: every recheck passes and the graph replays. */
-static void test_recheck_passes(rng *r)
+/*
+ * t from an input never changes the graph: every recheck passes and the
+ * graph replays. armable: every run is acquired with CGR_ACQUIRE_ARM, and
+ * is launched ahead unless its graph is not checked yet or is due for a
+ * recheck; those runs go the plain way and are the checks.
+ */
+static void test_recheck_passes(rng *r, int armable)
 {
     cgr_runtime *rt = runtime_with(1, NULL, RECHECK);
-    counter_step c = {1, 0, 0.0f, NULL, 0};
-    cgr_step *s = make_counter_step(rt, &c, "counter_rechecked");
+    counter_step c = {1, 0, 0.0f, NULL, armable};
+    cgr_step *s = make_counter_step(rt, &c, armable ? "counter_armed" : "counter_rechecked");
     int checks = 0;
     for (int k = 0; k < LATE_RUNS; k++) {
         cgr_run_action a;
-        run_one(s, r, (float)(k + 1), (float)(k + 1), &a);
-        checks += is_check_run(k, RECHECK);
+        const int check = is_check_run(k, RECHECK);
+        checks += check;
+        const int armed = run_one_as(s, r, (float)(k + 1), (float)(k + 1), armable, &a);
+        if (armed != (armable && k > 3 && !check))
+            TEST_FAIL_("run %d: armed %d, expected %d", k, armed, armable && k > 3 && !check);
         cgr_run_action w = k < 2 ? CGR_RUN_WARMUP : k == 2 ? CGR_RUN_CAPTURE : CGR_RUN_REPLAY;
         if (a != w)
             TEST_FAIL_("run %d was %s, expected %s", k, cgr_run_action_name(a),
@@ -301,52 +329,8 @@ static void test_recheck_passes(rng *r)
     ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
     ASSERT_U64_EQ(ss.captures, 1);
     ASSERT_U64_EQ(ss.replays, LATE_RUNS - 2);
+    ASSERT_U64_EQ(ss.armed_runs, armable ? (uint64_t)(LATE_RUNS - 4 - (checks - 1)) : 0);
     ASSERT(ss.capture_error[0] == '\0');
-    ASSERT_OK(cgr_step_destroy(&s));
-    ASSERT_OK(cgr_runtime_destroy(&rt));
-}
-
-/*
- * An armable step: every run is acquired with CGR_ACQUIRE_ARM, and is
- * launched ahead unless its graph is not checked yet or is due for a
- * recheck; those runs go the plain way and are checks. Outputs are right
- * at every run either way.
- */
-static void test_recheck_armed(rng *r)
-{
-    cgr_runtime *rt = runtime_with(1, NULL, RECHECK);
-    counter_step c = {1, 0, 0.0f, NULL, 1};
-    cgr_step *s = make_counter_step(rt, &c, "counter_armed");
-    static float x[LEN], y[LEN];
-    int checks = 0;
-    for (int k = 0; k < LATE_RUNS; k++) {
-        const float t = (float)(k + 1);
-        cgr_slot slot;
-        ASSERT_OK(cgr_step_acquire(s, NULL, CGR_ACQUIRE_ARM, &slot));
-        const int check = is_check_run(k, RECHECK);
-        checks += check;
-        /* Launched ahead exactly when the run replays a graph that is not due. */
-        const int want_armed = k > 3 && !check;
-        if (slot.armed != want_armed)
-            TEST_FAIL_("run %d: armed %d, expected %d", k, slot.armed, want_armed);
-        rng_fill(r, x, LEN);
-        ASSERT_OK(cgr_step_write_input(s, &slot, 0, 0, x, sizeof x));
-        ASSERT_OK(cgr_step_write_input(s, &slot, 1, 0, &t, sizeof t));
-        ASSERT_OK(cgr_step_launch(s, &slot));
-        ASSERT_OK(cgr_step_wait(s, slot.ticket));
-        ASSERT_OK(cgr_step_output(s, slot.ticket, 0, y, sizeof y, NULL));
-        for (int i = 0; i < LEN; i++) {
-            float want = x[i] + t;
-            if (memcmp(&y[i], &want, sizeof want) != 0)
-                TEST_FAIL_("armed run %d: y[%d] = %.9g, expected %.9g", k, i, (double)y[i],
-                           (double)want);
-        }
-    }
-    cgr_step_stats ss;
-    ASSERT_OK(cgr_step_get_stats(s, &ss));
-    ASSERT_U64_EQ(ss.frozen_checks, (uint64_t)checks);
-    ASSERT_U64_EQ(ss.armed_runs, (uint64_t)(LATE_RUNS - 4 - (checks - 1)));
-    ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
     ASSERT_OK(cgr_step_destroy(&s));
     ASSERT_OK(cgr_runtime_destroy(&rt));
 }
@@ -365,9 +349,9 @@ int main(void)
     printf("frozen_check = 0: the first capture replays\n");
     test_recheck_finds_late_change(&r);
     printf("frozen_recheck: a value that changed later found at the next recheck\n");
-    test_recheck_passes(&r);
+    test_recheck_passes(&r, 0);
     printf("frozen_recheck: values from an input pass every recheck\n");
-    test_recheck_armed(&r);
+    test_recheck_passes(&r, 1);
     printf("frozen_recheck: an armed run is not launched ahead when its check is due\n");
     printf("PASS\n");
     return 0;
