@@ -243,9 +243,8 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
         local = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
                          "step '%s': its graph froze a value that has changed since, so it is "
                          "no longer replayed: %s. The %u replays since the previous check "
-                         "(cgr_options.frozen_recheck) may have run with the frozen value. A "
-                         "graph replays the values it was captured with: pass a value that "
-                         "changes through a step input or device memory",
+                         "(cgr_options.frozen_recheck) replayed the frozen value; pass a value "
+                         "that changes through a step input or device memory",
                          s->name, co.text, s->rt->opt.frozen_recheck);
     else if (local == CGR_STATUS_OK && !co.same)
         local = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,

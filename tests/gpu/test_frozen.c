@@ -276,6 +276,7 @@ static void test_recheck_finds_late_change(rng *r)
     ASSERT(strstr(ss.capture_error, "as float 5)") != NULL);
     ASSERT(strstr(ss.capture_error, "at this run") != NULL);
     ASSERT(strstr(ss.capture_error, "The 4 replays since the previous check") != NULL);
+    ASSERT(strstr(ss.capture_error, "step input or device memory") != NULL); /* not cut */
     ASSERT_OK(cgr_step_destroy(&s));
 
     /* Without rechecks the same step replays the captured 3 for good: the blind spot. */
