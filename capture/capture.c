@@ -524,7 +524,8 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
     }
     if (st == CGR_STATUS_OK) {
         cudaGraphDestroy(again);
-        out->same = 1; /* the template goes, or stays for a recheck, once the peers agree (cgr__graph_checked) */
+        /* The template goes, or stays for a recheck, once the peers agree (cgr__graph_checked). */
+        out->same = 1;
     } else if (st == CGR_STATUS_CAPTURE_FAILED && again) {
         /* This run's own capture is right for this run: instantiated, it runs once. */
         out->differs = 1;
