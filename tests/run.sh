@@ -3,11 +3,13 @@
 # builds cgr and runs the unit, headers, gpu and bench suites (bench: the
 # benchmark's workloads, W-mlp and W-cnn, against float64 references).
 # Without a usable GPU the gpu and bench tests report "skipped" (exit 77);
-# everything else must pass.
+# everything else must pass. The build treats warnings as errors
+# (-Dwerror=true); extra arguments go to meson setup after it, so
+# -Dwerror=false turns that off.
 set -eu
 cd "$(dirname "$0")/.."
 builddir=${CGR_BUILD_DIR:-build}
-bash tests/build.sh "$@"
+bash tests/build.sh -Dwerror=true "$@"
 
 out=$(mktemp)
 set +e

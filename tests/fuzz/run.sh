@@ -49,10 +49,11 @@ fi
 # Assertions stay compiled in (b_ndebug=false): an input that breaks one of
 # cgr's internal invariants is a finding like a crash.
 if [ -d "$builddir" ]; then
-    meson configure "$builddir" -Dfuzz=true -Dtests=true -Dbench=false -Db_ndebug=false >/dev/null
+    meson configure "$builddir" -Dfuzz=true -Dtests=true -Dbench=false -Db_ndebug=false \
+        -Dwerror=true >/dev/null
 else
     CC=clang meson setup "$builddir" -Dfuzz=true -Dtests=true -Dbench=false -Db_ndebug=false \
-        >/dev/null
+        -Dwerror=true >/dev/null
 fi
 buildlog=$(mktemp)
 if ! ninja -C "$builddir" "${targets[@]/#/tests/fuzz/}" >"$buildlog" 2>&1; then
