@@ -26,5 +26,6 @@ if ! meson setup ${reconfigure[@]+"${reconfigure[@]}"} "$builddir" "$@" >"$log" 
 fi
 # The summary block: from "cgr <version>" up to the line meson ends setup with.
 awk '/^cgr [0-9]/ { show = 1 } /^Found ninja/ { show = 0 } show' "$log"
-grep -i 'warning' "$log" >&2 || true
+# Meson's own warnings (its summary's "warnings as errors" line is not one).
+grep -E '^(WARNING|DEPRECATION)' "$log" >&2 || true
 ninja -C "$builddir"
