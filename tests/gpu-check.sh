@@ -93,7 +93,9 @@ bench_detail() {
 }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
-if meson setup "$b" >"$OUT/setup.log" 2>&1 && ninja -C "$b" >"$OUT/build.log" 2>&1; then
+# Warnings are errors here, as in CI.
+if meson setup "$b" -Dwerror=true >"$OUT/setup.log" 2>&1 &&
+    ninja -C "$b" >"$OUT/build.log" 2>&1; then
     result[build]=ok
 else
     result[build]=FAILED
@@ -129,7 +131,8 @@ if [ "${result[build]}" = ok ]; then
         cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2>/dev/null | head -1)
         if [ "${cc%%.*}" -ge 9 ] 2>/dev/null; then sass=80 ptx_arch=90; else sass=90 ptx_arch=80; fi
         bp=build-gpu-ptx
-        if meson setup "$bp" -Dgpu_arch=$sass -Dgpu_ptx=$ptx_arch >"$OUT/setup-ptx.log" 2>&1 &&
+        if meson setup "$bp" -Dwerror=true -Dgpu_arch=$sass -Dgpu_ptx=$ptx_arch \
+            >"$OUT/setup-ptx.log" 2>&1 &&
             ninja -C "$bp" >"$OUT/build-ptx.log" 2>&1; then
             echo "-- $bp: machine code sm_$sass only, PTX compute_$ptx_arch"
             if command -v cuobjdump >/dev/null 2>&1; then
