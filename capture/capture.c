@@ -41,6 +41,7 @@
 
 #include "fault.h"
 #include "capture.h"
+#include "cuda_compat.h"
 #include "stage.h"
 #include "trace.h"
 
@@ -122,7 +123,9 @@ static cgr_status last_node(cudaStream_t stream, cudaGraphNode_t *node)
     enum cudaStreamCaptureStatus cs;
     const cudaGraphNode_t *deps = NULL;
     size_t n = 0;
-    CGR_CUDA_TRY(cudaStreamGetCaptureInfo(stream, &cs, NULL, NULL, &deps, NULL, &n));
+    cudaError_t e = cgr__capture_deps(stream, &cs, &deps, &n);
+    if (e != cudaSuccess)
+        return cgr__cuda_fail((int)e, "cudaStreamGetCaptureInfo");
     /* The step may have invalidated the capture; a staging node cgr just
      * added with more or fewer than one dependency would be cgr's bug. */
     if (cs != cudaStreamCaptureStatusActive)

@@ -35,6 +35,7 @@
 #include <cuda.h>
 
 #include "capture.h"
+#include "cuda_compat.h"
 #include "driver.h"
 
 /* ---- driver entry points --------------------------------------------------------------- */
@@ -64,7 +65,7 @@ static cgr__driver_set drv_set = {
     .n = sizeof drv_fns / sizeof drv_fns[0],
     .version = 12040,
     .why = "it reports kernel parameters for the frozen-value check; CUDA 12.4 drivers and "
-           "newer have it",
+           "runtimes and newer have it",
 };
 
 /* ---- one graph's nodes ------------------------------------------------------------------ */
@@ -490,7 +491,7 @@ static size_t index_of(const node_at *by_node, size_t n, cudaGraphNode_t node)
 
 typedef struct edge {
     size_t from, to;
-    cudaGraphEdgeData data;
+    cgr__edge_data data;
 } edge;
 
 static int edge_cmp(const void *x, const void *y)
@@ -507,17 +508,19 @@ static int edge_cmp(const void *x, const void *y)
 static cgr_status list_edges(cudaGraph_t g, const node_list *l, edge **out, size_t *n)
 {
     *out = NULL;
-    CGR_CUDA_TRY(cudaGraphGetEdges(g, NULL, NULL, NULL, n));
+    cudaError_t ce = cgr__graph_edges(g, NULL, NULL, NULL, n);
+    if (ce != cudaSuccess)
+        return cgr__cuda_fail((int)ce, "cudaGraphGetEdges");
     if (*n == 0)
         return CGR_STATUS_OK;
     cudaGraphNode_t *from = malloc(*n * sizeof *from), *to = malloc(*n * sizeof *to);
-    cudaGraphEdgeData *data = calloc(*n, sizeof *data);
+    cgr__edge_data *data = calloc(*n, sizeof *data); /* zeroed: see cgr__graph_edges */
     edge *e = malloc(*n * sizeof *e);
     node_at *by_node = malloc((l->n ? l->n : 1) * sizeof *by_node);
     cgr_status st = CGR_STATUS_OK;
     if (!from || !to || !data || !e || !by_node) {
         st = CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: %zu graph edges", *n);
-    } else if (cudaGraphGetEdges(g, from, to, data, n) != cudaSuccess) {
+    } else if (cgr__graph_edges(g, from, to, data, n) != cudaSuccess) {
         st = CGR_FAIL(CGR_STATUS_CUDA_ERROR, "cudaGraphGetEdges failed: %s",
                       cudaGetErrorString(cudaGetLastError()));
     } else {

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda_compat.h"
 #include "driver.h"
 
 /*
@@ -14,10 +15,17 @@ static cgr_status driver_entry(const char *name, int version, const char *why, v
 {
     enum cudaDriverEntryPointQueryResult q;
     *out = NULL;
-    cudaError_t e = cudaGetDriverEntryPointByVersion(name, out, (unsigned)version,
-                                                     cudaEnableDefault, &q);
+    cudaError_t e = cgr__driver_entry_point(name, out, version, &q);
     if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaGetDriverEntryPointByVersion");
+        return cgr__cuda_fail((int)e, CGR__DRIVER_ENTRY_POINT_CALL);
+    if (q == cudaDriverEntryPointVersionNotSufficent) {
+        /* Only before CUDA 12.5, where the runtime's own version decides (cuda_compat.h). */
+        int rt = 0;
+        (void)cudaRuntimeGetVersion(&rt);
+        return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED,
+                        "the CUDA runtime (%d.%d) is older than the driver's %s (%s)", rt / 1000,
+                        rt % 1000 / 10, name, why);
+    }
     if (q != cudaDriverEntryPointSuccess || *out == NULL)
         return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "the driver has no %s (%s)", name, why);
     return CGR_STATUS_OK;

@@ -38,10 +38,20 @@ int cgr__prof_phases_on; /* written under g_mark_lock, read by trace.c unlocked 
 
 #if CGR_HAVE_CUPTI
 
-/* The newest record structs in this CUPTI (13.0): CUPTI fills records of
- * these layouts for the kinds enabled below. */
+/*
+ * Record structs of the CUPTI cgr is built with: CUPTI fills records of
+ * its newest layouts for the kinds enabled below. A newer layout only
+ * appends fields, so these read right in the records of any CUPTI of the
+ * same major version (the one cgr loads): CUDA 12.9's CUPTI, say, writes
+ * Memcpy6, whose front is Memcpy5.
+ */
+#if CUPTI_API_VERSION >= 130000
 typedef CUpti_ActivityKernel10 cupti_kernel_rec;
 typedef CUpti_ActivityMemcpy6 cupti_memcpy_rec;
+#else
+typedef CUpti_ActivityKernel9 cupti_kernel_rec;
+typedef CUpti_ActivityMemcpy5 cupti_memcpy_rec;
+#endif
 typedef CUpti_ActivityMemset4 cupti_memset_rec;
 typedef CUpti_ActivityMarker2 cupti_marker_rec;
 
@@ -170,7 +180,9 @@ static const char *cupti_hint(CUptiResult r)
     case CUPTI_ERROR_NOT_SUPPORTED:
     case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
     case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
+#if CUPTI_API_VERSION >= 26 /* CUDA 12.8 */
     case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
+#endif
         return " (tracing is not supported on this device / setup)";
     default:
         return "";
