@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# README's main command: installs meson if it is missing (Debian packages),
-# builds cgr and runs cgr-bench's default suite on GPU 0. Extra arguments go
-# to cgr-bench (for example --json bench.json).
+# README's main command: installs meson if it is missing or too old
+# (tests/meson_tool.sh), builds cgr and runs cgr-bench's default suite on
+# GPU 0. Extra arguments go to cgr-bench (for example --json bench.json).
 set -eu
 cd "$(dirname "$0")/.."
 builddir=${CGR_BUILD_DIR:-build}

@@ -14,11 +14,8 @@ if ! command -v doxygen >/dev/null 2>&1; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq doxygen >/dev/null
 fi
-if ! command -v meson >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; then
-    echo "installing meson and ninja from Debian's packages"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq meson ninja-build pkg-config >/dev/null
-fi
+source tests/meson_tool.sh
+cgr_need_meson
 echo "doxygen $(doxygen --version)"
 
 # The docs target exists only when setup found doxygen: a build directory

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# README's test command: installs meson if it is missing (Debian packages),
-# builds cgr and runs the unit, headers, gpu and bench suites (bench: the
+# README's test command: installs meson if it is missing or too old
+# (tests/meson_tool.sh), builds cgr and runs the unit, headers, gpu and bench suites (bench: the
 # benchmark's workloads, W-mlp and W-cnn, against float64 references).
 # Without a usable GPU the gpu and bench tests report "skipped" (exit 77);
 # everything else must pass. The build treats warnings as errors
@@ -10,6 +10,7 @@ set -eu
 cd "$(dirname "$0")/.."
 builddir=${CGR_BUILD_DIR:-build}
 bash tests/build.sh -Dwerror=true "$@"
+source tests/meson_tool.sh # the meson that build.sh used
 
 out=$(mktemp)
 set +e

@@ -67,6 +67,7 @@ run() {
 
 echo "== cgr installed into a temporary prefix =="
 CGR_BUILD_DIR=$builddir bash tests/build.sh --prefix "$prefix" -Dtests=false -Dbench=false
+source tests/meson_tool.sh # the meson that build.sh used
 quiet meson install -C "$builddir" --quiet
 
 pc=$(find "$prefix" -name cgr.pc)

@@ -39,11 +39,8 @@ if ! fuzzer_works; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-dev >/dev/null
     fuzzer_works || { echo "clang cannot build a libFuzzer target" >&2; exit 1; }
 fi
-if ! command -v meson >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; then
-    echo "installing meson and ninja from Debian's packages"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq meson ninja-build pkg-config >/dev/null
-fi
+source tests/meson_tool.sh
+cgr_need_meson
 
 # CC only matters on the first setup: meson keeps the compiler afterwards.
 # Assertions stay compiled in (b_ndebug=false): an input that breaks one of
