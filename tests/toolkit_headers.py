@@ -100,7 +100,7 @@ def open_wheel(info):
 
 def main(argv):
     if len(argv) < 3 or any("==" not in a for a in argv[2:]):
-        print(__doc__.strip().splitlines()[3], file=sys.stderr)
+        print("usage: toolkit_headers.py DEST PACKAGE==VERSION...", file=sys.stderr)
         return 1
     dest = argv[1]
     try:

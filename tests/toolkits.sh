@@ -33,47 +33,10 @@ fetch "$work/common" nvidia-cublas-cu12==12.4.5.8 nvidia-nvtx-cu12==12.4.127
 failed=0
 for v in 12.0.146 12.4.127 12.9.79; do
     fetch "$work/$v" nvidia-cuda-runtime-cu12==$v nvidia-cuda-cupti-cu12==$v
-    if ! python3 - "$builddir" "$v" "$work/$v/nvidia/cuda_runtime/include" \
-        "$work/$v/nvidia/cuda_cupti/include" "$work/common/nvidia/cublas/include" \
-        "$work/common/nvidia/nvtx/include" <<'EOF'; then
-import json, os, shlex, subprocess, sys
-
-builddir, version, incs = sys.argv[1], sys.argv[2], sys.argv[3:]
-entries = json.load(open(os.path.join(builddir, "compile_commands.json")))
-seen, failed = set(), []
-for e in entries:
-    src = os.path.normpath(os.path.join(e["directory"], e["file"]))
-    if not src.endswith(".c") or src in seen:
-        continue
-    seen.add(src)
-    args, out, i = shlex.split(e["command"]), [], 0
-    while i < len(args):
-        a = args[i]
-        if a in ("-o", "-MF", "-MQ", "-MT"):
-            i += 2
-            continue
-        if a in ("-MD", "-MMD"):
-            i += 1
-            continue
-        # This release's headers go right before the installed toolkit's
-        # include dir, wherever the build names it (-I or -isystem).
-        d = a[2:] if a.startswith("-I") and len(a) > 2 else None
-        if a == "-isystem" and i + 1 < len(args):
-            d = args[i + 1]
-        if d and os.path.exists(os.path.join(e["directory"], d, "cuda_runtime_api.h")):
-            out += ["-I" + p for p in incs]
-        out.append(a)
-        i += 1
-    r = subprocess.run(out + ["-fsyntax-only", "-fdiagnostics-color=never"],
-                       cwd=e["directory"], capture_output=True, text=True)
-    if r.returncode != 0:
-        failed.append(src)
-        sys.stdout.write(r.stderr)
-print("CUDA %s: %d C files, %d failed%s" % (version, len(seen), len(failed),
-      "".join("\n  " + f for f in failed)))
-sys.exit(1 if failed or not seen else 0)
-EOF
-        failed=1
-    fi
+    r=$work/$v/nvidia
+    python3 tests/compile_check.py "$builddir" "CUDA $v" \
+        --include "$r/cuda_runtime/include" --include "$r/cuda_cupti/include" \
+        --include "$work/common/nvidia/cublas/include" \
+        --include "$work/common/nvidia/nvtx/include" || failed=1
 done
 exit $failed

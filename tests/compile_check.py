@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Compiles every C file of a configured build once more, -fsyntax-only,
+with its own flags (-Werror included) but another compiler or other CUDA
+headers: what tests/toolkits.sh (CUDA 12's headers) and CI (a compiler for
+aarch64, as on Grace Hopper) check with it.
+
+    compile_check.py BUILD_DIR LABEL [--cc COMPILER] [--include DIR]...
+
+--include DIRs go right before the installed CUDA toolkit's include dir,
+wherever the build names it (-I or -isystem), so their headers win. Prints
+one line, "LABEL: N C files, M failed", after the failures' diagnostics;
+exits 1 when any file failed (or none was found), else 0.
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+
+def main(argv):
+    if len(argv) < 3:
+        print("usage: compile_check.py BUILD_DIR LABEL [--cc COMPILER] [--include DIR]...",
+              file=sys.stderr)
+        return 1
+    builddir, label, cc, incs = argv[1], argv[2], None, []
+    rest = argv[3:]
+    while rest:
+        if rest[0] == "--cc" and len(rest) > 1:
+            cc = rest[1]
+        elif rest[0] == "--include" and len(rest) > 1:
+            incs.append(os.path.abspath(rest[1]))
+        else:
+            print("compile_check.py: unknown argument %r" % rest[0], file=sys.stderr)
+            return 1
+        rest = rest[2:]
+    with open(os.path.join(builddir, "compile_commands.json")) as f:
+        entries = json.load(f)
+    seen, failed, placed = set(), [], 0
+    for e in entries:
+        src = os.path.normpath(os.path.join(e["directory"], e["file"]))
+        if not src.endswith(".c") or src in seen:
+            continue
+        seen.add(src)
+        args, out, i = shlex.split(e["command"]), [], 0
+        pending = list(incs)  # placed once, before the toolkit's first include dir
+        while i < len(args):
+            a = args[i]
+            if a in ("-o", "-MF", "-MQ", "-MT"):
+                i += 2
+                continue
+            if a in ("-MD", "-MMD"):
+                i += 1
+                continue
+            d = a[2:] if a.startswith("-I") and len(a) > 2 else None
+            if a == "-isystem" and i + 1 < len(args):
+                d = args[i + 1]
+            if pending and d and os.path.exists(os.path.join(e["directory"], d,
+                                                             "cuda_runtime_api.h")):
+                out += ["-I" + p for p in pending]
+                pending = []
+                placed += 1
+            out.append(a)
+            i += 1
+        if cc:
+            out[0] = cc
+        r = subprocess.run(out + ["-fsyntax-only", "-fdiagnostics-color=never"],
+                           cwd=e["directory"], capture_output=True, text=True)
+        if r.returncode != 0:
+            failed.append(src)
+            sys.stdout.write(r.stderr)
+    print("%s: %d C files, %d failed%s" % (label, len(seen), len(failed),
+                                           "".join("\n  " + f for f in failed)))
+    if incs and placed == 0:
+        print("%s: no file names the CUDA toolkit's include dir, so --include had no effect"
+              % label)
+        return 1
+    return 1 if failed or not seen else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
