@@ -15,7 +15,7 @@
  *     gives the form of its own version: for the entry points cgr uses,
  *     the same form as asked for (none has changed since it appeared), or
  *     none at all when the entry point is newer than the runtime, which
- *     cgr then reports as a driver without it.
+ *     cgr then reports as a runtime too old for it (driver.c).
  *
  * Header-only: static inline functions, so every layer may include it.
  */
