@@ -63,6 +63,8 @@ def main(argv):
             out.append(a)
             i += 1
         if cc:
+            if os.path.basename(out[0]) == "ccache":
+                out = out[1:]
             out[0] = cc
         r = subprocess.run(out + ["-fsyntax-only", "-fdiagnostics-color=never"],
                            cwd=e["directory"], capture_output=True, text=True)
