@@ -10,7 +10,8 @@ every file under nvidia/<component>/include/ is written below DEST with its
 path in the wheel. A wheel of up to 64 MiB is downloaded whole and checked
 against PyPI's sha256; from a larger one (cuBLAS's is about 350 MiB) only
 the zip directory and the header members are read, with HTTP range
-requests, each member checked against its CRC-32 by zipfile.
+requests, each member checked against its CRC-32 by zipfile (where the
+server does not answer range requests, the whole wheel is downloaded).
 
 Exit status: 0 when every package's headers were written; 77 when PyPI
 cannot be reached at all (nothing to test against); 1 on any other error.
@@ -86,8 +87,14 @@ def wheel_of(package, version):
     return info
 
 
+def ranges_work(url):
+    """Whether the server answers a range request with just that range."""
+    status, data = fetch(url, {"Range": "bytes=0-3"})
+    return status == 206 and len(data) == 4
+
+
 def open_wheel(info):
-    if info["size"] <= WHOLE_MAX:
+    if info["size"] <= WHOLE_MAX or not ranges_work(info["url"]):
         _, data = fetch(info["url"])
         digest = hashlib.sha256(data).hexdigest()
         if digest != info["digests"]["sha256"]:
