@@ -7,7 +7,8 @@
 #     static-only install; the move checks that cgr.pc is relocatable);
 #   - CMake: find_package(cgr CONFIG REQUIRED) with cgr::cgr and
 #     cgr::cgr_static, on the prefix and on the moved copy; a request for a
-#     version this cgr does not satisfy must fail;
+#     version this cgr does not satisfy must fail, and so must a CUDA
+#     toolkit of another major version than cgr was built with;
 #   - meson: cgr's source tree as a subproject, through dependency('cgr'),
 #     with its tests and bench left out.
 # No program may need libcudnn or libnccl (readelf, ldd). Without a GPU the
@@ -134,6 +135,27 @@ fi
 grep -q 'with requested version' "$tmp/newer.log" ||
     { cat "$tmp/newer.log" >&2; fail "find_package(cgr 99.0) failed for another reason"; }
 echo "   find_package(cgr 99.0) refuses cgr $version"
+# A toolkit of another CUDA major version than cgr's: a stand-in whose nvcc
+# says 12.4 or 14.0 (whichever cgr was not built with), with the real
+# toolkit's headers and libraries, which is all FindCUDAToolkit looks at.
+cuda_home=$(pkg-config --variable=cuda_home "$pc")
+cuda_major=$("$cuda_home/bin/nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+other=12.4
+[ "$cuda_major" != 12 ] || other=14.0
+fake=$tmp/cuda-$other
+mkdir -p "$fake/bin"
+printf '#!/bin/sh\necho "Cuda compilation tools, release %s, V%s.0"\n' "$other" "$other" \
+    >"$fake/bin/nvcc"
+chmod +x "$fake/bin/nvcc"
+ln -s "$cuda_home/include" "$fake/include"
+ln -s "$cuda_home/lib64" "$fake/lib64"
+if cmake -S tests/consumers/cmake -B "$tmp/cmake-other-cuda" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCUDAToolkit_ROOT="$fake" >"$tmp/other-cuda.log" 2>&1; then
+    fail "find_package(cgr) accepted CUDA $other for a cgr built with CUDA $cuda_major"
+fi
+grep -q "cgr was built with CUDA $cuda_major" "$tmp/other-cuda.log" ||
+    { cat "$tmp/other-cuda.log" >&2; fail "find_package(cgr) with CUDA $other failed for another reason"; }
+echo "   find_package(cgr) refuses CUDA $other for a cgr built with CUDA $cuda_major"
 
 echo "== meson: cgr as a subproject, dependency('cgr') =="
 proj=$tmp/meson-consumer
@@ -150,4 +172,4 @@ no_cudnn_nccl "$tmp/meson-build/consumer"
 run "$tmp/meson-build/consumer"
 
 echo "consumers: pkg-config (shared, static, moved), CMake (cgr::cgr, cgr::cgr_static," \
-    "moved, version check) and a meson subproject built and ran"
+    "moved, version check, CUDA check) and a meson subproject built and ran"
