@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs cgr into a temporary prefix and builds tests/consumers/consumer.c
 # against it the ways other projects do, running each program it builds:
-#   - pkg-config, shared: `pkg-config --cflags --libs cgr`;
+#   - pkg-config, shared: `pkg-config --cflags --libs cgr`, also with
+#     README's example (examples/train_step.c) and README's command line;
 #   - pkg-config, static: `pkg-config --static --cflags --libs cgr`, on a
 #     copy of the prefix moved elsewhere with the shared library removed (a
 #     static-only install; the move checks that cgr.pc is relocatable);
@@ -93,6 +94,24 @@ quiet "$cc" "${warn[@]}" tests/consumers/consumer.c $(pkg-config --cflags cgr) \
 links_libcgr "$tmp/pc-shared" || fail "pc-shared does not link libcgr.so"
 no_cudnn_nccl "$tmp/pc-shared"
 run "$tmp/pc-shared"
+# README's example calls cuBLAS and the CUDA runtime itself, and links them
+# with README's command line: their -l flags must find the toolkit's library
+# folder through cgr.pc, not through a default path of this machine.
+cuda_lib=$(pkg-config --variable=cuda_home cgr)/lib64
+# shellcheck disable=SC2046
+if ! "$cc" "${warn[@]}" examples/train_step.c $(pkg-config --cflags --libs cgr) \
+    -lcublas -lcudart -lm -o "$tmp/pc-train-step" \
+    -Wl,-rpath,"$(pkg-config --variable=libdir cgr)" -Wl,--verbose >"$tmp/pc-link.log" 2>&1; then
+    grep -v '^attempt to open' "$tmp/pc-link.log" | tail -n 20 >&2
+    fail "README's command line did not build examples/train_step.c"
+fi
+grep -q "open $cuda_lib/libcublas.so succeeded" "$tmp/pc-link.log" ||
+    fail "README's command line found libcublas.so elsewhere than $cuda_lib (cgr.pc's Libs)"
+# Without a GPU it exits 77 (skipped), as in the gpu suite.
+rc=0
+out=$("$tmp/pc-train-step") || rc=$?
+[ $rc = 0 ] || [ $rc = 77 ] || fail "examples/train_step.c exited with status $rc: $out"
+echo "   train_step (README's command line): $out"
 
 echo "== pkg-config --static, on a moved copy of the prefix without libcgr.so =="
 cp -a "$prefix" "$moved"
@@ -138,7 +157,6 @@ echo "   find_package(cgr 99.0) refuses cgr $version"
 # A toolkit of another CUDA major version than cgr's: a stand-in whose nvcc
 # says 12.4 or 14.0 (whichever cgr was not built with), with the real
 # toolkit's headers and libraries, which is all FindCUDAToolkit looks at.
-cuda_home=$(pkg-config --variable=cuda_home "$pc")
 cuda_major=$("$cuda_home/bin/nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
 other=12.4
 [ "$cuda_major" != 12 ] || other=14.0
