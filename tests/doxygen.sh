@@ -9,12 +9,11 @@ set -eu
 cd "$(dirname "$0")/.."
 builddir=${CGR_BUILD_DIR:-build}
 
+source tests/meson_tool.sh
 if ! command -v doxygen >/dev/null 2>&1; then
     echo "installing doxygen from Debian's packages"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq doxygen >/dev/null
+    cgr_apt_install doxygen
 fi
-source tests/meson_tool.sh
 cgr_need_meson
 echo "doxygen $(doxygen --version)"
 

@@ -1,10 +1,12 @@
 # Sourced (bash) by the scripts that run meson, README's two commands among
-# them. cgr needs meson 1.0.1 or newer, and ninja. cgr_need_meson installs
-# them from the distribution's packages when they are missing; where that
-# meson is older (Ubuntu 22.04 ships 0.61), it installs a newer one from
-# PyPI into a virtual environment, .tools/meson in this checkout (git
-# ignores it). Sourcing this puts that environment first on PATH whenever
-# it exists, so every script of the checkout runs the same meson.
+# them. cgr_apt_install installs Debian's or Ubuntu's packages, or says what
+# to install where there is no apt-get. cgr needs meson 1.0.1 or newer, and
+# ninja. cgr_need_meson installs them from the distribution's packages when
+# they are missing; where that meson is older (Ubuntu 22.04 ships 0.61), it
+# installs a newer one from PyPI into a virtual environment, .tools/meson in
+# this checkout (git ignores it). Sourcing this puts that environment first
+# on PATH whenever it exists, so every script of the checkout runs the same
+# meson.
 
 cgr_tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.tools/meson"
 if [ -x "$cgr_tools_dir/bin/meson" ]; then
@@ -19,20 +21,29 @@ v = [int(x) for x in sys.argv[1].split(".")[:3] if x.isdigit()]
 sys.exit(1 if v < [1, 0, 1] else 0)' "$(meson --version 2>/dev/null)"
 }
 
+# apt-get install of the packages named, or a message saying what to install
+# by hand where there is no apt-get (another distribution).
+cgr_apt_install() {
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "no apt-get here: install $* with this system's package manager, or meson" \
+            "(1.0.1 or newer) and ninja with 'python3 -m pip install meson ninja'" >&2
+        return 1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
 cgr_need_meson() {
     if ! command -v meson >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; then
         echo "installing meson and ninja from the distribution's packages"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq meson ninja-build pkg-config \
-            >/dev/null
+        cgr_apt_install meson ninja-build pkg-config || return 1
     fi
     cgr_meson_new_enough && return 0
     echo "meson $(meson --version) is older than the 1.0.1 cgr needs: installing meson from" \
         "PyPI into $cgr_tools_dir"
     if ! python3 -m venv --clear "$cgr_tools_dir" >/dev/null 2>&1; then
         # Debian and Ubuntu keep venv's pip bootstrap in a package of its own.
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+        cgr_apt_install python3-venv || return 1
         python3 -m venv --clear "$cgr_tools_dir"
     fi
     "$cgr_tools_dir/bin/python3" -m pip install -q 'meson>=1.0.1'

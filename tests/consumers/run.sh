@@ -22,10 +22,10 @@ src=$PWD
 builddir=${CGR_BUILD_DIR:-build-consumers}
 cc=${CC:-cc}
 
+source tests/meson_tool.sh
 if ! command -v cmake >/dev/null 2>&1 || ! command -v pkg-config >/dev/null 2>&1; then
     echo "installing cmake and pkg-config from Debian's packages"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake pkg-config >/dev/null
+    cgr_apt_install cmake pkg-config
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cgr-consumers.XXXXXX")

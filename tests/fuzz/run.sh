@@ -33,13 +33,12 @@ fuzzer_works() {
     rm -rf "$probe"
     return $rc
 }
+source tests/meson_tool.sh
 if ! fuzzer_works; then
     echo "installing clang and its libFuzzer runtime from Debian's packages"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-dev >/dev/null
+    cgr_apt_install clang libclang-rt-dev
     fuzzer_works || { echo "clang cannot build a libFuzzer target" >&2; exit 1; }
 fi
-source tests/meson_tool.sh
 cgr_need_meson
 
 # CC only matters on the first setup: meson keeps the compiler afterwards.
