@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 builddir=${CGR_BUILD_DIR:-build}
 
 source tests/meson_tool.sh
-cgr_need_meson
+cgr_need_build_tools
 reconfigure=()
 if [ -d "$builddir" ]; then
     reconfigure=(--reconfigure)

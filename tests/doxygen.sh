@@ -14,7 +14,7 @@ if ! command -v doxygen >/dev/null 2>&1; then
     echo "installing doxygen from Debian's packages"
     cgr_apt_install doxygen
 fi
-cgr_need_meson
+cgr_need_build_tools
 echo "doxygen $(doxygen --version)"
 
 # The docs target exists only when setup found doxygen: a build directory

@@ -1,12 +1,13 @@
 # Sourced (bash) by the scripts that run meson, README's two commands among
-# them. cgr_apt_install installs Debian's or Ubuntu's packages, or says what
-# to install where there is no apt-get. cgr needs meson 1.0.1 or newer, and
-# ninja. cgr_need_meson installs them from the distribution's packages when
-# they are missing; where that meson is older (Ubuntu 22.04 ships 0.61), it
-# installs a newer one from PyPI into a virtual environment, .tools/meson in
-# this checkout (git ignores it). Sourcing this puts that environment first
-# on PATH whenever it exists, so every script of the checkout runs the same
-# meson.
+# them. cgr_need_build_tools makes sure of what configuring cgr needs. nvcc:
+# where it is not on PATH, it takes the toolkit's in $CUDA_PATH, $CUDA_HOME
+# or /usr/local/cuda. meson 1.0.1 or newer and ninja: it installs them from
+# the distribution's packages when they are missing (cgr_apt_install, which
+# says what to install where there is no apt-get), and where that meson is
+# older (Ubuntu 22.04 ships 0.61), a newer one from PyPI into a virtual
+# environment, .tools/meson in this checkout (git ignores it). Sourcing this
+# puts that environment first on PATH whenever it exists, so every script of
+# the checkout runs the same meson.
 
 cgr_tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.tools/meson"
 if [ -x "$cgr_tools_dir/bin/meson" ]; then
@@ -33,7 +34,26 @@ cgr_apt_install() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
-cgr_need_meson() {
+# nvcc on PATH: NVIDIA's packages install the toolkit in /usr/local/cuda
+# without putting its bin/ on PATH, and meson looks for nvcc only there.
+cgr_find_nvcc() {
+    command -v nvcc >/dev/null 2>&1 && return 0
+    local d
+    for d in "${CUDA_PATH:-}" "${CUDA_HOME:-}" /usr/local/cuda; do
+        if [ -n "$d" ] && [ -x "$d/bin/nvcc" ]; then
+            echo "nvcc is not on PATH: using $d/bin/nvcc"
+            PATH="$d/bin:$PATH"
+            return 0
+        fi
+    done
+    echo "no nvcc on PATH, in \$CUDA_PATH, \$CUDA_HOME or /usr/local/cuda: install the CUDA" \
+        "toolkit (12.0 or newer), or set CUDA_HOME to where it is" >&2
+    return 1
+}
+
+# What configuring cgr needs: meson, ninja and nvcc.
+cgr_need_build_tools() {
+    cgr_find_nvcc || return 1
     if ! command -v meson >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; then
         echo "installing meson and ninja from the distribution's packages"
         cgr_apt_install meson ninja-build pkg-config || return 1

@@ -39,7 +39,7 @@ if ! fuzzer_works; then
     cgr_apt_install clang libclang-rt-dev
     fuzzer_works || { echo "clang cannot build a libFuzzer target" >&2; exit 1; }
 fi
-cgr_need_meson
+cgr_need_build_tools
 
 # CC only matters on the first setup: meson keeps the compiler afterwards.
 # Assertions stay compiled in (b_ndebug=false): an input that breaks one of

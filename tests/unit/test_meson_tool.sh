@@ -2,7 +2,7 @@
 # tests/meson_tool.sh's version test, on fake meson programs: which versions
 # it takes as new enough (1.0.1 and newer, release candidates included) and
 # which it replaces with one from PyPI (older ones, and none at all). Needs
-# no network: cgr_need_meson itself is not called.
+# no network: cgr_need_build_tools itself is not called.
 #   test_meson_tool.sh PATH_TO_MESON_TOOL_SH
 tool=$1
 tmp=$(mktemp -d) || exit 1
