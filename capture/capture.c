@@ -343,7 +343,7 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
                 out->retired[out->n_retired++] = old;
             /* A new shape's graph: its first check is still to come. */
             offer->check_in = 0;
-            offer->checks_passed = 0;
+            offer->rechecking = 0;
             out->updated = 1;
         } else {
             /*
@@ -506,7 +506,7 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
     cgr_status st = record(s, plan, &io, &again);
     if (st == CGR_STATUS_OK) {
         st = cgr__graphs_compare(s, g->check, g->check_stack, again,
-                                 g->checks_passed ? "this run" : "the next run", out->text,
+                                 g->rechecking ? "this run" : "the next run", out->text,
                                  sizeof out->text);
         if (st == CGR_STATUS_NOT_SUPPORTED) {
             /* A driver without the calls that read kernel parameters: replay unchecked, as
@@ -558,7 +558,7 @@ void cgr__capture_retire(cgr__capture_out *out)
 
 void cgr__graph_checked(cgr__graph *g, unsigned recheck)
 {
-    g->checks_passed++;
+    g->rechecking = 1;
     if (recheck && g->check)
         g->check_in = recheck;
     else

@@ -36,9 +36,9 @@ typedef struct cgr__graph {
     cudaGraph_t check;
     uintptr_t check_stack;    /* an address in the stack of the thread that captured check */
     /* With check: replays before the next comparison; 0: the next REPLAY
-     * decision compares instead (replay/run.c). */
+     * decision compares instead (cgr__graph_check_due). */
     uint64_t check_in;
-    uint64_t checks_passed;   /* comparisons it passed: after one, a difference is a recheck's */
+    int rechecking;           /* 1 once a comparison passed: a later difference is a recheck's */
     /* Its staging kernels read the slot index, the last one advances it and
      * publishes a completion flag. 0: it has no staging kernel. */
     int flag;
@@ -47,6 +47,20 @@ typedef struct cgr__graph {
     uint64_t zero_copy_tensors, memcpy_tensors;
     size_t bytes;             /* estimate charged to the cache's byte budget */
 } cgr__graph;
+
+/* Whether g's next replay is a frozen-value comparison instead: its first
+ * replay, or a recheck (cgr_options.frozen_recheck). Due until it passes. */
+static inline int cgr__graph_check_due(const cgr__graph *g)
+{
+    return g->check != NULL && g->check_in == 0;
+}
+
+/* Counts a replay of g that was not due toward its next recheck. */
+static inline void cgr__graph_replayed(cgr__graph *g)
+{
+    if (g->check)
+        g->check_in--;
+}
 
 /* The step's static device buffers, pinned slots and events (capture/io.c).
  * free_io frees what alloc_io made, all or part of it, just before the step

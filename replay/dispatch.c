@@ -239,7 +239,7 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
                         s->name);
     cgr__check_out co;
     cgr_status local = cgr__capture_check(s, plan, g, &co);
-    if (local == CGR_STATUS_OK && !co.same && g->checks_passed)
+    if (local == CGR_STATUS_OK && !co.same && g->rechecking)
         local = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
                          "step '%s': its graph froze a value that has changed since, so it is "
                          "no longer replayed: %s. The %u replays since the previous check "

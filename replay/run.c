@@ -146,14 +146,11 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
         cgr__stage_shape(s, slot, d.dims, d.true_dims);
     uint8_t action = CGR_RUN_REPLAY, reason = CGR_EAGER_NONE;
     cgr__graph *g = d.payload;
-    if (d.action == CGR__SHAPES_REPLAY && g->check && g->check_in-- == 0) {
-        /*
-         * Due for the frozen-value check: its first replay, or a recheck
-         * (arm_ahead never arms a graph that is due). Due until it passes.
-         */
-        g->check_in = 0;
+    if (d.action == CGR__SHAPES_REPLAY && cgr__graph_check_due(g)) {
+        /* arm_ahead never arms a graph that is due. */
         st = cgr__run_check(s, slot, &d, &action, &reason);
     } else if (d.action == CGR__SHAPES_REPLAY) {
+        cgr__graph_replayed(g);
         plain_launch = armed || s->profile == NULL;
         /* An armed run that went is launched; again only if it had expired. */
         if (armed)
@@ -288,7 +285,7 @@ static cgr_status arm_ahead(cgr_step *s, uint32_t slot)
 {
     cgr__graph *g = cgr__shapes_peek(s->shapes, s->run_dims, s->armed_bucket);
     /* A graph due for its check must be captured again at this run, not launched ahead. */
-    if (!g || !g->gated || (g->check && g->check_in == 0))
+    if (!g || !g->gated || cgr__graph_check_due(g))
         return CGR_STATUS_OK;
     int prev = 0;
     CGR_TRY(cgr__device_enter(s->rt, &prev));
