@@ -26,8 +26,9 @@ cgr_status cgr__step_desc_load(const cgr_step_desc *desc, cgr_step_desc *out);
  * NULL, is replaced by a heap copy (NULL when neither names a directory),
  * and so are frozen_allow and profile.path (or CGR_PROFILE's path), so
  * the caller may free or reuse its own strings once the runtime exists.
- * CGR_DIAGNOSE, CGR_FROZEN_RECHECK and CGR_PROFILE are read here too. On failure the three
- * are NULL, so cgr__options_free_strings() is always safe.
+ * CGR_DIAGNOSE, CGR_FROZEN_RECHECK and CGR_PROFILE are read here too. On
+ * failure the three strings are NULL, so cgr__options_free_strings() is
+ * always safe.
  */
 cgr_status cgr__options_own_strings(cgr_options *o);
 /*
