@@ -19,12 +19,18 @@ static cgr_status driver_entry(const char *name, int version, const char *why, v
     if (e != cudaSuccess)
         return cgr__cuda_fail((int)e, CGR__DRIVER_ENTRY_POINT_CALL);
     if (q == cudaDriverEntryPointVersionNotSufficent) {
-        /* Only before CUDA 12.5, where the runtime's own version decides (cuda_compat.h). */
+#if CUDART_VERSION >= 12050
+        /* The entry point is newer than the version the set asks for: the set's bug. */
+        return CGR_FAIL(CGR_STATUS_INTERNAL, "%s is newer than CUDA %d.%d, the version cgr asks "
+                        "for", name, version / 1000, version % 1000 / 10);
+#else
+        /* The runtime's own version decides here (cuda_compat.h). */
         int rt = 0;
         (void)cudaRuntimeGetVersion(&rt);
         return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED,
                         "the CUDA runtime (%d.%d) is older than the driver's %s (%s)", rt / 1000,
                         rt % 1000 / 10, name, why);
+#endif
     }
     if (q != cudaDriverEntryPointSuccess || *out == NULL)
         return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "the driver has no %s (%s)", name, why);
