@@ -20,7 +20,8 @@ typedef CUresult (*fn_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHa
                            unsigned long long);
 typedef CUresult (*fn_unmap)(CUdeviceptr, size_t);
 typedef CUresult (*fn_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
-typedef CUresult (*fn_gran)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
+typedef CUresult (*fn_gran)(size_t *, const CUmemAllocationProp *,
+                            CUmemAllocationGranularity_flags);
 
 static struct {
     fn_reserve reserve;

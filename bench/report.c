@@ -377,7 +377,8 @@ static void summary_chain(const bench_results *res)
     report_line("cgr speedup vs eager: plain | PDL",
                 (const double[]){d.speedup_vs_eager, d.pdl_speedup_vs_eager}, 2, 2, REPORT_TIMES);
     report_line("host CPU us/step: cgr | raw graph",
-                (const double[]){report_cpu(&c->mode[CHAIN_CGR]), report_cpu(&c->mode[CHAIN_GRAPH])},
+                (const double[]){report_cpu(&c->mode[CHAIN_CGR]),
+                                 report_cpu(&c->mode[CHAIN_GRAPH])},
                 2, 2, 0);
     report_line("host CPU us/step: cgr minus raw graph", &d.host_cgr_minus_graph, 1, 2,
                 REPORT_SIGNED);

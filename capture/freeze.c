@@ -564,7 +564,8 @@ static cgr_status compare_edges(pair *p, cudaGraph_t a, cudaGraph_t b)
 
 static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int depth)
 {
-    /* Emptied first: a failure listing a leaves b unlisted, and only this level's lists are freed. */
+    /* Emptied first: a failure listing a leaves b unlisted, and only this
+     * level's lists are freed. */
     node_list outer_a = p->a, outer_b = p->b;
     memset(&p->a, 0, sizeof p->a);
     memset(&p->b, 0, sizeof p->b);

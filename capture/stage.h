@@ -5,8 +5,9 @@
  * Small tensors cross PCIe fastest as loads and stores by a kernel on
  * mapped pinned memory (cudaHostAllocMapped): on the H200 that kernel was
  * as fast as a copy node or faster at every size measured, up to 16 MiB
- * (docs/benchmarks.md, "Staging: zero-copy kernels against copy nodes"). One kernel moves every small tensor of a
- * direction, so a step with five small inputs still adds one node, not five.
+ * (docs/benchmarks.md, "Staging: zero-copy kernels against copy nodes").
+ * One kernel moves every small tensor of a direction, so a step with five
+ * small inputs still adds one node, not five.
  */
 #ifndef CGR_STAGE_H
 #define CGR_STAGE_H

@@ -72,8 +72,9 @@ static cgr_status runtime_create(cgr_runtime **out, const cgr_options *opt)
     if (count == 0)
         return CGR_FAIL(CGR_STATUS_NO_DEVICE, "no CUDA device found");
     if (o.device >= count)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_options.device is %d but only %d device%s",
-                        o.device, count, count == 1 ? " exists" : "s exist");
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_options.device is %d but only %d device%s", o.device, count,
+                        count == 1 ? " exists" : "s exist");
 
     cgr_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)

@@ -19,8 +19,9 @@
  * Tripping (K in W) and recovering (S stable) use different evidence, which
  * is the hysteresis: a workload at the edge does not flip every step.
  * What counts as a "new shape" is the caller's choice (for the runtime: a
- * shape with no entry in the shape table, in either mode). One step is one cgr__churn_observe() call; every call takes
- * O(1) time, allocates nothing and depends only on the calls before it.
+ * shape with no entry in the shape table, in either mode). One step is
+ * one cgr__churn_observe() call; every call takes O(1) time, allocates
+ * nothing and depends only on the calls before it.
  */
 #ifndef CGR_CHURN_H
 #define CGR_CHURN_H

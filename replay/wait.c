@@ -59,7 +59,8 @@ static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want,
         }
     }
     for (;;) {
-        cudaError_t e = latest ? cudaEventSynchronize(s->graph_done) : cudaEventQuery(s->graph_done);
+        cudaError_t e =
+            latest ? cudaEventSynchronize(s->graph_done) : cudaEventQuery(s->graph_done);
         if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) >= want)
             return CGR_STATUS_OK;
         if (e == cudaSuccess)

@@ -536,8 +536,8 @@ int cnn_prepare(cnn *m, cnn_cudnn_handle handle)
         return 0;
     }
     if (m->policy == CNN_ALGO_MEASURED && m->dev == NULL)
-        return fail(CNN_ERR_STATE, "cnn_prepare: the measured policy times the model's own weights: "
-                                   "call cnn_set_device_params() first");
+        return fail(CNN_ERR_STATE, "cnn_prepare: the measured policy times the model's own "
+                                   "weights: call cnn_set_device_params() first");
     CNN_TRY(create_descs(m));
     cudnnConvolutionFwdAlgo_t algo[2];
     int fused[2];

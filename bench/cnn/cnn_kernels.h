@@ -1,7 +1,8 @@
 /*
  * W-cnn custom kernels (cnn_kernels.cu): global average pooling, the
- * final Linear layer, and a wait used when timing algorithms. Each launcher enqueues one kernel on `stream` and
- * returns the launch status (cudaGetLastError() right after the launch).
+ * final Linear layer, and a wait used when timing algorithms. Each
+ * launcher enqueues one kernel on `stream` and returns the launch status
+ * (cudaGetLastError() right after the launch).
  * Both are capturable and deterministic (fixed summation order, no atomics).
  */
 #ifndef BENCH_CNN_KERNELS_H

@@ -327,7 +327,8 @@ static int from_hex(const char *s, ncclUniqueId *id)
     return 0;
 }
 
-/* Rank 0: writes the id to path atomically (a temporary file in the same directory, then rename). */
+/* Rank 0: writes the id to path atomically (a temporary file in the same
+ * directory, then rename). */
 static int write_id_file(const char *path, const ncclUniqueId *id)
 {
     char tmp[4096];

@@ -335,7 +335,8 @@ static int pipe_passes(serve_run *r, const serve_model *model, serve_rt rts[SERV
 /* ---- GPU busy time per bucket (a separate, profiled pass) -------------------------------- */
 
 #if BENCH_HAVE_PROF
-/* One request as the timed pass runs it; t (optional) gets CUPTI's clock at submission and after the wait. */
+/* One request as the timed pass runs it; t (optional) gets CUPTI's clock at
+ * submission and after the wait. */
 static int one_request(serve_rt *srt, prof *p, bench_rng *rng, int B, int in_dim,
                        cgr_run_action *a, uint64_t t[2])
 {

@@ -449,7 +449,8 @@ static const char *rec_name(const cgr__prof_rec *x, const char *const *names, si
 static void trace_process(cgr__prof_trace_out *o, int pid, const char *prefix, const char *name)
 {
     out_event(o);
-    out_printf(o, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
+    out_printf(o, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                  "\"args\":{\"name\":",
                pid);
     out_str(o, prefix, name);
     out_printf(o, "}}");

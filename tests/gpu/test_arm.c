@@ -600,7 +600,8 @@ static void part_errors(void)
     ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 0, 0, junk, cap + 4),
                   CGR_STATUS_INVALID_ARGUMENT);
     ASSERT(strstr(cgr_last_error(), "overrun") != NULL);
-    ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 0, 4, junk, cap), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 0, 4, junk, cap),
+                  CGR_STATUS_INVALID_ARGUMENT);
     ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 0, (size_t)-1, junk, 2),
                   CGR_STATUS_INVALID_ARGUMENT);
     ASSERT_STATUS(cgr_step_write_input(e.step, &slot, 0, 0, NULL, 4), CGR_STATUS_INVALID_ARGUMENT);

@@ -16,7 +16,9 @@
 
 enum { LEN = 1024 };
 
-typedef enum bad_kind { GOOD, BAD_MALLOC, BAD_SYNC, BAD_HOST_READ, BAD_RETURN, BAD_LAUNCH } bad_kind;
+typedef enum bad_kind {
+    GOOD, BAD_MALLOC, BAD_SYNC, BAD_HOST_READ, BAD_RETURN, BAD_LAUNCH
+} bad_kind;
 
 typedef struct bad_step {
     bad_kind kind;

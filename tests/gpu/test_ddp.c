@@ -417,7 +417,8 @@ static void part_c(const rank_ctx *rc)
         clock_gettime(CLOCK_MONOTONIC, &t0);
         cgr_status s = cgr_step_run(st, NULL, NULL, NULL);
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
+        double ms =
+            1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
         RANK_LOG(rc->who, "agreement nobody joins: %s after %.0f ms: %s", cgr_status_name(s), ms,
                  cgr_last_error());
         if (s == CGR_STATUS_OK)

@@ -372,7 +372,8 @@ static void test_absent(void)
     if (!lib || !lib[0] || access(lib, F_OK) == 0)
         TEST_FAIL_("CGR_CUPTI_LIBRARY must name a file that does not exist (it is \"%s\")",
                    lib ? lib : "");
-    cgr_runtime *rt = make_runtime(4, 0, "/nonexistent-dir/prof"), *plain = make_runtime(0, 0, NULL);
+    cgr_runtime *rt = make_runtime(4, 0, "/nonexistent-dir/prof");
+    cgr_runtime *plain = make_runtime(0, 0, NULL);
     cgr_step *a = make(rt, "tiny", tiny_fn, NULL), *b = make(plain, "tiny", tiny_fn, NULL);
     cgr_run_action act[20];
     run_both(a, b, 20, 5, act);
@@ -402,7 +403,8 @@ static void test_neighbour(const char *dir)
         TEST_FAIL_("%s: path too long", dir);
     enum { RUNS = 20, SKIP = 0 };
     cgr_runtime *rt = make_runtime(RUNS, SKIP, prefix), *plain = make_runtime(0, 0, NULL);
-    cgr_step *a = make(rt, "neighbour", tiny_fn, NULL), *b = make(plain, "neighbour", tiny_fn, NULL);
+    cgr_step *a = make(rt, "neighbour", tiny_fn, NULL);
+    cgr_step *b = make(plain, "neighbour", tiny_fn, NULL);
     neighbour n;
     neighbour_start(&n);
     /* Through the window and past it: the run after the last one of the window closes it. */

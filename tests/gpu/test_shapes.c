@@ -103,7 +103,8 @@ static cgr_status shapes_step(cgr_ctx *ctx, void *user)
     if (xd->dims[0] != bucket || xd->dims[1] != K || yd->dims[0] != bucket || yd->dims[1] != M)
         m->bad_desc++;
     const int rows = (int)bucket;
-    /* Scratch that scales with the bucket: 64 KiB a row, so 7 buckets' plans sum to ~2x the largest. */
+    /* Scratch that scales with the bucket: 64 KiB a row, so 7 buckets' plans
+     * sum to ~2x the largest. */
     STEP_TRY(cgr_ctx_alloc(ctx, (size_t)rows * WIDE * sizeof(float), (void **)&wide));
     STEP_TRY(cgr_ctx_alloc(ctx, (size_t)rows * M * sizeof(float), (void **)&h));
     STEP_CUDA(shk_fill(wide, (size_t)rows * WIDE, 0.5f, st));

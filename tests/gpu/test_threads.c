@@ -615,7 +615,8 @@ static void test_nested_calls(void)
     ASSERT_OK(cgr_runtime_create(&n.rt, NULL));
     model_init(&n.m, n.rt, &r, 2, 32);
     cgr_tensor_desc in = tensor2("x", CGR_DTYPE_F32, 2, 32);
-    cgr_tensor_desc out[2] = {tensor2("y", CGR_DTYPE_F32, 2, 32), tensor1("rows", CGR_DTYPE_F32, 2)};
+    cgr_tensor_desc out[2] = {tensor2("y", CGR_DTYPE_F32, 2, 32),
+                              tensor1("rows", CGR_DTYPE_F32, 2)};
     cgr_tensor_desc oin = tensor1("x", CGR_DTYPE_F32, 4);
     n.other = make_step(n.rt, "other", &oin, 1, NULL, 0, noop_step, NULL);
     n.self = make_step(n.rt, "nested", &in, 1, out, 2, nested_step, &n);

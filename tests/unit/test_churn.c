@@ -32,8 +32,8 @@ static void step(cgr__churn *g, int is_new, int want_eager, int want_trip, int w
     cgr__churn_observe(g, is_new, &eager, &trip, &rec);
     if (eager != want_eager || trip != want_trip || rec != want_rec)
         TEST_FAIL_("step %llu (new %d): eager %d tripped %d recovered %d, expected %d %d %d",
-                   (unsigned long long)(g->counters.steps - 1), is_new, eager, trip, rec, want_eager,
-                   want_trip, want_rec);
+                   (unsigned long long)(g->counters.steps - 1), is_new, eager, trip, rec,
+                   want_eager, want_trip, want_rec);
     ASSERT_EQ((g)->eager, want_eager);
 }
 

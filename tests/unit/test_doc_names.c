@@ -530,7 +530,8 @@ static int self_check(void)
     return ok;
 }
 
-/* README.md, then the .md files of docs/ in name order; NULL-terminated, or NULL on an I/O error. */
+/* README.md, then the .md files of docs/ in name order; NULL-terminated, or
+ * NULL on an I/O error. */
 static char **doc_paths(const char *root, int *n)
 {
     char dir[4096];

@@ -183,7 +183,8 @@ int main(int argc, char **argv)
     printf("test_pdl_restrict: %d .cu files, %d wait for a previous grid; %d violation(s)\n",
            files, covered, bad);
     if (files == 0 || covered == 0) {
-        fprintf(stderr, "test_pdl_restrict: FAIL: no CUDA file with PDL waits found; wrong folders?\n");
+        fprintf(stderr,
+                "test_pdl_restrict: FAIL: no CUDA file with PDL waits found; wrong folders?\n");
         return 1;
     }
     return bad ? 1 : 0;

@@ -696,7 +696,8 @@ static void test_boundaries(void)
                 done(&m, next++, 1, 0);
         }
     }
-    /* Distinct (x, y) bucket pairs among v = 1..100: {3}x{1,2,4}, {10}x{4,8,16}, {100}x{16,32,64,100}. */
+    /* Distinct (x, y) bucket pairs among v = 1..100: {3}x{1,2,4}, {10}x{4,8,16},
+     * {100}x{16,32,64,100}. */
     ASSERT_U64_EQ(stats(&m).captures, 10);
     ASSERT_EQ(next, 11);
 
@@ -712,7 +713,7 @@ static void test_boundaries(void)
     cgr__shapes_destroy(&m);
 }
 
-/* ---- warm-up ---------------------------------------------------------------------------------- */
+/* ---- warm-up ----------------------------------------------------------------------------- */
 
 static void test_warmup(void)
 {
@@ -2033,7 +2034,8 @@ static void test_lru_order(void)
     cgr__shapes_destroy(&m);
 }
 
-/* A decision with fresh = 1 names an entry made for this shape alone: nothing else is left in it. */
+/* A decision with fresh = 1 names an entry made for this shape alone: nothing
+ * else is left in it. */
 static void expect_fresh(const cgr__shapes *m, const cgr__shapes_decision *out)
 {
     ASSERT_EQ(out->fresh, 1);
@@ -2444,7 +2446,7 @@ static void test_byte_totals(void)
     }
 }
 
-/* ---- random traffic against a payload-owning model -------------------------------------------- */
+/* ---- random traffic against a payload-owning model --------------------------------------- */
 
 #define MAX_PAYLOADS (1u << 20)
 

@@ -520,9 +520,13 @@ static void test_own_file(void)
             copy[at_line + lies[i].at + (size_t)k] = (uint8_t)(lies[i].value >> (8 * k));
         (void)lookup_file(copy, im.n, pc, out, sizeof out);
     }
-    const size_t ehdr_fields[] = {offsetof(Elf64_Ehdr, e_shoff), offsetof(Elf64_Ehdr, e_shnum),
-                                  offsetof(Elf64_Ehdr, e_shstrndx), offsetof(Elf64_Ehdr, e_shentsize),
-                                  EI_CLASS, EI_DATA, 0};
+    const size_t ehdr_fields[] = {offsetof(Elf64_Ehdr, e_shoff),
+                                  offsetof(Elf64_Ehdr, e_shnum),
+                                  offsetof(Elf64_Ehdr, e_shstrndx),
+                                  offsetof(Elf64_Ehdr, e_shentsize),
+                                  EI_CLASS,
+                                  EI_DATA,
+                                  0};
     for (size_t i = 0; i < sizeof ehdr_fields / sizeof ehdr_fields[0]; i++) {
         memcpy(copy, im.b, im.n);
         copy[ehdr_fields[i]] ^= 0x5a;

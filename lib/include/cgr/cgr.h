@@ -218,7 +218,8 @@ typedef struct cgr_profile_options {
 typedef struct cgr_options {
     size_t struct_size;        /**< set by cgr_options_init() */
     int device;                /**< CUDA device ordinal; default 0 */
-    int staging_slots;         /**< pinned input/output slots per step, 2..CGR_MAX_SLOTS; default 2 */
+    int staging_slots;         /**< pinned input/output slots per step, 2..CGR_MAX_SLOTS;
+                                    default 2 */
     int warmup_runs;           /**< eager runs before capture, 1..CGR_MAX_WARMUP; default 2 */
     cgr_log_level log_level;   /**< default CGR_LOG_OFF */
     size_t arena_limit;        /**< bytes of scratch arena allowed; default 16 GiB */
@@ -784,7 +785,8 @@ typedef struct cgr_step_stats {
     uint64_t bytes;               /**< their estimated bytes (4 KiB per node) */
     /* Time. */
     double capture_us;            /**< stream capture and the count of its nodes, summed */
-    double instantiate_us;        /**< instantiate + first launch, summed over instantiated graphs */
+    double instantiate_us;        /**< instantiate + first launch, summed over instantiated
+                                       graphs */
     double update_us;             /**< update + first launch, summed over updated graphs */
     double last_capture_us;       /**< the same for the latest capture */
     double last_make_us;          /**< its instantiate or update + first launch */
