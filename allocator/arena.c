@@ -127,7 +127,7 @@ cgr_status cgr__arena_ensure(cgr__arena *a, size_t bytes)
     CUdeviceptr at = (CUdeviceptr)(a->base + a->mapped);
     r = CGR__FAULT(CGR__FAULT_ARENA_MAP) ? CUDA_ERROR_OUT_OF_MEMORY : vmm.map(at, grow, 0, h, 0);
     if (r != CUDA_SUCCESS) {
-        vmm.release(h);
+        (void)vmm.release(h);
         return drv_fail(r, "cuMemMap");
     }
     CUmemAccessDesc acc;
@@ -137,8 +137,8 @@ cgr_status cgr__arena_ensure(cgr__arena *a, size_t bytes)
     acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     r = vmm.access(at, grow, &acc, 1);
     if (r != CUDA_SUCCESS) {
-        vmm.unmap(at, grow);
-        vmm.release(h);
+        (void)vmm.unmap(at, grow);
+        (void)vmm.release(h);
         return drv_fail(r, "cuMemSetAccess");
     }
     a->chunks[a->n_chunks++] = (struct cgr__arena_chunk){(unsigned long long)h, grow};
@@ -151,11 +151,11 @@ void cgr__arena_destroy(cgr__arena *a)
     if (a->base) {
         uintptr_t at = a->base;
         for (size_t i = 0; i < a->n_chunks; i++) {
-            vmm.unmap((CUdeviceptr)at, a->chunks[i].bytes);
-            vmm.release((CUmemGenericAllocationHandle)a->chunks[i].handle);
+            (void)vmm.unmap((CUdeviceptr)at, a->chunks[i].bytes);
+            (void)vmm.release((CUmemGenericAllocationHandle)a->chunks[i].handle);
             at += a->chunks[i].bytes;
         }
-        vmm.addr_free((CUdeviceptr)a->base, a->reserved);
+        (void)vmm.addr_free((CUdeviceptr)a->base, a->reserved);
     }
     free(a->chunks);
     memset(a, 0, sizeof *a);

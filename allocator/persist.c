@@ -54,7 +54,7 @@ cgr_status cgr__persist_free(cgr__persist *p, void *ptr)
 void cgr__persist_destroy(cgr__persist *p)
 {
     for (size_t i = 0; i < p->n; i++)
-        cudaFree(p->blocks[i].ptr);
+        (void)cudaFree(p->blocks[i].ptr);
     free(p->blocks);
     memset(p, 0, sizeof *p);
 }

@@ -178,7 +178,7 @@ static int raw_setup(void *self)
     int ok = !bench_cuda_failed(chain_enqueue(&a, e->stream), "chain_enqueue", __FILE__, __LINE__);
     TRY(capture_end(e->stream, ok, &g));
     int rc = graph_instantiate(g, e->stream, &m->exec);
-    cudaGraphDestroy(g);
+    (void)cudaGraphDestroy(g);
     return rc;
 }
 
@@ -239,8 +239,8 @@ static void raw_teardown(void *self)
 {
     raw_mode *m = self;
     if (m->exec)
-        cudaGraphExecDestroy(m->exec);
-    cudaFree(m->saved);
+        (void)cudaGraphExecDestroy(m->exec);
+    (void)cudaFree(m->saved);
     m->exec = NULL;
     m->saved = NULL;
 }
@@ -499,7 +499,7 @@ static void cgr_teardown(void *self)
     if (m->rt)
         bench_cgr_failed(cgr_runtime_destroy(&m->rt), "cgr_runtime_destroy", __FILE__,
                          __LINE__);
-    cudaFree(m->saved);
+    (void)cudaFree(m->saved);
     m->saved = NULL;
 }
 
@@ -529,14 +529,14 @@ static int env_setup(chain_env *e)
 static void env_teardown(chain_env *e)
 {
     if (e->stream)
-        cudaStreamSynchronize(e->stream);
-    cudaFree(e->x);
-    cudaFree(e->d_in);
-    cudaFree(e->d_out);
-    cudaFreeHost(e->h_in);
-    cudaFreeHost(e->h_out);
+        (void)cudaStreamSynchronize(e->stream);
+    (void)cudaFree(e->x);
+    (void)cudaFree(e->d_in);
+    (void)cudaFree(e->d_out);
+    (void)cudaFreeHost(e->h_in);
+    (void)cudaFreeHost(e->h_out);
     if (e->stream)
-        cudaStreamDestroy(e->stream);
+        (void)cudaStreamDestroy(e->stream);
     (void)cudaGetLastError();
 }
 

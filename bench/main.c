@@ -271,8 +271,11 @@ int bench_device_probe(int device, bench_results *res)
     res->cc_major = p.major;
     res->cc_minor = p.minor;
     res->sm_count = p.multiProcessorCount;
-    cudaDriverGetVersion(&res->driver_version);
-    cudaRuntimeGetVersion(&res->runtime_version);
+    if (bench_cuda_failed(cudaDriverGetVersion(&res->driver_version), "cudaDriverGetVersion",
+                          __FILE__, __LINE__) ||
+        bench_cuda_failed(cudaRuntimeGetVersion(&res->runtime_version), "cudaRuntimeGetVersion",
+                          __FILE__, __LINE__))
+        return 1;
     cgr__pdl pdl;
     if (bench_cuda_failed(cgr__pdl_probe(device, &pdl), "cgr__pdl_probe", __FILE__, __LINE__))
         return 1;
@@ -295,7 +298,7 @@ static int sanity_launch(const bench_results *res)
         e = chain_kernel_launch(x, NULL, 1, NULL, 0, 0);
     if (e == cudaSuccess)
         e = cudaDeviceSynchronize();
-    cudaFree(x);
+    (void)cudaFree(x);
     if (e == cudaSuccess)
         return 0;
     bench_error("a test kernel did not run on %s (sm_%d%d): %s: %s. cgr-bench is built for "

@@ -232,14 +232,14 @@ typedef struct ns_raw {
 static void ns_raw_free(ns_raw *r)
 {
     if (r->exec)
-        cudaGraphExecDestroy(r->exec);
+        (void)cudaGraphExecDestroy(r->exec);
     if (r->h)
-        cublasDestroy(r->h);
+        (void)cublasDestroy(r->h);
     void *bufs[] = {r->ws, r->scratch, r->x, r->loss, r->labels, r->true_batch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        cudaFree(bufs[i]);
+        (void)cudaFree(bufs[i]);
     if (r->s)
-        cudaStreamDestroy(r->s);
+        (void)cudaStreamDestroy(r->s);
     (void)mlp_cgr_state_release(&r->b);
     memset(r, 0, sizeof *r);
 }
@@ -360,8 +360,8 @@ static int ns_raw_shape(ns_raw *r, ns_model *m, const newshape_bucket *b, int up
         e = cudaGraphLaunch(r->exec, r->s);
     *make_us = now_us() - t1;
     if (old)
-        cudaGraphExecDestroy(old);
-    cudaGraphDestroy(g);
+        (void)cudaGraphExecDestroy(old);
+    (void)cudaGraphDestroy(g);
     CK(e);
     CK(cudaStreamSynchronize(r->s));
     return ns_raw_loss_ok(r, m);

@@ -230,7 +230,7 @@ int capture_end(cudaStream_t s, int body_ok, cudaGraph_t *g)
         return 0;
     }
     if (graph)
-        cudaGraphDestroy(graph);
+        (void)cudaGraphDestroy(graph);
     if (body_ok)
         bench_cuda_failed(e == cudaSuccess ? cudaErrorStreamCaptureInvalidated : e,
                           "cudaStreamEndCapture", __FILE__, __LINE__);
@@ -245,7 +245,7 @@ int graph_instantiate(cudaGraph_t g, cudaStream_t s, cudaGraphExec_t *exec)
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(s);
     if (bench_cuda_failed(e, "cudaGraphUpload + cudaStreamSynchronize", __FILE__, __LINE__)) {
-        cudaGraphExecDestroy(x);
+        (void)cudaGraphExecDestroy(x);
         return -1;
     }
     *exec = x;

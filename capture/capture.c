@@ -201,7 +201,7 @@ static void drop_check(cgr__graph *g)
 {
     cudaGraph_t t = take_check(g);
     if (t)
-        cudaGraphDestroy(t);
+        (void)cudaGraphDestroy(t);
 }
 
 void cgr__graph_free(cgr__graph *g)
@@ -210,10 +210,10 @@ void cgr__graph_free(cgr__graph *g)
         return;
     /* CUDA frees an executable that is still running once it completes. */
     if (g->exec)
-        cudaGraphExecDestroy(g->exec);
+        (void)cudaGraphExecDestroy(g->exec);
     drop_check(g);
     if (g->tmpl)
-        cudaGraphDestroy(g->tmpl);
+        (void)cudaGraphDestroy(g->tmpl);
     free(g);
 }
 
@@ -352,7 +352,7 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
              */
             out->refused = offer;
             if (st != CGR_STATUS_CAPTURE_FAILED) {
-                cudaGraphDestroy(g);
+                (void)cudaGraphDestroy(g);
                 out->update_result = -1;
                 snprintf(out->update_text, sizeof out->update_text, "%s", cgr_last_error());
                 return st;
@@ -366,14 +366,14 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
     if (!made) {
         made = calloc(1, sizeof *made);
         if (!made) {
-            cudaGraphDestroy(g);
+            (void)cudaGraphDestroy(g);
             return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "graph table of step '%s'", s->name);
         }
         cgr__range_push("cgr instantiate");
         cgr_status st = instantiate(s, g, io, made);
         cgr__range_pop();
         if (st != CGR_STATUS_OK) {
-            cudaGraphDestroy(g);
+            (void)cudaGraphDestroy(g);
             cgr__graph_free(made);
             return st;
         }
@@ -429,11 +429,11 @@ static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io, cudaG
     (void)cudaGetLastError();
     if (qe != cudaSuccess || cs == cudaStreamCaptureStatusInvalidated || f.end_err) {
         if (g)
-            cudaGraphDestroy(g);
+            (void)cudaGraphDestroy(g);
         return cgr__capture_failed(s, &f);
     }
     if (f.body != CGR_STATUS_OK) {
-        cudaGraphDestroy(g);
+        (void)cudaGraphDestroy(g);
         return CGR_FAIL(f.body, "%s", f.body_msg);
     }
     *out = g;
@@ -446,7 +446,7 @@ cgr_status cgr__capture_again(cgr_step *s, cgr__shape_plan *plan)
     cudaGraph_t g = NULL;
     cgr_status st = record(s, plan, &io, &g);
     if (g)
-        cudaGraphDestroy(g);
+        (void)cudaGraphDestroy(g);
     return st;
 }
 
@@ -521,12 +521,12 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
             st = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
                           "step '%s': the frozen-value check could not compare the graphs (%s)",
                           s->name, cgr_last_error());
-            cudaGraphDestroy(again);
+            (void)cudaGraphDestroy(again);
             again = NULL;
         }
     }
     if (st == CGR_STATUS_OK) {
-        cudaGraphDestroy(again);
+        (void)cudaGraphDestroy(again);
         /* The template goes, or stays for a recheck, once the peers agree (cgr__graph_checked). */
         out->same = 1;
     } else if (st == CGR_STATUS_CAPTURE_FAILED && again) {
@@ -550,7 +550,7 @@ cgr_status cgr__capture_check(cgr_step *s, cgr__shape_plan *plan, cgr__graph *g,
 void cgr__capture_retire(cgr__capture_out *out)
 {
     for (int i = 0; i < out->n_retired; i++)
-        cudaGraphDestroy(out->retired[i]);
+        (void)cudaGraphDestroy(out->retired[i]);
     out->n_retired = 0;
     cgr__graph_free(out->refused);
     out->refused = NULL;

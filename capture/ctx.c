@@ -123,7 +123,7 @@ static cgr_status trace_alloc(cgr_ctx *c, size_t bytes, void **out)
         return cgr__ctx_fail(c, cgr__cuda_fail((int)e, "cudaMallocFromPoolAsync"));
     cgr_status st = cgr__trace_alloc(&s->trace, bytes, &id);
     if (st != CGR_STATUS_OK) {
-        cudaFreeAsync(ptr, c->rt->stream);
+        (void)cudaFreeAsync(ptr, c->rt->stream);
         /* bytes >= 1 was checked above, so only the table or the clock can refuse. */
         if (st == CGR_STATUS_OUT_OF_MEMORY)
             return cgr__ctx_fail(c, CGR_FAIL(st, "step '%s': scratch trace table", c->step->name));
@@ -228,7 +228,7 @@ static void trace_finish(cgr_ctx *c)
     cgr__shape_plan *s = c->plan;
     for (size_t i = 0; i < s->trace.n; i++)
         if (s->trace.bufs[i].end == UINT32_MAX)
-            cudaFreeAsync(s->trace.bufs[i].ptr, c->rt->stream);
+            (void)cudaFreeAsync(s->trace.bufs[i].ptr, c->rt->stream);
     cgr__trace_close(&s->trace);
 }
 

@@ -73,7 +73,7 @@ CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *c, cgr_cublas_handle *out)
         e = CGR__FAULT(CGR__FAULT_CUBLAS) ? CUBLAS_STATUS_EXECUTION_FAILED
                                           : cublasSetStream(h, rt->stream);
         if (e != CUBLAS_STATUS_SUCCESS) {
-            cublasDestroy(h);
+            (void)cublasDestroy(h);
             return cgr__ctx_fail(c, cublas_fail(e, "cublasSetStream"));
         }
         rt->cublas = h;
@@ -123,7 +123,7 @@ CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
         e = CGR__FAULT(CGR__FAULT_CUDNN) ? CUDNN_STATUS_EXECUTION_FAILED
                                          : dnn->cudnnSetStream(h, rt->stream);
         if (e != CUDNN_STATUS_SUCCESS) {
-            dnn->cudnnDestroy(h);
+            (void)dnn->cudnnDestroy(h);
             return cgr__ctx_fail(c, cudnn_fail(e, "cudnnSetStream"));
         }
         rt->cudnn = h;
@@ -139,12 +139,12 @@ CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
 void cgr__handles_destroy(cgr_runtime *rt)
 {
     if (rt->cublas)
-        cublasDestroy((cublasHandle_t)rt->cublas);
+        (void)cublasDestroy((cublasHandle_t)rt->cublas);
     rt->cublas = NULL;
 #if CGR_HAVE_CUDNN
     /* A handle exists only once cuDNN was loaded. */
     if (rt->cudnn)
-        cgr__cudnn()->cudnnDestroy((cudnnHandle_t)rt->cudnn);
+        (void)cgr__cudnn()->cudnnDestroy((cudnnHandle_t)rt->cudnn);
 #endif
     rt->cudnn = NULL;
 }

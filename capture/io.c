@@ -94,12 +94,12 @@ void cgr__step_free_io(cgr_step *s)
     cgr_runtime *rt = s->rt;
     for (uint32_t k = 0; k < CGR_MAX_SLOTS; k++)
         if (s->done[k])
-            cudaEventDestroy(s->done[k]);
+            (void)cudaEventDestroy(s->done[k]);
     if (s->graph_done)
-        cudaEventDestroy(s->graph_done);
+        (void)cudaEventDestroy(s->graph_done);
     if (s->pinned) {
         CGR__FAULT_PINNED(s->slot_stride * s->ring.slots, -1);
-        cudaFreeHost(s->pinned);
+        (void)cudaFreeHost(s->pinned);
     }
     cgr__persist_free(&rt->persist, s->sig_dev);
     cgr__persist_free(&rt->persist, s->dims_dev);

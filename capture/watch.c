@@ -162,14 +162,14 @@ cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, siz
         (void)cgr__capture_again(s, plan);
     } else {
         const char *why = "?";
-        api->cuptiGetResultString(r, &why);
+        (void)api->cuptiGetResultString(r, &why);
         st = CGR_FAIL(CGR_STATUS_NOT_SUPPORTED,
                       "the CUDA API could not be watched (%s; another CUPTI subscriber in the "
                       "process?)",
                       why);
     }
     if (sub) {
-        api->cuptiUnsubscribe(sub);
+        (void)api->cuptiUnsubscribe(sub);
         /* Detached, later launches cost what they cost before the watch. */
         cgr__cupti_detach();
     }

@@ -133,13 +133,13 @@ static void comm_free(const cgr_runtime *rt, struct cgr__comm *c)
         (void)cgr__nccl()->ncclCommAbort(c->priv);
     c->priv = NULL;
     if (c->done)
-        cudaEventDestroy(c->done);
+        (void)cudaEventDestroy(c->done);
     if (c->stream)
-        cudaStreamDestroy(c->stream);
+        (void)cudaStreamDestroy(c->stream);
     if (c->dev)
-        cudaFree(c->dev);
+        (void)cudaFree(c->dev);
     if (c->host)
-        cudaFreeHost(c->host);
+        (void)cudaFreeHost(c->host);
     (void)cudaGetLastError();
     if (c->device >= 0 && c->device < MAX_DEVICES)
         __atomic_fetch_sub(&g_attached[c->device], 1, __ATOMIC_RELAXED);

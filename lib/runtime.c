@@ -31,13 +31,13 @@ static void release_device(cgr_runtime *rt)
     cgr__comm_release(rt);
     cgr__handles_destroy(rt);
     if (rt->trace_pool)
-        cudaMemPoolDestroy(rt->trace_pool);
+        (void)cudaMemPoolDestroy(rt->trace_pool);
     cgr__arena_destroy(&rt->arena);
     cgr__persist_destroy(&rt->persist);
     if (rt->join)
-        cudaEventDestroy(rt->join);
+        (void)cudaEventDestroy(rt->join);
     if (rt->stream)
-        cudaStreamDestroy(rt->stream);
+        (void)cudaStreamDestroy(rt->stream);
 }
 
 /* Frees rt's host side: its lock, its strings and rt itself. */

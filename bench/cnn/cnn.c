@@ -192,13 +192,13 @@ static void destroy_descs(cnn *m)
 {
     if (!m->descs)
         return;
-    cudnnDestroyTensorDescriptor(m->x_desc);
-    cudnnDestroyTensorDescriptor(m->act_desc);
-    cudnnDestroyTensorDescriptor(m->bias_desc);
-    cudnnDestroyFilterDescriptor(m->w_desc[0]);
-    cudnnDestroyFilterDescriptor(m->w_desc[1]);
-    cudnnDestroyConvolutionDescriptor(m->conv_desc);
-    cudnnDestroyActivationDescriptor(m->relu_desc);
+    (void)cudnnDestroyTensorDescriptor(m->x_desc);
+    (void)cudnnDestroyTensorDescriptor(m->act_desc);
+    (void)cudnnDestroyTensorDescriptor(m->bias_desc);
+    (void)cudnnDestroyFilterDescriptor(m->w_desc[0]);
+    (void)cudnnDestroyFilterDescriptor(m->w_desc[1]);
+    (void)cudnnDestroyConvolutionDescriptor(m->conv_desc);
+    (void)cudnnDestroyActivationDescriptor(m->relu_desc);
     m->descs = 0;
 }
 
@@ -294,17 +294,17 @@ static int create_all(cnn *m)
     }
     /* `made` descriptors were created, in the order above. */
     if (made > 0)
-        cudnnDestroyTensorDescriptor(m->x_desc);
+        (void)cudnnDestroyTensorDescriptor(m->x_desc);
     if (made > 1)
-        cudnnDestroyTensorDescriptor(m->act_desc);
+        (void)cudnnDestroyTensorDescriptor(m->act_desc);
     if (made > 2)
-        cudnnDestroyTensorDescriptor(m->bias_desc);
+        (void)cudnnDestroyTensorDescriptor(m->bias_desc);
     if (made > 3)
-        cudnnDestroyFilterDescriptor(m->w_desc[0]);
+        (void)cudnnDestroyFilterDescriptor(m->w_desc[0]);
     if (made > 4)
-        cudnnDestroyFilterDescriptor(m->w_desc[1]);
+        (void)cudnnDestroyFilterDescriptor(m->w_desc[1]);
     if (made > 5)
-        cudnnDestroyConvolutionDescriptor(m->conv_desc);
+        (void)cudnnDestroyConvolutionDescriptor(m->conv_desc);
     return dnn_fail(s, "cudnnCreate*Descriptor", __FILE__, __LINE__);
 }
 
@@ -509,13 +509,13 @@ static int measure(cnn *m, cudnnHandle_t h, int cls, const cudnnConvolutionFwdAl
         if (e != cudaSuccess)
             rc = cuda_fail(e, "cudaStreamSynchronize", __FILE__, __LINE__);
     }
-    cudaFree(t.x);
-    cudaFree(t.y);
-    cudaFree(t.ws);
+    (void)cudaFree(t.x);
+    (void)cudaFree(t.y);
+    (void)cudaFree(t.ws);
     if (t.t0)
-        cudaEventDestroy(t.t0);
+        (void)cudaEventDestroy(t.t0);
     if (t.t1)
-        cudaEventDestroy(t.t1);
+        (void)cudaEventDestroy(t.t1);
     free(host);
     if (rc == 0)
         rc = ws_of(m, h, cls, *algo, ws);

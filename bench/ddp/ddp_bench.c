@@ -245,12 +245,12 @@ static void ar_teardown(void *self)
 {
     ar_run *a = self;
     if (a->ge)
-        cudaGraphExecDestroy(a->ge);
+        (void)cudaGraphExecDestroy(a->ge);
     if (a->g)
-        cudaGraphDestroy(a->g);
-    cudaFree(a->buf);
+        (void)cudaGraphDestroy(a->g);
+    (void)cudaFree(a->buf);
     if (a->s)
-        cudaStreamDestroy(a->s);
+        (void)cudaStreamDestroy(a->s);
     a->ge = NULL;
     a->g = NULL;
     a->buf = NULL;

@@ -51,6 +51,16 @@ cgr_status cgr__bug(const char *file, int line, const char *fmt, ...) CGR__PRINT
  */
 #define CGR_BUG(...) cgr__bug(__FILE__, __LINE__, __VA_ARGS__)
 
+/*
+ * Every CUDA, cuBLAS, cuDNN, NCCL, CUPTI and driver call is checked with the
+ * macros below or by hand, except a release (a destroy or a free) of what
+ * cgr made, on teardown or on a path already failing, which is written
+ * (void)call(...): it fails only for a handle that is not one, cgr's own
+ * bug, or in a context that an earlier error broke, which the run's launch
+ * or wait, or the destroy call's synchronize, reports; nothing could act on
+ * its status. The unit test status_checked finds a status dropped
+ * without the (void).
+ */
 #define CGR_CUDA_TRY(expr)                                                                 \
     do {                                                                                   \
         cudaError_t e_ = (expr);                                                           \

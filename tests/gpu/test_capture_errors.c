@@ -43,7 +43,7 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
         void *p = NULL;
         /* Legal eagerly, illegal in capture. Ignore the error like careless code would. */
         if (cudaMalloc(&p, 4096) == cudaSuccess)
-            cudaFree(p);
+            (void)cudaFree(p);
         break;
     }
     case BAD_SYNC:

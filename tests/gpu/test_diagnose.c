@@ -46,7 +46,7 @@ cgr_status diag_bad_step(cgr_ctx *ctx, void *user)
         void *p = NULL;
         b->line = __LINE__ + 1;
         if (cudaMalloc(&p, 4096) == cudaSuccess)
-            cudaFree(p);
+            (void)cudaFree(p);
     } else if (b->kind == SYNC) {
         b->line = __LINE__ + 1;
         (void)cudaStreamSynchronize(st);

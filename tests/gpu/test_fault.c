@@ -372,7 +372,7 @@ static void cycle(kind k, const site_spec *spec, uint64_t nth, int measure)
     ASSERT_OK(cgr_runtime_destroy(&rt));
 #if TEST_HAVE_CUDNN
     if (fu.desc)
-        cudnnDestroyTensorDescriptor(fu.desc);
+        (void)cudnnDestroyTensorDescriptor(fu.desc);
 #endif
     cgr__fault_clear();
     check_pinned_live(0, 0);
