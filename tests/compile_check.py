@@ -7,7 +7,8 @@ aarch64, as on Grace Hopper) check with it.
     compile_check.py BUILD_DIR LABEL [--cc COMPILER] [--include DIR]...
 
 --include DIRs go right before the installed CUDA toolkit's include dir,
-wherever the build names it (-I or -isystem), so their headers win. Prints
+each time and in the way the build names it (-I or -isystem), so their
+headers win and are system headers where the toolkit's are. Prints
 one line, "LABEL: N C files, M failed", after the failures' diagnostics;
 exits 1 when any file failed (or none was found), else 0.
 """
@@ -42,8 +43,7 @@ def main(argv):
         if not src.endswith(".c") or src in seen:
             continue
         seen.add(src)
-        args, out, i = shlex.split(e["command"]), [], 0
-        pending = list(incs)  # placed once, before the toolkit's first include dir
+        args, out, i, here = shlex.split(e["command"]), [], 0, 0
         while i < len(args):
             a = args[i]
             if a in ("-o", "-MF", "-MQ", "-MT"):
@@ -55,13 +55,17 @@ def main(argv):
             d = a[2:] if a.startswith("-I") and len(a) > 2 else None
             if a == "-isystem" and i + 1 < len(args):
                 d = args[i + 1]
-            if pending and d and os.path.exists(os.path.join(e["directory"], d,
-                                                             "cuda_runtime_api.h")):
-                out += ["-I" + p for p in pending]
-                pending = []
-                placed += 1
+            if incs and d and os.path.exists(os.path.join(e["directory"], d,
+                                                          "cuda_runtime_api.h")):
+                # Named the way the build names the toolkit (the compiler
+                # ignores -I for a dir that -isystem names too), so the
+                # replacement headers are system headers wherever it is.
+                for p in incs:
+                    out += ["-I" + p] if a != "-isystem" else ["-isystem", p]
+                here = 1
             out.append(a)
             i += 1
+        placed += here
         if cc:
             if os.path.basename(out[0]) == "ccache":
                 out = out[1:]

@@ -5,10 +5,12 @@
 # once more against the headers of CUDA 12.0, 12.4 and 12.9: the CUDA
 # runtime's and CUPTI's of each release, cuBLAS's and NVTX's of 12.4 (their
 # C API is the same across 12.x), fetched from NVIDIA's wheels on PyPI by
-# tests/toolkit_headers.py. Those three releases cover each form of the
-# calls that changed within CUDA 12 (lib/base/cuda_compat.h). The check is
-# -fsyntax-only: it links nothing, and the .cu files, which need that
-# release's nvcc, are not part of it.
+# tests/toolkit_headers.py; and against those of CUDA 13.5, the newest
+# release checked, where a declaration cgr uses could have been deprecated
+# or changed since the toolkit it is built with here. The three CUDA 12
+# releases cover each form of the calls that changed within CUDA 12
+# (lib/base/cuda_compat.h). The check is -fsyntax-only: it links nothing,
+# and the .cu files, which need that release's nvcc, are not part of it.
 #   tests/toolkits.sh [BUILD_DIR]      (default: $CGR_BUILD_DIR, else build)
 # Exits 0 when every file compiled against every release, 1 when one did
 # not, 77 when PyPI cannot be reached.
@@ -39,4 +41,9 @@ for v in 12.0.146 12.4.127 12.9.79; do
         --include "$work/common/nvidia/cublas/include" \
         --include "$work/common/nvidia/nvtx/include" || failed=1
 done
+# CUDA 13's wheels put every component's headers in one folder.
+fetch "$work/13.5" nvidia-cuda-runtime==13.5.37 nvidia-cuda-cupti==13.5.25 \
+    nvidia-nvtx==13.5.25 nvidia-cublas==13.10.0.20
+python3 tests/compile_check.py "$builddir" "CUDA 13.5.37" \
+    --include "$work/13.5/nvidia/cu13/include" || failed=1
 exit $failed
