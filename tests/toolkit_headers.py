@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Fetches the C headers of NVIDIA's CUDA wheels from PyPI, for
 tests/toolkits.sh: the headers of another CUDA toolkit than the installed
-one, without installing it.
+one, without installing it. With --all, every file of the wheels instead
+(CUDA 13's nvcc, its front end and its headers make a compiler that runs
+from DEST/nvidia/cu13/bin/nvcc).
 
-    toolkit_headers.py DEST PACKAGE==VERSION...
+    toolkit_headers.py [--all] DEST PACKAGE==VERSION...
 
 Each package's manylinux x86_64 wheel is found through PyPI's JSON API, and
 every file under nvidia/<component>/include/ is written below DEST with its
@@ -95,8 +97,8 @@ def ranges_work(url):
         return r.status == 206 and len(r.read(5)) == 4
 
 
-def open_wheel(info):
-    if info["size"] <= WHOLE_MAX or not ranges_work(info["url"]):
+def open_wheel(info, whole):
+    if whole or info["size"] <= WHOLE_MAX or not ranges_work(info["url"]):
         _, data = fetch(info["url"])
         digest = hashlib.sha256(data).hexdigest()
         if digest != info["digests"]["sha256"]:
@@ -108,8 +110,11 @@ def open_wheel(info):
 
 
 def main(argv):
+    every = len(argv) > 1 and argv[1] == "--all"
+    if every:
+        argv = argv[:1] + argv[2:]
     if len(argv) < 3 or any("==" not in a for a in argv[2:]):
-        print("usage: toolkit_headers.py DEST PACKAGE==VERSION...", file=sys.stderr)
+        print("usage: toolkit_headers.py [--all] DEST PACKAGE==VERSION...", file=sys.stderr)
         return 1
     dest = argv[1]
     try:
@@ -121,9 +126,9 @@ def main(argv):
         package, version = spec.split("==", 1)
         try:
             info = wheel_of(package, version)
-            with open_wheel(info) as z:
+            with open_wheel(info, every) as z:
                 names = [n for n in z.namelist()
-                         if "/include/" in n and not n.endswith("/")
+                         if (every or "/include/" in n) and not n.endswith("/")
                          and n.startswith("nvidia/") and not n.endswith(".py")]
                 if not names:
                     raise OSError("%s has no headers" % info["filename"])
@@ -132,7 +137,10 @@ def main(argv):
                     os.makedirs(os.path.dirname(path), exist_ok=True)
                     with open(path, "wb") as f:
                         f.write(z.read(n))
-            print("%s %s: %d headers" % (package, version, len(names)))
+                    mode = z.getinfo(n).external_attr >> 16
+                    if mode & 0o111:
+                        os.chmod(path, 0o755)
+            print("%s %s: %d %s" % (package, version, len(names), "files" if every else "headers"))
         except (OSError, KeyError, ValueError, zipfile.BadZipFile) as e:
             print("%s: %s" % (spec, e), file=sys.stderr)
             return 1

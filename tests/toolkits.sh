@@ -9,8 +9,9 @@
 # release checked, where a declaration cgr uses could have been deprecated
 # or changed since the toolkit it is built with here. The three CUDA 12
 # releases cover each form of the calls that changed within CUDA 12
-# (lib/base/cuda_compat.h). The check is -fsyntax-only: it links nothing,
-# and the .cu files, which need that release's nvcc, are not part of it.
+# (lib/base/cuda_compat.h). The C files are checked -fsyntax-only; the .cu
+# files are compiled by CUDA 13.5's nvcc, which its wheels hold (CUDA 12's
+# hold no nvcc, so no CUDA 12 compiler checks them). Nothing is linked.
 #   tests/toolkits.sh [BUILD_DIR]      (default: $CGR_BUILD_DIR, else build)
 # Exits 0 when every file compiled against every release, 1 when one did
 # not, 77 when PyPI cannot be reached.
@@ -46,4 +47,10 @@ fetch "$work/13.5" nvidia-cuda-runtime==13.5.37 nvidia-cuda-cupti==13.5.25 \
     nvidia-nvtx==13.5.25 nvidia-cublas==13.10.0.20
 python3 tests/compile_check.py "$builddir" "CUDA 13.5.37" \
     --include "$work/13.5/nvidia/cu13/include" || failed=1
+# CUDA 13's wheels also hold its nvcc (with its front end and CCCL's
+# headers): every CUDA file compiled by it, for the build's architectures.
+fetch --all "$work/nvcc" nvidia-cuda-nvcc==13.5.37 nvidia-cuda-crt==13.5.37 \
+    nvidia-nvvm==13.5.37 nvidia-cuda-runtime==13.5.37 nvidia-cuda-cccl==13.3.5.0.6
+python3 tests/compile_check.py "$builddir" "nvcc 13.5.37" \
+    --nvcc "$work/nvcc/nvidia/cu13/bin/nvcc" || failed=1
 exit $failed
