@@ -5,9 +5,9 @@
 # once more against the headers of CUDA 12.0, 12.4 and 12.9: the CUDA
 # runtime's and CUPTI's of each release, cuBLAS's and NVTX's of 12.4 (their
 # C API is the same across 12.x), fetched from NVIDIA's wheels on PyPI by
-# tests/toolkit_headers.py; and against those of CUDA 13.5, the newest
-# release checked, where a declaration cgr uses could have been deprecated
-# or changed since the toolkit it is built with here. The three CUDA 12
+# tests/toolkit_headers.py; and against those of CUDA 13.5, cuDNN 9.28 and
+# NCCL 2.32, the newest releases checked, where a declaration cgr uses could
+# have been deprecated or changed since the toolkit it is built with here. The three CUDA 12
 # releases cover each form of the calls that changed within CUDA 12
 # (lib/base/cuda_compat.h). The C files are checked -fsyntax-only; the .cu
 # files are compiled by CUDA 13.5's nvcc, which its wheels hold (CUDA 12's
@@ -42,11 +42,14 @@ for v in 12.0.146 12.4.127 12.9.79; do
         --include "$work/common/nvidia/cublas/include" \
         --include "$work/common/nvidia/nvtx/include" || failed=1
 done
-# CUDA 13's wheels put every component's headers in one folder.
+# CUDA 13's wheels put every component's headers in one folder; cuDNN's and
+# NCCL's of their newest releases come with it.
 fetch "$work/13.5" nvidia-cuda-runtime==13.5.37 nvidia-cuda-cupti==13.5.25 \
-    nvidia-nvtx==13.5.25 nvidia-cublas==13.10.0.20
-python3 tests/compile_check.py "$builddir" "CUDA 13.5.37" \
-    --include "$work/13.5/nvidia/cu13/include" || failed=1
+    nvidia-nvtx==13.5.25 nvidia-cublas==13.10.0.20 nvidia-cudnn-cu13==9.28.1.4 \
+    nvidia-nccl-cu13==2.32.6
+python3 tests/compile_check.py "$builddir" "CUDA 13.5.37, cuDNN 9.28.1, NCCL 2.32.6" \
+    --include "$work/13.5/nvidia/cu13/include" --include "$work/13.5/nvidia/cudnn/include" \
+    --include "$work/13.5/nvidia/nccl/include" || failed=1
 # CUDA 13's wheels also hold its nvcc (with its front end and CCCL's
 # headers): every CUDA file compiled by it, for the build's architectures.
 fetch --all "$work/nvcc" nvidia-cuda-nvcc==13.5.37 nvidia-cuda-crt==13.5.37 \
