@@ -20,9 +20,9 @@ static cgr_status driver_entry(const char *name, int version, const char *why, v
         return cgr__cuda_fail((int)e, CGR__DRIVER_ENTRY_POINT_CALL);
     if (q == cudaDriverEntryPointVersionNotSufficent) {
 #if CUDART_VERSION >= 12050
-        /* The entry point is newer than the version the set asks for: the set's bug. */
-        return CGR_FAIL(CGR_STATUS_INTERNAL, "%s is newer than CUDA %d.%d, the version cgr asks "
-                        "for", name, version / 1000, version % 1000 / 10);
+        /* The entry point is newer than the version its set asks for. */
+        return CGR_BUG("%s is newer than CUDA %d.%d, the version cgr asks for", name,
+                       version / 1000, version % 1000 / 10);
 #else
         /* The runtime's own version decides here (cuda_compat.h). */
         int rt = 0;
