@@ -52,6 +52,7 @@ void cgr__clear_error(void)
  * Sets the message to "<prefix><fmt...>". Messages are for users, so they
  * carry no source position; only cgr's own bugs (cgr__bug) say where.
  */
+static void vset(const char *prefix, const char *fmt, va_list ap) CGR__PRINTF(2, 0);
 static void vset(const char *prefix, const char *fmt, va_list ap)
 {
     int n = snprintf(errbuf, sizeof errbuf, "%s", prefix);

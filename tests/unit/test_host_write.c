@@ -25,7 +25,7 @@ static void check(size_t at, size_t n, const unsigned char *want, const char *wh
     for (size_t i = 0; i < n; i++)
         if (buf[at + i] != (want ? want[i] : 0))
             TEST_FAIL_("%s n=%zu at=%zu so=%zu: byte %zu is %u, want %u", what, n, at, so, i,
-                       buf[at + i], want ? want[i] : 0);
+                       buf[at + i], want ? want[i] : 0u);
     for (size_t i = at + n; i < sizeof buf; i++)
         if (buf[i] != (unsigned char)(0xa5 ^ i))
             TEST_FAIL_("%s n=%zu at=%zu so=%zu: byte %zu after the range changed", what, n, at,
