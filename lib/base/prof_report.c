@@ -88,10 +88,8 @@ void cgr__prof_attribute(const cgr__prof_rec *recs, size_t n, cgr__prof_link *li
 
 struct kagg {
     uint64_t calls, ns;
-    uint32_t id;
+    const char *name; /* in the struct: qsort passes the comparison no context */
 };
-
-static const char *const *sort_names;
 
 static int cmp_kagg(const void *a, const void *b)
 {
@@ -100,7 +98,7 @@ static int cmp_kagg(const void *a, const void *b)
         return x->ns > y->ns ? -1 : 1;
     if (x->calls != y->calls)
         return x->calls > y->calls ? -1 : 1;
-    return strcmp(sort_names[x->id], sort_names[y->id]);
+    return strcmp(x->name, y->name);
 }
 
 static void copy_trunc(char *dst, size_t len, const char *src)
@@ -136,19 +134,15 @@ int cgr__prof_rank_kernels(const cgr__prof_rec *recs, size_t n, const int32_t *r
     for (size_t i = 0; i < n_names; i++)
         if (agg[i].calls) {
             agg[m] = agg[i];
-            agg[m].id = (uint32_t)i;
+            agg[m].name = names[i];
             m++;
         }
-    /* qsort has no context argument; both callers hold their object's lock
-     * or are its one thread. */
-    sort_names = names;
     qsort(agg, m, sizeof *agg, cmp_kagg);
-    sort_names = NULL;
     int k = 0;
     for (; k < max && (size_t)k < m; k++) {
         cgr__prof_kernel *t = &out[k];
         memset(t, 0, sizeof *t);
-        copy_trunc(t->name, sizeof t->name, names[agg[k].id]);
+        copy_trunc(t->name, sizeof t->name, agg[k].name);
         t->calls = agg[k].calls;
         t->total_us = (double)agg[k].ns / 1e3;
         t->mean_us = t->total_us / (double)agg[k].calls;
