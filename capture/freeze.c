@@ -83,36 +83,46 @@ typedef struct node_list {
     alloc_range *alloc; /* memory-allocation nodes, in node order */
 } node_list;
 
+/* Frees l's lists and leaves it empty. */
 static void list_free(node_list *l)
 {
     free(l->node);
     free(l->type);
     free(l->alloc);
+    *l = (node_list){0};
 }
 
-/* Lists g's nodes into l, which starts empty. */
+/* Lists g's nodes into l, which starts empty; on failure l is left empty. */
 static cgr_status list_nodes(cudaGraph_t g, node_list *l)
 {
-    CGR_CUDA_TRY(cudaGraphGetNodes(g, NULL, &l->n));
+    cgr_status st = CGR_STATUS_OK;
+    CGR_CUDA_TRY_GOTO(cudaGraphGetNodes(g, NULL, &l->n), st, fail);
     if (l->n == 0)
         return CGR_STATUS_OK;
     l->node = malloc(l->n * sizeof *l->node);
     l->type = malloc(l->n * sizeof *l->type);
     l->alloc = malloc(l->n * sizeof *l->alloc);
-    if (!l->node || !l->type || !l->alloc)
-        return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: %zu graph nodes", l->n);
-    CGR_CUDA_TRY(cudaGraphGetNodes(g, l->node, &l->n));
+    if (!l->node || !l->type || !l->alloc) {
+        st = CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: %zu graph nodes", l->n);
+        goto fail;
+    }
+    size_t listed = l->n; /* a pointer into l would make the static analyzer forget its lists */
+    CGR_CUDA_TRY_GOTO(cudaGraphGetNodes(g, l->node, &listed), st, fail);
+    l->n = listed;
     for (size_t i = 0; i < l->n; i++) {
-        CGR_CUDA_TRY(cudaGraphNodeGetType(l->node[i], &l->type[i]));
+        CGR_CUDA_TRY_GOTO(cudaGraphNodeGetType(l->node[i], &l->type[i]), st, fail);
         if (l->type[i] == cudaGraphNodeTypeMemAlloc) {
             struct cudaMemAllocNodeParams p;
             memset(&p, 0, sizeof p);
-            CGR_CUDA_TRY(cudaGraphMemAllocNodeGetParams(l->node[i], &p));
+            CGR_CUDA_TRY_GOTO(cudaGraphMemAllocNodeGetParams(l->node[i], &p), st, fail);
             l->alloc[l->n_alloc].base = (uintptr_t)p.dptr;
             l->alloc[l->n_alloc++].bytes = p.bytesize;
         }
     }
     return CGR_STATUS_OK;
+fail:
+    list_free(l);
+    return st;
 }
 
 /* ---- comparing values ------------------------------------------------------------------- */
@@ -504,15 +514,19 @@ static int edge_cmp(const void *x, const void *y)
     return memcmp(&a->data, &b->data, sizeof a->data);
 }
 
-/* The edges of g as sorted (from, to, data) index triples; caller frees *out. */
+/* The edges of g as sorted (from, to, data) index triples; caller frees *out. On
+ * failure *out is NULL and *n 0. */
 static cgr_status list_edges(cudaGraph_t g, const node_list *l, edge **out, size_t *n)
 {
     *out = NULL;
-    cudaError_t ce = cgr__graph_edges(g, NULL, NULL, NULL, n);
+    *n = 0;
+    size_t count = 0;
+    cudaError_t ce = cgr__graph_edges(g, NULL, NULL, NULL, &count);
     if (ce != cudaSuccess)
         return cgr__cuda_fail((int)ce, "cudaGraphGetEdges");
-    if (*n == 0)
+    if (count == 0)
         return CGR_STATUS_OK;
+    *n = count;
     cudaGraphNode_t *from = malloc(*n * sizeof *from), *to = malloc(*n * sizeof *to);
     cgr__edge_data *data = calloc(*n, sizeof *data); /* zeroed: see cgr__graph_edges */
     edge *e = malloc(*n * sizeof *e);
@@ -538,10 +552,12 @@ static cgr_status list_edges(cudaGraph_t g, const node_list *l, edge **out, size
     free(from);
     free(to);
     free(data);
-    if (st != CGR_STATUS_OK)
+    if (st != CGR_STATUS_OK) {
         free(e);
-    else
+        *n = 0;
+    } else {
         *out = e;
+    }
     return st;
 }
 

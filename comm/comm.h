@@ -74,14 +74,14 @@ cgr_status cgr__nccl_fail(ncclResult_t r, const char *expr);
     do {                                                                                   \
         ncclResult_t r_ = (expr);                                                          \
         if (r_ != ncclSuccess && r_ != ncclInProgress)                                     \
-            return cgr__nccl_fail(r_, #expr);                                              \
+            return CGR__FAILED(cgr__nccl_fail(r_, #expr));                                 \
     } while (0)
 
 #define CGR_NCCL_TRY_GOTO(expr, st, label)                                                 \
     do {                                                                                   \
         ncclResult_t r_ = (expr);                                                          \
         if (r_ != ncclSuccess && r_ != ncclInProgress) {                                   \
-            (st) = cgr__nccl_fail(r_, #expr);                                              \
+            (st) = CGR__FAILED(cgr__nccl_fail(r_, #expr));                                 \
             goto label;                                                                    \
         }                                                                                  \
     } while (0)

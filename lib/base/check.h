@@ -37,8 +37,24 @@ void cgr__error_lead(const char *fn);
  */
 cgr_status cgr__bug(const char *file, int line, const char *fmt, ...) CGR__PRINTF(3, 4);
 
+/*
+ * A recorded failure's status, as the macros below return it. For clang's
+ * static analyzer (tests/analyze.sh), which does not look into error.c from
+ * another file, it also says that a failure is never CGR_STATUS_OK, so that
+ * a caller's failure path is not taken for a success; compilers see (s).
+ */
+#ifdef __clang_analyzer__
+static inline cgr_status cgr__analyzer_failed(cgr_status s)
+{
+    return s == CGR_STATUS_OK ? CGR_STATUS_INTERNAL : s;
+}
+#define CGR__FAILED(s) cgr__analyzer_failed(s)
+#else
+#define CGR__FAILED(s) (s)
+#endif
+
 /* Messages are for users, so a failure carries no source position; only cgr's bugs say where. */
-#define CGR_FAIL(status, ...) cgr__fail((status), __VA_ARGS__)
+#define CGR_FAIL(status, ...) CGR__FAILED(cgr__fail((status), __VA_ARGS__))
 
 /*
  * A condition that cgr's own code guarantees turned out false: a bug in cgr,
@@ -49,7 +65,7 @@ cgr_status cgr__bug(const char *file, int line, const char *fmt, ...) CGR__PRINT
  * going on with inconsistent state. Use it only where the condition cannot
  * be reached through the public API, whatever the caller does.
  */
-#define CGR_BUG(...) cgr__bug(__FILE__, __LINE__, __VA_ARGS__)
+#define CGR_BUG(...) CGR__FAILED(cgr__bug(__FILE__, __LINE__, __VA_ARGS__))
 
 /*
  * Every CUDA, cuBLAS, cuDNN, NCCL, CUPTI and driver call is checked with the
@@ -65,14 +81,14 @@ cgr_status cgr__bug(const char *file, int line, const char *fmt, ...) CGR__PRINT
     do {                                                                                   \
         cudaError_t e_ = (expr);                                                           \
         if (e_ != cudaSuccess)                                                             \
-            return cgr__cuda_fail((int)e_, #expr);                                         \
+            return CGR__FAILED(cgr__cuda_fail((int)e_, #expr));                            \
     } while (0)
 
 #define CGR_CUDA_TRY_GOTO(expr, st, label)                                                 \
     do {                                                                                   \
         cudaError_t e_ = (expr);                                                           \
         if (e_ != cudaSuccess) {                                                           \
-            (st) = cgr__cuda_fail((int)e_, #expr);                                         \
+            (st) = CGR__FAILED(cgr__cuda_fail((int)e_, #expr));                            \
             goto label;                                                                    \
         }                                                                                  \
     } while (0)
