@@ -28,32 +28,35 @@ def toolkit_dir(directory, d):
     return d and os.path.exists(os.path.join(directory, d, "cuda_runtime_api.h"))
 
 
-def nvcc_check(entries, label, nvcc):
-    """Compiles every .cu file of entries with nvcc; the number that failed."""
+def arguments(e, on_toolkit):
+    """The compiler and arguments of compile command e without its outputs
+    (-o, dependency files); each include option that names the installed
+    toolkit's include dir (-Idir, or -isystem dir) is replaced by
+    on_toolkit(option as a list)."""
+    args, out, i = shlex.split(e["command"]), [], 0
+    while i < len(args):
+        a = args[i]
+        skip = 2 if a in ("-o", "-MF", "-MQ", "-MT", "-odir") else 1 if a in ("-MD", "-MMD") else 0
+        if skip:
+            i += skip
+            continue
+        option = args[i:i + 2] if a == "-isystem" else [a]
+        d = option[-1] if a == "-isystem" else a[2:] if a.startswith("-I") else None
+        out += on_toolkit(option) if toolkit_dir(e["directory"], d) else option
+        i += len(option)
+    return out
+
+
+def check(entries, label, suffix, kind, command_of):
+    """Runs command_of(entry) for every file of entries ending in suffix,
+    once each and in parallel; prints the failures' output and the count
+    line. 1 when one failed or none was found, else 0."""
     jobs, seen = [], set()
     for e in entries:
         src = os.path.normpath(os.path.join(e["directory"], e["file"]))
-        if not src.endswith(".cu") or src in seen:
-            continue
-        seen.add(src)
-        args, out, i = shlex.split(e["command"]), [nvcc], 1
-        while i < len(args):
-            a = args[i]
-            if a in ("-o", "-MF", "-MQ", "-MT", "-odir"):
-                i += 2
-                continue
-            if a in ("-MD", "-MMD"):
-                i += 1
-                continue
-            if a.startswith("-I") and toolkit_dir(e["directory"], a[2:]):
-                i += 1
-                continue
-            if a == "-isystem" and i + 1 < len(args) and toolkit_dir(e["directory"], args[i + 1]):
-                i += 2
-                continue
-            out.append(a)
-            i += 1
-        jobs.append((src, e["directory"], out + ["-o", os.devnull]))
+        if src.endswith(suffix) and src not in seen:
+            seen.add(src)
+            jobs.append((src, e["directory"], command_of(e)))
 
     def run(job):
         return job[0], subprocess.run(job[2], cwd=job[1], capture_output=True, text=True)
@@ -64,8 +67,8 @@ def nvcc_check(entries, label, nvcc):
             if r.returncode != 0:
                 failed.append(src)
                 sys.stdout.write(r.stdout + r.stderr)
-    print("%s: %d CUDA files, %d failed%s" % (label, len(jobs), len(failed),
-                                              "".join("\n  " + f for f in failed)))
+    print("%s: %d %s files, %d failed%s" % (label, len(jobs), kind, len(failed),
+                                            "".join("\n  " + f for f in failed)))
     return 1 if failed or not jobs else 0
 
 
@@ -90,51 +93,34 @@ def main(argv):
     with open(os.path.join(builddir, "compile_commands.json")) as f:
         entries = json.load(f)
     if nvcc:
-        return nvcc_check(entries, label, nvcc)
-    seen, failed, placed = set(), [], 0
-    for e in entries:
-        src = os.path.normpath(os.path.join(e["directory"], e["file"]))
-        if not src.endswith(".c") or src in seen:
-            continue
-        seen.add(src)
-        args, out, i, here = shlex.split(e["command"]), [], 0, 0
-        while i < len(args):
-            a = args[i]
-            if a in ("-o", "-MF", "-MQ", "-MT"):
-                i += 2
-                continue
-            if a in ("-MD", "-MMD"):
-                i += 1
-                continue
-            d = a[2:] if a.startswith("-I") and len(a) > 2 else None
-            if a == "-isystem" and i + 1 < len(args):
-                d = args[i + 1]
-            if incs and toolkit_dir(e["directory"], d):
-                # Named the way the build names the toolkit (the compiler
-                # ignores -I for a dir that -isystem names too), so the
-                # replacement headers are system headers wherever it is.
-                for p in incs:
-                    out += ["-I" + p] if a != "-isystem" else ["-isystem", p]
-                here = 1
-            out.append(a)
-            i += 1
-        placed += here
+        # nvcc's own headers, not the installed toolkit's.
+        return check(entries, label, ".cu", "CUDA",
+                     lambda e: [nvcc] + arguments(e, lambda option: [])[1:] + ["-o", os.devnull])
+    placed = []
+
+    def before_toolkit(option):
+        # Named the way the build names the toolkit (the compiler ignores -I
+        # for a dir that -isystem names too), so the replacement headers are
+        # system headers wherever the toolkit's are.
+        placed.append(option)
+        if option[0] == "-isystem":
+            return [a for p in incs for a in ("-isystem", p)] + option
+        return ["-I" + p for p in incs] + option
+
+    def c_command(e):
+        out = arguments(e, before_toolkit if incs else lambda option: option)
         if cc:
             if os.path.basename(out[0]) == "ccache":
                 out = out[1:]
             out[0] = cc
-        r = subprocess.run(out + ["-fsyntax-only", "-fdiagnostics-color=never"],
-                           cwd=e["directory"], capture_output=True, text=True)
-        if r.returncode != 0:
-            failed.append(src)
-            sys.stdout.write(r.stderr)
-    print("%s: %d C files, %d failed%s" % (label, len(seen), len(failed),
-                                           "".join("\n  " + f for f in failed)))
-    if incs and placed == 0:
+        return out + ["-fsyntax-only", "-fdiagnostics-color=never"]
+
+    rc = check(entries, label, ".c", "C", c_command)
+    if incs and not placed:
         print("%s: no file names the CUDA toolkit's include dir, so --include had no effect"
               % label)
         return 1
-    return 1 if failed or not seen else 0
+    return rc
 
 
 if __name__ == "__main__":
