@@ -526,27 +526,26 @@ static cgr_status list_edges(cudaGraph_t g, const node_list *l, edge **out, size
         return cgr__cuda_fail((int)ce, "cudaGraphGetEdges");
     if (count == 0)
         return CGR_STATUS_OK;
-    *n = count;
-    cudaGraphNode_t *from = malloc(*n * sizeof *from), *to = malloc(*n * sizeof *to);
-    cgr__edge_data *data = calloc(*n, sizeof *data); /* zeroed: see cgr__graph_edges */
-    edge *e = malloc(*n * sizeof *e);
+    cudaGraphNode_t *from = malloc(count * sizeof *from), *to = malloc(count * sizeof *to);
+    cgr__edge_data *data = calloc(count, sizeof *data); /* zeroed: see cgr__graph_edges */
+    edge *e = malloc(count * sizeof *e);
     node_at *by_node = malloc((l->n ? l->n : 1) * sizeof *by_node);
     cgr_status st = CGR_STATUS_OK;
     if (!from || !to || !data || !e || !by_node) {
-        st = CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: %zu graph edges", *n);
-    } else if (cgr__graph_edges(g, from, to, data, n) != cudaSuccess) {
+        st = CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: %zu graph edges", count);
+    } else if (cgr__graph_edges(g, from, to, data, &count) != cudaSuccess) {
         st = CGR_FAIL(CGR_STATUS_CUDA_ERROR, "cudaGraphGetEdges failed: %s",
                       cudaGetErrorString(cudaGetLastError()));
     } else {
         for (size_t k = 0; k < l->n; k++)
             by_node[k] = (node_at){l->node[k], k};
         qsort(by_node, l->n, sizeof *by_node, node_at_cmp);
-        for (size_t k = 0; k < *n; k++) {
+        for (size_t k = 0; k < count; k++) {
             e[k].from = index_of(by_node, l->n, from[k]);
             e[k].to = index_of(by_node, l->n, to[k]);
             e[k].data = data[k];
         }
-        qsort(e, *n, sizeof *e, edge_cmp);
+        qsort(e, count, sizeof *e, edge_cmp);
     }
     free(by_node);
     free(from);
@@ -554,11 +553,11 @@ static cgr_status list_edges(cudaGraph_t g, const node_list *l, edge **out, size
     free(data);
     if (st != CGR_STATUS_OK) {
         free(e);
-        *n = 0;
-    } else {
-        *out = e;
+        return st;
     }
-    return st;
+    *out = e;
+    *n = count;
+    return CGR_STATUS_OK;
 }
 
 static cgr_status compare_edges(pair *p, cudaGraph_t a, cudaGraph_t b)
