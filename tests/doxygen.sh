@@ -11,7 +11,6 @@ builddir=${CGR_BUILD_DIR:-build}
 
 source tests/meson_tool.sh
 if ! command -v doxygen >/dev/null 2>&1; then
-    echo "installing doxygen from Debian's packages"
     cgr_apt_install doxygen
 fi
 cgr_need_build_tools

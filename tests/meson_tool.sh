@@ -22,14 +22,14 @@ v = [int(x) for x in sys.argv[1].split(".")[:3] if x.isdigit()]
 sys.exit(1 if v < [1, 0, 1] else 0)' "$(meson --version 2>/dev/null)"
 }
 
-# apt-get install of the packages named, or a message saying what to install
-# by hand where there is no apt-get (another distribution).
+# apt-get install of the packages named, saying so, or a message saying what
+# to install by hand where there is no apt-get (another distribution).
 cgr_apt_install() {
     if ! command -v apt-get >/dev/null 2>&1; then
-        echo "no apt-get here: install $* with this system's package manager, or meson" \
-            "(1.0.1 or newer) and ninja with 'python3 -m pip install meson ninja'" >&2
+        echo "no apt-get here: install $* with this system's package manager" >&2
         return 1
     fi
+    echo "installing $* from the distribution's packages"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
@@ -55,8 +55,10 @@ cgr_find_nvcc() {
 cgr_need_build_tools() {
     cgr_find_nvcc || return 1
     if ! command -v meson >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; then
-        echo "installing meson and ninja from the distribution's packages"
-        cgr_apt_install meson ninja-build pkg-config || return 1
+        if ! cgr_apt_install meson ninja-build pkg-config; then
+            echo "(or meson 1.0.1 or newer and ninja: python3 -m pip install meson ninja)" >&2
+            return 1
+        fi
     fi
     cgr_meson_new_enough && return 0
     echo "meson $(meson --version) is older than the 1.0.1 cgr needs: installing meson from" \

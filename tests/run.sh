@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README's test command: installs meson if it is missing or too old
-# (tests/meson_tool.sh), builds cgr and runs the unit, headers, gpu and bench suites (bench: the
-# benchmark's workloads, W-mlp and W-cnn, against float64 references).
+# (tests/meson_tool.sh), builds cgr and runs the unit, headers, gpu and bench
+# suites (bench: the benchmark's workloads, W-mlp and W-cnn, against float64
+# references).
 # Without a usable GPU the gpu and bench tests report "skipped" (exit 77);
 # everything else must pass. The build treats warnings as errors
 # (-Dwerror=true); extra arguments go to meson setup after it, so

@@ -24,7 +24,6 @@ cc=${CC:-cc}
 
 source tests/meson_tool.sh
 if ! command -v cmake >/dev/null 2>&1 || ! command -v pkg-config >/dev/null 2>&1; then
-    echo "installing cmake and pkg-config from Debian's packages"
     cgr_apt_install cmake pkg-config
 fi
 

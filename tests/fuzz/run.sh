@@ -35,7 +35,6 @@ fuzzer_works() {
 }
 source tests/meson_tool.sh
 if ! fuzzer_works; then
-    echo "installing clang and its libFuzzer runtime from Debian's packages"
     cgr_apt_install clang libclang-rt-dev
     fuzzer_works || { echo "clang cannot build a libFuzzer target" >&2; exit 1; }
 fi
