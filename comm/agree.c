@@ -8,18 +8,11 @@
  * and a capture can fail on one rank only (an illegal call in a branch
  * that one rank takes, an out-of-memory error on one GPU). So after every
  * capture of a step that uses the communicator, and before any graph of it
- * is launched, the ranks exchange a small record each:
- *
- *   word 0  what is agreed on (CGR__AGREE_CAPTURE; CGR__AGREE_ATTACH at attach time)
- *   word 1  the rank
- *   word 2  the local capture status (cgr_status)
- *   word 3  the step's name, hashed (attach: warm-up runs)
- *   word 4  the step's runs so far (attach: cgr_options.capture)
- *   word 5  the agreements this rank made before (a sequence number)
- *   6, 7    zero
- *
- * with an all-gather on cgr's private communicator. Every rank sees all
- * records, so every rank reaches the same verdict from the same data:
+ * is launched, the ranks exchange a small record each (verdict.h: what
+ * is agreed on, the rank, its capture status, the step's name hashed, its
+ * runs so far, the agreements before) with an all-gather on cgr's private
+ * communicator. Every rank sees all records, so every rank reaches the
+ * same verdict from the same data (verdict.c):
  * launch if all ranks captured the same step at the same run; otherwise
  * CGR_STATUS_CAPTURE_FAILED everywhere, naming the ranks that failed, and
  * the step runs eagerly on every rank, whose collectives then pair up as
@@ -36,6 +29,8 @@
 #include <string.h>
 
 #include "comm.h"
+#include "hash.h"
+#include "verdict.h"
 
 #if CGR_HAVE_NCCL
 
@@ -89,23 +84,11 @@ fail:
     return st;
 }
 
-/* 64-bit FNV-1a of n bytes: the same on every rank for the same input. */
-static uint64_t fnv1a(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /*
  * The options that decide at which runs a step captures, checks or evicts:
  * ranks that differ in one of them would capture a collective at different
- * runs (words 3 and 4 are warmup_runs and capture, each named in its own
- * message).
+ * runs (warmup_runs and capture have record words of their own, each
+ * named in its own message).
  */
 static int64_t capture_policy(const cgr_options *o)
 {
@@ -113,77 +96,51 @@ static int64_t capture_policy(const cgr_options *o)
                           (uint64_t)o->shape_cache_bytes, (uint64_t)o->churn_shapes,
                           (uint64_t)o->churn_window,   (uint64_t)o->churn_stable,
                           (uint64_t)o->advanced.shape_spare, (uint64_t)o->frozen_recheck};
-    return (int64_t)(fnv1a(v, sizeof v) >> 1);
+    return (int64_t)(cgr__fnv1a(v, sizeof v) >> 1);
 }
 
 cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
 {
-    int64_t mine[CGR__AGREE_WORDS] = {CGR__AGREE_ATTACH,         c->rank,
-                                      CGR_STATUS_OK,             rt->opt.warmup_runs,
-                                      rt->opt.capture,           capture_policy(&rt->opt),
-                                      0,                         0};
+    int64_t mine[CGR__AGREE_WORDS] = {0};
+    mine[CGR__REC_KIND] = CGR__RECORD_ATTACH;
+    mine[CGR__REC_RANK] = c->rank;
+    mine[CGR__REC_STATUS] = CGR_STATUS_OK;
+    mine[CGR__REC_WARMUP_RUNS] = rt->opt.warmup_runs;
+    mine[CGR__REC_CAPTURE_AT] = rt->opt.capture;
+    mine[CGR__REC_POLICY] = capture_policy(&rt->opt);
     const int64_t *all = NULL;
     CGR_TRY(exchange(c, mine, &all));
-    for (int r = 0; r < c->world; r++) {
-        const int64_t *w = all + (size_t)r * CGR__AGREE_WORDS;
-        if (w[0] != CGR__AGREE_ATTACH || w[1] != r)
-            return CGR_FAIL(CGR_STATUS_WRONG_STATE,
-                            "cgr_runtime_attach_nccl: rank %d is not attaching (it sent record "
-                            "kind %lld); every rank must attach before any of them captures",
-                            r, (long long)w[0]);
-        if (w[3] != mine[3] || w[4] != mine[4])
-            return CGR_FAIL(CGR_STATUS_WRONG_STATE,
-                            "cgr_runtime_attach_nccl: rank %d has warmup_runs %lld and capture "
-                            "%lld, rank %d has %lld and %lld; all ranks must capture at the same "
-                            "run, so these options must match",
-                            r, (long long)w[3], (long long)w[4], c->rank, (long long)mine[3],
-                            (long long)mine[4]);
-        if (w[5] != mine[5])
-            return CGR_FAIL(CGR_STATUS_WRONG_STATE,
-                            "cgr_runtime_attach_nccl: rank %d and rank %d differ in frozen_check, "
-                            "frozen_recheck, shape_cache_entries, shape_cache_bytes, "
-                            "churn_shapes, churn_window, churn_stable or advanced.shape_spare; "
-                            "these decide at which runs a step captures, so they must match on "
-                            "all ranks",
-                            r, c->rank);
+    cgr__verdict v;
+    cgr__verdict_attach(all, c->world, mine, &v);
+    if (v.kind == CGR__VERDICT_AGREED)
+        return CGR_STATUS_OK;
+    const int64_t *w = cgr__record_of(all, v.rank);
+    switch (v.kind) {
+    case CGR__VERDICT_NOT_ATTACHING:
+        return CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                        "cgr_runtime_attach_nccl: rank %d is not attaching (it sent record "
+                        "kind %lld); every rank must attach before any of them captures",
+                        v.rank, (long long)w[CGR__REC_KIND]);
+    case CGR__VERDICT_RUN_OPTIONS:
+        return CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                        "cgr_runtime_attach_nccl: rank %d has warmup_runs %lld and capture "
+                        "%lld, rank %d has %lld and %lld; all ranks must capture at the same "
+                        "run, so these options must match",
+                        v.rank, (long long)w[CGR__REC_WARMUP_RUNS],
+                        (long long)w[CGR__REC_CAPTURE_AT], c->rank,
+                        (long long)mine[CGR__REC_WARMUP_RUNS],
+                        (long long)mine[CGR__REC_CAPTURE_AT]);
+    case CGR__VERDICT_POLICY:
+        return CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                        "cgr_runtime_attach_nccl: rank %d and rank %d differ in frozen_check, "
+                        "frozen_recheck, shape_cache_entries, shape_cache_bytes, "
+                        "churn_shapes, churn_window, churn_stable or advanced.shape_spare; "
+                        "these decide at which runs a step captures, so they must match on "
+                        "all ranks",
+                        v.rank, c->rank);
+    default:
+        return CGR_BUG("attach agreement: verdict %d", (int)v.kind);
     }
-    return CGR_STATUS_OK;
-}
-
-/* Appends " r" for each rank whose record says its capture failed. */
-static void failed_ranks(const struct cgr__comm *c, const int64_t *all, char *out, size_t cap,
-                         int *n_failed, int64_t *first_status)
-{
-    size_t n = 0;
-    int cut = 0;
-    out[0] = '\0';
-    *n_failed = 0;
-    for (int r = 0; r < c->world; r++) {
-        const int64_t *w = all + (size_t)r * CGR__AGREE_WORDS;
-        if (w[2] == CGR_STATUS_OK)
-            continue;
-        if (*n_failed == 0)
-            *first_status = w[2];
-        ++*n_failed;
-        if (n + 16 < cap) {
-            n += (size_t)snprintf(out + n, cap - n, "%s%d", *n_failed > 1 ? ", " : "", r);
-        } else if (!cut) {
-            cut = 1; /* cap > 16 leaves room for the ellipsis */
-            n += (size_t)snprintf(out + n, cap - n, ", ...");
-        }
-    }
-}
-
-/* The first rank whose record differs from rank 0's in what was captured, or -1. */
-static int out_of_step(const struct cgr__comm *c, const int64_t *all)
-{
-    for (int r = 0; r < c->world; r++) {
-        const int64_t *w = all + (size_t)r * CGR__AGREE_WORDS;
-        if (w[0] != CGR__AGREE_CAPTURE || w[1] != r || w[3] != all[3] || w[4] != all[4] ||
-            w[5] != all[5])
-            return r;
-    }
-    return -1;
 }
 
 cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local)
@@ -196,14 +153,13 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
     if (local != CGR_STATUS_OK)
         snprintf(local_msg, sizeof local_msg, "%s", cgr_last_error());
 
-    int64_t mine[CGR__AGREE_WORDS] = {CGR__AGREE_CAPTURE,
-                                      c->rank,
-                                      local,
-                                      (int64_t)fnv1a(s->name, strlen(s->name)),
-                                      (int64_t)s->stats.runs,
-                                      (int64_t)c->agreements,
-                                      0,
-                                      0};
+    int64_t mine[CGR__AGREE_WORDS] = {0};
+    mine[CGR__REC_KIND] = CGR__RECORD_CAPTURE;
+    mine[CGR__REC_RANK] = c->rank;
+    mine[CGR__REC_STATUS] = local;
+    mine[CGR__REC_STEP] = (int64_t)cgr__fnv1a(s->name, strlen(s->name));
+    mine[CGR__REC_RUN] = (int64_t)s->stats.runs;
+    mine[CGR__REC_SEQ] = (int64_t)c->agreements;
     const int64_t *all = NULL;
     int prev = 0;
     cgr_status st = cgr__device_enter(rt, &prev);
@@ -221,32 +177,29 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
     }
     c->agreements++;
 
-    int odd = out_of_step(c, all);
-    if (odd >= 0) {
-        const int64_t *w = all + (size_t)odd * CGR__AGREE_WORDS;
+    cgr__verdict v;
+    cgr__verdict_capture(all, c->world, &v);
+    if (v.kind == CGR__VERDICT_AGREED)
+        return CGR_STATUS_OK;
+    const int64_t *w = cgr__record_of(all, v.rank);
+    if (v.kind == CGR__VERDICT_OUT_OF_STEP)
         st = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
                       "step '%s' (rank %d of %d): the ranks did not capture the same thing: rank "
                       "%d captured step hash %016llx at run %lld (agreement %lld), rank 0 step "
                       "hash %016llx at run %lld (agreement %lld); all ranks must run the same "
                       "steps in the same order with the same options, so no rank launches this "
                       "graph",
-                      s->name, c->rank, c->world, odd, (unsigned long long)w[3], (long long)w[4],
-                      (long long)w[5], (unsigned long long)all[3], (long long)all[4],
-                      (long long)all[5]);
-    } else {
-        char ranks[128];
-        int n_failed = 0;
-        int64_t first = CGR_STATUS_OK;
-        failed_ranks(c, all, ranks, sizeof ranks, &n_failed, &first);
-        if (n_failed == 0)
-            return CGR_STATUS_OK;
+                      s->name, c->rank, c->world, v.rank, (unsigned long long)w[CGR__REC_STEP],
+                      (long long)w[CGR__REC_RUN], (long long)w[CGR__REC_SEQ],
+                      (unsigned long long)all[CGR__REC_STEP], (long long)all[CGR__REC_RUN],
+                      (long long)all[CGR__REC_SEQ]);
+    else
         st = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
                       "step '%s' (rank %d of %d): capture failed on rank%s %s (%s%s); no rank "
                       "launches the graph, since its collectives would wait forever for %s",
-                      s->name, c->rank, c->world, n_failed > 1 ? "s" : "", ranks,
-                      cgr_status_name((cgr_status)first), n_failed > 1 ? " first" : "",
-                      n_failed > 1 ? "those ranks" : "that rank");
-    }
+                      s->name, c->rank, c->world, v.n_failed > 1 ? "s" : "", v.failed,
+                      cgr_status_name((cgr_status)w[CGR__REC_STATUS]),
+                      v.n_failed > 1 ? " first" : "", v.n_failed > 1 ? "those ranks" : "that rank");
     if (local_msg[0])
         cgr__error_append("this rank's failure: %s: %s", cgr_status_name(local), local_msg);
     cgr__log(rt, CGR_LOG_WARN, "%s", cgr_last_error());

@@ -39,12 +39,7 @@ void cgr__comm_release(cgr_runtime *rt);
  * through cgr__nccl(), the table of its functions: cgr__nccl()->ncclCommSplit.
  */
 #include "dynload.h"
-
-/* Words each rank contributes to one agreement (int64 each). */
-#define CGR__AGREE_WORDS 8
-
-/* What an agreement is about (word 0 of a record). */
-enum { CGR__AGREE_ATTACH = 1, CGR__AGREE_CAPTURE = 2 };
+#include "verdict.h" /* CGR__AGREE_WORDS, the size of a rank's record */
 
 struct cgr__comm {
     ncclComm_t user;           /* the application's; never destroyed by cgr */

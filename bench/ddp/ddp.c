@@ -164,10 +164,10 @@ void ddp_fill(uint64_t *state, const mlp_cfg *cfg, float *x, int *labels)
 uint64_t ddp_hash(const void *p, size_t n)
 {
     const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 0xcbf29ce484222325ull; /* the FNV offset basis */
     for (size_t i = 0; i < n; i++) {
         h ^= b[i];
-        h *= 1099511628211ull;
+        h *= 0x100000001b3ull; /* the FNV prime */
     }
     return h;
 }

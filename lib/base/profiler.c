@@ -33,6 +33,7 @@
 #include <cuda_runtime_api.h>
 
 #include "dynload.h"
+#include "hash.h"
 
 int cgr__prof_phases_on; /* written under g_mark_lock, read by trace.c unlocked */
 
@@ -485,14 +486,9 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream_id,
 /* ------------------------------------------------------------------ */
 /* kernel names                                                        */
 
-static uint64_t fnv1a(const char *s)
+static size_t name_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    return (size_t)cgr__fnv1a(s, strlen(s));
 }
 
 /* Display name: demangled if the name is mangled C++ and a demangler is in
@@ -517,7 +513,7 @@ static int htab_grow(cgr__prof *p)
     if (!t)
         return CGR__PROF_ENOMEM;
     for (i = 0; i < p->names_n; i++) {
-        size_t j = (size_t)fnv1a(p->raw[i]) & (ncap - 1);
+        size_t j = name_hash(p->raw[i]) & (ncap - 1);
         while (t[j])
             j = (j + 1) & (ncap - 1);
         t[j] = (uint32_t)i + 1;
@@ -536,7 +532,7 @@ static int intern(cgr__prof *p, const char *name, uint32_t *id)
 
     if ((p->names_n + 1) * 2 > p->hcap && htab_grow(p) != CGR__PROF_OK)
         return CGR__PROF_ENOMEM;
-    j = (size_t)fnv1a(name) & (p->hcap - 1);
+    j = name_hash(name) & (p->hcap - 1);
     while (p->htab[j]) {
         uint32_t k = p->htab[j] - 1;
         if (strcmp(p->raw[k], name) == 0) {
