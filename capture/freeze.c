@@ -22,9 +22,9 @@
  * either: a replay runs long after that stack frame is gone, so no kernel
  * can use it (cuBLAS passes the address of a host-mode alpha this way
  * next to its value, and the two captures are called from different
- * depths). NCCL's own kernels are exempt, since NCCL gives every captured
- * graph work buffers of its own; so are kernels the user names in
- * cgr_options.frozen_allow.
+ * depths). frozen_values.c decides this for each value. NCCL's own
+ * kernels are exempt, since NCCL gives every captured graph work buffers
+ * of its own; so are kernels the user names in cgr_options.frozen_allow.
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -37,6 +37,7 @@
 #include "capture.h"
 #include "cuda_compat.h"
 #include "driver.h"
+#include "frozen_values.h"
 
 /* ---- driver entry points --------------------------------------------------------------- */
 
@@ -70,17 +71,12 @@ static cgr__driver_set drv_set = {
 
 /* ---- one graph's nodes ------------------------------------------------------------------ */
 
-typedef struct alloc_range {
-    uintptr_t base;
-    size_t bytes;
-} alloc_range;
-
 typedef struct node_list {
     size_t n;
     cudaGraphNode_t *node;
     enum cudaGraphNodeType *type;
     size_t n_alloc;
-    alloc_range *alloc; /* memory-allocation nodes, in node order */
+    cgr__alloc_range *alloc; /* memory-allocation nodes, in node order */
 } node_list;
 
 /* Frees l's lists and leaves it empty. */
@@ -158,76 +154,17 @@ typedef struct pair {
     size_t n_params, cap_params;
 } pair;
 
-/* Address v of graph b, in graph a's terms (its allocation nodes matched by order). */
-static uintptr_t in_a(const pair *p, uintptr_t v)
+/* The two graphs' allocations and stacks, at the level of child graphs being compared. */
+static cgr__frozen_spaces spaces(const pair *p)
 {
-    for (size_t k = 0; k < p->b.n_alloc && k < p->a.n_alloc; k++) {
-        const alloc_range *r = &p->b.alloc[k];
-        if (v >= r->base && v - r->base < r->bytes)
-            return p->a.alloc[k].base + (v - r->base);
-    }
-    return v;
-}
-
-/*
- * Within this distance of a local variable, a word is taken for an address
- * in the thread's stack: the default stack is 8 MiB, and no pointer into
- * the heap, device memory or the code lies that close to it.
- */
-#define CGR__STACK_REACH ((uintptr_t)8 << 20)
-
-static int on_stack(uintptr_t stack, uint64_t v)
-{
-    uintptr_t a = (uintptr_t)v;
-    return a - (stack - CGR__STACK_REACH) < 2 * CGR__STACK_REACH;
+    return (cgr__frozen_spaces){{p->a.alloc, p->a.n_alloc, p->stack_a},
+                                {p->b.alloc, p->b.n_alloc, p->stack_b}};
 }
 
 static int same_ptr(const pair *p, const void *a, const void *b)
 {
-    return (uintptr_t)a == in_a(p, (uintptr_t)b);
-}
-
-/* n bytes of parameter data: equal, or equal once b's allocation addresses are a's. */
-static int same_bytes(const pair *p, const unsigned char *a, const unsigned char *b, size_t n)
-{
-    if (memcmp(a, b, n) == 0)
-        return 1;
-    if (n % sizeof(uint64_t) != 0)
-        return 0;
-    for (size_t o = 0; o < n; o += sizeof(uint64_t)) {
-        uint64_t wa, wb;
-        memcpy(&wa, a + o, sizeof wa);
-        memcpy(&wb, b + o, sizeof wb);
-        if (wa != wb && wa != (uint64_t)in_a(p, (uintptr_t)wb) &&
-            !(on_stack(p->stack_a, wa) && on_stack(p->stack_b, wb)))
-            return 0;
-    }
-    return 1;
-}
-
-/* A parameter's bytes for the message: as integers, and as a float when 4 bytes. */
-static void show(char *out, size_t cap, const unsigned char *v, size_t n)
-{
-    if (n == 4) {
-        int32_t i;
-        float f;
-        memcpy(&i, v, 4);
-        memcpy(&f, v, 4);
-        snprintf(out, cap, "%d (0x%08x, as float %g)", i, (unsigned)i, (double)f);
-    } else if (n == 8) {
-        int64_t i;
-        double d;
-        memcpy(&i, v, 8);
-        memcpy(&d, v, 8);
-        snprintf(out, cap, "%lld (0x%016llx, as double %g)", (long long)i, (unsigned long long)i,
-                 d);
-    } else {
-        size_t o = (size_t)snprintf(out, cap, "0x");
-        for (size_t k = 0; k < n && k < 16 && o + 3 < cap; k++)
-            o += (size_t)snprintf(out + o, cap - o, "%02x", v[k]);
-        if (n > 16 && o + 4 < cap)
-            snprintf(out + o, cap - o, "...");
-    }
+    cgr__frozen_spaces sp = spaces(p);
+    return (uintptr_t)a == cgr__frozen_in_a(&sp, (uintptr_t)b);
 }
 
 /* Formats the difference into p->msg and returns CGR_STATUS_CAPTURE_FAILED. */
@@ -370,20 +307,21 @@ static cgr_status compare_kernel(pair *p, size_t i)
         return differ(p, i, "kernel %s: its arguments cannot be compared", kernel_name(&ka));
     const layout *lay = NULL;
     CGR_TRY(layout_of(p, &ka, &lay));
+    const cgr__frozen_spaces sp = spaces(p);
     for (size_t j = 0; j < lay->n; j++) {
         const size_t off = p->params[lay->first + j].off, size = p->params[lay->first + j].size;
         const unsigned char *va = ka.kernelParams ? ka.kernelParams[j] : bufa + off;
         const unsigned char *vb = kb.kernelParams ? kb.kernelParams[j] : bufb + off;
         if (!ka.kernelParams && off + size > ea)
             break;
-        if (same_bytes(p, va, vb, size))
+        if (cgr__frozen_same_bytes(&sp, va, vb, size))
             continue;
         const char *name = kernel_name(&ka);
         if (allowed(p->s, name))
             continue;
         char sa[96], sb[96];
-        show(sa, sizeof sa, va, size);
-        show(sb, sizeof sb, vb, size);
+        cgr__frozen_show(sa, sizeof sa, va, size);
+        cgr__frozen_show(sb, sizeof sb, vb, size);
         return differ(p, i,
                       "kernel %s, parameter %zu (%zu bytes at offset %zu) is %s in the graph "
                       "captured at one run and %s at %s",
@@ -474,7 +412,8 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
         return compare_graphs(p, ga, gb, depth + 1);
     }
     default:
-        /* Allocations are matched by order (in_a); other kinds have no values cgr checks. */
+        /* Allocations are matched by order (cgr__frozen_in_a); other kinds have no values
+         * cgr checks. */
         return CGR_STATUS_OK;
     }
 }

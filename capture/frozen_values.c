@@ -1,0 +1,70 @@
+/* The frozen-value check's test of one value (frozen_values.h). */
+#include "frozen_values.h"
+
+#include <stdio.h>
+#include <string.h>
+
+uintptr_t cgr__frozen_in_a(const cgr__frozen_spaces *s, uintptr_t v)
+{
+    for (size_t k = 0; k < s->b.n_alloc && k < s->a.n_alloc; k++) {
+        const cgr__alloc_range *r = &s->b.alloc[k];
+        if (v >= r->base && v - r->base < r->bytes)
+            return s->a.alloc[k].base + (v - r->base);
+    }
+    return v;
+}
+
+/*
+ * Within this distance of a local variable, a word is taken for an address
+ * in the thread's stack: the default stack is 8 MiB, and no pointer into
+ * the heap, device memory or the code lies that close to it.
+ */
+#define CGR__STACK_REACH ((uintptr_t)8 << 20)
+
+static int on_stack(uintptr_t stack, uint64_t v)
+{
+    uintptr_t a = (uintptr_t)v;
+    return a - (stack - CGR__STACK_REACH) < 2 * CGR__STACK_REACH;
+}
+
+int cgr__frozen_same_bytes(const cgr__frozen_spaces *s, const unsigned char *va,
+                           const unsigned char *vb, size_t n)
+{
+    if (memcmp(va, vb, n) == 0)
+        return 1;
+    if (n % sizeof(uint64_t) != 0)
+        return 0;
+    for (size_t o = 0; o < n; o += sizeof(uint64_t)) {
+        uint64_t wa, wb;
+        memcpy(&wa, va + o, sizeof wa);
+        memcpy(&wb, vb + o, sizeof wb);
+        if (wa != wb && wa != (uint64_t)cgr__frozen_in_a(s, (uintptr_t)wb) &&
+            !(on_stack(s->a.stack, wa) && on_stack(s->b.stack, wb)))
+            return 0;
+    }
+    return 1;
+}
+
+void cgr__frozen_show(char *out, size_t cap, const unsigned char *v, size_t n)
+{
+    if (n == 4) {
+        int32_t i;
+        float f;
+        memcpy(&i, v, 4);
+        memcpy(&f, v, 4);
+        snprintf(out, cap, "%d (0x%08x, as float %g)", i, (unsigned)i, (double)f);
+    } else if (n == 8) {
+        int64_t i;
+        double d;
+        memcpy(&i, v, 8);
+        memcpy(&d, v, 8);
+        snprintf(out, cap, "%lld (0x%016llx, as double %g)", (long long)i, (unsigned long long)i,
+                 d);
+    } else {
+        size_t o = (size_t)snprintf(out, cap, "0x");
+        for (size_t k = 0; k < n && k < 16 && o + 3 < cap; k++)
+            o += (size_t)snprintf(out + o, cap - o, "%02x", v[k]);
+        if (n > 16 && o + 4 < cap)
+            snprintf(out + o, cap - o, "...");
+    }
+}

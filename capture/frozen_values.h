@@ -1,0 +1,57 @@
+/*
+ * The frozen-value check's test of one value (freeze.c compares two
+ * captures of a shape node by node and calls these on each address and
+ * kernel parameter): are a value of the graph captured first (a) and the
+ * same value of the graph captured at a later run (b) the same value?
+ *
+ * Equal bytes are. So is an address into memory that each capture
+ * allocated for itself, in a memory-allocation node: the k-th allocation
+ * of b stands for the k-th of a. So is an address in the stack of the
+ * thread that captured, in both graphs: a replay runs long after that
+ * stack frame is gone, so no kernel can read through it. Anything else is
+ * a value the graph froze and the eager step would not use again.
+ *
+ * Plain C: no CUDA object, so the unit suite checks it alone.
+ */
+#ifndef CGR_FROZEN_VALUES_H
+#define CGR_FROZEN_VALUES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The memory of one memory-allocation node. */
+typedef struct cgr__alloc_range {
+    uintptr_t base;
+    size_t bytes;
+} cgr__alloc_range;
+
+/* What one capture put in its graph that is its own. */
+typedef struct cgr__capture_space {
+    const cgr__alloc_range *alloc; /* its memory-allocation nodes, in node order */
+    size_t n_alloc;
+    uintptr_t stack; /* an address in the stack of the thread that captured it */
+} cgr__capture_space;
+
+/* The two captures compared. */
+typedef struct cgr__frozen_spaces {
+    cgr__capture_space a, b;
+} cgr__frozen_spaces;
+
+/* Address v of graph b in graph a's terms: moved into a's k-th allocation
+ * when it lies in b's k-th; else v. */
+uintptr_t cgr__frozen_in_a(const cgr__frozen_spaces *s, uintptr_t v);
+
+/*
+ * Whether n bytes of a value, va in graph a and vb in graph b, are the
+ * same value. Where they differ, a value of whole 8-byte words is compared
+ * word by word, each the same as above (an allocation's address, or an
+ * address in both stacks); any other size must match byte for byte.
+ */
+int cgr__frozen_same_bytes(const cgr__frozen_spaces *s, const unsigned char *va,
+                           const unsigned char *vb, size_t n);
+
+/* n bytes of a value for a message: as an integer (and a float or double) when 4 or 8
+ * bytes, else the first 16 bytes in hex. */
+void cgr__frozen_show(char *out, size_t cap, const unsigned char *v, size_t n);
+
+#endif
