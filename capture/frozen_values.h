@@ -1,17 +1,8 @@
 /*
- * The frozen-value check's test of one value (freeze.c compares two
- * captures of a shape node by node and calls these on each address and
- * kernel parameter): are a value of the graph captured first (a) and the
- * same value of the graph captured at a later run (b) the same value?
- *
- * Equal bytes are. So is an address into memory that each capture
- * allocated for itself, in a memory-allocation node: the k-th allocation
- * of b stands for the k-th of a. So is an address in the stack of the
- * thread that captured, in both graphs: a replay runs long after that
- * stack frame is gone, so no kernel can read through it. Anything else is
- * a value the graph froze and the eager step would not use again.
- *
- * Plain C: no CUDA object, so the unit suite checks it alone.
+ * The frozen-value check's test of one value, by the rule freeze.c's
+ * header states: are a value of the graph captured first (a) and the same
+ * value of the graph captured at a later run (b) the same value? Plain C,
+ * no CUDA object, so the unit suite checks it alone.
  */
 #ifndef CGR_FROZEN_VALUES_H
 #define CGR_FROZEN_VALUES_H
