@@ -77,6 +77,12 @@ static void test_allocations(void)
     ASSERT(!same_words(alloc_b[2].base, alloc_b[2].base + 8));
     ASSERT(same_words(alloc_b[2].base, alloc_b[2].base)); /* equal bytes stay equal */
 
+    /* b with fewer allocations than a: only b's are looked up (ASan sees a read past them). */
+    static const cgr__alloc_range one_b[1] = {{0x7f0040000000u, 4096}};
+    cgr__frozen_spaces fewer = {{alloc_a, 2, stack_a}, {one_b, 1, stack_b}};
+    ASSERT_U64_EQ(cgr__frozen_in_a(&fewer, one_b[0].base + 5), alloc_a[0].base + 5);
+    ASSERT_U64_EQ(cgr__frozen_in_a(&fewer, alloc_b[1].base), alloc_b[1].base);
+
     /* No allocation in one of the graphs: addresses must be equal. */
     cgr__frozen_spaces none = {{NULL, 0, stack_a}, {alloc_b, 3, stack_b}};
     ASSERT_U64_EQ(cgr__frozen_in_a(&none, alloc_b[0].base), alloc_b[0].base);
@@ -134,6 +140,8 @@ static void test_show(void)
         bytes[i] = (unsigned char)(0xa0 + i);
     cgr__frozen_show(out, sizeof out, bytes, 3);
     ASSERT_STR_EQ(out, "0xa0a1a2");
+    cgr__frozen_show(out, sizeof out, bytes, 16);
+    ASSERT_STR_EQ(out, "0xa0a1a2a3a4a5a6a7a8a9aaabacadaeaf");
     cgr__frozen_show(out, sizeof out, bytes, 20);
     ASSERT_STR_EQ(out, "0xa0a1a2a3a4a5a6a7a8a9aaabacadaeaf...");
     /* Small buffers: cut, terminated, and nothing written past them (the canary). */

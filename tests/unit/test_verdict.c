@@ -23,7 +23,16 @@
 
 enum { MAX_WORLD = 64 };
 
-static int64_t recs[MAX_WORLD][CGR__AGREE_WORDS];
+/* One row more than the largest world: rows past the world are poisoned (a failed capture of
+ * another kind), so a verdict that reads past the world's records changes. */
+static int64_t recs[MAX_WORLD + 1][CGR__AGREE_WORDS];
+
+static void poison_from(int world)
+{
+    for (int r = world; r <= MAX_WORLD; r++)
+        for (int k = 0; k < CGR__AGREE_WORDS; k++)
+            recs[r][k] = k == CGR__REC_STATUS ? CGR_STATUS_CUDA_ERROR : -1;
+}
 
 static const int64_t *all(void)
 {
@@ -42,6 +51,7 @@ static void captured(int world)
         recs[r][CGR__REC_RUN] = 3;
         recs[r][CGR__REC_SEQ] = 7;
     }
+    poison_from(world);
 }
 
 /* Every rank attaching with warmup_runs 2, capture 3 and one policy hash. */
@@ -55,6 +65,7 @@ static void attaching(int world)
         recs[r][CGR__REC_CAPTURE_AT] = 3;
         recs[r][CGR__REC_POLICY] = 0x7011c7;
     }
+    poison_from(world);
 }
 
 static cgr__verdict capture_verdict(int world)
