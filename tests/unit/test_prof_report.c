@@ -128,6 +128,42 @@ static void test_summarize(void)
     ASSERT_STR_EQ(cgr__prof_verdict_name(7), "unknown");
 }
 
+/* The ranking's order where total time, calls and names disagree; what it leaves out; the cut. */
+static void test_rank(void)
+{
+    static const char *const k_names[6] = {"a", "b", "c", "d", "memcpy", NULL};
+    char long_name[300];
+    memset(long_name, 'x', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    const char *nm[6] = {k_names[0], k_names[1], k_names[2], k_names[3], k_names[4], long_name};
+    /* a: 3 x 10 ns, b: 1 x 50, c: 2 x 15, d: 3 x 10; one more b in no run, a copy, e long. */
+    cgr__prof_rec r[12] = {rec(1, 0, 10, 0, 0),   rec(1, 10, 20, 0, 0),  rec(1, 20, 30, 0, 0),
+                           rec(1, 30, 80, 0, 1),  rec(1, 80, 95, 0, 2),  rec(1, 95, 110, 0, 2),
+                           rec(1, 110, 120, 0, 3), rec(1, 120, 130, 0, 3), rec(1, 130, 140, 0, 3),
+                           rec(1, 140, 940, 0, 1), rec(2, 0, 900, 0, 4), rec(1, 0, 1, 0, 5)};
+    int32_t of[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, 0};
+    cgr__prof_kernel top[6];
+    ASSERT_EQ(cgr__prof_rank_kernels(r, 12, of, nm, 6, top, 6), 5);
+    /* b by time; a before d by name (same time and calls); c last (fewer calls). */
+    static const char *const order[4] = {"b", "a", "d", "c"};
+    for (int i = 0; i < 4; i++)
+        ASSERT_STR_EQ(top[i].name, order[i]);
+    ASSERT_U64_EQ(top[0].calls, 1);
+    ASSERT(NEAR(top[0].total_us, 0.05));
+    ASSERT(NEAR(top[0].share, 50.0 / 141.0));
+    ASSERT_U64_EQ(top[3].calls, 2);
+    ASSERT(NEAR(top[3].mean_us, 0.015));
+    /* The long name is cut to the row's size and says so. */
+    ASSERT_EQ(strlen(top[4].name), sizeof top[4].name - 1);
+    ASSERT(strcmp(top[4].name + sizeof top[4].name - 4, "...") == 0);
+    /* Without run_of every kernel counts: b's second record makes it 850 ns. */
+    ASSERT_EQ(cgr__prof_rank_kernels(r, 12, NULL, nm, 6, top, 2), 2);
+    ASSERT_STR_EQ(top[0].name, "b");
+    ASSERT_U64_EQ(top[0].calls, 2);
+    ASSERT_STR_EQ(top[1].name, "a");
+    ASSERT_EQ(cgr__prof_rank_kernels(r, 12, of, nm, 6, top, 0), 0);
+}
+
 static void test_writers(void)
 {
     cgr__prof_run runs[4];
@@ -175,6 +211,27 @@ static void test_writers(void)
     for (const char *c = t; (c = strstr(c, "\"ph\":\"X\"")); c++)
         slices++;
     ASSERT_EQ(slices, 4 + n);
+    free(t);
+
+    /* Each kind of record under its own name and with its own arguments. */
+    cgr__prof_rec k[4] = {rec(1, 0, 10, 0, 2), rec(1, 10, 20, 0, 9), rec(2, 20, 30, 0, 0),
+                          rec(2, 30, 40, 0, 0)};
+    k[0].grid[0] = 3;
+    k[0].block[0] = 128;
+    k[2].copy_kind = 1; /* HtoD */
+    k[2].bytes = 4096;
+    k[3].copy_kind = 200; /* a kind this cgr does not know */
+    f = tmpfile();
+    ASSERT(f != NULL);
+    ASSERT_EQ(cgr__prof_write_trace(f, "kinds", k, 4, NULL, NULL, 0, names, 3, NULL, 0), 0);
+    t = written(f);
+    ASSERT(json_balanced(t));
+    ASSERT(strstr(t, "{\"name\":\"big_kernel\",\"cat\":\"kernel\"") != NULL);
+    ASSERT(strstr(t, "\"grid\":[3,0,0],\"block\":[128,0,0]") != NULL);
+    ASSERT(strstr(t, "{\"name\":\"<unknown>\",\"cat\":\"kernel\"") != NULL);
+    ASSERT(strstr(t, "{\"name\":\"memcpy HtoD\",\"cat\":\"memcpy\"") != NULL);
+    ASSERT(strstr(t, "\"bytes\":4096,") != NULL);
+    ASSERT(strstr(t, "{\"name\":\"memcpy\",\"cat\":\"memcpy\"") != NULL);
     free(t);
 }
 
@@ -303,6 +360,7 @@ int main(void)
     test_union();
     test_attribute();
     test_summarize();
+    test_rank();
     test_writers();
     test_ranges();
     printf("prof_report: ok\n");
