@@ -318,13 +318,13 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       return validate_step_desc(&d);)                                                 \
     X(dyn_unused, INVALID_ARGUMENT, "not used",                                            \
       cgr_step_desc d = dyn_desc(); d.n_dyn_dims = 2; return validate_step_desc(&d);) \
-    X(dyn_use_bad_axis, INVALID_ARGUMENT, "axis",                                          \
+    X(dyn_use_bad_axis, INVALID_ARGUMENT, "dim_uses[1].axis is 2",                         \
       cgr_step_desc d = dyn_desc(); uses[1].axis = 2; return validate_step_desc(&d);) \
     X(dyn_use_not_max, INVALID_ARGUMENT, "largest shape",                                  \
       cgr_step_desc d = dyn_desc(); uses[1].axis = 1; return validate_step_desc(&d);) \
     X(dyn_use_twice, INVALID_ARGUMENT, "both name",                                        \
       cgr_step_desc d = dyn_desc(); uses[1] = uses[0]; return validate_step_desc(&d);) \
-    X(dyn_use_bad_tensor, INVALID_ARGUMENT, "tensor",                                      \
+    X(dyn_use_bad_tensor, INVALID_ARGUMENT, "dim_uses[1].tensor is 1",                     \
       cgr_step_desc d = dyn_desc(); uses[1].tensor = 1; return validate_step_desc(&d);) \
     X(dyn_pad_not_integer, INVALID_ARGUMENT, "padding value",                              \
       static const double pad[2] = {0.0, 0.5}; cgr_step_desc d = dyn_desc();               \
@@ -359,7 +359,24 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
       cgr_slot sl; memset(&sl, 0, sizeof sl); float x = 1.0f;                              \
       return cgr_step_write_input(DEAD_STEP, &sl, 0, 0, &x, sizeof x);)                    \
     X(opt_frozen_recheck_huge, INVALID_ARGUMENT, "frozen_recheck",                         \
-      cgr_options o = opts(); o.frozen_recheck = 1000000001u; return create(&o);)
+      cgr_options o = opts(); o.frozen_recheck = 1000000001u; return create(&o);)          \
+    X(dyn_use_negative_tensor, INVALID_ARGUMENT, "dim_uses[0].tensor is -1",               \
+      cgr_step_desc d = dyn_desc(); uses[0].tensor = -1; return validate_step_desc(&d);) \
+    X(dyn_use_negative_axis, INVALID_ARGUMENT, "dim_uses[0].axis is -1",                   \
+      cgr_step_desc d = dyn_desc(); uses[0].axis = -1; return validate_step_desc(&d);) \
+    X(dyn_use_dim_past, INVALID_ARGUMENT, "dim_uses[1].dim is 1",                          \
+      cgr_step_desc d = dyn_desc(); uses[1].dim = 1; return validate_step_desc(&d);) \
+    X(dyn_use_dim_negative, INVALID_ARGUMENT, "dim_uses[0].dim is -1",                     \
+      cgr_step_desc d = dyn_desc(); uses[0].dim = -1; return validate_step_desc(&d);) \
+    X(dyn_use_bad_output, INVALID_ARGUMENT, "dim_uses[1].output is 2",                     \
+      cgr_step_desc d = dyn_desc(); uses[1].output = 2; return validate_step_desc(&d);) \
+    X(dyn_too_many_buckets, INVALID_ARGUMENT, "n_buckets is 65",                           \
+      cgr_step_desc d = dyn_desc(); dyn[0].n_buckets = CGR_MAX_BUCKETS + 1;                \
+      return validate_step_desc(&d);)                                                 \
+    X(dyn_no_buckets_in_list, INVALID_ARGUMENT, "n_buckets is 0, must be 1..",             \
+      cgr_step_desc d = dyn_desc(); dyn[0].n_buckets = 0; return validate_step_desc(&d);) \
+    X(dyn_buckets_without_list, INVALID_ARGUMENT, "without a bucket list",                 \
+      cgr_step_desc d = dyn_desc(); dyn[0].buckets = NULL; return validate_step_desc(&d);)
 
 #define CASE_FN(name, status, word, ...)                                                   \
     static cgr_status case_##name(void)                                                    \

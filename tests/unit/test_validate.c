@@ -4,6 +4,8 @@
  * a runtime keeps. The rejected inputs are in test_bad_input.c's table.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+#include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +67,90 @@ static void test_options(void)
     o.warmup_runs = 1;
     o.advanced.zero_copy_max_bytes = 0;
     o.log_level = CGR_LOG_DEBUG;
+    ASSERT_OK(validate_options(&o));
+}
+
+/* ---- every bounded option at both ends of its range ------------------------------------- */
+
+typedef void (*opt_set)(cgr_options *o, long long v);
+#define OPT_SETTER(fn, field)                                                              \
+    static void fn(cgr_options *o, long long v)                                            \
+    {                                                                                      \
+        o->field = v;                                                                      \
+    }
+OPT_SETTER(set_device, device)
+OPT_SETTER(set_slots, staging_slots)
+OPT_SETTER(set_warmup, warmup_runs)
+OPT_SETTER(set_log_level, log_level)
+OPT_SETTER(set_arena, arena_limit)
+OPT_SETTER(set_capture, capture)
+OPT_SETTER(set_cache, shape_cache_entries)
+OPT_SETTER(set_churn, churn_shapes)
+OPT_SETTER(set_arm_timeout, arm_timeout_us)
+OPT_SETTER(set_frozen_check, frozen_check)
+OPT_SETTER(set_diagnose, diagnose)
+OPT_SETTER(set_zero_copy, advanced.zero_copy_max_bytes)
+OPT_SETTER(set_spin, advanced.wait_spin_us)
+OPT_SETTER(set_spare, advanced.shape_spare)
+OPT_SETTER(set_profile_runs, profile.runs)
+OPT_SETTER(set_profile_skip, profile.skip)
+OPT_SETTER(set_recheck, frozen_recheck)
+
+static void test_option_edges(void)
+{
+    /* below / above: whether a value one past that end exists in the field's type. */
+    static const struct {
+        const char *name;
+        opt_set set;
+        long long lo, hi;
+        int below, above;
+    } f[] = {
+        {"device", set_device, 0, INT_MAX, 1, 0},
+        {"staging_slots", set_slots, 2, CGR_MAX_SLOTS, 1, 1},
+        {"warmup_runs", set_warmup, 1, CGR_MAX_WARMUP, 1, 1},
+        {"log_level", set_log_level, CGR_LOG_OFF, CGR_LOG_DEBUG, 1, 1},
+        {"arena_limit", set_arena, 1 << 20, 1LL << 40, 1, 1},
+        {"capture", set_capture, 0, 1, 1, 1},
+        {"shape_cache_entries", set_cache, 1, 4096, 1, 1},
+        {"churn_shapes", set_churn, 0, 64, 1, 1}, /* the default churn_window is 64 */
+        {"arm_timeout_us", set_arm_timeout, 1, 60000000, 1, 1},
+        {"frozen_check", set_frozen_check, 0, 1, 1, 1},
+        {"diagnose", set_diagnose, 0, 1, 1, 1},
+        {"zero_copy_max_bytes", set_zero_copy, 0, 1 << 30, 0, 1},
+        {"wait_spin_us", set_spin, 0, 1000000, 0, 1},
+        {"shape_spare", set_spare, 0, 1, 1, 1},
+        {"profile.runs", set_profile_runs, 0, 1000000, 1, 1},
+        {"profile.skip", set_profile_skip, 0, 1000000000, 1, 1},
+        {"frozen_recheck", set_recheck, 0, 1000000000, 0, 1},
+    };
+    cgr_options o;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        for (int end = 0; end < 2; end++) {
+            ASSERT_OK(cgr_options_init(&o));
+            f[i].set(&o, end ? f[i].hi : f[i].lo);
+            if (validate_options(&o) != CGR_STATUS_OK)
+                TEST_FAIL_("%s = %lld refused: %s", f[i].name, end ? f[i].hi : f[i].lo,
+                           cgr_last_error());
+            if (!(end ? f[i].above : f[i].below))
+                continue;
+            ASSERT_OK(cgr_options_init(&o));
+            f[i].set(&o, end ? f[i].hi + 1 : f[i].lo - 1);
+            expect_invalid(validate_options(&o), f[i].name, f[i].name);
+        }
+    }
+    /* The churn guard's window holds at least its K shapes, and recovery takes a run. */
+    ASSERT_OK(cgr_options_init(&o));
+    o.churn_shapes = 8;
+    o.churn_window = 8;
+    o.churn_stable = 1;
+    ASSERT_OK(validate_options(&o));
+    o.churn_window = 7;
+    expect_invalid(validate_options(&o), "churn_window is 7", "window shorter than K");
+    o.churn_window = 8;
+    o.churn_stable = 0;
+    expect_invalid(validate_options(&o), "churn_stable 0", "no stable run");
+    o.churn_shapes = 0; /* guard off: the window and stable runs are not read */
+    o.churn_window = 0;
     ASSERT_OK(validate_options(&o));
 }
 
@@ -447,6 +533,84 @@ static void test_step_desc(void)
     d.inputs = in;
     d.n_inputs = 2;
     ASSERT_OK(validate_step_desc(&d));
+
+    /* A fixed step's padding values are never read, so they are not checked either. */
+    const double pad[2] = {0.5, 0.5};
+    in[0] = t2("a", CGR_DTYPE_I32, 2, 2);
+    d.input_pad = pad;
+    ASSERT_OK(validate_step_desc(&d));
+    /* The longest bucket list, CGR_MAX_BUCKETS sizes, on axis 0 of input "a". */
+    int64_t sizes[CGR_MAX_BUCKETS];
+    for (int i = 0; i < CGR_MAX_BUCKETS; i++)
+        sizes[i] = i + 1;
+    cgr_dyn_dim dyn;
+    memset(&dyn, 0, sizeof dyn);
+    dyn.name = "batch";
+    dyn.buckets = sizes;
+    dyn.n_buckets = CGR_MAX_BUCKETS;
+    dyn.max = CGR_MAX_BUCKETS;
+    cgr_dim_use use = {0, 0, 0, 0};
+    in[0] = t2("a", CGR_DTYPE_I32, CGR_MAX_BUCKETS, 2);
+    d.dyn_dims = &dyn;
+    d.n_dyn_dims = 1;
+    d.dim_uses = &use;
+    d.n_dim_uses = 1;
+    const double int_pad[2] = {-7.0, 0.5}; /* "b" is F32: 0.5 is a value of it */
+    d.input_pad = int_pad;
+    ASSERT_OK(validate_step_desc(&d));
+    d.input_pad = pad; /* 0.5 for the i32 input "a", now read */
+    expect_invalid(validate_step_desc(&d), "padding value 0.5", "a padding value read");
+}
+
+/* The variables' numbers at their edges, and CGR_DIAGNOSE. */
+static void test_env_edges(void)
+{
+    cgr_profile_options p;
+    const char *path = NULL;
+    memset(&p, 0, sizeof p);
+    ASSERT_OK(cgr__profile_parse("1000000,skip=1000000000", &p, &path));
+    ASSERT_EQ(p.runs, 1000000);
+    ASSERT_EQ(p.skip, 1000000000);
+    ASSERT_OK(cgr__profile_parse("9,skip=0", &p, &path));
+    ASSERT_EQ(p.runs, 9);
+    ASSERT_EQ(p.skip, 0);
+    ASSERT_OK(cgr__profile_parse("0", &p, &path));
+    ASSERT_EQ(p.runs, 0);
+    expect_invalid(cgr__profile_parse("1000001", &p, &path), "runs per mode", "runs past max");
+    expect_invalid(cgr__profile_parse("5,skip=1000000001", &p, &path), "skip must be",
+                   "skip past max");
+    expect_invalid(cgr__profile_parse("5,skip=", &p, &path), "after the runs", "empty skip");
+
+    cgr_options kept;
+    ASSERT_OK(recheck_from_env("1999", 0, &kept));
+    ASSERT_EQ(kept.frozen_recheck, 1999u);
+    ASSERT_OK(recheck_from_env("0", 0, &kept));
+    ASSERT_EQ(kept.frozen_recheck, 0u);
+    unsetenv("CGR_FROZEN_RECHECK");
+
+    static const struct {
+        const char *v;
+        int want;
+    } diag[] = {{"1", 1}, {"yes", 1}, {"0", 0}, {"", 0}};
+    for (size_t i = 0; i < sizeof diag / sizeof diag[0]; i++) {
+        ASSERT_EQ(setenv("CGR_DIAGNOSE", diag[i].v, 1), 0);
+        ASSERT_OK(cgr_options_init(&kept));
+        ASSERT_OK(cgr__options_own_strings(&kept));
+        ASSERT_EQ(kept.diagnose, diag[i].want);
+        cgr__options_free_strings(&kept);
+    }
+    unsetenv("CGR_DIAGNOSE");
+
+    /* frozen_allow is the caller's string until create, a copy after. */
+    char allow[16] = "kern_a,kern_b";
+    ASSERT_OK(cgr_options_init(&kept));
+    kept.frozen_allow = allow;
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    ASSERT(kept.frozen_allow != NULL && kept.frozen_allow != allow);
+    memset(allow, 'x', sizeof allow - 1);
+    ASSERT_STR_EQ(kept.frozen_allow, "kern_a,kern_b");
+    cgr__options_free_strings(&kept);
+    ASSERT(kept.frozen_allow == NULL);
 }
 
 /*
@@ -468,9 +632,164 @@ static void test_create_without_gpu(void)
     }
 }
 
+/* ---- padding values (cgr__pad_bytes) ------------------------------------------------------ */
+
+/* The value of half or bfloat16 bits h (sign left out); inf as 2^16 or 2^128, the next power. */
+static double half_value(uint32_t h, int bf16)
+{
+    uint32_t man_bits = bf16 ? 7 : 10, bias = bf16 ? 127 : 15;
+    uint32_t e = (h >> man_bits) & (bf16 ? 0xffu : 0x1fu), m = h & ((1u << man_bits) - 1);
+    if (e == 0)
+        return ldexp((double)m, 1 - (int)bias - (int)man_bits);
+    return ldexp((double)((1u << man_bits) + m), (int)e - (int)bias - (int)man_bits);
+}
+
+/*
+ * The bits a float rounds to in half (bf16 0) or bfloat16 (1), the nearest value and of
+ * two as near the even one, found by search over the encodings rather than by the bit
+ * arithmetic the library uses.
+ */
+static uint16_t round_ref(float f, int bf16)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000u, inf = bf16 ? 0x7f80u : 0x7c00u;
+    if (isnan(f))
+        return (uint16_t)(sign | (bf16 ? ((x >> 16) & 0x7fffu) | 0x40u : 0x7e00u));
+    double a = fabs((double)f);
+    if (a >= half_value(inf, bf16))
+        return (uint16_t)(sign | inf);
+    uint32_t lo = 0, hi = inf; /* half_value(lo) <= a < half_value(hi) */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (half_value(mid, bf16) <= a)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double dl = a - half_value(lo, bf16), dh = half_value(hi, bf16) - a;
+    uint32_t h = dl < dh ? lo : dh < dl ? hi : (lo & 1u) ? hi : lo;
+    return (uint16_t)(sign | h);
+}
+
+static uint16_t pad16(cgr_dtype t, double v)
+{
+    unsigned char b[8];
+    int nz = -1;
+    ASSERT_OK(cgr__pad_bytes(t, v, b, &nz));
+    uint16_t h;
+    memcpy(&h, b, 2);
+    for (int i = 2; i < 8; i++)
+        ASSERT_EQ(b[i], 0);
+    ASSERT_EQ(nz, h != 0);
+    return h;
+}
+
+static void test_pad_bytes(void)
+{
+    /* Half and bfloat16 against the reference, over float bit patterns across the whole
+     * range (a stride of 997 meets every exponent and sign) and the values users pick. */
+    for (uint64_t x = 0; x <= UINT32_MAX; x += 997) {
+        uint32_t bits = (uint32_t)x;
+        float f;
+        memcpy(&f, &bits, 4);
+        for (int bf16 = 0; bf16 < 2; bf16++) {
+            uint16_t got = pad16(bf16 ? CGR_DTYPE_BF16 : CGR_DTYPE_F16, (double)f);
+            uint16_t want = round_ref(f, bf16);
+            if (got != want)
+                TEST_FAIL_("%s of float bits 0x%08x (%g): 0x%04x, expected 0x%04x",
+                           bf16 ? "bf16" : "f16", bits, (double)f, got, want);
+        }
+    }
+    static const struct {
+        double v;
+        uint16_t f16, bf16;
+    } known[] = {
+        {1.0, 0x3c00, 0x3f80},     {-2.0, 0xc000, 0xc000},   {0.1, 0x2e66, 0x3dcd},
+        {65504.0, 0x7bff, 0x4780}, {65519.0, 0x7bff, 0x4780}, {65520.0, 0x7c00, 0x4780},
+        {-INFINITY, 0xfc00, 0xff80}, {-0.0, 0x8000, 0x8000}, {0.0, 0, 0},
+        {5.9604644775390625e-8, 0x0001, 0x3380},             /* 2^-24, the smallest half */
+        {2.98023223876953125e-8, 0x0000, 0x3300},            /* half of it: ties to 0 */
+        {6.103515625e-5, 0x0400, 0x3880},                    /* 2^-14, the smallest normal */
+        {-1e4, 0xf0e2, 0xc61c},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        ASSERT_EQ(pad16(CGR_DTYPE_F16, known[i].v), known[i].f16);
+        ASSERT_EQ(pad16(CGR_DTYPE_BF16, known[i].v), known[i].bf16);
+        ASSERT_EQ(round_ref((float)known[i].v, 0), known[i].f16); /* the reference agrees */
+        ASSERT_EQ(round_ref((float)known[i].v, 1), known[i].bf16);
+    }
+    uint16_t nan = pad16(CGR_DTYPE_F16, NAN);
+    ASSERT_EQ(nan & 0x7fff, 0x7e00);
+    nan = pad16(CGR_DTYPE_BF16, NAN);
+    ASSERT((nan & 0x7f80) == 0x7f80 && (nan & 0x40));
+
+    /* Integers: the whole range, and nothing outside it or between two. */
+    static const struct {
+        cgr_dtype t;
+        double v;
+        int ok;
+        int64_t want;
+    } ints[] = {
+        {CGR_DTYPE_U8, 255.0, 1, 255},
+        {CGR_DTYPE_U8, 0.0, 1, 0},
+        {CGR_DTYPE_U8, 256.0, 0, 0},
+        {CGR_DTYPE_U8, -1.0, 0, 0},
+        {CGR_DTYPE_U8, 1.5, 0, 0},
+        {CGR_DTYPE_I32, -2147483648.0, 1, INT32_MIN},
+        {CGR_DTYPE_I32, 2147483647.0, 1, INT32_MAX},
+        {CGR_DTYPE_I32, 2147483648.0, 0, 0},
+        {CGR_DTYPE_I32, -2147483649.0, 0, 0},
+        {CGR_DTYPE_I32, -7.0, 1, -7},
+        {CGR_DTYPE_I64, -9223372036854775808.0, 1, INT64_MIN},
+        {CGR_DTYPE_I64, 9223372036854774784.0, 1, 9223372036854774784LL},
+        {CGR_DTYPE_I64, 9223372036854775808.0, 0, 0},
+        {CGR_DTYPE_I64, NAN, 0, 0},
+        {CGR_DTYPE_I32, INFINITY, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        unsigned char b[8];
+        int nz = -1;
+        cgr_status st = cgr__pad_bytes(ints[i].t, ints[i].v, b, &nz);
+        if (!ints[i].ok) {
+            expect_invalid(st, "padding value", "integer padding out of range");
+            continue;
+        }
+        ASSERT_OK(st);
+        int64_t got = 0;
+        if (ints[i].t == CGR_DTYPE_U8) {
+            got = b[0];
+        } else if (ints[i].t == CGR_DTYPE_I32) {
+            int32_t v32;
+            memcpy(&v32, b, 4);
+            got = v32;
+        } else {
+            memcpy(&got, b, 8);
+        }
+        ASSERT_EQ(got, ints[i].want);
+        ASSERT_EQ(nz, ints[i].want != 0);
+    }
+    /* F32 and F64 keep the value; -0.0 is not all zero bytes. */
+    unsigned char b[8];
+    int nz = -1;
+    ASSERT_OK(cgr__pad_bytes(CGR_DTYPE_F32, -0.0, b, &nz));
+    ASSERT_EQ(nz, 1);
+    float f32;
+    memcpy(&f32, b, 4);
+    ASSERT(f32 == 0.0f && signbit(f32));
+    ASSERT_OK(cgr__pad_bytes(CGR_DTYPE_F64, 0.1, b, &nz));
+    double f64;
+    memcpy(&f64, b, 8);
+    ASSERT(f64 == 0.1);
+    ASSERT_OK(cgr__pad_bytes(CGR_DTYPE_F32, 0.0, b, &nz));
+    ASSERT_EQ(nz, 0);
+    expect_invalid(cgr__pad_bytes((cgr_dtype)99, 0.0, b, &nz), "not a cgr_dtype", "bad dtype");
+}
+
 int main(void)
 {
     test_options();
+    test_option_edges();
     test_struct_versions();
     test_options_size();
     test_step_desc_size();
@@ -479,7 +798,9 @@ int main(void)
     test_recheck_options();
     test_tensor_bytes();
     test_step_desc();
+    test_env_edges();
     test_create_without_gpu();
+    test_pad_bytes();
     printf("PASS\n");
     return 0;
 }
