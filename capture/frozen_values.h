@@ -35,8 +35,9 @@ uintptr_t cgr__frozen_in_a(const cgr__frozen_spaces *s, uintptr_t v);
 /*
  * Whether n bytes of a value, va in graph a and vb in graph b, are the
  * same value. Where they differ, a value of whole 8-byte words is compared
- * word by word, each the same as above (an allocation's address, or an
- * address in both stacks); any other size must match byte for byte.
+ * word by word: a word is the same when equal, when b's is in b's k-th
+ * allocation and a's at the same offset of a's k-th, or when each lies in
+ * its capturing thread's stack. Any other size must match byte for byte.
  */
 int cgr__frozen_same_bytes(const cgr__frozen_spaces *s, const unsigned char *va,
                            const unsigned char *vb, size_t n);
