@@ -1477,6 +1477,43 @@ static void test_churn(void)
     cgr__shapes_destroy(&m);
 }
 
+/* A warning longer than its buffer (every dim changing, the longest names) is cut with "...". */
+static void test_churn_long_warning(void)
+{
+    char names[CGR_MAX_DYN_DIMS][64];
+    cgr__shapes_dim_desc d[CGR_MAX_DYN_DIMS];
+    for (int i = 0; i < CGR_MAX_DYN_DIMS; i++) {
+        memset(names[i], 'a' + i, 63);
+        names[i][63] = '\0';
+        d[i] = dim(names[i], pow2_policy(64));
+    }
+    cgr__shapes_config c;
+    config_init(&c);
+    c.step_name = names[0];
+    c.dims = d;
+    c.n_dims = CGR_MAX_DYN_DIMS;
+    c.warmup_runs = 1;
+    c.churn_k = 2;
+    c.churn_window = 10;
+    c.churn_stable = 4;
+    cgr__shapes m;
+    mgr(&m, &c);
+    cgr__shapes_decision out;
+    int64_t v[CGR_MAX_DYN_DIMS];
+    for (int k = 1; k <= 2; k++) {
+        for (int i = 0; i < CGR_MAX_DYN_DIMS; i++)
+            v[i] = 2 * k;
+        t_decide(&m, v, &out);
+    }
+    ASSERT_EQ(out.churn_tripped, 1);
+    const char *w = (&m)->warning;
+    ASSERT_EQ(strlen(w), CGR__SHAPES_WARNING_MAX - 1);
+    ASSERT(strcmp(w + CGR__SHAPES_WARNING_MAX - 4, "...") == 0);
+    ASSERT(strncmp(w, "step '", 6) == 0);
+    ASSERT(strstr(w, "dims that keep changing: aaa") != NULL);
+    cgr__shapes_destroy(&m);
+}
+
 /* ---- bad input changes nothing ------------------------------------------------------------ */
 
 static void test_bad_input(void)
@@ -2817,6 +2854,7 @@ int main(void)
     test_uncapturable();
     test_refuse();
     test_churn();
+    test_churn_long_warning();
     test_bad_input();
     test_last_first();
     test_kinds();
