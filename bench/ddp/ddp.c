@@ -5,6 +5,7 @@
 
 #include <nccl.h>
 
+#include "hash.h"
 #include "ddp.h"
 #include "mlp/mlp_cgr.h"
 
@@ -163,11 +164,5 @@ void ddp_fill(uint64_t *state, const mlp_cfg *cfg, float *x, int *labels)
 
 uint64_t ddp_hash(const void *p, size_t n)
 {
-    const unsigned char *b = p;
-    uint64_t h = 0xcbf29ce484222325ull; /* the FNV offset basis */
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ull; /* the FNV prime */
-    }
-    return h;
+    return cgr__fnv1a(p, n);
 }

@@ -82,7 +82,7 @@ cgr_status ddp_step(cgr_ctx *ctx, void *user);
 uint64_t ddp_seed(uint64_t base, int rank);
 void ddp_fill(uint64_t *state, const mlp_cfg *cfg, float *x, int *labels);
 
-/** FNV-1a over n bytes: compares parameters across ranks and modes by one word. */
+/** FNV-1a over n bytes (cgr's own): compares parameters across ranks and modes by one word. */
 uint64_t ddp_hash(const void *p, size_t n);
 
 #ifdef __cplusplus
