@@ -1,9 +1,59 @@
-/* Status names and strings come from one list and cover every status. */
+/*
+ * Status names and strings come from one list and cover every status; the
+ * last-error message is led by the public function once, grows by "; "
+ * parts, and is cut, never overrun, when it fills its buffer.
+ */
 #include <string.h>
 
 #include "cgr/cgr.h"
 #include "check.h"
 #include "test.h"
+
+/* The message's length limit, as cgr_last_error() shows it: the buffer less its NUL. */
+static size_t message_limit(void)
+{
+    char big[4096];
+    memset(big, 'z', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    (void)cgr__fail(CGR_STATUS_INTERNAL, "%s", big);
+    return strlen(cgr_last_error());
+}
+
+static void test_message(void)
+{
+    ASSERT_EQ(cgr__fail(CGR_STATUS_BUSY, "step '%s': slot %d", "s", 3), CGR_STATUS_BUSY);
+    ASSERT_STR_EQ(cgr_last_error(), "step 's': slot 3");
+    cgr__error_append("waited %d us", 5);
+    ASSERT_STR_EQ(cgr_last_error(), "step 's': slot 3; waited 5 us");
+    cgr__error_lead("cgr_step_wait");
+    ASSERT_STR_EQ(cgr_last_error(), "cgr_step_wait: step 's': slot 3; waited 5 us");
+    cgr__error_lead("cgr_step_wait"); /* led once, however often a path leads it */
+    ASSERT_STR_EQ(cgr_last_error(), "cgr_step_wait: step 's': slot 3; waited 5 us");
+    cgr__clear_error();
+    cgr__error_append("alone");
+    ASSERT_STR_EQ(cgr_last_error(), "alone"); /* no "; " before the first part */
+
+    /* A full message: the lead still comes first, the text is cut to fit, and nothing
+     * is appended past the end. */
+    const size_t limit = message_limit();
+    ASSERT_GE(limit, 1000);
+    ASSERT(limit < 4095);
+    cgr__error_lead("cgr_step_run");
+    const char *m = cgr_last_error();
+    ASSERT_EQ(strlen(m), limit);
+    ASSERT(strncmp(m, "cgr_step_run: zzz", 17) == 0);
+    cgr__error_append("lost");
+    ASSERT_EQ(strlen(cgr_last_error()), limit);
+    ASSERT(strstr(cgr_last_error(), "lost") == NULL);
+    /* Two bytes short of full: an append cuts its part, it does not overrun. */
+    char most[4096];
+    memset(most, 'y', limit - 2);
+    most[limit - 2] = '\0';
+    (void)cgr__fail(CGR_STATUS_INTERNAL, "%s", most);
+    cgr__error_append("a part that does not fit");
+    ASSERT(strlen(cgr_last_error()) <= limit);
+    cgr__clear_error();
+}
 
 int main(void)
 {
@@ -25,6 +75,7 @@ int main(void)
     ASSERT_STR_EQ(cgr_status_name((cgr_status)-1), "CGR_STATUS_UNKNOWN");
     ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_COUNT_), "CGR_STATUS_UNKNOWN");
     ASSERT_STR_EQ(cgr_status_string((cgr_status)1000), "unknown status");
+    ASSERT_STR_EQ(cgr_status_string(CGR_STATUS_COUNT_), "unknown status");
     for (int i = 0; i < CGR_STATUS_COUNT_; i++) {
         const char *n = cgr_status_name((cgr_status)i);
         const char *s = cgr_status_string((cgr_status)i);
@@ -48,6 +99,7 @@ int main(void)
     cgr__clear_error();
     ASSERT_STR_EQ(cgr_last_error(), "");
     ASSERT_OK(cgr_options_init(&o));
+    test_message();
     printf("PASS: %d statuses\n", (int)CGR_STATUS_COUNT_);
     return 0;
 }
