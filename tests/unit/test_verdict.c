@@ -42,29 +42,16 @@ static const int64_t *all(void)
 /* Every rank captured step hash 0x5eed at run 3, agreement 7. */
 static void captured(int world)
 {
-    memset(recs, 0, sizeof recs);
-    for (int r = 0; r < world; r++) {
-        recs[r][CGR__REC_KIND] = CGR__RECORD_CAPTURE;
-        recs[r][CGR__REC_RANK] = r;
-        recs[r][CGR__REC_STATUS] = CGR_STATUS_OK;
-        recs[r][CGR__REC_STEP] = 0x5eed;
-        recs[r][CGR__REC_RUN] = 3;
-        recs[r][CGR__REC_SEQ] = 7;
-    }
+    for (int r = 0; r < world; r++)
+        cgr__record_fill(recs[r], CGR__RECORD_CAPTURE, r, CGR_STATUS_OK, 0x5eed, 3, 7);
     poison_from(world);
 }
 
 /* Every rank attaching with warmup_runs 2, capture 3 and one policy hash. */
 static void attaching(int world)
 {
-    memset(recs, 0, sizeof recs);
-    for (int r = 0; r < world; r++) {
-        recs[r][CGR__REC_KIND] = CGR__RECORD_ATTACH;
-        recs[r][CGR__REC_RANK] = r;
-        recs[r][CGR__REC_WARMUP_RUNS] = 2;
-        recs[r][CGR__REC_CAPTURE_AT] = 3;
-        recs[r][CGR__REC_POLICY] = 0x7011c7;
-    }
+    for (int r = 0; r < world; r++)
+        cgr__record_fill(recs[r], CGR__RECORD_ATTACH, r, CGR_STATUS_OK, 2, 3, 0x7011c7);
     poison_from(world);
 }
 
