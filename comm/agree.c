@@ -101,9 +101,13 @@ static int64_t capture_policy(const cgr_options *o)
 
 cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
 {
-    int64_t mine[CGR__AGREE_WORDS];
-    cgr__record_fill(mine, CGR__RECORD_ATTACH, c->rank, CGR_STATUS_OK, rt->opt.warmup_runs,
-                     rt->opt.capture, capture_policy(&rt->opt));
+    int64_t mine[CGR__AGREE_WORDS] = {0};
+    mine[CGR__REC_KIND] = CGR__RECORD_ATTACH;
+    mine[CGR__REC_RANK] = c->rank;
+    mine[CGR__REC_STATUS] = CGR_STATUS_OK;
+    mine[CGR__REC_WARMUP_RUNS] = rt->opt.warmup_runs;
+    mine[CGR__REC_CAPTURE_AT] = rt->opt.capture;
+    mine[CGR__REC_POLICY] = capture_policy(&rt->opt);
     const int64_t *all = NULL;
     CGR_TRY(exchange(c, mine, &all));
     cgr__verdict v;
@@ -149,10 +153,13 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
     if (local != CGR_STATUS_OK)
         snprintf(local_msg, sizeof local_msg, "%s", cgr_last_error());
 
-    int64_t mine[CGR__AGREE_WORDS];
-    cgr__record_fill(mine, CGR__RECORD_CAPTURE, c->rank, local,
-                     (int64_t)cgr__fnv1a(s->name, strlen(s->name)), (int64_t)s->stats.runs,
-                     (int64_t)c->agreements);
+    int64_t mine[CGR__AGREE_WORDS] = {0};
+    mine[CGR__REC_KIND] = CGR__RECORD_CAPTURE;
+    mine[CGR__REC_RANK] = c->rank;
+    mine[CGR__REC_STATUS] = local;
+    mine[CGR__REC_STEP] = (int64_t)cgr__fnv1a(s->name, strlen(s->name));
+    mine[CGR__REC_RUN] = (int64_t)s->stats.runs;
+    mine[CGR__REC_SEQ] = (int64_t)c->agreements;
     const int64_t *all = NULL;
     int prev = 0;
     cgr_status st = cgr__device_enter(rt, &prev);

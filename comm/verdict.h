@@ -47,20 +47,6 @@ typedef struct cgr__verdict {
     char failed[128];
 } cgr__verdict;
 
-/*
- * Fills rec, one rank's record: its kind, rank and capture status, then
- * words 3 to 5 (after a capture: the step's hash, its runs, the sequence
- * number; at attach time: warmup_runs, capture, the policy hash); the rest
- * zero.
- */
-static inline void cgr__record_fill(int64_t *rec, int64_t kind, int64_t rank, int64_t status,
-                                    int64_t w3, int64_t w4, int64_t w5)
-{
-    const int64_t r[CGR__AGREE_WORDS] = {kind, rank, status, w3, w4, w5, 0, 0};
-    for (int i = 0; i < CGR__AGREE_WORDS; i++)
-        rec[i] = r[i];
-}
-
 /* Rank r's record among `all`, the [world][CGR__AGREE_WORDS] records in rank order. */
 static inline const int64_t *cgr__record_of(const int64_t *all, int r)
 {

@@ -39,11 +39,19 @@ static const int64_t *all(void)
     return &recs[0][0];
 }
 
+/* One rank's record: kind, rank, status, then words 3 to 5; the rest zero. */
+static void record_fill(int64_t *rec, int64_t kind, int64_t rank, int64_t status, int64_t w3,
+                        int64_t w4, int64_t w5)
+{
+    const int64_t r[CGR__AGREE_WORDS] = {kind, rank, status, w3, w4, w5, 0, 0};
+    memcpy(rec, r, sizeof r);
+}
+
 /* Every rank captured step hash 0x5eed at run 3, agreement 7. */
 static void captured(int world)
 {
     for (int r = 0; r < world; r++)
-        cgr__record_fill(recs[r], CGR__RECORD_CAPTURE, r, CGR_STATUS_OK, 0x5eed, 3, 7);
+        record_fill(recs[r], CGR__RECORD_CAPTURE, r, CGR_STATUS_OK, 0x5eed, 3, 7);
     poison_from(world);
 }
 
@@ -51,7 +59,7 @@ static void captured(int world)
 static void attaching(int world)
 {
     for (int r = 0; r < world; r++)
-        cgr__record_fill(recs[r], CGR__RECORD_ATTACH, r, CGR_STATUS_OK, 2, 3, 0x7011c7);
+        record_fill(recs[r], CGR__RECORD_ATTACH, r, CGR_STATUS_OK, 2, 3, 0x7011c7);
     poison_from(world);
 }
 
