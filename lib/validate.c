@@ -343,6 +343,45 @@ cgr_status cgr__dyn_policy(const cgr_dyn_dim *dd, int j, cgr__bucket_policy *p)
     return cgr__bucket_init_pow2(p, dd->max);
 }
 
+/*
+ * v in a 16-bit float format with `man` stored mantissa bits and exponent
+ * bias `bias` (half: 10, 15; bfloat16: 7, 127), rounded once from the
+ * double to the nearest value, ties to even, as IEEE 754 converts. Going
+ * through float first would round twice: 1 + 2^-11 + 2^-40 becomes the
+ * float 1 + 2^-11, a tie that half breaks down to 1.0, where the nearest
+ * half is 1 + 2^-10. NaN becomes the quiet NaN; too large, infinity.
+ */
+static uint16_t to_binary16(double v, int man, int bias)
+{
+    const uint16_t sign = signbit(v) ? 0x8000u : 0u;
+    const uint16_t inf = (uint16_t)(0x7fffu & ~((1u << man) - 1u));
+    if (isnan(v))
+        return (uint16_t)(sign | inf | (1u << (man - 1)));
+    double a = fabs(v);
+    if (isinf(a))
+        return (uint16_t)(sign | inf);
+    /*
+     * In units of the last place (man + 1 significant bits, never finer than
+     * the smallest subnormal) the scalings and the fraction are exact, so the
+     * one rounding is the tie rule here, whatever the caller's rounding mode.
+     */
+    const int sub_exp = 1 - bias - man;
+    int e;
+    (void)frexp(a, &e);
+    int q = e - (man + 1) < sub_exp ? sub_exp : e - (man + 1);
+    double units = ldexp(a, -q), n = floor(units), frac_part = units - n;
+    if (frac_part > 0.5 || (frac_part == 0.5 && fmod(n, 2.0) != 0.0))
+        n += 1.0;
+    double r = ldexp(n, q);
+    if (r > ldexp(2.0 - ldexp(1.0, -man), bias))
+        return (uint16_t)(sign | inf);
+    if (r < ldexp(1.0, 1 - bias)) /* subnormal or zero: a count of the smallest step */
+        return (uint16_t)(sign | (uint16_t)ldexp(r, -sub_exp));
+    double m = frexp(r, &e); /* r = m * 2^e, 1/2 <= m < 1 */
+    uint32_t field = (uint32_t)(e - 1 + bias), frac = (uint32_t)ldexp(2.0 * m - 1.0, man);
+    return (uint16_t)(sign | (field << man) | frac);
+}
+
 /* One element of `value` in dtype t, or INVALID_ARGUMENT when it does not fit. */
 cgr_status cgr__pad_bytes(cgr_dtype t, double v, unsigned char out[8], int *nonzero)
 {
@@ -358,28 +397,7 @@ cgr_status cgr__pad_bytes(cgr_dtype t, double v, unsigned char out[8], int *nonz
         break;
     case CGR_DTYPE_F16:
     case CGR_DTYPE_BF16: {
-        /* From float's bits, rounding to nearest even; NaN stays a quiet NaN. */
-        float f = (float)v;
-        uint32_t x;
-        memcpy(&x, &f, 4);
-        uint16_t h;
-        if (t == CGR_DTYPE_BF16) {
-            h = isnan(f) ? (uint16_t)((x >> 16) | 0x40)
-                         : (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-        } else {
-            uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-            if (ax > 0x7f800000u)
-                h = (uint16_t)(sign | 0x7e00u);
-            else if (ax >= 0x47800000u) /* >= 65536 after rounding: inf */
-                h = (uint16_t)(sign | 0x7c00u);
-            else if (ax < 0x38800000u) { /* subnormal half (or zero) */
-                float m = fabsf(f) * 16777216.0f; /* 2^24: units of the smallest subnormal */
-                h = (uint16_t)(sign | (uint32_t)nearbyintf(m));
-            } else {
-                uint32_t r = ax + 0x0fffu + ((ax >> 13) & 1u);
-                h = (uint16_t)(sign | ((r - 0x38000000u) >> 13));
-            }
-        }
+        uint16_t h = t == CGR_DTYPE_F16 ? to_binary16(v, 10, 15) : to_binary16(v, 7, 127);
         memcpy(b, &h, 2);
         break;
     }

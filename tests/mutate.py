@@ -95,6 +95,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build", help="meson build dir (default: build)")
     ap.add_argument("--most", type=int, default=0, help="try at most N mutants (0: all)")
+    ap.add_argument("--lines", metavar="A-B",
+                    help="mutate only lines A to B of SOURCE (1-based, inclusive), say a "
+                    "function just changed")
     ap.add_argument("source")
     ap.add_argument("tests", nargs="+")
     args = ap.parse_args()
@@ -102,6 +105,12 @@ def main():
     with open(args.source) as f:
         original = f.read()
     lines = original.split("\n")
+    first, last = 1, len(lines)
+    if args.lines:
+        try:
+            first, last = (int(x) for x in args.lines.split("-"))
+        except ValueError:
+            sys.exit(f"mutate: --lines takes A-B, two line numbers, not '{args.lines}'")
     targets = [os.path.normpath(t) for t in args.tests]
     if run(["ninja", "-C", args.build] + targets, 600) != 0:
         sys.exit(f"mutate: the unchanged tree does not build {' '.join(targets)}")
@@ -112,6 +121,8 @@ def main():
     tried, survived = 0, []
     try:
         for n, a, b, repl in mutants(original):
+            if not first <= n + 1 <= last:
+                continue
             if args.most and tried == args.most:
                 break
             changed = lines[n][:a] + repl + lines[n][b:]

@@ -645,18 +645,16 @@ static double half_value(uint32_t h, int bf16)
 }
 
 /*
- * The bits a float rounds to in half (bf16 0) or bfloat16 (1), the nearest value and of
- * two as near the even one, found by search over the encodings rather than by the bit
- * arithmetic the library uses.
+ * The bits a double rounds to in half (bf16 0) or bfloat16 (1): the nearest value, and of
+ * two as near the even one, found by search over the encodings and a comparison with the
+ * midpoint (exact in double) rather than by the arithmetic the library uses.
  */
-static uint16_t round_ref(float f, int bf16)
+static uint16_t round_ref(double v, int bf16)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    const uint32_t sign = (x >> 16) & 0x8000u, inf = bf16 ? 0x7f80u : 0x7c00u;
-    if (isnan(f))
-        return (uint16_t)(sign | (bf16 ? ((x >> 16) & 0x7fffu) | 0x40u : 0x7e00u));
-    double a = fabs((double)f);
+    const uint32_t sign = signbit(v) ? 0x8000u : 0u, inf = bf16 ? 0x7f80u : 0x7c00u;
+    if (isnan(v))
+        return (uint16_t)(sign | (bf16 ? 0x7fc0u : 0x7e00u));
+    double a = fabs(v);
     if (a >= half_value(inf, bf16))
         return (uint16_t)(sign | inf);
     uint32_t lo = 0, hi = inf; /* half_value(lo) <= a < half_value(hi) */
@@ -667,8 +665,8 @@ static uint16_t round_ref(float f, int bf16)
         else
             hi = mid;
     }
-    double dl = a - half_value(lo, bf16), dh = half_value(hi, bf16) - a;
-    uint32_t h = dl < dh ? lo : dh < dl ? hi : (lo & 1u) ? hi : lo;
+    double mid = (half_value(lo, bf16) + half_value(hi, bf16)) / 2;
+    uint32_t h = a < mid ? lo : a > mid ? hi : (lo & 1u) ? hi : lo;
     return (uint16_t)(sign | h);
 }
 
@@ -701,6 +699,26 @@ static void test_pad_bytes(void)
                            bf16 ? "bf16" : "f16", bits, (double)f, got, want);
         }
     }
+    /*
+     * Doubles at and beside every midpoint between two neighbours, of both signs: a
+     * conversion that rounds to float first turns the values beside a midpoint into a
+     * tie, and breaks it to the even side whichever side the double was on.
+     */
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        const uint32_t inf = bf16 ? 0x7f80u : 0x7c00u;
+        for (uint32_t h = 0; h < inf; h++) {
+            double mid = (half_value(h, bf16) + half_value(h + 1, bf16)) / 2;
+            const double at[3] = {nextafter(mid, 0.0), mid, nextafter(mid, INFINITY)};
+            for (int k = 0; k < 6; k++) {
+                double v = k < 3 ? at[k] : -at[k - 3];
+                uint16_t got = pad16(bf16 ? CGR_DTYPE_BF16 : CGR_DTYPE_F16, v);
+                uint16_t want = round_ref(v, bf16);
+                if (got != want)
+                    TEST_FAIL_("%s of %.17g: 0x%04x, expected 0x%04x", bf16 ? "bf16" : "f16",
+                               v, got, want);
+            }
+        }
+    }
     static const struct {
         double v;
         uint16_t f16, bf16;
@@ -712,17 +730,21 @@ static void test_pad_bytes(void)
         {2.98023223876953125e-8, 0x0000, 0x3300},            /* half of it: ties to 0 */
         {6.103515625e-5, 0x0400, 0x3880},                    /* 2^-14, the smallest normal */
         {-1e4, 0xf0e2, 0xc61c},
+        {1.0 + 0x1p-11 + 0x1p-40, 0x3c01, 0x3f80}, /* above a half tie that float rounds onto */
+        {1.0 + 0x1p-8 + 0x1p-40, 0x3c04, 0x3f81},  /* the same for bfloat16 */
+        {1e-300, 0x0000, 0x0000},                  /* below both formats' smallest step */
+        {1e300, 0x7c00, 0x7f80},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         ASSERT_EQ(pad16(CGR_DTYPE_F16, known[i].v), known[i].f16);
         ASSERT_EQ(pad16(CGR_DTYPE_BF16, known[i].v), known[i].bf16);
-        ASSERT_EQ(round_ref((float)known[i].v, 0), known[i].f16); /* the reference agrees */
-        ASSERT_EQ(round_ref((float)known[i].v, 1), known[i].bf16);
+        ASSERT_EQ(round_ref(known[i].v, 0), known[i].f16); /* the reference agrees */
+        ASSERT_EQ(round_ref(known[i].v, 1), known[i].bf16);
     }
     uint16_t nan = pad16(CGR_DTYPE_F16, NAN);
     ASSERT_EQ(nan & 0x7fff, 0x7e00);
     nan = pad16(CGR_DTYPE_BF16, NAN);
-    ASSERT((nan & 0x7f80) == 0x7f80 && (nan & 0x40));
+    ASSERT_EQ(nan & 0x7fff, 0x7fc0);
 
     /* Integers: the whole range, and nothing outside it or between two. */
     static const struct {
