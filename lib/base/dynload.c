@@ -96,8 +96,9 @@ int cgr__dl_load(const cgr__dl_spec *spec, void *syms, char *msg, size_t msg_siz
                 h = open_one(fallback, msg, msg_size, &tried);
                 used = fallback;
             } else {
-                add(msg, msg_size, "; not %s/%s (path too long)", spec->fallback_dir,
-                    spec->soname);
+                /* Not the directory itself: it would fill the message. */
+                add(msg, msg_size, "; not the build-time directory (its path, %zu bytes, is "
+                    "too long)", strlen(spec->fallback_dir));
             }
         }
         if (!h) {

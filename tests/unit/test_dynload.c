@@ -153,6 +153,39 @@ static void test_missing_symbol(void)
     untouched(syms);
     ASSERT_HAS(msg, "TestLib: libm.so.6 has no cgr_test_no_such_symbol");
     ASSERT_HAS(msg, "not the libm.so.6 cgr was built for");
+    ASSERT_LACKS(msg, "dlclose"); /* giving the library back worked */
+}
+
+/* A build-time directory too long for a path is named as such, and nothing is opened. */
+static void test_fallback_too_long(void)
+{
+    static char dir[5000];
+    memset(dir, 'd', sizeof dir - 1);
+    dir[0] = '/';
+    char msg[900];
+    void *syms[2];
+    reset(syms);
+    cgr__dl_spec spec = spec_of(MISSING_SONAME, dir);
+    ASSERT_EQ(cgr__dl_load(&spec, syms, msg, sizeof msg), -1);
+    untouched(syms);
+    ASSERT_HAS(msg, "not the build-time directory (its path, 4999 bytes, is too long)");
+    ASSERT_HAS(msg, "Install TestLib"); /* the advice still fits */
+    ASSERT_LACKS(msg, "dddd"); /* not tried, cut or whole */
+
+    /* At the edge: a path of 4095 bytes is tried, one of 4096 is not (the loader's
+     * buffer holds 4096 with the terminating zero). */
+    static char big[8192];
+    for (size_t path_len = 4095; path_len <= 4096; path_len++) {
+        size_t dir_len = path_len - 1 - strlen(MISSING_SONAME);
+        memset(dir, 'd', dir_len);
+        dir[dir_len] = '\0';
+        spec = spec_of(MISSING_SONAME, dir);
+        ASSERT_EQ(cgr__dl_load(&spec, syms, big, sizeof big), -1);
+        if (path_len == 4095)
+            ASSERT_HAS(big, "dddd/" MISSING_SONAME " (");
+        else
+            ASSERT_HAS(big, "(its path, 4071 bytes, is too long)");
+    }
 }
 
 /* The soname found by the dynamic loader; else the build-time directory. */
@@ -194,6 +227,19 @@ static void test_small_buffer(void)
     ASSERT_EQ(cgr__dl_load(&spec, syms, msg, 1), -1);
     ASSERT_STR_EQ(msg, "");
     ASSERT_EQ(cgr__dl_load(&spec, syms, NULL, 0), -1);
+
+    /* Every size keeps the longest head of the whole message that fits. */
+    char whole[900], cut[900];
+    ASSERT_EQ(cgr__dl_load(&spec, syms, whole, sizeof whole), -1);
+    size_t len = strlen(whole);
+    ASSERT(len + 1 < sizeof whole);
+    for (size_t size = 1; size <= len + 1; size++) {
+        memset(cut, 'x', sizeof cut);
+        ASSERT_EQ(cgr__dl_load(&spec, syms, cut, size), -1);
+        if (strlen(cut) != size - 1 || strncmp(cut, whole, size - 1) != 0)
+            TEST_FAIL_("a %zu-byte buffer holds \"%s\"", size, cut);
+        ASSERT_EQ(cut[size], 'x');
+    }
 }
 
 /* ---- the cuDNN and NCCL entry points -------------------------------------------- */
@@ -266,6 +312,7 @@ int main(void)
     test_not_a_library();
     test_missing_symbol();
     test_found();
+    test_fallback_too_long();
     test_small_buffer();
     test_entry_points();
     printf("PASS: loader messages and search order (cuDNN %s, NCCL %s in this build)\n",

@@ -263,6 +263,14 @@ static void test_options_size(void)
     expect_invalid(validate_options(&u.o), "struct_size", "options below the first version");
     u.o.struct_size = CGR_MAX_STRUCT_SIZE + 1;
     expect_invalid(validate_options(&u.o), "struct_size", "options too large");
+    /* The largest size itself is a struct this library can read. */
+    static union {
+        cgr_options o;
+        unsigned char b[CGR_MAX_STRUCT_SIZE];
+    } big;
+    ASSERT_OK(cgr_options_init_size(&big.o, sizeof big.b));
+    ASSERT_EQ(big.o.struct_size, CGR_MAX_STRUCT_SIZE);
+    ASSERT_OK(cgr__options_load(&big.o, &got));
 
     /* A newer header's struct: its init (this library) zeros the fields it does not know. */
     memset(&u, GUARD, sizeof u);
@@ -503,6 +511,8 @@ static void test_tensor_bytes(void)
     ASSERT_EQ(cgr_dtype_size(CGR_DTYPE_BF16), 2);
     ASSERT_EQ(cgr_dtype_size(CGR_DTYPE_I64), 8);
     ASSERT_EQ(cgr_dtype_size((cgr_dtype)-1), 0);
+    ASSERT_EQ(cgr_dtype_size(CGR_DTYPE_COUNT_), 0);
+    ASSERT_EQ(cgr_dtype_size(CGR_DTYPE_U8), 1); /* the last entry */
     ASSERT_STR_EQ(cgr_dtype_name(CGR_DTYPE_F32), "f32");
     ASSERT_STR_EQ(cgr_dtype_name(CGR_DTYPE_COUNT_), "invalid");
 }
