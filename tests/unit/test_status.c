@@ -3,7 +3,10 @@
  * last-error message is led by the public function once, grows by "; "
  * parts, and is cut, never overrun, when it fills its buffer.
  */
+#include <stdio.h>
 #include <string.h>
+
+#include <cuda_runtime_api.h>
 
 #include "cgr/cgr.h"
 #include "check.h"
@@ -55,8 +58,43 @@ static void test_message(void)
     cgr__clear_error();
 }
 
+/* A failed CUDA call: the status its error maps to (docs/errors.md), and a message that
+ * names the call and the error. cudart's name table needs no GPU. */
+static void test_cuda_fail(void)
+{
+    static const struct {
+        cudaError_t e;
+        cgr_status want;
+    } map[] = {
+        {cudaErrorMemoryAllocation, CGR_STATUS_OUT_OF_MEMORY},
+        {cudaErrorNoDevice, CGR_STATUS_NO_DEVICE},
+        {cudaErrorInsufficientDriver, CGR_STATUS_NO_DEVICE},
+        {cudaErrorDevicesUnavailable, CGR_STATUS_NO_DEVICE},
+        {cudaErrorStreamCaptureUnsupported, CGR_STATUS_CAPTURE_FAILED},
+        {cudaErrorStreamCaptureInvalidated, CGR_STATUS_CAPTURE_FAILED},
+        {cudaErrorStreamCaptureImplicit, CGR_STATUS_CAPTURE_FAILED},
+        {cudaErrorStreamCaptureUnjoined, CGR_STATUS_CAPTURE_FAILED},
+        {cudaErrorStreamCaptureIsolation, CGR_STATUS_CAPTURE_FAILED},
+        {cudaErrorStreamCaptureMerge, CGR_STATUS_CAPTURE_FAILED},
+        {cudaErrorStreamCaptureUnmatched, CGR_STATUS_CAPTURE_FAILED},
+        {cudaErrorStreamCaptureWrongThread, CGR_STATUS_CAPTURE_FAILED},
+        {cudaErrorInvalidValue, CGR_STATUS_CUDA_ERROR},
+        {cudaErrorIllegalAddress, CGR_STATUS_CUDA_ERROR},
+        {cudaErrorLaunchFailure, CGR_STATUS_CUDA_ERROR},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        cgr__clear_error();
+        ASSERT_STATUS(cgr__cuda_fail((int)map[i].e, "cudaDoThing(x)"), map[i].want);
+        char want[256];
+        snprintf(want, sizeof want, "cudaDoThing(x) failed: %s (%s)",
+                 cudaGetErrorName(map[i].e), cudaGetErrorString(map[i].e));
+        ASSERT_STR_EQ(cgr_last_error(), want);
+    }
+}
+
 int main(void)
 {
+    test_cuda_fail();
     ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_OK), "CGR_STATUS_OK");
     ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_CAPTURE_FAILED), "CGR_STATUS_CAPTURE_FAILED");
     ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_BUSY), "CGR_STATUS_BUSY");
