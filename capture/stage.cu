@@ -227,9 +227,19 @@ static unsigned stage_blocks(const cgr__copy_list *l)
 
 extern "C" cudaError_t cgr__stage_copy(const cgr__copy_list *l, cudaStream_t stream)
 {
+    /*
+     * Fields instead of dim3(...), and the C launch call instead of the C++
+     * template: unoptimized (-Dbuildtype=debug), dim3's constructor and the
+     * template's std::forward would be weak global symbols of libcgr.a outside
+     * cgr's namespace, which a static link could meet (the unit test `exports`).
+     */
     cudaLaunchConfig_t c = {};
-    c.gridDim = dim3(stage_blocks(l));
-    c.blockDim = dim3(STAGE_THREADS);
+    c.gridDim.x = stage_blocks(l);
+    c.gridDim.y = c.gridDim.z = 1;
+    c.blockDim.x = STAGE_THREADS;
+    c.blockDim.y = c.blockDim.z = 1;
     c.stream = stream;
-    return cudaLaunchKernelEx(&c, cgr__stage_kernel, *l);
+    cgr__copy_list arg = *l;
+    void *args[] = {&arg};
+    return cudaLaunchKernelExC(&c, (const void *)cgr__stage_kernel, args);
 }
