@@ -401,7 +401,8 @@ static void test_profile_options(void)
     ASSERT(kept.profile.path == NULL);
     cgr__options_free_strings(&kept);
     static const char *const bad[] = {"x", "", "200,", "200,skip=", "200,skip=-1",
-                                      "200,runs=3", "2000000", "12,skip=9999999999"};
+                                      "200,runs=3", "2000000", "12,skip=9999999999",
+                                      ",skip=5"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cgr_profile_options p = {0, 10, NULL};
         const char *pp = NULL;
