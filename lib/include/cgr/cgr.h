@@ -461,10 +461,11 @@ typedef struct cgr_step_desc {
     const cgr_dim_use *dim_uses;    /**< n_dim_uses entries; every dim used at least once */
     int n_dim_uses;                 /**< 0..CGR_MAX_TENSORS * CGR_MAX_RANK */
     /**
-     * Value the padding of input i is filled with, converted to its dtype
-     * (floating types: the nearest value, ties to even; integer types: the
-     * value itself, or INVALID_ARGUMENT when it has none there);
-     * NULL (default): zeros. Only read when the step has dynamic dims.
+     * Value the padding of input i is filled with, converted to its dtype:
+     * a floating type takes the nearest value (ties to even), an integer
+     * type the value itself, which must be a whole number in its range
+     * (else CGR_STATUS_INVALID_ARGUMENT). NULL (default): zeros. Only read
+     * when the step has dynamic dims.
      */
     const double *input_pad;
     /**
