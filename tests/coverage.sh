@@ -4,8 +4,8 @@
 # (default: unit, headers and gpu; the gpu suite skips itself without a
 # GPU), then prints tests/coverage.py's table of the library's C files and
 # writes the lines never run to $OUT/uncovered.txt ($OUT defaults to the
-# build directory). Counts add up over runs: remove the build directory to
-# start again.
+# build directory). Each call counts its own run: it removes the counts of
+# earlier ones first.
 #   tests/coverage.sh [SUITE...]
 # The unit test `exports` is left out here: gcov's runtime adds symbols of
 # its own to libcgr. A failing test is reported and the table still printed;
@@ -22,12 +22,19 @@ CGR_BUILD_DIR=$builddir bash tests/build.sh -Dbuildtype=debug -Dc_args=--coverag
     -Dc_link_args=--coverage -Dcpp_link_args=--coverage -Dcuda_link_args=-lgcov || exit 1
 
 mkdir -p "$out"
+find "$builddir" -name '*.gcda' -delete
+# The suites' tests, from meson's own record (--list prints differently from one meson to another).
 tests=()
-for s in "${suites[@]}"; do
-    while read -r name; do
-        [ "$name" = exports ] || tests+=("$name")
-    done < <(meson test -C "$builddir" --list --suite "$s" 2>/dev/null | sed 's/^cgr:[^ ]* \/ //')
-done
+while read -r name; do
+    tests+=("$name")
+done < <(python3 - "$builddir/meson-info/intro-tests.json" "${suites[@]}" <<'PY'
+import json, sys
+wanted = set(sys.argv[2:])
+for t in json.load(open(sys.argv[1])):
+    if t["name"] != "exports" and any(s.split(":")[-1] in wanted for s in t["suite"]):
+        print(t["name"])
+PY
+)
 if [ ${#tests[@]} -eq 0 ]; then
     echo "coverage: no test in suites ${suites[*]}" >&2
     exit 1
