@@ -235,6 +235,66 @@ static void test_writers(void)
     free(t);
 }
 
+/* The text report's units and its lines for what was not measured; records of no run;
+ * a name with control characters in the trace. */
+static void test_writer_edges(void)
+{
+    cgr__prof_summary s;
+    memset(&s, 0, sizeof s);
+    s.verdict = CGR__PROF_UNKNOWN;
+    s.mode[CGR__PROF_EAGER].runs = 1;
+    s.mode[CGR__PROF_EAGER].wall_us = 2500.0;
+    s.mode[CGR__PROF_GRAPH].runs = 1;
+    s.mode[CGR__PROF_GRAPH].wall_us = 3.5e6;
+    s.mode[CGR__PROF_GRAPH].cpu_us = 999.994;
+    s.mode[CGR__PROF_EAGER].cpu_us = 1000.0; /* the units change at 1 ms and 1 s exactly */
+    s.mode[CGR__PROF_EAGER].busy_us = 1e6;
+    s.outside = 4;
+    FILE *f = tmpfile();
+    ASSERT(f != NULL);
+    ASSERT_EQ(cgr__prof_write_text(f, "edges", &s), 0);
+    char *t = written(f);
+    ASSERT(strstr(t, "verdict: unknown (no eager run was measured)") != NULL);
+    ASSERT(strstr(t, "graph vs eager") == NULL); /* no speedup to give */
+    ASSERT(strstr(t, "   2.500 ms ") != NULL);
+    ASSERT(strstr(t, "   3.500 s ") != NULL);
+    ASSERT(strstr(t, "  999.99 us ") != NULL);
+    ASSERT(strstr(t, "   1.000 ms ") != NULL);
+    ASSERT(strstr(t, "   1.000 s ") != NULL);
+    ASSERT(strstr(t, "4 outside the runs") != NULL);
+    free(t);
+
+    /* A record of no run is counted apart, in neither mode. */
+    cgr__prof_run run = {.begin = 0, .end = 10, .mode = CGR__PROF_GRAPH};
+    cgr__prof_rec r[2] = {rec(1, 2, 6, 0, 1), rec(1, 50, 60, 0, 1)};
+    int32_t of[2] = {0, -1};
+    ASSERT_EQ(cgr__prof_summarize(r, 2, of, &run, 1, names, 3, 0, &s), 0);
+    ASSERT_U64_EQ(s.records, 1);
+    ASSERT_U64_EQ(s.outside, 1);
+    ASSERT(NEAR(s.mode[CGR__PROF_GRAPH].busy_us, 0.004));
+
+    /* Launch-bound means idle above half an eager run's wall time, not at half. */
+    cgr__prof_run eager = {.begin = 0, .end = 1000, .mode = CGR__PROF_EAGER};
+    for (uint64_t end = 499; end <= 500; end++) {
+        cgr__prof_rec half = rec(1, 0, end, 0, 1);
+        int32_t in_run = 0;
+        ASSERT_EQ(cgr__prof_summarize(&half, 1, &in_run, &eager, 1, names, 3, 0, &s), 0);
+        ASSERT_EQ(s.verdict, end == 500 ? CGR__PROF_GPU_BOUND : CGR__PROF_LAUNCH_BOUND);
+    }
+
+    /* Control characters in a name are escaped, so the trace stays JSON. */
+    static const char *const odd[2] = {"<unknown>", "k\x01\t\"q\"\x7f\x80\xff"};
+    cgr__prof_rec k = rec(1, 0, 10, 0, 1);
+    f = tmpfile();
+    ASSERT(f != NULL);
+    ASSERT_EQ(cgr__prof_write_trace(f, "odd", &k, 1, NULL, NULL, 0, odd, 2, NULL, 0), 0);
+    t = written(f);
+    ASSERT(json_balanced(t));
+    /* Bytes from 0x80 up become '?', so the file is ASCII whatever the names' encoding. */
+    ASSERT(strstr(t, "\"name\":\"k\\u0001\\u0009\\\"q\\\"\x7f??\"") != NULL);
+    free(t);
+}
+
 /* One end of a host range, as the collector records it; seq in the order given. */
 static cgr__prof_range end_(int what, int user, uint32_t tid, uint32_t id, uint64_t ts,
                             const char *name)
@@ -362,6 +422,7 @@ int main(void)
     test_summarize();
     test_rank();
     test_writers();
+    test_writer_edges();
     test_ranges();
     printf("prof_report: ok\n");
     return 0;
