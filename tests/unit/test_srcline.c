@@ -228,10 +228,12 @@ static size_t make_tables(uint8_t *dst)
     put_leb(&o, 2);
     put(&o, 0, 4);
     put(&o, 7, 4);
-    /* files: path strp, directory data1, size udata, MD5 data16, a vendor's block */
-    static const uint64_t fmt[5][2] = {{1, 0x0e}, {2, 0x0b}, {4, 0x0f}, {5, 0x1e}, {0x2001, 0x09}};
-    put(&o, 5, 1);
-    for (int i = 0; i < 5; i++) {
+    /* files: path strp, directory data1, size udata, MD5 data16, a vendor's block and
+     * a vendor's data2 */
+    static const uint64_t fmt[6][2] = {{1, 0x0e},      {2, 0x0b},      {4, 0x0f},
+                                       {5, 0x1e},      {0x2001, 0x09}, {0x2002, 0x05}};
+    put(&o, 6, 1);
+    for (int i = 0; i < 6; i++) {
         put_leb(&o, fmt[i][0]);
         put_leb(&o, fmt[i][1]);
     }
@@ -244,6 +246,7 @@ static size_t make_tables(uint8_t *dst)
             put(&o, 0xa0, 1);
         put_leb(&o, 3);
         put(&o, 0xabcdef, 3);
+        put(&o, 0x1234, 2);
     }
     patch(&o, hl, o.n - hl - 4, 4);
     put(&o, 0, 1); /* set_address 0x1000 */
