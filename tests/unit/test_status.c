@@ -1,8 +1,10 @@
 /*
  * Status names and strings come from one list and cover every status; the
  * last-error message is led by the public function once, grows by "; "
- * parts, and is cut, never overrun, when it fills its buffer.
+ * parts, and is cut, never overrun, when it fills its buffer; a failed CUDA
+ * call and cgr's own bug are reported as docs/errors.md says.
  */
+#define _POSIX_C_SOURCE 200809L /* fork, for death.h */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +12,7 @@
 
 #include "cgr/cgr.h"
 #include "check.h"
+#include "death.h"
 #include "test.h"
 
 /* The message's length limit, as cgr_last_error() shows it: the buffer less its NUL. */
@@ -92,9 +95,25 @@ static void test_cuda_fail(void)
     }
 }
 
+/* cgr's own bug: the report's lead and the place without its directories; a build with
+ * assertions stops there instead. */
+static void test_bug(void)
+{
+#ifdef NDEBUG
+    ASSERT_STATUS(cgr__bug("lib/dir/file.c", 12, "slot %d lost", 3), CGR_STATUS_INTERNAL);
+    ASSERT_STR_EQ(cgr_last_error(),
+                  "internal error in cgr (please report it): slot 3 lost; at file.c:12");
+    ASSERT_STATUS(cgr__bug("plain.c", 7, "x"), CGR_STATUS_INTERNAL);
+    ASSERT(strstr(cgr_last_error(), "; at plain.c:7") != NULL);
+#else
+    ASSERT_DIES(cgr__bug("lib/dir/file.c", 12, "slot %d lost", 3));
+#endif
+}
+
 int main(void)
 {
     test_cuda_fail();
+    test_bug();
     ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_OK), "CGR_STATUS_OK");
     ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_CAPTURE_FAILED), "CGR_STATUS_CAPTURE_FAILED");
     ASSERT_STR_EQ(cgr_status_name(CGR_STATUS_BUSY), "CGR_STATUS_BUSY");
