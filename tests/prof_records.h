@@ -94,6 +94,18 @@ static inline char *written(FILE *f)
     return buf;
 }
 
+/*
+ * (text) = what writer(f, ...) writes to a fresh temporary file f, which
+ * must succeed (return 0); the caller frees the text.
+ */
+#define WRITE_TEXT(text, writer, ...)                                                      \
+    do {                                                                                   \
+        FILE *f_ = tmpfile();                                                              \
+        ASSERT(f_ != NULL);                                                                \
+        ASSERT_EQ(writer(f_, __VA_ARGS__), 0);                                             \
+        (text) = written(f_);                                                              \
+    } while (0)
+
 static inline size_t count(const char *t, const char *sub)
 {
     size_t k = 0;

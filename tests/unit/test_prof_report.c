@@ -174,10 +174,8 @@ static void test_writers(void)
     cgr__prof_summary s;
     ASSERT_EQ(cgr__prof_summarize(r, n, of, runs, 4, names, 3, 0, &s), 0);
 
-    FILE *f = tmpfile();
-    ASSERT(f != NULL);
-    ASSERT_EQ(cgr__prof_write_text(f, "tiny", &s), 0);
-    char *t = written(f);
+    char *t;
+    WRITE_TEXT(t, cgr__prof_write_text, "tiny", &s);
     ASSERT(strstr(t, "step 'tiny'") != NULL);
     ASSERT(strstr(t, "verdict: launch-bound") != NULL);
     ASSERT(strstr(t, "idle 90.0%") != NULL);
@@ -185,10 +183,7 @@ static void test_writers(void)
     ASSERT(strstr(t, "small_kernel(float*)") != NULL);
     free(t);
 
-    f = tmpfile();
-    ASSERT(f != NULL);
-    ASSERT_EQ(cgr__prof_write_json(f, "ti\"ny", &s), 0);
-    t = written(f);
+    WRITE_TEXT(t, cgr__prof_write_json, "ti\"ny", &s);
     ASSERT(json_balanced(t));
     ASSERT(strstr(t, "\"step\":\"ti\\\"ny\"") != NULL);
     ASSERT(strstr(t, "\"verdict\":\"launch-bound\"") != NULL);
@@ -196,10 +191,7 @@ static void test_writers(void)
     ASSERT(strstr(t, "\"idle_share\":0.9}") != NULL);
     free(t);
 
-    f = tmpfile();
-    ASSERT(f != NULL);
-    ASSERT_EQ(cgr__prof_write_trace(f, "tiny", r, n, of, runs, 4, names, 3, NULL, 0), 0);
-    t = written(f);
+    WRITE_TEXT(t, cgr__prof_write_trace, "tiny", r, n, of, runs, 4, names, 3, NULL, 0);
     ASSERT(json_balanced(t));
     ASSERT(strncmp(t, "{\"traceEvents\":[", 16) == 0);
     ASSERT(strstr(t, "\"run 0 (eager)\"") != NULL);
@@ -221,10 +213,7 @@ static void test_writers(void)
     k[2].copy_kind = 1; /* HtoD */
     k[2].bytes = 4096;
     k[3].copy_kind = 200; /* a kind this cgr does not know */
-    f = tmpfile();
-    ASSERT(f != NULL);
-    ASSERT_EQ(cgr__prof_write_trace(f, "kinds", k, 4, NULL, NULL, 0, names, 3, NULL, 0), 0);
-    t = written(f);
+    WRITE_TEXT(t, cgr__prof_write_trace, "kinds", k, 4, NULL, NULL, 0, names, 3, NULL, 0);
     ASSERT(json_balanced(t));
     ASSERT(strstr(t, "{\"name\":\"big_kernel\",\"cat\":\"kernel\"") != NULL);
     ASSERT(strstr(t, "\"grid\":[3,0,0],\"block\":[128,0,0]") != NULL);
@@ -250,10 +239,8 @@ static void test_writer_edges(void)
     s.mode[CGR__PROF_EAGER].cpu_us = 1000.0; /* the units change at 1 ms and 1 s exactly */
     s.mode[CGR__PROF_EAGER].busy_us = 1e6;
     s.outside = 4;
-    FILE *f = tmpfile();
-    ASSERT(f != NULL);
-    ASSERT_EQ(cgr__prof_write_text(f, "edges", &s), 0);
-    char *t = written(f);
+    char *t;
+    WRITE_TEXT(t, cgr__prof_write_text, "edges", &s);
     static const char *const parts[] = {
         "verdict: unknown (no eager run was measured)",
         "   2.500 ms ", "   3.500 s ", "  999.99 us ", "   1.000 ms ", "   1.000 s ",
@@ -286,10 +273,7 @@ static void test_writer_edges(void)
     /* Control characters in a name are escaped, so the trace stays JSON. */
     static const char *const odd[2] = {"<unknown>", "k\x01\t\"q\"\x7f\x80\xff"};
     cgr__prof_rec k = rec(1, 0, 10, 0, 1);
-    f = tmpfile();
-    ASSERT(f != NULL);
-    ASSERT_EQ(cgr__prof_write_trace(f, "odd", &k, 1, NULL, NULL, 0, odd, 2, NULL, 0), 0);
-    t = written(f);
+    WRITE_TEXT(t, cgr__prof_write_trace, "odd", &k, 1, NULL, NULL, 0, odd, 2, NULL, 0);
     ASSERT(json_balanced(t));
     /* Bytes from 0x80 up become '?', so the file is ASCII whatever the names' encoding. */
     ASSERT(strstr(t, "\"name\":\"k\\u0001\\u0009\\\"q\\\"\x7f??\"") != NULL);
@@ -377,10 +361,8 @@ static void test_ranges(void)
     int32_t of[8];
     size_t ng = 0;
     make_window(runs, g, &ng, of);
-    FILE *f = tmpfile();
-    ASSERT(f != NULL);
-    ASSERT_EQ(cgr__prof_write_trace(f, "tiny", g, ng, of, runs, 4, names, 3, r, 9), 0);
-    char *t = written(f);
+    char *t;
+    WRITE_TEXT(t, cgr__prof_write_trace, "tiny", g, ng, of, runs, 4, names, 3, r, 9);
     ASSERT(json_balanced(t));
     /* A track per thread of cgr's phases (tid 2, 3, 4), then the user's on thread 10 (5). */
     ASSERT(strstr(t, "\"tid\":2,\"args\":{\"name\":\"cgr phases, thread 10\"}") != NULL);
@@ -407,10 +389,7 @@ static void test_ranges(void)
     s.ranges = 9;
     s.ranges_open = 2;
     s.ranges_dropped = 3;
-    f = tmpfile();
-    ASSERT(f != NULL);
-    ASSERT_EQ(cgr__prof_write_json(f, "tiny", &s), 0);
-    t = written(f);
+    WRITE_TEXT(t, cgr__prof_write_json, "tiny", &s);
     ASSERT(json_balanced(t));
     ASSERT(strstr(t, "\"ranges\":9,\"ranges_open\":2,\"ranges_dropped\":3}") != NULL);
     free(t);
