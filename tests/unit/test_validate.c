@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,23 +316,36 @@ static void test_step_desc_size(void)
     expect_invalid(validate_step_desc(&u.d), "newer", "newer desc field set");
 }
 
+/*
+ * The option string at `offset` in cgr_options is the caller's until create
+ * and the runtime's own copy after: the caller's buffer may change, and
+ * freeing the options' strings clears the field.
+ */
+static void check_string_copied(size_t offset, const char *text)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%s", text);
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    const char **field = (const char **)((char *)&o + offset);
+    *field = buf;
+    cgr_options kept;
+    ASSERT_OK(cgr__options_load(&o, &kept));
+    ASSERT_OK(cgr__options_own_strings(&kept));
+    field = (const char **)((char *)&kept + offset);
+    ASSERT(*field != NULL && *field != buf);
+    memset(buf, 'x', sizeof buf - 1);
+    ASSERT_STR_EQ(*field, text);
+    cgr__options_free_strings(&kept);
+    ASSERT(*field == NULL);
+}
+
 /* The runtime's options own dump_dir: the caller's buffer may change after create. */
 static void test_dump_dir_copy(void)
 {
     unsetenv("CGR_DUMP_DIR");
-    char dir[32];
-    snprintf(dir, sizeof dir, "/tmp/cgr-dump-test");
-    cgr_options o;
-    ASSERT_OK(cgr_options_init(&o));
-    o.dump_dir = dir;
+    check_string_copied(offsetof(cgr_options, dump_dir), "/tmp/cgr-dump-test");
     cgr_options kept;
-    ASSERT_OK(cgr__options_load(&o, &kept));
-    ASSERT_OK(cgr__options_own_strings(&kept));
-    ASSERT(kept.dump_dir != NULL && kept.dump_dir != dir);
-    memset(dir, 'x', sizeof dir - 1);
-    ASSERT_STR_EQ(kept.dump_dir, "/tmp/cgr-dump-test");
-    cgr__options_free_strings(&kept);
-    ASSERT(kept.dump_dir == NULL);
 
     /* Without dump_dir, CGR_DUMP_DIR is copied as it is at create. */
     ASSERT_EQ(setenv("CGR_DUMP_DIR", "/tmp/from-env", 1), 0);
@@ -613,15 +627,7 @@ static void test_env_edges(void)
     unsetenv("CGR_DIAGNOSE");
 
     /* frozen_allow is the caller's string until create, a copy after. */
-    char allow[16] = "kern_a,kern_b";
-    ASSERT_OK(cgr_options_init(&kept));
-    kept.frozen_allow = allow;
-    ASSERT_OK(cgr__options_own_strings(&kept));
-    ASSERT(kept.frozen_allow != NULL && kept.frozen_allow != allow);
-    memset(allow, 'x', sizeof allow - 1);
-    ASSERT_STR_EQ(kept.frozen_allow, "kern_a,kern_b");
-    cgr__options_free_strings(&kept);
-    ASSERT(kept.frozen_allow == NULL);
+    check_string_copied(offsetof(cgr_options, frozen_allow), "kern_a,kern_b");
 }
 
 /*
