@@ -34,16 +34,19 @@ _Static_assert(CGR_MAX_DYN_DIMS <= 8, "a change mask is one byte");
 typedef struct text_out {
     char *buf;
     size_t cap;
-    size_t len;
+    size_t len; /* at most cap - 1 */
 } text_out;
 
+/*
+ * Appends; a part that does not fit whole cuts the text. A full buffer is
+ * not a reason to return early: text that filled it exactly is complete
+ * only if no part follows, and the next part is what marks it cut.
+ */
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
 static void put(text_out *o, const char *fmt, ...)
 {
-    if (o->len + 1 >= o->cap)
-        return;
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);

@@ -2255,6 +2255,18 @@ static void test_dims_extremes(void)
         check_identities(&m);
         while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
             ;
+        if (ending == 0) {
+            /*
+             * The drained graph was the latest decision's entry; with no
+             * dims every key matches, so only a freed entry that is also
+             * forgotten as the latest makes the next run a new shape.
+             */
+            t_decide(&m, NULL, &out);
+            expect(&out, CGR__SHAPES_WARMUP);
+            ASSERT_EQ(out.new_shape, 1);
+            expect_fresh(&m, &out);
+            ASSERT_EQ(entry_of(&m, &out)->state, CGR__SHAPE_WARMING);
+        }
         cgr__shapes_destroy(&m);
     }
 
@@ -2841,6 +2853,130 @@ static void test_peek(void)
     cgr__shapes_destroy(&m);
 }
 
+/*
+ * The warning of a trip with every dim changed once (K = 2), built here
+ * from its documented parts; names[0..n) are the dims' names.
+ */
+static void full_warning(char *out, size_t cap, const char *step, char names[][64], uint32_t n)
+{
+    size_t len = (size_t)snprintf(out, cap,
+                                  "step '%s': 2 new shapes within 10 runs; dims that keep "
+                                  "changing: ", step);
+    for (uint32_t i = 0; i < n; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%s (1 of 1 changes)", i ? ", " : "",
+                                names[i]);
+    snprintf(out + len, cap - len,
+             "; shapes not cached run eagerly until 4 runs in a row bring no new one");
+}
+
+/*
+ * Warnings whose end falls on every position around the buffer's end, and
+ * on every place within and between the parts the warning is written in:
+ * each is the whole text when it fits, else exactly its first
+ * CGR__SHAPES_WARNING_MAX - 4 characters and "...".
+ */
+static void test_churn_warning_cut(void)
+{
+    char names[CGR_MAX_DYN_DIMS][64];
+    char step[CGR__SHAPES_NAME_MAX + 1];
+    char full[2048], want[CGR__SHAPES_WARNING_MAX];
+    int fits = 0, cut = 0;
+    for (uint32_t n = 1; n <= CGR_MAX_DYN_DIMS; n++)
+        for (size_t len = 1; len <= CGR__SHAPES_NAME_MAX; len += CGR__SHAPES_NAME_MAX - 1)
+            for (size_t s_len = 1; s_len <= CGR__SHAPES_NAME_MAX; s_len++) {
+                cgr__shapes_dim_desc d[CGR_MAX_DYN_DIMS];
+                for (uint32_t i = 0; i < n; i++) {
+                    memset(names[i], 'a' + (int)i, len);
+                    names[i][len] = '\0';
+                    d[i] = dim(names[i], pow2_policy(64));
+                }
+                memset(step, 's', s_len);
+                step[s_len] = '\0';
+                cgr__shapes_config c;
+                config_init(&c);
+                c.step_name = step;
+                c.dims = d;
+                c.n_dims = n;
+                c.churn_k = 2;
+                c.churn_window = 10;
+                c.churn_stable = 4;
+                cgr__shapes m;
+                mgr(&m, &c);
+                cgr__shapes_decision out;
+                int64_t v[CGR_MAX_DYN_DIMS];
+                for (int64_t x = 1; x <= 2; x++) {
+                    for (uint32_t i = 0; i < n; i++)
+                        v[i] = x;
+                    t_decide(&m, v, &out);
+                }
+                ASSERT_EQ(out.churn_tripped, 1);
+                full_warning(full, sizeof full, step, names, n);
+                size_t keep = strlen(full);
+                if (keep >= sizeof want) {
+                    keep = sizeof want - 4;
+                    memcpy(want + keep, "...", 4);
+                    cut++;
+                } else {
+                    want[keep] = '\0';
+                    fits++;
+                }
+                memcpy(want, full, keep);
+                if (strcmp(m.warning, want) != 0)
+                    TEST_FAIL_("%u dims of %zu characters, step name of %zu:\n got  %s\n want %s",
+                               n, len, s_len, m.warning, want);
+                cgr__shapes_destroy(&m);
+            }
+    /* Both kinds were met, and the cut ones at every offset of the parts (63 shifts). */
+    ASSERT(fits > 0);
+    ASSERT(cut >= (int)CGR__SHAPES_NAME_MAX);
+}
+
+/*
+ * Update failures are counted by reason: each reason below the last slot
+ * has its own, and the last slot takes itself, larger reasons and negative
+ * ones.
+ */
+static void test_update_reasons(void)
+{
+    static const int reasons[] = {0,  1, (int)CGR__SHAPES_UPDATE_REASONS - 2,
+                                  (int)CGR__SHAPES_UPDATE_REASONS - 1,
+                                  (int)CGR__SHAPES_UPDATE_REASONS, -1, INT32_MAX, INT32_MIN};
+    enum { N = sizeof reasons / sizeof reasons[0] };
+    cgr__shapes_dim_desc d;
+    cgr__shapes_config c = one_dim(&d, X(40), 1, 1, 0);
+    cgr__shapes m;
+    mgr(&m, &c);
+    cgr__shapes_decision out;
+    decide1(&m, X(0));
+    expect((out = decide1(&m, X(0)), &out), CGR__SHAPES_CAPTURE);
+    done(&m, 100, 1, 0);
+    for (int k = 0; k < N; k++) {
+        expect((out = decide1(&m, X(k + 1)), &out), CGR__SHAPES_WARMUP);
+        expect((out = decide1(&m, X(k + 1)), &out), CGR__SHAPES_CAPTURE);
+        ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU);
+        ASSERT_PTR_EQ(out.payload, pl(100 + (uintptr_t)k));
+        char text[32];
+        snprintf(text, sizeof text, "reason %d", reasons[k]);
+        cgr__shapes_freed victim;
+        cgr__shapes_update_failed(&m, reasons[k], text, &victim);
+        ASSERT_PTR_EQ(victim.payload, pl(100 + (uintptr_t)k));
+        ASSERT_STR_EQ(m.update_error, text);
+        done(&m, 101 + (uintptr_t)k, 1, 0);
+    }
+    tstats s = stats(&m);
+    ASSERT_U64_EQ(s.update_failures, N);
+    for (uint32_t r = 0; r < CGR__SHAPES_UPDATE_REASONS; r++) {
+        uint64_t want = r == CGR__SHAPES_UPDATE_REASONS - 1 ? N - 3 : r == 0 || r == 1 ||
+                                                                       r == CGR__SHAPES_UPDATE_REASONS - 2;
+        if (s.update_failures_by_reason[r] != want)
+            TEST_FAIL_("reason slot %u: %llu failures, expected %llu", r,
+                       (unsigned long long)s.update_failures_by_reason[r],
+                       (unsigned long long)want);
+    }
+    check_identities(&m);
+    cgr__shapes_destroy(&m);
+}
+
 int main(void)
 {
     test_init();
@@ -2855,6 +2991,8 @@ int main(void)
     test_refuse();
     test_churn();
     test_churn_long_warning();
+    test_churn_warning_cut();
+    test_update_reasons();
     test_bad_input();
     test_last_first();
     test_kinds();
