@@ -156,6 +156,11 @@ static void test_trace_basics(void)
     ASSERT_EQ(cgr__trace_alloc(&t, 7, &id), CGR_STATUS_OK);
     ASSERT_EQ(id, 0);
     ASSERT_EQ(t.bufs[0].start, 0);
+    /* An id from before a reset names nothing, even where its old record is still open. */
+    cgr__trace_reset(&t);
+    ASSERT_EQ(cgr__trace_free(&t, 0), CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(cgr__trace_alloc(&t, 7, &id), CGR_STATUS_OK);
+    ASSERT_EQ(id, 0);
 
     /* Growth beyond the first table keeps earlier records intact. */
     for (size_t i = 1; i < 1000; i++) {
@@ -486,6 +491,11 @@ static void test_plan_errors(void)
     }
     {
         cgr__buf b[2] = {mk(10, 0, 2), mk(10, 3, 3)}; /* empty */
+        expect_plan_rejected(b, 2, ALIGN);
+    }
+    {
+        /* Empty while another is live, where no sum of live bytes would go below zero. */
+        cgr__buf b[2] = {mk(10, 0, 9), mk(10, 5, 5)};
         expect_plan_rejected(b, 2, ALIGN);
     }
     {
