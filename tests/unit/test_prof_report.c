@@ -395,6 +395,191 @@ static void test_ranges(void)
     free(t);
 }
 
+/* The lines of t from the one after the first line that starts with `after` to the next empty one. */
+static size_t lines_after(const char *t, const char *after)
+{
+    const char *c = strstr(t, after);
+    ASSERT(c != NULL);
+    c = strchr(c, '\n');
+    size_t k = 0;
+    while (c && c[1] && c[1] != '\n') {
+        k++;
+        c = strchr(c + 1, '\n');
+    }
+    return k;
+}
+
+/*
+ * The figures at their edges: a tag that names a run past the window's
+ * last, kernel names one character either side of the row's size, runs
+ * that took no time, and the reports of a profile with fewer top kernels
+ * than there is room for.
+ */
+static void test_summary_edges(void)
+{
+    /* A tag of run n_runs or more is from outside the window. */
+    cgr__prof_run runs[2] = {{.begin = 0, .end = 10, .mode = CGR__PROF_EAGER},
+                             {.begin = 20, .end = 30, .mode = CGR__PROF_GRAPH}};
+    cgr__prof_rec r[3] = {rec(1, 5, 6, 1, 1), rec(1, 25, 26, 2, 1), rec(1, 27, 28, 3, 1)};
+    cgr__prof_link links[3] = {{.correlation = 1, .run = 0},
+                               {.correlation = 2, .run = 1},
+                               {.correlation = 3, .run = 2}};
+    int32_t of[3];
+    cgr__prof_attribute(r, 3, links, 3, runs, 2, of, NULL);
+    ASSERT_EQ(of[0], 0);
+    ASSERT_EQ(of[1], 1);
+    ASSERT_EQ(of[2], -1);
+
+    /* A name that just fits is whole; one character more is cut, within the row. */
+    cgr__prof_kernel top[2];
+    char fits[sizeof top[0].name], over[sizeof top[0].name + 1];
+    memset(fits, 'f', sizeof fits - 1);
+    fits[sizeof fits - 1] = '\0';
+    memset(over, 'o', sizeof over - 1);
+    over[sizeof over - 1] = '\0';
+    const char *nm[2] = {fits, over};
+    cgr__prof_rec k[2] = {rec(1, 0, 20, 0, 0), rec(1, 20, 30, 0, 1)};
+    memset(top, 0x55, sizeof top);
+    ASSERT_EQ(cgr__prof_rank_kernels(k, 2, NULL, nm, 2, top, 2), 2);
+    ASSERT_STR_EQ(top[0].name, fits);
+    ASSERT_EQ(strlen(top[1].name), sizeof top[1].name - 1);
+    ASSERT_EQ(strncmp(top[1].name, over, sizeof top[1].name - 4), 0);
+    ASSERT_STR_EQ(top[1].name + sizeof top[1].name - 4, "...");
+    ASSERT_U64_EQ(top[1].calls, 1); /* the field after the name is the cut name's own */
+
+    /* Runs with no wall time and no GPU work: idle 0 (not 0/0), no speedup to give. */
+    cgr__prof_run still[2] = {{.begin = 5, .end = 5, .mode = CGR__PROF_EAGER},
+                              {.begin = 5, .end = 5, .mode = CGR__PROF_GRAPH}};
+    cgr__prof_summary s;
+    ASSERT_EQ(cgr__prof_summarize(NULL, 0, NULL, still, 2, names, 3, 0, &s), 0);
+    ASSERT_U64_EQ(s.mode[CGR__PROF_EAGER].runs, 1);
+    ASSERT(s.mode[CGR__PROF_EAGER].idle_share == 0.0);
+    ASSERT(s.mode[CGR__PROF_GRAPH].idle_share == 0.0);
+    ASSERT_EQ(s.verdict, CGR__PROF_GPU_BOUND);
+    ASSERT(s.speedup == 0.0);
+
+    /* Two top kernels: two rows in the table and two objects in the JSON, no more. */
+    cgr__prof_run w[4];
+    cgr__prof_rec g[8];
+    int32_t wof[8];
+    size_t n = 0;
+    make_window(w, g, &n, wof);
+    ASSERT_EQ(cgr__prof_summarize(g, n, wof, w, 4, names, 3, 0, &s), 0);
+    ASSERT_EQ(s.n_top, 2);
+    char *t;
+    WRITE_TEXT(t, cgr__prof_write_text, "tiny", &s);
+    ASSERT_EQ(lines_after(t, "------"), 2);
+    free(t);
+    WRITE_TEXT(t, cgr__prof_write_json, "tiny", &s);
+    ASSERT_EQ(count(t, "{\"name\":"), 2);
+    free(t);
+}
+
+/*
+ * The trace at its edges: times at and before the origin, the last name
+ * id and copy kind it knows and the first past them, one thread per
+ * stream, and the caps on events and bytes at exactly their values.
+ */
+static void test_trace_edges(void)
+{
+    cgr__prof_run run = {.begin = 1000, .end = 1100, .mode = CGR__PROF_EAGER};
+    cgr__prof_rec r[6] = {rec(1, 400, 500, 0, 2), rec(1, 1000, 1010, 0, 3),
+                          rec(2, 1010, 1020, 0, 0), rec(2, 1020, 1030, 0, 0),
+                          rec(3, 1030, 1040, 0, 0), rec(1, 1040, 1050, 0, 1)};
+    r[1].stream = 3;
+    r[2].copy_kind = 10;
+    r[3].copy_kind = 11;
+    r[4].stream = 9;
+    r[5].stream = 3;
+    char *t;
+    WRITE_TEXT(t, cgr__prof_write_trace, "edges", r, 6, NULL, &run, 1, names, 3, NULL, 0);
+    ASSERT(json_balanced(t));
+    static const char *const parts[] = {
+        /* The origin is the first run's launch call: at it 0, before it negative. */
+        "{\"name\":\"run 0 (eager)\",\"cat\":\"cgr run\",\"ph\":\"X\",\"pid\":1,\"tid\":1,"
+        "\"ts\":0.000,\"dur\":0.100,",
+        "{\"name\":\"big_kernel\",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":2,\"tid\":7,"
+        "\"ts\":-0.600,\"dur\":0.100,",
+        "{\"name\":\"<unknown>\",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":2,\"tid\":3,"
+        "\"ts\":0.000,",
+        "{\"name\":\"memcpy PtoP\",\"cat\":\"memcpy\"",
+        "{\"name\":\"memcpy\",\"cat\":\"memcpy\",\"ph\":\"X\",\"pid\":2,\"tid\":7,\"ts\":0.020,",
+        "{\"name\":\"memset\",\"cat\":\"memset\",\"ph\":\"X\",\"pid\":2,\"tid\":9,",
+        "\"tid\":3,\"args\":{\"name\":\"stream 3\"}",
+        "\"tid\":7,\"args\":{\"name\":\"stream 7\"}",
+        "\"tid\":9,\"args\":{\"name\":\"stream 9\"}",
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (!strstr(t, parts[i]))
+            TEST_FAIL_("the trace lacks %s:\n%s", parts[i], t);
+    ASSERT_EQ(count(t, "\"thread_name\""), 3); /* streams 3, 7 and 9, each once */
+    free(t);
+
+    /*
+     * The caps: the process's two metadata events and its three streams'
+     * are always written; a cap of 7 events leaves room for two records,
+     * and a cap of exactly the metadata's bytes for none.
+     */
+    cgr__prof_trace_out o = {.f = tmpfile(), .max_events = 7};
+    ASSERT(o.f != NULL);
+    ASSERT_EQ(cgr__prof_trace_gpu(&o, 2, "GPU", r, 6, NULL, names, 3, 0), 0);
+    ASSERT_U64_EQ(o.events, 7);
+    ASSERT_U64_EQ(o.left_out, 4);
+    fclose(o.f);
+    cgr__prof_trace_out meta = {.f = tmpfile(), .max_events = 5};
+    ASSERT(meta.f != NULL);
+    ASSERT_EQ(cgr__prof_trace_gpu(&meta, 2, "GPU", r, 6, NULL, names, 3, 0), 0);
+    ASSERT_U64_EQ(meta.left_out, 6);
+    fclose(meta.f);
+    cgr__prof_trace_out b = {.f = tmpfile(), .max_bytes = meta.bytes};
+    ASSERT(b.f != NULL);
+    ASSERT_EQ(cgr__prof_trace_gpu(&b, 2, "GPU", r, 6, NULL, names, 3, 0), 0);
+    ASSERT_U64_EQ(b.events, 5);
+    ASSERT_U64_EQ(b.left_out, 6);
+    ASSERT_U64_EQ(b.bytes, meta.bytes);
+    fclose(b.f);
+}
+
+/*
+ * cgr's phases where the order by start alone would mix threads, ranges
+ * that touch end to start (siblings), and one that ends together with the
+ * range holding it (still nested).
+ */
+static void test_range_edges(void)
+{
+    cgr__prof_range r[] = {
+        end_(S, 0, 20, 0, 0, "a"),   end_(S, 0, 21, 0, 10, "c"),  end_(E, 0, 21, 0, 20, NULL),
+        end_(S, 0, 20, 0, 30, "b"),  end_(E, 0, 20, 0, 40, NULL), end_(E, 0, 20, 0, 50, NULL),
+        end_(S, 0, 22, 0, 100, "d"), end_(E, 0, 22, 0, 110, NULL), end_(S, 0, 22, 0, 110, "e"),
+        end_(E, 0, 22, 0, 120, NULL), end_(S, 0, 23, 0, 200, "f"), end_(S, 0, 23, 0, 250, "g"),
+        end_(E, 0, 23, 0, 300, NULL), end_(E, 0, 23, 0, 300, NULL),
+    };
+    size_t n = 0;
+    uint64_t open = 9;
+    ASSERT_EQ(cgr__prof_pair_ranges(r, sizeof r / sizeof r[0], &n, &open), 0);
+    ASSERT_U64_EQ(open, 0);
+    static const struct {
+        const char *name;
+        uint32_t tid;
+        uint64_t start, end;
+        int depth;
+    } want[] = {
+        {"a", 20, 0, 50, 0},    {"b", 20, 30, 40, 1},   {"c", 21, 10, 20, 0},
+        {"d", 22, 100, 110, 0}, {"e", 22, 110, 120, 0}, {"f", 23, 200, 300, 0},
+        {"g", 23, 250, 300, 1},
+    };
+    ASSERT_EQ(n, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(r[i].name, want[i].name) != 0 || r[i].tid != want[i].tid ||
+            r[i].start != want[i].start || r[i].end != want[i].end || r[i].depth != want[i].depth)
+            TEST_FAIL_("range %zu: %s tid %u [%llu, %llu) depth %d, expected %s tid %u "
+                       "[%llu, %llu) depth %d",
+                       i, r[i].name, (unsigned)r[i].tid, (unsigned long long)r[i].start,
+                       (unsigned long long)r[i].end, r[i].depth, want[i].name,
+                       (unsigned)want[i].tid, (unsigned long long)want[i].start,
+                       (unsigned long long)want[i].end, want[i].depth);
+}
+
 int main(void)
 {
     test_union();
@@ -404,6 +589,9 @@ int main(void)
     test_writers();
     test_writer_edges();
     test_ranges();
+    test_summary_edges();
+    test_trace_edges();
+    test_range_edges();
     printf("prof_report: ok\n");
     return 0;
 }
