@@ -167,7 +167,7 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
     X(opt_struct_size_zero, INVALID_ARGUMENT, "struct_size",                               \
       cgr_options o = opts(); o.struct_size = 0; return create(&o);)                       \
     X(opt_newer_field_set, INVALID_ARGUMENT, "newer", return create_newer(1);)             \
-    X(opt_device_negative, INVALID_ARGUMENT, "device",                                     \
+    X(opt_device_negative, INVALID_ARGUMENT, "cgr_options.device is -1, must be >= 0",     \
       cgr_options o = opts(); o.device = -1; return create(&o);)                           \
     X(opt_one_slot, INVALID_ARGUMENT, "staging_slots",                                     \
       cgr_options o = opts(); o.staging_slots = 1; return create(&o);)                     \
@@ -308,7 +308,7 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
     X(dyn_buckets_unsorted, INVALID_ARGUMENT, "increasing",                                \
       static const int64_t b[3] = {1, 4, 2}; cgr_step_desc d = dyn_desc();                 \
       dyn[0].buckets = b; dyn[0].max = 2; return validate_step_desc(&d);)             \
-    X(dyn_max_not_last, INVALID_ARGUMENT, "last bucket",                                   \
+    X(dyn_max_not_last, INVALID_ARGUMENT, "max is 8 but the last bucket is 4",             \
       cgr_step_desc d = dyn_desc(); dyn[0].max = 8; return validate_step_desc(&d);)   \
     X(dyn_pow2_max_zero, INVALID_ARGUMENT, "max",                                          \
       cgr_step_desc d = dyn_desc(); dyn[0].buckets = NULL; dyn[0].n_buckets = 0;           \

@@ -416,7 +416,7 @@ static void test_profile_options(void)
     cgr__options_free_strings(&kept);
     static const char *const bad[] = {"x", "", "200,", "200,skip=", "200,skip=-1",
                                       "200,runs=3", "2000000", "12,skip=9999999999",
-                                      ",skip=5"};
+                                      ",skip=5", "200,path="};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cgr_profile_options p = {0, 10, NULL};
         const char *pp = NULL;
@@ -509,6 +509,11 @@ static void test_tensor_bytes(void)
     t = t2("x", (cgr_dtype)99, 4, 4);
     expect_invalid(cgr__tensor_bytes(&t, &bytes), "dtype", "bad dtype");
     t = t2("x", CGR_DTYPE_F32, 4, 4);
+    t.rank = CGR_MAX_RANK; /* the largest rank: dims past the first two are 1 */
+    for (int i = 2; i < CGR_MAX_RANK; i++)
+        t.dims[i] = 1;
+    ASSERT_OK(cgr__tensor_bytes(&t, &bytes));
+    ASSERT_EQ(bytes, 64);
     t.rank = CGR_MAX_RANK + 1;
     expect_invalid(cgr__tensor_bytes(&t, &bytes), "rank", "rank too big");
     t.rank = -1;
@@ -585,6 +590,20 @@ static void test_step_desc(void)
     ASSERT_OK(validate_step_desc(&d));
     d.input_pad = pad; /* 0.5 for the i32 input "a", now read */
     expect_invalid(validate_step_desc(&d), "padding value 0.5", "a padding value read");
+
+    /* The smallest dynamic dims: one bucket of 1, or powers of two up to 1; the longest name. */
+    d.input_pad = int_pad;
+    static const int64_t one[1] = {1};
+    dyn.buckets = one;
+    dyn.n_buckets = 1;
+    dyn.max = 1;
+    in[0] = t2("a", CGR_DTYPE_I32, 1, 2);
+    ASSERT_OK(validate_step_desc(&d));
+    dyn.buckets = NULL;
+    dyn.n_buckets = 0;
+    ASSERT_OK(validate_step_desc(&d));
+    dyn.name = name63;
+    ASSERT_OK(validate_step_desc(&d));
 }
 
 /* The variables' numbers at their edges, and CGR_DIAGNOSE. */
