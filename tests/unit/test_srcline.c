@@ -58,7 +58,10 @@ static void test_own_lines(void)
     char small[5];
     ASSERT_EQ(cgr__srcline((const char *)ra - 1, small, sizeof small), 1);
     ASSERT_EQ(strlen(small), 4);
+    small[0] = 'z';
     ASSERT_EQ(cgr__srcline((const char *)ra - 1, small, 0), 0);
+    ASSERT_EQ(cgr__srcline_file("/proc/self/exe", 0, small, 0), 0);
+    ASSERT_EQ(small[0], 'z'); /* no room: not even the terminator is written */
 }
 
 static void expect_none(const void *addr)
@@ -147,7 +150,7 @@ static void test_not_found(void)
 /* ---- hand-made tables ------------------------------------------------------ */
 
 typedef struct buf {
-    uint8_t b[512];
+    uint8_t b[1024];
     size_t n;
 } buf;
 
@@ -323,6 +326,59 @@ static size_t make_tables(uint8_t *dst)
     put_leb(&o, 1);
     put(&o, 1, 1);
     patch(&o, start, o.n - start - 8, 8);
+
+    /*
+     * DWARF 2: no max_ops field. Files count from 1 and directories from 1
+     * after the compilation directory; y.c names a directory past the list
+     * and set_file 3 a file past it, and neither row may answer.
+     */
+    start = o.n;
+    put(&o, 0, 4);
+    put(&o, 2, 2);
+    hl = o.n;
+    put(&o, 0, 4);
+    put(&o, 1, 1); /* min_inst */
+    put(&o, 1, 1); /* default_is_stmt */
+    put(&o, (uint8_t)-3, 1);
+    put(&o, 12, 1);
+    put(&o, 10, 1);
+    for (int i = 0; i < 9; i++)
+        put(&o, lengths3[i], 1);
+    put_str(&o, "d2");
+    put_str(&o, "");
+    put_str(&o, "x.c");
+    put_leb(&o, 1);
+    put_leb(&o, 0);
+    put_leb(&o, 0);
+    put_str(&o, "y.c");
+    put_leb(&o, 2);
+    put_leb(&o, 0);
+    put_leb(&o, 0);
+    put_str(&o, "");
+    patch(&o, hl, o.n - hl - 4, 4);
+    put(&o, 0, 1);
+    put_leb(&o, 9);
+    put(&o, 2, 1);
+    put(&o, 0x3000, 8);
+    put(&o, 3, 1); /* advance_line to 5 */
+    put_sleb(&o, 4);
+    put(&o, 1, 1); /* row 0x3000: d2/x.c:5 */
+    put(&o, 2, 1);
+    put_leb(&o, 4);
+    put(&o, 4, 1); /* set_file 2: y.c, in a directory past the list */
+    put_leb(&o, 2);
+    put(&o, 1, 1); /* row 0x3004 */
+    put(&o, 2, 1);
+    put_leb(&o, 4);
+    put(&o, 4, 1); /* set_file 3: past the files */
+    put_leb(&o, 3);
+    put(&o, 1, 1); /* row 0x3008 */
+    put(&o, 2, 1); /* to 0x300c */
+    put_leb(&o, 4);
+    put(&o, 0, 1);
+    put_leb(&o, 1);
+    put(&o, 1, 1);
+    patch(&o, start, o.n - start - 4, 4);
     memcpy(dst, o.b, o.n);
     return o.n;
 }
@@ -346,6 +402,11 @@ static const struct {
     {0x205c, "inc/a.h:50"},
     {0x205f, "inc/a.h:50"},
     {0x2060, NULL},
+    {0x3000, "d2/x.c:5"},
+    {0x3003, "d2/x.c:5"},
+    {0x3004, NULL},
+    {0x3008, NULL},
+    {0x300c, NULL},
 };
 enum { N_HAND = sizeof hand_cases / sizeof hand_cases[0] };
 
@@ -415,7 +476,7 @@ static size_t mangle(const cgr__dwarf_lines *d, const uint64_t *pcs, int n_pcs)
 
 static void test_hand_tables(void)
 {
-    uint8_t table[512];
+    uint8_t table[1024];
     size_t n = make_tables(table);
     cgr__dwarf_lines d = {table, (const uint8_t *)line_str, (const uint8_t *)str, n,
                           sizeof line_str, sizeof str};
@@ -433,6 +494,10 @@ static void test_hand_tables(void)
         }
         pcs[i] = hand_cases[i].pc;
     }
+    /* No room for an answer: nothing is written, not even the terminator. */
+    char untouched = 'z';
+    ASSERT_EQ(cgr__srcline_find(&d, 0x1000, &untouched, 0), 0);
+    ASSERT_EQ(untouched, 'z');
     pcs[0] = 0x1004; /* the first is the one mangle counts */
     size_t hits = mangle(&d, pcs, N_HAND);
     printf("hand-made tables: %zu bytes, %zu corrupted variants still answered\n", n, hits);
