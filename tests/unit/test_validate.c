@@ -502,6 +502,15 @@ static void test_tensor_bytes(void)
     expect_invalid(cgr__tensor_bytes(&t, &bytes), "overflow", "product overflow");
     t = t2("x", CGR_DTYPE_U8, (int64_t)1 << 40, (int64_t)1 << 22);
     expect_invalid(cgr__tensor_bytes(&t, &bytes), "too large", "too large");
+    /* The largest size kept (SIZE_MAX / 4 = (2^31 - 1)(2^31 + 1) bytes) and one more. */
+    t = t2("x", CGR_DTYPE_U8, ((int64_t)1 << 31) - 1, ((int64_t)1 << 31) + 1);
+    ASSERT_OK(cgr__tensor_bytes(&t, &bytes));
+    ASSERT_EQ(bytes, SIZE_MAX / 4);
+    t = t2("x", CGR_DTYPE_U8, (int64_t)1 << 31, (int64_t)1 << 31);
+    expect_invalid(cgr__tensor_bytes(&t, &bytes), "too large", "one byte too large");
+    /* A product of exactly SIZE_MAX does not overflow: it is too large. */
+    t = t2("x", CGR_DTYPE_U8, 3, (int64_t)(SIZE_MAX / 3));
+    expect_invalid(cgr__tensor_bytes(&t, &bytes), "is too large", "SIZE_MAX bytes");
     t = t2("x", CGR_DTYPE_F32, 0, 4);
     expect_invalid(cgr__tensor_bytes(&t, &bytes), "dims[0]", "zero dim");
     t = t2("x", CGR_DTYPE_F32, 4, -3);
