@@ -395,7 +395,7 @@ static void test_ranges(void)
     free(t);
 }
 
-/* The lines of t from the one after the first line that starts with `after` to the next empty one. */
+/* How many lines follow the first line of t that holds `after`, up to the next empty line. */
 static size_t lines_after(const char *t, const char *after)
 {
     const char *c = strstr(t, after);
