@@ -195,13 +195,64 @@ static void patch(buf *o, size_t at, uint64_t v, int bytes)
         o->b[at + (size_t)i] = (uint8_t)(v >> (8 * i));
 }
 
+/* set_address: the sequence's rows start at addr. */
+static void set_address(buf *o, uint64_t addr)
+{
+    put(o, 0, 1);
+    put_leb(o, 9);
+    put(o, 2, 1);
+    put(o, addr, 8);
+}
+
+static void end_sequence(buf *o)
+{
+    put(o, 0, 1);
+    put_leb(o, 1);
+    put(o, 1, 1);
+}
+
+/*
+ * The header of a DWARF 2 or 3 unit up to its directory list: its length
+ * and header length are placeholders at *start and *hl, patched once the
+ * unit is written. Opcode base 10, line base -3, line range 12.
+ */
+static void pre5_header(buf *o, int version, int offset_size, unsigned min_inst, size_t *start,
+                        size_t *hl)
+{
+    static const uint8_t lengths[9] = {0, 1, 1, 1, 1, 0, 0, 0, 1};
+    if (offset_size == 8)
+        put(o, 0xffffffff, 4); /* 64-bit DWARF */
+    *start = o->n;
+    put(o, 0, offset_size);
+    put(o, (uint64_t)version, 2);
+    *hl = o->n;
+    put(o, 0, offset_size);
+    put(o, min_inst, 1);
+    put(o, 1, 1); /* default_is_stmt */
+    put(o, (uint8_t)-3, 1);
+    put(o, 12, 1);
+    put(o, 10, 1);
+    for (int i = 0; i < 9; i++)
+        put(o, lengths[i], 1);
+}
+
+/* A file entry before DWARF 5: its name and directory index, no time or size. */
+static void pre5_file(buf *o, const char *name, uint64_t dir)
+{
+    put_str(o, name);
+    put_leb(o, dir);
+    put_leb(o, 0);
+    put_leb(o, 0);
+}
+
 static const char line_str[] = "/build\0src"; /* "src" at 7 */
 static const char str[] = "main.c\0util.c"; /* "util.c" at 7 */
 
 /*
- * Three units: one of a version the reader must skip; DWARF 5 with the
+ * Four units: one of a version the reader must skip; DWARF 5 with the
  * directories in .debug_line_str, the files in .debug_str and fields of
- * several forms; 64-bit DWARF 3 with a 4-byte instruction unit.
+ * several forms; 64-bit DWARF 3 with a 4-byte instruction unit; DWARF 2
+ * with indexes past its lists.
  */
 static size_t make_tables(uint8_t *dst)
 {
@@ -252,10 +303,7 @@ static size_t make_tables(uint8_t *dst)
         put(&o, 0x1234, 2);
     }
     patch(&o, hl, o.n - hl - 4, 4);
-    put(&o, 0, 1); /* set_address 0x1000 */
-    put_leb(&o, 9);
-    put(&o, 2, 1);
-    put(&o, 0x1000, 8);
+    set_address(&o, 0x1000);
     put(&o, 3, 1); /* advance_line to 10 (file is 1: util.c) */
     put_sleb(&o, 9);
     put(&o, 1, 1);  /* copy: row 0x1000 */
@@ -271,41 +319,17 @@ static size_t make_tables(uint8_t *dst)
     put(&o, 1, 1);
     put(&o, 2, 1); /* advance_pc to 0x101c */
     put_leb(&o, 8);
-    put(&o, 0, 1); /* end_sequence */
-    put_leb(&o, 1);
-    put(&o, 1, 1);
+    end_sequence(&o);
     patch(&o, start, o.n - start - 4, 4);
 
-    put(&o, 0xffffffff, 4);
-    start = o.n;
-    put(&o, 0, 8);
-    put(&o, 3, 2);
-    hl = o.n;
-    put(&o, 0, 8);
-    put(&o, 4, 1); /* min_inst */
-    put(&o, 1, 1);
-    put(&o, (uint8_t)-3, 1);
-    put(&o, 12, 1);
-    put(&o, 10, 1);
-    static const uint8_t lengths3[9] = {0, 1, 1, 1, 1, 0, 0, 0, 1};
-    for (int i = 0; i < 9; i++)
-        put(&o, lengths3[i], 1);
+    pre5_header(&o, 3, 8, 4, &start, &hl); /* 4-byte instructions */
     put_str(&o, "inc");
     put_str(&o, "");
-    put_str(&o, "a.h");
-    put_leb(&o, 1);
-    put_leb(&o, 0);
-    put_leb(&o, 0);
-    put_str(&o, "/abs/b.c"); /* absolute: the directory is not prefixed */
-    put_leb(&o, 1);
-    put_leb(&o, 0);
-    put_leb(&o, 0);
+    pre5_file(&o, "a.h", 1);
+    pre5_file(&o, "/abs/b.c", 1); /* absolute: the directory is not prefixed */
     put_str(&o, "");
     patch(&o, hl, o.n - hl - 8, 8);
-    put(&o, 0, 1);
-    put_leb(&o, 9);
-    put(&o, 2, 1);
-    put(&o, 0x2000, 8);
+    set_address(&o, 0x2000);
     put(&o, 4, 1); /* set_file 2: /abs/b.c */
     put_leb(&o, 2);
     put(&o, 3, 1);
@@ -322,9 +346,7 @@ static size_t make_tables(uint8_t *dst)
     put(&o, 1, 1);
     put(&o, 2, 1); /* to 0x2060 */
     put_leb(&o, 1);
-    put(&o, 0, 1);
-    put_leb(&o, 1);
-    put(&o, 1, 1);
+    end_sequence(&o);
     patch(&o, start, o.n - start - 8, 8);
 
     /*
@@ -332,34 +354,14 @@ static size_t make_tables(uint8_t *dst)
      * after the compilation directory; y.c names a directory past the list
      * and set_file 3 a file past it, and neither row may answer.
      */
-    start = o.n;
-    put(&o, 0, 4);
-    put(&o, 2, 2);
-    hl = o.n;
-    put(&o, 0, 4);
-    put(&o, 1, 1); /* min_inst */
-    put(&o, 1, 1); /* default_is_stmt */
-    put(&o, (uint8_t)-3, 1);
-    put(&o, 12, 1);
-    put(&o, 10, 1);
-    for (int i = 0; i < 9; i++)
-        put(&o, lengths3[i], 1);
+    pre5_header(&o, 2, 4, 1, &start, &hl);
     put_str(&o, "d2");
     put_str(&o, "");
-    put_str(&o, "x.c");
-    put_leb(&o, 1);
-    put_leb(&o, 0);
-    put_leb(&o, 0);
-    put_str(&o, "y.c");
-    put_leb(&o, 2);
-    put_leb(&o, 0);
-    put_leb(&o, 0);
+    pre5_file(&o, "x.c", 1);
+    pre5_file(&o, "y.c", 2);
     put_str(&o, "");
     patch(&o, hl, o.n - hl - 4, 4);
-    put(&o, 0, 1);
-    put_leb(&o, 9);
-    put(&o, 2, 1);
-    put(&o, 0x3000, 8);
+    set_address(&o, 0x3000);
     put(&o, 3, 1); /* advance_line to 5 */
     put_sleb(&o, 4);
     put(&o, 1, 1); /* row 0x3000: d2/x.c:5 */
@@ -375,9 +377,7 @@ static size_t make_tables(uint8_t *dst)
     put(&o, 1, 1); /* row 0x3008 */
     put(&o, 2, 1); /* to 0x300c */
     put_leb(&o, 4);
-    put(&o, 0, 1);
-    put_leb(&o, 1);
-    put(&o, 1, 1);
+    end_sequence(&o);
     patch(&o, start, o.n - start - 4, 4);
     memcpy(dst, o.b, o.n);
     return o.n;
@@ -601,7 +601,23 @@ static void test_own_file(void)
         copy[ehdr_fields[i] + 1] ^= 0xff;
         (void)lookup_file(copy, im.n, pc, out, sizeof out);
     }
+    /* A string table index one past the last section header names no header. */
+    memcpy(copy, im.b, im.n);
+    Elf64_Ehdr *ce = (Elf64_Ehdr *)copy;
+    ce->e_shstrndx = ce->e_shnum;
+    ASSERT_EQ(lookup_file(copy, im.n, pc, out, sizeof out), 0);
     free(copy);
+    /* The line table moved to the very end of the file is read there. */
+    uint8_t *moved = malloc(im.n + line->sh_size);
+    ASSERT(moved);
+    memcpy(moved, im.b, im.n);
+    memcpy(moved + im.n, im.b + line->sh_offset, line->sh_size);
+    for (int k = 0; k < 8; k++)
+        moved[at_line + offsetof(Elf64_Shdr, sh_offset) + (size_t)k] =
+            (uint8_t)((uint64_t)im.n >> (8 * k));
+    ASSERT_EQ(lookup_file(moved, im.n + line->sh_size, pc, out, sizeof out), 1);
+    expect_here(out, call_line);
+    free(moved);
     ASSERT_EQ(unlink(tmp_path), 0);
     free(im.b);
 }
