@@ -27,6 +27,21 @@
 #define TEST_RNG_SEED 0xD1B54A32D192ED03ull
 #include "xorshift.h"
 
+/*
+ * Every calloc of the table goes through here (the test links with
+ * --wrap=calloc): calloc_fails_in = k makes the k-th call from now fail.
+ */
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+static int calloc_fails_in;
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    if (calloc_fails_in > 0 && --calloc_fails_in == 0)
+        return NULL;
+    return __real_calloc(n, size);
+}
+
 static void *pl(uintptr_t id)
 {
     return (void *)id;
@@ -2816,6 +2831,22 @@ static void test_peek(void)
     cgr__shapes_destroy(&m);
 }
 
+/* Either of the table's two allocations failing: OUT_OF_MEMORY, nothing kept (ASan's leak check). */
+static void test_init_out_of_memory(void)
+{
+    cgr__shapes_dim_desc d;
+    cgr__shapes_config c = one_dim(&d, 64, 1, 4, 0);
+    cgr__shapes m;
+    for (int k = 1; k <= 2; k++) {
+        calloc_fails_in = k;
+        ASSERT_EQ(cgr__shapes_init(&m, &c), CGR_STATUS_OUT_OF_MEMORY);
+        ASSERT_EQ(calloc_fails_in, 0);
+    }
+    mgr(&m, &c);
+    ASSERT_EQ(decide1(&m, 3).action, CGR__SHAPES_WARMUP);
+    cgr__shapes_destroy(&m);
+}
+
 /*
  * The warning of a trip with every dim changed once (K = 2), built here
  * from its documented parts; names[0..n) are the dims' names.
@@ -2945,6 +2976,7 @@ static void test_update_reasons(void)
 int main(void)
 {
     test_init();
+    test_init_out_of_memory();
     test_peek();
     test_wserve();
     test_boundaries();
