@@ -51,13 +51,26 @@ static void test_message(void)
     cgr__error_append("lost");
     ASSERT_EQ(strlen(cgr_last_error()), limit);
     ASSERT(strstr(cgr_last_error(), "lost") == NULL);
-    /* Two bytes short of full: an append cuts its part, it does not overrun. */
-    char most[4096];
-    memset(most, 'y', limit - 2);
-    most[limit - 2] = '\0';
-    (void)cgr__fail(CGR_STATUS_INTERNAL, "%s", most);
-    cgr__error_append("a part that does not fit");
-    ASSERT(strlen(cgr_last_error()) <= limit);
+    /*
+     * One to five bytes short of full: an append cuts its part and never
+     * overruns, and leaves nothing when not even the part's first
+     * character fits after its "; ".
+     */
+    char most[4096], want[4096];
+    for (size_t s = 1; s <= 5; s++) {
+        memset(most, 'y', limit - s);
+        most[limit - s] = '\0';
+        (void)cgr__fail(CGR_STATUS_INTERNAL, "%s", most);
+        cgr__error_append("abcdef");
+        size_t k = limit - s;
+        memcpy(want, most, k);
+        if (s > 2) {
+            memcpy(want + k, "; abcdef", s);
+            k += s;
+        }
+        want[k] = '\0';
+        ASSERT_STR_EQ(cgr_last_error(), want);
+    }
     cgr__clear_error();
 }
 
