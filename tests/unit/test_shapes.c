@@ -2831,7 +2831,7 @@ static void test_peek(void)
     cgr__shapes_destroy(&m);
 }
 
-/* Either of the table's two allocations failing: OUT_OF_MEMORY, nothing kept (ASan's leak check). */
+/* Either allocation of a new table failing: OUT_OF_MEMORY, nothing kept (ASan checks leaks). */
 static void test_init_out_of_memory(void)
 {
     cgr__shapes_dim_desc d;
