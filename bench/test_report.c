@@ -3,6 +3,7 @@
  * suite go through report() (text to stdout, JSON to a temporary file),
  * which must write well-nested JSON with the keys docs/bench-json.md
  * lists, and turn a failed check or an unfinished suite into a failed run.
+ * First, the limits file those checks read (bench/limits.txt).
  */
 #include <math.h>
 #include <stdio.h>
@@ -236,9 +237,93 @@ static void test_soak_ddp(char *json, size_t n)
     EXPECT(results_failed(&res));
 }
 
+/* limits_load on a temporary file holding text: its status, the message in err. */
+static int load_text(const char *text, char *err, size_t n)
+{
+    char path[] = "/tmp/cgr-test-limits-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "FAIL: cannot write %s\n", path);
+        failures++;
+        return -2;
+    }
+    int rc = limits_load(path, err, n);
+    remove(path);
+    return rc;
+}
+
+/* The limits file: the shipped one, the format's freedoms, and each thing it refuses. */
+static void test_limits(const char *shipped)
+{
+    char err[512], text[8192];
+    EXPECT(limits_load(shipped, err, sizeof err) == 0);
+    EXPECT(strcmp(limits_file(), shipped) == 0);
+    static const char *const used[] = {"canary_host_growth_us", "soak_rss_growth_bytes",
+                                       "soak_device_growth_bytes", "soak_pinned_growth_bytes"};
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
+        EXPECT(isfinite(limit_get(used[i])));
+    EXPECT(isnan(limit_get("no_such_limit")));
+
+    /* Comments, blank lines, spaces and tabs around a value; a last line with no newline. */
+    EXPECT(load_text("# head\n\n  a 1.5 # why\nb\t-2e3   \nc 7#why\nd 4", err, sizeof err) == 0);
+    EXPECT(limit_get("a") == 1.5 && limit_get("b") == -2000 && limit_get("c") == 7 &&
+           limit_get("d") == 4);
+    EXPECT(isnan(limit_get("e")));
+
+    /* The longest name (47 characters) and the most limits (64) are kept; 48 is too long. */
+    char longest[49];
+    memset(longest, 'n', 48);
+    longest[48] = '\0';
+    size_t k = 0;
+    for (int i = 0; i < 64; i++)
+        k += (size_t)snprintf(text + k, sizeof text - k, "%.*s%02d %d\n", i ? 1 : 45,
+                              longest, i, i);
+    EXPECT(load_text(text, err, sizeof err) == 0);
+    longest[47] = '\0';
+    longest[45] = longest[46] = '0';
+    EXPECT(limit_get(longest) == 0);
+    EXPECT(limit_get("n63") == 63);
+    snprintf(text, sizeof text, "%.46s00 1\n", longest);
+    EXPECT(load_text(text, err, sizeof err) == -1 && strstr(err, ":1: expected"));
+
+    /* Each refusal names the line, and leaves no limit loaded. */
+    static const struct {
+        const char *text, *says;
+    } bad[] = {
+        {"a\n", ":1: expected 'name value # why'"},
+        {"a 1x\n", ":1: expected"},
+        {"a 1 2\n", ":1: expected"},
+        {"# fine\na nan\n", ":2: expected"},
+        {"a inf\n", ":1: expected"},
+        {"a 1e999\n", ":1: expected"},
+        {"a 1\nb 2\na 3\n", ":3: limit 'a' given twice"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        EXPECT(load_text(bad[i].text, err, sizeof err) == -1);
+        if (!strstr(err, bad[i].says)) {
+            fprintf(stderr, "FAIL: limits \"%s\": message \"%s\" lacks \"%s\"\n", bad[i].text,
+                    err, bad[i].says);
+            failures++;
+        }
+        EXPECT(isnan(limit_get("a")) && limits_file()[0] == '\0');
+    }
+    k = 0;
+    for (int i = 0; i < 65; i++)
+        k += (size_t)snprintf(text + k, sizeof text - k, "l%d %d\n", i, i);
+    EXPECT(load_text(text, err, sizeof err) == -1 && strstr(err, ":65: more than 64 limits"));
+    memset(text, ' ', 600);
+    memcpy(text + 600, "a 1\n", 5);
+    EXPECT(load_text(text, err, sizeof err) == -1 && strstr(err, ":1: line too long"));
+    EXPECT(limits_load("/nonexistent/cgr/limits.txt", err, sizeof err) == -1);
+    EXPECT(strstr(err, "cannot read the limits file /nonexistent/cgr/limits.txt: ") != NULL);
+}
+
 int main(void)
 {
     static char json[1 << 20];
+    test_limits(TEST_LIMITS_FILE);
     test_default(json, sizeof json);
     test_serve(json, sizeof json);
     test_newshape(json, sizeof json);
