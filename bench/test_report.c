@@ -1,16 +1,20 @@
 /*
  * The reporter without a GPU (suite `unit`): made-up results of every
- * suite go through report() (text to stdout, JSON to a temporary file),
- * which must write well-nested JSON with the keys docs/bench-json.md
- * lists, and turn a failed check or an unfinished suite into a failed run.
- * First, the limits file those checks read (bench/limits.txt).
+ * suite go through report(), which must write JSON with the keys
+ * docs/bench-json.md lists, and turn a failed check or an unfinished suite
+ * into a failed run. Every report's text and JSON must also be exactly
+ * bench/testdata/report.txt and report.json, so that no figure, label or
+ * row changes unnoticed. First, the limits file the checks read
+ * (bench/limits.txt).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
+#include "cgr/cgr.h"
 #include "limits_file.h"
 
 static int failures;
@@ -42,19 +46,116 @@ static void fake_stats(bench_stats *s, double us)
     stats_compute(v, 3, s);
 }
 
-/* Runs report() on res; the JSON file's text into buf (NUL-terminated). 0 when it wrote. */
+/*
+ * Every report's text and JSON, as written, in the order made; compared at
+ * the end with bench/testdata/report.txt and report.json (see main).
+ */
+typedef struct record {
+    char *b;
+    size_t n;
+} record;
+static record seen_text, seen_json;
+
+/* Appends the line "==== title" and then text, with cgr's version as "<version>". */
+static void keep(record *r, const char *title, const char *text)
+{
+    const size_t vlen = strlen(CGR_VERSION_STRING);
+    size_t need = r->n + strlen(title) + 6 + strlen(text) * 2 + 1;
+    char *b = realloc(r->b, need);
+    if (!b) {
+        fprintf(stderr, "FAIL: out of memory\n");
+        exit(1);
+    }
+    r->b = b;
+    r->n += (size_t)sprintf(r->b + r->n, "==== %s\n", title);
+    for (const char *t = text; *t;) {
+        if (!strncmp(t, CGR_VERSION_STRING, vlen)) {
+            r->n += (size_t)sprintf(r->b + r->n, "<version>");
+            t += vlen;
+        } else {
+            r->b[r->n++] = *t++;
+        }
+    }
+    r->b[r->n] = '\0';
+}
+
+/* The whole of f from its start, NUL-terminated, into buf of n bytes. */
+static void read_all(FILE *f, char *buf, size_t n)
+{
+    rewind(f);
+    size_t got = fread(buf, 1, n - 1, f);
+    buf[got] = '\0';
+}
+
+/*
+ * Runs report() on res with its text going to a file; the JSON file's text
+ * into buf (NUL-terminated). Both are kept for the comparison. 0 when it
+ * wrote.
+ */
 static int run_report(const bench_results *res, char *buf, size_t n)
 {
     char path[] = "/tmp/cgr-test-report-XXXXXX";
     FILE *f = fdopen(mkstemp(path), "r");
-    if (!f)
+    FILE *text = tmpfile();
+    int saved = dup(STDOUT_FILENO);
+    if (!f || !text || saved < 0)
+        return -1;
+    fflush(stdout);
+    if (dup2(fileno(text), STDOUT_FILENO) < 0)
         return -1;
     int rc = report(res, path);
-    size_t got = rc == 0 ? fread(buf, 1, n - 1, f) : 0;
-    buf[got] = '\0';
+    fflush(stdout);
+    if (dup2(saved, STDOUT_FILENO) < 0 || close(saved) != 0)
+        return -1;
+    read_all(text, buf, n);
+    fclose(text);
+    keep(&seen_text, res->suite_name, buf);
+    buf[0] = '\0';
+    if (rc == 0)
+        read_all(f, buf, n);
+    keep(&seen_json, res->suite_name, buf);
     fclose(f);
     remove(path);
     return rc;
+}
+
+/*
+ * got against the file name in bench/testdata; with CGR_UPDATE_REPORT_FILES
+ * set, the file is written from got instead (after a deliberate change to
+ * the report).
+ */
+static void compare_file(const char *name, const record *got)
+{
+    char path[4096], *want = NULL;
+    snprintf(path, sizeof path, "%s/%s", TEST_DATA_DIR, name);
+    if (getenv("CGR_UPDATE_REPORT_FILES")) {
+        FILE *f = fopen(path, "w");
+        EXPECT(f && fwrite(got->b, 1, got->n, f) == got->n && fclose(f) == 0);
+        printf("wrote %s\n", path);
+        return;
+    }
+    FILE *f = fopen(path, "r");
+    long len = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
+        (want = calloc(1, (size_t)len + 1)) != NULL)
+        read_all(f, want, (size_t)len + 1);
+    if (f)
+        fclose(f);
+    if (!want) {
+        fprintf(stderr, "FAIL: cannot read %s\n", path);
+        failures++;
+        return;
+    }
+    if (strcmp(want, got->b) != 0) {
+        size_t i = 0, line = 1;
+        for (; want[i] && want[i] == got->b[i]; i++)
+            line += want[i] == '\n';
+        fprintf(stderr, "FAIL: the reports differ from %s at line %zu:\n  got:  %.120s\n"
+                "  want: %.120s\n(if the change is meant, rerun with CGR_UPDATE_REPORT_FILES=1)\n",
+                path, line, got->b + i, want + i);
+        failures++;
+    }
+    free(want);
 }
 
 /* report() on res writes its JSON with every one of keys (NULL-terminated), and res passes. */
@@ -259,6 +360,12 @@ static void test_limits(const char *shipped)
     char err[512], text[8192];
     EXPECT(limits_load(shipped, err, sizeof err) == 0);
     EXPECT(strcmp(limits_file(), shipped) == 0);
+    const double canary = limit_get("canary_host_growth_us");
+    /* Without a path: the copy beside the executable, as cgr-bench finds it in a build tree. */
+    EXPECT(limits_load(NULL, err, sizeof err) == 0);
+    const char *found = limits_file();
+    EXPECT(strlen(found) > 11 && !strcmp(found + strlen(found) - 11, "/limits.txt"));
+    EXPECT(limit_get("canary_host_growth_us") == canary);
     static const char *const used[] = {"canary_host_growth_us", "soak_rss_growth_bytes",
                                        "soak_device_growth_bytes", "soak_pinned_growth_bytes"};
     for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
@@ -324,10 +431,16 @@ int main(void)
 {
     static char json[1 << 20];
     test_limits(TEST_LIMITS_FILE);
+    /* The reports run with no limits loaded (the last load above failed): they name no file. */
+    EXPECT(limits_file()[0] == '\0');
     test_default(json, sizeof json);
     test_serve(json, sizeof json);
     test_newshape(json, sizeof json);
     test_soak_ddp(json, sizeof json);
+    compare_file("report.txt", &seen_text);
+    compare_file("report.json", &seen_json);
+    free(seen_text.b);
+    free(seen_json.b);
     printf("%s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
 }
