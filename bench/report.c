@@ -687,7 +687,9 @@ static void summary_checks(const bench_results *res)
         else if (!isfinite(c->limit))
             printf("FAILED: no limit '%s' in %s", c->name, limits_file());
         else
-            printf("%s: %.3g (limit %.3g)", c->ok ? "ok" : "FAILED", c->value, c->limit);
+            printf("%s: %.3g (limit %.3g)",
+                   c->ok ? "ok" : c->warn_only ? "over the limit (a warning only)" : "FAILED",
+                   c->value, c->limit);
         printf("\n%-46s   %s\n", "", c->what);
     }
 }

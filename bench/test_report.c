@@ -208,8 +208,25 @@ static void test_default(char *json, size_t n)
                                        "chain", "spread", "io_cost_us", "cgr_zero_copy",
                                        "cgr_zero_copy_fast_path", "cgr_zero_copy_event_wait",
                                        "graph_memcpy_async", "results", "checks", "ok", NULL};
+    /* Top kernels under --profile; checks against limits, one that failed but only warns. */
+    res.cfg.profile = 1;
+    res.work[0].n_top = 1;
+    snprintf(res.work[0].top[0], sizeof res.work[0].top[0], "%-78s %6d %9.1f %6.1f%%",
+             "gemm_kernel", 3, 42.0, 61.5);
+    res.work[0].outputs_equal = 1;
+    res.n_checks = 2;
+    res.checks[0] = (check_result){"canary_host_growth_us", "host CPU growth of the raw graph",
+                                   0.4, 5, 1, 1, 0};
+    res.checks[1] = (check_result){"warn_limit", "a figure that only warns", 9, 3, 1, 0, 1};
     expect_report(&res, json, n, keys);
-    /* A check that fails fails the run. */
+    /* A mode that failed, and one skipped after it, fail the run; so does a failed check. */
+    mode_result_fail(&c->mode[CHAIN_CGR]);
+    snprintf(c->mode[CHAIN_CGR].error, sizeof c->mode[CHAIN_CGR].error, "launch failed");
+    mode_result_init(&c->mode[CHAIN_CGR_PDL], "chain_mode");
+    mode_result_not_run(&c->mode[CHAIN_CGR_PDL], 1);
+    mode_result_fail(&res.work[0].mode[WORK_GRAPH].m);
+    EXPECT(run_report(&res, json, n) == 0);
+    EXPECT(results_failed(&res));
     said_check *s = &res.said[res.n_said++];
     s->name = "profile_window";
     s->what = "a check";
@@ -241,9 +258,10 @@ static void test_serve(char *json, size_t n)
                                        "device_name", NULL};
     expect_report(&res, json, n, keys);
     r.ran = 0;
-    snprintf(r.error, sizeof r.error, "a call failed");
+    snprintf(r.error, sizeof r.error, "a call failed: \"x\\y\"\ttab");
     EXPECT(run_report(&res, json, n) == 0);
     EXPECT(results_failed(&res));
+    EXPECT(strstr(json, "\"error\": \"a call failed: \\\"x\\\\y\\\"\\u0009tab\"") != NULL);
 }
 
 static void test_newshape(char *json, size_t n)
