@@ -279,6 +279,12 @@ static void test_newshape(char *json, size_t n)
         p->path = i ? "cuBLAS" : "small-batch";
         p->ran_instantiate = p->ran_update = p->ran_step = p->ran_frozen = 1;
         p->updates = p->attempts = 20;
+        if (i == 1) { /* two updates failed, one for a reason past the table's last */
+            p->attempts = 22;
+            p->failures = 2;
+            p->by_reason[2] = p->by_reason[15] = 1;
+            snprintf(p->last_update_error, sizeof p->last_update_error, "topology changed");
+        }
         fake_stats(&p->ucapture, 30);
         fake_stats(&p->update, 60);
         fake_stats(&p->utotal, 90);
