@@ -61,15 +61,21 @@ static cgr__bucket_policy pow2_policy(int64_t max)
     return p;
 }
 
+/* The churn guard: K new shapes within W runs trip it, S runs without one recover it. */
+static void set_churn(cgr__shapes_config *c, uint32_t k, uint64_t window, uint64_t stable)
+{
+    c->churn_k = k;
+    c->churn_window = window;
+    c->churn_stable = stable;
+}
+
 /* The runtime's defaults (cgr_options_init): no dims, 2 warm-up runs, 16 graphs, K/W/S 8/64/32. */
 static void config_init(cgr__shapes_config *c)
 {
     memset(c, 0, sizeof *c);
     c->warmup_runs = 2;
     c->max_entries = 16;
-    c->churn_k = 8;
-    c->churn_window = 64;
-    c->churn_stable = 32;
+    set_churn(c, 8, 64, 32);
 }
 
 static cgr__shapes_dim_desc dim(const char *name, cgr__bucket_policy p)
@@ -1312,9 +1318,7 @@ static void test_churn(void)
     c.dims = d;
     c.n_dims = 2;
     c.warmup_runs = 1;
-    c.churn_k = 3;
-    c.churn_window = 10;
-    c.churn_stable = 4;
+    set_churn(&c, 3, 10, 4);
     cgr__shapes m;
     mgr(&m, &c);
     cgr__shapes_decision out;
@@ -1419,9 +1423,7 @@ static void test_churn(void)
     config_init(&c);
     c.dims = &d1;
     c.n_dims = 1;
-    c.churn_k = 1;
-    c.churn_window = 1;
-    c.churn_stable = 1;
+    set_churn(&c, 1, 1, 1);
     mgr(&m, &c);
     out = decide1(&m, 1);
     ASSERT_EQ(out.churn_tripped, 1); /* no previous shape: nothing changed yet */
@@ -1498,9 +1500,7 @@ static void test_bad_input(void)
 {
     cgr__shapes_dim_desc d;
     cgr__shapes_config c = one_dim(&d, 64, 2, 2, 0);
-    c.churn_k = 4;
-    c.churn_window = 100;
-    c.churn_stable = 10;
+    set_churn(&c, 4, 100, 10);
     cgr__shapes m;
     mgr(&m, &c);
     cgr__shapes_decision out;
@@ -2892,9 +2892,7 @@ static void test_churn_warning_cut(void)
                 c.step_name = step;
                 c.dims = d;
                 c.n_dims = n;
-                c.churn_k = 2;
-                c.churn_window = 10;
-                c.churn_stable = 4;
+                set_churn(&c, 2, 10, 4);
                 cgr__shapes m;
                 mgr(&m, &c);
                 cgr__shapes_decision out;
