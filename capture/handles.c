@@ -132,7 +132,9 @@ CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *c, cgr_cudnn_handle *out)
     return CGR_STATUS_OK;
 #else
     *out = NULL;
-    return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "cgr_ctx_cudnn: cgr was built without cuDNN");
+    /* Through the context, like a failed load: the run fails with this status, not STEP_FAILED. */
+    return cgr__ctx_fail(c, CGR_FAIL(CGR_STATUS_NOT_SUPPORTED,
+                                     "cgr_ctx_cudnn: cgr was built without cuDNN"));
 #endif
 }
 

@@ -9,7 +9,7 @@
 # Exits 1 when any part that ran failed, else 0.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
 #                      [--sanitizers | --initcheck] [--shapes] [--ddp] [--base DIR]
-#                      [--no-extra | --no-pdl-off | --no-ptx] [--force-ptx-jit]
+#                      [--no-extra | --no-pdl-off | --no-ptx] [--force-ptx-jit] [--no-libs]
 # The two extra gpu-suite passes (about as long as the first each, plus a
 # build for the second):
 #   pdl-off  CGR_PDL=0: every launch that asks for PDL is a plain one, so the
@@ -26,7 +26,10 @@
 # process then loads from PTX, cuBLAS's and cuDNN's too, which ship PTX only
 # for their newest architecture (CUDA 13's libcublas: compute_120), so the
 # tests that call them are expected to fail there; the other tests prove the
-# build's own PTX.
+# build's own PTX. --no-libs adds a third build, build-gpu-nolibs, with
+# -Dcudnn=disabled -Dnccl=disabled, and its gpu and bench suites (no-libs):
+# the build a user without cuDNN or NCCL gets, whose cgr_ctx_cudnn and
+# cgr_nccl.h calls answer CGR_STATUS_NOT_SUPPORTED (test lazy_load).
 # --workloads also runs `cgr-bench mlp --profile` (W-mlp, all batch sizes and
 # variants), `cgr-bench cnn --profile` (then once more with --trace, for the
 # trace alone: it keeps CUPTI attached, which slows what is timed after the
@@ -50,7 +53,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/cgr-gpu-check}
 mkdir -p "$OUT"
 memcheck=1 bench=1 quick="" workloads=0 soak=0 sanitizers="" shapes=0 ddp=0 base=""
-pdl_off=1 ptx=1 force_ptx=0
+pdl_off=1 ptx=1 force_ptx=0 no_libs=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --no-memcheck) memcheck=0 ;;
@@ -66,6 +69,7 @@ while [ $# -gt 0 ]; do
     --no-pdl-off) pdl_off=0 ;;
     --no-ptx) ptx=0 ;;
     --force-ptx-jit) force_ptx=1 ;;
+    --no-libs) no_libs=1 ;;
     --base) shift; base=${1:-} ;;
     --base=*) base=${1#--base=} ;;
     esac
@@ -148,6 +152,18 @@ if [ "${result[build]}" = ok ]; then
     fi
     if [ $force_ptx = 1 ]; then
         extra_pass ptx-force ptx-force "$b" CUDA_FORCE_PTX_JIT=1
+    fi
+    if [ $no_libs = 1 ]; then
+        bn=build-gpu-nolibs
+        if meson setup "$bn" -Dwerror=true -Dcudnn=disabled -Dnccl=disabled \
+            >"$OUT/setup-nolibs.log" 2>&1 &&
+            ninja -C "$bn" >"$OUT/build-nolibs.log" 2>&1; then
+            extra_pass no-libs nolibs "$bn"
+        else
+            result[no-libs]=FAILED
+            echo "-- $bn (without cuDNN and NCCL) did not build:"
+            tail -n 20 "$OUT/setup-nolibs.log" "$OUT/build-nolibs.log"
+        fi
     fi
     if [ $memcheck = 1 ]; then
         meson test -C "$b" --setup memcheck --suite gpu --suite bench --print-errorlogs \
@@ -236,6 +252,7 @@ fi
 # archived unfinished and deleted above, this table with it.
 keys="build tests pdl-off ptx-jit"
 [ $force_ptx = 1 ] && keys="$keys ptx-force"
+[ $no_libs = 1 ] && keys="$keys no-libs"
 keys="$keys memcheck racecheck initcheck soak shapes ddp bench torch"
 [ -n "$base" ] && keys="$keys compare"
 {
