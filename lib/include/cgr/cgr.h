@@ -653,11 +653,17 @@ CGR_API cgr_status cgr_step_output(cgr_step *step, uint64_t ticket, int index, v
                                    size_t capacity, size_t *bytes);
 /** @} */
 
-/** How the step currently runs. */
+/**
+ * How the step runs, as its latest replay, capture or failed capture left
+ * it: warm-ups of a new shape keep a mode that is not WARMUP, and eager runs
+ * by the churn guard or in a profile window change none. What one run did
+ * is cgr_step_run_action()'s.
+ */
 typedef enum cgr_step_mode {
-    CGR_MODE_WARMUP = 0, /**< still in eager warm-up */
-    CGR_MODE_GRAPH,      /**< replaying its graph */
-    CGR_MODE_EAGER       /**< capture failed; it runs eagerly (see capture_error) */
+    CGR_MODE_WARMUP = 0, /**< no graph captured yet: eager warm-ups */
+    CGR_MODE_GRAPH,      /**< the latest such run captured or replayed a graph */
+    CGR_MODE_EAGER       /**< the latest such run's shape was not captured, or failed the
+                              frozen-value check, and runs eagerly (see capture_error) */
 } cgr_step_mode;
 
 /** What one run of a step did. */
@@ -736,7 +742,13 @@ typedef struct cgr_profile_result {
     double top_kernel_share;     /**< its share of all kernel time in the window, 0..1 */
     cgr_status status;           /**< with CGR_PROFILE_FAILED: why, as a status:
                                       CGR_STATUS_NOT_SUPPORTED when CUPTI could not be
-                                      loaded or attached; CGR_STATUS_OK otherwise */
+                                      loaded, attached or read; CGR_STATUS_OUT_OF_MEMORY
+                                      for a host allocation; CGR_STATUS_CUDA_ERROR when
+                                      the window's closing synchronization failed;
+                                      CGR_STATUS_INVALID_ARGUMENT when the report files
+                                      could not be written (the figures above stand); a
+                                      run of the window that failed gives its own status.
+                                      CGR_STATUS_OK otherwise */
     char error[1024];            /**< with CGR_PROFILE_FAILED: why, leading with the public
                                       call and the step; "" otherwise */
 } cgr_profile_result;
@@ -755,7 +767,8 @@ typedef struct cgr_profile_result {
  * shape: eager_by_reason[CGR_EAGER_NONE] counts them.
  */
 typedef struct cgr_step_stats {
-    cgr_step_mode mode;           /**< how the step's latest run ran */
+    cgr_step_mode mode;           /**< how the step runs (cgr_step_mode says which runs
+                                       set it) */
     uint64_t runs;                /**< runs launched */
     uint64_t warmup_runs;         /**< eager runs of a new shape before its capture */
     uint64_t replays;             /**< runs that launched a graph */
@@ -769,7 +782,8 @@ typedef struct cgr_step_stats {
     uint64_t arm_expired;         /**< of which waited past arm_timeout_us and ran again */
     uint64_t arm_released;        /**< armed runs let through without their launch:
                                        cgr_step_release, a failed launch, a synchronizing
-                                       warm-up or destroy on the runtime */
+                                       warm-up, the close of a profile window, or destroy
+                                       on the runtime */
     /* Shapes (docs/shapes.md). */
     uint64_t new_shapes;          /**< shapes the churn guard saw as new */
     uint64_t frozen_checks;       /**< runs captured again for the frozen-value check

@@ -28,8 +28,10 @@
  *
  * This header needs only a C11 compiler, like cgr.h: the communicator
  * appears through the struct tag NCCL itself uses, so a cgr_nccl_comm is
- * an ncclComm_t. Every call returns CGR_STATUS_NOT_SUPPORTED, with a
- * message saying so, when cgr was built without NCCL. libcgr does not link
+ * an ncclComm_t. When cgr was built without NCCL, cgr_has_nccl() returns 0,
+ * the options calls work as always, and every other call here returns
+ * CGR_STATUS_NOT_SUPPORTED with a message saying so (after the checks of
+ * its arguments, which are the same in both builds). libcgr does not link
  * NCCL: cgr_runtime_attach_nccl loads libnccl on its first call in the
  * process (normally the copy the program has loaded already).
  */
