@@ -137,7 +137,6 @@ cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, uintptr_t a_sta
 /* Destroys a graph's executables (in-flight ones are freed by CUDA once done) and frees it. */
 void cgr__graph_free(cgr__graph *g);
 void cgr__plan_reset(cgr__shape_plan *p);
-void cgr__plan_destroy(cgr__shape_plan *p);
 /* Adds g's nodes of each type to counts and returns how many it has (dump.c). */
 size_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount]);
 /* Counts the graph's kernel and memcpy nodes, logs a summary of every type and
@@ -165,7 +164,6 @@ cgr_status cgr__capture_failed(const cgr_step *s, const cgr__capture_fault *f);
 void cgr__handles_destroy(cgr_runtime *rt);
 /* Ends a run's RNG use: checks the count and enqueues the offset advance. */
 cgr_status cgr__philox_finish(cgr_ctx *c);
-void cgr__philox_free(cgr_step *s);
 /* offset += n on the device (capture/rng_kernels.cu). */
 cudaError_t cgr__philox_advance(cgr_philox_state *st, uint64_t n, cudaStream_t stream);
 /* Calls the user's step function with a context in `mode` and scratch from `plan`. */

@@ -102,8 +102,3 @@ CGR_API cgr_status cgr_step_set_seed(cgr_step *s, uint64_t seed)
     cgr__unlock(s->rt);
     return st;
 }
-
-void cgr__philox_free(cgr_step *s)
-{
-    cgr__persist_free(&s->rt->persist, s->philox_dev);
-}

@@ -16,11 +16,6 @@ void cgr__plan_reset(cgr__shape_plan *p)
     p->philox_known = 0;
 }
 
-void cgr__plan_destroy(cgr__shape_plan *p)
-{
-    cgr__trace_destroy(&p->trace);
-}
-
 /* Plans the trace of a shape's first run and backs it with arena memory. */
 static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
 {

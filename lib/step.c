@@ -91,7 +91,7 @@ static void release_shapes(cgr_step *s)
         cgr__graph_free(e.payload);
     if (s->plans)
         for (uint32_t i = 0; i < s->shapes->capacity; i++)
-            cgr__plan_destroy(&s->plans[i]);
+            cgr__trace_destroy(&s->plans[i].trace);
     free(s->plans);
     s->plans = NULL;
     cgr__shapes_destroy(s->shapes);
@@ -176,7 +176,7 @@ void cgr__step_free(cgr_step *s)
 {
     cgr__profile_detach(s);
     release_shapes(s);
-    cgr__philox_free(s);
+    cgr__persist_free(&s->rt->persist, s->philox_dev);
     cgr__step_free_io(s);
     for (cgr_step **p = &s->rt->steps; *p; p = &(*p)->next) {
         if (*p == s) {

@@ -28,17 +28,6 @@ static uint64_t next_pow2(uint64_t v)
     return v + 1;
 }
 
-/* Number of powers of two strictly below max, for max >= 1. */
-static uint32_t pow2_below(int64_t max)
-{
-    uint32_t n = 0;
-    uint64_t m = (uint64_t)max;
-    /* 2^n < m for n = 0 .. k-1; at most 63 of them since m < 2^63. */
-    while (n < 63 && (UINT64_C(1) << n) < m)
-        n++;
-    return n;
-}
-
 cgr_status cgr__bucket_init_list(cgr__bucket_policy *p, const int64_t *sizes, uint32_t count)
 {
     assert(p != NULL && sizes != NULL);
@@ -67,8 +56,6 @@ cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max)
     cgr__bucket_policy t;
     memset(&t, 0, sizeof t);
     t.kind = CGR__BUCKET_POW2;
-    /* The powers below max, plus max itself (a power of two or not). */
-    t.count = pow2_below(max) + 1;
     t.max = max;
     *p = t;
     return CGR_STATUS_OK;
@@ -95,18 +82,5 @@ cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int
             lo = mid + 1;
     }
     *bucketed = p->sizes[lo];
-    return CGR_STATUS_OK;
-}
-
-cgr_status cgr__bucket_at(const cgr__bucket_policy *p, uint32_t index, int64_t *size)
-{
-    assert(p != NULL && size != NULL &&
-           (p->kind == CGR__BUCKET_LIST || p->kind == CGR__BUCKET_POW2));
-    if (index >= p->count)
-        return CGR_STATUS_INVALID_ARGUMENT;
-    if (p->kind == CGR__BUCKET_LIST)
-        *size = p->sizes[index];
-    else
-        *size = index + 1 == p->count ? p->max : (int64_t)(UINT64_C(1) << index);
     return CGR_STATUS_OK;
 }

@@ -34,7 +34,8 @@ typedef enum cgr__bucket_kind {
 
 typedef struct cgr__bucket_policy {
     cgr__bucket_kind kind;
-    uint32_t count;                        /**< number of buckets, 1..CGR__BUCKET_MAX_SIZES */
+    uint32_t count;                        /**< LIST: number of sizes, 1..CGR__BUCKET_MAX_SIZES;
+                                                POW2: 0 */
     int64_t max;                           /**< the largest bucket */
     int64_t sizes[CGR__BUCKET_MAX_SIZES];  /**< LIST: the sizes; zero past count.
                                                 POW2: unused, zero */
@@ -60,13 +61,5 @@ cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max);
  * the largest bucket; *bucketed is left unchanged then.
  */
 cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int64_t *bucketed);
-
-/**
- * Bucket number `index` in increasing order (0 is the smallest), for
- * enumerating every shape a policy can produce.
- * CGR_STATUS_INVALID_ARGUMENT when index >= p->count; *size is left
- * unchanged then.
- */
-cgr_status cgr__bucket_at(const cgr__bucket_policy *p, uint32_t index, int64_t *size);
 
 #endif

@@ -275,12 +275,12 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
         /* Its own capture, launched once: CUDA frees it when the launch is done. */
         ls = cgr__launch_graph(s, co.own, slot, 0);
         *action = CGR_RUN_CAPTURE;
-    } else if (co.same && !peers) {
-        /* The same here, refused by a peer: the first graph is right for this run. */
-        ls = cgr__launch_graph(s, g, slot, 0);
-        *action = CGR_RUN_REPLAY;
     } else {
-        /* This run's capture failed, or the ranks refused: nothing of it ran yet. */
+        /*
+         * This run's capture failed, or the ranks refused (a graph the same
+         * here too: its peers run this run eagerly, so must this rank, as
+         * its collectives must match theirs): nothing of it ran yet.
+         */
         ls = cgr__run_eager(s, slot, plan);
         *action = CGR_RUN_EAGER;
         *reason = recorded ? CGR_EAGER_FROZEN_VALUE : CGR_EAGER_CAPTURE_FAILED;

@@ -82,8 +82,9 @@ static int config_ok(const cgr__shapes_config *cfg)
         cfg->max_entries > CGR__SHAPES_MAX_ENTRIES)
         return 0;
     for (uint32_t i = 0; i < cfg->n_dims; i++) {
-        int64_t smallest;
-        if (cgr__bucket_at(&cfg->dims[i].policy, 0, &smallest) != CGR_STATUS_OK ||
+        const cgr__bucket_policy *p = &cfg->dims[i].policy;
+        if (!((p->kind == CGR__BUCKET_LIST && p->count >= 1) ||
+              (p->kind == CGR__BUCKET_POW2 && p->max >= 1)) ||
             (cfg->dims[i].name && strlen(cfg->dims[i].name) > CGR__SHAPES_NAME_MAX))
             return 0;
     }
