@@ -356,14 +356,13 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
     uint32_t i = find(m, dims);
     cgr__shape *e = i != CGR__SHAPES_NONE ? &m->entries[i] : NULL;
     int eager_now = 0;
-    out->new_shape = e == NULL;
-    cgr__churn_observe(&m->churn, out->new_shape, &eager_now, &out->churn_tripped,
+    out->fresh = e == NULL;
+    cgr__churn_observe(&m->churn, out->fresh, &eager_now, &out->churn_tripped,
                        &out->churn_recovered);
-    if (e == NULL) {
+    if (out->fresh) {
         record_new_shape(m, dims, m->churn.counters.new_shapes);
         i = add_warming(m, dims);
         e = &m->entries[i];
-        out->fresh = 1;
     }
     /* The LRU clock: this run's number. */
     e->last_use = m->churn.counters.steps;

@@ -118,9 +118,9 @@ typedef struct cgr__shapes_decision {
                                      for update in place, NULL to instantiate */
     cgr__shapes_source source;  /**< CAPTURE: where payload comes from */
     uint32_t entry;             /**< the shape's entry, 0..capacity - 1 */
-    int fresh;                  /**< 1: the entry was just made for this shape */
+    int fresh;                  /**< 1: the entry was just made for this shape, which the
+                                     churn guard counted as a new shape */
     uint32_t warmup_run;        /**< WARMUP: 1..warmup_runs */
-    int new_shape;              /**< 1 when the churn guard saw this shape as new */
     int churn_tripped;          /**< 1 on the run that tripped the guard: log the warning */
     int churn_recovered;        /**< 1 on the run the guard recovered on */
     const int64_t *dims;        /**< bucketed dims, n_dims of them (pad inputs to these) */

@@ -590,7 +590,6 @@ static void test_wserve(void)
         if (state[b] == 0) {
             expect(&out, CGR__SHAPES_WARMUP);
             ASSERT_EQ(out.warmup_run, 1);
-            ASSERT_EQ(out.new_shape, 1);
             ASSERT_EQ(out.fresh, 1);
             entry[b] = out.entry;
             state[b] = 1;
@@ -609,7 +608,6 @@ static void test_wserve(void)
         } else {
             expect(&out, CGR__SHAPES_REPLAY);
             ASSERT_PTR_EQ(out.payload, pl(100 + (uintptr_t)b));
-            ASSERT_EQ(out.new_shape, 0);
             ASSERT_EQ(out.entry, entry[b]);
             ASSERT_EQ(out.fresh, 0);
             ASSERT_EQ(e->state, CGR__SHAPE_GRAPH);
@@ -765,7 +763,7 @@ static void test_warmup(void)
         ASSERT_EQ(out.fresh, script[i].a == CGR__SHAPES_WARMUP && script[i].run == 1);
         if (script[i].a == CGR__SHAPES_WARMUP) {
             ASSERT_EQ(out.warmup_run, script[i].run);
-            ASSERT_EQ(out.new_shape, script[i].run == 1);
+            ASSERT_EQ(out.fresh, script[i].run == 1);
             if (script[i].run == 1)
                 record[b] = out.entry;
             ASSERT_EQ(out.entry, record[b]); /* stable from first warm-up to capture */
@@ -809,7 +807,6 @@ static void test_warmup(void)
     out = decide1(&m, INT64_C(1) << 20);
     expect(&out, CGR__SHAPES_WARMUP);
     ASSERT_EQ(out.warmup_run, 1);
-    ASSERT_EQ(out.new_shape, 1);
     ASSERT_EQ(out.fresh, 1);
     ASSERT_EQ(out.entry, at[5]); /* recycled in place: the runtime must reset its state */
     ASSERT_EQ(entry_of(&m, &out)->dims[0], INT64_C(1) << 20);
@@ -818,14 +815,12 @@ static void test_warmup(void)
     ASSERT_EQ(stats(&m).warming, CGR__SHAPES_MAX_WARMING);
     out = decide1(&m, INT64_C(1) << 4);
     ASSERT_EQ(out.warmup_run, 3);
-    ASSERT_EQ(out.new_shape, 0);
     ASSERT_EQ(out.fresh, 0);
     out = decide1(&m, INT64_C(1) << 6);
     ASSERT_EQ(out.warmup_run, 2);
     out = decide1(&m, INT64_C(1) << 5); /* forgotten: new again */
     expect(&out, CGR__SHAPES_WARMUP);
     ASSERT_EQ(out.warmup_run, 1);
-    ASSERT_EQ(out.new_shape, 1);
     ASSERT_EQ(out.fresh, 1);
     /* It took the entry of 1 << 7, now the least recently seen; the graphs stayed. */
     ASSERT_EQ(out.entry, at[7]);
@@ -884,7 +879,7 @@ static void test_lru_update(void)
     ASSERT_EQ(out.entry, s3_entry);
     out = decide1(&m, 2);
     expect(&out, CGR__SHAPES_WARMUP); /* s2 left the cache: a new shape again */
-    ASSERT_EQ(out.new_shape, 1);
+    ASSERT_EQ(out.fresh, 1);
 
     /* s2 again: the LRU is s1; not updated (instantiated), so s1 is evicted and freed. */
     out = decide1(&m, 2);
@@ -1240,7 +1235,7 @@ static void test_uncapturable(void)
         expect(&out, CGR__SHAPES_EAGER);
         ASSERT_EQ(out.reason, CGR_EAGER_CAPTURE_FAILED);
         ASSERT_STR_EQ(out.text, why);
-        ASSERT_EQ(out.new_shape, 0);
+        ASSERT_EQ(out.fresh, 0);
         out = decide1(&m, 1);
         expect(&out, CGR__SHAPES_REPLAY); /* other shapes keep replaying */
     }
@@ -1296,7 +1291,6 @@ static void test_uncapturable(void)
     ASSERT_EQ(stats(&m).entries, 2); /* the graphs are not touched */
     out = decide1(&m, 8); /* forgotten: it warms up and captures again */
     expect(&out, CGR__SHAPES_WARMUP);
-    ASSERT_EQ(out.new_shape, 1);
     ASSERT_EQ(out.fresh, 1);
     out = decide1(&m, 2); /* still known */
     ASSERT_EQ(out.reason, CGR_EAGER_CAPTURE_FAILED);
@@ -1346,7 +1340,6 @@ static void test_churn(void)
     expect(&out, CGR__SHAPES_EAGER);
     ASSERT_EQ(out.reason, CGR_EAGER_CHURN);
     ASSERT_EQ(out.churn_tripped, 1);
-    ASSERT_EQ(out.new_shape, 1);
     /* The guard saw it, so it has an entry (warming, no warm-up done). */
     ASSERT_EQ(out.fresh, 1);
     ASSERT_EQ(entry_of(&m, &out)->state, CGR__SHAPE_WARMING);
@@ -1369,11 +1362,10 @@ static void test_churn(void)
     expect(&out, CGR__SHAPES_REPLAY);
     D(8, 8);
     expect(&out, CGR__SHAPES_EAGER);
-    ASSERT_EQ(out.new_shape, 1);
+    ASSERT_EQ(out.fresh, 1);
     ASSERT_EQ(out.churn_tripped, 0);
     D(2, 8); /* seen before: not new */
     expect(&out, CGR__SHAPES_EAGER);
-    ASSERT_EQ(out.new_shape, 0);
     ASSERT_EQ(out.fresh, 0);
     ASSERT_STR_EQ((&m)->warning, first);
     /* S = 4 runs with no new shape recover, on the 4th. */
@@ -1391,7 +1383,6 @@ static void test_churn(void)
     D(3, 8);
     expect(&out, CGR__SHAPES_WARMUP);
     ASSERT_EQ(out.warmup_run, 1);
-    ASSERT_EQ(out.new_shape, 0);
     ASSERT_EQ(out.fresh, 0);
     tstats s = stats(&m);
     ASSERT_U64_EQ(s.churn_activations, 1);
@@ -1689,7 +1680,7 @@ static void test_last_first(void)
     t_decide(&m, shape[2], &out);
     t_decide(&m, near_last, &out);
     expect(&out, CGR__SHAPES_WARMUP);
-    ASSERT_EQ(out.new_shape, 1);
+    ASSERT_EQ(out.fresh, 1);
     ASSERT(out.entry != at[0] && out.entry != at[1] && out.entry != at[2]);
     tstats s = stats(&m);
     ASSERT_U64_EQ(s.hits, (uint64_t)runs + 1);
@@ -1710,14 +1701,13 @@ static void test_last_first(void)
     ASSERT(cgr__shapes_peek(&m, shape[1], NULL) == NULL);
     int64_t other[2] = {4, 3};
     t_decide(&m, other, &out);
-    ASSERT_EQ(out.new_shape, 1);
+    ASSERT_EQ(out.fresh, 1);
     t_decide(&m, other, &out);
     expect(&out, CGR__SHAPES_CAPTURE);
     done(&m, 9, 10, 0);
     for (int k = 0; k < 3; k++) {
         t_decide(&m, shape[k], &out);
         expect(&out, CGR__SHAPES_WARMUP);
-        ASSERT_EQ(out.new_shape, 1);
         ASSERT_EQ(out.fresh, 1);
         t_decide(&m, other, &out);
         expect(&out, CGR__SHAPES_REPLAY);
@@ -1747,7 +1737,6 @@ static void check_known(cgr__shapes *m, known *k, int n)
             continue;
         }
         cgr__shapes_decision out = decide1(m, k[i].x);
-        ASSERT_EQ(out.new_shape, 0);
         ASSERT_EQ(out.fresh, 0);
         const cgr__shape *e = entry_of(m, &out);
         ASSERT_EQ(e->dims[0], k[i].x);
@@ -1843,7 +1832,6 @@ static void test_kinds(void)
     k[n] = (known){X(n), CGR__SHAPE_WARMING, 0, CGR_EAGER_NONE, 1};
     cgr__shapes_decision out = decide1(&m, k[n++].x);
     expect(&out, CGR__SHAPES_WARMUP);
-    ASSERT_EQ(out.new_shape, 1);
     ASSERT_EQ(out.fresh, 1);
     ASSERT_EQ(out.warmup_run, 1);
     ASSERT_EQ(out.entry, lru_w_entry);
@@ -2054,7 +2042,6 @@ static void test_lru_order(void)
 static void expect_fresh(const cgr__shapes *m, const cgr__shapes_decision *out)
 {
     ASSERT_EQ(out->fresh, 1);
-    ASSERT_EQ(out->new_shape, 1);
     const cgr__shape *e = entry_of(m, out);
     ASSERT_EQ(e->state, CGR__SHAPE_WARMING);
     ASSERT_EQ(e->warmups, out->action == CGR__SHAPES_WARMUP ? 1 : 0);
@@ -2201,7 +2188,7 @@ static void test_dims_extremes(void)
         t_decide(&m, ignored, &out);
         expect(&out, CGR__SHAPES_WARMUP);
         ASSERT_EQ(out.warmup_run, 2);
-        ASSERT_EQ(out.new_shape, 0);
+        ASSERT_EQ(out.fresh, 0);
         ASSERT_EQ(out.entry, e0);
         t_decide(&m, NULL, &out);
         expect(&out, CGR__SHAPES_CAPTURE);
@@ -2220,7 +2207,7 @@ static void test_dims_extremes(void)
             t_decide(&m, i % 2 ? ignored : NULL, &out);
             expect(&out, then);
             ASSERT_EQ(out.entry, e0);
-            ASSERT_EQ(out.new_shape, 0);
+            ASSERT_EQ(out.fresh, 0);
             if (then == CGR__SHAPES_REPLAY)
                 ASSERT_PTR_EQ(out.payload, pl(1));
         }
@@ -2241,7 +2228,7 @@ static void test_dims_extremes(void)
              */
             t_decide(&m, NULL, &out);
             expect(&out, CGR__SHAPES_WARMUP);
-            ASSERT_EQ(out.new_shape, 1);
+            ASSERT_EQ(out.fresh, 1);
             expect_fresh(&m, &out);
             ASSERT_EQ(entry_of(&m, &out)->state, CGR__SHAPE_WARMING);
         }
@@ -2592,9 +2579,11 @@ static void run_random(model *md, run_counts *rc)
         for (uint32_t k = 0; k < (&m)->capacity; k++)
             was_free[k] = cgr__shapes_entry(&m, k) == NULL;
         cgr__shapes_decision out;
+        const uint64_t new_before = m.churn.counters.new_shapes;
         t_decide(&m, dims, &out);
         uint32_t key = key_of(&out);
-        ASSERT_EQ(out.fresh, out.new_shape);
+        /* The churn guard counted a new shape exactly when an entry was made. */
+        ASSERT_U64_EQ(m.churn.counters.new_shapes - new_before, (uint64_t)out.fresh);
         ASSERT_EQ(memcmp(entry_of(&m, &out)->dims, out.dims, 2 * sizeof out.dims[0]), 0);
         if (out.fresh) {
             expect_fresh(&m, &out);
