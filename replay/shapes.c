@@ -359,7 +359,7 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
     out->fresh = e == NULL;
     cgr__churn_observe(&m->churn, out->fresh, &eager_now, &out->churn_tripped,
                        &out->churn_recovered);
-    if (out->fresh) {
+    if (e == NULL) {
         record_new_shape(m, dims, m->churn.counters.new_shapes);
         i = add_warming(m, dims);
         e = &m->entries[i];
