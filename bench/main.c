@@ -26,10 +26,6 @@
 
 #define EXIT_USAGE 64
 
-#ifndef BENCH_GPU_ARCH
-#define BENCH_GPU_ARCH "sm_90"
-#endif
-
 /* The parts of the default run that run_suites measures. */
 enum { RUN_CHAIN = 1, RUN_MLP = 2, RUN_CNN = 4, RUN_SMALL_B = 8 };
 

@@ -74,15 +74,15 @@ void report_head(const report_table *t)
     for (int i = 0; i < t->n_col; i++)
         printf("%s %*s", t->col[i].flags & REPORT_GAP ? " " : "", t->col[i].width,
                t->col[i].head);
-    printf("%s\n", t->tail_head ? t->tail_head : "");
+    putchar('\n');
 }
 
-void report_row(const report_table *t, const char *label, const double *v, const char *tail)
+void report_row(const report_table *t, const char *label, const double *v)
 {
     printf("%s%*s", t->indent, t->label_width, label);
     for (int i = 0; i < t->n_col; i++)
         cell(&t->col[i], v[i]);
-    printf("%s\n", tail ? tail : "");
+    putchar('\n');
 }
 
 void report_line(const char *label, const double *v, int n, int prec, unsigned flags)
@@ -253,7 +253,7 @@ static const report_col chain_cols[] = {
     {"wall med", 9, 2, 0}, {"p10", 9, 2, 0}, {"p90", 9, 2, 0}, {"us/kernel", 9, 3, 0},
     {"host med", 9, 2, 0}, {"p10", 8, 2, 0}, {"p90", 8, 2, 0}, {"checked", 8, 0, REPORT_DASH},
 };
-static const report_table chain_table = {"", -42, "    N  mode", chain_cols, 8, NULL};
+static const report_table chain_table = {"", -42, "    N  mode", chain_cols, 8};
 
 static const report_col ratio_cols[] = {
     {"speedup", 9, 2, 0},   {"cgr/raw", 9, 3, 0},          {"host +us", 9, 2, REPORT_SIGNED},
@@ -261,7 +261,7 @@ static const report_col ratio_cols[] = {
     {"I/O zc", 9, 2, REPORT_SIGNED},    {"I/O fast", 9, 2, REPORT_SIGNED},
     {"I/O event", 9, 2, REPORT_SIGNED}, {"I/O mcAsy", 9, 2, REPORT_SIGNED},
 };
-static const report_table ratio_table = {"", 5, "N", ratio_cols, 10, NULL};
+static const report_table ratio_table = {"", 5, "N", ratio_cols, 10};
 
 static void chain_rows(const chain_result *c)
 {
@@ -276,7 +276,7 @@ static void chain_rows(const chain_result *c)
         const double v[] = {r->wall.median, r->wall.p10,   r->wall.p90,
                             r->wall.median / c->n_kernels, r->cpu.median, r->cpu.p10,
                             r->cpu.p90,     r->verified ? (double)r->verified : NAN};
-        report_row(&chain_table, label, v, NULL);
+        report_row(&chain_table, label, v);
     }
 }
 
@@ -290,7 +290,7 @@ static void chain_ratios(const chain_result *c)
                         d.pdl_speedup_vs_eager, d.pdl_cgr_over_graph, d.pdl_host_cgr_minus_graph,
                         d.io_zero_copy,         d.io_fast_path,       d.io_event_wait,
                         d.io_memcpy_async};
-    report_row(&ratio_table, label, v, NULL);
+    report_row(&ratio_table, label, v);
 }
 
 /* The spread line of one N: what the per-round cgr/raw ratios say about repeatability. */
@@ -476,7 +476,7 @@ static const report_col work_cols[] = {
     {"host med", 9, 1, 0}, {"busy", 9, 1, REPORT_DASH}, {"busy-u", 9, 1, REPORT_DASH},
     {"wall/bsy", 8, 2, REPORT_DASH}, {"kern/st", 8, 1, REPORT_DASH},
 };
-static const report_table work_table = {"  ", -23, "work      B  mode", work_cols, 8, NULL};
+static const report_table work_table = {"  ", -23, "work      B  mode", work_cols, 8};
 
 static void report_work(const bench_results *res)
 {
@@ -502,7 +502,7 @@ static void report_work(const bench_results *res)
                                 x->m.wall.p90,            x->m.cpu.median,
                                 p * x->busy_us,           p * x->busy_union_us,
                                 p * x->m.wall.median / x->busy_us, p * x->kernels_per_step};
-            report_row(&work_table, label, v, NULL);
+            report_row(&work_table, label, v);
         }
         const work_mode *e = &w->mode[WORK_EAGER], *g = &w->mode[WORK_GRAPH];
         if (report_usable(&e->m) && report_usable(&g->m))
@@ -526,7 +526,7 @@ static const report_col work_sum_cols[] = {
     {"wall/bsy", 8, 2, 0}, {"wall/b-u", 8, 2, 0},
 };
 static const report_table work_sum_table = {"", -21, "workload (us)       B",
-                                            work_sum_cols, 8, NULL};
+                                            work_sum_cols, 8};
 
 static void summary_work(const bench_results *res)
 {
@@ -543,7 +543,7 @@ static void summary_work(const bench_results *res)
                             p * gw / g->busy_us, p * gw / g->busy_union_us};
         char label[32];
         snprintf(label, sizeof label, "%-16s %4d", w->name, w->B);
-        report_row(&work_sum_table, label, v, NULL);
+        report_row(&work_sum_table, label, v);
     }
 }
 

@@ -40,15 +40,11 @@ typedef struct report_table {
     const char *label_head; /* the label column's header */
     const report_col *col;
     int n_col;
-    const char *tail_head;  /* after the columns' headers (NULL: none), over the rows' tails */
 } report_table;
 
 void report_head(const report_table *t);
-/*
- * One row: the label, then v[0..t->n_col) (a NaN is "n/a", or "-"), then
- * tail (NULL: none) and the end of the line.
- */
-void report_row(const report_table *t, const char *label, const double *v, const char *tail);
+/* One row: the label, then v[0..t->n_col) (a NaN is "n/a", or "-"). */
+void report_row(const report_table *t, const char *label, const double *v);
 /* A row that has no figures: the label, then why. */
 void report_row_text(const report_table *t, const char *label, const char *why);
 /* For a mode whose figures are missing: "skipped ..." or "FAILED: error". NULL when usable. */

@@ -17,7 +17,7 @@ static void bucket_row(const report_table *t, int64_t bucket, const double *v, i
     char label[32];
     snprintf(label, sizeof label, "%lld", (long long)bucket);
     if (ok)
-        report_row(t, label, v, NULL);
+        report_row(t, label, v);
     else
         report_row_text(t, label, "-");
 }
@@ -81,14 +81,14 @@ static const report_col lat_cols[] = {
     {"graph rows/s", 11, 0, REPORT_GAP}, {"eager rows/s", 11, 0, 0},
     {"speed", 6, 2, REPORT_GAP},
 };
-static const report_table lat_table = {"  ", -22, "requests", lat_cols, 10, NULL};
+static const report_table lat_table = {"  ", -22, "requests", lat_cols, 10};
 
 static void lat_row(const char *what, const serve_lat *g, const serve_lat *e)
 {
     const double v[] = {(double)g->n,    g->p50,        g->p99,        e->p50,
                         e->p99,          g->req_per_s,  e->req_per_s,  g->rows_per_s,
                         e->rows_per_s,   g->req_per_s / e->req_per_s};
-    report_row(&lat_table, what, v, NULL);
+    report_row(&lat_table, what, v);
 }
 
 static const report_col pipe_cols[] = {
@@ -97,14 +97,14 @@ static const report_col pipe_cols[] = {
     {"graph rows/s", 11, 0, REPORT_GAP}, {"eager rows/s", 11, 0, 0},
     {"speed", 6, 2, REPORT_GAP},
 };
-static const report_table pipe_table = {"  ", -22, "requests", pipe_cols, 6, NULL};
+static const report_table pipe_table = {"  ", -22, "requests", pipe_cols, 6};
 
 static const report_col armed_cols[] = {
     {"armed p50", 9, 1, REPORT_GAP}, {"p99", 9, 1, 0}, {"launch", 7, 2, 0}, {"write", 6, 2, 0},
     {"plain p50", 9, 1, REPORT_GAP}, {"p99", 9, 1, 0}, {"launch", 7, 2, 0}, {"write", 6, 2, 0},
     {"armed/plain", 11, 3, REPORT_GAP},
 };
-static const report_table armed_table = {"  ", 6, "bucket", armed_cols, 9, NULL};
+static const report_table armed_table = {"  ", 6, "bucket", armed_cols, 9};
 
 static const report_col busy_cols[] = {
     {"busy", 9, 1, REPORT_GAP},       {"busy-u", 9, 1, 0},
@@ -112,19 +112,19 @@ static const report_col busy_cols[] = {
     {"graph p50", 9, 1, REPORT_GAP},
     {"p50/busy", 10, 3, REPORT_GAP},  {"p50/busy-u", 10, 3, 0}, {"plain/busy-u", 11, 3, 0},
 };
-static const report_table busy_table = {"  ", 6, "bucket", busy_cols, 8, NULL};
+static const report_table busy_table = {"  ", 6, "bucket", busy_cols, 8};
 
 static const report_col split_cols[] = {
     {"latency", 9, 1, REPORT_GAP}, {"to GPU", 7, 2, REPORT_GAP}, {"span", 7, 2, 0},
     {"gaps", 7, 2, 0},             {"back", 7, 2, 0},
 };
-static const report_table split_table = {"  ", 6, "bucket", split_cols, 5, NULL};
+static const report_table split_table = {"  ", 6, "bucket", split_cols, 5};
 
 static const report_col armed_split_cols[] = {
     {"latency", 9, 1, REPORT_GAP}, {"in", 7, 2, REPORT_GAP}, {"rest", 7, 2, 0},
     {"back", 7, 2, 0},
 };
-static const report_table armed_split_table = {"  ", 6, "bucket", armed_split_cols, 4, NULL};
+static const report_table armed_split_table = {"  ", 6, "bucket", armed_split_cols, 4};
 
 void report_serve(const bench_results *res)
 {
@@ -161,7 +161,7 @@ void report_serve(const bench_results *res)
         const double v[] = {(double)pg->n,       pipe_req_per_s(pg), pipe_req_per_s(pe),
                             pipe_rows_per_s(pg), pipe_rows_per_s(pe),
                             pipe_req_per_s(pg) / pipe_req_per_s(pe)};
-        report_row(&pipe_table, k ? "steady, batch <= 8" : "steady", v, NULL);
+        report_row(&pipe_table, k ? "steady, batch <= 8" : "steady", v);
     }
     printf("  closed loop (one at a time), batch <= 8: graph / eager");
     report_num(0, 2, r->small[SERVE_GRAPH].req_per_s / r->small[SERVE_EAGER].req_per_s);
@@ -376,12 +376,12 @@ static const report_col stat_cols[] = {
 /* A new shape's cost: its capture, making its graph (make), and both (total, the header). */
 static void stat_table(const char *make, const char *total, const bench_stats *const s[3])
 {
-    const report_table t = {"  ", -22, total, stat_cols, 5, NULL};
+    const report_table t = {"  ", -22, total, stat_cols, 5};
     const char *const label[3] = {"capture", make, total};
     report_head(&t);
     for (int i = 0; i < 3; i++) {
         const double v[] = {s[i]->median, s[i]->p10, s[i]->p90, s[i]->min, s[i]->max};
-        report_row(&t, label[i], v, NULL);
+        report_row(&t, label[i], v);
     }
 }
 
@@ -391,14 +391,14 @@ static const report_col frozen_cols[] = {
     {"check run", 9, 1, REPORT_GAP}, {"replay", 8, 1, 0},
     {"capture", 8, 1, REPORT_GAP},   {"added/cap", 9, 2, 0},
 };
-static const report_table frozen_table = {"  ", -11, "path", frozen_cols, 8, NULL};
+static const report_table frozen_table = {"  ", -11, "path", frozen_cols, 8};
 
 static const report_col freplay_cols[] = {
     {"bucket", 6, 0, 0},
     {"wall on", 8, 2, REPORT_GAP}, {"wall off", 8, 2, 0}, {"on-off", 7, 2, REPORT_SIGNED},
     {"host on", 8, 2, REPORT_GAP}, {"host off", 8, 2, 0}, {"on-off", 7, 2, REPORT_SIGNED},
 };
-static const report_table freplay_table = {"  ", -11, "path", freplay_cols, 7, NULL};
+static const report_table freplay_table = {"  ", -11, "path", freplay_cols, 7};
 
 /* What the check adds once per shape, over the capture of that shape. */
 static double added_over_capture(const newshape_frozen *f)
@@ -429,7 +429,7 @@ static void report_frozen(const newshape_result *S)
                                 f->added.median,        f->check_run.median,
                                 f->same_run_off.median, f->capture.median,
                                 added_over_capture(f)};
-            report_row(&frozen_table, S->pair[i].path, v, NULL);
+            report_row(&frozen_table, S->pair[i].path, v);
         }
     printf("  replays, check on against off, interleaved in rounds: wall and host CPU per "
            "replay, us, medians\n");
@@ -449,7 +449,7 @@ static void report_frozen(const newshape_result *S)
             const double v[] = {(double)b->bucket, on->wall.median, off->wall.median,
                                 on->wall.median - off->wall.median, on->cpu.median,
                                 off->cpu.median, on->cpu.median - off->cpu.median};
-            report_row(&freplay_table, S->pair[i].path, v, NULL);
+            report_row(&freplay_table, S->pair[i].path, v);
         }
 }
 
@@ -697,7 +697,7 @@ static const report_col sample_cols[] = {
     {"host RSS MiB", 14, 2, REPORT_GAP}, {"device used MiB", 16, 2, REPORT_GAP},
     {"pinned MiB", 11, 3, REPORT_GAP},
 };
-static const report_table sample_table = {"  ", 10, "step", sample_cols, 3, NULL};
+static const report_table sample_table = {"  ", 10, "step", sample_cols, 3};
 
 void report_soak(const bench_results *res)
 {
@@ -718,7 +718,7 @@ void report_soak(const bench_results *res)
         snprintf(step, sizeof step, "%ld", x->step);
         const double v[] = {x->rss < 0 ? NAN : (double)x->rss / 1048576.0,
                             (double)x->device / 1048576.0, (double)x->pinned / 1048576.0};
-        report_row(&sample_table, step, v, NULL);
+        report_row(&sample_table, step, v);
     }
     if (!s->ran) {
         printf("  did not finish: %s\n", s->error);
@@ -808,7 +808,7 @@ static const report_col ddp_cols[] = {
     {"graph/1GPU", 10, 3, REPORT_TIMES}, {"efficiency", 10, 1, REPORT_PCT},
     {"eager/graph", 11, 2, REPORT_TIMES}, {"host (graph)", 12, 1, 0},
 };
-static const report_table ddp_table = {"  ", -5, "B/GPU", ddp_cols, 7, NULL};
+static const report_table ddp_table = {"  ", -5, "B/GPU", ddp_cols, 7};
 
 /* DDP graph over the single-GPU graph at the same per-GPU batch: weak scaling's cost. */
 static double ddp_ratio(const ddp_batch *b)
@@ -836,7 +836,7 @@ void report_ddp(const bench_results *res)
                             report_cpu(&b->mode[DDP_GRAPH])};
         char label[16];
         snprintf(label, sizeof label, "%d", b->B);
-        report_row(&ddp_table, label, v, NULL);
+        report_row(&ddp_table, label, v);
     }
     for (int i = 0; i < d->n; i++) {
         const ddp_batch *b = &d->b[i];

@@ -250,15 +250,6 @@ int cnn_set_algo_policy(cnn *m, cnn_algo_policy policy)
     return 0;
 }
 
-int cnn_set_workspace_limit(cnn *m, size_t bytes)
-{
-    if (m == NULL)
-        return fail(CNN_ERR_ARG, "cnn_set_workspace_limit: model is NULL");
-    m->ws_limit = bytes;
-    m->prepared = 0;
-    return 0;
-}
-
 /* ---- descriptors and algorithms ---------------------------------------------- */
 
 static const char *algo_name(cudnnConvolutionFwdAlgo_t a)
@@ -376,7 +367,7 @@ static int choose(cnn *m, cudnnHandle_t h, int cls, cudnnConvolutionFwdAlgo_t *a
         if (precomp < 0 && p->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
             precomp = i;
     }
-    int pick = m->policy == CNN_ALGO_HEURISTIC ? first : (precomp >= 0 ? precomp : first);
+    int pick = precomp >= 0 ? precomp : first;
     /* IMPLICIT_GEMM needs no workspace and supports every shape: the choice
      * of last resort when the heuristics offer nothing usable. */
     *algo = pick >= 0 ? perf[pick].algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
@@ -591,7 +582,7 @@ int cnn_fused_layers(const cnn *m)
 const char *cnn_describe(const cnn *m)
 {
     static _Thread_local char buf[768];
-    static const char *const policy_names[] = {"auto", "heuristic", "unfused", "measured"};
+    static const char *const policy_names[] = {"auto", "unfused", "measured"};
     if (m == NULL)
         return "(null)";
     if (!m->prepared) {

@@ -170,8 +170,6 @@ typedef enum cnn_algo_policy {
      * first usable algorithm, unfused.
      */
     CNN_ALGO_AUTO = 0,
-    /** The heuristics' first usable algorithm; fused only if that is IMPLICIT_PRECOMP_GEMM. */
-    CNN_ALGO_HEURISTIC,
     /** Like CNN_ALGO_AUTO, but always conv + add bias + ReLU as three calls. */
     CNN_ALGO_UNFUSED,
     /**
@@ -210,18 +208,13 @@ int cnn_set_device_params(cnn *m, float *dev_params);
 
 /** Selects the algorithm policy (default CNN_ALGO_MEASURED); the next cnn_prepare() applies it. */
 int cnn_set_algo_policy(cnn *m, cnn_algo_policy policy);
-/**
- * Largest cuDNN workspace an algorithm may ask for (default 256 MiB);
- * algorithms that need more are skipped. The next cnn_prepare() applies it.
- */
-int cnn_set_workspace_limit(cnn *m, size_t bytes);
 
 /**
  * Creates the cuDNN descriptors and chooses the algorithms for the current
  * device: from the heuristics alone (no device memory, no synchronization)
  * or, with CNN_ALGO_MEASURED, by timing them. Once it
  * has succeeded, later calls return 0 at once until cnn_set_algo_policy()
- * or cnn_set_workspace_limit() is called; a later call on another current
+ * is called; a later call on another current
  * device fails with CNN_ERR_STATE. Never call it while the handle's stream
  * is being captured.
  */

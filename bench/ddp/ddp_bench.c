@@ -37,6 +37,7 @@
 #include "ddp.h"
 #include "ddp_bench.h"
 #include "mlp/mlp.h"
+#include "report.h"
 
 typedef struct ddp_job {
     const bench_config *cfg;
@@ -286,11 +287,6 @@ static void run_batch(ddp_job *job, ddp_batch *b, const float *params0, size_t n
     run_group(&job->res, group, bm, DDP_MODES, mode_budget_s(job->cfg, DDP_MODES * 5.0));
 }
 
-static int usable(const mode_result *r)
-{
-    return r->ran && !r->failed;
-}
-
 /* The body of every rank (boot.h): no CUDA call happened in this process before. */
 static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *user)
 {
@@ -352,7 +348,7 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
         for (int m = 0; m < DDP_MODES; m++)
             failed |= !r->mode[m].ran || r->mode[m].failed;
         free(params0);
-        if (usable(&r->mode[DDP_EAGER]) && usable(&r->mode[DDP_GRAPH])) {
+        if (report_usable(&r->mode[DDP_EAGER]) && report_usable(&r->mode[DDP_GRAPH])) {
             r->eager_equals_graph = hash[DDP_EAGER] == hash[DDP_GRAPH];
             if (!r->eager_equals_graph) {
                 fprintf(stderr, "cgr-bench: rank %d: W-ddp B=%d: eager and graphed parameters "

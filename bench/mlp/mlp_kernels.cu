@@ -546,15 +546,6 @@ extern "C" cudaError_t mlp_softmax_xent_masked(const float *logits, const float 
                   true_batch);
 }
 
-extern "C" cudaError_t mlp_softmax_xent_fwd_bwd(const float *logits, const float *bias,
-                                                const int *labels, float *row_loss, float *loss,
-                                                float *dlogits, int B, int C, cudaStream_t s,
-                                                int pdl)
-{
-    return mlp_softmax_xent_masked(logits, bias, labels, NULL, row_loss, loss, dlogits, B, C, s,
-                                   pdl);
-}
-
 /* ---- AdamW --------------------------------------------------------------------
  * One grid-stride pass over the flat parameter buffer, float4 loads and
  * stores. Bytes: 28 per parameter (read p, g, m, v; write p, m, v): W-mlp's

@@ -109,24 +109,18 @@ cudaError_t mlp_relu_bwd(float *dy, const float *y, float scale, int rows, int c
  * is NaN (so the mean is NaN and shows up in the loss read back every
  * step) and its dlogits row is zero (so the parameters stay finite).
  *
- * One block per row; one launch when B == 1, two (rows, then a one-warp
- * mean) above that.
- */
-cudaError_t mlp_softmax_xent_fwd_bwd(const float *logits, const float *bias, const int *labels,
-                                     float *row_loss,
-                                     float *loss, float *dlogits, int B, int C, cudaStream_t s,
-                                     int pdl);
-
-/**
- * mlp_softmax_xent_fwd_bwd() for a padded batch (cgr's dynamic dims): the
- * launch is shaped for B rows (the bucket), and true_batch, when not NULL,
- * points at the number T of real rows in device memory (an int64 read by
- * the kernels, so one captured graph serves every T; clamped to [1, B]).
- * Rows >= T get row_loss 0 and a zero dlogits row, whatever their logits
- * and labels; the real rows get dlogits = (softmax - onehot) / T, and loss
- * the mean of their T losses. Two launches whenever true_batch is set, B = 1
- * included, so that every bucket's graph has the same nodes. true_batch ==
- * NULL is exactly mlp_softmax_xent_fwd_bwd(), bitwise.
+ * With true_batch NULL: one block per row; one launch when B == 1, two
+ * (rows, then a one-warp mean) above that.
+ *
+ * For a padded batch (cgr's dynamic dims) the launch is shaped for B rows
+ * (the bucket), and true_batch, when not NULL, points at the number T of
+ * real rows in device memory (an int64 read by the kernels, so one
+ * captured graph serves every T; clamped to [1, B]). Rows >= T get
+ * row_loss 0 and a zero dlogits row, whatever their logits and labels; the
+ * real rows get dlogits = (softmax - onehot) / T, and loss the mean of
+ * their T losses. Two launches whenever true_batch is set, B = 1 included,
+ * so that every bucket's graph has the same nodes; with T = B the results
+ * equal true_batch NULL's bitwise.
  */
 cudaError_t mlp_softmax_xent_masked(const float *logits, const float *bias, const int *labels,
                                     const int64_t *true_batch, float *row_loss, float *loss,

@@ -286,12 +286,8 @@ static void xent_run(const xent_fix *f, const int64_t *dtb, int bias, int pdl, f
     poison(f->dd, f->n * 4);
     poison(f->drl, (size_t)f->B * 4);
     poison(f->dloss, 4);
-    if (dtb)
-        CUDA_OK(mlp_softmax_xent_masked(f->dl, db, f->dlab, dtb, f->drl, f->dloss, f->dd, f->B,
-                                        f->C, stream, pdl));
-    else
-        CUDA_OK(mlp_softmax_xent_fwd_bwd(f->dl, db, f->dlab, f->drl, f->dloss, f->dd, f->B, f->C,
-                                         stream, pdl));
+    CUDA_OK(mlp_softmax_xent_masked(f->dl, db, f->dlab, dtb, f->drl, f->dloss, f->dd, f->B, f->C,
+                                    stream, pdl));
     down(hd, f->dd, f->n * 4);
     down(hrl, f->drl, (size_t)f->B * 4);
     down(loss, f->dloss, 4);

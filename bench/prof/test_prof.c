@@ -206,9 +206,6 @@ int main(void)
     close(fd);
     PROF_OK_(prof_trace_write(p, path), p);
     check_trace(path);
-    /* PROF_TEST_TRACE=file keeps a copy of the trace for a look in Perfetto. */
-    if (getenv("PROF_TEST_TRACE") && getenv("PROF_TEST_TRACE")[0])
-        PROF_OK_(prof_trace_write(p, getenv("PROF_TEST_TRACE")), p);
 
     /* An empty window after the first sees nothing: earlier records are
      * discarded at prof_begin. (The main window also had the 3 warm-up
