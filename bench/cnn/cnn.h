@@ -161,10 +161,10 @@ const char *cnn_last_error(void);
 
 typedef struct cnn cnn;
 
-/** How cnn_prepare() chooses the convolution algorithms. */
+/** How cnn_prepare() chooses the convolution algorithms (CNN_ALGO_MEASURED by default). */
 typedef enum cnn_algo_policy {
     /**
-     * Default. IMPLICIT_PRECOMP_GEMM with the fused conv+bias+ReLU call
+     * IMPLICIT_PRECOMP_GEMM with the fused conv+bias+ReLU call
      * whenever cuDNN's heuristics list it as usable (FMA math,
      * deterministic, workspace within the limit); otherwise the heuristics'
      * first usable algorithm, unfused.
