@@ -63,8 +63,7 @@ cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max)
 
 cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int64_t *bucketed)
 {
-    assert(p != NULL && bucketed != NULL &&
-           (p->kind == CGR__BUCKET_LIST || p->kind == CGR__BUCKET_POW2));
+    assert(p != NULL && bucketed != NULL && cgr__bucket_valid(p));
     if (true_dim < 1 || true_dim > p->max)
         return CGR_STATUS_INVALID_ARGUMENT;
     if (p->kind == CGR__BUCKET_POW2) {
@@ -83,4 +82,10 @@ cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int
     }
     *bucketed = p->sizes[lo];
     return CGR_STATUS_OK;
+}
+
+int cgr__bucket_valid(const cgr__bucket_policy *p)
+{
+    return (p->kind == CGR__BUCKET_LIST && p->count >= 1 && p->count <= CGR__BUCKET_MAX_SIZES) ||
+           (p->kind == CGR__BUCKET_POW2 && p->max >= 1);
 }

@@ -62,4 +62,7 @@ cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max);
  */
 cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int64_t *bucketed);
 
+/** 1 when p holds what an init call makes (its kind, and sizes or a max), for assertions. */
+int cgr__bucket_valid(const cgr__bucket_policy *p);
+
 #endif

@@ -82,9 +82,7 @@ static int config_ok(const cgr__shapes_config *cfg)
         cfg->max_entries > CGR__SHAPES_MAX_ENTRIES)
         return 0;
     for (uint32_t i = 0; i < cfg->n_dims; i++) {
-        const cgr__bucket_policy *p = &cfg->dims[i].policy;
-        if (!((p->kind == CGR__BUCKET_LIST && p->count >= 1) ||
-              (p->kind == CGR__BUCKET_POW2 && p->max >= 1)) ||
+        if (!cgr__bucket_valid(&cfg->dims[i].policy) ||
             (cfg->dims[i].name && strlen(cfg->dims[i].name) > CGR__SHAPES_NAME_MAX))
             return 0;
     }
