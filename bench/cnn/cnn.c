@@ -100,13 +100,15 @@ typedef struct cnn_dyn {
     char why[192]; /* the first downgrade's reason */
 } cnn_dyn;
 
+/* The largest cuDNN workspace an algorithm may ask for; algorithms that need more are skipped. */
+#define CNN_WS_LIMIT ((size_t)256 << 20)
+
 struct cnn {
     int B;
     cnn_layout lay;
     float *host;      /* lay.n_floats */
     float *dev;       /* caller's device copy */
     cnn_algo_policy policy;
-    size_t ws_limit;
 
     int descs;        /* descriptors created */
     cudnnTensorDescriptor_t x_desc;    /* [B,3,64,64] */
@@ -159,7 +161,6 @@ int cnn_create(cnn **out, int B, uint64_t seed)
     m->dyn = calloc(1, sizeof *m->dyn);
     m->B = B;
     m->policy = CNN_ALGO_MEASURED;
-    m->ws_limit = (size_t)256 << 20;
     m->device = -1;
     cnn_layout_init(&m->lay);
     m->host = calloc(m->lay.n_floats, sizeof(float));
@@ -329,10 +330,10 @@ static int ws_of(const cnn *m, cudnnHandle_t h, int cls, cudnnConvolutionFwdAlgo
     CNN_DNN(cudnnGetConvolutionForwardWorkspaceSize(h, cls == 0 ? m->x_desc : m->act_desc,
                                                     m->w_desc[cls], m->conv_desc, m->act_desc, a,
                                                     ws));
-    if (*ws > m->ws_limit)
+    if (*ws > CNN_WS_LIMIT)
         return fail(CNN_ERR_STATE,
                     "conv%s: algorithm %s needs %zu workspace bytes, over the limit of %zu",
-                    cls == 0 ? "0" : "1-6", algo_name(a), *ws, m->ws_limit);
+                    cls == 0 ? "0" : "1-6", algo_name(a), *ws, CNN_WS_LIMIT);
     return 0;
 }
 
@@ -359,7 +360,7 @@ static int choose(cnn *m, cudnnHandle_t h, int cls, cudnnConvolutionFwdAlgo_t *a
          * tensor-op math are skipped all the same. */
         const int fma = p->mathType == CUDNN_FMA_MATH || p->mathType == CUDNN_DEFAULT_MATH;
         const int usable = p->status == CUDNN_STATUS_SUCCESS && fma &&
-                           p->determinism == CUDNN_DETERMINISTIC && p->memory <= m->ws_limit;
+                           p->determinism == CUDNN_DETERMINISTIC && p->memory <= CNN_WS_LIMIT;
         if (!usable)
             continue;
         if (first < 0)
@@ -452,7 +453,7 @@ static int measure(cnn *m, cudnnHandle_t h, int cls, const cudnnConvolutionFwdAl
     const size_t in_floats = (size_t)m->B * (cls == 0 ? CNN_IN_C : CNN_CH) * CNN_H * CNN_W;
     const size_t out_floats = (size_t)m->B * CNN_CH * CNN_H * CNN_W;
     for (int i = 0; i < got; i++)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= m->ws_limit &&
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= CNN_WS_LIMIT &&
             perf[i].memory > t.ws_bytes)
             t.ws_bytes = perf[i].memory;
     float *host = malloc(in_floats * sizeof(float));
@@ -478,7 +479,7 @@ static int measure(cnn *m, cudnnHandle_t h, int cls, const cudnnConvolutionFwdAl
         const cudnnConvolutionFwdAlgoPerf_t *p = &perf[i];
         const int fma = p->mathType == CUDNN_FMA_MATH || p->mathType == CUDNN_DEFAULT_MATH;
         if (p->status != CUDNN_STATUS_SUCCESS || !fma || p->determinism != CUDNN_DETERMINISTIC ||
-            p->memory > m->ws_limit)
+            p->memory > CNN_WS_LIMIT)
             continue;
         for (int f = 0; rc == 0 && f < 2; f++) {
             float us = -1.0f;
