@@ -34,7 +34,6 @@
  * file, and every run still replays correctly.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -272,14 +271,14 @@ static void test_launch_bound(const char *dir, int nvtx)
     ASSERT(p->eager.cpu_us > p->graph.cpu_us);
     ASSERT(p->speedup > 1.0);
     ASSERT(strstr(p->top_kernel, "pk_tiny_kernel") != NULL);
-    /* The eager runs and the graph's body run the same tiny kernels, so their
-     * share of the window's kernel time is about 2*eager/(eager + graph); the
-     * rest is staging, whose cost depends on the build (nvcc -G makes it tens
-     * of us a run, so a fixed floor would test the build type, not the sum). */
-    const double body_share = 2 * p->eager.busy_us / (p->eager.busy_us + p->graph.busy_us);
-    if (p->top_kernel_share < 0.5 || fabs(p->top_kernel_share - body_share) > 0.1)
-        TEST_FAIL_("top kernel share %.3f, expected about %.3f from the busy times",
-                   p->top_kernel_share, body_share);
+    /* The rest of the window's kernel time is cgr's two staging kernels:
+     * under a microsecond each, but tens when nvcc compiled them for
+     * debugging (-G, which meson passes at optimization 0). */
+#ifdef CGR_TEST_DEVICE_O0
+    ASSERT(p->top_kernel_share > 0.5);
+#else
+    ASSERT(p->top_kernel_share > 0.9);
+#endif
 
     /* (d) The files. */
     char path[700], verdict[32];
