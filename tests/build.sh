@@ -10,12 +10,22 @@ builddir=${CGR_BUILD_DIR:-build}
 
 source tests/meson_tool.sh
 cgr_need_build_tools
-reconfigure=()
-if [ -d "$builddir" ]; then
-    reconfigure=(--reconfigure)
-fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+reconfigure=()
+# A directory that holds a build tree is set up again; any other (none, an
+# empty one, one whose first setup failed) from the start.
+if [ -f "$builddir/meson-private/coredata.dat" ]; then
+    reconfigure=(--reconfigure)
+    # `meson setup --reconfigure` (meson 1.0 at least) keeps the compiler
+    # arguments (c_args and the like) of the directory's first setup;
+    # `meson configure` applies every option given.
+    if [ $# -gt 0 ] && ! meson configure "$builddir" "$@" >"$log" 2>&1; then
+        cat "$log" >&2
+        echo "meson configure $builddir failed" >&2
+        exit 1
+    fi
+fi
 if ! meson setup ${reconfigure[@]+"${reconfigure[@]}"} "$builddir" "$@" >"$log" 2>&1; then
     cat "$log" >&2
     echo "meson setup $builddir failed (its log: $builddir/meson-logs/meson-log.txt)" >&2
