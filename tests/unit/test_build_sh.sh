@@ -26,6 +26,8 @@ printf '#!/bin/sh\n' >"$tmp/bin/nvcc"
 chmod +x "$tmp/bin/meson" "$tmp/bin/ninja" "$tmp/bin/nvcc"
 export CALLS=$tmp/calls
 b=$tmp/build
+# The fakes first; python3 (which judges meson's version) from wherever it is.
+path="$tmp/bin:$(dirname "$(command -v python3)"):/usr/bin:/bin"
 failed=0
 
 # expect NAME STATUS CALLS [ARG...]: run build.sh with the ARGs on $b as it
@@ -34,7 +36,7 @@ expect() {
     local name=$1 want_status=$2 want_calls=$3 status
     shift 3
     : >"$CALLS"
-    PATH="$tmp/bin:/usr/bin:/bin" CGR_BUILD_DIR=$b bash "$script" "$@" >"$tmp/out" 2>&1
+    PATH=$path CGR_BUILD_DIR=$b bash "$script" "$@" >"$tmp/out" 2>&1
     status=$?
     if [ "$status" != "$want_status" ] || [ "$(cat "$CALLS")" != "$want_calls" ]; then
         echo "$name: exit status $status (expected $want_status), calls:"
