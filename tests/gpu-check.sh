@@ -127,6 +127,19 @@ if [ "${result[build]}" = ok ]; then
         grep -h "^PASS: .*PDL" "$dir/meson-logs/testlog-$name.txt" 2>/dev/null | cut -c1-200
         cp "$dir/meson-logs/testlog-$name.txt" "$OUT/" 2>/dev/null
     }
+    # extra_build KEY LOGNAME DIR WHAT [MESON_OPTION...]: sets up and builds DIR
+    # (warnings are errors); when that fails, marks KEY failed, shows the logs'
+    # tails and returns 1.
+    extra_build() {
+        local key=$1 name=$2 dir=$3 what=$4
+        shift 4
+        meson setup "$dir" -Dwerror=true "$@" >"$OUT/setup-$name.log" 2>&1 &&
+            ninja -C "$dir" >"$OUT/build-$name.log" 2>&1 && return 0
+        result[$key]=FAILED
+        echo "-- $dir ($what) did not build:"
+        tail -n 20 "$OUT/setup-$name.log" "$OUT/build-$name.log"
+        return 1
+    }
     if [ $pdl_off = 1 ]; then
         extra_pass pdl-off pdl-off "$b" CGR_PDL=0
     fi
@@ -135,35 +148,22 @@ if [ "${result[build]}" = ok ]; then
         cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2>/dev/null | head -1)
         if [ "${cc%%.*}" -ge 9 ] 2>/dev/null; then sass=80 ptx_arch=90; else sass=90 ptx_arch=80; fi
         bp=build-gpu-ptx
-        if meson setup "$bp" -Dwerror=true -Dgpu_arch=$sass -Dgpu_ptx=$ptx_arch \
-            >"$OUT/setup-ptx.log" 2>&1 &&
-            ninja -C "$bp" >"$OUT/build-ptx.log" 2>&1; then
+        if extra_build ptx-jit ptx "$bp" "sm_$sass + PTX compute_$ptx_arch" \
+            -Dgpu_arch=$sass -Dgpu_ptx=$ptx_arch; then
             echo "-- $bp: machine code sm_$sass only, PTX compute_$ptx_arch"
             if command -v cuobjdump >/dev/null 2>&1; then
                 cuobjdump --list-elf --list-ptx "$bp/lib/libcgr.so" >"$OUT/fatbin-ptx.txt" 2>&1
                 echo "-- $bp/lib/libcgr.so holds:"; sort -u "$OUT/fatbin-ptx.txt" | head -8
             fi
             extra_pass ptx-jit ptx "$bp"
-        else
-            result[ptx-jit]=FAILED
-            echo "-- $bp (sm_$sass + PTX compute_$ptx_arch) did not build:"
-            tail -n 20 "$OUT/setup-ptx.log" "$OUT/build-ptx.log"
         fi
     fi
     if [ $force_ptx = 1 ]; then
         extra_pass ptx-force ptx-force "$b" CUDA_FORCE_PTX_JIT=1
     fi
     if [ $no_libs = 1 ]; then
-        bn=build-gpu-nolibs
-        if meson setup "$bn" -Dwerror=true -Dcudnn=disabled -Dnccl=disabled \
-            >"$OUT/setup-nolibs.log" 2>&1 &&
-            ninja -C "$bn" >"$OUT/build-nolibs.log" 2>&1; then
-            extra_pass no-libs nolibs "$bn"
-        else
-            result[no-libs]=FAILED
-            echo "-- $bn (without cuDNN and NCCL) did not build:"
-            tail -n 20 "$OUT/setup-nolibs.log" "$OUT/build-nolibs.log"
-        fi
+        extra_build no-libs nolibs build-gpu-nolibs "without cuDNN and NCCL" \
+            -Dcudnn=disabled -Dnccl=disabled && extra_pass no-libs nolibs build-gpu-nolibs
     fi
     if [ $memcheck = 1 ]; then
         meson test -C "$b" --setup memcheck --suite gpu --suite bench --print-errorlogs \
