@@ -83,7 +83,7 @@ CGR_API cgr_status cgr_ctx_dim(const cgr_ctx *c, int index, int64_t *bucket,
     if (bucket)
         *bucket = s->cur_bucket[index];
     if (true_value)
-        *true_value = s->cur_true[index];
+        *true_value = s->run_dims[index];
     if (dev)
         *dev = s->dims_dev + index;
     return CGR_STATUS_OK;

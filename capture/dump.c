@@ -32,6 +32,7 @@ void cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes, uint6
     cgr_runtime *rt = s->rt;
     size_t counts[cudaGraphNodeTypeCount] = {0};
     size_t n = cgr__graph_count(g, counts);
+    s->graphs_reported++;
     uint64_t kernels = counts[cudaGraphNodeTypeKernel], copies = counts[cudaGraphNodeTypeMemcpy];
     uint64_t events = counts[cudaGraphNodeTypeEventRecord] + counts[cudaGraphNodeTypeWaitEvent];
     uint64_t other = n - kernels - copies - events;
@@ -46,9 +47,10 @@ void cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes, uint6
     if (!dir)
         return;
     char path[1024];
-    /* One file per capture: a step with dynamic dims captures once per shape. */
+    /* One file per capture (a step with dynamic dims captures once per shape), numbered
+     * from 1 even when an earlier capture failed to instantiate. */
     snprintf(path, sizeof path, "%s/cgr-%s-%llu.dot", dir, s->name,
-             (unsigned long long)(s->stats.captures + s->stats.capture_failures + 1));
+             (unsigned long long)s->graphs_reported);
     cudaError_t e = cudaGraphDebugDotPrint(g, path, cudaGraphDebugDotFlagsVerbose);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();

@@ -17,7 +17,9 @@
  * Addresses that differ only because each capture got its own
  * memory-allocation node (cudaMallocAsync in the step, a library
  * allocating in the graph) are matched through those nodes: the k-th
- * allocation of one graph stands for the k-th of the other. A word that
+ * allocation of one graph stands for the k-th of the other, counted over
+ * the graph and the child graphs inside it, whose nodes may use the
+ * graph's allocations and it theirs. A word that
  * holds an address in this thread's stack in both graphs is not a value
  * either: a replay runs long after that stack frame is gone, so no kernel
  * can use it (cuBLAS passes the address of a host-mode alpha this way
@@ -75,21 +77,44 @@ typedef struct node_list {
     size_t n;
     cudaGraphNode_t *node;
     enum cudaGraphNodeType *type;
-    size_t n_alloc;
-    cgr__alloc_range *alloc; /* memory-allocation nodes, in node order */
 } node_list;
+
+/*
+ * The memory-allocation nodes of one side, at every level listed so far:
+ * a child graph's kernels may use an allocation of the graph around it,
+ * and the graph around it one that the child made (owned by the parent).
+ */
+typedef struct alloc_list {
+    cgr__alloc_range *range;
+    size_t n, cap;
+} alloc_list;
+
+static int grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 1;
+    size_t n = *cap ? 2 * *cap : 16;
+    while (n < need)
+        n *= 2;
+    void *g = realloc(*v, n * elem);
+    if (!g)
+        return 0;
+    *v = g;
+    *cap = n;
+    return 1;
+}
 
 /* Frees l's lists and leaves it empty. */
 static void list_free(node_list *l)
 {
     free(l->node);
     free(l->type);
-    free(l->alloc);
     *l = (node_list){0};
 }
 
-/* Lists g's nodes into l, which starts empty; on failure l is left empty. */
-static cgr_status list_nodes(cudaGraph_t g, node_list *l)
+/* Lists g's nodes into l, which starts empty, and appends its allocations
+ * to allocs; on failure l is left empty. */
+static cgr_status list_nodes(cudaGraph_t g, node_list *l, alloc_list *allocs)
 {
     cgr_status st = CGR_STATUS_OK;
     CGR_CUDA_TRY_GOTO(cudaGraphGetNodes(g, NULL, &l->n), st, fail);
@@ -97,8 +122,7 @@ static cgr_status list_nodes(cudaGraph_t g, node_list *l)
         return CGR_STATUS_OK;
     l->node = malloc(l->n * sizeof *l->node);
     l->type = malloc(l->n * sizeof *l->type);
-    l->alloc = malloc(l->n * sizeof *l->alloc);
-    if (!l->node || !l->type || !l->alloc) {
+    if (!l->node || !l->type) {
         st = CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: %zu graph nodes", l->n);
         goto fail;
     }
@@ -107,13 +131,16 @@ static cgr_status list_nodes(cudaGraph_t g, node_list *l)
     l->n = listed;
     for (size_t i = 0; i < l->n; i++) {
         CGR_CUDA_TRY_GOTO(cudaGraphNodeGetType(l->node[i], &l->type[i]), st, fail);
-        if (l->type[i] == cudaGraphNodeTypeMemAlloc) {
-            struct cudaMemAllocNodeParams p;
-            memset(&p, 0, sizeof p);
-            CGR_CUDA_TRY_GOTO(cudaGraphMemAllocNodeGetParams(l->node[i], &p), st, fail);
-            l->alloc[l->n_alloc].base = (uintptr_t)p.dptr;
-            l->alloc[l->n_alloc++].bytes = p.bytesize;
+        if (l->type[i] != cudaGraphNodeTypeMemAlloc)
+            continue;
+        struct cudaMemAllocNodeParams p;
+        memset(&p, 0, sizeof p);
+        CGR_CUDA_TRY_GOTO(cudaGraphMemAllocNodeGetParams(l->node[i], &p), st, fail);
+        if (!grow((void **)&allocs->range, &allocs->cap, allocs->n + 1, sizeof *allocs->range)) {
+            st = CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: allocation nodes");
+            goto fail;
         }
+        allocs->range[allocs->n++] = (cgr__alloc_range){(uintptr_t)p.dptr, p.bytesize};
     }
     return CGR_STATUS_OK;
 fail:
@@ -140,7 +167,8 @@ typedef struct pair {
     const char *b_run;  /* b's run in messages: "the next run" or "this run" */
     uintptr_t stack_a;  /* an address in the stack of the thread that captured a */
     uintptr_t stack_b;  /* the same for b: the calling thread's */
-    node_list a, b;
+    node_list a, b;       /* the nodes of the graphs compared at this level */
+    alloc_list alloc_a, alloc_b;
     char *msg;
     size_t cap;
     /*
@@ -154,11 +182,11 @@ typedef struct pair {
     size_t n_params, cap_params;
 } pair;
 
-/* The two graphs' allocations and stacks, at the level of child graphs being compared. */
+/* The two graphs' allocations and stacks. */
 static cgr__frozen_spaces spaces(const pair *p)
 {
-    return (cgr__frozen_spaces){{p->a.alloc, p->a.n_alloc, p->stack_a},
-                                {p->b.alloc, p->b.n_alloc, p->stack_b}};
+    return (cgr__frozen_spaces){{p->alloc_a.range, p->alloc_a.n, p->stack_a},
+                                {p->alloc_b.range, p->alloc_b.n, p->stack_b}};
 }
 
 static int same_ptr(const pair *p, const void *a, const void *b)
@@ -196,21 +224,6 @@ static int param_info(const CUDA_KERNEL_NODE_PARAMS *k, size_t i, size_t *off, s
     CUresult r = k->func ? drv.func_param(k->func, i, off, size)
                          : drv.kern_param(k->kern, i, off, size);
     return r == CUDA_SUCCESS;
-}
-
-static int grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 1;
-    size_t n = *cap ? 2 * *cap : 16;
-    while (n < need)
-        n *= 2;
-    void *g = realloc(*v, n * elem);
-    if (!g)
-        return 0;
-    *v = g;
-    *cap = n;
-    return 1;
 }
 
 /* k's parameters, asked of the driver the first time k's function is met. */
@@ -523,9 +536,9 @@ static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int dept
     node_list outer_a = p->a, outer_b = p->b;
     memset(&p->a, 0, sizeof p->a);
     memset(&p->b, 0, sizeof p->b);
-    cgr_status st = list_nodes(a, &p->a);
+    cgr_status st = list_nodes(a, &p->a, &p->alloc_a);
     if (st == CGR_STATUS_OK)
-        st = list_nodes(b, &p->b);
+        st = list_nodes(b, &p->b, &p->alloc_b);
     if (st == CGR_STATUS_OK && p->a.n != p->b.n) {
         snprintf(p->msg, p->cap, "the step enqueued %zu operations at the capture and %zu at %s",
                  p->a.n, p->b.n, p->b_run);
@@ -564,6 +577,8 @@ cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, uintptr_t a_sta
     cgr_status st = compare_graphs(&p, a, b, 0);
     free(p.layouts);
     free(p.params);
+    free(p.alloc_a.range);
+    free(p.alloc_b.range);
     (void)cudaGetLastError();
     return st;
 }

@@ -46,7 +46,6 @@ void cgr__stage_shape(cgr_step *s, uint32_t slot, const int64_t *bucket, const i
 {
     unsigned char *host = cgr__slot_host(s, slot);
     memcpy(s->cur_bucket, bucket, (size_t)s->n_dyn * sizeof *bucket);
-    memcpy(s->cur_true, true_dims, (size_t)s->n_dyn * sizeof *true_dims);
     memcpy(host + CGR__SLOT_DIMS_OFFSET, true_dims, (size_t)s->n_dyn * sizeof *true_dims);
     for (int side = 0; side < 2; side++) {
         int n = side ? s->n_out : s->n_in;

@@ -171,7 +171,7 @@ struct cgr_step {
     /* Runs before this ticket cannot be read: an armed run launched on their
      * slot may overwrite it whether or not it is ever committed. */
     uint64_t readable_from;
-    int64_t run_dims[CGR_MAX_DYN_DIMS];     /* the acquired run's true dims */
+    int64_t run_dims[CGR_MAX_DYN_DIMS];     /* the acquired run's true dims (cgr_ctx_dim) */
     /*
      * Shapes (replay/shapes.h decides what each run does). A step without
      * dynamic dims has one shape and takes the same path.
@@ -180,7 +180,6 @@ struct cgr_step {
     struct cgr__shapes *shapes;         /* the step's shape table (replay/shapes.h) */
     cgr__shape_plan *plans;             /* the scratch plan of each shape-table entry */
     int64_t *dims_dev;                  /* the run's true dims on the device */
-    int64_t cur_true[CGR_MAX_DYN_DIMS]; /* this run's, for cgr_ctx_dim */
     int64_t cur_bucket[CGR_MAX_DYN_DIMS];
     cgr__slot_run slot_run[CGR_MAX_SLOTS];
     /* Graph-safe RNG (capture/rng.c): device state and its host mirror for
@@ -192,6 +191,7 @@ struct cgr_step {
      * otherwise, so that a replay pays one test of it. */
     struct cgr__profile *profile;
     int uses_nccl;       /* called cgr_ctx_nccl since the communicator was attached (comm/) */
+    uint64_t graphs_reported; /* graphs captured so far; capture/dump.c numbers its files by it */
     /* Threads (all under rt->lock; docs/threading.md). */
     pthread_t acquirer;  /* holder of the slot from cgr_step_acquire, while ring.acquired */
     uint32_t waiters;    /* threads inside cgr_step_wait with the lock let go */

@@ -107,6 +107,49 @@ extern "C" cudaError_t tk_affine(float *y, const float *x, size_t n, cudaStream_
     return cudaGetLastError();
 }
 
+extern "C" cudaError_t tk_affine_child(float *y, const float *x, size_t n, cudaStream_t s)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaGraph_t g = NULL;
+    const cudaGraphNode_t *deps = NULL;
+    size_t n_deps = 0;
+#if CUDART_VERSION >= 13000
+    cudaError_t e = cudaStreamGetCaptureInfo(s, &cs, NULL, &g, &deps, NULL, &n_deps);
+#else
+    cudaError_t e = cudaStreamGetCaptureInfo(s, &cs, NULL, &g, &deps, &n_deps);
+#endif
+    if (e != cudaSuccess)
+        return e;
+    if (cs != cudaStreamCaptureStatusActive)
+        return tk_affine(y, x, n, s);
+    cudaGraph_t child = NULL;
+    if ((e = cudaGraphCreate(&child, 0)) != cudaSuccess)
+        return e;
+    void *args[] = {&y, &x, &n};
+    cudaKernelNodeParams k = {};
+    k.func = (void *)affine_kernel;
+    k.gridDim.x = (unsigned)((n + 255) / 256);
+    k.gridDim.y = k.gridDim.z = 1;
+    k.blockDim.x = 256;
+    k.blockDim.y = k.blockDim.z = 1;
+    k.kernelParams = args;
+    cudaGraphNode_t kernel, node;
+    e = cudaGraphAddKernelNode(&kernel, child, NULL, 0, &k);
+    /* The child is cloned into the node; the stream's next work depends on the node. */
+    if (e == cudaSuccess)
+        e = cudaGraphAddChildGraphNode(&node, g, deps, n_deps, child);
+#if CUDART_VERSION >= 13000
+    if (e == cudaSuccess)
+        e = cudaStreamUpdateCaptureDependencies(s, &node, NULL, 1,
+                                                cudaStreamSetCaptureDependencies);
+#else
+    if (e == cudaSuccess)
+        e = cudaStreamUpdateCaptureDependencies(s, &node, 1, cudaStreamSetCaptureDependencies);
+#endif
+    cudaError_t d = cudaGraphDestroy(child);
+    return e != cudaSuccess ? e : d;
+}
+
 extern "C" cudaError_t tk_add_scalar(float *y, const float *x, float t, size_t n, cudaStream_t s)
 {
     add_scalar_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(y, x, t, n);

@@ -13,6 +13,10 @@
  * frozen graph replays (its outputs keep the captured t, which is what
  * those options accept).
  *
+ * A child graph node whose kernel uses memory the step allocated in the
+ * graph (cudaMallocAsync) is not a frozen value either: that memory is
+ * matched across the two captures as the outer graph's kernels' is.
+ *
  * Rechecks (frozen_recheck = K): a value that holds for the first runs
  * and changes later (a learning rate that decays in steps) passes the
  * first check; the recheck after K more replays finds it, runs that run
@@ -191,6 +195,66 @@ static void test_from_input(rng *r)
     ASSERT_OK(cgr_runtime_destroy(&rt));
 }
 
+static cgr_status child_fn(cgr_ctx *ctx, void *user)
+{
+    int *calls = user;
+    ++*calls;
+    cgr_stream st;
+    float *x, *y, *tmp = NULL;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    STEP_CUDA(cudaMallocAsync((void **)&tmp, LEN * sizeof(float), st));
+    STEP_CUDA(tk_affine(tmp, x, LEN, st));
+    STEP_CUDA(tk_affine_child(y, tmp, LEN, st));
+    STEP_CUDA(cudaFreeAsync(tmp, st));
+    return CGR_STATUS_OK;
+}
+
+/*
+ * A child graph whose kernel reads memory the graph around it allocated
+ * (cudaMallocAsync in the step): each capture gets its own allocation, and
+ * the check matches the child's argument through it, as it does the outer
+ * graph's. The first capture replays; y = 2 (2 x + 1) + 1 bitwise at every run.
+ */
+static void test_child_graph_allocation(rng *r)
+{
+    cgr_runtime *rt = runtime(1, NULL);
+    int calls = 0;
+    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN), out = tensor1("y", CGR_DTYPE_F32, LEN);
+    cgr_step *s = make_step(rt, "child_graph", &in, 1, &out, 1, child_fn, &calls);
+    static float x[LEN], y[LEN];
+    for (int k = 0; k < RUNS; k++) {
+        rng_fill(r, x, LEN);
+        const void *ins[1] = {x};
+        uint64_t ticket;
+        cgr_run_action a;
+        ASSERT_OK(cgr_step_run(s, NULL, ins, &ticket));
+        ASSERT_OK(cgr_step_wait(s, ticket));
+        ASSERT_OK(cgr_step_run_action(s, ticket, &a));
+        ASSERT_OK(cgr_step_output(s, ticket, 0, y, sizeof y, NULL));
+        for (int i = 0; i < LEN; i++) {
+            float want = 2.0f * (2.0f * x[i] + 1.0f) + 1.0f;
+            if (memcmp(&y[i], &want, sizeof want) != 0)
+                TEST_FAIL_("run %d (%s): y[%d] = %.9g, expected %.9g", k,
+                           cgr_run_action_name(a), i, (double)y[i], (double)want);
+        }
+        cgr_run_action w = k < 2 ? CGR_RUN_WARMUP : k == 2 ? CGR_RUN_CAPTURE : CGR_RUN_REPLAY;
+        if (a != w)
+            TEST_FAIL_("run %d was %s, expected %s (%s)", k, cgr_run_action_name(a),
+                       cgr_run_action_name(w), cgr_last_error());
+    }
+    ASSERT_EQ(calls, 4); /* 2 warm-ups, the capture, the check's capture */
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_U64_EQ(ss.frozen_checks, 1);
+    ASSERT_U64_EQ(ss.replays, RUNS - 2);
+    if (ss.capture_error[0] != '\0')
+        TEST_FAIL_("capture_error: %s", ss.capture_error);
+    ASSERT_OK(cgr_step_destroy(&s));
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
 /* Accepted differences: the frozen graph replays with the captured t = 3. */
 static void test_accepted(rng *r, int check, const char *allow)
 {
@@ -344,6 +408,8 @@ int main(void)
     printf("a host counter passed by value: refused, every run correct\n");
     test_from_input(&r);
     printf("the counter from an input: replayed, every run correct\n");
+    test_child_graph_allocation(&r);
+    printf("a child graph using the graph's own allocation: replayed, every run correct\n");
     test_accepted(&r, 1, "no_such_kernel,add_scalar");
     printf("frozen_allow naming the kernel: the first capture replays\n");
     test_accepted(&r, 0, NULL);

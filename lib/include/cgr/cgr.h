@@ -228,8 +228,9 @@ typedef struct cgr_options {
                                     debugging) */
     const char *dump_dir;      /**< when set (or, when NULL, the environment variable
                                     CGR_DUMP_DIR at cgr_runtime_create), each captured graph
-                                    is written there as a Graphviz DOT file; the runtime
-                                    keeps its own copy of the string */
+                                    is written there as a Graphviz DOT file,
+                                    DIR/cgr-STEP-N.dot for the step's N-th capture (from
+                                    1); the runtime keeps its own copy of the string */
     cgr_log_fn log_fn;         /**< NULL: log lines go to stderr, when the level asks */
     void *log_user;            /**< passed to log_fn */
     /*
