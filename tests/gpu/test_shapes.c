@@ -34,13 +34,18 @@
  *             the shape runs eagerly from then on, the others replay
  *   churn     K = 3 new shapes within W = 10 runs trip the guard, S = 4
  *             runs without a new one recover it
- *   arena     all 7 buckets need at most 1.2 x the arena of bucket 64 alone
+ *   arena     all 7 buckets need at most 1.2 x the arena of bucket 64 alone;
+ *             with cgr_options.dump_dir, one DOT file per captured bucket,
+ *             cgr-shapes-1.dot to cgr-shapes-7.dot
  *
  * Under compute-sanitizer (CGR_TEST_SANITIZER) the sizes part runs a
  * subset of the batch sizes and the eviction part fewer rounds.
  */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "shapes_kernels.h"
@@ -784,12 +789,36 @@ static void part_churn(void)
     env_free(&e);
 }
 
+/*
+ * Whether DIR/cgr-shapes-1.dot .. -N.dot exist and -(N+1) does not, each
+ * removed after; then DIR goes too.
+ */
+static void expect_dot_files(const char *dir, int n)
+{
+    for (int k = 1; k <= n + 1; k++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/cgr-shapes-%d.dot", dir, k);
+        FILE *f = fopen(path, "r");
+        if ((f != NULL) != (k <= n))
+            TEST_FAIL_("%s %s after %d captures", path, f ? "exists" : "is missing", n);
+        if (f) {
+            fclose(f);
+            remove(path);
+        }
+    }
+    ASSERT(rmdir(dir) == 0);
+}
+
 /* All 7 buckets captured on one runtime against bucket 64 alone on a fresh one. */
 static void part_arena(void)
 {
     cgr_options o = options(1, 16);
     env all, one;
+    char dir[] = "/tmp/cgr-shapes-dot-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    o.dump_dir = dir;
     env_make(&all, &o, NULL, 0, 0);
+    o.dump_dir = NULL;
     for (int i = 0; i < NB; i++) {
         int B = (int)buckets[i];
         EXPECT_RUN(&all, B, CGR_RUN_WARMUP);
@@ -817,6 +846,7 @@ static void part_arena(void)
     ASSERT(ra.arena_reserved * 5 <= ro.arena_reserved * 6);
     env_free(&all);
     env_free(&one);
+    expect_dot_files(dir, NB);
 }
 
 int main(void)
