@@ -169,6 +169,7 @@ typedef struct pair {
     uintptr_t stack_b;  /* the same for b: the calling thread's */
     node_list a, b;       /* the nodes of the graphs compared at this level */
     alloc_list alloc_a, alloc_b;
+    char where[160];      /* "" at the top, else the child graph node(s) this level is in */
     char *msg;
     size_t cap;
     /*
@@ -199,7 +200,7 @@ static int same_ptr(const pair *p, const void *a, const void *b)
 static cgr_status differ(pair *p, size_t node, const char *fmt, ...) CGR__PRINTF(3, 4);
 static cgr_status differ(pair *p, size_t node, const char *fmt, ...)
 {
-    int o = snprintf(p->msg, p->cap, "node %zu of %zu: ", node, p->a.n);
+    int o = snprintf(p->msg, p->cap, "%snode %zu of %zu: ", p->where, node, p->a.n);
     va_list ap;
     va_start(ap, fmt);
     if (o > 0 && (size_t)o < p->cap)
@@ -422,7 +423,12 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
         CGR_CUDA_TRY(cudaGraphChildGraphNodeGetGraph(nb, &gb));
         if (depth >= 8)
             return differ(p, i, "child graphs nest deeper than 8 levels");
-        return compare_graphs(p, ga, gb, depth + 1);
+        const size_t len = strlen(p->where);
+        snprintf(p->where + len, sizeof p->where - len, "in the child graph at node %zu of %zu, ",
+                 i, p->a.n);
+        cgr_status st = compare_graphs(p, ga, gb, depth + 1);
+        p->where[len] = '\0';
+        return st;
     }
     default:
         /* Allocations are matched by order (cgr__frozen_in_a); other kinds have no values
@@ -520,8 +526,8 @@ static cgr_status compare_edges(pair *p, cudaGraph_t a, cudaGraph_t b)
     if (st == CGR_STATUS_OK)
         st = list_edges(b, &p->b, &eb, &nb);
     if (st == CGR_STATUS_OK && (na != nb || (na && memcmp(ea, eb, na * sizeof *ea) != 0))) {
-        snprintf(p->msg, p->cap, "the nodes depend on each other differently (%zu edges at the "
-                 "capture, %zu at %s)", na, nb, p->b_run);
+        snprintf(p->msg, p->cap, "%sthe nodes depend on each other differently (%zu edges at "
+                 "the capture, %zu at %s)", p->where, na, nb, p->b_run);
         st = CGR_STATUS_CAPTURE_FAILED;
     }
     free(ea);
@@ -540,8 +546,8 @@ static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int dept
     if (st == CGR_STATUS_OK)
         st = list_nodes(b, &p->b, &p->alloc_b);
     if (st == CGR_STATUS_OK && p->a.n != p->b.n) {
-        snprintf(p->msg, p->cap, "the step enqueued %zu operations at the capture and %zu at %s",
-                 p->a.n, p->b.n, p->b_run);
+        snprintf(p->msg, p->cap, "%sthe step enqueued %zu operations at the capture and %zu at "
+                 "%s", p->where, p->a.n, p->b.n, p->b_run);
         st = CGR_STATUS_CAPTURE_FAILED;
     }
     for (size_t i = 0; st == CGR_STATUS_OK && i < p->a.n; i++) {

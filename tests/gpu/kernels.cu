@@ -107,8 +107,15 @@ extern "C" cudaError_t tk_affine(float *y, const float *x, size_t n, cudaStream_
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t tk_affine_child(float *y, const float *x, size_t n, cudaStream_t s)
+/*
+ * While s is capturing, adds func(args) over n elements as the one kernel
+ * node of a child graph node, which the stream's next work depends on, and
+ * sets *added; else leaves *added 0 for the caller to launch it plainly.
+ */
+static cudaError_t add_child_kernel(cudaStream_t s, void *func, size_t n, void **args,
+                                    int *added)
 {
+    *added = 0;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     cudaGraph_t g = NULL;
     const cudaGraphNode_t *deps = NULL;
@@ -118,16 +125,13 @@ extern "C" cudaError_t tk_affine_child(float *y, const float *x, size_t n, cudaS
 #else
     cudaError_t e = cudaStreamGetCaptureInfo(s, &cs, NULL, &g, &deps, &n_deps);
 #endif
-    if (e != cudaSuccess)
+    if (e != cudaSuccess || cs != cudaStreamCaptureStatusActive)
         return e;
-    if (cs != cudaStreamCaptureStatusActive)
-        return tk_affine(y, x, n, s);
     cudaGraph_t child = NULL;
     if ((e = cudaGraphCreate(&child, 0)) != cudaSuccess)
         return e;
-    void *args[] = {&y, &x, &n};
     cudaKernelNodeParams k = {};
-    k.func = (void *)affine_kernel;
+    k.func = func;
     k.gridDim.x = (unsigned)((n + 255) / 256);
     k.gridDim.y = k.gridDim.z = 1;
     k.blockDim.x = 256;
@@ -135,7 +139,7 @@ extern "C" cudaError_t tk_affine_child(float *y, const float *x, size_t n, cudaS
     k.kernelParams = args;
     cudaGraphNode_t kernel, node;
     e = cudaGraphAddKernelNode(&kernel, child, NULL, 0, &k);
-    /* The child is cloned into the node; the stream's next work depends on the node. */
+    /* The child is cloned into the node. */
     if (e == cudaSuccess)
         e = cudaGraphAddChildGraphNode(&node, g, deps, n_deps, child);
 #if CUDART_VERSION >= 13000
@@ -147,7 +151,25 @@ extern "C" cudaError_t tk_affine_child(float *y, const float *x, size_t n, cudaS
         e = cudaStreamUpdateCaptureDependencies(s, &node, 1, cudaStreamSetCaptureDependencies);
 #endif
     cudaError_t d = cudaGraphDestroy(child);
+    *added = 1;
     return e != cudaSuccess ? e : d;
+}
+
+extern "C" cudaError_t tk_affine_child(float *y, const float *x, size_t n, cudaStream_t s)
+{
+    void *args[] = {&y, &x, &n};
+    int added;
+    cudaError_t e = add_child_kernel(s, (void *)affine_kernel, n, args, &added);
+    return e != cudaSuccess || added ? e : tk_affine(y, x, n, s);
+}
+
+extern "C" cudaError_t tk_add_scalar_child(float *y, const float *x, float t, size_t n,
+                                           cudaStream_t s)
+{
+    void *args[] = {&y, &x, &t, &n};
+    int added;
+    cudaError_t e = add_child_kernel(s, (void *)add_scalar_kernel, n, args, &added);
+    return e != cudaSuccess || added ? e : tk_add_scalar(y, x, t, n, s);
 }
 
 extern "C" cudaError_t tk_add_scalar(float *y, const float *x, float t, size_t n, cudaStream_t s)

@@ -17,9 +17,10 @@ cudaError_t tk_bias_relu(float *y, const float *x, const float *bias, int rows, 
 cudaError_t tk_row_sum(float *out, const float *x, int rows, int cols, cudaStream_t s);
 /* y = 2 x + 1 elementwise. */
 cudaError_t tk_affine(float *y, const float *x, size_t n, cudaStream_t s);
-/* y = 2 x + 1 like tk_affine; while s is capturing, as a kernel node inside a child
- * graph node added to the capture (the way a library's prebuilt graph joins one). */
+/* tk_affine and tk_add_scalar, except that while s is capturing, the kernel is the node of
+ * a child graph node added to the capture (as a library's prebuilt graph joins one). */
 cudaError_t tk_affine_child(float *y, const float *x, size_t n, cudaStream_t s);
+cudaError_t tk_add_scalar_child(float *y, const float *x, float t, size_t n, cudaStream_t s);
 /* y = x + t, t passed by value (a graph freezes it) or read from device memory. */
 cudaError_t tk_add_scalar(float *y, const float *x, float t, size_t n, cudaStream_t s);
 cudaError_t tk_add_device(float *y, const float *x, const float *t, size_t n, cudaStream_t s);

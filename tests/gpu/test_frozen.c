@@ -15,7 +15,9 @@
  *
  * A child graph node whose kernel uses memory the step allocated in the
  * graph (cudaMallocAsync) is not a frozen value either: that memory is
- * matched across the two captures as the outer graph's kernels' is.
+ * matched across the two captures as the outer graph's kernels' is. The
+ * counter passed by value to a kernel inside a child graph node is found
+ * as it is outside one, and the message says where.
  *
  * Rechecks (frozen_recheck = K): a value that holds for the first runs
  * and changes later (a learning rate that decays in steps) passes the
@@ -39,6 +41,7 @@ typedef struct counter_step {
     float t;      /* the host counter: one more per call of the step function */
     const float *host_value; /* when set, t is this value at each call instead */
     int armable;             /* cgr_step_desc.armable */
+    int child;               /* the kernel inside a child graph node of the capture */
 } counter_step;
 
 static cgr_status step_fn(cgr_ctx *ctx, void *user)
@@ -54,6 +57,8 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
     if (c->by_input) {
         STEP_TRY(cgr_ctx_input(ctx, 1, (void **)&t));
         STEP_CUDA(tk_add_device(y, x, t, LEN, st));
+    } else if (c->child) {
+        STEP_CUDA(tk_add_scalar_child(y, x, c->t, LEN, st));
     } else {
         STEP_CUDA(tk_add_scalar(y, x, c->t, LEN, st));
     }
@@ -128,12 +133,16 @@ static cgr_runtime *runtime(int check, const char *allow)
     return runtime_with(check, allow, 0);
 }
 
-/* The host counter passed by value: refused with the kernel, the parameter and both values. */
-static void test_refused(rng *r)
+/*
+ * The host counter passed by value: refused with the kernel, the parameter
+ * and both values; with `child`, the kernel is in a child graph node, which
+ * the message names too.
+ */
+static void test_refused(rng *r, int child)
 {
     cgr_runtime *rt = runtime(1, NULL);
-    counter_step c = {0, 0, 0.0f, NULL, 0};
-    cgr_step *s = make_counter_step(rt, &c, "counter");
+    counter_step c = {0, 0, 0.0f, NULL, 0, child};
+    cgr_step *s = make_counter_step(rt, &c, child ? "counter_child" : "counter");
     static const cgr_run_action want[4] = {CGR_RUN_WARMUP, CGR_RUN_WARMUP, CGR_RUN_CAPTURE,
                                            CGR_RUN_CAPTURE};
     for (int k = 0; k < RUNS; k++) {
@@ -160,6 +169,9 @@ static void test_refused(rng *r)
     ASSERT(strstr(ss.capture_error, "as float 3)") != NULL);
     ASSERT(strstr(ss.capture_error, "as float 4)") != NULL);
     ASSERT(strstr(ss.capture_error, "step input or device memory") != NULL);
+    ASSERT((strstr(ss.capture_error, "in the child graph at node ") != NULL) == child);
+    if (child)
+        ASSERT(strstr(ss.capture_error, ", node 0 of 1: kernel ") != NULL);
     cgr_shape_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
@@ -173,7 +185,7 @@ static void test_refused(rng *r)
 static void test_from_input(rng *r)
 {
     cgr_runtime *rt = runtime(1, NULL);
-    counter_step c = {1, 0, 0.0f, NULL, 0};
+    counter_step c = {1, 0, 0.0f, NULL, 0, 0};
     cgr_step *s = make_counter_step(rt, &c, "counter_input");
     for (int k = 0; k < RUNS; k++) {
         cgr_run_action a;
@@ -259,7 +271,7 @@ static void test_child_graph_allocation(rng *r)
 static void test_accepted(rng *r, int check, const char *allow)
 {
     cgr_runtime *rt = runtime(check, allow);
-    counter_step c = {0, 0, 0.0f, NULL, 0};
+    counter_step c = {0, 0, 0.0f, NULL, 0, 0};
     cgr_step *s = make_counter_step(rt, &c, "counter_allowed");
     for (int k = 0; k < RUNS; k++) {
         cgr_run_action a;
@@ -298,7 +310,7 @@ static void test_recheck_finds_late_change(rng *r)
 {
     cgr_runtime *rt = runtime_with(1, NULL, RECHECK);
     float value = 3.0f;
-    counter_step c = {0, 0, 0.0f, &value, 0};
+    counter_step c = {0, 0, 0.0f, &value, 0, 0};
     cgr_step *s = make_counter_step(rt, &c, "decaying");
     int found = -1;
     for (int k = 0; k < LATE_RUNS; k++) {
@@ -347,7 +359,7 @@ static void test_recheck_finds_late_change(rng *r)
     ASSERT_OK(cgr_runtime_destroy(&rt));
     rt = runtime(1, NULL);
     value = 3.0f;
-    c = (counter_step){0, 0, 0.0f, &value, 0};
+    c = (counter_step){0, 0, 0.0f, &value, 0, 0};
     s = make_counter_step(rt, &c, "decaying_unchecked");
     for (int k = 0; k < LATE_RUNS; k++) {
         if (k == CHANGE)
@@ -371,7 +383,7 @@ static void test_recheck_finds_late_change(rng *r)
 static void test_recheck_passes(rng *r, int armable)
 {
     cgr_runtime *rt = runtime_with(1, NULL, RECHECK);
-    counter_step c = {1, 0, 0.0f, NULL, armable};
+    counter_step c = {1, 0, 0.0f, NULL, armable, 0};
     cgr_step *s = make_counter_step(rt, &c, armable ? "counter_armed" : "counter_rechecked");
     int checks = 0;
     for (int k = 0; k < LATE_RUNS; k++) {
@@ -404,8 +416,10 @@ int main(void)
 {
     require_gpu();
     rng r = {7};
-    test_refused(&r);
+    test_refused(&r, 0);
     printf("a host counter passed by value: refused, every run correct\n");
+    test_refused(&r, 1);
+    printf("the same inside a child graph node: refused, every run correct\n");
     test_from_input(&r);
     printf("the counter from an input: replayed, every run correct\n");
     test_child_graph_allocation(&r);
