@@ -7,9 +7,9 @@
 #                    [--build-only]
 #   tests/compare.sh --table DIR
 #
-# BASE_DIR is a plain source tree of the old commit. The GPU machine may get
-# a copy of the working tree without its .git directory, so the old commit
-# cannot be checked out there and travels as files instead. Make it in the
+# BASE_DIR is a plain source tree of the old commit. A remote GPU runner may
+# get a copy of the working tree without its .git directory, so the old
+# commit cannot be checked out there and travels as files instead. Make it in the
 # repository root with:
 #
 #   rm -rf .base && mkdir .base
@@ -20,7 +20,7 @@
 # The .revision file is optional; it only names the old side in the table.
 # The last line keeps .base/ out of `git status` without touching the
 # tracked .gitignore. Because .base/ is then ignored by git, whatever copies
-# the working tree to the GPU machine must be told to take it along if it
+# the working tree to a GPU runner must be told to take it along if it
 # leaves ignored files out. The source tree is about 2 MiB.
 #
 # What it does:

@@ -45,8 +45,8 @@
 # make it) built beside it and both cgr-bench binaries measured in turns,
 # its table printed before the summary and kept as $OUT/compare.txt. It adds
 # about 6 minutes (with --quick-bench, which it passes on as --quick, about
-# 4), so on a machine that limits one call to 10 minutes leave out memcheck
-# and the other long parts; CGR_COMPARE_BUDGET_S bounds its rounds.
+# 4), so in a job limited to 10 minutes leave out memcheck and the other
+# long parts; CGR_COMPARE_BUDGET_S bounds its rounds.
 set -u
 here=$PWD
 cd "$(dirname "$0")/.."
@@ -237,8 +237,9 @@ elif [ -n "$base" ]; then
     result[compare]=FAILED
 fi
 cp "$b/meson-logs/testlog.txt" "$OUT/" 2>/dev/null
-# At most 8 files come back from the GPU machine: everything but the GPU line
-# and the comparison's table goes into one archive.
+# Everything but the GPU line and the comparison's table goes into one
+# archive, so that a job runner that keeps only a few files of $OUT as
+# artifacts keeps all the logs.
 [ "${result[build]}" = ok ] && rm -f "$OUT/setup.log" "$OUT/build.log" "$OUT/test.log"
 tmp=$(mktemp /tmp/cgr-all.XXXXXX.tgz)
 (cd "$OUT" && tar czf "$tmp" --exclude gpu.txt --exclude compare.txt . &&

@@ -220,7 +220,7 @@ int main(void)
         expect(ss.capture_error, want);
         expect(ss.capture_error, cases[i].error);
         expect(ss.capture_error, "called from diag_bad_step+0x");
-        /* "diag_bad_step+0x5c at ../tests/gpu/test_diagnose.c:42 (test_gpu_diagnose+0x5f1c)" */
+        /* "diag_bad_step+0x5c at ../tests/gpu/test_diagnose.c:48 (test_gpu_diagnose+0x6117)" */
         snprintf(want, sizeof want, "test_diagnose.c:%d (test_gpu_diagnose+0x", line);
         expect(ss.capture_error, want);
     }

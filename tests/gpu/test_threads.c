@@ -11,7 +11,7 @@
  *     own step. Every result must be right or a documented status: BUSY
  *     (slots full, the other thread holds the acquired slot, capture
  *     postponed while the other thread waits) or INVALID_ARGUMENT from
- *     cgr_step_copy_output (the other thread's runs reused the slot: the
+ *     cgr_step_output (the other thread's runs reused the slot: the
  *     result is gone, never mixed). The thread's own step never sees either.
  *     Afterwards the counters add up and the runtime still works.
  * (c) Cross-thread acquire, deterministically: while one thread holds the

@@ -13,7 +13,9 @@
  * cudaStream_t, and the handles returned by cgr_ctx_cublas() and
  * cgr_ctx_cudnn() are a cublasHandle_t and a cudnnHandle_t.
  *
- * Threads: runtimes share no state, so each thread may own one. A runtime
+ * Threads: runtimes share no state but the process's one CUPTI client
+ * (one profile window at a time; docs/threading.md), so each thread may
+ * own one. A runtime
  * may also be shared: a per-runtime lock serializes the calls that touch
  * it, and a call that conflicts with another thread's use of the same step
  * returns CGR_STATUS_BUSY (try again) instead of corrupting it.
