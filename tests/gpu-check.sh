@@ -6,7 +6,10 @@
 # (or /tmp/cgr-gpu-check); a short table is printed last and kept as
 # $OUT/summary.txt: each part's status and its test counts, or cgr-bench's
 # result line and, for the default suite, W-chain's cgr/raw per kernel.
-# Exits 1 when any part that ran failed, else 0.
+# Exits 1 when any part that ran failed, else 0. Stopped by SIGTERM or
+# SIGINT (a job's time limit, `timeout`), it still archives the logs and
+# prints the table, the part it stopped in marked STOPPED and the parts
+# after it skipped, and exits 143 or 130.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
 #                      [--sanitizers | --initcheck] [--shapes] [--ddp] [--base DIR]
 #                      [--no-extra | --no-pdl-off | --no-ptx] [--force-ptx-jit] [--no-libs]
@@ -96,7 +99,58 @@ bench_detail() {
     echo "${r:-no result}$chain"
 }
 
+# The end of every run, also of one a signal stops: the archive, the table
+# and the exit status.
+finish() {
+    trap - TERM INT
+    cp "$b/meson-logs/testlog.txt" "$OUT/" 2>/dev/null
+    # Everything but the GPU line and the comparison's table goes into one
+    # archive, so that a job runner that keeps only a few files of $OUT as
+    # artifacts keeps all the logs.
+    [ "${result[build]:-}" = ok ] && rm -f "$OUT/setup.log" "$OUT/build.log" "$OUT/test.log"
+    tmp=$(mktemp /tmp/cgr-all.XXXXXX.tgz)
+    (cd "$OUT" && tar czf "$tmp" --exclude gpu.txt --exclude compare.txt . &&
+        find . -type f ! -name gpu.txt ! -name compare.txt -delete) &&
+        mv "$tmp" "$OUT/all.tgz"
+    if [ -n "$base" ]; then
+        echo
+        cat "$OUT/compare.txt" 2>/dev/null || echo "compare: no table (see compare.log in all.tgz)"
+    fi
+    # Also kept as $OUT/summary.txt: a stdout sent to a file under $OUT is
+    # archived unfinished and deleted above, this table with it.
+    keys="build tests pdl-off ptx-jit"
+    [ $force_ptx = 1 ] && keys="$keys ptx-force"
+    [ $no_libs = 1 ] && keys="$keys no-libs"
+    keys="$keys memcheck racecheck initcheck soak shapes ddp bench torch"
+    [ -n "$base" ] && keys="$keys compare"
+    # The part a signal stopped reads STOPPED.
+    [ -n "$stopped" ] && [ -n "$running" ] && [ -z "${result[$running]:-}" ] &&
+        result[$running]=STOPPED
+    {
+        echo
+        echo "== gpu-check summary =="
+        cat "$OUT/gpu.txt"
+        [ -n "$stopped" ] && echo "stopped by SIG$stopped${running:+ during '$running'}"
+        for k in $keys; do
+            printf '%-10s %-8s %s\n' "$k" "${result[$k]:-skipped}" "${detail[$k]:-}"
+        done
+    } | tee "$OUT/summary.txt"
+    case "$stopped" in TERM) exit 143 ;; INT) exit 130 ;; esac
+    # The status says whether every part that ran passed.
+    for k in $keys; do
+        [ "${result[$k]:-skipped}" = FAILED ] && exit 1
+    done
+    exit 0
+}
+
+# A signal stops the part that runs (its processes get it too when sent to
+# the process group, as `timeout` does); the trap runs as soon as it ends.
+stopped="" running=""
+trap 'stopped=TERM; finish' TERM
+trap 'stopped=INT; finish' INT
+
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
+running=build
 # Warnings are errors here, as in CI.
 if meson setup "$b" -Dwerror=true >"$OUT/setup.log" 2>&1 &&
     ninja -C "$b" >"$OUT/build.log" 2>&1; then
@@ -108,6 +162,7 @@ fi
 grep -A4 "^cgr" "$OUT/setup.log" | tail -4
 
 if [ "${result[build]}" = ok ]; then
+    running=tests
     meson test -C "$b" --print-errorlogs --suite unit --suite headers --suite gpu --suite bench \
         >"$OUT/test.log" 2>&1 && result[tests]=ok || result[tests]=FAILED
     detail[tests]=$(counts "$OUT/test.log")
@@ -118,6 +173,7 @@ if [ "${result[build]}" = ok ]; then
     extra_pass() {
         local key=$1 name=$2 dir=$3
         shift 3
+        running=$key
         env "$@" meson test -C "$dir" --print-errorlogs --suite gpu --suite bench --logbase "testlog-$name" \
             >"$OUT/test-$name.log" 2>&1 && result[$key]=ok || result[$key]=FAILED
         detail[$key]=$(counts "$OUT/test-$name.log")
@@ -133,6 +189,7 @@ if [ "${result[build]}" = ok ]; then
     extra_build() {
         local key=$1 name=$2 dir=$3 what=$4
         shift 4
+        running=$key
         meson setup "$dir" -Dwerror=true "$@" >"$OUT/setup-$name.log" 2>&1 &&
             ninja -C "$dir" >"$OUT/build-$name.log" 2>&1 && return 0
         result[$key]=FAILED
@@ -166,6 +223,7 @@ if [ "${result[build]}" = ok ]; then
             -Dcudnn=disabled -Dnccl=disabled && extra_pass no-libs nolibs build-gpu-nolibs
     fi
     if [ $memcheck = 1 ]; then
+        running=memcheck
         meson test -C "$b" --setup memcheck --suite gpu --suite bench --print-errorlogs \
             >"$OUT/memcheck.log" 2>&1 && result[memcheck]=ok || result[memcheck]=FAILED
         detail[memcheck]=$(counts "$OUT/memcheck.log")
@@ -173,6 +231,7 @@ if [ "${result[build]}" = ok ]; then
     fi
     if [ -n "$sanitizers" ]; then
         for tool in $sanitizers; do
+            running=$tool
             meson test -C "$b" --setup $tool --suite gpu --suite bench --print-errorlogs \
                 >"$OUT/$tool.log" 2>&1 && result[$tool]=ok || result[$tool]=FAILED
             detail[$tool]=$(counts "$OUT/$tool.log")
@@ -180,18 +239,21 @@ if [ "${result[build]}" = ok ]; then
         done
     fi
     if [ $soak = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
+        running=soak
         "$b/bench/cgr-bench" soak --json "$OUT/soak.json" >"$OUT/soak.log" 2>&1 \
             && result[soak]=ok || result[soak]=FAILED
         detail[soak]=$(grep -m1 '^soak: growth' "$OUT/soak.log" | sed 's/.*host RSS/host RSS/')
         tail -n 20 "$OUT/soak.log"
     fi
     if [ $bench = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
+        running=bench
         "$b/bench/cgr-bench" default $quick --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1 \
             && result[bench]=ok || result[bench]=FAILED
         detail[bench]=$(bench_detail "$OUT/bench.log")
         tail -n 40 "$OUT/bench.log"
     fi
     if [ $shapes = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
+        running=shapes
         "$b/bench/cgr-bench" serve --stats $quick --json "$OUT/bench-serve.json" \
             >"$OUT/bench-serve.log" 2>&1 && result[shapes]=ok || result[shapes]=FAILED
         tail -n 40 "$OUT/bench-serve.log"
@@ -201,6 +263,7 @@ if [ "${result[build]}" = ok ]; then
         tail -n 20 "$OUT/bench-newshape.log"
     fi
     if [ $ddp = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
+        running=ddp
         # Two ranks where the host has two GPUs; one rank (a one-rank
         # communicator: the same code path, collectives that copy) otherwise.
         gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
@@ -211,6 +274,7 @@ if [ "${result[build]}" = ok ]; then
         tail -n 30 "$OUT/bench-ddp.log"
     fi
     if [ $workloads = 1 ] && [ -x "$b/bench/cgr-bench" ]; then
+        running=bench
         "$b/bench/cgr-bench" mlp --profile --json "$OUT/bench-mlp.json" \
             >"$OUT/bench-mlp.log" 2>&1 || result[bench]=FAILED
         grep -A14 "==== cgr-bench summary" "$OUT/bench-mlp.log"
@@ -219,6 +283,7 @@ if [ "${result[build]}" = ok ]; then
         "$b/bench/cgr-bench" cnn --quick --trace "$OUT/trace.json" >"$OUT/bench-trace.log" 2>&1 \
             || result[bench]=FAILED
         grep -A6 "==== cgr-bench summary" "$OUT/bench-cnn.log"
+        running=torch
         PYTHONUNBUFFERED=1 python3 bench/peer/torch_peer.py --workload mlp,mlp-dropout,cnn \
             --json "$OUT/torch.json" >"$OUT/torch.log" 2>&1 && result[torch]=ok || result[torch]=FAILED
         python3 bench/peer/compare.py --torch "$OUT/torch.json" --cgr "$OUT/bench-mlp.json" \
@@ -228,6 +293,7 @@ if [ "${result[build]}" = ok ]; then
         # Last, so the comparison's GPU time never delays the checks above.
         # Its own files go to $OUT/compare and into all.tgz with the rest;
         # the table stays outside the archive.
+        running=compare
         OUT="$OUT/compare" bash tests/compare.sh "$base" --new-build "$b" $quick \
             >"$OUT/compare.log" 2>&1 && result[compare]=ok || result[compare]=FAILED
         grep "^compare: " "$OUT/compare.log" | grep -v ": exit 0 (" | tail -n 20
@@ -236,36 +302,4 @@ if [ "${result[build]}" = ok ]; then
 elif [ -n "$base" ]; then
     result[compare]=FAILED
 fi
-cp "$b/meson-logs/testlog.txt" "$OUT/" 2>/dev/null
-# Everything but the GPU line and the comparison's table goes into one
-# archive, so that a job runner that keeps only a few files of $OUT as
-# artifacts keeps all the logs.
-[ "${result[build]}" = ok ] && rm -f "$OUT/setup.log" "$OUT/build.log" "$OUT/test.log"
-tmp=$(mktemp /tmp/cgr-all.XXXXXX.tgz)
-(cd "$OUT" && tar czf "$tmp" --exclude gpu.txt --exclude compare.txt . &&
-    find . -type f ! -name gpu.txt ! -name compare.txt -delete) &&
-    mv "$tmp" "$OUT/all.tgz"
-if [ -n "$base" ]; then
-    echo
-    cat "$OUT/compare.txt" 2>/dev/null || echo "compare: no table (see compare.log in all.tgz)"
-fi
-# Also kept as $OUT/summary.txt: a stdout sent to a file under $OUT is
-# archived unfinished and deleted above, this table with it.
-keys="build tests pdl-off ptx-jit"
-[ $force_ptx = 1 ] && keys="$keys ptx-force"
-[ $no_libs = 1 ] && keys="$keys no-libs"
-keys="$keys memcheck racecheck initcheck soak shapes ddp bench torch"
-[ -n "$base" ] && keys="$keys compare"
-{
-    echo
-    echo "== gpu-check summary =="
-    cat "$OUT/gpu.txt"
-    for k in $keys; do
-        printf '%-10s %-8s %s\n' "$k" "${result[$k]:-skipped}" "${detail[$k]:-}"
-    done
-} | tee "$OUT/summary.txt"
-# The status says whether every part that ran passed.
-for k in $keys; do
-    [ "${result[$k]:-skipped}" = FAILED ] && exit 1
-done
-exit 0
+finish
