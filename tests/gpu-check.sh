@@ -149,16 +149,24 @@ stopped="" running=""
 trap 'stopped=TERM; finish' TERM
 trap 'stopped=INT; finish' INT
 
+# build_tree KEY SUFFIX DIR WHAT [MESON_OPTION...]: sets up and builds DIR,
+# warnings as errors as in CI, logging to setup$SUFFIX.log and
+# build$SUFFIX.log; when that fails, marks KEY failed, shows the logs' tails
+# and returns 1.
+build_tree() {
+    local key=$1 suffix=$2 dir=$3 what=$4
+    shift 4
+    running=$key
+    meson setup "$dir" -Dwerror=true "$@" >"$OUT/setup$suffix.log" 2>&1 &&
+        ninja -C "$dir" >"$OUT/build$suffix.log" 2>&1 && return 0
+    result[$key]=FAILED
+    echo "-- $dir ($what) did not build:"
+    tail -n 30 "$OUT/setup$suffix.log" "$OUT/build$suffix.log"
+    return 1
+}
+
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
-running=build
-# Warnings are errors here, as in CI.
-if meson setup "$b" -Dwerror=true >"$OUT/setup.log" 2>&1 &&
-    ninja -C "$b" >"$OUT/build.log" 2>&1; then
-    result[build]=ok
-else
-    result[build]=FAILED
-    tail -n 30 "$OUT/setup.log" "$OUT/build.log"
-fi
+build_tree build "" "$b" "the default build" && result[build]=ok
 grep -A4 "^cgr" "$OUT/setup.log" | tail -4
 
 if [ "${result[build]}" = ok ]; then
@@ -183,20 +191,6 @@ if [ "${result[build]}" = ok ]; then
         grep -h "^PASS: .*PDL" "$dir/meson-logs/testlog-$name.txt" 2>/dev/null | cut -c1-200
         cp "$dir/meson-logs/testlog-$name.txt" "$OUT/" 2>/dev/null
     }
-    # extra_build KEY LOGNAME DIR WHAT [MESON_OPTION...]: sets up and builds DIR
-    # (warnings are errors); when that fails, marks KEY failed, shows the logs'
-    # tails and returns 1.
-    extra_build() {
-        local key=$1 name=$2 dir=$3 what=$4
-        shift 4
-        running=$key
-        meson setup "$dir" -Dwerror=true "$@" >"$OUT/setup-$name.log" 2>&1 &&
-            ninja -C "$dir" >"$OUT/build-$name.log" 2>&1 && return 0
-        result[$key]=FAILED
-        echo "-- $dir ($what) did not build:"
-        tail -n 20 "$OUT/setup-$name.log" "$OUT/build-$name.log"
-        return 1
-    }
     if [ $pdl_off = 1 ]; then
         extra_pass pdl-off pdl-off "$b" CGR_PDL=0
     fi
@@ -205,7 +199,7 @@ if [ "${result[build]}" = ok ]; then
         cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2>/dev/null | head -1)
         if [ "${cc%%.*}" -ge 9 ] 2>/dev/null; then sass=80 ptx_arch=90; else sass=90 ptx_arch=80; fi
         bp=build-gpu-ptx
-        if extra_build ptx-jit ptx "$bp" "sm_$sass + PTX compute_$ptx_arch" \
+        if build_tree ptx-jit -ptx "$bp" "sm_$sass + PTX compute_$ptx_arch" \
             -Dgpu_arch=$sass -Dgpu_ptx=$ptx_arch; then
             echo "-- $bp: machine code sm_$sass only, PTX compute_$ptx_arch"
             if command -v cuobjdump >/dev/null 2>&1; then
@@ -219,7 +213,7 @@ if [ "${result[build]}" = ok ]; then
         extra_pass ptx-force ptx-force "$b" CUDA_FORCE_PTX_JIT=1
     fi
     if [ $no_libs = 1 ]; then
-        extra_build no-libs nolibs build-gpu-nolibs "without cuDNN and NCCL" \
+        build_tree no-libs -nolibs build-gpu-nolibs "without cuDNN and NCCL" \
             -Dcudnn=disabled -Dnccl=disabled && extra_pass no-libs nolibs build-gpu-nolibs
     fi
     if [ $memcheck = 1 ]; then
