@@ -123,7 +123,7 @@ static cgr_status last_node(cudaStream_t stream, cudaGraphNode_t *node)
     enum cudaStreamCaptureStatus cs;
     const cudaGraphNode_t *deps = NULL;
     size_t n = 0;
-    cudaError_t e = cgr__capture_deps(stream, &cs, &deps, &n);
+    cudaError_t e = cgr__capture_deps(stream, &cs, NULL, &deps, &n);
     if (e != cudaSuccess)
         return cgr__cuda_fail((int)e, "cudaStreamGetCaptureInfo");
     /* The step may have invalidated the capture; a staging node cgr just

@@ -1,6 +1,6 @@
 /*
  * The runtime calls whose form depends on the CUDA toolkit cgr is built
- * with. cgr builds with CUDA 12.0 and newer; three calls it needs changed
+ * with. cgr builds with CUDA 12.0 and newer; the calls it needs that changed
  * on the way:
  *
  *   - graph edges carry data (an edge's type and ports, which programmatic
@@ -8,8 +8,8 @@
  *     cudaGraphGetEdges_v2; CUDA 13 made that form cudaGraphGetEdges.
  *     Before 12.3 an edge is just a pair of nodes, and its data reads as
  *     zeros;
- *   - cudaStreamGetCaptureInfo gained the same edge data as an argument in
- *     CUDA 13;
+ *   - cudaStreamGetCaptureInfo and cudaStreamUpdateCaptureDependencies
+ *     gained the same edge data as an argument in CUDA 13;
  *   - a driver entry point of a given CUDA version is asked for with
  *     cudaGetDriverEntryPointByVersion from CUDA 12.5. Before, the runtime
  *     gives the form of its own version: for the entry points cgr uses,
@@ -52,14 +52,30 @@ static inline cudaError_t cgr__graph_edges(cudaGraph_t g, cudaGraphNode_t *from,
 #endif
 }
 
-/* The capture status of `stream` and the nodes the next captured node will depend on. */
+/* The capture status of `stream`, the graph it captures into (when graph is
+ * not NULL) and the nodes the next captured node will depend on. */
 static inline cudaError_t cgr__capture_deps(cudaStream_t stream, enum cudaStreamCaptureStatus *cs,
-                                            const cudaGraphNode_t **deps, size_t *n)
+                                            cudaGraph_t *graph, const cudaGraphNode_t **deps,
+                                            size_t *n)
 {
 #if CUDART_VERSION >= 13000
-    return cudaStreamGetCaptureInfo(stream, cs, NULL, NULL, deps, NULL, n);
+    return cudaStreamGetCaptureInfo(stream, cs, NULL, graph, deps, NULL, n);
 #else
-    return cudaStreamGetCaptureInfo(stream, cs, NULL, NULL, deps, n);
+    return cudaStreamGetCaptureInfo(stream, cs, NULL, graph, deps, n);
+#endif
+}
+
+/* Makes the next node captured on `stream` depend on nodes[0..n) alone: for a
+ * node added to the capture's graph by hand. */
+static inline cudaError_t cgr__capture_set_deps(cudaStream_t stream, cudaGraphNode_t *nodes,
+                                                size_t n)
+{
+#if CUDART_VERSION >= 13000
+    return cudaStreamUpdateCaptureDependencies(stream, nodes, NULL, n,
+                                               cudaStreamSetCaptureDependencies);
+#else
+    return cudaStreamUpdateCaptureDependencies(stream, nodes, n,
+                                               cudaStreamSetCaptureDependencies);
 #endif
 }
 

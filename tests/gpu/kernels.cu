@@ -5,6 +5,7 @@
  */
 #include "cgr/cgr.h"
 #include "cgr/cgr_philox.h"
+#include "cuda_compat.h"
 #include "kernels.h"
 
 __global__ void bias_relu_kernel(float *y, const float *x, const float *bias, int rows, int cols)
@@ -107,6 +108,17 @@ extern "C" cudaError_t tk_affine(float *y, const float *x, size_t n, cudaStream_
     return cudaGetLastError();
 }
 
+/* The kernel node of func(args) over n elements, in 256-thread blocks. */
+static cudaKernelNodeParams kernel_node(void *func, size_t n, void **args)
+{
+    cudaKernelNodeParams k = {};
+    k.func = func;
+    k.gridDim = dim3((unsigned)((n + 255) / 256));
+    k.blockDim = dim3(256);
+    k.kernelParams = args;
+    return k;
+}
+
 /*
  * While s is capturing, adds func(args) over n elements as the one kernel
  * node of a child graph node, which the stream's next work depends on, and
@@ -120,36 +132,20 @@ static cudaError_t add_child_kernel(cudaStream_t s, void *func, size_t n, void *
     cudaGraph_t g = NULL;
     const cudaGraphNode_t *deps = NULL;
     size_t n_deps = 0;
-#if CUDART_VERSION >= 13000
-    cudaError_t e = cudaStreamGetCaptureInfo(s, &cs, NULL, &g, &deps, NULL, &n_deps);
-#else
-    cudaError_t e = cudaStreamGetCaptureInfo(s, &cs, NULL, &g, &deps, &n_deps);
-#endif
+    cudaError_t e = cgr__capture_deps(s, &cs, &g, &deps, &n_deps);
     if (e != cudaSuccess || cs != cudaStreamCaptureStatusActive)
         return e;
     cudaGraph_t child = NULL;
     if ((e = cudaGraphCreate(&child, 0)) != cudaSuccess)
         return e;
-    cudaKernelNodeParams k = {};
-    k.func = func;
-    k.gridDim.x = (unsigned)((n + 255) / 256);
-    k.gridDim.y = k.gridDim.z = 1;
-    k.blockDim.x = 256;
-    k.blockDim.y = k.blockDim.z = 1;
-    k.kernelParams = args;
+    cudaKernelNodeParams k = kernel_node(func, n, args);
     cudaGraphNode_t kernel, node;
     e = cudaGraphAddKernelNode(&kernel, child, NULL, 0, &k);
     /* The child is cloned into the node. */
     if (e == cudaSuccess)
         e = cudaGraphAddChildGraphNode(&node, g, deps, n_deps, child);
-#if CUDART_VERSION >= 13000
     if (e == cudaSuccess)
-        e = cudaStreamUpdateCaptureDependencies(s, &node, NULL, 1,
-                                                cudaStreamSetCaptureDependencies);
-#else
-    if (e == cudaSuccess)
-        e = cudaStreamUpdateCaptureDependencies(s, &node, 1, cudaStreamSetCaptureDependencies);
-#endif
+        e = cgr__capture_set_deps(s, &node, 1);
     cudaError_t d = cudaGraphDestroy(child);
     *added = 1;
     return e != cudaSuccess ? e : d;
@@ -170,6 +166,60 @@ extern "C" cudaError_t tk_add_scalar_child(float *y, const float *x, float t, si
     int added;
     cudaError_t e = add_child_kernel(s, (void *)add_scalar_kernel, n, args, &added);
     return e != cudaSuccess || added ? e : tk_add_scalar(y, x, t, n, s);
+}
+
+extern "C" int tk_moved_child_graphs(void)
+{
+    return CUDART_VERSION >= 13000;
+}
+
+extern "C" cudaError_t tk_affine_alloc_child(float **y, const float *x, size_t n, cudaStream_t s)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaGraph_t g = NULL;
+    const cudaGraphNode_t *deps = NULL;
+    size_t n_deps = 0;
+    cudaError_t e = cgr__capture_deps(s, &cs, &g, &deps, &n_deps);
+    if (e != cudaSuccess)
+        return e;
+    if (cs != cudaStreamCaptureStatusActive) {
+        if ((e = cudaMallocAsync((void **)y, n * sizeof **y, s)) != cudaSuccess)
+            return e;
+        return tk_affine(*y, x, n, s);
+    }
+#if CUDART_VERSION >= 13000
+    int dev;
+    cudaGraph_t child = NULL;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess || (e = cudaGraphCreate(&child, 0)) != cudaSuccess)
+        return e;
+    cudaMemAllocNodeParams a = {};
+    a.poolProps.allocType = cudaMemAllocationTypePinned;
+    a.poolProps.location.type = cudaMemLocationTypeDevice;
+    a.poolProps.location.id = dev;
+    a.bytesize = n * sizeof **y;
+    cudaGraphNode_t alloc, kernel, node;
+    e = cudaGraphAddMemAllocNode(&alloc, child, NULL, 0, &a);
+    float *out = (float *)a.dptr;
+    void *args[] = {&out, &x, &n};
+    cudaKernelNodeParams k = kernel_node((void *)affine_kernel, n, args);
+    if (e == cudaSuccess)
+        e = cudaGraphAddKernelNode(&kernel, child, &alloc, 1, &k);
+    /* A graph with memory nodes joins another only by handing it over. */
+    cudaGraphNodeParams p = {};
+    p.type = cudaGraphNodeTypeGraph;
+    p.graph.graph = child;
+    p.graph.ownership = cudaGraphChildGraphOwnershipMove;
+    if (e == cudaSuccess)
+        e = cudaGraphAddNode(&node, g, deps, NULL, n_deps, &p);
+    if (e != cudaSuccess) {
+        (void)cudaGraphDestroy(child);
+        return e;
+    }
+    *y = out;
+    return cgr__capture_set_deps(s, &node, 1);
+#else
+    return cudaErrorNotSupported;
+#endif
 }
 
 extern "C" cudaError_t tk_add_scalar(float *y, const float *x, float t, size_t n, cudaStream_t s)

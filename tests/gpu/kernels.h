@@ -21,6 +21,13 @@ cudaError_t tk_affine(float *y, const float *x, size_t n, cudaStream_t s);
  * a child graph node added to the capture (as a library's prebuilt graph joins one). */
 cudaError_t tk_affine_child(float *y, const float *x, size_t n, cudaStream_t s);
 cudaError_t tk_add_scalar_child(float *y, const float *x, float t, size_t n, cudaStream_t s);
+/* *y = a new allocation of n floats holding 2 x + 1: while s is capturing, made by a
+ * memory-allocation node inside a child graph node whose graph the capture's graph takes
+ * over (CUDA 13 and newer, else cudaErrorNotSupported); otherwise cudaMallocAsync and
+ * tk_affine. The caller frees it on s. */
+cudaError_t tk_affine_alloc_child(float **y, const float *x, size_t n, cudaStream_t s);
+/* Whether tk_affine_alloc_child can capture: the build's CUDA is 13 or newer. */
+int tk_moved_child_graphs(void);
 /* y = x + t, t passed by value (a graph freezes it) or read from device memory. */
 cudaError_t tk_add_scalar(float *y, const float *x, float t, size_t n, cudaStream_t s);
 cudaError_t tk_add_device(float *y, const float *x, const float *t, size_t n, cudaStream_t s);

@@ -13,11 +13,12 @@
  * frozen graph replays (its outputs keep the captured t, which is what
  * those options accept).
  *
- * A child graph node whose kernel uses memory the step allocated in the
- * graph (cudaMallocAsync) is not a frozen value either: that memory is
- * matched across the two captures as the outer graph's kernels' is. The
- * counter passed by value to a kernel inside a child graph node is found
- * as it is outside one, and the message says where.
+ * Memory the step allocates in the graph (cudaMallocAsync) and uses
+ * across a child graph node's boundary, the child's kernel using the
+ * graph's allocation or the graph using one made inside the child, is not
+ * a frozen value either: it is matched across the two captures as within
+ * one graph. The counter passed by value to a kernel inside a child graph
+ * node is found as it is outside one, and the message says where.
  *
  * Rechecks (frozen_recheck = K): a value that holds for the first runs
  * and changes later (a learning rate that decays in steps) passes the
@@ -207,34 +208,49 @@ static void test_from_input(rng *r)
     ASSERT_OK(cgr_runtime_destroy(&rt));
 }
 
+/* y = 2 (2 x + 1) + 1 through a temporary the step allocates in the graph. With
+ * graph_uses_child the child graph node allocates it and the graph around it reads
+ * and frees it; otherwise the graph allocates it and the child node's kernel reads it. */
+typedef struct alloc_step {
+    int graph_uses_child;
+    int calls;
+} alloc_step;
+
 static cgr_status child_fn(cgr_ctx *ctx, void *user)
 {
-    int *calls = user;
-    ++*calls;
+    alloc_step *c = user;
+    c->calls++;
     cgr_stream st;
     float *x, *y, *tmp = NULL;
     STEP_TRY(cgr_ctx_stream(ctx, &st));
     STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
     STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
-    STEP_CUDA(cudaMallocAsync((void **)&tmp, LEN * sizeof(float), st));
-    STEP_CUDA(tk_affine(tmp, x, LEN, st));
-    STEP_CUDA(tk_affine_child(y, tmp, LEN, st));
+    if (c->graph_uses_child) {
+        STEP_CUDA(tk_affine_alloc_child(&tmp, x, LEN, st));
+        STEP_CUDA(tk_affine(y, tmp, LEN, st));
+    } else {
+        STEP_CUDA(cudaMallocAsync((void **)&tmp, LEN * sizeof(float), st));
+        STEP_CUDA(tk_affine(tmp, x, LEN, st));
+        STEP_CUDA(tk_affine_child(y, tmp, LEN, st));
+    }
     STEP_CUDA(cudaFreeAsync(tmp, st));
     return CGR_STATUS_OK;
 }
 
 /*
- * A child graph whose kernel reads memory the graph around it allocated
- * (cudaMallocAsync in the step): each capture gets its own allocation, and
- * the check matches the child's argument through it, as it does the outer
- * graph's. The first capture replays; y = 2 (2 x + 1) + 1 bitwise at every run.
+ * Memory allocated in the graph (cudaMallocAsync in the step) and used
+ * across a child graph node's boundary, in either direction: each capture
+ * gets its own allocation, and the check matches the argument that
+ * carries it through the allocation nodes, as it does within one graph.
+ * The first capture replays; y = 2 (2 x + 1) + 1 bitwise at every run.
  */
-static void test_child_graph_allocation(rng *r)
+static void test_child_graph_allocation(rng *r, int graph_uses_child)
 {
     cgr_runtime *rt = runtime(1, NULL);
-    int calls = 0;
+    alloc_step c = {graph_uses_child, 0};
     cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN), out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step *s = make_step(rt, "child_graph", &in, 1, &out, 1, child_fn, &calls);
+    cgr_step *s = make_step(rt, graph_uses_child ? "graph_uses_child" : "child_uses_graph", &in,
+                            1, &out, 1, child_fn, &c);
     static float x[LEN], y[LEN];
     for (int k = 0; k < RUNS; k++) {
         rng_fill(r, x, LEN);
@@ -256,7 +272,7 @@ static void test_child_graph_allocation(rng *r)
             TEST_FAIL_("run %d was %s, expected %s (%s)", k, cgr_run_action_name(a),
                        cgr_run_action_name(w), cgr_last_error());
     }
-    ASSERT_EQ(calls, 4); /* 2 warm-ups, the capture, the check's capture */
+    ASSERT_EQ(c.calls, 4); /* 2 warm-ups, the capture, the check's capture */
     cgr_step_stats ss;
     ASSERT_OK(cgr_step_get_stats(s, &ss));
     ASSERT_U64_EQ(ss.frozen_checks, 1);
@@ -422,8 +438,14 @@ int main(void)
     printf("the same inside a child graph node: refused, every run correct\n");
     test_from_input(&r);
     printf("the counter from an input: replayed, every run correct\n");
-    test_child_graph_allocation(&r);
+    test_child_graph_allocation(&r, 0);
     printf("a child graph using the graph's own allocation: replayed, every run correct\n");
+    if (tk_moved_child_graphs()) {
+        test_child_graph_allocation(&r, 1);
+        printf("the graph using a child graph's allocation: replayed, every run correct\n");
+    } else {
+        printf("the graph using a child graph's allocation: not run (needs CUDA 13)\n");
+    }
     test_accepted(&r, 1, "no_such_kernel,add_scalar");
     printf("frozen_allow naming the kernel: the first capture replays\n");
     test_accepted(&r, 0, NULL);
