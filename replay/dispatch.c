@@ -99,6 +99,29 @@ static cgr__graph *take_offer(cgr_step *s, int reason, const char *text)
     return victim.payload;
 }
 
+/*
+ * A warm-up run of the shape in `entry`. When it traced the step and the
+ * arena could not back the plan, the run still completed (cgr__run_eager),
+ * but the shape cannot be captured: it runs eagerly from now on, counted
+ * as a capture failure, and this run is its first eager run.
+ */
+static cgr_status warm_up(cgr_step *s, uint32_t slot, uint32_t entry, uint8_t *action,
+                          uint8_t *reason)
+{
+    cgr__shape_plan *plan = &s->plans[entry];
+    cgr_status st = cgr__run_eager(s, slot, plan);
+    if (st != CGR_STATUS_OK || !plan->plan_failed)
+        return st;
+    char why[sizeof s->stats.capture_error];
+    snprintf(why, sizeof why, "its scratch cannot be planned into the arena, so the shape is "
+             "not captured: %s", cgr_last_error());
+    s->stats.capture_failures++;
+    shape_eager(s, entry, CGR_EAGER_CAPTURE_FAILED, why);
+    *action = CGR_RUN_EAGER;
+    *reason = CGR_EAGER_CAPTURE_FAILED;
+    return st;
+}
+
 static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                               uint8_t *action, uint8_t *reason)
 {
@@ -129,7 +152,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         /* Its warm-ups failed before they planned the scratch: warm up again first. */
         cgr__shapes_capture_cancel(s->shapes);
         *action = CGR_RUN_WARMUP;
-        return cgr__run_eager(s, slot, plan);
+        return warm_up(s, slot, d->entry, action, reason);
     }
     cgr__capture_out co;
     cgr_status local = cgr__capture(s, plan, d->payload, &co);
@@ -302,7 +325,7 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
     switch (d->action) {
     case CGR__SHAPES_WARMUP:
         *action = CGR_RUN_WARMUP;
-        st = cgr__run_eager(s, slot, plan);
+        st = warm_up(s, slot, d->entry, action, reason);
         if (st == CGR_STATUS_OK && ss->mode != CGR_MODE_EAGER)
             ss->mode = ss->captures ? CGR_MODE_GRAPH : CGR_MODE_WARMUP;
         return st;

@@ -475,10 +475,15 @@ void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
                               const char *text, cgr__shapes_freed *out)
 {
     assert(m != NULL && out != NULL && entry < m->capacity && !m->capturing &&
-           m->entries[entry].state == CGR__SHAPE_GRAPH &&
            (reason == CGR_EAGER_FROZEN_VALUE || reason == CGR_EAGER_CAPTURE_FAILED));
+    const uint8_t state = m->entries[entry].state;
+    assert(state == CGR__SHAPE_GRAPH ||
+           (state == CGR__SHAPE_WARMING && reason == CGR_EAGER_CAPTURE_FAILED));
     /* Not an eviction: the graph leaves because it is wrong, not for room. */
-    uncharge(m, entry, out);
+    if (state == CGR__SHAPE_GRAPH)
+        uncharge(m, entry, out);
+    else
+        *out = (cgr__shapes_freed){NULL, 0};
     make_eager(m, entry, reason, text);
 }
 

@@ -219,8 +219,9 @@ void cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
 /**
  * GRAPH entry `entry` must not replay again (it froze a value, or the
  * shape could not be captured again): it runs EAGER for reason (FROZEN or
- * CAPTURE_FAILED) with text, and its payload goes to *out. Not while a
- * capture is in flight.
+ * CAPTURE_FAILED) with text, and its payload goes to *out. A WARMING entry
+ * that cannot be captured (CAPTURE_FAILED) runs EAGER the same way, with
+ * nothing in *out. Not while a capture is in flight.
  */
 void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
                               const char *text, cgr__shapes_freed *out);

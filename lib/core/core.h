@@ -85,6 +85,10 @@ typedef enum cgr__ctx_mode {
 typedef struct cgr__shape_plan {
     cgr__trace trace;     /* with the tracing run's real pointers */
     int planned;
+    /* The latest tracing run completed, but its plan could not be backed by
+     * the arena (arena_limit, or no device memory): the shape cannot be
+     * captured, and its runs trace again. */
+    int plan_failed;
     /* Philox counters one run reserves (capture/rng.c), fixed by the first run. */
     uint64_t philox_per_run;
     int philox_known;

@@ -5,7 +5,10 @@
  * following cycles must each end with exactly as much free device memory
  * as they started with (to the 2 MiB granularity of device allocations).
  * Buffers are large so that a leak cannot hide in an allocator's rounding.
+ * A step whose scratch exceeds arena_limit runs, correctly, eagerly.
  */
+#include <string.h>
+
 #include <cublas_v2.h>
 
 #include "common.h"
@@ -63,6 +66,57 @@ static void cycle(rng *r, float *x)
     ASSERT_OK(cgr_runtime_destroy(&rt));
 }
 
+/*
+ * A step whose scratch needs more than arena_limit (16 MiB against 1 MiB):
+ * its first run traces the step on memory of its own, then finds that the
+ * arena cannot back the plan. That run has executed, so it completes with
+ * its outputs, and the shape runs eagerly for good (it cannot be captured),
+ * saying why; every run's outputs are checked.
+ */
+static void test_arena_limit(rng *r, float *x)
+{
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.arena_limit = (size_t)1 << 20;
+    cgr_runtime *rt;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
+    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
+    cgr_step *s = make_step(rt, "over_limit", &in, 1, &out, 1, step_fn, NULL);
+    enum { N = 5 };
+    for (int i = 0; i < N; i++) {
+        rng_fill(r, x, 1024);
+        const void *ins[1] = {x};
+        uint64_t t;
+        cgr_run_action a;
+        ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
+        ASSERT_OK(cgr_step_wait(s, t));
+        ASSERT_OK(cgr_step_run_action(s, t, &a));
+        ASSERT_EQ(a, CGR_RUN_EAGER);
+        const float *y = test_output(s, t, 0, NULL);
+        for (int k = 0; k < 1024; k++)
+            if (y[k] != 2.0f * (2.0f * (2.0f * x[k] + 1.0f)) + 1.0f)
+                TEST_FAIL_("run %d: y[%d] = %.9g for x = %.9g", i, k, (double)y[k], (double)x[k]);
+    }
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_EQ(ss.mode, CGR_MODE_EAGER);
+    ASSERT_U64_EQ(ss.runs, N);
+    ASSERT_U64_EQ(ss.warmup_runs, 0);
+    ASSERT_U64_EQ(ss.replays, 0);
+    ASSERT_U64_EQ(ss.eager_runs, N);
+    ASSERT_U64_EQ(ss.eager_by_reason[CGR_EAGER_CAPTURE_FAILED], N);
+    ASSERT_U64_EQ(ss.capture_failures, 1);
+    if (!strstr(ss.capture_error, "not captured") || !strstr(ss.capture_error, "arena_limit"))
+        TEST_FAIL_("capture_error: %s", ss.capture_error);
+    cgr_runtime_stats rs;
+    ASSERT_OK(cgr_runtime_get_stats(rt, &rs));
+    ASSERT_U64_EQ(rs.arena_reserved, 0);
+    printf("over arena_limit: %d runs eager, each correct; %s\n", N, ss.capture_error);
+    ASSERT_OK(cgr_step_destroy(&s));
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
 int main(void)
 {
     require_gpu();
@@ -89,6 +143,7 @@ int main(void)
         if (diff > 0)
             TEST_FAIL_("cycle %d leaked %lld bytes of device memory", i, diff);
     }
+    test_arena_limit(&r, x);
     printf("PASS\n");
     return 0;
 }

@@ -1213,6 +1213,52 @@ static void test_refuse(void)
     cgr__shapes_destroy(&m);
 }
 
+/*
+ * A warming shape whose scratch the arena cannot back: refused with
+ * CAPTURE_FAILED before any capture, it runs eagerly for good, holding no
+ * graph, while a cached shape keeps replaying. Only CAPTURE_FAILED applies.
+ */
+static void test_refuse_warming(void)
+{
+    cgr__shapes_dim_desc d;
+    cgr__shapes_config c = one_dim(&d, 1024, 1, 4, 0);
+    cgr__shapes m;
+    mgr(&m, &c);
+    cgr__shapes_decision out;
+    cgr__shapes_freed f = {pl(9), 9};
+
+    decide1(&m, 1);
+    decide1(&m, 1);
+    done(&m, 1, 400, 0);
+    out = decide1(&m, 2);
+    expect(&out, CGR__SHAPES_WARMUP);
+    uint32_t e2 = out.entry;
+    ASSERT_DIES(cgr__shapes_refuse(&m, e2, CGR_EAGER_FROZEN_VALUE, "x", &f));
+    tstats before = stats(&m);
+    const char *why = "its scratch cannot be planned into the arena";
+    cgr__shapes_refuse(&m, e2, CGR_EAGER_CAPTURE_FAILED, why, &f);
+    ASSERT_PTR_EQ(f.payload, NULL);
+    ASSERT_EQ(f.bytes, 0);
+    tstats s = stats(&m);
+    ASSERT_EQ(s.entries, before.entries);
+    ASSERT_EQ(s.bytes, before.bytes);
+    ASSERT_EQ(s.eager, before.eager + 1);
+    ASSERT_EQ(s.warming, before.warming - 1);
+    for (int i = 0; i < 3; i++) {
+        out = decide1(&m, 2);
+        expect(&out, CGR__SHAPES_EAGER);
+        ASSERT_EQ(out.reason, CGR_EAGER_CAPTURE_FAILED);
+        ASSERT_EQ(out.entry, e2);
+        ASSERT_STR_EQ(out.text, why);
+        out = decide1(&m, 1);
+        expect(&out, CGR__SHAPES_REPLAY);
+        ASSERT_PTR_EQ(out.payload, pl(1));
+    }
+    ASSERT_DIES(cgr__shapes_refuse(&m, e2, CGR_EAGER_CAPTURE_FAILED, "x", &f));
+    check_identities(&m);
+    cgr__shapes_destroy(&m);
+}
+
 static void test_uncapturable(void)
 {
     cgr__shapes_dim_desc d;
@@ -2973,6 +3019,7 @@ int main(void)
     test_too_large();
     test_uncapturable();
     test_refuse();
+    test_refuse_warming();
     test_churn();
     test_churn_warning_cut();
     test_update_reasons();

@@ -603,8 +603,12 @@ CGR_API cgr_status cgr_step_write_input(cgr_step *step, const cgr_slot *slot, in
  * there. CGR_STATUS_WRONG_STATE when no slot is acquired or another
  * thread acquired it, CGR_STATUS_INVALID_ARGUMENT when slot is not the
  * acquired run's: nothing is launched, and the acquired slot stays held
- * by its thread. Any other failure launches nothing and gives the slot
- * back.
+ * by its thread. Any other failure uses no ticket and gives the slot back,
+ * and launched nothing, except where cgr cannot take work back: when the
+ * step function fails in an eager run or a warm-up (it returns an error,
+ * or a CUDA call it made fails), the input copies and the work it
+ * enqueued before failing may still execute. A failed capture is not a
+ * failed run: the run executes eagerly (cgr_step_stats.capture_error).
  */
 CGR_API cgr_status cgr_step_launch(cgr_step *step, const cgr_slot *slot);
 /**
@@ -619,8 +623,8 @@ CGR_API cgr_status cgr_step_release(cgr_step *step, const cgr_slot *slot);
  * Runs one step asynchronously at `dims`, with inputs copied from host
  * memory (inputs[i] points at the bytes of input i, packed at the run's
  * shape): acquire, write and launch in one call. On success *ticket (may
- * be NULL) identifies the run for cgr_step_wait(). Errors as
- * cgr_step_acquire() and cgr_step_launch(); nothing is launched then.
+ * be NULL) identifies the run for cgr_step_wait(). Errors, and what a
+ * failed run leaves launched, as cgr_step_acquire() and cgr_step_launch().
  */
 CGR_API cgr_status cgr_step_run(cgr_step *step, const int64_t *dims, const void *const *inputs,
                                 uint64_t *ticket);
@@ -694,7 +698,9 @@ typedef enum cgr_eager_reason {
     CGR_EAGER_NONE = 0,       /**< it does not (a cached or warming shape); counts the
                                    eager runs of a profile window (cgr_options.profile) */
     CGR_EAGER_CHURN,          /**< the churn guard is tripped and the shape is not cached */
-    CGR_EAGER_CAPTURE_FAILED, /**< the shape's capture failed (or capture is disabled) */
+    CGR_EAGER_CAPTURE_FAILED, /**< the shape's capture failed, capture is disabled, or its
+                                   scratch plan does not fit the arena (arena_limit, device
+                                   memory) */
     CGR_EAGER_TOO_LARGE,      /**< its graph alone exceeds shape_cache_bytes */
     CGR_EAGER_FROZEN_VALUE,   /**< its graph froze a host value that changed at the next
                                    run (cgr_options.frozen_check); capture_error says which */
@@ -793,7 +799,8 @@ typedef struct cgr_step_stats {
                                        (cgr_options.frozen_check): one per new graph, and one
                                        per recheck (frozen_recheck); each is counted in runs
                                        as what it executed */
-    uint64_t capture_failures;    /**< shapes whose capture failed; with capture = 0 each
+    uint64_t capture_failures;    /**< shapes whose capture failed, or whose scratch plan
+                                       the arena could not hold; with capture = 0 each
                                        shape counts one when it would have been captured
                                        (its reason text says so) */
     uint64_t update_failures;     /**< updates in place that CUDA refused (then instantiated) */
