@@ -396,7 +396,8 @@ CGR_API cgr_status cgr_runtime_nccl_rank(const cgr_runtime *rt, int *rank, int *
 CGR_API cgr_status cgr_ctx_nccl(cgr_ctx *ctx, cgr_nccl_comm *out)
 {
     CGR_TRY(cgr__check_ctx(ctx, "cgr_ctx_nccl"));
-    (void)out;
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_nccl: out is NULL");
     return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "cgr_ctx_nccl: no multi-GPU support%s", NOT_BUILT);
 }
 

@@ -91,7 +91,7 @@ static void shape_eager(cgr_step *s, uint32_t entry, cgr_eager_reason reason, co
     cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name, out);
 }
 
-/* Takes the offered executable out of the table after a failed (or undone) update. */
+/* Takes the offered executable out of the table after a failed update. */
 static cgr__graph *take_offer(cgr_step *s, int reason, const char *text)
 {
     cgr__shapes_freed victim;
@@ -171,10 +171,13 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     if (st != CGR_STATUS_OK) {
         if (local == CGR_STATUS_OK) {
             /* Made here but refused by a peer: undo it, an updated offer included. */
-            if (co.updated)
-                cgr__graph_free(take_offer(s, -1, "a peer rank could not capture this shape"));
-            else
+            if (co.updated) {
+                cgr__shapes_freed withdrawn;
+                cgr__shapes_offer_withdrawn(s->shapes, &withdrawn);
+                cgr__graph_free(withdrawn.payload);
+            } else {
                 cgr__graph_free(co.graph);
+            }
         }
         if (st != CGR_STATUS_CAPTURE_FAILED) {
             cgr__capture_retire(&co);
@@ -208,11 +211,6 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     cgr_status ls = cgr__launch_graph(s, g, slot, 0);
     co.make_us += cgr__now_us() - t0;
     cgr__capture_retire(&co);
-    ss->capture_us += co.capture_us;
-    if (co.updated)
-        ss->update_us += co.make_us;
-    else
-        ss->instantiate_us += co.make_us;
     const cgr__graph made = *g;
     for (uint32_t i = 0; i < oc.n_freed; i++)
         cgr__graph_free(oc.freed[i].payload);
@@ -220,6 +218,12 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         cgr__log(rt, CGR_LOG_WARN, "step '%s': this shape's graph (%zu bytes) exceeds "
                  "shape_cache_bytes; it runs eagerly from now on", s->name, made.bytes);
     CGR_TRY(ls);
+    /* Timed with the captures they belong to: a run whose launch failed is in neither. */
+    ss->capture_us += co.capture_us;
+    if (co.updated)
+        ss->update_us += co.make_us;
+    else
+        ss->instantiate_us += co.make_us;
     cgr__log(rt, CGR_LOG_INFO,
              "step '%s' captured: %llu nodes, executable %s, capture %.1f us + %.1f us",
              s->name, (unsigned long long)made.nodes,
@@ -276,11 +280,12 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
                          "device memory (or name the kernel in cgr_options.frozen_allow)",
                          s->name, co.text);
     cgr_status st = cgr__comm_after_capture(s->rt, s, local);
-    s->stats.frozen_checks++;
     if (st != CGR_STATUS_OK && st != CGR_STATUS_CAPTURE_FAILED) {
         cgr__graph_free(co.own);
         return st;
     }
+    /* Counted once it executes: a run that failed above launched nothing. */
+    s->stats.frozen_checks++;
     if (st == CGR_STATUS_OK) {
         /* Not before: a rank whose agreement failed checks again at its next run. */
         cgr__graph_checked(g, s->rt->opt.frozen_recheck);

@@ -115,23 +115,27 @@ static void count_run(cgr_step *s, uint8_t action, uint8_t reason)
 
 /*
  * Carries out the run of the acquired slot `slot` at the dims given at
- * acquire (s->run_dims). An armed run goes first: while the slot is
- * acquired nothing else runs the step, so the table cannot have changed
- * since it chose that graph, and every nanosecond before go is latency.
+ * acquire (s->run_dims). An armed run goes right after the device check:
+ * while the slot is acquired nothing else runs the step, so the table
+ * cannot have changed since it chose that graph, and every nanosecond
+ * before go is latency. Not before the check: once it has gone the run
+ * executes, and a call that failed after that would report a run that
+ * executed as not launched; failing before go, the caller lets the armed
+ * run through instead (arm_released).
  */
 static cgr_status submit(cgr_step *s, uint32_t slot)
 {
     const int64_t *dims = s->run_dims;
     cgr__graph *armed = s->armed;
     int expired = 0;
+    /* plain_launch: only cgr__launch_graph runs, none of the caller's code. */
+    int prev = 0, plain_launch = 0;
+    CGR_TRY(cgr__device_enter(s->rt, &prev));
     if (armed) {
         if (s->n_dyn)
             cgr__stage_shape(s, slot, s->armed_bucket, dims);
         expired = cgr__arm_go(s, slot);
     }
-    /* plain_launch: only cgr__launch_graph runs, none of the caller's code. */
-    int prev = 0, plain_launch = 0;
-    CGR_TRY(cgr__device_enter(s->rt, &prev));
     /* The dims were checked at acquire, and nothing but this run can be capturing. */
     cgr__shapes_decision d;
     cgr__shapes_decide(s->shapes, dims, &d);

@@ -507,6 +507,14 @@ void cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
     copy_text(m->update_error, sizeof m->update_error, text);
 }
 
+void cgr__shapes_offer_withdrawn(cgr__shapes *m, cgr__shapes_freed *victim)
+{
+    assert(m != NULL && victim != NULL && m->capturing && m->offer != CGR__SHAPES_FROM_NONE &&
+           !m->offer_failed);
+    take_offer(m, victim);
+    m->offer_failed = 1;
+}
+
 cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out)
 {
     assert(m != NULL && out != NULL && !m->capturing);

@@ -217,6 +217,13 @@ void cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
                                      cgr__shapes_freed *victim);
 
 /**
+ * The offered executable was updated in place, but the capture is not kept
+ * (the peer ranks refused it): the offer leaves the table without counting
+ * as an update failure, and goes to *victim to free. Then capture_failed.
+ */
+void cgr__shapes_offer_withdrawn(cgr__shapes *m, cgr__shapes_freed *victim);
+
+/**
  * GRAPH entry `entry` must not replay again (it froze a value, or the
  * shape could not be captured again): it runs EAGER for reason (FROZEN or
  * CAPTURE_FAILED) with text, and its payload goes to *out. A WARMING entry

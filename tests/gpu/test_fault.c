@@ -303,10 +303,10 @@ static void cycle(kind k, const site_spec *spec, uint64_t nth, int measure)
             snprintf(msg, sizeof msg, "%s", as.capture_error);
             st = spec->want;
         }
-        printf("%-18s %llu/%llu: %s at %s: %s\n", cgr__fault_site_name(spec->site),
+        printf("%-18s %llu/%llu: %s%s%s: %s\n", cgr__fault_site_name(spec->site),
                (unsigned long long)nth, (unsigned long long)controls[k].calls[spec->site],
-               failed ? cgr_status_name(st) : spec->absorbed ? "run went eagerly" : "no failure",
-               where, msg);
+               failed ? cgr_status_name(st) : absorbed ? "a run went eagerly" : "no failure",
+               failed ? " at " : "", failed ? where : "", msg);
         if (!failed && !spec->absorbed)
             TEST_FAIL_("%s: call %llu was armed but nothing failed (fired %llu)",
                        cgr__fault_site_name(spec->site), (unsigned long long)nth,

@@ -5,6 +5,7 @@
  * CGR_STATUS_NOT_SUPPORTED and name the file they tried, every time, and
  * the runtime goes on working: a step that uses neither captures and
  * replays with exact results. Neither library is ever loaded.
+ * cgr_ctx_nccl refuses a NULL out as INVALID_ARGUMENT in either build.
  */
 #define _GNU_SOURCE /* RTLD_NOLOAD */
 #include <dlfcn.h>
@@ -25,6 +26,13 @@ static cgr_status dnn_step(cgr_ctx *ctx, void *user)
     (void)user;
     cgr_cudnn_handle h;
     return cgr_ctx_cudnn(ctx, &h);
+}
+
+/* Keeps what cgr_ctx_nccl answers for out = NULL; enqueues nothing. */
+static cgr_status nccl_null_step(cgr_ctx *ctx, void *user)
+{
+    *(cgr_status *)user = cgr_ctx_nccl(ctx, NULL);
+    return CGR_STATUS_OK;
 }
 
 static void assert_mentions(const char *part)
@@ -63,6 +71,14 @@ int main(void)
         assert_mentions(cgr_has_nccl() ? "CGR_NCCL_LIBRARY=" MISSING_NCCL
                                        : "cgr was built without NCCL");
     }
+
+    /* Arguments are checked alike with and without NCCL built in. */
+    cgr_status got = CGR_STATUS_OK;
+    cgr_step *nn = make_step(rt, "nccl_null", &in, 1, &out, 1, nccl_null_step, &got);
+    uint64_t tn;
+    ASSERT_OK(cgr_step_run(nn, NULL, ins, &tn));
+    ASSERT_OK(cgr_step_wait(nn, tn));
+    ASSERT_STATUS(got, CGR_STATUS_INVALID_ARGUMENT);
 
     cgr_step *s = make_step(rt, "affine", &in, 1, &out, 1, affine_step, NULL);
     for (int run = 0; run < RUNS; run++) {

@@ -1156,6 +1156,50 @@ static void test_too_large(void)
     cgr__shapes_destroy(&m);
 }
 
+/*
+ * An offer updated in place whose capture the peer ranks refused: it leaves
+ * the table (an eviction, its old shape is gone) without counting as an
+ * update failure, and the shape's capture then fails.
+ */
+static void test_offer_withdrawn(void)
+{
+    cgr__shapes_dim_desc d;
+    cgr__shapes_config c = one_dim(&d, 1024, 1, 1, 0);
+    cgr__shapes m;
+    mgr(&m, &c);
+    cgr__shapes_decision out;
+    cgr__shapes_freed victim;
+
+    decide1(&m, 1);
+    decide1(&m, 1);
+    done(&m, 1, 100, 0);
+    decide1(&m, 2);
+    out = decide1(&m, 2);
+    expect(&out, CGR__SHAPES_CAPTURE);
+    ASSERT_PTR_EQ(out.payload, pl(1));
+    tstats before = stats(&m);
+    cgr__shapes_offer_withdrawn(&m, &victim);
+    ASSERT_PTR_EQ(victim.payload, pl(1));
+    ASSERT_EQ(victim.bytes, 100);
+    ASSERT_DIES(cgr__shapes_offer_withdrawn(&m, &victim));
+    ASSERT_DIES(cgr__shapes_update_failed(&m, 2, "x", &victim));
+    cgr__shapes_capture_failed(&m, "a peer rank could not capture this shape");
+    tstats s = stats(&m);
+    ASSERT_U64_EQ(s.update_failures, before.update_failures);
+    ASSERT_U64_EQ(s.evictions, before.evictions + 1);
+    ASSERT_U64_EQ(s.capture_failures, before.capture_failures + 1);
+    ASSERT_EQ(s.entries, 0);
+    ASSERT_EQ(s.bytes, 0);
+    ASSERT_STR_EQ((&m)->update_error, "");
+    out = decide1(&m, 2);
+    expect(&out, CGR__SHAPES_EAGER);
+    ASSERT_EQ(out.reason, CGR_EAGER_CAPTURE_FAILED);
+    expect((out = decide1(&m, 1), &out), CGR__SHAPES_WARMUP); /* shape 1 lost its graph */
+    ASSERT_DIES(cgr__shapes_offer_withdrawn(&m, &victim)); /* no capture in flight */
+    check_identities(&m);
+    cgr__shapes_destroy(&m);
+}
+
 /* A cached graph found wrong (the frozen-value check): its shape runs eagerly for good. */
 static void test_refuse(void)
 {
@@ -3019,6 +3063,7 @@ int main(void)
     test_too_large();
     test_uncapturable();
     test_refuse();
+    test_offer_withdrawn();
     test_refuse_warming();
     test_churn();
     test_churn_warning_cut();

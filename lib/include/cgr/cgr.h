@@ -18,7 +18,8 @@
  * own one. A runtime
  * may also be shared: a per-runtime lock serializes the calls that touch
  * it, and a call that conflicts with another thread's use of the same step
- * returns CGR_STATUS_BUSY (try again) instead of corrupting it.
+ * returns CGR_STATUS_BUSY (try again) or, for a slot another thread
+ * acquired, CGR_STATUS_WRONG_STATE, instead of corrupting it.
  * docs/threading.md has the rules.
  *
  * Errors: every call that can fail returns a cgr_status, and
@@ -849,7 +850,8 @@ typedef struct cgr_runtime_stats {
     double capture_us;          /**< stream capture + instantiate or update, summed */
     uint64_t arena_reserved;    /**< device bytes mapped for the arena */
     uint64_t arena_planned;     /**< largest step plan (all steps share the arena) */
-    uint64_t arena_lower_bound; /**< largest peak live bytes */
+    uint64_t arena_lower_bound; /**< the largest scratch_lower_bound of the steps (each
+                                     that of its latest planned trace) */
     uint64_t persistent_bytes;  /**< step I/O buffers and cgr_persistent_alloc */
     uint64_t pinned_bytes;      /**< all pinned staging */
 } cgr_runtime_stats;
@@ -862,7 +864,9 @@ typedef struct cgr_shape_info {
     int64_t dims[CGR_MAX_DYN_DIMS]; /**< bucketed values */
     int cached;                     /**< 1: a cached graph; 0: a shape that runs eagerly */
     uint64_t replays;               /**< cached: replays so far */
-    uint64_t last_use;              /**< cached: the step's run count at its latest use */
+    uint64_t last_use;              /**< the shape table's count of decisions (one per
+                                         run submitted, a failed one included) at its
+                                         latest use: orders the shapes by recency */
     uint64_t bytes;                 /**< cached: estimated bytes of its executable (4 KiB
                                          per node: CUDA reports none) */
     uint64_t eager_runs;            /**< not cached: eager runs */
