@@ -384,7 +384,7 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
     /* An updated offer keeps its own template: g is kept only for the check. */
     if (keep_check) {
         made->check = g;
-        made->check_stack = (uintptr_t)&t0; /* this thread captured it */
+        made->check_stack = cgr__thread_stack(); /* this thread captured it */
     } else if (made->tmpl != g) {
         out->retired[out->n_retired++] = g;
     }

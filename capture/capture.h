@@ -7,6 +7,7 @@
 #define CGR_CAPTURE_H
 
 #include "core.h"
+#include "frozen_values.h"
 
 /* A tensor that crosses by a memcpy node, repointed at the run's slot before a launch. */
 typedef struct cgr__graph_copy {
@@ -34,7 +35,7 @@ typedef struct cgr__graph {
      * (cgr_options.frozen_recheck); NULL once checked without rechecks, or
      * when the check is off. May be tmpl itself. */
     cudaGraph_t check;
-    uintptr_t check_stack;    /* an address in the stack of the thread that captured check */
+    cgr__stack_range check_stack; /* the stack of the thread that captured check */
     /* With check: replays before the next comparison; 0: the next REPLAY
      * decision compares instead (cgr__graph_check_due). */
     uint64_t check_in;
@@ -132,7 +133,7 @@ void cgr__graph_checked(cgr__graph *g, unsigned recheck);
  * the graph's capture, b the run's; b_run names that run in msg ("the next
  * run").
  */
-cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, uintptr_t a_stack,
+cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, cgr__stack_range a_stack,
                                cudaGraph_t b, const char *b_run, char *msg, size_t cap);
 /* Destroys a graph's executables (in-flight ones are freed by CUDA once done) and frees it. */
 void cgr__graph_free(cgr__graph *g);

@@ -19,9 +19,9 @@
  * allocating in the graph) are matched through those nodes: the k-th
  * allocation of one graph stands for the k-th of the other, counted over
  * the graph and the child graphs inside it, whose nodes may use the
- * graph's allocations and it theirs. A word that
- * holds an address in this thread's stack in both graphs is not a value
- * either: a replay runs long after that stack frame is gone, so no kernel
+ * graph's allocations and it theirs. A word that holds an address in the
+ * capturing thread's stack in both graphs is not a value either: a replay
+ * runs long after that stack frame is gone, so no kernel
  * can use it (cuBLAS passes the address of a host-mode alpha this way
  * next to its value, and the two captures are called from different
  * depths). frozen_values.c decides this for each value. NCCL's own
@@ -165,8 +165,8 @@ typedef struct layout {
 typedef struct pair {
     const cgr_step *s;
     const char *b_run;  /* b's run in messages: "the next run" or "this run" */
-    uintptr_t stack_a;  /* an address in the stack of the thread that captured a */
-    uintptr_t stack_b;  /* the same for b: the calling thread's */
+    cgr__stack_range stack_a; /* the stack of the thread that captured a */
+    cgr__stack_range stack_b; /* the same for b: the calling thread's */
     node_list a, b;       /* the nodes of the graphs compared at this level */
     alloc_list alloc_a, alloc_b;
     char where[160];      /* "" at the top, else the child graph node(s) this level is in */
@@ -566,7 +566,7 @@ static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int dept
     return st;
 }
 
-cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, uintptr_t a_stack,
+cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, cgr__stack_range a_stack,
                                cudaGraph_t b, const char *b_run, char *msg, size_t cap)
 {
     CGR_TRY(cgr__driver_load(&drv_set));
@@ -576,7 +576,7 @@ cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, uintptr_t a_sta
     p.b_run = b_run;
     /* A capture on another thread put its own stack's addresses in a. */
     p.stack_a = a_stack;
-    p.stack_b = (uintptr_t)&p;
+    p.stack_b = cgr__thread_stack();
     p.msg = msg;
     p.cap = cap;
     msg[0] = '\0';

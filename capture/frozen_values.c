@@ -1,6 +1,8 @@
 /* The frozen-value check's test of one value (frozen_values.h). */
+#define _GNU_SOURCE /* pthread_getattr_np */
 #include "frozen_values.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,16 +17,32 @@ uintptr_t cgr__frozen_in_a(const cgr__frozen_spaces *s, uintptr_t v)
 }
 
 /*
- * Within this distance of a local variable, a word is taken for an address
- * in the thread's stack: the default stack is 8 MiB, and no pointer into
- * the heap, device memory or the code lies that close to it.
+ * The thread's own stack, not a distance from a local variable: a thread
+ * other than the main one has its stack in an ordinary mapping, and host
+ * buffers the program allocated (pinned ones included) may lie right next
+ * to it, where a pointer that changes from run to run must not pass.
  */
-#define CGR__STACK_REACH ((uintptr_t)8 << 20)
-
-static int on_stack(uintptr_t stack, uint64_t v)
+static int on_stack(cgr__stack_range r, uint64_t v)
 {
-    uintptr_t a = (uintptr_t)v;
-    return a - (stack - CGR__STACK_REACH) < 2 * CGR__STACK_REACH;
+    return v >= r.lo && v < r.hi;
+}
+
+cgr__stack_range cgr__thread_stack(void)
+{
+    static _Thread_local cgr__stack_range mine;
+    static _Thread_local int known;
+    if (known)
+        return mine;
+    pthread_attr_t attr;
+    void *base = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        if (pthread_attr_getstack(&attr, &base, &size) == 0 && base)
+            mine = (cgr__stack_range){(uintptr_t)base, (uintptr_t)base + size};
+        (void)pthread_attr_destroy(&attr);
+    }
+    known = 1;
+    return mine;
 }
 
 int cgr__frozen_same_bytes(const cgr__frozen_spaces *s, const unsigned char *va,

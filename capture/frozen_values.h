@@ -16,11 +16,16 @@ typedef struct cgr__alloc_range {
     size_t bytes;
 } cgr__alloc_range;
 
+/* A thread's stack: [lo, hi); empty (lo == hi) when it could not be found. */
+typedef struct cgr__stack_range {
+    uintptr_t lo, hi;
+} cgr__stack_range;
+
 /* What one capture put in its graph that is its own. */
 typedef struct cgr__capture_space {
     const cgr__alloc_range *alloc; /* its memory-allocation nodes, in node order */
     size_t n_alloc;
-    uintptr_t stack; /* an address in the stack of the thread that captured it */
+    cgr__stack_range stack; /* the stack of the thread that captured it */
 } cgr__capture_space;
 
 /* The two captures compared. */
@@ -41,6 +46,13 @@ uintptr_t cgr__frozen_in_a(const cgr__frozen_spaces *s, uintptr_t v);
  */
 int cgr__frozen_same_bytes(const cgr__frozen_spaces *s, const unsigned char *va,
                            const unsigned char *vb, size_t n);
+
+/*
+ * The calling thread's stack, as the C library reports it
+ * (pthread_getattr_np), found once per thread: a stack never moves. Empty
+ * when the C library cannot tell, so that no word passes as a stack address.
+ */
+cgr__stack_range cgr__thread_stack(void);
 
 /* n bytes of a value for a message: as an integer (and a float or double) when 4 or 8
  * bytes, else the first 16 bytes in hex. */

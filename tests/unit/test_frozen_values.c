@@ -4,13 +4,16 @@
  * graph may be replayed: equal bytes of any size; changed scalars (a step
  * count, a learning rate); addresses into each capture's own allocations,
  * matched by order and only inside their ranges; addresses in the two
- * capturing threads' stacks and the edge of that reach; values of several
+ * capturing threads' stacks and the edges of those stacks, and the real
+ * stacks of the main thread and of others; values of several
  * words, each judged alone, and of a size that is not whole words, judged
  * byte for byte; the message's rendering of a value, never past its
  * buffer. Last, random values against a model of the rule.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "frozen_values.h"
@@ -25,7 +28,8 @@
 static const cgr__alloc_range alloc_a[] = {{0x7f0000000000u, 4096}, {0x7f0000100000u, 256}};
 static const cgr__alloc_range alloc_b[] = {{0x7f0040000000u, 4096}, {0x7f0040100000u, 256},
                                            {0x7f0040200000u, 64}};
-static const uintptr_t stack_a = 0x7ffd00000000u, stack_b = 0x7ffc00000000u;
+static const cgr__stack_range stack_a = {0x7ffd00000000u, 0x7ffd00800000u},
+                              stack_b = {0x7ffc00000000u, 0x7ffc00020000u};
 
 static cgr__frozen_spaces spaces(void)
 {
@@ -91,15 +95,66 @@ static void test_allocations(void)
 static void test_stacks(void)
 {
     /* A host-mode alpha's address, at other depths of the two threads' stacks. */
-    ASSERT(same_words(stack_a - 200, stack_b + 4096));
-    ASSERT(same_words(stack_a + 8 * MIB - 1, stack_b - 8 * MIB));
-    ASSERT(!same_words(stack_a + 8 * MIB, stack_b));
-    ASSERT(!same_words(stack_a, stack_b - 8 * MIB - 1));
+    ASSERT(same_words(stack_a.hi - 200, stack_b.lo + 4096));
+    ASSERT(same_words(stack_a.lo, stack_b.hi - 1));
+    /* Just outside either stack (a buffer mapped next to it): a value. */
+    ASSERT(!same_words(stack_a.hi, stack_b.lo + 64));
+    ASSERT(!same_words(stack_a.lo - 1, stack_b.lo + 64));
+    ASSERT(!same_words(stack_a.lo + 64, stack_b.hi));
+    ASSERT(!same_words(stack_a.lo + 64, stack_b.lo - 8));
     /* On a stack in one graph only: a value. */
-    ASSERT(!same_words(stack_a - 64, 0x5555deadbeefu));
-    ASSERT(!same_words(0x5555deadbeefu, stack_b - 64));
+    ASSERT(!same_words(stack_a.hi - 64, 0x5555deadbeefu));
+    ASSERT(!same_words(0x5555deadbeefu, stack_b.hi - 64));
     /* Each graph's own stack counts: b's word in a's stack is a value. */
-    ASSERT(!same_words(stack_a - 64, stack_a - 128));
+    ASSERT(!same_words(stack_a.hi - 64, stack_a.hi - 128));
+    /* A stack that could not be found holds nothing. */
+    cgr__frozen_spaces s = spaces();
+    s.b.stack = (cgr__stack_range){0, 0};
+    uint64_t a = stack_a.hi - 64, b = 0;
+    ASSERT(!cgr__frozen_same_bytes(&s, (const unsigned char *)&a, (const unsigned char *)&b, 8));
+}
+
+/* What a thread finds of its own stack, and a host buffer allocated before the thread. */
+typedef struct thread_view {
+    cgr__stack_range stack, again;
+    uintptr_t local;
+} thread_view;
+
+static void *look(void *arg)
+{
+    thread_view *v = arg;
+    int local = 0;
+    v->stack = cgr__thread_stack();
+    v->again = cgr__thread_stack();
+    v->local = (uintptr_t)&local;
+    return NULL;
+}
+
+/*
+ * The real stacks: each thread's own holds its local variables, and a host
+ * buffer the program allocated just before starting a thread lies outside
+ * it, however close the mappings are.
+ */
+static void test_thread_stacks(void)
+{
+    int local = 0;
+    cgr__stack_range main_stack = cgr__thread_stack();
+    ASSERT(main_stack.lo < main_stack.hi);
+    ASSERT((uintptr_t)&local >= main_stack.lo && (uintptr_t)&local < main_stack.hi);
+    for (int k = 0; k < 4; k++) {
+        char *buf = malloc(MIB);
+        ASSERT(buf != NULL);
+        thread_view v;
+        pthread_t t;
+        ASSERT(pthread_create(&t, NULL, look, &v) == 0);
+        ASSERT(pthread_join(t, NULL) == 0);
+        ASSERT(v.stack.lo < v.stack.hi);
+        ASSERT(v.again.lo == v.stack.lo && v.again.hi == v.stack.hi);
+        ASSERT(v.local >= v.stack.lo && v.local < v.stack.hi);
+        ASSERT((uintptr_t)buf + MIB <= v.stack.lo || (uintptr_t)buf >= v.stack.hi);
+        ASSERT(v.stack.hi <= main_stack.lo || v.stack.lo >= main_stack.hi);
+        free(buf);
+    }
 }
 
 static void test_words(void)
@@ -175,10 +230,8 @@ static int model_same(uint64_t a, uint64_t b)
     for (int k = 0; k < 2; k++)
         if (b >= alloc_b[k].base && b < alloc_b[k].base + alloc_b[k].bytes)
             return a == alloc_a[k].base + (b - alloc_b[k].base);
-    uint64_t da = a > stack_a ? a - stack_a : stack_a - a;
-    uint64_t db = b > stack_b ? b - stack_b : stack_b - b;
-    int on_a = da < 8 * MIB || (a < stack_a && da == 8 * MIB);
-    int on_b = db < 8 * MIB || (b < stack_b && db == 8 * MIB);
+    int on_a = a >= stack_a.lo && a < stack_a.hi;
+    int on_b = b >= stack_b.lo && b < stack_b.hi;
     return on_a && on_b;
 }
 
@@ -192,7 +245,7 @@ static uint64_t pick(int graph_b)
     case 1:
         return al[r % 3 % 2].base + (rng_next() % 5000) - 400;
     case 2:
-        return (graph_b ? stack_b : stack_a) + (rng_next() % (20 * MIB)) - 10 * MIB;
+        return (graph_b ? stack_b.lo : stack_a.lo) + (rng_next() % (20 * MIB)) - 10 * MIB;
     case 3:
         return rng_next() % 1000;
     default:
@@ -217,6 +270,7 @@ int main(void)
     test_scalars();
     test_allocations();
     test_stacks();
+    test_thread_stacks();
     test_words();
     test_show();
     test_random();
