@@ -48,7 +48,6 @@ typedef CUresult (*fn_func_param)(CUfunction, size_t, size_t *, size_t *);
 typedef CUresult (*fn_kern_param)(CUkernel, size_t, size_t *, size_t *);
 typedef CUresult (*fn_func_name)(const char **, CUfunction);
 typedef CUresult (*fn_kern_name)(const char **, CUkernel);
-typedef CUresult (*fn_memop_params)(CUgraphNode, CUDA_BATCH_MEM_OP_NODE_PARAMS *);
 
 static struct {
     fn_node_params node_params;
@@ -56,7 +55,6 @@ static struct {
     fn_kern_param kern_param;
     fn_func_name func_name;
     fn_kern_name kern_name;
-    fn_memop_params memop_params;
 } drv;
 static const cgr__driver_fn drv_fns[] = {
     {"cuGraphKernelNodeGetParams", (void **)&drv.node_params},
@@ -64,7 +62,6 @@ static const cgr__driver_fn drv_fns[] = {
     {"cuKernelGetParamInfo", (void **)&drv.kern_param},
     {"cuFuncGetName", (void **)&drv.func_name},
     {"cuKernelGetName", (void **)&drv.kern_name},
-    {"cuGraphBatchMemOpNodeGetParams", (void **)&drv.memop_params},
 };
 static cgr__driver_set drv_set = {
     .fns = drv_fns,
@@ -350,81 +347,6 @@ static cgr_status compare_kernel(pair *p, size_t i)
     return CGR_STATUS_OK;
 }
 
-/* The operation's name for a message. */
-static const char *mem_op_name(const CUstreamBatchMemOpParams *o)
-{
-    switch (o->operation) {
-    case CU_STREAM_MEM_OP_WAIT_VALUE_32:
-        return "cuStreamWaitValue32";
-    case CU_STREAM_MEM_OP_WRITE_VALUE_32:
-        return "cuStreamWriteValue32";
-    case CU_STREAM_MEM_OP_WAIT_VALUE_64:
-        return "cuStreamWaitValue64";
-    case CU_STREAM_MEM_OP_WRITE_VALUE_64:
-        return "cuStreamWriteValue64";
-    default:
-        return "a memory operation";
-    }
-}
-
-/*
- * Stream memory operations (cuStreamWriteValue*, cuStreamWaitValue*, a
- * batch of them): each writes or waits for a value at an address, both
- * baked into the graph like a kernel's arguments.
- */
-static cgr_status compare_mem_ops(pair *p, size_t i)
-{
-    CUDA_BATCH_MEM_OP_NODE_PARAMS ma, mb;
-    memset(&ma, 0, sizeof ma);
-    memset(&mb, 0, sizeof mb);
-    CUresult r = drv.memop_params((CUgraphNode)p->a.node[i], &ma);
-    if (r == CUDA_SUCCESS)
-        r = drv.memop_params((CUgraphNode)p->b.node[i], &mb);
-    if (r != CUDA_SUCCESS)
-        return CGR_FAIL(CGR_STATUS_CUDA_ERROR,
-                        "cuGraphBatchMemOpNodeGetParams failed (CUresult %d)", (int)r);
-    if (ma.count != mb.count || ma.flags != mb.flags)
-        return differ(p, i, "a batch of %u memory operations at the capture is one of %u at %s",
-                      ma.count, mb.count, p->b_run);
-    for (unsigned k = 0; k < ma.count; k++) {
-        const CUstreamBatchMemOpParams *oa = &ma.paramArray[k], *ob = &mb.paramArray[k];
-        if (oa->operation != ob->operation)
-            return differ(p, i, "memory operation %u is %s at the capture, %s at %s", k,
-                          mem_op_name(oa), mem_op_name(ob), p->b_run);
-        int wide = 0;
-        switch (oa->operation) {
-        case CU_STREAM_MEM_OP_WAIT_VALUE_64:
-        case CU_STREAM_MEM_OP_WRITE_VALUE_64:
-            wide = 1;
-            /* fall through */
-        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
-        case CU_STREAM_MEM_OP_WRITE_VALUE_32: {
-            /* waitValue and writeValue share their layout up to the value and flags. */
-            const struct CUstreamMemOpWaitValueParams_st *wa = &oa->waitValue, *wb = &ob->waitValue;
-            if (!same_ptr(p, (const void *)(uintptr_t)wa->address,
-                          (const void *)(uintptr_t)wb->address) || wa->flags != wb->flags)
-                return differ(p, i, "%s acts on another address at %s", mem_op_name(oa),
-                              p->b_run);
-            const size_t n = wide ? 8 : 4;
-            const unsigned char *va = wide ? (const void *)&wa->value64 : (const void *)&wa->value;
-            const unsigned char *vb = wide ? (const void *)&wb->value64 : (const void *)&wb->value;
-            if (memcmp(va, vb, n) != 0) {
-                char sa[96], sb[96];
-                cgr__frozen_show(sa, sizeof sa, va, n);
-                cgr__frozen_show(sb, sizeof sb, vb, n);
-                return differ(p, i, "%s has the value %s in the graph captured at one run and "
-                              "%s at %s", mem_op_name(oa), sa, sb, p->b_run);
-            }
-            break;
-        }
-        default:
-            if (oa->flushRemoteWrites.flags != ob->flushRemoteWrites.flags)
-                return differ(p, i, "memory operation %u has other flags at %s", k, p->b_run);
-        }
-    }
-    return CGR_STATUS_OK;
-}
-
 static cgr_status compare_graphs(pair *p, cudaGraph_t a, cudaGraph_t b, int depth);
 
 static cgr_status compare_node(pair *p, size_t i, int depth)
@@ -524,17 +446,17 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
     case cudaGraphNodeTypeEmpty:
         return CGR_STATUS_OK;
     default:
-        if ((int)p->a.type[i] == (int)CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
-            return compare_mem_ops(p, i);
         /*
-         * External semaphores, conditional nodes and kinds newer than this
-         * code hold values (a fence value, a body graph) it does not read:
-         * a graph it cannot compare is not taken for the same.
+         * Stream memory operations (cuStreamWriteValue32 and the like),
+         * external semaphores, conditional nodes and kinds newer than this
+         * code hold values (a value written, a fence value, a body graph)
+         * it does not read: a graph it cannot compare is not taken for the
+         * same.
          */
-        return differ(p, i, "an operation of type %d (an external semaphore, a conditional "
-                      "node or a newer kind) cannot be checked for frozen values; set "
-                      "cgr_options.frozen_check = 0 for this step's runtime if its values "
-                      "never change", (int)p->a.type[i]);
+        return differ(p, i, "an operation of type %d (a stream memory operation, an external "
+                      "semaphore, a conditional node or a newer kind) cannot be checked for "
+                      "frozen values; set cgr_options.frozen_check = 0 for this step's runtime "
+                      "if its values never change", (int)p->a.type[i]);
     }
 }
 

@@ -5,10 +5,6 @@
  */
 #include "cgr/cgr.h"
 #include "cgr/cgr_philox.h"
-#include <string.h>
-
-#include <cuda.h>
-
 #include "cuda_compat.h"
 #include "kernels.h"
 
@@ -170,24 +166,6 @@ extern "C" cudaError_t tk_add_scalar_child(float *y, const float *x, float t, si
     int added;
     cudaError_t e = add_child_kernel(s, (void *)add_scalar_kernel, n, args, &added);
     return e != cudaSuccess || added ? e : tk_add_scalar(y, x, t, n, s);
-}
-
-extern "C" cudaError_t tk_write_value(float *dst, float v, cudaStream_t s)
-{
-    typedef CUresult (*write_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-    static write_fn fn;
-    if (!fn) {
-        cudaDriverEntryPointQueryResult q;
-        cudaError_t e = cgr__driver_entry_point("cuStreamWriteValue32", (void **)&fn, 12000, &q);
-        if (e != cudaSuccess)
-            return e;
-        if (q != cudaDriverEntryPointSuccess || !fn)
-            return cudaErrorNotSupported;
-    }
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    return fn((CUstream)s, (CUdeviceptr)dst, bits, 0) == CUDA_SUCCESS ? cudaSuccess
-                                                                      : cudaErrorUnknown;
 }
 
 extern "C" int tk_moved_child_graphs(void)

@@ -26,8 +26,6 @@ cudaError_t tk_add_scalar_child(float *y, const float *x, float t, size_t n, cud
  * over (CUDA 13 and newer, else cudaErrorNotSupported); otherwise cudaMallocAsync and
  * tk_affine. The caller frees it on s. */
 cudaError_t tk_affine_alloc_child(float **y, const float *x, size_t n, cudaStream_t s);
-/* *dst = v by a stream memory operation (cuStreamWriteValue32 of v's bits), not a kernel. */
-cudaError_t tk_write_value(float *dst, float v, cudaStream_t s);
 /* Whether tk_affine_alloc_child can capture: the build's CUDA is 13 or newer. */
 int tk_moved_child_graphs(void);
 /* y = x + t, t passed by value (a graph freezes it) or read from device memory. */

@@ -48,7 +48,6 @@ typedef struct counter_step {
 enum {
     VIA_ARG,   /* a kernel argument */
     VIA_CHILD, /* the argument of a kernel inside a child graph node of the capture */
-    VIA_MEMOP, /* written to scratch by a stream memory operation the kernel reads */
 };
 
 static cgr_status step_fn(cgr_ctx *ctx, void *user)
@@ -66,10 +65,6 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
         STEP_CUDA(tk_add_device(y, x, t, LEN, st));
     } else if (c->via == VIA_CHILD) {
         STEP_CUDA(tk_add_scalar_child(y, x, c->t, LEN, st));
-    } else if (c->via == VIA_MEMOP) {
-        STEP_TRY(cgr_ctx_alloc(ctx, sizeof(float), (void **)&t));
-        STEP_CUDA(tk_write_value(t, c->t, st));
-        STEP_CUDA(tk_add_device(y, x, t, LEN, st));
     } else {
         STEP_CUDA(tk_add_scalar(y, x, c->t, LEN, st));
     }
@@ -147,12 +142,11 @@ static cgr_runtime *runtime(int check, const char *allow)
 /*
  * The host counter passed by value: refused with the kernel, the parameter
  * and both values; VIA_CHILD, the kernel is in a child graph node, which
- * the message names too; VIA_MEMOP, the value a stream memory operation
- * writes is refused the same way.
+ * the message names too.
  */
 static void test_refused(rng *r, int via)
 {
-    static const char *const names[] = {"counter", "counter_child", "counter_memop"};
+    static const char *const names[] = {"counter", "counter_child"};
     cgr_runtime *rt = runtime(1, NULL);
     counter_step c = {0, 0, 0.0f, NULL, 0, via};
     cgr_step *s = make_counter_step(rt, &c, names[via]);
@@ -176,12 +170,8 @@ static void test_refused(rng *r, int via)
     ASSERT_U64_EQ(ss.runs, RUNS);
     ASSERT_U64_EQ(ss.eager_runs, RUNS - 4);
     ASSERT_U64_EQ(ss.eager_by_reason[CGR_EAGER_FROZEN_VALUE], RUNS - 4);
-    if (via == VIA_MEMOP) {
-        ASSERT(strstr(ss.capture_error, "cuStreamWriteValue32 has the value") != NULL);
-    } else {
-        ASSERT(strstr(ss.capture_error, "add_scalar_kernel") != NULL);
-        ASSERT(strstr(ss.capture_error, "parameter 2 (4 bytes at offset 16)") != NULL);
-    }
+    ASSERT(strstr(ss.capture_error, "add_scalar_kernel") != NULL);
+    ASSERT(strstr(ss.capture_error, "parameter 2 (4 bytes at offset 16)") != NULL);
     /* The captured t (3) and the next run's (4), as floats. */
     ASSERT(strstr(ss.capture_error, "as float 3)") != NULL);
     ASSERT(strstr(ss.capture_error, "as float 4)") != NULL);
@@ -195,31 +185,6 @@ static void test_refused(rng *r, int via)
     info.struct_size = sizeof info;
     ASSERT_OK(cgr_step_shape_at(s, 0, &info));
     ASSERT_EQ(info.reason, CGR_EAGER_FROZEN_VALUE);
-    ASSERT_OK(cgr_step_destroy(&s));
-    ASSERT_OK(cgr_runtime_destroy(&rt));
-}
-
-/* The same memory operation writing one value at every run: the first capture replays. */
-static void test_memop_constant(rng *r)
-{
-    cgr_runtime *rt = runtime(1, NULL);
-    static const float seven = 7.0f;
-    counter_step c = {0, 0, 0.0f, &seven, 0, VIA_MEMOP};
-    cgr_step *s = make_counter_step(rt, &c, "constant_memop");
-    for (int k = 0; k < RUNS; k++) {
-        cgr_run_action a;
-        run_one(s, r, 0.0f, 7.0f, &a);
-        cgr_run_action w = k < 2 ? CGR_RUN_WARMUP : k == 2 ? CGR_RUN_CAPTURE : CGR_RUN_REPLAY;
-        if (a != w)
-            TEST_FAIL_("run %d was %s, expected %s (%s)", k, cgr_run_action_name(a),
-                       cgr_run_action_name(w), cgr_last_error());
-    }
-    cgr_step_stats ss;
-    ASSERT_OK(cgr_step_get_stats(s, &ss));
-    ASSERT_U64_EQ(ss.frozen_checks, 1);
-    ASSERT_U64_EQ(ss.replays, RUNS - 2);
-    if (ss.capture_error[0] != '\0')
-        TEST_FAIL_("capture_error: %s", ss.capture_error);
     ASSERT_OK(cgr_step_destroy(&s));
     ASSERT_OK(cgr_runtime_destroy(&rt));
 }
@@ -478,10 +443,6 @@ int main(void)
     printf("a host counter passed by value: refused, every run correct\n");
     test_refused(&r, VIA_CHILD);
     printf("the same inside a child graph node: refused, every run correct\n");
-    test_refused(&r, VIA_MEMOP);
-    printf("the same written by cuStreamWriteValue32: refused, every run correct\n");
-    test_memop_constant(&r);
-    printf("a constant written by cuStreamWriteValue32: replayed, every run correct\n");
     test_from_input(&r);
     printf("the counter from an input: replayed, every run correct\n");
     test_child_graph_allocation(&r, 0);
