@@ -12,7 +12,10 @@
  * them: the node types, the edges, every kernel's function, launch
  * configuration and parameters (their offsets and sizes from the driver),
  * memset values, copy extents and addresses, host-function calls, events,
- * child graphs. The first difference is described in the message.
+ * allocation sizes, child graphs. The first difference is described in the
+ * message. A node of a kind whose values are not read here (a stream
+ * memory operation, an external semaphore, a conditional node) counts as a
+ * difference: what cannot be compared is not taken for the same.
  *
  * Addresses that differ only because each capture got its own
  * memory-allocation node (cudaMallocAsync in the step, a library
@@ -21,10 +24,10 @@
  * the graph and the child graphs inside it, whose nodes may use the
  * graph's allocations and it theirs. A word that holds an address in the
  * capturing thread's stack in both graphs is not a value either: a replay
- * runs long after that stack frame is gone, so no kernel
- * can use it (cuBLAS passes the address of a host-mode alpha this way
- * next to its value, and the two captures are called from different
- * depths). frozen_values.c decides this for each value. NCCL's own
+ * runs long after that stack frame is gone, so no kernel can use it
+ * (cuBLAS passes the address of a host-mode alpha this way next to its
+ * value, and the two captures are called from different depths).
+ * frozen_values.c decides this for each value. NCCL's own
  * kernels are exempt, since NCCL gives every captured graph work buffers
  * of its own; so are kernels the user names in cgr_options.frozen_allow.
  */
