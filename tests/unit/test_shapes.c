@@ -214,6 +214,16 @@ static cgr__shapes_outcome done(cgr__shapes *m, uintptr_t payload, size_t bytes,
     return o;
 }
 
+/* Shape x, new, through its one warm-up run (warmup_runs = 1) and its capture into payload. */
+static void cache_shape(cgr__shapes *m, int64_t x, uintptr_t payload, size_t bytes)
+{
+    cgr__shapes_decision out = decide1(m, x);
+    expect(&out, CGR__SHAPES_WARMUP);
+    out = decide1(m, x);
+    expect(&out, CGR__SHAPES_CAPTURE);
+    done(m, payload, bytes, 0);
+}
+
 /* Every counter of a table: the tally's, the table's own and what its entries say. */
 typedef struct tstats {
     uint64_t runs, hits, misses, new_shapes, warmup_runs, capture_attempts, captures;
@@ -1072,9 +1082,7 @@ static void test_too_large(void)
     cgr__shapes_decision out;
     cgr__shapes_outcome o;
 
-    decide1(&m, 1);
-    decide1(&m, 1);
-    done(&m, 1, 400, 0);
+    cache_shape(&m, 1, 1, 400);
 
     /* s2's graph alone is over the budget: refused, freed, eager from now on. */
     decide1(&m, 2);
@@ -1170,9 +1178,7 @@ static void test_offer_withdrawn(void)
     cgr__shapes_decision out;
     cgr__shapes_freed victim;
 
-    decide1(&m, 1);
-    decide1(&m, 1);
-    done(&m, 1, 100, 0);
+    cache_shape(&m, 1, 1, 100);
     decide1(&m, 2);
     out = decide1(&m, 2);
     expect(&out, CGR__SHAPES_CAPTURE);
@@ -1210,12 +1216,8 @@ static void test_refuse(void)
     cgr__shapes_decision out;
     cgr__shapes_freed f;
 
-    decide1(&m, 1);
-    decide1(&m, 1);
-    done(&m, 1, 400, 0);
-    decide1(&m, 2);
-    decide1(&m, 2);
-    done(&m, 2, 300, 0);
+    cache_shape(&m, 1, 1, 400);
+    cache_shape(&m, 2, 2, 300);
     out = decide1(&m, 1);
     expect(&out, CGR__SHAPES_REPLAY);
     uint32_t e1 = out.entry;
@@ -1271,9 +1273,7 @@ static void test_refuse_warming(void)
     cgr__shapes_decision out;
     cgr__shapes_freed f = {pl(9), 9};
 
-    decide1(&m, 1);
-    decide1(&m, 1);
-    done(&m, 1, 400, 0);
+    cache_shape(&m, 1, 1, 400);
     out = decide1(&m, 2);
     expect(&out, CGR__SHAPES_WARMUP);
     uint32_t e2 = out.entry;
@@ -1312,9 +1312,7 @@ static void test_uncapturable(void)
     cgr__shapes_decision out;
 
     ASSERT_DIES(cgr__shapes_capture_failed(&m, "x"));
-    decide1(&m, 1);
-    decide1(&m, 1);
-    done(&m, 1, 10, 0);
+    cache_shape(&m, 1, 1, 10);
 
     const char *why = "cudaMalloc inside the step during capture: use cgr_ctx_alloc";
     decide1(&m, 2);
