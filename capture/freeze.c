@@ -14,8 +14,8 @@
  * memset values, copy extents and addresses, host-function calls, events,
  * allocation sizes, child graphs. The first difference is described in the
  * message. A node of a kind whose values are not read here (a stream
- * memory operation, an external semaphore, a conditional node) counts as a
- * difference: what cannot be compared is not taken for the same.
+ * memory operation, an external semaphore, a conditional node) makes the
+ * graphs ones that cannot be compared: never taken for the same.
  *
  * Addresses that differ only because each capture got its own
  * memory-allocation node (cudaMallocAsync in the step, a library
@@ -454,12 +454,15 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
          * external semaphores, conditional nodes and kinds newer than this
          * code hold values (a value written, a fence value, a body graph)
          * it does not read: a graph it cannot compare is not taken for the
-         * same.
+         * same. Nor is it a value found to change: failing as when a node
+         * cannot be read, the shape runs eagerly as one whose graphs could
+         * not be compared (capture.c), not as a frozen value.
          */
-        return differ(p, i, "an operation of type %d (a stream memory operation, an external "
-                      "semaphore, a conditional node or a newer kind) cannot be checked for "
-                      "frozen values; set cgr_options.frozen_check = 0 for this step's runtime "
-                      "if its values never change", (int)p->a.type[i]);
+        (void)differ(p, i, "an operation of type %d (a stream memory operation, an external "
+                     "semaphore, a conditional node or a newer kind) cannot be checked for "
+                     "frozen values; set cgr_options.frozen_check = 0 for this step's runtime "
+                     "if its values never change", (int)p->a.type[i]);
+        return CGR_FAIL(CGR_STATUS_CUDA_ERROR, "%s", p->msg);
     }
 }
 

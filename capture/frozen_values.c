@@ -27,6 +27,22 @@ static int on_stack(cgr__stack_range r, uint64_t v)
     return v >= r.lo && v < r.hi;
 }
 
+/*
+ * At most this much below the top of a stack counts. The C library sizes
+ * the main thread's stack by its limit, and with `ulimit -s unlimited` that
+ * reaches down to the heap: every buffer the program allocates would pass
+ * for the stack. Counting less only refuses more (a graph whose host-mode
+ * alpha lay deeper runs eagerly); a step's frames lie near the top.
+ */
+#define CGR__STACK_MAX ((uintptr_t)64 << 20)
+
+cgr__stack_range cgr__stack_top(uintptr_t lo, uintptr_t hi)
+{
+    if (hi <= lo)
+        return (cgr__stack_range){0, 0};
+    return (cgr__stack_range){hi - lo > CGR__STACK_MAX ? hi - CGR__STACK_MAX : lo, hi};
+}
+
 cgr__stack_range cgr__thread_stack(void)
 {
     static _Thread_local cgr__stack_range mine;
@@ -38,7 +54,7 @@ cgr__stack_range cgr__thread_stack(void)
     size_t size = 0;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
         if (pthread_attr_getstack(&attr, &base, &size) == 0 && base)
-            mine = (cgr__stack_range){(uintptr_t)base, (uintptr_t)base + size};
+            mine = cgr__stack_top((uintptr_t)base, (uintptr_t)base + size);
         (void)pthread_attr_destroy(&attr);
     }
     known = 1;

@@ -51,8 +51,14 @@ int cgr__frozen_same_bytes(const cgr__frozen_spaces *s, const unsigned char *va,
  * The calling thread's stack, as the C library reports it
  * (pthread_getattr_np), found once per thread: a stack never moves. Empty
  * when the C library cannot tell, so that no word passes as a stack address.
+ * Only its top 64 MiB (cgr__stack_top). Under AddressSanitizer's
+ * use-after-return mode, locals live on a fake stack elsewhere: their
+ * addresses are values, and a step that passes one runs eagerly.
  */
 cgr__stack_range cgr__thread_stack(void);
+
+/* The stack [lo, hi) as the check counts it: at most its top 64 MiB; empty when hi <= lo. */
+cgr__stack_range cgr__stack_top(uintptr_t lo, uintptr_t hi);
 
 /* n bytes of a value for a message: as an integer (and a float or double) when 4 or 8
  * bytes, else the first 16 bytes in hex. */

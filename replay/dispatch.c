@@ -284,7 +284,7 @@ cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision
         cgr__graph_free(co.own);
         return st;
     }
-    /* Counted once it executes: a run that failed above launched nothing. */
+    /* Counted once the run goes on to its launch: one that failed above launched nothing. */
     s->stats.frozen_checks++;
     if (st == CGR_STATUS_OK) {
         /* Not before: a rank whose agreement failed checks again at its next run. */

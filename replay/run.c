@@ -4,10 +4,10 @@
  * file top to bottom for the path of one replay:
  *
  *   cgr_step_launch   check the handle and the slot, take rt->lock
- *   submit            an armed run opens its gate first (before any CUDA
- *                     call); make the device current; the shape table
- *                     decides; REPLAY is one cgr__launch_graph, anything
- *                     else goes to cgr__run_miss (dispatch.c)
+ *   submit            make the device current; an armed run opens its
+ *                     gate; the shape table decides; REPLAY is one
+ *                     cgr__launch_graph, anything else goes to
+ *                     cgr__run_miss (dispatch.c)
  *   launch_acquired   commit the slot's ticket (or give it back on failure)
  *
  * The replay path is kept to what cannot be avoided: a handle check, the

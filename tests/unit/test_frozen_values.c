@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "frozen_values.h"
 #include "test.h"
@@ -114,6 +117,65 @@ static void test_stacks(void)
     ASSERT(!cgr__frozen_same_bytes(&s, (const unsigned char *)&a, (const unsigned char *)&b, 8));
 }
 
+/* The frame's address, not a local's: AddressSanitizer may keep locals on a fake stack. */
+static uintptr_t frame(void)
+{
+    return (uintptr_t)__builtin_frame_address(0);
+}
+
+/* Only the top 64 MiB of a larger stack counts; an empty or inverted range is empty. */
+static void test_stack_top(void)
+{
+    cgr__stack_range r = cgr__stack_top(0x100000, 0x7ffc00000000u);
+    ASSERT(r.hi == 0x7ffc00000000u && r.lo == 0x7ffc00000000u - 64 * MIB);
+    r = cgr__stack_top(0x7ffc00000000u - 8 * MIB, 0x7ffc00000000u);
+    ASSERT(r.lo == 0x7ffc00000000u - 8 * MIB && r.hi == 0x7ffc00000000u);
+    r = cgr__stack_top(0x7ffc00000000u - 64 * MIB, 0x7ffc00000000u);
+    ASSERT(r.lo == 0x7ffc00000000u - 64 * MIB);
+    r = cgr__stack_top(5, 5);
+    ASSERT(r.lo == 0 && r.hi == 0);
+    r = cgr__stack_top(9, 5);
+    ASSERT(r.lo == 0 && r.hi == 0);
+}
+
+/*
+ * With no limit on the main thread's stack, the C library reports a stack
+ * that reaches down to the heap. In a child process, so that no earlier
+ * look at the main thread's stack is kept: the range stays at most 64 MiB,
+ * and none of 64 heap buffers lies in it. Returns 0 when the limit could not
+ * be lifted (the test is then not run).
+ */
+static int test_unlimited_stack(void)
+{
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_STACK, &rl) != 0 || rl.rlim_max != RLIM_INFINITY)
+            _exit(77);
+        rl.rlim_cur = RLIM_INFINITY;
+        if (setrlimit(RLIMIT_STACK, &rl) != 0)
+            _exit(77);
+        cgr__stack_range r = cgr__thread_stack();
+        if (r.hi <= r.lo || r.hi - r.lo > 64 * MIB || frame() < r.lo || frame() >= r.hi)
+            _exit(1);
+        for (int k = 0; k < 64; k++) {
+            uintptr_t b = (uintptr_t)malloc(64 << 10);
+            if (!b || (b + (64 << 10) > r.lo && b < r.hi))
+                _exit(2);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    ASSERT(waitpid(pid, &status, 0) == pid);
+    ASSERT(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77)
+        return 0;
+    if (WEXITSTATUS(status) != 0)
+        TEST_FAIL_("with an unlimited stack: check %d failed", WEXITSTATUS(status));
+    return 1;
+}
+
 /* What a thread finds of its own stack, and a host buffer allocated before the thread. */
 typedef struct thread_view {
     cgr__stack_range stack, again;
@@ -123,10 +185,9 @@ typedef struct thread_view {
 static void *look(void *arg)
 {
     thread_view *v = arg;
-    int local = 0;
     v->stack = cgr__thread_stack();
     v->again = cgr__thread_stack();
-    v->local = (uintptr_t)&local;
+    v->local = frame();
     return NULL;
 }
 
@@ -137,10 +198,10 @@ static void *look(void *arg)
  */
 static void test_thread_stacks(void)
 {
-    int local = 0;
+    uintptr_t local = frame();
     cgr__stack_range main_stack = cgr__thread_stack();
     ASSERT(main_stack.lo < main_stack.hi);
-    ASSERT((uintptr_t)&local >= main_stack.lo && (uintptr_t)&local < main_stack.hi);
+    ASSERT(local >= main_stack.lo && local < main_stack.hi);
     for (int k = 0; k < 4; k++) {
         char *buf = malloc(MIB);
         ASSERT(buf != NULL);
@@ -270,6 +331,9 @@ int main(void)
     test_scalars();
     test_allocations();
     test_stacks();
+    test_stack_top();
+    if (!test_unlimited_stack())
+        printf("frozen_values: the stack limit could not be lifted; not checked unlimited\n");
     test_thread_stacks();
     test_words();
     test_show();
