@@ -70,7 +70,9 @@ cgr_status cgr__step_alloc_io(cgr_step *s);
 void cgr__step_free_io(cgr_step *s);
 
 /* Runs the step eagerly on `slot` (warm-up or fallback) with scratch from `plan`,
- * tracing and planning it on its first run; a wait then waits for done[slot]. */
+ * tracing and planning it on its first run; a wait then waits for done[slot].
+ * A run that traced and could not back its plan in the arena still completes:
+ * CGR_STATUS_OK with plan->planned 0. */
 cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *plan);
 /* What a capture made (capture.c). */
 typedef struct cgr__capture_out {

@@ -12,7 +12,6 @@ void cgr__plan_reset(cgr__shape_plan *p)
 {
     cgr__trace_reset(&p->trace);
     p->planned = 0;
-    p->plan_failed = 0;
     p->philox_per_run = 0;
     p->philox_known = 0;
 }
@@ -99,12 +98,12 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
          * the arena cannot back (ARENA_LIMIT, or out of memory) does not
          * undo it: the run completes as it is, so that a caller is never
          * told that work which ran did not, and the shape is left unplanned
-         * (p->plan_failed) for the dispatcher to run eagerly. Its later runs
-         * trace again, on memory the pool gives back after each.
+         * for the dispatcher to run eagerly. Its later runs trace again, on
+         * memory the pool gives back after each.
          */
         cgr_status ps = plan_trace(s, p);
-        p->plan_failed = ps == CGR_STATUS_ARENA_LIMIT || ps == CGR_STATUS_OUT_OF_MEMORY;
-        if (ps != CGR_STATUS_OK && !p->plan_failed) {
+        if (ps != CGR_STATUS_OK && ps != CGR_STATUS_ARENA_LIMIT &&
+            ps != CGR_STATUS_OUT_OF_MEMORY) {
             st = ps;
             goto out;
         }

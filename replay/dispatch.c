@@ -110,7 +110,8 @@ static cgr_status warm_up(cgr_step *s, uint32_t slot, uint32_t entry, uint8_t *a
 {
     cgr__shape_plan *plan = &s->plans[entry];
     cgr_status st = cgr__run_eager(s, slot, plan);
-    if (st != CGR_STATUS_OK || !plan->plan_failed)
+    /* A warm-up that succeeded has its plan, unless the arena could not back it. */
+    if (st != CGR_STATUS_OK || plan->planned)
         return st;
     char why[sizeof s->stats.capture_error];
     snprintf(why, sizeof why, "its scratch cannot be planned into the arena, so the shape is "

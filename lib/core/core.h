@@ -84,11 +84,10 @@ typedef enum cgr__ctx_mode {
  */
 typedef struct cgr__shape_plan {
     cgr__trace trace;     /* with the tracing run's real pointers */
+    /* 1 once a tracing run's scratch is planned into the arena. A tracing
+     * run also completes when the arena cannot back the plan (cgr__run_eager):
+     * it stays 0, and the shape's runs trace again. */
     int planned;
-    /* The latest tracing run completed, but its plan could not be backed by
-     * the arena (arena_limit, or no device memory): the shape cannot be
-     * captured, and its runs trace again. */
-    int plan_failed;
     /* Philox counters one run reserves (capture/rng.c), fixed by the first run. */
     uint64_t philox_per_run;
     int philox_known;
