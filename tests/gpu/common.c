@@ -87,6 +87,15 @@ int under_sanitizer(const char *tool)
     return !tool || strcmp(v, tool) == 0;
 }
 
+uint64_t test_run(cgr_step *s, const void *const *inputs, cgr_run_action *action)
+{
+    uint64_t ticket;
+    ASSERT_OK(cgr_step_run(s, NULL, inputs, &ticket));
+    ASSERT_OK(cgr_step_wait(s, ticket));
+    ASSERT_OK(cgr_step_run_action(s, ticket, action));
+    return ticket;
+}
+
 const void *test_output(cgr_step *s, uint64_t ticket, int index, size_t *bytes)
 {
     /* A ring per thread: the pointer stays good for the next 15 calls on this thread. */

@@ -57,6 +57,9 @@ cgr_step *make_step_armable(cgr_runtime *rt, const char *name, const cgr_tensor_
                             int n_in, const cgr_tensor_desc *out, int n_out, cgr_step_fn fn,
                             void *user, int armable);
 
+/* One run of fixed-shape step s on host inputs, waited for; its ticket, and what it did
+ * in *action. Any failure fails the test. */
+uint64_t test_run(cgr_step *s, const void *const *inputs, cgr_run_action *action);
 /*
  * Output `index` of waited run `ticket`, copied by cgr_step_output() into a
  * buffer of the calling thread's that stays valid for its next 15 calls;

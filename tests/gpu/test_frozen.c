@@ -262,11 +262,8 @@ static void test_child_graph_allocation(rng *r, int graph_uses_child)
     for (int k = 0; k < RUNS; k++) {
         rng_fill(r, x, LEN);
         const void *ins[1] = {x};
-        uint64_t ticket;
         cgr_run_action a;
-        ASSERT_OK(cgr_step_run(s, NULL, ins, &ticket));
-        ASSERT_OK(cgr_step_wait(s, ticket));
-        ASSERT_OK(cgr_step_run_action(s, ticket, &a));
+        uint64_t ticket = test_run(s, ins, &a);
         ASSERT_OK(cgr_step_output(s, ticket, 0, y, sizeof y, NULL));
         for (int i = 0; i < LEN; i++) {
             float want = 2.0f * (2.0f * x[i] + 1.0f) + 1.0f;

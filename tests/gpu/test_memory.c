@@ -87,11 +87,8 @@ static void test_arena_limit(rng *r, float *x)
     for (int i = 0; i < N; i++) {
         rng_fill(r, x, 1024);
         const void *ins[1] = {x};
-        uint64_t t;
         cgr_run_action a;
-        ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
-        ASSERT_OK(cgr_step_wait(s, t));
-        ASSERT_OK(cgr_step_run_action(s, t, &a));
+        uint64_t t = test_run(s, ins, &a);
         ASSERT_EQ(a, CGR_RUN_EAGER);
         const float *y = test_output(s, t, 0, NULL);
         for (int k = 0; k < 1024; k++)
