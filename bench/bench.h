@@ -120,23 +120,6 @@ typedef struct serve_bucket {
     double write_p50[SERVE_MODES];    /* p50 of the input write, before the latency's start */
     int prof_ok;
     double busy_us, busy_union_us, kernels, memcpys;
-    /*
-     * Profiled pass, medians over its requests, on CUPTI's clock: the
-     * request's latency, submission to first GPU record ("to GPU"), first
-     * record's start to last record's end ("span"), last end to the wait's
-     * return ("back"; the flag is written inside the last kernel, so it can
-     * be below zero), and the span's idle gaps (span minus the union).
-     */
-    int split_ok;
-    double prof_lat_us, to_gpu_us, span_us, back_us, gaps_us;
-    /*
-     * The same for armed requests (graph runtime), whose input kernel
-     * starts before submission: a request owns the records that end inside
-     * its [t0, t1]; "in" = submission to the input kernel's end (the gate
-     * opening and the inputs crossing), "rest" = from there to the last end.
-     */
-    int armed_split_ok;
-    double armed_lat_us, armed_in_us, armed_rest_us, armed_back_us;
 } serve_bucket;
 
 typedef struct serve_result {
@@ -388,7 +371,7 @@ void report_header(const bench_results *res);
  * Version of the JSON files' layout (docs/bench-json.md): raised whenever a
  * key changes meaning, moves or goes; new keys alone do not raise it.
  */
-#define BENCH_JSON_SCHEMA_VERSION 4
+#define BENCH_JSON_SCHEMA_VERSION 5
 /*
  * Prints the tables, checks and summary of every suite in res and, when
  * json_path is given, writes the same figures as JSON. 0, or -1 (reported)

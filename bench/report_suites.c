@@ -114,18 +114,6 @@ static const report_col busy_cols[] = {
 };
 static const report_table busy_table = {"  ", 6, "bucket", busy_cols, 8};
 
-static const report_col split_cols[] = {
-    {"latency", 9, 1, REPORT_GAP}, {"to GPU", 7, 2, REPORT_GAP}, {"span", 7, 2, 0},
-    {"gaps", 7, 2, 0},             {"back", 7, 2, 0},
-};
-static const report_table split_table = {"  ", 6, "bucket", split_cols, 5};
-
-static const report_col armed_split_cols[] = {
-    {"latency", 9, 1, REPORT_GAP}, {"in", 7, 2, REPORT_GAP}, {"rest", 7, 2, 0},
-    {"back", 7, 2, 0},
-};
-static const report_table armed_split_table = {"  ", 6, "bucket", armed_split_cols, 4};
-
 void report_serve(const bench_results *res)
 {
     const serve_result *r = res->serve;
@@ -197,25 +185,6 @@ void report_serve(const bench_results *res)
                             p50 / f->busy_us, p50 / f->busy_union_us,
                             f->lat[SERVE_PLAIN].p50 / f->busy_union_us};
         bucket_row(&busy_table, r->buckets[b], v, f->prof_ok);
-    }
-    printf("\n  where a profiled (plain) request's time goes (medians, CUPTI's clock; CUPTI slows "
-           "the launch):\n  to GPU = submission to the first kernel's start, span = first start to "
-           "last end,\n  gaps = idle time inside the span, back = last end to the wait's "
-           "return\n");
-    report_head(&split_table);
-    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
-        const serve_bucket *f = &r->bk[b];
-        const double v[] = {f->prof_lat_us, f->to_gpu_us, f->span_us, f->gaps_us, f->back_us};
-        bucket_row(&split_table, r->buckets[b], v, f->split_ok);
-    }
-    printf("\n  the same for armed requests (graph runtime; the input kernel starts before "
-           "submission):\n  in = submission to the input kernel's end, rest = from there to "
-           "the last end\n");
-    report_head(&armed_split_table);
-    for (int b = 0; b < SERVE_N_BUCKETS; b++) {
-        const serve_bucket *f = &r->bk[b];
-        const double v[] = {f->armed_lat_us, f->armed_in_us, f->armed_rest_us, f->armed_back_us};
-        bucket_row(&armed_split_table, r->buckets[b], v, f->armed_split_ok);
     }
     if (r->prof_note[0])
         printf("  %s\n", r->prof_note);
@@ -318,15 +287,6 @@ void report_serve_json(json_writer *w, const bench_results *res)
             json_number(w, "p50_over_busy_union", f->lat[SERVE_GRAPH].p50 / f->busy_union_us);
             json_number(w, "plain_p50_over_busy_union",
                         f->lat[SERVE_PLAIN].p50 / f->busy_union_us);
-            if (f->split_ok) {
-                json_begin_object(w, "profiled_split_us");
-                json_number(w, "latency", f->prof_lat_us);
-                json_number(w, "to_gpu", f->to_gpu_us);
-                json_number(w, "span", f->span_us);
-                json_number(w, "gaps", f->gaps_us);
-                json_number(w, "back", f->back_us);
-                json_end_object(w);
-            }
         } else {
             json_number(w, "busy_us", NAN);
         }

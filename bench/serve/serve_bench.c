@@ -21,8 +21,7 @@
  * SERVE_PIPE_REPS passes per mode taking turns. GPU busy time comes from a
  * profiled pass after every timed one (CUPTI slows every later launch), on
  * the plain runtime, since an armed graph's input kernel spends its wait
- * for the launch inside the kernel; a second profiled pass on the graph
- * runtime splits armed requests.
+ * for the launch inside the kernel.
  *
  * Checked: every 100th output graph against the other modes bit for bit,
  * the first replay of each bucket against a float64 host reference, output
@@ -335,112 +334,25 @@ static int pipe_passes(serve_run *r, const serve_model *model, serve_rt rts[SERV
 /* ---- GPU busy time per bucket (a separate, profiled pass) -------------------------------- */
 
 #if BENCH_HAVE_PROF
-/* One request as the timed pass runs it; t (optional) gets CUPTI's clock at
- * submission and after the wait. */
-static int one_request(serve_rt *srt, prof *p, bench_rng *rng, int B, int in_dim,
-                       cgr_run_action *a, uint64_t t[2])
+/* One request as the timed pass runs it. */
+static int one_request(serve_rt *srt, bench_rng *rng, int B, int in_dim, cgr_run_action *a)
 {
     static float req_in[SERVE_MAX_BATCH * 1024];
     cgr_slot slot;
     TRY(serve_acquire(srt, B, &slot));
     rng_fill(rng, req_in, (size_t)B * in_dim);
     TRY(serve_write_input(srt, &slot, req_in, (size_t)B * in_dim * sizeof(float)));
-    if (t && prof_now(p, &t[0]) != PROF_OK)
-        return -1;
     CGR_CK(cgr_step_launch(srt->step, &slot));
     CGR_CK(cgr_step_wait(srt->step, slot.ticket));
-    if (t && prof_now(p, &t[1]) != PROF_OK)
-        return -1;
     CGR_CK(cgr_step_run_action(srt->step, slot.ticket, a));
     return 0;
 }
 
 /*
- * The medians of columns v[0..nc) over the m requests whose records were
- * found, into *dst[c]; 1, or 0 and none when records of more than half of
- * the n requests are missing (no figures rather than wrong ones).
+ * GPU busy time per bucket, from profiled requests on the plain runtime:
+ * without gates, so the graph's work alone.
  */
-static int split_medians(double (*v)[SERVE_PROF_STEPS], int nc, int m, int n, double *const *dst)
-{
-    if (m < n / 2)
-        return 0;
-    for (int c = 0; c < nc; c++) {
-        stats_sort(v[c], m);
-        *dst[c] = stats_percentile(v[c], m, 0.50);
-    }
-    return 1;
-}
-
-/*
- * Where each profiled request's time went (serve_bucket's split figures):
- * the window's records are in start order and the requests ran one at a
- * time, so request k owns the records that start inside its [t0, t1].
- */
-static void split_armed(serve_bucket *f, const uint64_t (*t)[2], int n, const cgr__prof_rec *r,
-                        size_t nrec)
-{
-    double v[4][SERVE_PROF_STEPS];
-    int m = 0;
-    for (int k = 0; k < n; k++) {
-        uint64_t first_end = 0, last = 0;
-        for (size_t i = 0; i < nrec; i++) {
-            if (r[i].end < t[k][0] || r[i].end > t[k][1])
-                continue;
-            if (first_end == 0 || r[i].end < first_end)
-                first_end = r[i].end;
-            last = r[i].end > last ? r[i].end : last;
-        }
-        if (first_end == 0)
-            continue;
-        v[0][m] = (double)(t[k][1] - t[k][0]) / 1e3;
-        v[1][m] = (double)(first_end - t[k][0]) / 1e3;
-        v[2][m] = (double)(last - first_end) / 1e3;
-        v[3][m] = ((double)t[k][1] - (double)last) / 1e3;
-        m++;
-    }
-    double *dst[4] = {&f->armed_lat_us, &f->armed_in_us, &f->armed_rest_us, &f->armed_back_us};
-    f->armed_split_ok = split_medians(v, 4, m, n, dst);
-}
-
-static void split_latency(serve_bucket *f, const uint64_t (*t)[2], int n, const cgr__prof_rec *r,
-                          size_t nrec)
-{
-    double v[5][SERVE_PROF_STEPS];
-    int m = 0;
-    size_t i = 0;
-    for (int k = 0; k < n; k++) {
-        while (i < nrec && r[i].start < t[k][0])
-            i++;
-        if (i >= nrec || r[i].start > t[k][1])
-            continue;
-        uint64_t first = r[i].start, last = r[i].end, u = 0;
-        uint64_t cur_s = r[i].start, cur_e = r[i].end;
-        for (i++; i < nrec && r[i].start <= t[k][1]; i++) {
-            if (r[i].start > cur_e) {
-                u += cur_e - cur_s;
-                cur_s = r[i].start;
-            }
-            cur_e = r[i].end > cur_e ? r[i].end : cur_e;
-            last = r[i].end > last ? r[i].end : last;
-        }
-        u += cur_e - cur_s;
-        v[0][m] = (double)(t[k][1] - t[k][0]) / 1e3;
-        v[1][m] = (double)(first - t[k][0]) / 1e3;
-        v[2][m] = (double)(last - first) / 1e3;
-        v[3][m] = ((double)t[k][1] - (double)last) / 1e3;
-        v[4][m] = (double)(last - first - u) / 1e3;
-        m++;
-    }
-    double *dst[5] = {&f->prof_lat_us, &f->to_gpu_us, &f->span_us, &f->back_us, &f->gaps_us};
-    f->split_ok = split_medians(v, 5, m, n, dst);
-}
-
-/*
- * One runtime's profiled requests per bucket. armed = 0 (the plain
- * runtime): busy figures and the plain split; armed = 1: the armed split.
- */
-static int profile_runtime(serve_run *r, const serve_model *model, serve_rt *srt, prof *p,
-                           int armed)
+static int profile_runtime(serve_run *r, const serve_model *model, serve_rt *srt, prof *p)
 {
     bench_rng rng;
     rng_seed(&rng, SERVE_INPUT_SEED ^ 0xb05eULL);
@@ -450,20 +362,19 @@ static int profile_runtime(serve_run *r, const serve_model *model, serve_rt *srt
         const int lo = b == 0 ? 1 : (int)serve_buckets[b - 1] + 1, hi = (int)serve_buckets[b];
         cgr_run_action a;
         /* One request outside the window keeps the previous window's flush out of this one. */
-        if ((rc = one_request(srt, p, &rng, hi, model->cfg.in_dim, &a, NULL)) != 0)
+        if ((rc = one_request(srt, &rng, hi, model->cfg.in_dim, &a)) != 0)
             break;
         char label[64];
-        snprintf(label, sizeof label, "W-serve %sbucket %d", armed ? "armed " : "", hi);
+        snprintf(label, sizeof label, "W-serve bucket %d", hi);
         if (prof_begin(p) != PROF_OK) {
             snprintf(r->f.prof_note, sizeof r->f.prof_note, "profiling failed: %s",
                      prof_errmsg(p));
             break;
         }
         int replays = 0;
-        uint64_t t[SERVE_PROF_STEPS][2];
         for (int k = 0; k < SERVE_PROF_STEPS && rc == 0; k++) {
             int B = lo + (int)(next_u64(&s) % (uint64_t)(hi - lo + 1));
-            rc = one_request(srt, p, &rng, B, model->cfg.in_dim, &a, t[k]);
+            rc = one_request(srt, &rng, B, model->cfg.in_dim, &a);
             replays += a == CGR_RUN_REPLAY;
         }
         if (rc != 0 || bench_cuda_failed(cudaDeviceSynchronize(), "cudaDeviceSynchronize",
@@ -484,18 +395,11 @@ static int profile_runtime(serve_run *r, const serve_model *model, serve_rt *srt
             break;
         }
         serve_bucket *f = &r->f.bk[b];
-        if (armed) {
-            split_armed(f, (const uint64_t (*)[2])t, SERVE_PROF_STEPS, w.recs, w.records);
-            if (r->cfg->trace_path)
-                prof_trace_add(p, label, SERVE_N_BUCKETS + b + 1);
-            continue;
-        }
         f->prof_ok = 1;
         f->busy_us = w.busy_us;
         f->busy_union_us = w.busy_union_us;
         f->kernels = w.kernels_per_step;
         f->memcpys = w.memcpys_per_step;
-        split_latency(f, (const uint64_t (*)[2])t, SERVE_PROF_STEPS, w.recs, w.records);
         if (w.dropped)
             snprintf(r->f.prof_note, sizeof r->f.prof_note,
                      "CUPTI dropped %llu records in bucket %d: its busy time is too low",
@@ -514,10 +418,7 @@ static int profile_buckets(serve_run *r, const serve_model *model, serve_rt rts[
         snprintf(r->f.prof_note, sizeof r->f.prof_note, "no GPU busy times: %s", err);
         return 0;
     }
-    /* Busy time on the runtime without gates: the graph's work alone. */
-    int rc = profile_runtime(r, model, &rts[SERVE_PLAIN], p, 0);
-    if (rc == 0)
-        rc = profile_runtime(r, model, &rts[SERVE_GRAPH], p, 1);
+    int rc = profile_runtime(r, model, &rts[SERVE_PLAIN], p);
     if (rc == 0 && r->cfg->trace_path && prof_trace_write(p, r->cfg->trace_path) != PROF_OK)
         fprintf(stderr, "cgr-bench: writing the trace %s failed: %s\n", r->cfg->trace_path,
                 prof_errmsg(p));
