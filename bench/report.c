@@ -754,7 +754,6 @@ static int report_json(const bench_results *res, const char *path)
     json_string(&w, "tool", "cgr-bench");
     json_string(&w, "suite", res->suite_name);
     json_string(&w, "cgr_version", CGR_VERSION_STRING);
-    json_string(&w, "device_name", res->device_name);
     json_begin_object(&w, "device");
     json_int(&w, "index", res->device);
     json_string(&w, "name", res->device_name);

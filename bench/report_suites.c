@@ -831,25 +831,14 @@ void report_ddp_json(json_writer *w, const bench_results *res)
         const ddp_batch *b = &d->b[i];
         json_begin_object(w, NULL);
         json_int(w, "batch_per_gpu", b->B);
-        for (int m = 0; m < DDP_MODES; m++) {
-            /* The mode object, and its figures flat under the names they had before it. */
-            const mode_result *r = &b->mode[m];
-            report_json_mode_begin(w, ddp_mode_names[m], r);
-            json_bool(w, "ran", report_usable(r));
-            json_number(w, "wall_median_us", r->wall.median);
-            json_number(w, "wall_p10_us", r->wall.p10);
-            json_number(w, "wall_p90_us", r->wall.p90);
-            json_number(w, "host_cpu_median_us", r->cpu.median);
-            json_end_object(w);
-        }
+        for (int m = 0; m < DDP_MODES; m++)
+            report_json_mode(w, ddp_mode_names[m], &b->mode[m]);
         const double ratio = ddp_ratio(b);
         json_number(w, "graph_over_single", ratio);
         json_number(w, "weak_scaling_efficiency", 1.0 / ratio);
         json_number(w, "eager_over_graph",
                     report_wall(&b->mode[DDP_EAGER]) / report_wall(&b->mode[DDP_GRAPH]));
         json_int(w, "eager_equals_graph", b->eager_equals_graph);
-        if (report_usable(&b->mode[DDP_ALLREDUCE]))
-            json_number(w, "allreduce_alone_median_us", b->mode[DDP_ALLREDUCE].wall.median);
         json_end_object(w);
     }
     json_end_array(w);
