@@ -982,19 +982,10 @@ extern "C" cudaError_t mlp_bias_grad(float *db, const float *dy, int B, int out,
  * the bias, applies the activation and stores.
  *
  * Inside a chain of dependent launches (a graph, PDL) what decides the time
- * is the latency after the previous kernel ends, not the bandwidth. A chain
- * of five 1024-wide layers in one graph (PDL on, median of 7 x 300 replays
- * on the H200, the layers alone in a graph), in us per chain at
- * B = 1 / 2 / 4 / 8:
- *   16.0 / 16.5 / 20.6 / 25.9  a kernel with one warp per output feature,
- *                              the bias read after the sums and x read from
- *                              global memory by every warp;
- *   10.0 / 12.0 / 12.9 / 17.3  the same with the bias read first, x staged in
- *                              shared memory and split sums (another run);
- *    9.7 / 10.5 / 11.5 / 13.7  this kernel (same run);
- *    8.3 /  8.7 / 10.2 / 12.3  this kernel with w_early (W and bias loaded
- *                              before the PDL wait; inference only, see
- *                              mlp_kernels.h).
+ * is the latency after the previous kernel ends, not the bandwidth: hence
+ * the bias read before the sums, the split sums (warp_sum_split), and
+ * w_early (W and bias loaded before the PDL wait; inference only, see
+ * mlp_kernels.h).
  *
  * Every sum has a fixed order: per lane over the passes in column order
  * (four columns at a time), then across lanes in warp_sum()'s tree, then
