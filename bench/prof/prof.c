@@ -127,33 +127,24 @@ int prof_end(prof *p, int steps, prof_window *out)
     p->have_last = 1;
     const cgr__prof_window *cw = &p->last;
 
-    /* Sums, counts and span; the records are sorted by start, as the union needs. */
+    /* The records are sorted by start, as the union needs. */
     cgr__prof_tally t = {0};
     for (size_t i = 0; i < cw->n; i++)
         cgr__prof_tally_add(&t, &cw->recs[i]);
-
-    prof_window w;
-    memset(&w, 0, sizeof w);
-    w.kernel_us = (double)t.ns[CGR__PROF_KERNEL] / 1e3 / steps;
-    w.memcpy_us = (double)t.ns[CGR__PROF_MEMCPY] / 1e3 / steps;
-    w.memset_us = (double)t.ns[CGR__PROF_MEMSET] / 1e3 / steps;
-    w.busy_us = (double)t.busy / 1e3 / steps;
-    w.busy_union_us = (double)cgr__prof_tally_union(&t) / 1e3 / steps;
-    w.kernels = t.count[CGR__PROF_KERNEL];
-    w.memcpys = t.count[CGR__PROF_MEMCPY];
-    w.memsets = t.count[CGR__PROF_MEMSET];
-    w.kernels_per_step = (double)w.kernels / steps;
-    w.memcpys_per_step = (double)w.memcpys / steps;
-    w.memsets_per_step = (double)w.memsets / steps;
-    w.span_us = cw->n > 0 ? (double)(t.last - cw->recs[0].start) / 1e3 / steps : 0.0;
-    w.window_us = (double)(cw->end - cw->start) / 1e3;
-    w.records = cw->n;
-    w.recs = cw->recs;
-    w.untimed = cw->untimed;
-    w.dropped = cw->dropped;
-
     if (out)
-        *out = w;
+        *out = (prof_window){
+            .busy_us = (double)t.busy / 1e3 / steps,
+            .busy_union_us = (double)cgr__prof_tally_union(&t) / 1e3 / steps,
+            .kernel_us = (double)t.ns[CGR__PROF_KERNEL] / 1e3 / steps,
+            .kernels_per_step = (double)t.count[CGR__PROF_KERNEL] / steps,
+            .memcpys_per_step = (double)t.count[CGR__PROF_MEMCPY] / steps,
+            .kernels = t.count[CGR__PROF_KERNEL],
+            .memcpys = t.count[CGR__PROF_MEMCPY],
+            .memsets = t.count[CGR__PROF_MEMSET],
+            .records = cw->n,
+            .recs = cw->recs,
+            .dropped = cw->dropped,
+        };
     return PROF_OK;
 }
 

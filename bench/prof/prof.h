@@ -86,18 +86,8 @@ typedef struct prof_window {
                                   figure when kernels overlap, e.g. with
                                   programmatic dependent launch */
     double kernel_us;          /* per step: sum of kernel durations */
-    double memcpy_us;          /* per step: sum of memcpy durations */
-    double memset_us;          /* per step: sum of memset durations */
-
     double kernels_per_step;   /* kernels / steps */
     double memcpys_per_step;   /* memcpys / steps */
-    double memsets_per_step;   /* memsets / steps */
-
-    double span_us;            /* per step: (last end - first start) of the
-                                  window's records / steps, i.e. the GPU
-                                  timeline the window covered */
-    double window_us;          /* whole window: prof_begin .. prof_end on
-                                  CUPTI's clock (not per step) */
 
     uint64_t kernels;          /* totals over the window */
     uint64_t memcpys;
@@ -105,8 +95,6 @@ typedef struct prof_window {
     uint64_t records;          /* records counted in the window */
     const cgr__prof_rec *recs; /* they, in start order (ns, CUPTI clock);
                                   valid until the next prof_begin */
-    uint64_t untimed;          /* records left out: CUPTI had no timestamps
-                                  for them (start == end == 0 or end < start) */
     uint64_t dropped;          /* records lost: the store's cap, CUPTI's own
                                   dropped count, or unreadable records. If
                                   nonzero the figures are too low. */
@@ -133,7 +121,7 @@ void prof_destroy(prof **p);
  * a new buffer (tenths of a millisecond). prof_end flushes, so put some GPU
  * work (a warm-up step) between prof_end and the next prof_begin, or that
  * stall lands on the first launch of the next window (it shows in wall
- * time and span_us, not in busy_us). A second prof_begin without prof_end
+ * time, not in busy_us). A second prof_begin without prof_end
  * restarts the window. */
 int prof_begin(prof *p);
 

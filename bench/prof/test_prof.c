@@ -104,13 +104,10 @@ static void window(prof *p, const char *label, cudaGraphExec_t exec, prof_window
         step(exec);
     CUDA_OK(cudaDeviceSynchronize());
     PROF_OK_(prof_end(p, STEPS, w), p);
-    printf("window '%s': steps %d records %llu untimed %llu dropped %llu\n", label, STEPS,
-           (unsigned long long)w->records, (unsigned long long)w->untimed,
-           (unsigned long long)w->dropped);
-    printf("  per step: busy %.2f us (union %.2f us; kernel %.2f, memcpy %.2f, memset %.2f), "
-           "span %.2f us; window %.1f us; %.2f kernels, %.2f memcpys, %.2f memsets\n",
-           w->busy_us, w->busy_union_us, w->kernel_us, w->memcpy_us, w->memset_us, w->span_us,
-           w->window_us, w->kernels_per_step, w->memcpys_per_step, w->memsets_per_step);
+    printf("window '%s': steps %d records %llu dropped %llu\n", label, STEPS,
+           (unsigned long long)w->records, (unsigned long long)w->dropped);
+    printf("  per step: busy %.2f us (union %.2f us; kernel %.2f); %.2f kernels, %.2f memcpys\n",
+           w->busy_us, w->busy_union_us, w->kernel_us, w->kernels_per_step, w->memcpys_per_step);
     ASSERT_EQ(w->dropped, 0);
     CHECK(w->busy_us >= 10.0 && w->busy_us <= 200.0, "busy_us per step %.2f not in [10, 200]",
           w->busy_us);
@@ -166,8 +163,6 @@ int main(void)
     CHECK(w.kernel_us >= 10.0, "kernel_us per step %.2f < 10 (spin ~20 us)", w.kernel_us);
     CHECK(w.busy_union_us > 0.0 && w.busy_union_us <= w.busy_us + 1e-6,
           "busy_union_us %.3f vs busy_us %.3f", w.busy_union_us, w.busy_us);
-    CHECK(w.span_us >= w.busy_union_us - 1e-6, "span %.3f < union %.3f", w.span_us,
-          w.busy_union_us);
     /* The window's records themselves, in start order (the serve suite's split reads them). */
     ASSERT_EQ(w.records, 2 * STEPS);
     for (uint64_t i = 1; i < w.records; i++)

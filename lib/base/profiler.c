@@ -130,12 +130,25 @@ static int g_watching;
 static pthread_mutex_t g_mark_lock = PTHREAD_MUTEX_INITIALIZER;
 static cgr__prof *g_marking; /* guarded by g_mark_lock: the window cgr's phases go to */
 
-static const CUpti_ActivityKind k_kinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-    CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMSET,
+/*
+ * The activity kinds enabled, by the flag that asks for them (0: always).
+ * External correlation records are made only for API calls that CUPTI
+ * records, so CGR__PROF_CORRELATE takes the runtime and driver API kinds
+ * too (kernels launched through either are then tagged).
+ */
+static const struct {
+    CUpti_ActivityKind kind;
+    unsigned flag;
+} k_kinds[] = {
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, 0},
+    {CUPTI_ACTIVITY_KIND_MEMSET, 0},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, CGR__PROF_CORRELATE},
+    {CUPTI_ACTIVITY_KIND_DRIVER, CGR__PROF_CORRELATE},
+    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CGR__PROF_CORRELATE},
 };
 #define N_KINDS (sizeof k_kinds / sizeof k_kinds[0])
+#define KIND_ON(i, flags) (!k_kinds[i].flag || ((flags) & k_kinds[i].flag))
 
 /* ------------------------------------------------------------------ */
 /* errors                                                              */
@@ -359,9 +372,9 @@ static void take_record(cgr__prof *p, const CUpti_Activity *a)
     default:
         return; /* a kind someone else enabled: not ours */
     }
-    /* Work that started before the window is not the window's. Untimed
-     * records (0, 0) are kept so cgr__prof_end can count them. */
-    if ((r.start != 0 || r.end != 0) && r.start < p->t0)
+    /* Work that started before the window is not the window's, nor is a
+     * record CUPTI could not time (start 0). */
+    if (r.start < p->t0)
         return;
     store_push(p, &r);
 }
@@ -614,25 +627,11 @@ static void free_all(cgr__prof *p)
     free(p);
 }
 
-/*
- * With CGR__PROF_CORRELATE: external correlation records are made only
- * for API calls that CUPTI records, so the runtime and driver API kinds
- * go with it (kernels launched through either are then tagged).
- */
-static const CUpti_ActivityKind k_correlate[] = {
-    CUPTI_ACTIVITY_KIND_RUNTIME,
-    CUPTI_ACTIVITY_KIND_DRIVER,
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-};
-#define N_CORRELATE (sizeof k_correlate / sizeof k_correlate[0])
-
 static void disable_kinds(unsigned flags)
 {
-    size_t i;
-    for (i = 0; i < N_KINDS; i++)
-        (void)api->cuptiActivityDisable(k_kinds[i]); /* best effort on teardown */
-    for (i = 0; (flags & CGR__PROF_CORRELATE) && i < N_CORRELATE; i++)
-        (void)api->cuptiActivityDisable(k_correlate[i]);
+    for (size_t i = 0; i < N_KINDS; i++)
+        if (KIND_ON(i, flags))
+            (void)api->cuptiActivityDisable(k_kinds[i].kind); /* best effort on teardown */
     if (flags & CGR__PROF_RANGES)
         (void)api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
 }
@@ -714,13 +713,14 @@ static void detach(unsigned flags)
     cgr__cupti_detach();
 }
 
-static int enable(const CUpti_ActivityKind *kinds, size_t n, char *err, size_t errlen)
+static int enable(unsigned flags, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < n; i++) {
-        CUptiResult r = api->cuptiActivityEnable(kinds[i]);
+    for (size_t i = 0; i < N_KINDS; i++) {
+        CUptiResult r = KIND_ON(i, flags) ? api->cuptiActivityEnable(k_kinds[i].kind)
+                                          : CUPTI_SUCCESS;
         if (r != CUPTI_SUCCESS) {
             char what[64];
-            snprintf(what, sizeof what, "cuptiActivityEnable(kind %d)", (int)kinds[i]);
+            snprintf(what, sizeof what, "cuptiActivityEnable(kind %d)", (int)k_kinds[i].kind);
             return cupti_fail(err, errlen, what, r);
         }
     }
@@ -799,9 +799,7 @@ int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen)
         cupti_fail(err, errlen, "cuptiActivityRegisterCallbacks", r);
         goto fail;
     }
-    if (enable(k_kinds, N_KINDS, err, errlen) != CGR__PROF_OK ||
-        ((flags & CGR__PROF_CORRELATE) &&
-         enable(k_correlate, N_CORRELATE, err, errlen) != CGR__PROF_OK))
+    if (enable(flags, err, errlen) != CGR__PROF_OK)
         goto fail;
     if (flags & CGR__PROF_RANGES) {
         /* All at once, so the hot path never allocates; the pages are touched only as used.
@@ -907,7 +905,7 @@ int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
 {
     CUptiResult r;
     size_t d = 0, i, n;
-    uint64_t t1 = 0, dropped, untimed = 0;
+    uint64_t t1 = 0, dropped;
     cgr__prof_window w;
     int rc = CGR__PROF_OK;
 
@@ -942,17 +940,13 @@ int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
     if (rc != CGR__PROF_OK)
         return rc;
 
-    /* Keep the timed records that start inside the window. */
+    /* Keep the timed records that start inside the window (the callback
+     * dropped those that start before it). */
     n = 0;
     for (i = 0; i < p->store_n; i++) {
         const rec *x = &p->store[i];
-        if ((x->start == 0 && x->end == 0) || x->end < x->start) {
-            untimed++;
-            continue;
-        }
-        if (x->start < p->t0 || x->start > t1)
-            continue;
-        p->store[n++] = *x;
+        if (x->end >= x->start && x->start <= t1)
+            p->store[n++] = *x;
     }
     p->store_n = n;
     if (n > 1)
@@ -973,7 +967,6 @@ int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
     memset(&w, 0, sizeof w);
     w.start = p->t0;
     w.end = t1;
-    w.untimed = untimed;
     w.dropped = dropped;
     w.recs = p->store;
     w.n = n;

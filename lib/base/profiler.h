@@ -105,8 +105,6 @@ typedef struct cgr__prof_window {
     uint64_t start, end;       /* the window on CUPTI's clock (ns): the
                                   timestamps cgr__prof_begin and cgr__prof_end
                                   took; its records start inside it */
-    uint64_t untimed;          /* records left out: CUPTI had no timestamps
-                                  for them (start == end == 0 or end < start) */
     uint64_t dropped;          /* records lost: the store's cap, CUPTI's own
                                   dropped count, or unreadable records. If
                                   nonzero the figures are too low. */
