@@ -78,8 +78,9 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
 typedef cgr__prof_rec rec;
 _Static_assert(sizeof(rec) <= 80, "rec grew: update CGR__PROF_MAX_RECORDS' note");
 
+/* A name and its id: CUPTI's pointer in the cache, an interned copy in the hash table. */
 struct name_slot {
-    const char *ptr;  /* CUPTI's name pointer */
+    const char *name;
     uint32_t id;
 };
 
@@ -106,11 +107,10 @@ struct cgr__prof {
     /* ---- API thread only ---- */
     unsigned flags;           /* CGR__PROF_CORRELATE, CGR__PROF_RANGES */
 
-    /* interned kernel names (raw = as CUPTI gives, disp = for display) */
-    char **raw;
+    /* interned kernel names: by id for display, by CUPTI's text in htab */
     char **disp;
     size_t names_n, names_cap;
-    uint32_t *htab;           /* open addressing: id + 1, 0 = empty */
+    struct name_slot *htab;   /* open addressing; name NULL: empty */
     size_t hcap;              /* power of two */
     struct name_slot cache[NAME_CACHE];
 };
@@ -521,15 +521,16 @@ static char *display_name(const char *raw)
 static int htab_grow(cgr__prof *p)
 {
     size_t ncap = p->hcap ? p->hcap * 2 : 256;
-    uint32_t *t = calloc(ncap, sizeof *t);
-    size_t i;
+    struct name_slot *t = calloc(ncap, sizeof *t);
     if (!t)
         return CGR__PROF_ENOMEM;
-    for (i = 0; i < p->names_n; i++) {
-        size_t j = name_hash(p->raw[i]) & (ncap - 1);
-        while (t[j])
+    for (size_t i = 0; i < p->hcap; i++) {
+        if (!p->htab[i].name)
+            continue;
+        size_t j = name_hash(p->htab[i].name) & (ncap - 1);
+        while (t[j].name)
             j = (j + 1) & (ncap - 1);
-        t[j] = (uint32_t)i + 1;
+        t[j] = p->htab[i];
     }
     free(p->htab);
     p->htab = t;
@@ -540,45 +541,30 @@ static int htab_grow(cgr__prof *p)
 /* Interns name (by content) and returns its id in *id. */
 static int intern(cgr__prof *p, const char *name, uint32_t *id)
 {
-    size_t j;
-    char *raw, *disp;
-
     if ((p->names_n + 1) * 2 > p->hcap && htab_grow(p) != CGR__PROF_OK)
         return CGR__PROF_ENOMEM;
-    j = name_hash(name) & (p->hcap - 1);
-    while (p->htab[j]) {
-        uint32_t k = p->htab[j] - 1;
-        if (strcmp(p->raw[k], name) == 0) {
-            *id = k;
+    size_t j = name_hash(name) & (p->hcap - 1);
+    for (; p->htab[j].name; j = (j + 1) & (p->hcap - 1)) {
+        if (strcmp(p->htab[j].name, name) == 0) {
+            *id = p->htab[j].id;
             return CGR__PROF_OK;
         }
-        j = (j + 1) & (p->hcap - 1);
     }
-    if (p->names_n >= UINT32_MAX - 1)
-        return CGR__PROF_ENOMEM;
     if (p->names_n == p->names_cap) {
-        size_t ncap = p->names_cap ? p->names_cap * 2 : 64;
-        char **a = realloc(p->raw, ncap * sizeof *a);
-        char **b;
-        if (!a)
+        char **n = grow(p->disp, &p->names_cap, sizeof *n, 64);
+        if (!n)
             return CGR__PROF_ENOMEM;
-        p->raw = a;
-        b = realloc(p->disp, ncap * sizeof *b);
-        if (!b)
-            return CGR__PROF_ENOMEM;
-        p->disp = b;
-        p->names_cap = ncap;
+        p->disp = n;
     }
-    raw = strdup(name);
-    disp = raw ? display_name(name) : NULL;
+    char *raw = strdup(name);
+    char *disp = raw ? display_name(name) : NULL;
     if (!raw || !disp) {
         free(raw);
         free(disp);
         return CGR__PROF_ENOMEM;
     }
-    p->raw[p->names_n] = raw;
+    p->htab[j] = (struct name_slot){.name = raw, .id = (uint32_t)p->names_n};
     p->disp[p->names_n] = disp;
-    p->htab[j] = (uint32_t)p->names_n + 1;
     *id = (uint32_t)p->names_n++;
     return CGR__PROF_OK;
 }
@@ -596,15 +582,14 @@ static int resolve_name(cgr__prof *p, const char *cname, uint32_t *id)
         return CGR__PROF_OK;
     }
     s = &p->cache[((uintptr_t)cname >> 3) % NAME_CACHE];
-    if (s->ptr == cname) {
+    if (s->name == cname) {
         *id = s->id;
         return CGR__PROF_OK;
     }
     rc = intern(p, cname, id);
     if (rc != CGR__PROF_OK)
         return rc;
-    s->ptr = cname;
-    s->id = *id;
+    *s = (struct name_slot){.name = cname, .id = *id};
     return CGR__PROF_OK;
 }
 
@@ -613,15 +598,13 @@ static int resolve_name(cgr__prof *p, const char *cname, uint32_t *id)
 
 static void free_all(cgr__prof *p)
 {
-    size_t i;
     free(p->store);
     free(p->links);
     free(p->marks);
-    for (i = 0; i < p->names_n; i++) {
-        free(p->raw[i]);
+    for (size_t i = 0; i < p->hcap; i++)
+        free((char *)p->htab[i].name);
+    for (size_t i = 0; i < p->names_n; i++)
         free(p->disp[i]);
-    }
-    free(p->raw);
     free(p->disp);
     free(p->htab);
     free(p);

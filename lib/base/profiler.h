@@ -31,9 +31,6 @@
  *  - CUPTI tracing costs host CPU time (its worker thread and the launch
  *    hooks), so wall / host-CPU figures are best taken from a run without a
  *    cgr__prof, and busy figures from a run with one.
- *  - No failure ends the process: errors come back as CGR__PROF_E* codes
- *    and cgr__prof_errmsg() says what went wrong. A caller's misuse (a NULL
- *    out, an unknown flag) is caught by assertions.
  *  - libcgr does not link CUPTI: cgr__prof_create loads it (dynload.h, with
  *    CGR_CUPTI_LIBRARY naming another file) and fails with
  *    CGR__PROF_ENOLIB, the message naming the files tried, when it cannot;
@@ -55,8 +52,8 @@
 extern "C" {
 #endif
 
-/* Return codes. Negative is an error. cgr-bench's profiler passes them
- * through beside codes of its own (bench/prof/prof.h), which it checks
+/* Return codes; cgr__prof_errmsg() says more. cgr-bench's profiler passes
+ * them through beside codes of its own (bench/prof/prof.h), which it checks
  * are none of these. */
 enum {
     CGR__PROF_OK = 0,
@@ -67,7 +64,6 @@ enum {
     CGR__PROF_ENOLIB = -7,  /* CUPTI could not be loaded (or cgr was built without it) */
 };
 
-/* cgr__prof_create flags. */
 enum {
     /* Also record which CUDA API call each run made (the RUNTIME and DRIVER
      * activity kinds, and EXTERNAL_CORRELATION): cgr__prof_push/pop then
@@ -98,9 +94,8 @@ void cgr__prof_phase(const char *name);
 
 typedef struct cgr__prof cgr__prof; /* opaque */
 
-/* One window: its bounds, its records and what it lost; the figures are
- * the caller's to compute from them. The arrays stay valid until the next
- * cgr__prof_begin or cgr__prof_destroy. */
+/* One window. The arrays stay valid until the next cgr__prof_begin or
+ * cgr__prof_destroy. */
 typedef struct cgr__prof_window {
     uint64_t start, end;       /* the window on CUPTI's clock (ns): the
                                   timestamps cgr__prof_begin and cgr__prof_end
@@ -131,8 +126,7 @@ typedef struct cgr__prof_window {
 
 /* Enables the CUPTI activity kinds CONCURRENT_KERNEL, MEMCPY and MEMSET (and
  * those that the CGR__PROF_* flags ask for) and registers the buffer
- * callbacks. out must not be NULL, nor flags hold others than the
- * CGR__PROF_* flags. On failure *out is NULL and err (if not NULL) holds a
+ * callbacks. On failure *out is NULL and err (if not NULL) holds a
  * message. */
 int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen);
 
@@ -153,8 +147,7 @@ void cgr__prof_watch_end(void);
  */
 void cgr__cupti_detach(void);
 
-/* Disables the activity kinds, flushes, frees, and sets *p to NULL.
- * Safe with p == NULL or *p == NULL. */
+/* Detaches CUPTI, frees, and sets *p to NULL. Safe with p == NULL or *p == NULL. */
 void cgr__prof_destroy(cgr__prof **p);
 
 /* Starts a window: takes the start timestamp and discards the records
@@ -184,7 +177,7 @@ int cgr__prof_now(cgr__prof *p, uint64_t *ns);
 int cgr__prof_push(cgr__prof *p, uint64_t id);
 int cgr__prof_pop(cgr__prof *p);
 
-/* The message for the last error on p ("" if none). Never NULL. */
+/* The message for the last error on p ("" if none). */
 const char *cgr__prof_errmsg(const cgr__prof *p);
 
 #ifdef __cplusplus
