@@ -69,8 +69,6 @@ static int reports_only(const char *name, int e)
 static void CUPTIAPI on_call(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                              const void *data)
 {
-    (void)user;
-    (void)id;
     const CUpti_CallbackData *cb = data;
     if (cb->callbackSite != CUPTI_API_EXIT || !pthread_equal(pthread_self(), watch.thread) ||
         !cb->functionName || !cb->functionReturnValue)
@@ -199,10 +197,6 @@ cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, siz
 
 cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, size_t cap)
 {
-    (void)s;
-    (void)plan;
-    (void)msg;
-    (void)cap;
     return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED, "cgr was built without CUPTI, which a diagnosis "
                                               "needs");
 }

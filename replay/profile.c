@@ -49,8 +49,8 @@ typedef struct cgr__profile {
     int entry;            /* the shape-table entry profiled; -1 until its first replay */
     uint64_t seen;        /* its graph runs seen while waiting */
     cgr__prof *prof;      /* while collecting; NULL while waiting */
-    cgr__prof_run *runs;  /* 2 x cgr_options.profile.runs of them */
     size_t n;             /* the runs recorded so far */
+    cgr__prof_run runs[]; /* 2 x cgr_options.profile.runs of them */
 } cgr__profile;
 
 void cgr__profile_attach(cgr_step *s)
@@ -59,11 +59,8 @@ void cgr__profile_attach(cgr_step *s)
     memset(&s->stats.profile, 0, sizeof s->stats.profile);
     if (o->runs <= 0)
         return;
-    cgr__profile *p = calloc(1, sizeof *p);
-    cgr__prof_run *runs = calloc((size_t)o->runs * 2, sizeof *runs);
-    if (!p || !runs) {
-        free(p);
-        free(runs);
+    cgr__profile *p = calloc(1, sizeof *p + (size_t)o->runs * 2 * sizeof p->runs[0]);
+    if (!p) {
         cgr_profile_result *r = &s->stats.profile;
         r->state = CGR_PROFILE_FAILED;
         r->status = CGR_STATUS_OUT_OF_MEMORY;
@@ -73,7 +70,6 @@ void cgr__profile_attach(cgr_step *s)
         return;
     }
     p->entry = -1;
-    p->runs = runs;
     s->profile = p;
 }
 
@@ -84,7 +80,6 @@ void cgr__profile_detach(cgr_step *s)
         return;
     /* Destroyed in its window: CUPTI is detached, nothing is written. */
     cgr__prof_destroy(&p->prof);
-    free(p->runs);
     free(p);
     s->profile = NULL;
 }

@@ -463,9 +463,6 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream_id,
 {
     size_t cupti_dropped = 0;
     cgr__prof *p;
-    (void)ctx;
-    (void)stream_id;
-    (void)size;
 
     /* Reads and resets CUPTI's count of records it could not store. */
     if (api->cuptiActivityGetNumDroppedRecords(NULL, 0, &cupti_dropped) !=
@@ -652,8 +649,6 @@ static void CUPTIAPI on_detach_call(void *user, CUpti_CallbackDomain domain, CUp
                                     const void *data)
 {
     const CUpti_CallbackData *cb = data;
-    (void)user;
-    (void)id;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cb->callbackSite == CUPTI_API_EXIT &&
         __atomic_load_n(&g_detach, __ATOMIC_ACQUIRE) == DETACH_PENDING)
         detach_now();
