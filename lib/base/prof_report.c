@@ -484,22 +484,36 @@ static int trace_streams(cgr__prof_trace_out *o, int pid, const cgr__prof_rec *r
     return 0;
 }
 
+/* The start of an event named name in category cat at t on track tid of process pid; the
+ * caller writes its phase and the rest. */
+static void event(cgr__prof_trace_out *o, const char *name, const char *cat, int pid,
+                  unsigned tid, uint64_t t, uint64_t origin)
+{
+    char ts[32];
+    fmt_us(ts, sizeof ts, t, origin);
+    out_event(o);
+    out_printf(o, "{\"name\":");
+    out_str(o, "", name);
+    out_printf(o, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%u,\"ts\":%s,", cat, pid, tid, ts);
+}
+
+/* A complete slice's phase and its duration, start to end. */
+static void slice(cgr__prof_trace_out *o, uint64_t start, uint64_t end)
+{
+    char dur[32];
+    fmt_us(dur, sizeof dur, end, start);
+    out_printf(o, "\"ph\":\"X\",\"dur\":%s", dur);
+}
+
 /* A slice for record x on its stream's thread of process pid; run NULL: no run argument. */
 static void trace_rec(cgr__prof_trace_out *o, int pid, const cgr__prof_rec *x, uint64_t origin,
                       const char *const *names, size_t n_names, const int32_t *run)
 {
-    char ts[32], dur[32];
-    fmt_us(ts, sizeof ts, x->start, origin);
-    fmt_us(dur, sizeof dur, x->end, x->start);
-    out_event(o);
-    out_printf(o, "{\"name\":");
-    out_str(o, "", rec_name(x, names, n_names));
-    out_printf(o, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%s,\"dur\":%s,"
-                  "\"args\":{",
-               x->kind == CGR__PROF_KERNEL   ? "kernel"
-               : x->kind == CGR__PROF_MEMCPY ? "memcpy"
-                                             : "memset",
-               pid, (unsigned)x->stream, ts, dur);
+    static const char *const cat[] = {"", "kernel", "memcpy", "memset"};
+    assert(x->kind >= CGR__PROF_KERNEL && x->kind <= CGR__PROF_MEMSET);
+    event(o, rec_name(x, names, n_names), cat[x->kind], pid, x->stream, x->start, origin);
+    slice(o, x->start, x->end);
+    out_printf(o, ",\"args\":{");
     if (run)
         out_printf(o, "\"run\":%d,", (int)*run);
     if (x->kind == CGR__PROF_KERNEL)
@@ -610,19 +624,6 @@ int cgr__prof_pair_ranges(cgr__prof_range *r, size_t n, size_t *n_out, uint64_t 
     return 0;
 }
 
-/* The start of an event of range r at t on track tid of process 1; the caller ends it. */
-static void range_event(cgr__prof_trace_out *o, const cgr__prof_range *r, int tid, uint64_t t,
-                        uint64_t origin)
-{
-    char ts[32];
-    fmt_us(ts, sizeof ts, t, origin);
-    out_event(o);
-    out_printf(o, "{\"name\":");
-    out_str(o, "", r->name);
-    out_printf(o, ",\"cat\":\"%s\",\"pid\":1,\"tid\":%d,\"ts\":%s,",
-               r->user ? "nvtx" : "cgr phase", tid, ts);
-}
-
 /*
  * The ranges on tracks of process 1 from tid 2 on, a named one per thread
  * for cgr's phases and one for the user's NVTX. A track's slices must nest;
@@ -631,25 +632,25 @@ static void range_event(cgr__prof_trace_out *o, const cgr__prof_range *r, int ti
 static void trace_ranges(cgr__prof_trace_out *o, const cgr__prof_range *r, size_t n,
                          uint64_t origin)
 {
-    char dur[32];
-    int tid = 1;
+    unsigned tid = 1;
     for (size_t i = 0; i < n; i++) {
+        const char *cat = r[i].user ? "nvtx" : "cgr phase";
         if (i == 0 || r[i].user != r[i - 1].user || r[i].tid != r[i - 1].tid) {
             tid++;
             out_event(o);
-            out_printf(o, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+            out_printf(o, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%u,"
                           "\"args\":{\"name\":\"%s, thread %u\"}}",
                        tid, r[i].user ? "NVTX" : "cgr phases", (unsigned)r[i].tid);
         }
-        range_event(o, &r[i], tid, r[i].start, origin);
+        event(o, r[i].name, cat, 1, tid, r[i].start, origin);
         if (r[i].what == CGR__PROF_RANGE_MARK) {
             out_printf(o, "\"ph\":\"i\",\"s\":\"t\"}");
         } else if (r[i].depth >= 0) {
-            fmt_us(dur, sizeof dur, r[i].end, r[i].start);
-            out_printf(o, "\"ph\":\"X\",\"dur\":%s}", dur);
+            slice(o, r[i].start, r[i].end);
+            out_printf(o, "}");
         } else {
             out_printf(o, "\"ph\":\"b\",\"id\":%zu}", i);
-            range_event(o, &r[i], tid, r[i].end, origin);
+            event(o, r[i].name, cat, 1, tid, r[i].end, origin);
             out_printf(o, "\"ph\":\"e\",\"id\":%zu}", i);
         }
     }
@@ -665,17 +666,14 @@ int cgr__prof_write_trace(FILE *f, const char *step, const cgr__prof_rec *recs, 
 {
     const uint64_t origin = n_runs ? runs[0].begin : n ? recs[0].start : 0;
     cgr__prof_trace_out o = {.f = f};
-    char ts[32], dur[32];
     int bad = fputs(cgr__prof_trace_head, f) < 0;
     trace_process(&o, 1, "cgr host: step ", step);
     for (size_t j = 0; j < n_runs; j++) {
-        fmt_us(ts, sizeof ts, runs[j].begin, origin);
-        fmt_us(dur, sizeof dur, runs[j].end, runs[j].begin);
-        out_event(&o);
-        out_printf(&o, "{\"name\":\"run %zu (%s)\",\"cat\":\"cgr run\",\"ph\":\"X\",\"pid\":1,"
-                       "\"tid\":1,\"ts\":%s,\"dur\":%s,\"args\":{\"cpu_us\":%.3f}}",
-                   j, mode_names[runs[j].mode == CGR__PROF_GRAPH], ts, dur,
-                   (double)runs[j].cpu_ns / 1e3);
+        char name[48];
+        snprintf(name, sizeof name, "run %zu (%s)", j, mode_names[runs[j].mode == CGR__PROF_GRAPH]);
+        event(&o, name, "cgr run", 1, 1, runs[j].begin, origin);
+        slice(&o, runs[j].begin, runs[j].end);
+        out_printf(&o, ",\"args\":{\"cpu_us\":%.3f}}", (double)runs[j].cpu_ns / 1e3);
     }
     trace_ranges(&o, ranges, n_ranges, origin);
     bad |= cgr__prof_trace_gpu(&o, 2, "GPU", recs, n, run_of, names, n_names, origin) != 0;

@@ -842,13 +842,8 @@ int cgr__prof_begin(cgr__prof *p)
     (void)pthread_mutex_unlock(&g_lock);
     phases(p, 0);
 
-    /* No flush here by default. A flush hands CUPTI's current buffer back,
-     * and CUPTI then stalls the next launch that records activity while it
-     * sets up a new one, even with pooled, pre-faulted buffers (the
-     * buffer pool above). Flushing here would put that stall
-     * inside every window. Earlier records are discarded by time instead:
-     * the callback keeps only records that start at or after t0. */
-    /* Reset CUPTI's dropped-record count so the window sees only its own. */
+    /* No flush (profiler.h says why): the callback drops earlier records by
+     * their start. Reading CUPTI's dropped count resets it for this window. */
     r = api->cuptiActivityGetNumDroppedRecords(NULL, 0, &d);
     if (r != CUPTI_SUCCESS)
         return cupti_fail(p->err, sizeof p->err,

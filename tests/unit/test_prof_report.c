@@ -496,15 +496,14 @@ static void test_trace_edges(void)
     ASSERT(json_balanced(t));
     static const char *const parts[] = {
         /* The origin is the first run's launch call: at it 0, before it negative. */
-        "{\"name\":\"run 0 (eager)\",\"cat\":\"cgr run\",\"ph\":\"X\",\"pid\":1,\"tid\":1,"
-        "\"ts\":0.000,\"dur\":0.100,",
-        "{\"name\":\"big_kernel\",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":2,\"tid\":7,"
-        "\"ts\":-0.600,\"dur\":0.100,",
-        "{\"name\":\"<unknown>\",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":2,\"tid\":3,"
-        "\"ts\":0.000,",
+        "{\"name\":\"run 0 (eager)\",\"cat\":\"cgr run\",\"pid\":1,\"tid\":1,\"ts\":0.000,"
+        "\"ph\":\"X\",\"dur\":0.100,",
+        "{\"name\":\"big_kernel\",\"cat\":\"kernel\",\"pid\":2,\"tid\":7,\"ts\":-0.600,"
+        "\"ph\":\"X\",\"dur\":0.100,",
+        "{\"name\":\"<unknown>\",\"cat\":\"kernel\",\"pid\":2,\"tid\":3,\"ts\":0.000,",
         "{\"name\":\"memcpy PtoP\",\"cat\":\"memcpy\"",
-        "{\"name\":\"memcpy\",\"cat\":\"memcpy\",\"ph\":\"X\",\"pid\":2,\"tid\":7,\"ts\":0.020,",
-        "{\"name\":\"memset\",\"cat\":\"memset\",\"ph\":\"X\",\"pid\":2,\"tid\":9,",
+        "{\"name\":\"memcpy\",\"cat\":\"memcpy\",\"pid\":2,\"tid\":7,\"ts\":0.020,\"ph\":\"X\",",
+        "{\"name\":\"memset\",\"cat\":\"memset\",\"pid\":2,\"tid\":9,",
         "\"tid\":3,\"args\":{\"name\":\"stream 3\"}",
         "\"tid\":7,\"args\":{\"name\":\"stream 7\"}",
         "\"tid\":9,\"args\":{\"name\":\"stream 9\"}",
