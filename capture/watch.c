@@ -48,7 +48,8 @@ static struct {
     pthread_t thread;
     failure runtime, driver;
 } watch;
-/* CUPTI has one subscriber per process: one diagnosis at a time. */
+/* CUPTI has one subscriber per process: one diagnosis at a time, another
+ * waiting here (before the claim on CUPTI, which would refuse it). */
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
@@ -140,13 +141,15 @@ cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, siz
 {
     CGR_TRY(cgr__cupti_load("diagnosis"));
     const cgr__cupti_api *api = cgr__cupti();
+    pthread_mutex_lock(&watch_lock);
     /* The watch ends with cuptiFinalize(), which would end a profile window's collection too. */
-    if (!cgr__prof_watch_begin())
+    if (!cgr__prof_watch_begin()) {
+        pthread_mutex_unlock(&watch_lock);
         return CGR_FAIL(CGR_STATUS_NOT_SUPPORTED,
                         "the CUDA API could not be watched while a profile window "
                         "(cgr_options.profile) collects in this process; a capture that "
                         "fails after the window has closed is diagnosed");
-    pthread_mutex_lock(&watch_lock);
+    }
     memset(&watch, 0, sizeof watch);
     watch.thread = pthread_self();
     CUpti_SubscriberHandle sub = NULL;
@@ -173,8 +176,8 @@ cgr_status cgr__watch_capture(cgr_step *s, cgr__shape_plan *plan, char *msg, siz
     }
     const int from_runtime = watch.runtime.seen;
     failure f = from_runtime ? watch.runtime : watch.driver;
-    pthread_mutex_unlock(&watch_lock);
     cgr__prof_watch_end();
+    pthread_mutex_unlock(&watch_lock);
     (void)cudaGetLastError();
     if (st != CGR_STATUS_OK)
         return st;
