@@ -1,8 +1,8 @@
 /* prof: cgr-bench's CUPTI profiler, built on libcgr's own collector
- * (lib/base/profiler.h, the code behind cgr_options.profile). The
- * collector gathers a window's kernel, memcpy and memset records; prof
- * turns them into the bench's figures, so the bench and the library
- * measure with the same records.
+ * (lib/base/profiler.h, the code behind cgr_options.profile), so the bench
+ * and the library measure with the same records; the collector's notes
+ * (one per process, one thread, CUPTI's host cost, the detach at destroy)
+ * hold for prof as well.
  *
  * It measures what the GPU did inside a "window" of a benchmark
  * (bench/timing.h has the measurement rules): GPU busy time per step is
@@ -22,22 +22,6 @@
  *     prof_trace_add(p, "graph", 2);        // optional
  *     prof_trace_write(p, "trace.json");    // optional, after all windows
  *     prof_destroy(&p);
- *
- * Notes:
- *  - CUPTI's buffer callbacks carry no user pointer, so at most one
- *    collector, and so one prof, exists per process at a time
- *    (prof_create fails with PROF_EBUSY, also while a cgr step's profile
- *    window or capture diagnosis holds CUPTI).
- *  - The functions are meant to be called from one thread.
- *  - CUPTI tracing costs host CPU time (its worker thread and the launch
- *    hooks), so wall / host-CPU figures are best taken from a run without
- *    a prof, and busy figures from a run with one.
- *  - No failure ends the process: errors come back as PROF_E* codes and
- *    prof_errmsg() says what went wrong. A caller's misuse (NULL
- *    pointers, an empty trace path) is caught by assertions.
- *  - CUPTI is loaded at prof_create (CGR_CUPTI_LIBRARY names another
- *    file); prof_destroy detaches it (cuptiFinalize), since a process
- *    that keeps CUPTI attached pays more host time for every later launch.
  */
 #ifndef CGR_BENCH_PROF_H
 #define CGR_BENCH_PROF_H
@@ -105,31 +89,22 @@ typedef struct prof_window {
  * otherwise as CUPTI gives them (often mangled). */
 typedef cgr__prof_kernel prof_kernel_stat;
 
-/* Creates the collector (cgr__prof_create: the activity kinds
- * CONCURRENT_KERNEL, MEMCPY and MEMSET, and the buffer callbacks). On
- * failure *out is NULL and err (if not NULL) holds a message. */
+/* Creates the collector (cgr__prof_create). On failure *out is NULL and err
+ * (if not NULL) holds a message. */
 int prof_create(prof **out, char *err, size_t errlen);
 
 /* Detaches CUPTI, frees, and sets *p to NULL. Safe with p == NULL or
  * *p == NULL. */
 void prof_destroy(prof **p);
 
-/* Starts a window: takes the start timestamp and discards the records
- * gathered so far, the last window's too; records of work that started
- * before it are ignored even when CUPTI delivers them later. It does not
- * flush CUPTI: after a flush, CUPTI stalls the next launch while it sets up
- * a new buffer (tenths of a millisecond). prof_end flushes, so put some GPU
- * work (a warm-up step) between prof_end and the next prof_begin, or that
- * stall lands on the first launch of the next window (it shows in wall
- * time, not in busy_us). A second prof_begin without prof_end
- * restarts the window. */
+/* Starts a window (cgr__prof_begin, which says why to run a warm-up step
+ * between prof_end and the next prof_begin); the last window's records go. */
 int prof_begin(prof *p);
 
-/* Ends the window. The caller must have synchronized the device (e.g.
- * cudaDeviceSynchronize) first, or the last records may be missing. Takes
- * the end timestamp, forces a flush and sums the records whose start lies
- * in [begin, end]. steps must be >= 1. out may be NULL (the window is still
- * kept, until the next prof_begin, for prof_top_kernels / prof_trace_add). */
+/* Ends the window (cgr__prof_end: synchronize the device first) and sums its
+ * records per step; steps must be >= 1. out may be NULL (the window is
+ * still kept, until the next prof_begin, for prof_top_kernels /
+ * prof_trace_add). */
 int prof_end(prof *p, int steps, prof_window *out);
 
 /* The kernels of the last window, sorted by total time (descending).
@@ -146,8 +121,7 @@ int prof_trace_add(prof *p, const char *label, int pid);
  * ui.perfetto.dev and chrome://tracing). May be called more than once. */
 int prof_trace_write(prof *p, const char *path);
 
-/* CUPTI's clock now, in ns: the clock of the records' start and end, so a
- * host moment taken with it can be set against the GPU timeline. */
+/* CUPTI's clock now, in ns (cgr__prof_now). */
 int prof_now(prof *p, uint64_t *ns);
 
 /* The message for the last error on p ("" if none). Never NULL. */
