@@ -92,7 +92,7 @@ struct cgr__prof {
     rec *store;               /* closed: the last window's records */
     size_t store_n, store_cap;
     int collecting;           /* store records only inside a window */
-    uint64_t store_dropped;   /* cap / OOM / CUPTI drops / bad buffers */
+    uint64_t store_dropped;   /* cap / OOM / bad buffers; CUPTI's own at the end */
     uint64_t t0;              /* window start, ns: earlier records are
                                  dropped by the callback (written under
                                  g_lock by cgr__prof_begin only) */
@@ -461,18 +461,12 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream_id,
                                    uint8_t *buffer, size_t size,
                                    size_t valid)
 {
-    size_t cupti_dropped = 0;
     cgr__prof *p;
 
-    /* Reads and resets CUPTI's count of records it could not store. */
-    if (api->cuptiActivityGetNumDroppedRecords(NULL, 0, &cupti_dropped) !=
-        CUPTI_SUCCESS)
-        cupti_dropped = 0;
-
+    /* CUPTI's own count of records it could not store is read at the window's end. */
     (void)pthread_mutex_lock(&g_lock);
     p = g_prof;
     if (p && p->collecting) {
-        p->store_dropped += cupti_dropped;
         if (buffer && valid > 0) {
             CUpti_Activity *a = NULL;
             for (;;) {
