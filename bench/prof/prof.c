@@ -34,8 +34,7 @@ struct prof {
 
     /* trace: the windows added so far, as JSON events */
     prof_trace_buf trace;
-    int torigin_set;
-    uint64_t torigin;      /* the first window added starts the timeline */
+    uint64_t torigin;      /* the first window added starts the timeline; 0 before */
 };
 
 /* Records p's message and returns rc. */
@@ -181,10 +180,8 @@ int prof_trace_add(prof *p, const char *label, int pid)
     if (!p->have_last)
         return no_window(p, "prof_trace_add");
     const cgr__prof_window *w = &p->last;
-    if (!p->torigin_set) {
-        p->torigin = w->start;
-        p->torigin_set = 1;
-    }
+    if (!p->torigin)
+        p->torigin = w->start; /* CUPTI's clock is never 0 at a window's start */
 
     const int rc = prof_trace_buf_add(&p->trace, pid, label, w->recs, w->n, NULL, w->names,
                                       w->n_names, p->torigin);

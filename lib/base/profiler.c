@@ -933,7 +933,6 @@ int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
 
     memset(&w, 0, sizeof w);
     w.start = p->t0;
-    w.end = t1;
     w.dropped = dropped;
     w.recs = p->store;
     w.n = n;

@@ -97,9 +97,9 @@ typedef struct cgr__prof cgr__prof; /* opaque */
 /* One window. The arrays stay valid until the next cgr__prof_begin or
  * cgr__prof_destroy. */
 typedef struct cgr__prof_window {
-    uint64_t start, end;       /* the window on CUPTI's clock (ns): the
-                                  timestamps cgr__prof_begin and cgr__prof_end
-                                  took; its records start inside it */
+    uint64_t start;            /* cgr__prof_begin's timestamp (ns, CUPTI's
+                                  clock); the records start between it and
+                                  cgr__prof_end's */
     uint64_t dropped;          /* records lost: the store's cap, CUPTI's own
                                   dropped count, or unreadable records. If
                                   nonzero the figures are too low. */
