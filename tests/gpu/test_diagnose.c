@@ -10,9 +10,13 @@
  * line of the call (this file is compiled with -g, so its line table is
  * there to read). Every run's output is checked: the failed capture's run
  * executes eagerly. Once more with another thread making CUDA calls all
- * the while, which the watch and the detach after it must leave alone.
+ * the while, which the watch and the detach after it must leave alone, and
+ * with two threads whose captures fail at once: CUDA has one API watcher
+ * per process, so the second diagnosis waits for the first and both name
+ * their call.
  */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, nanosleep */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,11 +29,40 @@ enum { LEN = 2048, RUNS = 5 };
 
 typedef enum bad { MALLOC, SYNC, EVENT_QUERY } bad;
 
+/* Two threads' failing steps, counting their captures (test_two_at_once). */
+typedef struct rendezvous {
+    int captures[2];
+} rendezvous;
+
 typedef struct bad_step {
     bad kind;
     cudaEvent_t ev;
-    int line; /* of the call that breaks the capture */
+    int line;         /* of the call that breaks the capture */
+    rendezvous *pair; /* NULL: a step alone */
+    int idx;          /* its thread's index in pair */
 } bad_step;
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    (void)nanosleep(&t, NULL);
+}
+
+/*
+ * A step's second capture is its diagnosis, which holds the process's one
+ * watch of the CUDA API. It lingers there until the other thread's capture
+ * has failed too and that thread had time to ask for its own diagnosis.
+ */
+static void linger_in_diagnosis(bad_step *b)
+{
+    rendezvous *r = b->pair;
+    if (__atomic_add_fetch(&r->captures[b->idx], 1, __ATOMIC_ACQ_REL) != 2)
+        return;
+    for (int i = 0; i < 5000 && __atomic_load_n(&r->captures[1 - b->idx], __ATOMIC_ACQUIRE) < 1;
+         i++)
+        sleep_ms(1);
+    sleep_ms(50);
+}
 
 /* Exported (the build hides symbols by default): the diagnosis names the caller by it. */
 __attribute__((visibility("default"))) cgr_status diag_bad_step(cgr_ctx *ctx, void *user);
@@ -42,6 +75,8 @@ cgr_status diag_bad_step(cgr_ctx *ctx, void *user)
     STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
     STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
     STEP_CUDA(tk_affine(y, x, LEN, st));
+    if (b->pair && cgr_ctx_is_capturing(ctx))
+        linger_in_diagnosis(b);
     if (b->kind == MALLOC) {
         void *p = NULL;
         b->line = __LINE__ + 1;
@@ -62,7 +97,7 @@ cgr_status diag_bad_step(cgr_ctx *ctx, void *user)
 /* One run of s on fresh inputs, its output checked. */
 static void run_checked(cgr_step *s, rng *r, int k)
 {
-    static float x[LEN];
+    float x[LEN];
     rng_fill(r, x, LEN);
     const void *ins[1] = {x};
     uint64_t t;
@@ -82,15 +117,17 @@ static cgr_step *make_xy(cgr_runtime *rt, const char *name, cgr_step_fn fn, void
     return make_step(rt, name, &in, 1, &out, 1, fn, user);
 }
 
-/* RUNS runs, each checked; returns the step's stats, and in *line that of its bad call. */
-static cgr_step_stats run_bad(int diagnose, bad kind, rng *r, int *line)
+/* RUNS runs, each checked; returns the step's stats, and in *line that of its bad call.
+ * pair: the rendezvous of test_two_at_once, and idx this thread's place in it. */
+static cgr_step_stats run_bad_in(int diagnose, bad kind, rng *r, int *line, rendezvous *pair,
+                                 int idx)
 {
     cgr_options o;
     ASSERT_OK(cgr_options_init(&o));
     o.diagnose = diagnose;
     cgr_runtime *rt = NULL;
     ASSERT_OK(cgr_runtime_create(&rt, &o));
-    bad_step b = {kind, NULL, 0};
+    bad_step b = {kind, NULL, 0, pair, idx};
     CUDA_OK(cudaEventCreateWithFlags(&b.ev, cudaEventDisableTiming));
     cgr_step *s = make_xy(rt, "bad", diag_bad_step, &b);
     for (int k = 0; k < RUNS; k++)
@@ -106,10 +143,56 @@ static cgr_step_stats run_bad(int diagnose, bad kind, rng *r, int *line)
     return ss;
 }
 
+static cgr_step_stats run_bad(int diagnose, bad kind, rng *r, int *line)
+{
+    return run_bad_in(diagnose, kind, r, line, NULL, 0);
+}
+
 static void expect(const char *msg, const char *want)
 {
     if (!strstr(msg, want))
         TEST_FAIL_("the message lacks \"%s\": %s", want, msg);
+}
+
+typedef struct twin {
+    rendezvous *pair;
+    int idx;
+    cgr_step_stats stats;
+} twin;
+
+static void *twin_main(void *arg)
+{
+    twin *t = arg;
+    rng r = {100u + (unsigned)t->idx};
+    int line = 0;
+    t->stats = run_bad_in(1, SYNC, &r, &line, t->pair, t->idx);
+    return NULL;
+}
+
+/*
+ * Two threads, each with its own runtime, whose captures fail at once.
+ * Whichever diagnosis comes first holds the watch until the other thread
+ * has asked for its own; that one waits, then is diagnosed in turn. Both
+ * name cudaStreamSynchronize; neither is told that the API could not be
+ * watched, which is the answer for a profile window alone.
+ */
+static void test_two_at_once(void)
+{
+    rendezvous pair = {{0, 0}};
+    twin t[2] = {{&pair, 0, {0}}, {&pair, 1, {0}}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, twin_main, &t[i]), 0);
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        const char *msg = t[i].stats.capture_error;
+        printf("two at once, thread %d: %s\n", i, msg);
+        if (under_sanitizer(NULL) && strstr(msg, "could not be watched"))
+            continue;
+        expect(msg, "the first failing call was cudaStreamSynchronize (");
+        expect(msg, "called from diag_bad_step+0x");
+    }
 }
 
 /*
@@ -154,7 +237,7 @@ static void test_during_window(rng *r)
         TEST_FAIL_("the window did not open: state %d, %s", (int)gs.profile.state,
                    gs.profile.error);
 
-    bad_step b = {SYNC, NULL, 0};
+    bad_step b = {SYNC, NULL, 0, NULL, 0};
     cgr_step *bad1 = make_xy(rt, "bad_in_window", diag_bad_step, &b);
     for (int i = 0; i < RUNS; i++)
         run_checked(bad1, r, i);
@@ -240,6 +323,7 @@ int main(void)
         expect(ss.capture_error, "the first failing call was cudaStreamSynchronize (");
         expect(ss.capture_error, "called from diag_bad_step+0x");
     }
+    test_two_at_once();
     test_during_window(&r);
     printf("PASS\n");
     return 0;
