@@ -11,7 +11,7 @@
  * stores go to memory through write-combining buffers and leave no
  * modified line behind.
  *
- * Streaming stores are weakly ordered, so both functions end with sfence:
+ * Streaming stores are weakly ordered, so the write ends with sfence:
  * after it every byte is visible, and a later ordinary store (go, the
  * launch's doorbell) is ordered after them. Whole 64-byte lines are
  * streamed; the ragged head and tail use ordinary stores, as does
@@ -32,52 +32,33 @@
 
 #define STREAM_MIN 256
 
-#if HAVE_STREAM
-/* Bytes before dst reaches a 64-byte boundary, at most n. */
-static size_t head_of(const void *dst, size_t n)
+/* Ordinary stores of src's bytes, or of zeros when src is NULL. */
+static void put(unsigned char *d, const unsigned char *s, size_t n)
 {
-    size_t h = (size_t)(-(uintptr_t)dst & 63u);
-    return h < n ? h : n;
+    if (s)
+        memcpy(d, s, n);
+    else
+        memset(d, 0, n);
 }
-#endif
 
 void cgr__host_write(void *dst, const void *src, size_t bytes)
 {
+    unsigned char *d = dst;
+    const unsigned char *s = src;
 #if HAVE_STREAM
     if (bytes >= STREAM_MIN) {
-        unsigned char *d = dst;
-        const unsigned char *s = src;
-        const size_t h = head_of(d, bytes);
-        memcpy(d, s, h);
-        d += h, s += h, bytes -= h;
-        for (; bytes >= 64; d += 64, s += 64, bytes -= 64)
+        /* The head up to a 64-byte boundary: under 64 bytes, so fewer than `bytes`. */
+        size_t at = (size_t)(-(uintptr_t)d & 63u);
+        put(d, s, at);
+        for (; bytes - at >= 64; at += 64)
             for (int k = 0; k < 64; k += 16)
-                _mm_stream_si128((__m128i *)(d + k),
-                                 _mm_loadu_si128((const __m128i *)(s + k)));
-        memcpy(d, s, bytes);
+                _mm_stream_si128((__m128i *)(d + at + k),
+                                 s ? _mm_loadu_si128((const __m128i *)(s + at + k))
+                                   : _mm_setzero_si128());
+        put(d + at, s ? s + at : NULL, bytes - at);
         _mm_sfence();
         return;
     }
 #endif
-    memcpy(dst, src, bytes);
-}
-
-void cgr__host_zero(void *dst, size_t bytes)
-{
-#if HAVE_STREAM
-    if (bytes >= STREAM_MIN) {
-        unsigned char *d = dst;
-        const size_t h = head_of(d, bytes);
-        memset(d, 0, h);
-        d += h, bytes -= h;
-        const __m128i z = _mm_setzero_si128();
-        for (; bytes >= 64; d += 64, bytes -= 64)
-            for (int k = 0; k < 64; k += 16)
-                _mm_stream_si128((__m128i *)(d + k), z);
-        memset(d, 0, bytes);
-        _mm_sfence();
-        return;
-    }
-#endif
-    memset(dst, 0, bytes);
+    put(d, s, bytes);
 }

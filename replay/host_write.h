@@ -1,8 +1,8 @@
 /*
  * Host writes into pinned staging memory that the GPU reads next
- * (host_write.c). Both end with every byte visible to the device: a store
- * the host makes afterwards (an armed run's go, a launch) cannot overtake
- * them.
+ * (host_write.c): src's bytes, or zeros when src is NULL. It ends with
+ * every byte visible to the device: a store the host makes afterwards (an
+ * armed run's go, a launch) cannot overtake them.
  */
 #ifndef CGR_REPLAY_HOST_WRITE_H
 #define CGR_REPLAY_HOST_WRITE_H
@@ -10,6 +10,5 @@
 #include <stddef.h>
 
 void cgr__host_write(void *dst, const void *src, size_t bytes);
-void cgr__host_zero(void *dst, size_t bytes);
 
 #endif

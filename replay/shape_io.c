@@ -73,7 +73,7 @@ static void fill(unsigned char *p, size_t bytes, size_t esize, const unsigned ch
                  int pad_zero)
 {
     if (pad_zero || !pad) {
-        cgr__host_zero(p, bytes); /* streaming stores: the GPU reads it next */
+        cgr__host_write(p, NULL, bytes); /* streaming stores: the GPU reads it next */
         return;
     }
     for (size_t i = 0; i + esize <= bytes; i += esize)
