@@ -198,17 +198,22 @@ static void evict(cgr__shapes *m, uint32_t i, cgr__shapes_freed *out)
 static void take_spare(cgr__shapes *m, cgr__shapes_freed *out)
 {
     *out = m->spare;
-    m->has_spare = 0;
     memset(&m->spare, 0, sizeof m->spare);
 }
 
-/* The executable offered to the capture leaves the table: the spare, or an LRU graph (evicted). */
+/*
+ * The executable offered to the capture leaves the table: the spare, or
+ * else the LRU graph (evicted). The table is pinned since the offer, so
+ * both are still what decide() offered.
+ */
 static void take_offer(cgr__shapes *m, cgr__shapes_freed *out)
 {
-    if (m->offer == CGR__SHAPES_FROM_SPARE)
+    assert(m != NULL && out != NULL && m->capturing && m->offered);
+    if (m->spare.payload)
         take_spare(m, out);
     else
-        evict(m, m->offer_entry, out);
+        evict(m, oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL), out);
+    m->offered = 0;
 }
 
 /* A new WARMING entry for dims: a free one, else the least recently used warming one. */
@@ -318,22 +323,19 @@ void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *
 }
 
 /* The executable offered to the capture: the spare, else a full cache's LRU graph. */
-static void *offer(cgr__shapes *m)
+static void offer(cgr__shapes *m, cgr__shapes_decision *out)
 {
-    m->offer_failed = 0;
-    m->offer_entry = CGR__SHAPES_NONE;
-    if (m->has_spare) {
-        m->offer = CGR__SHAPES_FROM_SPARE;
-        return m->spare.payload;
+    m->offered = 1;
+    if (m->spare.payload) {
+        out->source = CGR__SHAPES_FROM_SPARE;
+        out->payload = m->spare.payload;
+    } else if (m->n_graphs >= m->max_entries) {
+        /* The insert would evict this graph anyway: offer its executable. */
+        out->source = CGR__SHAPES_FROM_LRU;
+        out->payload = m->entries[oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL)].payload;
+    } else {
+        m->offered = 0;
     }
-    if (m->n_graphs < m->max_entries) {
-        m->offer = CGR__SHAPES_FROM_NONE;
-        return NULL;
-    }
-    /* The insert would evict this graph anyway: offer its executable. */
-    m->offer = CGR__SHAPES_FROM_LRU;
-    m->offer_entry = oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL);
-    return m->entries[m->offer_entry].payload;
 }
 
 static void eager(cgr__shapes_decision *out, cgr_eager_reason r, const char *text)
@@ -388,9 +390,7 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
     } else {
         out->action = CGR__SHAPES_CAPTURE;
         m->capturing = 1;
-        m->cap_entry = i;
-        out->payload = offer(m);
-        out->source = m->offer;
+        offer(m, out);
     }
 }
 
@@ -399,8 +399,7 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
 static void end_capture(cgr__shapes *m)
 {
     m->capturing = 0;
-    m->offer = CGR__SHAPES_FROM_NONE;
-    m->offer_failed = 0;
+    m->offered = 0;
 }
 
 /* The byte budget; none is SIZE_MAX, so that the total can never wrap. */
@@ -416,11 +415,8 @@ static void make_room(cgr__shapes *m, size_t bytes, uint32_t *n)
     while (m->n_graphs > 0 &&
            (m->n_graphs >= m->max_entries || bytes > budget(m) - m->bytes)) {
         evict(m, oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL), &m->freed[(*n)++]);
-        if (m->keep_spare && !m->has_spare) {
-            /* Keep the first evicted executable back for the next update. */
-            m->spare = m->freed[--(*n)];
-            m->has_spare = 1;
-        }
+        if (m->keep_spare && !m->spare.payload)
+            m->spare = m->freed[--(*n)]; /* kept back for the next update */
     }
 }
 
@@ -430,7 +426,6 @@ void cgr__shapes_capture_done(cgr__shapes *m, void *payload, size_t bytes, int u
     assert(m != NULL && out != NULL && m->capturing && payload != NULL &&
            (updated == 0 || updated == 1));
     if (updated) {
-        assert(m->offer != CGR__SHAPES_FROM_NONE && !m->offer_failed);
         /* Its executable now serves the new shape: an LRU offer's old shape leaves. */
         cgr__shapes_freed gone;
         take_offer(m, &gone);
@@ -439,13 +434,13 @@ void cgr__shapes_capture_done(cgr__shapes *m, void *payload, size_t bytes, int u
 
     memset(out, 0, sizeof *out);
     uint32_t n = 0;
-    cgr__shape *e = &m->entries[m->cap_entry];
+    cgr__shape *e = &m->entries[m->last];
     if (bytes > budget(m)) {
         char text[CGR__SHAPES_TEXT_MAX];
         snprintf(text, sizeof text,
                  "its graph needs %zu bytes, more than the graph cache's budget of %zu bytes",
                  bytes, m->max_bytes);
-        make_eager(m, m->cap_entry, CGR_EAGER_TOO_LARGE, text);
+        make_eager(m, m->last, CGR_EAGER_TOO_LARGE, text);
         m->freed[n].payload = payload;
         m->freed[n++].bytes = bytes;
     } else {
@@ -466,7 +461,7 @@ void cgr__shapes_capture_done(cgr__shapes *m, void *payload, size_t bytes, int u
 void cgr__shapes_capture_failed(cgr__shapes *m, const char *text)
 {
     assert(m != NULL && m->capturing);
-    make_eager(m, m->cap_entry, CGR_EAGER_CAPTURE_FAILED, text);
+    make_eager(m, m->last, CGR_EAGER_CAPTURE_FAILED, text);
     m->stats.capture_failures++;
     end_capture(m);
 }
@@ -496,10 +491,7 @@ void cgr__shapes_capture_cancel(cgr__shapes *m)
 void cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
                                      cgr__shapes_freed *victim)
 {
-    assert(m != NULL && victim != NULL && m->capturing && m->offer != CGR__SHAPES_FROM_NONE &&
-           !m->offer_failed);
     take_offer(m, victim);
-    m->offer_failed = 1;
     uint32_t at = reason >= 0 && reason < (int)CGR__SHAPES_UPDATE_REASONS - 1
                       ? (uint32_t)reason
                       : CGR__SHAPES_UPDATE_REASONS - 1;
@@ -509,10 +501,7 @@ void cgr__shapes_update_failed(cgr__shapes *m, int reason, const char *text,
 
 void cgr__shapes_offer_withdrawn(cgr__shapes *m, cgr__shapes_freed *victim)
 {
-    assert(m != NULL && victim != NULL && m->capturing && m->offer != CGR__SHAPES_FROM_NONE &&
-           !m->offer_failed);
     take_offer(m, victim);
-    m->offer_failed = 1;
 }
 
 cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out)
@@ -525,7 +514,7 @@ cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out)
         clear(m, v);
         return CGR_STATUS_OK;
     }
-    if (!m->has_spare)
+    if (!m->spare.payload)
         return CGR_STATUS_WRONG_STATE;
     take_spare(m, out);
     return CGR_STATUS_OK;

@@ -157,14 +157,10 @@ typedef struct cgr__shapes {
     /* Which dims changed from the previous new shape, per new shape (a ring), for the warning. */
     uint8_t change_mask[CGR__CHURN_MAX_K];
     int64_t last_new[CGR_MAX_DYN_DIMS];
-    /* The capture in flight, between a CAPTURE decision and its report. */
+    /* The capture in flight (of entry `last`), between a CAPTURE decision and its report. */
     int capturing;
-    uint32_t cap_entry;
-    cgr__shapes_source offer;
-    uint32_t offer_entry;       /**< LRU offer: its entry */
-    int offer_failed;
-    int has_spare;
-    cgr__shapes_freed spare;
+    int offered;                /**< 1 while the executable offered to it is in the table */
+    cgr__shapes_freed spare;    /**< payload NULL: none */
     cgr__shapes_stats stats;
     char warning[CGR__SHAPES_WARNING_MAX];
     char update_error[CGR__SHAPES_TEXT_MAX];

@@ -265,7 +265,7 @@ static tstats stats(const cgr__shapes *m)
     s.peak_entries = t->peak_entries;
     s.bytes = m->bytes;
     s.peak_bytes = t->peak_bytes;
-    s.spare = (uint32_t)m->has_spare;
+    s.spare = (uint32_t)(m->spare.payload != NULL);
     s.spare_bytes = m->spare.bytes;
     for (uint32_t i = 0; i < m->capacity; i++) {
         s.warming += m->entries[i].state == CGR__SHAPE_WARMING;
@@ -2698,7 +2698,7 @@ static void run_random(model *md, run_counts *rc)
             uintptr_t age[RANDOM_MAX_ENTRIES];
             size_t age_bytes[RANDOM_MAX_ENTRIES];
             uint32_t n_age = graphs_by_age(&m, age, age_bytes);
-            if (m.has_spare) {
+            if (m.spare.payload) {
                 ASSERT_EQ(out.source, CGR__SHAPES_FROM_SPARE);
                 ASSERT_PTR_EQ(out.payload, m.spare.payload);
             } else if (n_age == m.max_entries) {
@@ -2759,7 +2759,7 @@ static void run_random(model *md, run_counts *rc)
                 ASSERT_EQ(age[0], (uintptr_t)out.payload);
                 from = 1;
             }
-            int spare_stays = m.has_spare && !(updated && out.source == CGR__SHAPES_FROM_SPARE);
+            int spare_stays = m.spare.payload && !(updated && out.source == CGR__SHAPES_FROM_SPARE);
             cgr__shapes_outcome o;
             t_capture_done(&m, &r, &o);
             rc->too_large += !o.cached;
@@ -2773,8 +2773,8 @@ static void run_random(model *md, run_counts *rc)
                 /* The evictions, in order: a new spare first (the first evicted), then freed. */
                 uintptr_t ev[RANDOM_MAX_ENTRIES];
                 uint32_t n_ev = 0;
-                ASSERT_LE(o.n_freed + (!spare_stays && m.has_spare ? 1u : 0u), n_age);
-                if (!spare_stays && m.has_spare)
+                ASSERT_LE(o.n_freed + (!spare_stays && m.spare.payload ? 1u : 0u), n_age);
+                if (!spare_stays && m.spare.payload)
                     ev[n_ev++] = (uintptr_t)m.spare.payload;
                 for (uint32_t k = 0; k < o.n_freed; k++)
                     ev[n_ev++] = (uintptr_t)o.freed[k].payload;
@@ -2794,7 +2794,7 @@ static void run_random(model *md, run_counts *rc)
                            (m.max_bytes > 0 &&
                             rest + age_bytes[from + n_ev - 1] + r.bytes > m.max_bytes));
                 if (m.keep_spare && !spare_stays && n_ev > 0)
-                    ASSERT(m.has_spare);
+                    ASSERT(m.spare.payload != NULL);
                 const cgr__shape *e = cgr__shapes_entry(&m, out.entry);
                 ASSERT(e != NULL);
                 ASSERT_EQ(e->state, CGR__SHAPE_GRAPH);
