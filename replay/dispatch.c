@@ -91,14 +91,6 @@ static void shape_eager(cgr_step *s, uint32_t entry, cgr_eager_reason reason, co
     cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name, out);
 }
 
-/* Takes the offered executable out of the table after a failed update. */
-static cgr__graph *take_offer(cgr_step *s, int reason, const char *text)
-{
-    cgr__shapes_freed victim;
-    cgr__shapes_update_failed(s->shapes, reason, text, &victim);
-    return victim.payload;
-}
-
 /*
  * A warm-up run of the shape in `entry`. When it traced the step and the
  * arena could not back the plan, the run still completed (cgr__run_eager),
@@ -165,9 +157,9 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
      * path below).
      */
     if (co.refused) {
-        cgr__graph *taken = take_offer(s, co.update_result, co.update_text);
-        assert(taken == co.refused);
-        (void)taken;
+        cgr__shapes_freed taken;
+        cgr__shapes_update_failed(s->shapes, co.update_result, co.update_text, &taken);
+        assert(taken.payload == co.refused);
     }
     if (st != CGR_STATUS_OK) {
         if (local == CGR_STATUS_OK) {
@@ -254,8 +246,8 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
  * every rank runs this run eagerly, the one way open to a rank whose
  * capture failed, so that its collectives are uncaptured on all of them.
  */
-cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
-                          uint8_t *action, uint8_t *reason)
+static cgr_status run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
+                            uint8_t *action, uint8_t *reason)
 {
     cgr__graph *g = d->payload;
     cgr__shape_plan *plan = &s->plans[d->entry];
@@ -337,6 +329,8 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
         return st;
     case CGR__SHAPES_CAPTURE:
         return capture_run(s, slot, d, action, reason);
+    case CGR__SHAPES_REPLAY:
+        return run_check(s, slot, d, action, reason);
     case CGR__SHAPES_EAGER:
     default:
         if (d->churn_tripped)

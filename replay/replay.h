@@ -15,14 +15,11 @@
  * closed when `ahead` (an armed run); rt->lock held, device entered. */
 cgr_status cgr__launch_graph(cgr_step *s, struct cgr__graph *g, uint32_t slot, int ahead);
 /*
- * Carry out, on `slot`, the frozen-value check of a shape's graph on its
- * first replay (run_check) or a decision other than REPLAY (run_miss), and
- * say what the run was in *action (cgr_run_action) and, for an eager run,
- * why in *reason (cgr_eager_reason); rt->lock held, device entered
- * (dispatch.c).
+ * Carries out, on `slot`, a decision other than REPLAY, or the REPLAY of a
+ * graph due for its frozen-value check, and says what the run was in
+ * *action (cgr_run_action) and, for an eager run, why in *reason
+ * (cgr_eager_reason); rt->lock held, device entered (dispatch.c).
  */
-cgr_status cgr__run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
-                          uint8_t *action, uint8_t *reason);
 cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                          uint8_t *action, uint8_t *reason);
 /*

@@ -6,8 +6,8 @@
  *   cgr_step_launch   check the handle and the slot, take rt->lock
  *   submit            make the device current; an armed run opens its
  *                     gate; the shape table decides; REPLAY is one
- *                     cgr__launch_graph, anything else goes to
- *                     cgr__run_miss (dispatch.c)
+ *                     cgr__launch_graph, anything else (a frozen-value
+ *                     check included) goes to cgr__run_miss (dispatch.c)
  *   launch_acquired   commit the slot's ticket (or give it back on failure)
  *
  * The replay path is kept to what cannot be avoided: a handle check, the
@@ -147,13 +147,11 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
         goto out;
     }
     if (s->n_dyn && !armed)
-        cgr__stage_shape(s, slot, d.dims, d.true_dims);
+        cgr__stage_shape(s, slot, d.dims, dims);
     uint8_t action = CGR_RUN_REPLAY, reason = CGR_EAGER_NONE;
     cgr__graph *g = d.payload;
-    if (d.action == CGR__SHAPES_REPLAY && cgr__graph_check_due(g)) {
-        /* arm_ahead never arms a graph that is due. */
-        st = cgr__run_check(s, slot, &d, &action, &reason);
-    } else if (d.action == CGR__SHAPES_REPLAY) {
+    /* A graph due for its frozen-value check goes to cgr__run_miss (arm_ahead never arms one). */
+    if (d.action == CGR__SHAPES_REPLAY && !cgr__graph_check_due(g)) {
         cgr__graph_replayed(g);
         plain_launch = armed || s->profile == NULL;
         /* An armed run that went is launched; again only if it had expired. */
@@ -172,7 +170,7 @@ static cgr_status submit(cgr_step *s, uint32_t slot)
         count_run(s, action, reason);
         cgr__slot_run *sr = &s->slot_run[slot];
         sr->action = action;
-        memcpy(sr->true_dims, d.true_dims, (size_t)s->n_dyn * sizeof(int64_t));
+        memcpy(sr->true_dims, dims, (size_t)s->n_dyn * sizeof(int64_t));
         memcpy(sr->bucket, d.dims, (size_t)s->n_dyn * sizeof(int64_t));
     }
 out:

@@ -369,7 +369,6 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
     m->last = i;
     out->entry = i;
     out->dims = e->dims;
-    out->true_dims = true_dims ? true_dims : e->dims;
     if (out->churn_tripped)
         write_warning(m);
 

@@ -124,7 +124,6 @@ typedef struct cgr__shapes_decision {
     int churn_tripped;          /**< 1 on the run that tripped the guard: log the warning */
     int churn_recovered;        /**< 1 on the run the guard recovered on */
     const int64_t *dims;        /**< bucketed dims, n_dims of them (pad inputs to these) */
-    const int64_t *true_dims;   /**< the caller's true dims (for the device copy) */
 } cgr__shapes_decision;
 
 /** What capture_done() did. Pointers stay valid until the next call. */
