@@ -107,8 +107,8 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
     for (uint64_t below = UINT64_MAX; k <= index; k++) {
         const cgr__shape *next = NULL;
         for (uint32_t i = 0; i < cap; i++) {
-            const cgr__shape *e = cgr__shapes_entry(s->shapes, i);
-            if (e && e->state == CGR__SHAPE_GRAPH && e->last_use < below &&
+            const cgr__shape *e = &s->shapes->entries[i];
+            if (e->state == CGR__SHAPE_GRAPH && e->last_use < below &&
                 (!next || e->last_use > next->last_use))
                 next = e;
         }
@@ -120,8 +120,8 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
     if (k <= index)
         pick = NULL;
     for (uint32_t i = 0; i < cap && !pick; i++) {
-        const cgr__shape *e = cgr__shapes_entry(s->shapes, i);
-        if (e && e->state == CGR__SHAPE_EAGER && k++ == index)
+        const cgr__shape *e = &s->shapes->entries[i];
+        if (e->state == CGR__SHAPE_EAGER && k++ == index)
             pick = e;
     }
     const int found = pick != NULL;

@@ -518,11 +518,3 @@ cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out)
     take_spare(m, out);
     return CGR_STATUS_OK;
 }
-
-/* ---- reading ------------------------------------------------------------------------------- */
-
-const cgr__shape *cgr__shapes_entry(const cgr__shapes *m, uint32_t i)
-{
-    assert(m != NULL && i < m->capacity);
-    return m->entries[i].state == CGR__SHAPE_FREE ? NULL : &m->entries[i];
-}

@@ -134,7 +134,7 @@ typedef struct cgr__shapes_outcome {
 } cgr__shapes_outcome;
 
 /**
- * The table. Callers read its fields (capacity, the counts, warning,
+ * The table. Callers read its fields (the entries, the counts, warning,
  * update_error); only the calls below write.
  */
 typedef struct cgr__shapes {
@@ -234,8 +234,5 @@ void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
  * is held.
  */
 cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out);
-
-/** Entry i < m->capacity, or NULL when it is free. */
-const cgr__shape *cgr__shapes_entry(const cgr__shapes *m, uint32_t i);
 
 #endif

@@ -273,11 +273,18 @@ static tstats stats(const cgr__shapes *m)
     return s;
 }
 
+/* Entry i < m->capacity, or NULL when it is free. */
+static const cgr__shape *entry_at(const cgr__shapes *m, uint32_t i)
+{
+    ASSERT_LT(i, m->capacity);
+    return m->entries[i].state == CGR__SHAPE_FREE ? NULL : &m->entries[i];
+}
+
 /* The entry a decision names; it must be in use. */
 static const cgr__shape *entry_of(const cgr__shapes *m, const cgr__shapes_decision *d)
 {
     ASSERT_LT(d->entry, (m)->capacity);
-    const cgr__shape *e = cgr__shapes_entry(m, d->entry);
+    const cgr__shape *e = entry_at(m, d->entry);
     ASSERT(e != NULL);
     return e;
 }
@@ -287,7 +294,7 @@ static const cgr__shape *find1(const cgr__shapes *m, int64_t x)
 {
     const cgr__shape *found = NULL;
     for (uint32_t i = 0; i < (m)->capacity; i++) {
-        const cgr__shape *e = cgr__shapes_entry(m, i);
+        const cgr__shape *e = entry_at(m, i);
         if (e != NULL && e->dims[0] == x) {
             ASSERT(found == NULL); /* one entry per shape */
             found = e;
@@ -332,7 +339,7 @@ static void check_identities(const cgr__shapes *m)
     uint64_t replays = 0, eager_runs = 0;
     size_t bytes = 0;
     for (uint32_t i = 0; i < cap; i++) {
-        const cgr__shape *e = cgr__shapes_entry(m, i);
+        const cgr__shape *e = entry_at(m, i);
         if (e == NULL)
             continue;
         ASSERT_LE(e->last_use, s.runs);
@@ -340,7 +347,7 @@ static void check_identities(const cgr__shapes *m)
         for (uint32_t d = m->n_dims; d < CGR_MAX_DYN_DIMS; d++)
             ASSERT_EQ(e->dims[d], 0);
         for (uint32_t j = 0; j < i; j++) {
-            const cgr__shape *o = cgr__shapes_entry(m, j);
+            const cgr__shape *o = entry_at(m, j);
             if (o != NULL) {
                 ASSERT(memcmp(o->dims, e->dims, sizeof e->dims) != 0);
                 /* One decision per run: two entries never share their latest run. */
@@ -499,9 +506,7 @@ static void test_init(void)
     /* Room for every kind of entry at its bound; all free at the start. */
     ASSERT_EQ((&m)->capacity, 1 + CGR__SHAPES_MAX_WARMING + CGR__SHAPES_MAX_EAGER);
     for (uint32_t i = 0; i < (&m)->capacity; i++)
-        ASSERT(cgr__shapes_entry(&m, i) == NULL);
-    ASSERT_DIES(cgr__shapes_entry(&m, (&m)->capacity));
-    ASSERT_DIES(cgr__shapes_entry(&m, UINT32_MAX));
+        ASSERT(entry_at(&m, i) == NULL);
     check_identities(&m);
     cgr__shapes_destroy(&m);
     cgr__shapes_destroy(&m); /* twice is safe */
@@ -643,7 +648,7 @@ static void test_wserve(void)
     /* Per shape: every request of a bucket after its warm-up and capture replayed. */
     int seen = 0;
     for (uint32_t i = 0; i < (&m)->capacity; i++) {
-        const cgr__shape *e = cgr__shapes_entry(&m, i);
+        const cgr__shape *e = entry_at(&m, i);
         if (e == NULL)
             continue;
         ASSERT_EQ(e->state, CGR__SHAPE_GRAPH);
@@ -666,7 +671,7 @@ static void test_wserve(void)
         uint64_t want_use = UINT64_MAX;
         uintptr_t want = 0;
         for (uint32_t k = 0; k < (&m)->capacity; k++) {
-            const cgr__shape *e = cgr__shapes_entry(&m, k);
+            const cgr__shape *e = entry_at(&m, k);
             if (e != NULL && e->last_use < want_use) {
                 want_use = e->last_use;
                 want = (uintptr_t)e->payload;
@@ -1090,7 +1095,7 @@ static void test_too_large(void)
     o = done(&m, 2, 5000, 0);
     ASSERT_EQ(o.cached, 0);
     /* Its entry now says why it runs eagerly; s1's graph is not in freed. */
-    const cgr__shape *e2 = cgr__shapes_entry(&m, s2_entry);
+    const cgr__shape *e2 = entry_at(&m, s2_entry);
     ASSERT(e2 != NULL);
     ASSERT_EQ(e2->state, CGR__SHAPE_EAGER);
     ASSERT_EQ(e2->reason, CGR_EAGER_TOO_LARGE);
@@ -1123,7 +1128,7 @@ static void test_too_large(void)
     ASSERT_U64_EQ(s.eager_by_reason[CGR_EAGER_TOO_LARGE], 5);
     uint32_t found = 0;
     for (uint32_t i = 0; i < (&m)->capacity; i++) {
-        const cgr__shape *e = cgr__shapes_entry(&m, i);
+        const cgr__shape *e = entry_at(&m, i);
         if (e == NULL || e->state != CGR__SHAPE_EAGER)
             continue;
         found++;
@@ -1619,7 +1624,6 @@ static void test_bad_input(void)
     ASSERT_DIES(cgr__shapes_update_failed(NULL, 1, "x", &e));
     ASSERT_DIES(cgr__shapes_drain(NULL, &e));
     ASSERT_DIES(cgr__shapes_drain(&m, NULL));
-    ASSERT_DIES(cgr__shapes_entry(NULL, 0));
     snap_check(s, &m);
 
     /* A capture in flight pins the manager: decide and drain wait for the report. */
@@ -1676,7 +1680,7 @@ static void expect_order(const cgr__shapes *m, const uintptr_t *want)
     for (;;) {
         const cgr__shape *next = NULL;
         for (uint32_t i = 0; i < (m)->capacity; i++) {
-            const cgr__shape *e = cgr__shapes_entry(m, i);
+            const cgr__shape *e = entry_at(m, i);
             if (e != NULL && e->state == CGR__SHAPE_GRAPH && e->last_use < below &&
                 (next == NULL || e->last_use > next->last_use))
                 next = e;
@@ -1770,7 +1774,7 @@ static void test_last_first(void)
     tstats s = stats(&m);
     ASSERT_U64_EQ(s.hits, (uint64_t)runs + 1);
     for (int k = 0; k < 3; k++)
-        ASSERT_GT(cgr__shapes_entry(&m, at[k])->replays, 0);
+        ASSERT_GT(entry_at(&m, at[k])->replays, 0);
     check_identities(&m);
 
     /*
@@ -1901,7 +1905,7 @@ static void test_kinds(void)
     /* Every kind at its bound fills the table exactly. */
     expect_counts(&m, GRAPHS, CGR__SHAPES_MAX_WARMING, CGR__SHAPES_MAX_EAGER);
     for (uint32_t i = 0; i < (&m)->capacity; i++)
-        ASSERT(cgr__shapes_entry(&m, i) != NULL);
+        ASSERT(entry_at(&m, i) != NULL);
     ASSERT_U64_EQ(stats(&m).evictions, 0);
     check_known(&m, k, n);
     expect_counts(&m, GRAPHS, CGR__SHAPES_MAX_WARMING, CGR__SHAPES_MAX_EAGER);
@@ -2186,8 +2190,8 @@ static void test_recycle(void)
     ASSERT_EQ(out.fresh, 0);
     ASSERT_EQ(out.entry, at[0]);
     done(&m, 16, 10, 0);
-    ASSERT_EQ(cgr__shapes_entry(&m, at[0])->state, CGR__SHAPE_GRAPH);
-    ASSERT_U64_EQ(cgr__shapes_entry(&m, at[0])->replays, 0);
+    ASSERT_EQ(entry_at(&m, at[0])->state, CGR__SHAPE_GRAPH);
+    ASSERT_U64_EQ(entry_at(&m, at[0])->replays, 0);
 
     /* X(0) is new again: a fresh entry and three warm-ups of its own. */
     for (uint32_t w = 1; w <= 3; w++) {
@@ -2579,7 +2583,7 @@ static uint32_t graphs_by_age(const cgr__shapes *m, uintptr_t *pay, size_t *byte
     for (;;) {
         const cgr__shape *next = NULL;
         for (uint32_t i = 0; i < (m)->capacity; i++) {
-            const cgr__shape *e = cgr__shapes_entry(m, i);
+            const cgr__shape *e = entry_at(m, i);
             if (e != NULL && e->state == CGR__SHAPE_GRAPH && e->last_use > above &&
                 (next == NULL || e->last_use < next->last_use))
                 next = e;
@@ -2597,11 +2601,11 @@ static uint32_t lru_in(const cgr__shapes *m, int state, uint32_t *count)
 {
     uint32_t v = CGR__SHAPES_NONE, n = 0;
     for (uint32_t i = 0; i < (m)->capacity; i++) {
-        const cgr__shape *e = cgr__shapes_entry(m, i);
+        const cgr__shape *e = entry_at(m, i);
         if (e == NULL || e->state != state)
             continue;
         n++;
-        if (v == CGR__SHAPES_NONE || e->last_use < cgr__shapes_entry(m, v)->last_use)
+        if (v == CGR__SHAPES_NONE || e->last_use < entry_at(m, v)->last_use)
             v = i;
     }
     *count = n;
@@ -2612,7 +2616,7 @@ static uint32_t lru_in(const cgr__shapes *m, int state, uint32_t *count)
 static void check_eager_verdict(const cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
                                 uint32_t lru_eager, uint32_t eager_before)
 {
-    const cgr__shape *e = cgr__shapes_entry(m, entry);
+    const cgr__shape *e = entry_at(m, entry);
     ASSERT(e != NULL);
     ASSERT_EQ(e->state, CGR__SHAPE_EAGER);
     ASSERT_EQ(e->reason, reason);
@@ -2620,7 +2624,7 @@ static void check_eager_verdict(const cgr__shapes *m, uint32_t entry, cgr_eager_
     uint32_t n;
     (void)lru_in(m, CGR__SHAPE_EAGER, &n);
     if (eager_before == CGR__SHAPES_MAX_EAGER) {
-        ASSERT(cgr__shapes_entry(m, lru_eager) == NULL);
+        ASSERT(entry_at(m, lru_eager) == NULL);
         ASSERT_EQ(n, CGR__SHAPES_MAX_EAGER);
     } else {
         ASSERT_EQ(n, eager_before + 1);
@@ -2660,7 +2664,7 @@ static void run_random(model *md, run_counts *rc)
         uint32_t lru_warming = lru_in(&m, CGR__SHAPE_WARMING, &warming_before);
         uint8_t was_free[RANDOM_CAPACITY];
         for (uint32_t k = 0; k < (&m)->capacity; k++)
-            was_free[k] = cgr__shapes_entry(&m, k) == NULL;
+            was_free[k] = entry_at(&m, k) == NULL;
         cgr__shapes_decision out;
         const uint64_t new_before = m.churn.counters.new_shapes;
         t_decide(&m, dims, &out);
@@ -2710,7 +2714,7 @@ static void run_random(model *md, run_counts *rc)
                 cgr__shapes_capture_failed(&m, "random failure");
                 check_eager_verdict(&m, out.entry, CGR_EAGER_CAPTURE_FAILED, lru_eager,
                                     eager_before);
-                ASSERT_STR_EQ(cgr__shapes_entry(&m, out.entry)->text, "random failure");
+                ASSERT_STR_EQ(entry_at(&m, out.entry)->text, "random failure");
                 rc->failures++;
                 continue;
             }
@@ -2790,7 +2794,7 @@ static void run_random(model *md, run_counts *rc)
                             rest + age_bytes[from + n_ev - 1] + r.bytes > m.max_bytes));
                 if (m.keep_spare && !spare_stays && n_ev > 0)
                     ASSERT(m.spare.payload != NULL);
-                const cgr__shape *e = cgr__shapes_entry(&m, out.entry);
+                const cgr__shape *e = entry_at(&m, out.entry);
                 ASSERT(e != NULL);
                 ASSERT_EQ(e->state, CGR__SHAPE_GRAPH);
                 ASSERT_PTR_EQ(e->payload, r.payload);
