@@ -16,27 +16,19 @@ static void verdict_at(cgr__verdict *v, cgr__verdict_kind kind, int rank)
     v->failed[0] = '\0';
 }
 
-/* What rank r's attach record says against this rank's, `mine`. */
-static cgr__verdict_kind attach_record(const int64_t *all, int r, const int64_t *mine)
-{
-    const int64_t *w = cgr__record_of(all, r);
-    if (w[CGR__REC_KIND] != CGR__RECORD_ATTACH || w[CGR__REC_RANK] != r)
-        return CGR__VERDICT_NOT_ATTACHING;
-    if (w[CGR__REC_WARMUP_RUNS] != mine[CGR__REC_WARMUP_RUNS] ||
-        w[CGR__REC_CAPTURE_AT] != mine[CGR__REC_CAPTURE_AT])
-        return CGR__VERDICT_RUN_OPTIONS;
-    if (w[CGR__REC_POLICY] != mine[CGR__REC_POLICY])
-        return CGR__VERDICT_POLICY;
-    return CGR__VERDICT_AGREED;
-}
-
 void cgr__verdict_attach(const int64_t *all, int world, const int64_t *mine, cgr__verdict *v)
 {
     verdict_at(v, CGR__VERDICT_AGREED, -1);
+    /* The first record that differs decides. */
     for (int r = 0; r < world && v->kind == CGR__VERDICT_AGREED; r++) {
-        cgr__verdict_kind k = attach_record(all, r, mine);
-        if (k != CGR__VERDICT_AGREED)
-            verdict_at(v, k, r);
+        const int64_t *w = cgr__record_of(all, r);
+        if (w[CGR__REC_KIND] != CGR__RECORD_ATTACH || w[CGR__REC_RANK] != r)
+            verdict_at(v, CGR__VERDICT_NOT_ATTACHING, r);
+        else if (w[CGR__REC_WARMUP_RUNS] != mine[CGR__REC_WARMUP_RUNS] ||
+                 w[CGR__REC_CAPTURE_AT] != mine[CGR__REC_CAPTURE_AT])
+            verdict_at(v, CGR__VERDICT_RUN_OPTIONS, r);
+        else if (w[CGR__REC_POLICY] != mine[CGR__REC_POLICY])
+            verdict_at(v, CGR__VERDICT_POLICY, r);
     }
 }
 
