@@ -1,21 +1,10 @@
 /*
- * Bucket policy for one dynamic dim (pure C, no CUDA).
- *
- * A dynamic dim's true value is rounded up to a bucket, and the bucket is
- * what keys the step's shape table: every true value that falls into one
- * bucket replays the same graph, with the inputs padded up to the bucket
- * (the true dims travel to the device separately, so kernels can mask the
- * padding). Two policies:
- *
- *  - a list given by the user: 1 to CGR__BUCKET_MAX_SIZES sizes, strictly
- *    increasing, the first >= 1. A dim is rounded up to the next size in
- *    the list; a dim above the last size is refused.
- *  - powers of two up to a max: the buckets are 1, 2, 4, ... up to the
- *    largest power of two below max, and then max itself (so max need not
- *    be a power of two: max 100 gives 1, 2, ..., 64, 100, and a true dim of
- *    65..100 pads to 100, never past the max). A dim above max is refused.
- *
- * Every value is an int64_t; nothing overflows even for max = INT64_MAX.
+ * Bucket policy for one dynamic dim (pure C, no CUDA; docs/shapes.md,
+ * "Buckets"). A true value is rounded up to its bucket, which keys the
+ * shape table. A user list: 1 to CGR__BUCKET_MAX_SIZES sizes, strictly
+ * increasing, from >= 1. Powers of two up to a max: 1, 2, 4, ... below the
+ * max, then the max itself (max 100: ..., 64, 100). A dim below 1 or above
+ * the largest bucket is refused. Nothing overflows, even for INT64_MAX.
  */
 #ifndef CGR_BUCKET_H
 #define CGR_BUCKET_H

@@ -1,27 +1,11 @@
 /*
- * Churn guard with hysteresis (pure C, no CUDA).
- *
- * Capturing costs far more than one eager run, so a step whose shapes keep
- * changing is better run eagerly. The guard watches one stream of steps
- * and says, step by step, whether to run eagerly:
- *
- *  - graph mode (the start): each step reports whether its shape was
- *    new (a capture would be needed). When the K-th new shape arrives
- *    within W steps of the K-1 before it, that is K new shapes at steps
- *    t1 < ... < tK with tK - t1 < W, the guard trips: that step and the
- *    following ones run eagerly.
- *  - eager mode: the guard counts consecutive steps with no new shape;
- *    any new one resets the count. When it reaches S, the guard recovers
- *    and that step runs in graph mode again. The history of new shapes is
- *    forgotten both on tripping and on recovering, so tripping again takes
- *    K fresh new shapes within W steps.
- *
- * Tripping (K in W) and recovering (S stable) use different evidence, which
- * is the hysteresis: a workload at the edge does not flip every step.
- * What counts as a "new shape" is the caller's choice (for the runtime: a
- * shape with no entry in the shape table, in either mode). One step is
- * one cgr__churn_observe() call; every call takes O(1) time, allocates
- * nothing and depends only on the calls before it.
+ * Churn guard with hysteresis (pure C, no CUDA; docs/shapes.md, "Churn
+ * guard"). Capturing costs far more than one eager run, so a step whose
+ * shapes keep changing is better run eagerly: K new shapes within W steps
+ * trip the guard (eager mode), S steps in a row without one recover it
+ * (graph mode), and the history of new shapes is forgotten at each switch.
+ * What counts as a new shape is the caller's choice. One step is one
+ * cgr__churn_observe() call, O(1), allocating nothing.
  */
 #ifndef CGR_CHURN_H
 #define CGR_CHURN_H

@@ -1,20 +1,10 @@
 /*
  * Submitting a run: acquire a slot, write the inputs, launch, or give the
- * slot back; cgr_step_run() does all of it from host pointers. Read this
- * file top to bottom for the path of one replay:
- *
- *   cgr_step_launch   check the handle and the slot, take rt->lock
- *   submit            make the device current; an armed run opens its
- *                     gate; the shape table decides; REPLAY is one
- *                     cgr__launch_graph, anything else (a frozen-value
- *                     check included) goes to cgr__run_miss (dispatch.c)
- *   launch_acquired   commit the slot's ticket (or give it back on failure)
- *
- * The replay path is kept to what cannot be avoided: a handle check, the
+ * slot back; cgr_step_run() does all of it from host pointers.
+ * docs/architecture.md, "The path of one replay", walks through it. The
+ * replay path is kept to what cannot be avoided: a handle check, the
  * runtime lock, the ring check, the device check, the table's lookup and
- * one cudaGraphLaunch. The graph itself publishes its completion in the
- * slot's flag word and, as its last node, records the step's graph_done
- * event, which is how a wait blocks or learns of a failure.
+ * one cudaGraphLaunch.
  *
  * Threads (docs/threading.md): every entry point here holds rt->lock while
  * it reads or changes step state, and submitting holds it throughout, so a

@@ -37,12 +37,9 @@
  */
 static cgr_status wait_slot(cgr_step *s, uint32_t slot, int kind, uint64_t want, int latest)
 {
-    if (kind == CGR__SIG_EAGER) {
-        CGR_CUDA_TRY(cudaEventSynchronize(s->done[slot]));
-        return CGR_STATUS_OK;
-    }
-    if (kind == CGR__SIG_GRAPH) {
-        CGR_CUDA_TRY(cudaEventSynchronize(s->graph_done));
+    if (kind != CGR__SIG_FLAG) {
+        cudaEvent_t done = kind == CGR__SIG_EAGER ? s->done[slot] : s->graph_done;
+        CGR_CUDA_TRY(cudaEventSynchronize(done));
         return CGR_STATUS_OK;
     }
     const uint64_t *flag = (const uint64_t *)cgr__slot_host(s, slot);
