@@ -338,27 +338,18 @@ static void offer(cgr__shapes *m, cgr__shapes_decision *out)
     }
 }
 
-static void eager(cgr__shapes_decision *out, cgr_eager_reason r, const char *text)
-{
-    out->action = CGR__SHAPES_EAGER;
-    out->reason = r;
-    out->text = text;
-}
-
 void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
 {
     int64_t dims[CGR_MAX_DYN_DIMS] = {0};
     assert(m != NULL && out != NULL && !m->capturing);
     bucket(m, true_dims, dims);
     memset(out, 0, sizeof *out);
-    out->text = "";
 
     uint32_t i = find(m, dims);
     cgr__shape *e = i != CGR__SHAPES_NONE ? &m->entries[i] : NULL;
-    int eager_now = 0;
+    int eager_now = 0, recovered = 0;
     out->fresh = e == NULL;
-    cgr__churn_observe(&m->churn, out->fresh, &eager_now, &out->churn_tripped,
-                       &out->churn_recovered);
+    cgr__churn_observe(&m->churn, out->fresh, &eager_now, &out->churn_tripped, &recovered);
     if (e == NULL) {
         record_new_shape(m, dims, m->churn.counters.new_shapes);
         i = add_warming(m, dims);
@@ -379,10 +370,12 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
         out->payload = e->payload;
     } else if (e->state == CGR__SHAPE_EAGER) {
         e->eager_runs++;
-        eager(out, (cgr_eager_reason)e->reason, e->text);
+        out->action = CGR__SHAPES_EAGER;
+        out->reason = (cgr_eager_reason)e->reason;
     } else if (eager_now) {
         /* The entry stays (warm-ups not advanced): the guard saw this shape. */
-        eager(out, CGR_EAGER_CHURN, m->warning);
+        out->action = CGR__SHAPES_EAGER;
+        out->reason = CGR_EAGER_CHURN;
     } else if (e->warmups < m->warmup_runs) {
         out->action = CGR__SHAPES_WARMUP;
         out->warmup_run = ++e->warmups;

@@ -112,8 +112,8 @@ typedef struct cgr__shapes_stats {
 /** What decide() says for one run. Pointers into the table stay valid until the next call. */
 typedef struct cgr__shapes_decision {
     cgr__shapes_action action;
-    cgr_eager_reason reason;  /**< EAGER: why; NONE otherwise */
-    const char *text;           /**< EAGER: the kept message or the churn warning; "" otherwise */
+    cgr_eager_reason reason;    /**< EAGER: why (the entry's text, or the warning, says
+                                     more); NONE otherwise */
     void *payload;              /**< REPLAY: the graph. CAPTURE: the executable offered
                                      for update in place, NULL to instantiate */
     cgr__shapes_source source;  /**< CAPTURE: where payload comes from */
@@ -122,7 +122,6 @@ typedef struct cgr__shapes_decision {
                                      churn guard counted as a new shape */
     uint32_t warmup_run;        /**< WARMUP: 1..warmup_runs */
     int churn_tripped;          /**< 1 on the run that tripped the guard: log the warning */
-    int churn_recovered;        /**< 1 on the run the guard recovered on */
     const int64_t *dims;        /**< bucketed dims, n_dims of them (pad inputs to these) */
 } cgr__shapes_decision;
 
