@@ -108,7 +108,6 @@ static cgr_status warm_up(cgr_step *s, uint32_t slot, uint32_t entry, uint8_t *a
     char why[sizeof s->stats.capture_error];
     snprintf(why, sizeof why, "its scratch cannot be planned into the arena, so the shape is "
              "not captured: %s", cgr_last_error());
-    s->stats.capture_failures++;
     shape_eager(s, entry, CGR_EAGER_CAPTURE_FAILED, why);
     *action = CGR_RUN_EAGER;
     *reason = CGR_EAGER_CAPTURE_FAILED;
@@ -306,7 +305,6 @@ static cgr_status run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decisi
         *reason = recorded ? CGR_EAGER_FROZEN_VALUE : CGR_EAGER_CAPTURE_FAILED;
     }
     cgr__graph_free(co.own);
-    s->stats.capture_failures += !recorded;
     shape_eager(s, d->entry, recorded ? CGR_EAGER_FROZEN_VALUE : CGR_EAGER_CAPTURE_FAILED, why);
     return ls;
 }

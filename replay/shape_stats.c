@@ -55,8 +55,7 @@ CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
     const cgr__shapes *m = s->shapes;
     *out = s->stats;
     out->new_shapes = m->churn.counters.new_shapes;
-    /* The step's own count: shapes whose capture for the frozen-value check failed. */
-    out->capture_failures = m->stats.capture_failures + s->stats.capture_failures;
+    out->capture_failures = m->stats.capture_failures;
     _Static_assert(sizeof out->update_failures_by_reason ==
                        sizeof m->stats.update_failures_by_reason,
                    "one counter per update result");

@@ -466,6 +466,7 @@ void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
     const uint8_t state = m->entries[entry].state;
     assert(state == CGR__SHAPE_GRAPH ||
            (state == CGR__SHAPE_WARMING && reason == CGR_EAGER_CAPTURE_FAILED));
+    m->stats.capture_failures += reason == CGR_EAGER_CAPTURE_FAILED;
     /* Not an eviction: the graph leaves because it is wrong, not for room. */
     if (state == CGR__SHAPE_GRAPH)
         uncharge(m, entry, out);

@@ -103,7 +103,7 @@ typedef struct cgr__shapes_freed {
  * the graphs and their bytes are n_graphs and bytes.
  */
 typedef struct cgr__shapes_stats {
-    uint64_t capture_failures;
+    uint64_t capture_failures;  /**< capture_failed(), and refuse() for CAPTURE_FAILED */
     uint64_t update_failures_by_reason[CGR__SHAPES_UPDATE_REASONS];
     uint64_t evictions;         /**< graphs pushed out by inserts, or taken by an update
                                      or a failed one */
@@ -222,7 +222,8 @@ void cgr__shapes_offer_withdrawn(cgr__shapes *m, cgr__shapes_freed *victim);
  * shape could not be captured again): it runs EAGER for reason (FROZEN or
  * CAPTURE_FAILED) with text, and its payload goes to *out. A WARMING entry
  * that cannot be captured (CAPTURE_FAILED) runs EAGER the same way, with
- * nothing in *out. Not while a capture is in flight.
+ * nothing in *out. Not while a capture is in flight. CAPTURE_FAILED counts
+ * as a capture failure.
  */
 void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
                               const char *text, cgr__shapes_freed *out);

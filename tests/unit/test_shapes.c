@@ -112,6 +112,7 @@ static cgr__shapes_config one_dim(cgr__shapes_dim_desc *d, int64_t max, uint32_t
 typedef struct tally {
     const cgr__shapes *m;
     uint64_t hits, warmup_runs, capture_attempts, captures, capture_cancels, updates, too_large;
+    uint64_t refused_failures; /* refuse() for CAPTURE_FAILED: a failure, not an attempt */
     uint64_t eager_by_reason[CGR_EAGER_REASONS];
     uint32_t peak_entries;
     size_t peak_bytes;
@@ -188,6 +189,13 @@ static void t_capture_cancel(cgr__shapes *m)
     tally_of(m)->capture_cancels++;
 }
 
+static void t_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason, const char *text,
+                     cgr__shapes_freed *out)
+{
+    cgr__shapes_refuse(m, entry, reason, text, out);
+    tally_of(m)->refused_failures += reason == CGR_EAGER_CAPTURE_FAILED;
+}
+
 static cgr__shapes_decision decide1(cgr__shapes *m, int64_t x)
 {
     cgr__shapes_decision d;
@@ -226,7 +234,7 @@ static void cache_shape(cgr__shapes *m, int64_t x, uintptr_t payload, size_t byt
 /* Every counter of a table: the tally's, the table's own and what its entries say. */
 typedef struct tstats {
     uint64_t runs, hits, misses, new_shapes, warmup_runs, capture_attempts, captures;
-    uint64_t capture_failures, capture_cancels, updates, update_failures;
+    uint64_t capture_failures, capture_cancels, refused_failures, updates, update_failures;
     uint64_t update_failures_by_reason[CGR__SHAPES_UPDATE_REASONS];
     uint64_t evictions, too_large, eager_runs, eager_by_reason[CGR_EAGER_REASONS];
     uint64_t churn_activations, churn_recoveries;
@@ -248,6 +256,7 @@ static tstats stats(const cgr__shapes *m)
     s.captures = t->captures;
     s.capture_failures = m->stats.capture_failures;
     s.capture_cancels = t->capture_cancels;
+    s.refused_failures = t->refused_failures;
     s.updates = t->updates;
     memcpy(s.update_failures_by_reason, m->stats.update_failures_by_reason,
            sizeof s.update_failures_by_reason);
@@ -310,7 +319,8 @@ static void check_identities(const cgr__shapes *m)
     ASSERT_U64_EQ(s.runs, s.hits + s.misses);
     ASSERT_U64_EQ(s.misses, s.warmup_runs + s.capture_attempts + s.eager_runs);
     if (!m->capturing)
-        ASSERT_U64_EQ(s.capture_attempts, s.captures + s.capture_failures + s.capture_cancels);
+        ASSERT_U64_EQ(s.capture_attempts + s.refused_failures,
+                      s.captures + s.capture_failures + s.capture_cancels);
     uint64_t by = 0;
     for (uint32_t r = 0; r < CGR_EAGER_REASONS; r++)
         by += s.eager_by_reason[r];
@@ -1235,13 +1245,14 @@ static void test_refuse(void)
     t_capture_cancel(&m);
     tstats before = stats(&m);
 
-    cgr__shapes_refuse(&m, e1, CGR_EAGER_FROZEN_VALUE, "kernel k froze t", &f);
+    t_refuse(&m, e1, CGR_EAGER_FROZEN_VALUE, "kernel k froze t", &f);
     ASSERT_PTR_EQ(f.payload, pl(1));
     ASSERT_EQ(f.bytes, 400);
     tstats s = stats(&m);
     ASSERT_EQ(s.entries, 1);
     ASSERT_EQ(s.bytes, 300);
     ASSERT_U64_EQ(s.evictions, before.evictions); /* leaving for being wrong is not for room */
+    ASSERT_U64_EQ(s.capture_failures, before.capture_failures); /* a frozen value is not one */
     ASSERT_EQ(s.eager, before.eager + 1);
     /* The same entry, the same key: an eager shape now, and not a graph a second time. */
     ASSERT_DIES(cgr__shapes_refuse(&m, e1, CGR_EAGER_FROZEN_VALUE, "x", &f));
@@ -1282,7 +1293,7 @@ static void test_refuse_warming(void)
     ASSERT_DIES(cgr__shapes_refuse(&m, e2, CGR_EAGER_FROZEN_VALUE, "x", &f));
     tstats before = stats(&m);
     const char *why = "its scratch cannot be planned into the arena";
-    cgr__shapes_refuse(&m, e2, CGR_EAGER_CAPTURE_FAILED, why, &f);
+    t_refuse(&m, e2, CGR_EAGER_CAPTURE_FAILED, why, &f);
     ASSERT_PTR_EQ(f.payload, NULL);
     ASSERT_EQ(f.bytes, 0);
     tstats s = stats(&m);
@@ -1290,6 +1301,7 @@ static void test_refuse_warming(void)
     ASSERT_EQ(s.bytes, before.bytes);
     ASSERT_EQ(s.eager, before.eager + 1);
     ASSERT_EQ(s.warming, before.warming - 1);
+    ASSERT_U64_EQ(s.capture_failures, before.capture_failures + 1);
     for (int i = 0; i < 3; i++) {
         out = decide1(&m, 2);
         expect(&out, CGR__SHAPES_EAGER);
