@@ -312,19 +312,15 @@ static cgr_status run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decisi
 cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                         uint8_t *action, uint8_t *reason)
 {
-    cgr_step_stats *ss = &s->stats;
     /* A new entry, or one recycled for another shape: its plan starts over. */
     cgr__shape_plan *plan = &s->plans[d->entry];
     if (d->fresh)
         cgr__plan_reset(plan);
-    cgr_status st;
     switch (d->action) {
     case CGR__SHAPES_WARMUP:
+        /* A warm-up leaves the mode as it is (cgr_step_mode says why). */
         *action = CGR_RUN_WARMUP;
-        st = warm_up(s, slot, d->entry, action, reason);
-        if (st == CGR_STATUS_OK && ss->mode != CGR_MODE_EAGER)
-            ss->mode = ss->captures ? CGR_MODE_GRAPH : CGR_MODE_WARMUP;
-        return st;
+        return warm_up(s, slot, d->entry, action, reason);
     case CGR__SHAPES_CAPTURE:
         return capture_run(s, slot, d, action, reason);
     case CGR__SHAPES_REPLAY:
