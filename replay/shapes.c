@@ -323,19 +323,14 @@ void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *
 }
 
 /* The executable offered to the capture: the spare, else a full cache's LRU graph. */
-static void offer(cgr__shapes *m, cgr__shapes_decision *out)
+static void *offer(const cgr__shapes *m)
 {
-    m->offered = 1;
-    if (m->spare.payload) {
-        out->source = CGR__SHAPES_FROM_SPARE;
-        out->payload = m->spare.payload;
-    } else if (m->n_graphs >= m->max_entries) {
-        /* The insert would evict this graph anyway: offer its executable. */
-        out->source = CGR__SHAPES_FROM_LRU;
-        out->payload = m->entries[oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL)].payload;
-    } else {
-        m->offered = 0;
-    }
+    if (m->spare.payload)
+        return m->spare.payload;
+    if (m->n_graphs < m->max_entries)
+        return NULL;
+    /* The insert would evict this graph anyway: offer its executable. */
+    return m->entries[oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL)].payload;
 }
 
 void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
@@ -382,7 +377,8 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
     } else {
         out->action = CGR__SHAPES_CAPTURE;
         m->capturing = 1;
-        offer(m, out);
+        out->payload = offer(m);
+        m->offered = out->payload != NULL;
     }
 }
 

@@ -43,13 +43,6 @@ typedef enum cgr__shapes_action {
     CGR__SHAPES_EAGER = 4
 } cgr__shapes_action;
 
-/** Where the executable offered for update in place comes from. */
-typedef enum cgr__shapes_source {
-    CGR__SHAPES_FROM_NONE = 0,  /**< nothing offered: instantiate */
-    CGR__SHAPES_FROM_SPARE = 1, /**< the spare */
-    CGR__SHAPES_FROM_LRU = 2    /**< the least recently used graph */
-} cgr__shapes_source;
-
 typedef enum cgr__shape_state {
     CGR__SHAPE_FREE = 0,
     CGR__SHAPE_WARMING,
@@ -115,8 +108,9 @@ typedef struct cgr__shapes_decision {
     cgr_eager_reason reason;    /**< EAGER: why (the entry's text, or the warning, says
                                      more); NONE otherwise */
     void *payload;              /**< REPLAY: the graph. CAPTURE: the executable offered
-                                     for update in place, NULL to instantiate */
-    cgr__shapes_source source;  /**< CAPTURE: where payload comes from */
+                                     for update in place (the spare, else the least
+                                     recently used graph of a full table), NULL to
+                                     instantiate */
     uint32_t entry;             /**< the shape's entry, 0..capacity - 1 */
     int fresh;                  /**< 1: the entry was just made for this shape, which the
                                      churn guard counted as a new shape */

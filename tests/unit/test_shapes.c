@@ -282,6 +282,16 @@ static tstats stats(const cgr__shapes *m)
     return s;
 }
 
+/* Where a CAPTURE decision's offer comes from, told while the table is pinned. */
+enum { FROM_NONE, FROM_SPARE, FROM_LRU };
+
+static int source_of(const cgr__shapes *m, const cgr__shapes_decision *d)
+{
+    if (d->payload == NULL)
+        return FROM_NONE;
+    return d->payload == m->spare.payload ? FROM_SPARE : FROM_LRU;
+}
+
 /* Entry i < m->capacity, or NULL when it is free. */
 static const cgr__shape *entry_at(const cgr__shapes *m, uint32_t i)
 {
@@ -622,7 +632,7 @@ static void test_wserve(void)
             ASSERT_EQ(out.fresh, 0);
             expect(&out, CGR__SHAPES_CAPTURE);
             ASSERT(out.payload == NULL); /* never full: nothing to update */
-            ASSERT_EQ(out.source, CGR__SHAPES_FROM_NONE);
+            ASSERT_EQ(source_of(&m, &out), FROM_NONE);
             cgr__shapes_outcome o = done(&m, 100 + (uintptr_t)b, 4096 * (size_t)buckets[b], 0);
             ASSERT_EQ(o.cached, 1);
             ASSERT_EQ(o.n_freed, 0);
@@ -869,7 +879,7 @@ static void test_lru_update(void)
         expect((out = decide1(&m, x), &out), CGR__SHAPES_WARMUP);
         out = decide1(&m, x);
         expect(&out, CGR__SHAPES_CAPTURE);
-        ASSERT_EQ(out.source, CGR__SHAPES_FROM_NONE);
+        ASSERT_EQ(source_of(&m, &out), FROM_NONE);
         ASSERT(out.payload == NULL);
         o = done(&m, (uintptr_t)x, 100, 0);
         ASSERT_EQ(o.n_freed, 0);
@@ -880,7 +890,7 @@ static void test_lru_update(void)
     expect((out = decide1(&m, 4), &out), CGR__SHAPES_WARMUP);
     out = decide1(&m, 4);
     expect(&out, CGR__SHAPES_CAPTURE);
-    ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU);
+    ASSERT_EQ(source_of(&m, &out), FROM_LRU);
     ASSERT_PTR_EQ(out.payload, pl(2));
     uint32_t s3_entry = out.entry;
     o = done(&m, 2, 120, 1);
@@ -906,7 +916,7 @@ static void test_lru_update(void)
     /* s2 again: the LRU is s1; not updated (instantiated), so s1 is evicted and freed. */
     out = decide1(&m, 2);
     expect(&out, CGR__SHAPES_CAPTURE);
-    ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU);
+    ASSERT_EQ(source_of(&m, &out), FROM_LRU);
     ASSERT_PTR_EQ(out.payload, pl(1));
     o = done(&m, 12, 100, 0);
     ASSERT_EQ(o.n_freed, 1);
@@ -979,7 +989,7 @@ static void test_lru_update(void)
     decide1(&m2, 1);
     out = decide1(&m2, 1);
     expect(&out, CGR__SHAPES_CAPTURE);
-    ASSERT_EQ(out.source, CGR__SHAPES_FROM_NONE);
+    ASSERT_EQ(source_of(&m2, &out), FROM_NONE);
     ASSERT_DIES(cgr__shapes_update_failed(&m2, 2, "x", &victim));
     memset(&r, 0, sizeof r);
     r.payload = pl(5);
@@ -1009,7 +1019,7 @@ static void test_spare(void)
     done(&m, 1, 600, 0);
     decide1(&m, 2);
     expect((out = decide1(&m, 2), &out), CGR__SHAPES_CAPTURE);
-    ASSERT_EQ(out.source, CGR__SHAPES_FROM_NONE); /* not full by count */
+    ASSERT_EQ(source_of(&m, &out), FROM_NONE); /* not full by count */
     o = done(&m, 2, 600, 0);                      /* the byte budget evicts s1 ... */
     ASSERT_EQ(o.n_freed, 0);                      /* ... kept as the spare */
     tstats s = stats(&m);
@@ -1021,7 +1031,7 @@ static void test_spare(void)
     decide1(&m, 4);
     out = decide1(&m, 4);
     expect(&out, CGR__SHAPES_CAPTURE);
-    ASSERT_EQ(out.source, CGR__SHAPES_FROM_SPARE);
+    ASSERT_EQ(source_of(&m, &out), FROM_SPARE);
     ASSERT_PTR_EQ(out.payload, pl(1));
     o = done(&m, 1, 300, 1);
     ASSERT_EQ(o.n_freed, 0);
@@ -1036,13 +1046,13 @@ static void test_spare(void)
     /* s4 (500 bytes) evicts s2: the spare again. An offer not tried stays the spare. */
     decide1(&m, 8);
     out = decide1(&m, 8);
-    ASSERT_EQ(out.source, CGR__SHAPES_FROM_NONE);
+    ASSERT_EQ(source_of(&m, &out), FROM_NONE);
     o = done(&m, 4, 500, 0);
     ASSERT_EQ(o.n_freed, 0);
     ASSERT_EQ(stats(&m).spare_bytes, 600);
     decide1(&m, 16);
     out = decide1(&m, 16);
-    ASSERT_EQ(out.source, CGR__SHAPES_FROM_SPARE);
+    ASSERT_EQ(source_of(&m, &out), FROM_SPARE);
     ASSERT_PTR_EQ(out.payload, pl(2));
     o = done(&m, 5, 100, 0); /* instantiated: fits without evicting */
     ASSERT_EQ(o.n_freed, 0);
@@ -1051,7 +1061,7 @@ static void test_spare(void)
     /* s6: the spare fails to update and comes back for freeing. */
     decide1(&m, 32);
     out = decide1(&m, 32);
-    ASSERT_EQ(out.source, CGR__SHAPES_FROM_SPARE);
+    ASSERT_EQ(source_of(&m, &out), FROM_SPARE);
     cgr__shapes_freed victim;
     cgr__shapes_update_failed(&m, 3, "node type changed", &victim);
     ASSERT_PTR_EQ(victim.payload, pl(2));
@@ -1100,7 +1110,7 @@ static void test_too_large(void)
     decide1(&m, 2);
     out = decide1(&m, 2);
     expect(&out, CGR__SHAPES_CAPTURE);
-    ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU); /* max_entries 1: s1 is offered */
+    ASSERT_EQ(source_of(&m, &out), FROM_LRU); /* max_entries 1: s1 is offered */
     uint32_t s2_entry = out.entry;
     o = done(&m, 2, 5000, 0);
     ASSERT_EQ(o.cached, 0);
@@ -1899,7 +1909,7 @@ static void test_kinds(void)
         }
         out = decide1(&m, k[n].x);
         expect(&out, CGR__SHAPES_CAPTURE);
-        ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU); /* full by count */
+        ASSERT_EQ(source_of(&m, &out), FROM_LRU); /* full by count */
         if (i % 2 == 0) {
             cgr__shapes_capture_failed(&m, "cannot capture");
         } else {
@@ -2030,7 +2040,7 @@ static void test_lru_order(void)
     /* Full: D's capture is offered B, the least recently used; not tried, B is evicted. */
     expect((out = decide1(&m, X(13)), &out), CGR__SHAPES_WARMUP);
     expect((out = decide1(&m, X(13)), &out), CGR__SHAPES_CAPTURE);
-    ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU);
+    ASSERT_EQ(source_of(&m, &out), FROM_LRU);
     ASSERT_PTR_EQ(out.payload, pl(0xB));
     o = done(&m, 0xD, 400, 0);
     expect_freed(&o, (const uintptr_t[]){0xB, 0});
@@ -2711,13 +2721,13 @@ static void run_random(model *md, run_counts *rc)
             size_t age_bytes[RANDOM_MAX_ENTRIES];
             uint32_t n_age = graphs_by_age(&m, age, age_bytes);
             if (m.spare.payload) {
-                ASSERT_EQ(out.source, CGR__SHAPES_FROM_SPARE);
+                ASSERT_EQ(source_of(&m, &out), FROM_SPARE);
                 ASSERT_PTR_EQ(out.payload, m.spare.payload);
             } else if (n_age == m.max_entries) {
-                ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU);
+                ASSERT_EQ(source_of(&m, &out), FROM_LRU);
                 ASSERT_PTR_EQ(out.payload, pl(age[0]));
             } else {
-                ASSERT_EQ(out.source, CGR__SHAPES_FROM_NONE);
+                ASSERT_EQ(source_of(&m, &out), FROM_NONE);
                 ASSERT(out.payload == NULL);
             }
             uint32_t eager_before;
@@ -2767,11 +2777,11 @@ static void run_random(model *md, run_counts *rc)
              */
             n_age = graphs_by_age(&m, age, age_bytes);
             uint32_t from = 0;
-            if (updated && out.source == CGR__SHAPES_FROM_LRU) {
+            if (updated && source_of(&m, &out) == FROM_LRU) {
                 ASSERT_EQ(age[0], (uintptr_t)out.payload);
                 from = 1;
             }
-            int spare_stays = m.spare.payload && !(updated && out.source == CGR__SHAPES_FROM_SPARE);
+            int spare_stays = m.spare.payload && !(updated && source_of(&m, &out) == FROM_SPARE);
             cgr__shapes_outcome o;
             t_capture_done(&m, &r, &o);
             rc->too_large += !o.cached;
@@ -3035,7 +3045,7 @@ static void test_update_reasons(void)
     for (int k = 0; k < N; k++) {
         expect((out = decide1(&m, X(k + 1)), &out), CGR__SHAPES_WARMUP);
         expect((out = decide1(&m, X(k + 1)), &out), CGR__SHAPES_CAPTURE);
-        ASSERT_EQ(out.source, CGR__SHAPES_FROM_LRU);
+        ASSERT_EQ(source_of(&m, &out), FROM_LRU);
         ASSERT_PTR_EQ(out.payload, pl(100 + (uintptr_t)k));
         char text[32];
         snprintf(text, sizeof text, "reason %d", reasons[k]);
