@@ -246,23 +246,33 @@ static cgr_status acquire(cgr_step *s, const int64_t *dims, uint64_t *ticket, ui
     return CGR_STATUS_OK;
 }
 
-/* `slot` is the slot this thread acquired; rt->lock held. */
-static cgr_status check_acquired(const cgr_step *s, const cgr_slot *slot, const char *fn)
+/*
+ * Checks s and slot for `fn` and takes rt->lock, which it keeps only when
+ * `slot` is the slot this thread acquired.
+ */
+static cgr_status lock_acquired(cgr_step *s, const cgr_slot *slot, const char *fn)
 {
+    CGR_TRY(cgr__check_step(s, fn));
+    if (!slot)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: slot is NULL", fn);
+    CGR_TRY(cgr__lock(s->rt, fn));
+    cgr_status st = CGR_STATUS_OK;
     if (!s->ring.acquired)
-        return CGR_FAIL(CGR_STATUS_WRONG_STATE, "%s: no slot of step '%s' is acquired", fn,
-                        s->name);
-    if (!pthread_equal(s->acquirer, pthread_self()))
+        st = CGR_FAIL(CGR_STATUS_WRONG_STATE, "%s: no slot of step '%s' is acquired", fn,
+                      s->name);
+    else if (!pthread_equal(s->acquirer, pthread_self()))
         /* The acquiring thread may still be writing the inputs. */
-        return CGR_FAIL(CGR_STATUS_WRONG_STATE,
-                        "%s: the acquired slot of step '%s' belongs to another thread; "
-                        "acquire and launch on the same thread",
-                        fn, s->name);
-    if (slot->ticket != s->ring.launched)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "%s: slot is for run %llu, the acquired one is run %llu", fn,
-                        (unsigned long long)slot->ticket, (unsigned long long)s->ring.launched);
-    return CGR_STATUS_OK;
+        st = CGR_FAIL(CGR_STATUS_WRONG_STATE,
+                      "%s: the acquired slot of step '%s' belongs to another thread; "
+                      "acquire and launch on the same thread",
+                      fn, s->name);
+    else if (slot->ticket != s->ring.launched)
+        st = CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                      "%s: slot is for run %llu, the acquired one is run %llu", fn,
+                      (unsigned long long)slot->ticket, (unsigned long long)s->ring.launched);
+    if (st != CGR_STATUS_OK)
+        cgr__unlock(s->rt);
+    return st;
 }
 
 /* ---- arming --------------------------------------------------------------------------- */
@@ -353,10 +363,8 @@ CGR_API cgr_status cgr_step_write_input(cgr_step *s, const cgr_slot *slot, int i
                         fn, bytes, offset, index, t->name, s->name, t->bytes);
     if (bytes && !src)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: src is NULL", fn);
-    CGR_TRY(cgr__lock(s->rt, fn));
-    cgr_status st = check_acquired(s, slot, fn);
+    CGR_TRY(lock_acquired(s, slot, fn));
     cgr__unlock(s->rt);
-    CGR_TRY(st);
     /* Only this thread can launch or give back the slot, so the write needs no lock. */
     cgr__host_write(cgr__slot_host(s, cgr__ring_slot(&s->ring, slot->ticket)) + t->slot_offset +
                         offset,
@@ -366,30 +374,19 @@ CGR_API cgr_status cgr_step_write_input(cgr_step *s, const cgr_slot *slot, int i
 
 CGR_API cgr_status cgr_step_launch(cgr_step *s, const cgr_slot *slot)
 {
-    CGR_TRY(cgr__check_step(s, "cgr_step_launch"));
-    if (!slot)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_launch: slot is NULL");
-    CGR_TRY(cgr__lock(s->rt, "cgr_step_launch"));
-    cgr_status st = check_acquired(s, slot, "cgr_step_launch");
-    if (st == CGR_STATUS_OK)
-        st = launch_acquired(s, slot->ticket, "cgr_step_launch");
+    CGR_TRY(lock_acquired(s, slot, "cgr_step_launch"));
+    cgr_status st = launch_acquired(s, slot->ticket, "cgr_step_launch");
     cgr__unlock(s->rt);
     return st;
 }
 
 CGR_API cgr_status cgr_step_release(cgr_step *s, const cgr_slot *slot)
 {
-    CGR_TRY(cgr__check_step(s, "cgr_step_release"));
-    if (!slot)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_release: slot is NULL");
-    CGR_TRY(cgr__lock(s->rt, "cgr_step_release"));
-    cgr_status st = check_acquired(s, slot, "cgr_step_release");
-    if (st == CGR_STATUS_OK) {
-        cgr__arm_drop(s);
-        cgr__ring_cancel(&s->ring);
-    }
+    CGR_TRY(lock_acquired(s, slot, "cgr_step_release"));
+    cgr__arm_drop(s);
+    cgr__ring_cancel(&s->ring);
     cgr__unlock(s->rt);
-    return st;
+    return CGR_STATUS_OK;
 }
 
 CGR_API cgr_status cgr_step_run(cgr_step *s, const int64_t *dims, const void *const *inputs,
