@@ -7,7 +7,8 @@
  * before k. True row r goes to bucket row P(r), P increasing, P(r) >= r,
  * and bucket rows are at least as long, so copying rows from the last to
  * the first never overwrites a row not yet copied (and packing goes the
- * other way, first to last).
+ * other way, first to last). The bucket rows that no true row lands on,
+ * those between P(r) and P(r + 1), are padding, filled on the way.
  */
 #include <string.h>
 
@@ -58,17 +59,6 @@ static size_t bucket_row_of(size_t r, int k, const int64_t *t, const int64_t *b)
     return q;
 }
 
-/* 1 when bucket row q has an index past the true size on some axis before k. */
-static int row_is_padding(size_t q, int k, const int64_t *t, const int64_t *b)
-{
-    for (int i = k - 1; i >= 0; i--) {
-        if ((int64_t)(q % (size_t)b[i]) >= t[i])
-            return 1;
-        q /= (size_t)b[i];
-    }
-    return 0;
-}
-
 static void fill(unsigned char *p, size_t bytes, size_t esize, const unsigned char *pad,
                  int pad_zero)
 {
@@ -87,16 +77,15 @@ void cgr__shape_pad(unsigned char *buf, int rank, const int64_t *t, const int64_
     int k = rows_of(rank, t, b, esize, &tr, &br, &nt, &nb);
     if (k < 0)
         return;
+    size_t next = nb; /* the bucket row of true row r + 1 */
     for (size_t r = nt; r-- > 0;) {
         size_t q = bucket_row_of(r, k, t, b);
-        if (q != r || br != tr)
-            memmove(buf + q * br, buf + r * tr, tr);
+        memmove(buf + q * br, buf + r * tr, tr); /* br > tr: only row 0 stays in place */
         fill(buf + q * br + tr, br - tr, esize, pad, pad_zero);
+        /* The bucket rows between two true rows' are the padding rows. */
+        fill(buf + (q + 1) * br, (next - q - 1) * br, esize, pad, pad_zero);
+        next = q;
     }
-    if (nb != nt)
-        for (size_t q = 0; q < nb; q++)
-            if (row_is_padding(q, k, t, b))
-                fill(buf + q * br, br, esize, pad, pad_zero);
 }
 
 void cgr__shape_compact(unsigned char *buf, int rank, const int64_t *t, const int64_t *b,
