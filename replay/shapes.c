@@ -262,10 +262,11 @@ static void write_warning(cgr__shapes *m)
 {
     uint32_t k = m->churn.k;
     uint64_t n = m->churn.counters.new_shapes;
-    /* K new shapes hold K - 1 changes; with K = 1, the change that tripped it. */
+    /*
+     * K new shapes hold K - 1 changes; with K = 1, the change that tripped
+     * it, which the very first shape has none of (its mask is empty).
+     */
     uint64_t changes = k > 1 ? k - 1 : 1;
-    if (changes > n - 1)
-        changes = n - 1;
     uint32_t count[CGR_MAX_DYN_DIMS] = {0};
     for (uint64_t c = 0; c < changes; c++) {
         uint8_t mask = m->change_mask[(n - 1 - c) % CGR__CHURN_MAX_K];
