@@ -127,19 +127,8 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         *reason = CGR_EAGER_CAPTURE_FAILED;
         return cgr__run_eager(s, slot, plan);
     }
-    /*
-     * A thread inside cgr_step_wait on this step may be querying its
-     * events and reading its slots while it holds no lock; a capture
-     * (and the warm-up it may need again) stays out of its way: capture
-     * only while nobody waits on the step.
-     */
-    if (s->waiters > 0) {
-        cgr__shapes_capture_cancel(s->shapes);
-        return CGR_FAIL(CGR_STATUS_BUSY,
-                        "step '%s' is due for capture while another thread waits on it; "
-                        "nothing was launched, try again",
-                        s->name);
-    }
+    /* submit (run.c) refused this run while a thread waits on the step. */
+    assert(s->waiters == 0);
     if (!plan->planned) {
         /* Its warm-ups failed before they planned the scratch: warm up again first. */
         cgr__shapes_capture_cancel(s->shapes);
@@ -250,11 +239,7 @@ static cgr_status run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decisi
 {
     cgr__graph *g = d->payload;
     cgr__shape_plan *plan = &s->plans[d->entry];
-    if (s->waiters > 0)
-        return CGR_FAIL(CGR_STATUS_BUSY,
-                        "step '%s' is due for its frozen-value check while another thread waits "
-                        "on it; nothing was launched, try again",
-                        s->name);
+    assert(s->waiters == 0); /* as for a capture */
     cgr__check_out co;
     cgr_status local = cgr__capture_check(s, plan, g, &co);
     if (local == CGR_STATUS_OK && !co.same && g->rechecking)

@@ -113,11 +113,35 @@ static void count_run(cgr_step *s, uint8_t action, uint8_t reason)
  * executed as not launched; failing before go, the caller lets the armed
  * run through instead (arm_released).
  */
+/*
+ * What this run would do that must wait while another thread is inside
+ * cgr_step_wait on the step, or NULL: a capture records into the stream
+ * while that thread synchronizes the step's events, which CUDA does not
+ * allow. Asked without deciding, so that a refused run leaves the shape
+ * table as it was (docs/threading.md). An armed run is never either: its
+ * graph is cached and was not due when it was armed.
+ */
+static const char *waits_for_waiters(const cgr_step *s, const int64_t *dims)
+{
+    const cgr__graph *g = cgr__shapes_peek(s->shapes, dims, NULL);
+    if (g)
+        return cgr__graph_check_due(g) ? "due for its frozen-value check" : NULL;
+    if (s->rt->opt.capture && cgr__shapes_capture_due(s->shapes, dims))
+        return "due for capture";
+    return NULL;
+}
+
 static cgr_status submit(cgr_step *s, uint32_t slot)
 {
     const int64_t *dims = s->run_dims;
     cgr__graph *armed = s->armed;
     int expired = 0;
+    const char *later = s->waiters > 0 ? waits_for_waiters(s, dims) : NULL;
+    if (later)
+        return CGR_FAIL(CGR_STATUS_BUSY,
+                        "step '%s' is %s while another thread waits on it; nothing was "
+                        "launched, try again",
+                        s->name, later);
     /* plain_launch: only cgr__launch_graph runs, none of the caller's code. */
     int prev = 0, plain_launch = 0;
     CGR_TRY(cgr__device_enter(s->rt, &prev));

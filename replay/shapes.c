@@ -383,6 +383,24 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
     }
 }
 
+int cgr__shapes_capture_due(const cgr__shapes *m, const int64_t *true_dims)
+{
+    int64_t b[CGR_MAX_DYN_DIMS];
+    assert(m != NULL && !m->capturing);
+    bucket(m, true_dims, b);
+    uint32_t i = find(m, b);
+    if (i == CGR__SHAPES_NONE)
+        return 0; /* a new shape warms up first */
+    const cgr__shape *e = &m->entries[i];
+    if (e->state != CGR__SHAPE_WARMING || e->warmups < m->warmup_runs)
+        return 0;
+    /* Unless the guard keeps this run eager: asked of a copy, which it may change. */
+    cgr__churn g = m->churn;
+    int eager = 0, tripped = 0, recovered = 0;
+    cgr__churn_observe(&g, 0, &eager, &tripped, &recovered);
+    return !eager;
+}
+
 /* ---- reports ------------------------------------------------------------------------------ */
 
 static void end_capture(cgr__shapes *m)

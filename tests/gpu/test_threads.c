@@ -19,6 +19,10 @@
  *     WRONG_STATE from launching it.
  * (d) cgr calls from inside a step function return WRONG_STATE, not a
  *     deadlock on the runtime's lock.
+ * (e) A run due for its frozen-value check while another thread waits on
+ *     the step, deterministically (the awaited run held on the GPU by a
+ *     gate kernel): BUSY, and nothing of the step or its shape counted;
+ *     once the wait is over the same run goes through and is checked.
  *
  * Under compute-sanitizer everything is far slower, so the counts shrink:
  * the meson sanitizer setups set CGR_TEST_SANITIZER (to the tool's name); CGR_TEST_SCALE=F
@@ -646,6 +650,135 @@ static void test_nested_calls(void)
     printf("(d) cgr calls inside a step function: WRONG_STATE, no deadlock, capture intact\n");
 }
 
+/* ---- (e) a run refused while another thread waits on the step ------------ */
+
+enum { HELD_LEN = 1024 };
+
+/* y = 2x + 1 behind a gate kernel that spins while the mapped host flag is 0. */
+typedef struct held {
+    volatile int *flags; /* host view: the gate, then the gate kernel's timed-out flag */
+    int *flags_dev;
+} held;
+
+static cgr_status held_step(cgr_ctx *ctx, void *user)
+{
+    held *h = user;
+    cgr_stream st;
+    float *x, *y;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    STEP_CUDA(tk_gate(h->flags_dev, h->flags_dev + 1, st));
+    STEP_CUDA(tk_affine(y, x, HELD_LEN, st));
+    return CGR_STATUS_OK;
+}
+
+typedef struct waiter {
+    cgr_step *s;
+    uint64_t ticket;
+    int started;
+    cgr_status st;
+} waiter;
+
+static void *wait_on(void *arg)
+{
+    waiter *w = arg;
+    __atomic_store_n(&w->started, 1, __ATOMIC_RELEASE);
+    w->st = cgr_step_wait(w->s, w->ticket);
+    return NULL;
+}
+
+/* Runs s on fresh x into *t; with check, waits and compares y = 2x + 1 bitwise. */
+static cgr_status held_run(cgr_step *s, rng *r, float *x, uint64_t *t, int check)
+{
+    rng_fill(r, x, HELD_LEN);
+    const void *ins[1] = {x};
+    cgr_status st = cgr_step_run(s, NULL, ins, t);
+    if (st != CGR_STATUS_OK || !check)
+        return st;
+    ASSERT_OK(cgr_step_wait(s, *t));
+    const float *y = test_output(s, *t, 0, NULL);
+    for (int i = 0; i < HELD_LEN; i++)
+        if (y[i] != 2.0f * x[i] + 1.0f)
+            TEST_FAIL_("run %llu: y[%d] = %g, expected %g", (unsigned long long)*t, i,
+                       (double)y[i], (double)(2.0f * x[i] + 1.0f));
+    return st;
+}
+
+static void test_refused_while_waiting(void)
+{
+    /* initcheck runs kernels synchronously: a closed gate would hold the launch itself. */
+    if (under_sanitizer("initcheck")) {
+        printf("(e) skipped under initcheck, which runs kernels synchronously\n");
+        return;
+    }
+    rng r = {0xfeedULL};
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.warmup_runs = 1;
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    held h;
+    CUDA_OK(cudaHostAlloc((void **)&h.flags, 2 * sizeof(int), cudaHostAllocMapped));
+    CUDA_OK(cudaHostGetDevicePointer((void **)&h.flags_dev, (void *)h.flags, 0));
+    h.flags[0] = 1;
+    h.flags[1] = 0;
+    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, HELD_LEN);
+    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, HELD_LEN);
+    cgr_step *s = make_step(rt, "held", &in, 1, &out, 1, held_step, &h);
+    float x1[HELD_LEN], x2[HELD_LEN], x3[HELD_LEN];
+    uint64_t t1, t2, t3;
+    ASSERT_OK(held_run(s, &r, x1, &t1, 1)); /* the warm-up */
+
+    /* The capture's run: its graph launches and stays at the closed gate. */
+    h.flags[0] = 0;
+    ASSERT_OK(held_run(s, &r, x2, &t2, 0));
+    waiter w = {s, t2, 0, CGR_STATUS_OK};
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, wait_on, &w), 0);
+    while (!__atomic_load_n(&w.started, __ATOMIC_ACQUIRE))
+        sched_yield();
+    struct timespec nap = {0, 100 * 1000 * 1000};
+    (void)nanosleep(&nap, NULL); /* into cgr_step_wait, which holds no lock while it waits */
+
+    cgr_step_stats before, after;
+    cgr_shape_info sb = {.struct_size = sizeof sb}, sa = {.struct_size = sizeof sa};
+    ASSERT_OK(cgr_step_get_stats(s, &before));
+    ASSERT_OK(cgr_step_shape_at(s, 0, &sb));
+    ASSERT_STATUS(held_run(s, &r, x3, &t3, 0), CGR_STATUS_BUSY);
+    ASSERT(strstr(cgr_last_error(), "due for its frozen-value check") != NULL);
+    ASSERT_OK(cgr_step_get_stats(s, &after));
+    ASSERT_OK(cgr_step_shape_at(s, 0, &sa));
+    ASSERT_U64_EQ(after.runs, before.runs);
+    ASSERT_U64_EQ(after.frozen_checks, before.frozen_checks);
+    ASSERT_U64_EQ(sa.replays, sb.replays);
+    ASSERT_U64_EQ(sa.last_use, sb.last_use);
+
+    h.flags[0] = 1;
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+    ASSERT_OK(w.st);
+    ASSERT_EQ(h.flags[1], 0);
+    const float *y2 = test_output(s, t2, 0, NULL);
+    for (int i = 0; i < HELD_LEN; i++)
+        if (y2[i] != 2.0f * x2[i] + 1.0f)
+            TEST_FAIL_("run 2: y[%d] = %g, expected %g", i, (double)y2[i],
+                       (double)(2.0f * x2[i] + 1.0f));
+
+    /* Nobody waits now: the same run is checked; the counts go on from where they were. */
+    ASSERT_OK(held_run(s, &r, x3, &t3, 1));
+    ASSERT_OK(cgr_step_get_stats(s, &after));
+    ASSERT_OK(cgr_step_shape_at(s, 0, &sa));
+    ASSERT_U64_EQ(after.runs, before.runs + 1);
+    ASSERT_U64_EQ(after.frozen_checks, before.frozen_checks + 1);
+    ASSERT_U64_EQ(sa.replays, sb.replays + 1);
+    ASSERT_U64_EQ(sa.last_use, sb.last_use + 1);
+    ASSERT_EQ(after.mode, CGR_MODE_GRAPH);
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    CUDA_OK(cudaFreeHost((void *)h.flags));
+    printf("(e) a run due for its frozen-value check while another thread waits: BUSY, "
+           "nothing counted; checked once the wait was over\n");
+}
+
 int main(void)
 {
     require_gpu();
@@ -656,6 +789,7 @@ int main(void)
     test_cross_thread_acquire();
     test_own_runtimes();
     test_shared_runtime();
+    test_refused_while_waiting();
     printf("PASS\n");
     return 0;
 }

@@ -151,9 +151,27 @@ static void mgr(cgr__shapes *m, const cgr__shapes_config *c)
     t->m = m;
 }
 
+/*
+ * Every decision of every test is first foretold by
+ * cgr__shapes_capture_due, which must say exactly whether it will be
+ * CAPTURE and change nothing in the table.
+ */
 static void t_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
 {
+    const cgr__shapes before = m ? *m : (cgr__shapes){0};
+    cgr__shape *entries = m ? malloc(m->capacity * sizeof *entries) : NULL;
+    ASSERT(!m || entries != NULL);
+    if (m)
+        memcpy(entries, m->entries, m->capacity * sizeof *entries);
+    int due = cgr__shapes_capture_due(m, true_dims);
+    if (memcmp(&before, m, sizeof before) != 0 ||
+        memcmp(entries, m->entries, m->capacity * sizeof *entries) != 0)
+        TEST_FAIL_("%s", "cgr__shapes_capture_due changed the table");
+    free(entries);
     cgr__shapes_decide(m, true_dims, out);
+    if (due != (out->action == CGR__SHAPES_CAPTURE))
+        TEST_FAIL_("cgr__shapes_capture_due said %d; the decision was action %d", due,
+                   (int)out->action);
     tally *t = tally_of(m);
     switch (out->action) {
     case CGR__SHAPES_REPLAY: t->hits++; break;

@@ -865,8 +865,9 @@ typedef struct cgr_shape_info {
     int cached;                     /**< 1: a cached graph; 0: a shape that runs eagerly */
     uint64_t replays;               /**< cached: replays so far */
     uint64_t last_use;              /**< the shape table's count of decisions (one per
-                                         run submitted, a failed one included) at its
-                                         latest use: orders the shapes by recency */
+                                         run submitted, a failed one included, a run
+                                         refused with CGR_STATUS_BUSY not) at its latest
+                                         use: orders the shapes by recency */
     uint64_t bytes;                 /**< cached: estimated bytes of its executable (4 KiB
                                          per node: CUDA reports none) */
     uint64_t eager_runs;            /**< not cached: eager runs */
