@@ -104,16 +104,6 @@ static void count_run(cgr_step *s, uint8_t action, uint8_t reason)
 }
 
 /*
- * Carries out the run of the acquired slot `slot` at the dims given at
- * acquire (s->run_dims). An armed run goes right after the device check:
- * while the slot is acquired nothing else runs the step, so the table
- * cannot have changed since it chose that graph, and every nanosecond
- * before go is latency. Not before the check: once it has gone the run
- * executes, and a call that failed after that would report a run that
- * executed as not launched; failing before go, the caller lets the armed
- * run through instead (arm_released).
- */
-/*
  * What this run would do that must wait while another thread is inside
  * cgr_step_wait on the step, or NULL: a capture records into the stream
  * while that thread synchronizes the step's events, which CUDA does not
@@ -131,6 +121,16 @@ static const char *waits_for_waiters(const cgr_step *s, const int64_t *dims)
     return NULL;
 }
 
+/*
+ * Carries out the run of the acquired slot `slot` at the dims given at
+ * acquire (s->run_dims). An armed run goes right after the device check:
+ * while the slot is acquired nothing else runs the step, so the table
+ * cannot have changed since it chose that graph, and every nanosecond
+ * before go is latency. Not before the check: once it has gone the run
+ * executes, and a call that failed after that would report a run that
+ * executed as not launched; failing before go, the caller lets the armed
+ * run through instead (arm_released).
+ */
 static cgr_status submit(cgr_step *s, uint32_t slot)
 {
     const int64_t *dims = s->run_dims;
