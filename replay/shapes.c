@@ -334,6 +334,21 @@ static void *offer(const cgr__shapes *m)
     return m->entries[oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL)].payload;
 }
 
+/*
+ * What a run of entry e does, eager_now being the churn guard's answer for
+ * it: the one place the action is chosen, for decide() and capture_due().
+ */
+static cgr__shapes_action action_of(const cgr__shapes *m, const cgr__shape *e, int eager_now)
+{
+    /* Cached shapes replay even while the guard is tripped: it stops captures only. */
+    if (e->state == CGR__SHAPE_GRAPH)
+        return CGR__SHAPES_REPLAY;
+    /* A warming entry stays (warm-ups not advanced) while the guard is tripped. */
+    if (e->state == CGR__SHAPE_EAGER || eager_now)
+        return CGR__SHAPES_EAGER;
+    return e->warmups < m->warmup_runs ? CGR__SHAPES_WARMUP : CGR__SHAPES_CAPTURE;
+}
+
 void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
 {
     int64_t dims[CGR_MAX_DYN_DIMS] = {0};
@@ -359,27 +374,28 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
     if (out->churn_tripped)
         write_warning(m);
 
-    if (e->state == CGR__SHAPE_GRAPH) {
-        /* Cached shapes replay even while the guard is tripped: it stops captures only. */
+    out->action = action_of(m, e, eager_now);
+    switch (out->action) {
+    case CGR__SHAPES_REPLAY:
         e->replays++;
-        out->action = CGR__SHAPES_REPLAY;
         out->payload = e->payload;
-    } else if (e->state == CGR__SHAPE_EAGER) {
-        e->eager_runs++;
-        out->action = CGR__SHAPES_EAGER;
-        out->reason = (cgr_eager_reason)e->reason;
-    } else if (eager_now) {
-        /* The entry stays (warm-ups not advanced): the guard saw this shape. */
-        out->action = CGR__SHAPES_EAGER;
-        out->reason = CGR_EAGER_CHURN;
-    } else if (e->warmups < m->warmup_runs) {
-        out->action = CGR__SHAPES_WARMUP;
+        break;
+    case CGR__SHAPES_EAGER:
+        if (e->state == CGR__SHAPE_EAGER) {
+            e->eager_runs++;
+            out->reason = (cgr_eager_reason)e->reason;
+        } else {
+            out->reason = CGR_EAGER_CHURN;
+        }
+        break;
+    case CGR__SHAPES_WARMUP:
         out->warmup_run = ++e->warmups;
-    } else {
-        out->action = CGR__SHAPES_CAPTURE;
+        break;
+    case CGR__SHAPES_CAPTURE:
         m->capturing = 1;
         out->payload = offer(m);
         m->offered = out->payload != NULL;
+        break;
     }
 }
 
@@ -391,14 +407,11 @@ int cgr__shapes_capture_due(const cgr__shapes *m, const int64_t *true_dims)
     uint32_t i = find(m, b);
     if (i == CGR__SHAPES_NONE)
         return 0; /* a new shape warms up first */
-    const cgr__shape *e = &m->entries[i];
-    if (e->state != CGR__SHAPE_WARMING || e->warmups < m->warmup_runs)
-        return 0;
-    /* Unless the guard keeps this run eager: asked of a copy, which it may change. */
+    /* The guard's answer for this run, asked of a copy, which it may change. */
     cgr__churn g = m->churn;
-    int eager = 0, tripped = 0, recovered = 0;
-    cgr__churn_observe(&g, 0, &eager, &tripped, &recovered);
-    return !eager;
+    int eager_now = 0, tripped = 0, recovered = 0;
+    cgr__churn_observe(&g, 0, &eager_now, &tripped, &recovered);
+    return action_of(m, &m->entries[i], eager_now) == CGR__SHAPES_CAPTURE;
 }
 
 /* ---- reports ------------------------------------------------------------------------------ */
