@@ -472,6 +472,11 @@ cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
 {
     cgr_runtime *rt = s->rt;
     memset(out, 0, sizeof *out);
+    /* Without arena memory behind its scratch the shape cannot be captured. */
+    if (plan->unbacked[0])
+        return CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
+                        "step '%s': this shape is not captured: its scratch cannot be planned "
+                        "into the arena: %s", s->name, plan->unbacked);
     cgr__range_push("cgr capture");
     double t0 = cgr__now_us();
     io_nodes io;

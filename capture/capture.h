@@ -72,7 +72,7 @@ void cgr__step_free_io(cgr_step *s);
 /* Runs the step eagerly on `slot` (warm-up or fallback) with scratch from `plan`,
  * tracing and planning it on its first run; a wait then waits for done[slot].
  * A run that traced and could not back its plan in the arena still completes:
- * CGR_STATUS_OK with plan->planned 0. */
+ * CGR_STATUS_OK with plan->planned 0 and the reason in plan->unbacked. */
 cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *plan);
 /* What a capture made (capture.c). */
 typedef struct cgr__capture_out {
@@ -98,7 +98,8 @@ void cgr__capture_retire(cgr__capture_out *out);
  * first tries cudaGraphExecUpdate on its executables; when that fails, the
  * offer goes to out->refused (the caller takes it out of its table, and
  * cgr__capture_retire frees it) and a new graph is instantiated. On failure
- * out->graph is NULL.
+ * out->graph is NULL. A plan the arena could not back fails at once, with
+ * CGR_STATUS_CAPTURE_FAILED and its reason.
  */
 cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
                         cgr__capture_out *out);

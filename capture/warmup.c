@@ -5,6 +5,8 @@
  * already uses the planned addresses, so a warm-up also proves the plan on
  * real work before a graph bakes it in.
  */
+#include <stdio.h>
+
 #include "capture.h"
 #include "trace.h"
 
@@ -12,6 +14,7 @@ void cgr__plan_reset(cgr__shape_plan *p)
 {
     cgr__trace_reset(&p->trace);
     p->planned = 0;
+    p->unbacked[0] = '\0';
     p->philox_per_run = 0;
     p->philox_known = 0;
 }
@@ -92,18 +95,20 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
         }
         goto out;
     }
-    if (tracing) {
+    if (tracing && !p->unbacked[0]) {
         /*
          * The step's work has run, on memory from the tracing pool. A plan
          * the arena cannot back (ARENA_LIMIT, or out of memory) does not
          * undo it: the run completes as it is, so that a caller is never
-         * told that work which ran did not, and the shape is left unplanned
-         * for the dispatcher to run eagerly. Its later runs trace again, on
-         * memory the pool gives back after each.
+         * told that work which ran did not, and the shape is left unplanned,
+         * the reason kept for its capture run to fail with. Its later runs
+         * take scratch from the pool again without planning, so they neither
+         * synchronize the stream nor try the arena again.
          */
         cgr_status ps = plan_trace(s, p);
-        if (ps != CGR_STATUS_OK && ps != CGR_STATUS_ARENA_LIMIT &&
-            ps != CGR_STATUS_OUT_OF_MEMORY) {
+        if (ps == CGR_STATUS_ARENA_LIMIT || ps == CGR_STATUS_OUT_OF_MEMORY) {
+            snprintf(p->unbacked, sizeof p->unbacked, "%s", cgr_last_error());
+        } else if (ps != CGR_STATUS_OK) {
             st = ps;
             goto out;
         }

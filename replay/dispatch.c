@@ -91,29 +91,6 @@ static void shape_eager(cgr_step *s, uint32_t entry, cgr_eager_reason reason, co
     cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name, out);
 }
 
-/*
- * A warm-up run of the shape in `entry`. When it traced the step and the
- * arena could not back the plan, the run still completed (cgr__run_eager),
- * but the shape cannot be captured: it runs eagerly from now on, counted
- * as a capture failure, and this run is its first eager run.
- */
-static cgr_status warm_up(cgr_step *s, uint32_t slot, uint32_t entry, uint8_t *action,
-                          uint8_t *reason)
-{
-    cgr__shape_plan *plan = &s->plans[entry];
-    cgr_status st = cgr__run_eager(s, slot, plan);
-    /* A warm-up that succeeded has its plan, unless the arena could not back it. */
-    if (st != CGR_STATUS_OK || plan->planned)
-        return st;
-    char why[sizeof s->stats.capture_error];
-    snprintf(why, sizeof why, "its scratch cannot be planned into the arena, so the shape is "
-             "not captured: %s", cgr_last_error());
-    shape_eager(s, entry, CGR_EAGER_CAPTURE_FAILED, why);
-    *action = CGR_RUN_EAGER;
-    *reason = CGR_EAGER_CAPTURE_FAILED;
-    return st;
-}
-
 static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                               uint8_t *action, uint8_t *reason)
 {
@@ -129,11 +106,11 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     }
     /* submit (run.c) refused this run while a thread waits on the step. */
     assert(s->waiters == 0);
-    if (!plan->planned) {
+    if (!plan->planned && !plan->unbacked[0]) {
         /* Its warm-ups failed before they planned the scratch: warm up again first. */
         cgr__shapes_capture_cancel(s->shapes);
         *action = CGR_RUN_WARMUP;
-        return warm_up(s, slot, d->entry, action, reason);
+        return cgr__run_eager(s, slot, plan);
     }
     cgr__capture_out co;
     cgr_status local = cgr__capture(s, plan, d->payload, &co);
@@ -305,7 +282,7 @@ cgr_status cgr__run_miss(cgr_step *s, uint32_t slot, const cgr__shapes_decision 
     case CGR__SHAPES_WARMUP:
         /* A warm-up leaves the mode as it is (cgr_step_mode says why). */
         *action = CGR_RUN_WARMUP;
-        return warm_up(s, slot, d->entry, action, reason);
+        return cgr__run_eager(s, slot, plan);
     case CGR__SHAPES_CAPTURE:
         return capture_run(s, slot, d, action, reason);
     case CGR__SHAPES_REPLAY:

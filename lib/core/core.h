@@ -86,8 +86,17 @@ typedef struct cgr__shape_plan {
     cgr__trace trace;     /* with the tracing run's real pointers */
     /* 1 once a tracing run's scratch is planned into the arena. A tracing
      * run also completes when the arena cannot back the plan (cgr__run_eager):
-     * it stays 0, and the shape's runs trace again. */
+     * it stays 0, and the shape's runs keep taking scratch from the tracing
+     * pool. */
     int planned;
+    /*
+     * Why the arena could not back the plan (the message of
+     * CGR_STATUS_ARENA_LIMIT or OUT_OF_MEMORY); empty while it could. Kept
+     * for the shape's capture run, which fails with it instead of capturing:
+     * a failure found there is agreed with the peers like any other, so
+     * that no rank runs a shape eagerly while another captures it.
+     */
+    char unbacked[256];
     /* Philox counters one run reserves (capture/rng.c), fixed by the first run. */
     uint64_t philox_per_run;
     int philox_known;

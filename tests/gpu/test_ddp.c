@@ -21,10 +21,13 @@
  *      relative after 50 steps at B = 16 on the H200, 2e-7 at B = 1); that
  *      figure is printed, not asserted. Bad uses of the API are refused on
  *      the way.
- *   B. a capture that fails on the last rank only (its step calls
- *      cudaStreamSynchronize while cgr captures it): every rank's capture
- *      run executes eagerly, the capture error names that rank, and the
- *      following eager runs still train the ranks alike;
+ *   B. a capture that fails on the last rank only, in two ways: its step
+ *      calls cudaStreamSynchronize while cgr captures it, or its arena
+ *      cannot back the step's scratch (arena_limit 1 MiB there, 8 MiB of
+ *      scratch), which that rank finds in the first warm-up. Either way
+ *      every rank warms up alike, every rank's capture run executes
+ *      eagerly, the capture error names that rank, and the following eager
+ *      runs still train the ranks alike;
  *   C. a capture agreement that rank 1 never joins ends on rank 0 within
  *      cgr_nccl_options.timeout_ms (3 s here) with an error, not a hang.
  * The parent compares the ranks' parameter hashes (shared memory): they
@@ -82,8 +85,8 @@ static const int batches[N_B] = {1, 16};
 typedef struct shared {
     uint64_t hash_a[N_B][WORLD];  /* parameters after A (graphed W-ddp) */
     double rel_err[N_B];          /* rank 0: W-ddp vs single GPU on 2B */
-    uint64_t hash_b[WORLD];       /* parameters after B's eager steps */
-    int saw_failure[WORLD];       /* B: the capture run failed as expected */
+    uint64_t hash_b[2][WORLD];    /* parameters after B's eager steps, for each way */
+    int saw_failure[2][WORLD];    /* B: the capture run failed as expected */
     int c_done;                   /* C: rank 0 got its timeout */
     double c_ms;                  /* ... after this long */
 } shared;
@@ -112,15 +115,22 @@ typedef struct rank_ctx {
     shared *sh;
 } rank_ctx;
 
-static cgr_runtime *new_runtime(const rank_ctx *rc, int capture)
+static cgr_runtime *new_runtime_limit(const rank_ctx *rc, int capture, size_t arena_limit)
 {
     cgr_options o;
     ASSERT_OK(cgr_options_init(&o));
     o.device = rc->who->local_rank;
     o.capture = capture;
+    if (arena_limit)
+        o.arena_limit = arena_limit;
     cgr_runtime *rt = NULL;
     ASSERT_OK(cgr_runtime_create(&rt, &o));
     return rt;
+}
+
+static cgr_runtime *new_runtime(const rank_ctx *rc, int capture)
+{
+    return new_runtime_limit(rc, capture, 0);
 }
 
 /*
@@ -304,10 +314,16 @@ static void part_a(const rank_ctx *rc)
     }
 }
 
+/* How B makes the last rank's capture fail. */
+enum { B_CAPTURE_SYNC, B_ARENA_LIMIT, B_WAYS };
+static const char *const b_way_name[B_WAYS] = {"a synchronization in the captured step",
+                                               "scratch its arena cannot back"};
+
 /* B: the last rank's capture fails; every rank must fail that run, then train on eagerly. */
-static void part_b(const rank_ctx *rc)
+static void part_b(const rank_ctx *rc, int way)
 {
     const int bad = rc->who->world - 1;
+    const int is_bad = rc->who->rank == bad;
     mlp_cfg cfg;
     small_cfg(&cfg, 1);
     mlp_layout L;
@@ -317,8 +333,15 @@ static void part_b(const rank_ctx *rc)
     ASSERT_EQ(mlp_init_params(&cfg, p, 0x5eedULL), 0);
     ddp_model m;
     ASSERT_EQ(ddp_model_init(&m, &cfg, 1, 1), 0);
-    m.fail_capture = rc->who->rank == bad;
-    cgr_runtime *rt = new_runtime(rc, 1);
+    m.fail_capture = way == B_CAPTURE_SYNC && is_bad;
+    /*
+     * More scratch than the limit allows, even rounded up to the arena's
+     * granularity (2 MiB); the step uses only the part it carves.
+     */
+    const size_t limit = (size_t)1 << 20;
+    if (way == B_ARENA_LIMIT && is_bad)
+        m.scratch.total_bytes = 8 * limit;
+    cgr_runtime *rt = new_runtime_limit(rc, 1, way == B_ARENA_LIMIT && is_bad ? limit : 0);
     cgr_nccl_options no;
     ASSERT_OK(cgr_nccl_options_init(&no));
     no.timeout_ms = 20000;
@@ -336,28 +359,38 @@ static void part_b(const rank_ctx *rc)
         ddp_fill(&seed, &cfg, x, &label);
         const void *in[2] = {x, &label};
         uint64_t t = 0;
+        cgr_run_action a = CGR_RUN_REPLAY;
         cgr_status s = cgr_step_run(st, NULL, in, &t);
+        if (s == CGR_STATUS_OK)
+            ASSERT_OK(cgr_step_run_action(st, t, &a));
+        if (k < 2 && s == CGR_STATUS_OK && a != CGR_RUN_WARMUP)
+            TEST_FAIL_("rank %d (%s): run %d did %s, expected a warm-up", rc->who->rank,
+                       b_way_name[way], k, cgr_run_action_name(a));
         if (k == 2) {
             /* The capture run (2 warm-ups by default). */
             if (s != CGR_STATUS_OK)
                 TEST_FAIL_("rank %d: the capture run returned %s, expected it to run "
                            "eagerly (%s)",
                            rc->who->rank, cgr_status_name(s), cgr_last_error());
+            ASSERT_EQ(a, CGR_RUN_EAGER);
             ASSERT_OK(cgr_step_wait(st, t));
             cgr_step_stats fs;
             ASSERT_OK(cgr_step_get_stats(st, &fs));
             ASSERT_U64_EQ(fs.capture_failures, 1);
+            ASSERT_U64_EQ(fs.warmup_runs, 2);
             ASSERT_U64_EQ(fs.eager_runs, 1);
             const char *msg = fs.capture_error;
-            RANK_LOG(rc->who, "capture run: %s", msg);
+            RANK_LOG(rc->who, "capture run (%s): %s", b_way_name[way], msg);
             char names[32];
             snprintf(names, sizeof names, "failed on rank %d", bad);
             if (!strstr(msg, names))
                 TEST_FAIL_("rank %d: the message does not name rank %d: %s", rc->who->rank, bad,
                            msg);
-            if (rc->who->rank == bad && !strstr(msg, "this rank's failure"))
+            if (is_bad && !strstr(msg, "this rank's failure"))
                 TEST_FAIL_("rank %d: the message lacks its own reason: %s", bad, msg);
-            rc->sh->saw_failure[rc->who->rank] = 1;
+            if (is_bad && way == B_ARENA_LIMIT && !strstr(msg, "arena_limit"))
+                TEST_FAIL_("rank %d: the message does not name arena_limit: %s", bad, msg);
+            rc->sh->saw_failure[way][rc->who->rank] = 1;
             continue;
         }
         ASSERT_OK(s);
@@ -369,7 +402,7 @@ static void part_b(const rank_ctx *rc)
     ASSERT_EQ(ss.captures, 0);
     ASSERT(cudaMemcpy(p, m.dev.params, m.n_floats * sizeof(float), cudaMemcpyDeviceToHost) ==
            cudaSuccess);
-    rc->sh->hash_b[rc->who->rank] = ddp_hash(p, m.n_floats * sizeof(float));
+    rc->sh->hash_b[way][rc->who->rank] = ddp_hash(p, m.n_floats * sizeof(float));
     ASSERT_OK(cgr_runtime_destroy(&rt));
     ddp_model_teardown(&m);
     free(p);
@@ -470,7 +503,8 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
     ASSERT_OK(cgr_runtime_destroy(&rt));
 
     part_a(&rc);
-    part_b(&rc);
+    for (int way = 0; way < B_WAYS; way++)
+        part_b(&rc, way);
     if (who->world > 1)
         part_c(&rc);
     r = ncclCommDestroy(rc.comm);
@@ -510,13 +544,15 @@ int main(void)
                world > 1 ? "both ranks' parameters bitwise identical" : "one rank", g_steps,
                sh->rel_err[bi]);
     }
-    for (int r = 0; r < world; r++) {
-        ASSERT(sh->saw_failure[r]);
-        ASSERT_U64_EQ(sh->hash_b[0], sh->hash_b[r]);
+    for (int way = 0; way < B_WAYS; way++) {
+        for (int r = 0; r < world; r++) {
+            ASSERT(sh->saw_failure[way][r]);
+            ASSERT_U64_EQ(sh->hash_b[way][0], sh->hash_b[way][r]);
+        }
+        printf("a capture failing on rank %d (%s) failed every rank's capture run; eager "
+               "steps after it kept the ranks bitwise identical\n",
+               world - 1, b_way_name[way]);
     }
-    printf("a capture failing on rank %d failed every rank's capture run; eager steps after it "
-           "kept the ranks bitwise identical\n",
-           world - 1);
     if (world > 1) {
         ASSERT(sh->c_done);
         printf("an agreement the peer never joined ended after %.0f ms (timeout 3000 ms)\n",
