@@ -1,3 +1,4 @@
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,4 +139,28 @@ cgr_status affine_step(cgr_ctx *ctx, void *user)
         n *= (size_t)d->dims[i];
     STEP_CUDA(tk_affine(y, x, n, st));
     return CGR_STATUS_OK;
+}
+
+/*
+ * One rounding per round, as in the kernel: 2 v is exact, so this multiply
+ * and add give the same float whether or not nvcc fuses the kernel's.
+ */
+void check_affine_at(const char *file, int line, const float *x, const float *y, size_t n,
+                     int times, const char *fmt, ...)
+{
+    for (size_t i = 0; i < n; i++) {
+        float want = x[i];
+        for (int k = 0; k < times; k++)
+            want = 2.0f * want + 1.0f;
+        if (y[i] == want && memcmp(&y[i], &want, sizeof want) == 0)
+            continue;
+        char what[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof what, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "%s:%d: %s: y[%zu] = %.9g, expected %.9g (x = %.9g)\n", file, line, what,
+                i, (double)y[i], (double)want, (double)x[i]);
+        exit(1);
+    }
 }

@@ -71,6 +71,16 @@ const void *test_output(cgr_step *s, uint64_t ticket, int index, size_t *bytes);
  * every element input 0 is declared with (output 0 at least as large).
  */
 cgr_status affine_step(cgr_ctx *ctx, void *user);
+/*
+ * Fails the test unless each y[i], i < n, is x[i] after `times` rounds of
+ * v = 2 v + 1 (tk_affine's arithmetic), equal as a value and bit for bit:
+ * neither a NaN nor a zero of the other sign passes. The failure, reported at
+ * the caller's file:line as TEST_FAIL_ would, names the printf-formatted
+ * context (run, ticket, shape...), the index, y[i], the expected value and x[i].
+ */
+#define check_affine(...) check_affine_at(__FILE__, __LINE__, __VA_ARGS__)
+void check_affine_at(const char *file, int line, const float *x, const float *y, size_t n,
+                     int times, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 /* A filled-in tensor description. */
 cgr_tensor_desc tensor2(const char *name, cgr_dtype t, int64_t d0, int64_t d1);

@@ -50,12 +50,7 @@ static void run_all(cgr_step *s, rng *r, cgr_run_action *actions)
         ASSERT_OK(cgr_step_wait(s, t));
         ASSERT_OK(cgr_step_run_action(s, t, &actions[k]));
         ASSERT_OK(cgr_step_output(s, t, 0, y, sizeof y, NULL));
-        for (int i = 0; i < LEN; i++) {
-            float want = 2.0f * x[i] + 1.0f;
-            if (memcmp(&y[i], &want, sizeof want) != 0)
-                TEST_FAIL_("run %d (%s): y[%d] = %.9g, expected %.9g", k,
-                           cgr_run_action_name(actions[k]), i, (double)y[i], (double)want);
-        }
+        check_affine(x, y, LEN, 1, "run %d (%s)", k, cgr_run_action_name(actions[k]));
     }
 }
 

@@ -104,10 +104,7 @@ static void run_checked(cgr_step *s, rng *r, int k)
     ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
     ASSERT_OK(cgr_step_wait(s, t));
     const float *y = test_output(s, t, 0, NULL);
-    for (int i = 0; i < LEN; i++)
-        if (y[i] != 2.0f * x[i] + 1.0f)
-            TEST_FAIL_("run %d: y[%d] = %g, expected %g", k, i, (double)y[i],
-                       (double)(2.0f * x[i] + 1.0f));
+    check_affine(x, y, LEN, 1, "run %d", k);
 }
 
 static cgr_step *make_xy(cgr_runtime *rt, const char *name, cgr_step_fn fn, void *user)

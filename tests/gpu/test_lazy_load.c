@@ -88,9 +88,7 @@ int main(void)
         ASSERT_OK(cgr_step_wait(s, t));
         const float *y;
         y = test_output(s, t, 0, NULL);
-        for (int i = 0; i < LEN; i++)
-            if (y[i] != 2.0f * x[i] + 1.0f)
-                TEST_FAIL_("run %d: y[%d] = %.9g, want %.9g", run, i, y[i], 2.0f * x[i] + 1.0f);
+        check_affine(x, y, LEN, 1, "run %d", run);
     }
     cgr_step_stats ss;
     ASSERT_OK(cgr_step_get_stats(s, &ss));
