@@ -265,12 +265,7 @@ static void test_child_graph_allocation(rng *r, int graph_uses_child)
         cgr_run_action a;
         uint64_t ticket = test_run(s, ins, &a);
         ASSERT_OK(cgr_step_output(s, ticket, 0, y, sizeof y, NULL));
-        for (int i = 0; i < LEN; i++) {
-            float want = 2.0f * (2.0f * x[i] + 1.0f) + 1.0f;
-            if (memcmp(&y[i], &want, sizeof want) != 0)
-                TEST_FAIL_("run %d (%s): y[%d] = %.9g, expected %.9g", k,
-                           cgr_run_action_name(a), i, (double)y[i], (double)want);
-        }
+        check_affine(x, y, LEN, 2, "run %d (%s)", k, cgr_run_action_name(a));
         cgr_run_action w = k < 2 ? CGR_RUN_WARMUP : k == 2 ? CGR_RUN_CAPTURE : CGR_RUN_REPLAY;
         if (a != w)
             TEST_FAIL_("run %d was %s, expected %s (%s)", k, cgr_run_action_name(a),

@@ -54,14 +54,8 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
 static void check_run(uint64_t t, const float *ys, const float *yl, const float *xs,
                       const float *xl)
 {
-    for (int i = 0; i < SMALL; i++)
-        if (ys[i] != 2.0f * xs[i] + 1.0f)
-            TEST_FAIL_("run %llu small[%d] = %g, expected %g", (unsigned long long)t, i, ys[i],
-                       2.0f * xs[i] + 1.0f);
-    for (int i = 0; i < LARGE; i++)
-        if (yl[i] != 2.0f * xl[i] + 1.0f)
-            TEST_FAIL_("run %llu large[%d] = %g, expected %g", (unsigned long long)t, i, yl[i],
-                       2.0f * xl[i] + 1.0f);
+    check_affine(xs, ys, SMALL, 1, "run %llu, small output", (unsigned long long)t);
+    check_affine(xl, yl, LARGE, 1, "run %llu, large output", (unsigned long long)t);
 }
 
 static cgr_status memnode_fn(cgr_ctx *ctx, void *user)
@@ -103,12 +97,8 @@ static void part_memory_nodes(void)
             const float *y;
             ASSERT_OK(cgr_step_wait(s, tickets[k]));
             y = test_output(s, tickets[k], 0, NULL);
-            for (int i = 0; i < SMALL; i++) {
-                const float want = 2.0f * (2.0f * x[k][i] + 1.0f) + 1.0f;
-                if (y[i] != want)
-                    TEST_FAIL_("memory nodes: run %llu y[%d] = %g, expected %g",
-                               (unsigned long long)tickets[k], i, y[i], want);
-            }
+            check_affine(x[k], y, SMALL, 2, "memory nodes: run %llu",
+                         (unsigned long long)tickets[k]);
         }
     }
     cgr_step_stats ss;
@@ -126,10 +116,9 @@ enum { VB = 8, VS = 64, VSLOTS = 3 };
 static void check_packed(const char *how, uint64_t t, const float *y, const float *x, int b,
                          int n)
 {
-    for (int i = 0; i < b * n; i++)
-        if (y[i] != 2.0f * x[i] + 1.0f)
-            TEST_FAIL_("run %llu at %d x %d, %s: y[%d][%d] = %g, expected %g",
-                       (unsigned long long)t, b, n, how, i / n, i % n, y[i], 2.0f * x[i] + 1.0f);
+    for (int row = 0; row < b; row++)
+        check_affine(x + row * n, y + row * n, (size_t)n, 1, "run %llu at %d x %d, %s, row %d",
+                     (unsigned long long)t, b, n, how, row);
 }
 
 /*
