@@ -21,6 +21,21 @@ static uint64_t union_ns(const cgr__prof_rec *r, size_t n)
     return cgr__prof_tally_union(&t);
 }
 
+/* make_window's runs and records, and the run of each record. */
+typedef struct window {
+    cgr__prof_run runs[4];
+    cgr__prof_rec r[8];
+    int32_t of[8];
+    size_t n;
+} window;
+
+/* Fills *w by make_window and summarizes it into *s, `dropped` records lost. */
+static void summarize_window(window *w, uint64_t dropped, cgr__prof_summary *s)
+{
+    make_window(w->runs, w->r, &w->n, w->of);
+    ASSERT_EQ(cgr__prof_summarize(w->r, w->n, w->of, w->runs, 4, names, 3, dropped, s), 0);
+}
+
 static void test_union(void)
 {
     cgr__prof_rec r[5] = {rec(1, 0, 10, 0, 0), rec(1, 5, 8, 0, 0), rec(1, 8, 15, 0, 0),
@@ -71,13 +86,9 @@ static void test_attribute(void)
 
 static void test_summarize(void)
 {
-    cgr__prof_run runs[4];
-    cgr__prof_rec r[8];
-    int32_t of[8];
-    size_t n = 0;
-    make_window(runs, r, &n, of);
+    window w;
     cgr__prof_summary s;
-    ASSERT_EQ(cgr__prof_summarize(r, n, of, runs, 4, names, 3, 2, &s), 0);
+    summarize_window(&w, 2, &s);
     const cgr__prof_mode *e = &s.mode[CGR__PROF_EAGER], *g = &s.mode[CGR__PROF_GRAPH];
     ASSERT_U64_EQ(e->runs, 2);
     ASSERT_U64_EQ(g->runs, 2);
@@ -97,7 +108,7 @@ static void test_summarize(void)
     ASSERT(NEAR(g->idle_share, 0.2));
     ASSERT_EQ(s.verdict, CGR__PROF_LAUNCH_BOUND);
     ASSERT(NEAR(s.speedup, 2.0));
-    ASSERT_U64_EQ(s.records, n);
+    ASSERT_U64_EQ(s.records, w.n);
     ASSERT_U64_EQ(s.dropped, 2);
     /* Top: big_kernel 400 ns (2 calls), small_kernel 2x100 + 2x200 = 600 ns (4 calls). */
     ASSERT_EQ(s.n_top, 2);
@@ -166,13 +177,9 @@ static void test_rank(void)
 
 static void test_writers(void)
 {
-    cgr__prof_run runs[4];
-    cgr__prof_rec r[8];
-    int32_t of[8];
-    size_t n = 0;
-    make_window(runs, r, &n, of);
+    window w;
     cgr__prof_summary s;
-    ASSERT_EQ(cgr__prof_summarize(r, n, of, runs, 4, names, 3, 0, &s), 0);
+    summarize_window(&w, 0, &s);
 
     char *t;
     WRITE_TEXT(t, cgr__prof_write_text, "tiny", &s);
@@ -191,7 +198,7 @@ static void test_writers(void)
     ASSERT(strstr(t, "\"idle_share\":0.9}") != NULL);
     free(t);
 
-    WRITE_TEXT(t, cgr__prof_write_trace, "tiny", r, n, of, runs, 4, names, 3, NULL, 0);
+    WRITE_TEXT(t, cgr__prof_write_trace, "tiny", w.r, w.n, w.of, w.runs, 4, names, 3, NULL, 0);
     ASSERT(json_balanced(t));
     ASSERT(strncmp(t, "{\"traceEvents\":[", 16) == 0);
     ASSERT(strstr(t, "\"run 0 (eager)\"") != NULL);
@@ -202,7 +209,7 @@ static void test_writers(void)
     size_t slices = 0;
     for (const char *c = t; (c = strstr(c, "\"ph\":\"X\"")); c++)
         slices++;
-    ASSERT_EQ(slices, 4 + n);
+    ASSERT_EQ(slices, 4 + w.n);
     free(t);
 
     /* Each kind of record under its own name and with its own arguments. */
@@ -356,13 +363,11 @@ static void test_ranges(void)
     ASSERT_EQ(cgr__prof_pair_ranges(NULL, 0, &n, &open), 0);
     ASSERT_EQ(n, 0);
 
-    cgr__prof_run runs[4];
-    cgr__prof_rec g[8];
-    int32_t of[8];
-    size_t ng = 0;
-    make_window(runs, g, &ng, of);
+    window w;
+    cgr__prof_summary s;
+    summarize_window(&w, 0, &s);
     char *t;
-    WRITE_TEXT(t, cgr__prof_write_trace, "tiny", g, ng, of, runs, 4, names, 3, r, 9);
+    WRITE_TEXT(t, cgr__prof_write_trace, "tiny", w.r, w.n, w.of, w.runs, 4, names, 3, r, 9);
     ASSERT(json_balanced(t));
     /* A track per thread of cgr's phases (tid 2, 3, 4), then the user's on thread 10 (5). */
     ASSERT(strstr(t, "\"tid\":2,\"args\":{\"name\":\"cgr phases, thread 10\"}") != NULL);
@@ -380,12 +385,10 @@ static void test_ranges(void)
     ASSERT(strstr(t, "{\"name\":\"tick\",\"cat\":\"nvtx\",\"pid\":1,\"tid\":5,"
                      "\"ts\":0.180,\"ph\":\"i\",\"s\":\"t\"}") != NULL);
     /* The runs, the GPU records and the 7 ranges that nest. */
-    ASSERT_EQ(count(t, "\"ph\":\"X\""), 4 + ng + 7);
+    ASSERT_EQ(count(t, "\"ph\":\"X\""), 4 + w.n + 7);
     ASSERT_EQ(count(t, "\"cat\":\"cgr phase\""), 5);
     free(t);
 
-    cgr__prof_summary s;
-    ASSERT_EQ(cgr__prof_summarize(g, ng, of, runs, 4, names, 3, 0, &s), 0);
     s.ranges = 9;
     s.ranges_open = 2;
     s.ranges_dropped = 3;
@@ -459,12 +462,8 @@ static void test_summary_edges(void)
     ASSERT(s.speedup == 0.0);
 
     /* Two top kernels: two rows in the table and two objects in the JSON, no more. */
-    cgr__prof_run w[4];
-    cgr__prof_rec g[8];
-    int32_t wof[8];
-    size_t n = 0;
-    make_window(w, g, &n, wof);
-    ASSERT_EQ(cgr__prof_summarize(g, n, wof, w, 4, names, 3, 0, &s), 0);
+    window w;
+    summarize_window(&w, 0, &s);
     ASSERT_EQ(s.n_top, 2);
     char *t;
     WRITE_TEXT(t, cgr__prof_write_text, "tiny", &s);
