@@ -61,6 +61,12 @@ cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in
     return make_step_armable(rt, name, in, n_in, out, n_out, fn, user, 0);
 }
 
+cgr_step *make_xy(cgr_runtime *rt, const char *name, int64_t n, cgr_step_fn fn, void *user)
+{
+    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, n), out = tensor1("y", CGR_DTYPE_F32, n);
+    return make_step(rt, name, &in, 1, &out, 1, fn, user);
+}
+
 cgr_tensor_desc tensor2(const char *name, cgr_dtype t, int64_t d0, int64_t d1)
 {
     cgr_tensor_desc d;

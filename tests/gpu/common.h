@@ -56,6 +56,8 @@ cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in
 cgr_step *make_step_armable(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in,
                             int n_in, const cgr_tensor_desc *out, int n_out, cgr_step_fn fn,
                             void *user, int armable);
+/* A step of one f32 input "x" and one f32 output "y", n elements each. */
+cgr_step *make_xy(cgr_runtime *rt, const char *name, int64_t n, cgr_step_fn fn, void *user);
 
 /* One run of fixed-shape step s on host inputs, waited for; its ticket, and what it did
  * in *action. Any failure fails the test. */

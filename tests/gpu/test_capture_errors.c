@@ -71,13 +71,6 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
     return CGR_STATUS_OK;
 }
 
-static cgr_step *make_bad_step(cgr_runtime *rt, bad_step *b, const char *name)
-{
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
-    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
-    return make_step(rt, name, &in, 1, &out, 1, step_fn, b);
-}
-
 /* Runs once with fresh input and checks y = 2x + 1 exactly. */
 static cgr_status run_checked(cgr_step *s, rng *r)
 {
@@ -99,7 +92,7 @@ static void expect_capture_failure(cgr_runtime *rt, bad_kind kind, const char *n
                                    const char *want_error, const char *want_hint, rng *r)
 {
     bad_step b = {kind, 0, cudaSuccess};
-    cgr_step *s = make_bad_step(rt, &b, name);
+    cgr_step *s = make_xy(rt, name, LEN, step_fn, &b);
     ASSERT_OK(run_checked(s, r)); /* warm-up 1 */
     ASSERT_OK(run_checked(s, r)); /* warm-up 2 */
     cgr_step_stats ss;
@@ -152,7 +145,7 @@ static void expect_capture_failure(cgr_runtime *rt, bad_kind kind, const char *n
 static void expect_launch_failure(cgr_runtime *rt, rng *r)
 {
     bad_step b = {BAD_LAUNCH, 0, cudaSuccess};
-    cgr_step *s = make_bad_step(rt, &b, "bad_launch");
+    cgr_step *s = make_xy(rt, "bad_launch", LEN, step_fn, &b);
     for (int i = 0; i < 3; i++) {
         ASSERT_STATUS(run_checked(s, r), CGR_STATUS_CUDA_ERROR);
         ASSERT(b.launch_err != cudaSuccess);
@@ -175,7 +168,7 @@ static void expect_launch_failure(cgr_runtime *rt, rng *r)
 static void expect_good(cgr_runtime *rt, rng *r)
 {
     bad_step b = {GOOD, 0, cudaSuccess};
-    cgr_step *s = make_bad_step(rt, &b, "good");
+    cgr_step *s = make_xy(rt, "good", LEN, step_fn, &b);
     for (int i = 0; i < 10; i++)
         ASSERT_OK(run_checked(s, r));
     cgr_step_stats ss;

@@ -54,13 +54,6 @@ static void run_all(cgr_step *s, rng *r, cgr_run_action *actions)
     }
 }
 
-static cgr_step *make_streamless(cgr_runtime *rt, streamless *u, const char *name)
-{
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
-    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
-    return make_step(rt, name, &in, 1, &out, 1, step_fn, u);
-}
-
 int main(void)
 {
     require_gpu();
@@ -70,7 +63,7 @@ int main(void)
     cgr_run_action a[RUNS];
 
     streamless pt = {1, 0};
-    cgr_step *s = make_streamless(rt, &pt, "per_thread");
+    cgr_step *s = make_xy(rt, "per_thread", LEN, step_fn, &pt);
     run_all(s, &r, a);
     for (int k = 3; k < RUNS; k++)
         ASSERT_EQ(a[k], CGR_RUN_REPLAY);
@@ -87,7 +80,7 @@ int main(void)
     ASSERT_OK(cgr_step_destroy(&s));
 
     streamless lg = {0, 0};
-    s = make_streamless(rt, &lg, "legacy");
+    s = make_xy(rt, "legacy", LEN, step_fn, &lg);
     run_all(s, &r, a);
     for (int k = 2; k < RUNS; k++)
         ASSERT_EQ(a[k], CGR_RUN_EAGER);

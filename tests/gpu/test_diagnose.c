@@ -107,13 +107,6 @@ static void run_checked(cgr_step *s, rng *r, int k)
     check_affine(x, y, LEN, 1, "run %d", k);
 }
 
-static cgr_step *make_xy(cgr_runtime *rt, const char *name, cgr_step_fn fn, void *user)
-{
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
-    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
-    return make_step(rt, name, &in, 1, &out, 1, fn, user);
-}
-
 /* RUNS runs, each checked; returns the step's stats, and in *line that of its bad call.
  * pair: the rendezvous of test_two_at_once, and idx this thread's place in it. */
 static cgr_step_stats run_bad_in(int diagnose, bad kind, rng *r, int *line, rendezvous *pair,
@@ -126,7 +119,7 @@ static cgr_step_stats run_bad_in(int diagnose, bad kind, rng *r, int *line, rend
     ASSERT_OK(cgr_runtime_create(&rt, &o));
     bad_step b = {kind, NULL, 0, pair, idx};
     CUDA_OK(cudaEventCreateWithFlags(&b.ev, cudaEventDisableTiming));
-    cgr_step *s = make_xy(rt, "bad", diag_bad_step, &b);
+    cgr_step *s = make_xy(rt, "bad", LEN, diag_bad_step, &b);
     for (int k = 0; k < RUNS; k++)
         run_checked(s, r, k);
     cgr_step_stats ss;
@@ -216,7 +209,7 @@ static void test_during_window(rng *r)
     o.profile.path = prefix;
     cgr_runtime *rt = NULL;
     ASSERT_OK(cgr_runtime_create(&rt, &o));
-    cgr_step *good = make_xy(rt, "good", affine_step, NULL);
+    cgr_step *good = make_xy(rt, "good", LEN, affine_step, NULL);
     cgr_step_stats gs;
     int k = 0;
     do {
@@ -235,7 +228,7 @@ static void test_during_window(rng *r)
                    gs.profile.error);
 
     bad_step b = {SYNC, NULL, 0, NULL, 0};
-    cgr_step *bad1 = make_xy(rt, "bad_in_window", diag_bad_step, &b);
+    cgr_step *bad1 = make_xy(rt, "bad_in_window", LEN, diag_bad_step, &b);
     for (int i = 0; i < RUNS; i++)
         run_checked(bad1, r, i);
     cgr_step_stats bs;
@@ -256,7 +249,7 @@ static void test_during_window(rng *r)
         TEST_FAIL_("kernels per run: eager %.2f, graph %.2f; expected 1 and 3",
                    p->eager.kernels, p->graph.kernels);
 
-    cgr_step *bad2 = make_xy(rt, "bad_after_window", diag_bad_step, &b);
+    cgr_step *bad2 = make_xy(rt, "bad_after_window", LEN, diag_bad_step, &b);
     for (int i = 0; i < RUNS; i++)
         run_checked(bad2, r, i);
     ASSERT_OK(cgr_step_get_stats(bad2, &bs));

@@ -255,9 +255,8 @@ static void test_child_graph_allocation(rng *r, int graph_uses_child)
 {
     cgr_runtime *rt = runtime(1, NULL);
     alloc_step c = {graph_uses_child, 0};
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN), out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step *s = make_step(rt, graph_uses_child ? "graph_uses_child" : "child_uses_graph", &in,
-                            1, &out, 1, child_fn, &c);
+    cgr_step *s = make_xy(rt, graph_uses_child ? "graph_uses_child" : "child_uses_graph", LEN,
+                          child_fn, &c);
     static float x[LEN], y[LEN];
     for (int k = 0; k < RUNS; k++) {
         rng_fill(r, x, LEN);

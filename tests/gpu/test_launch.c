@@ -115,8 +115,7 @@ int main(void)
                   CGR_STATUS_INVALID_ARGUMENT);
     CUDA_OK(cudaStreamSynchronize(st));
 
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN), out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step *s = make_step(rt, "pdl_chain", &in, 1, &out, 1, step_fn, NULL);
+    cgr_step *s = make_xy(rt, "pdl_chain", LEN, step_fn, NULL);
     rng r = {555};
     static float x[LEN];
     for (int run = 0; run < 30; run++) {

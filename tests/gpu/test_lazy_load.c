@@ -50,8 +50,7 @@ int main(void)
     cgr_runtime *rt;
     ASSERT_OK(cgr_runtime_create(&rt, NULL));
 
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN), out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step *dnn = make_step(rt, "needs_cudnn", &in, 1, &out, 1, dnn_step, NULL);
+    cgr_step *dnn = make_xy(rt, "needs_cudnn", LEN, dnn_step, NULL);
     static float x[LEN];
     rng r = {4242};
     rng_fill(&r, x, LEN);
@@ -74,13 +73,13 @@ int main(void)
 
     /* Arguments are checked alike with and without NCCL built in. */
     cgr_status got = CGR_STATUS_OK;
-    cgr_step *nn = make_step(rt, "nccl_null", &in, 1, &out, 1, nccl_null_step, &got);
+    cgr_step *nn = make_xy(rt, "nccl_null", LEN, nccl_null_step, &got);
     uint64_t tn;
     ASSERT_OK(cgr_step_run(nn, NULL, ins, &tn));
     ASSERT_OK(cgr_step_wait(nn, tn));
     ASSERT_STATUS(got, CGR_STATUS_INVALID_ARGUMENT);
 
-    cgr_step *s = make_step(rt, "affine", &in, 1, &out, 1, affine_step, NULL);
+    cgr_step *s = make_xy(rt, "affine", LEN, affine_step, NULL);
     for (int run = 0; run < RUNS; run++) {
         rng_fill(&r, x, LEN);
         uint64_t t;

@@ -39,9 +39,7 @@ static void cycle(rng *r, float *x)
 {
     cgr_runtime *rt;
     ASSERT_OK(cgr_runtime_create(&rt, NULL));
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
-    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step *s = make_step(rt, NULL, &in, 1, &out, 1, step_fn, NULL);
+    cgr_step *s = make_xy(rt, NULL, LEN, step_fn, NULL);
     void *persistent;
     ASSERT_OK(cgr_persistent_alloc(rt, (size_t)64 << 20, &persistent));
     for (int i = 0; i < 6; i++) {
@@ -82,9 +80,7 @@ static void test_arena_limit(rng *r, float *x)
     o.arena_limit = (size_t)1 << 20;
     cgr_runtime *rt;
     ASSERT_OK(cgr_runtime_create(&rt, &o));
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN);
-    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, LEN);
-    cgr_step *s = make_step(rt, "over_limit", &in, 1, &out, 1, step_fn, NULL);
+    cgr_step *s = make_xy(rt, "over_limit", LEN, step_fn, NULL);
     enum { N = 5 };
     for (int i = 0; i < N; i++) {
         rng_fill(r, x, 1024);

@@ -96,12 +96,6 @@ static cgr_runtime *make_runtime(int runs, int skip, const char *path)
     return rt;
 }
 
-static cgr_step *make(cgr_runtime *rt, const char *name, cgr_step_fn fn, void *user)
-{
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, LEN), out = tensor1("y", CGR_DTYPE_F32, LEN);
-    return make_step(rt, name, &in, 1, &out, 1, fn, user);
-}
-
 /*
  * `runs` runs of step a (profiled) and b (not), on the same fresh inputs,
  * each output compared bitwise; actions[i] gets what a's run i did.
@@ -212,7 +206,8 @@ static void test_launch_bound(const char *dir, int nvtx)
         TEST_FAIL_("%s: path too long", dir);
     enum { RUNS = 40, SKIP = 3 };
     cgr_runtime *rt = make_runtime(RUNS, SKIP, prefix), *plain = make_runtime(0, 0, NULL);
-    cgr_step *a = make(rt, "tiny", tiny_fn, NULL), *b = make(plain, "tiny", tiny_fn, NULL);
+    cgr_step *a = make_xy(rt, "tiny", LEN, tiny_fn, NULL);
+    cgr_step *b = make_xy(plain, "tiny", LEN, tiny_fn, NULL);
     const int pre = before_window(SKIP), total = pre + 2 * RUNS + 10;
     cgr_run_action act[64 + 2 * RUNS + 10];
     ASSERT(pre <= 64);
@@ -344,7 +339,8 @@ static void test_gpu_bound(const char *dir)
     ASSERT(took > 1000.0 && took < 4000.0);
     enum { RUNS = 6, SKIP = 1 };
     cgr_runtime *rt = make_runtime(RUNS, SKIP, prefix), *plain = make_runtime(0, 0, NULL);
-    cgr_step *a = make(rt, "spin", spin_fn, &u), *b = make(plain, "spin", spin_fn, &u);
+    cgr_step *a = make_xy(rt, "spin", LEN, spin_fn, &u);
+    cgr_step *b = make_xy(plain, "spin", LEN, spin_fn, &u);
     run_both(a, b, before_window(SKIP) + 2 * RUNS + 3, 4, NULL);
     cgr_step_stats ss;
     ASSERT_OK(cgr_step_get_stats(a, &ss));
@@ -382,7 +378,8 @@ static void test_absent(void)
                    lib ? lib : "");
     cgr_runtime *rt = make_runtime(4, 0, "/nonexistent-dir/prof");
     cgr_runtime *plain = make_runtime(0, 0, NULL);
-    cgr_step *a = make(rt, "tiny", tiny_fn, NULL), *b = make(plain, "tiny", tiny_fn, NULL);
+    cgr_step *a = make_xy(rt, "tiny", LEN, tiny_fn, NULL);
+    cgr_step *b = make_xy(plain, "tiny", LEN, tiny_fn, NULL);
     cgr_run_action act[20];
     run_both(a, b, 20, 5, act);
     for (int i = 4; i < 20; i++)
@@ -411,8 +408,8 @@ static void test_neighbour(const char *dir)
         TEST_FAIL_("%s: path too long", dir);
     enum { RUNS = 20, SKIP = 0 };
     cgr_runtime *rt = make_runtime(RUNS, SKIP, prefix), *plain = make_runtime(0, 0, NULL);
-    cgr_step *a = make(rt, "neighbour", tiny_fn, NULL);
-    cgr_step *b = make(plain, "neighbour", tiny_fn, NULL);
+    cgr_step *a = make_xy(rt, "neighbour", LEN, tiny_fn, NULL);
+    cgr_step *b = make_xy(plain, "neighbour", LEN, tiny_fn, NULL);
     neighbour n;
     neighbour_start(&n);
     /* Through the window and past it: the run after the last one of the window closes it. */

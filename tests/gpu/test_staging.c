@@ -81,9 +81,7 @@ static void part_memory_nodes(void)
     o.staging_slots = SLOTS;
     cgr_runtime *rt;
     ASSERT_OK(cgr_runtime_create(&rt, &o));
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, SMALL);
-    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, SMALL);
-    cgr_step *s = make_step(rt, "memory nodes", &in, 1, &out, 1, memnode_fn, NULL);
+    cgr_step *s = make_xy(rt, "memory nodes", SMALL, memnode_fn, NULL);
     rng r = {11};
     static float x[SLOTS][SMALL];
     for (int round = 0; round < 1 + ROUNDS; round++) {

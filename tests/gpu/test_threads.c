@@ -720,9 +720,7 @@ static void test_refused_while_waiting(void)
     CUDA_OK(cudaHostGetDevicePointer((void **)&h.flags_dev, (void *)h.flags, 0));
     h.flags[0] = 1;
     h.flags[1] = 0;
-    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, HELD_LEN);
-    cgr_tensor_desc out = tensor1("y", CGR_DTYPE_F32, HELD_LEN);
-    cgr_step *s = make_step(rt, "held", &in, 1, &out, 1, held_step, &h);
+    cgr_step *s = make_xy(rt, "held", HELD_LEN, held_step, &h);
     float x1[HELD_LEN], x2[HELD_LEN], x3[HELD_LEN];
     uint64_t t1, t2, t3;
     ASSERT_OK(held_run(s, &r, x1, &t1, 1)); /* the warm-up */
