@@ -52,6 +52,27 @@ typedef struct io_nodes {
     cgr__graph_copy copies[2 * CGR_MAX_TENSORS];
 } io_nodes;
 
+/* One more copy for l's kernel. */
+static void add_copy(cgr__copy_list *l, const void *src, void *dst, size_t bytes)
+{
+    l->src[l->n] = src;
+    l->dst[l->n] = dst;
+    l->bytes[l->n++] = bytes;
+}
+
+/* Tensor t, to or from slot 0, by l's zero-copy kernel or, larger than max, a memcpy node. */
+static void plan_tensor(io_nodes *io, cgr__copy_list *l, const cgr__tensor *t,
+                        unsigned char *slot, size_t max)
+{
+    if (t->cur_bytes > max)
+        io->copies[io->n_copies++] =
+            (cgr__graph_copy){NULL, t->dev, t->slot_offset, t->cur_bytes, l->to_host};
+    else if (l->to_host)
+        add_copy(l, t->dev, slot + t->slot_offset, t->cur_bytes);
+    else
+        add_copy(l, slot + t->slot_offset, t->dev, t->cur_bytes);
+}
+
 /*
  * Splits tensors by size and fills the zero-copy lists with slot 0's
  * addresses: the sources of the input list, the destinations of the
@@ -67,36 +88,14 @@ static void plan_io(const cgr_step *s, io_nodes *io)
     const size_t zero_copy_max = s->rt->opt.advanced.zero_copy_max_bytes;
     unsigned char *dev = s->pinned_dev;
     memset(io, 0, sizeof *io);
-    for (int i = 0; i < s->n_in; i++) {
-        const cgr__tensor *t = &s->in[i];
-        if (t->cur_bytes <= zero_copy_max) {
-            int k = io->zin.n++;
-            io->zin.src[k] = dev + t->slot_offset;
-            io->zin.dst[k] = t->dev;
-            io->zin.bytes[k] = t->cur_bytes;
-        } else {
-            io->copies[io->n_copies++] =
-                (cgr__graph_copy){NULL, t->dev, t->slot_offset, t->cur_bytes, 0};
-        }
-    }
-    if (s->n_dyn) {
-        int k = io->zin.n++;
-        io->zin.src[k] = dev + CGR__SLOT_DIMS_OFFSET;
-        io->zin.dst[k] = s->dims_dev;
-        io->zin.bytes[k] = (size_t)s->n_dyn * sizeof(int64_t);
-    }
-    for (int i = 0; i < s->n_out; i++) {
-        const cgr__tensor *t = &s->out[i];
-        if (t->cur_bytes <= zero_copy_max) {
-            int k = io->zout.n++;
-            io->zout.src[k] = t->dev;
-            io->zout.dst[k] = dev + t->slot_offset;
-            io->zout.bytes[k] = t->cur_bytes;
-        } else {
-            io->copies[io->n_copies++] =
-                (cgr__graph_copy){NULL, t->dev, t->slot_offset, t->cur_bytes, 1};
-        }
-    }
+    io->zout.to_host = 1;
+    for (int i = 0; i < s->n_in; i++)
+        plan_tensor(io, &io->zin, &s->in[i], dev, zero_copy_max);
+    if (s->n_dyn)
+        add_copy(&io->zin, dev + CGR__SLOT_DIMS_OFFSET, s->dims_dev,
+                 (size_t)s->n_dyn * sizeof(int64_t));
+    for (int i = 0; i < s->n_out; i++)
+        plan_tensor(io, &io->zout, &s->out[i], dev, zero_copy_max);
     /* An armable step's input kernel waits at the slot's gate (capture/gate.c). */
     if (s->armable) {
         io->zin.gate = (unsigned long long *)(dev + CGR__SLOT_GATE_OFFSET);
@@ -111,7 +110,6 @@ static void plan_io(const cgr_step *s, io_nodes *io)
         l[k]->slot_stride = s->slot_stride;
         l[k]->n_slots = s->ring.slots;
     }
-    io->zout.to_host = 1;
     io->zout.flag = (unsigned long long *)dev; /* the slot's first word */
     io->zout.seq = s->sig_dev;
     io->zout.arrive = (unsigned int *)(s->sig_dev + s->ring.slots);
