@@ -522,9 +522,8 @@ static cgr_status list_edges(cudaGraph_t g, const node_list *l, edge **out, size
     cgr_status st = CGR_STATUS_OK;
     if (!from || !to || !data || !e || !by_node) {
         st = CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: %zu graph edges", count);
-    } else if (cgr__graph_edges(g, from, to, data, &count) != cudaSuccess) {
-        st = CGR_FAIL(CGR_STATUS_CUDA_ERROR, "cudaGraphGetEdges failed: %s",
-                      cudaGetErrorString(cudaGetLastError()));
+    } else if ((ce = cgr__graph_edges(g, from, to, data, &count)) != cudaSuccess) {
+        st = cgr__cuda_fail((int)ce, "cudaGraphGetEdges");
     } else {
         for (size_t k = 0; k < l->n; k++)
             by_node[k] = (node_at){l->node[k], k};
