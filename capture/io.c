@@ -81,7 +81,6 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
      */
     CGR_CUDA_TRY_GOTO(cudaMemsetAsync(s->sig_dev, 0, CGR__SIG_BYTES(slots), rt->stream), st, fail);
     s->stats.pinned_bytes = pinned;
-    rt->pinned_bytes += pinned;
     return CGR_STATUS_OK;
 
 fail:
@@ -103,7 +102,6 @@ void cgr__step_free_io(cgr_step *s)
     }
     cgr__persist_free(&rt->persist, s->sig_dev);
     cgr__persist_free(&rt->persist, s->dims_dev);
-    rt->pinned_bytes -= s->stats.pinned_bytes;
     for (int i = 0; i < s->n_in; i++)
         cgr__persist_free(&rt->persist, s->in[i].dev);
     for (int i = 0; i < s->n_out; i++)

@@ -217,9 +217,9 @@ CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stat
             out->arena_planned = s->stats.scratch_peak;
         if (s->stats.scratch_lower_bound > out->arena_lower_bound)
             out->arena_lower_bound = s->stats.scratch_lower_bound;
+        out->pinned_bytes += s->stats.pinned_bytes;
     }
     out->persistent_bytes = rt->persist.bytes;
-    out->pinned_bytes = rt->pinned_bytes;
     cgr__unlock(mrt);
     return CGR_STATUS_OK;
 }
