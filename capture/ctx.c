@@ -29,6 +29,9 @@ static cgr_status tensor_at(const cgr_ctx *c, const char *fn, int out_side, int 
                             const void *out, const cgr__tensor **t)
 {
     CGR_TRY(cgr__check_ctx(c, fn));
+    if (out_side != 0 && out_side != 1)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: output is %d, must be 0 (an input) or "
+                        "1 (an output)", fn, out_side);
     int n = out_side ? c->step->n_out : c->step->n_in;
     if (index < 0 || index >= n)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "%s: index %d, step '%s' has %d %s", fn,
@@ -62,10 +65,6 @@ CGR_API cgr_status cgr_ctx_output(const cgr_ctx *c, int index, void **out)
 CGR_API cgr_status cgr_ctx_desc(const cgr_ctx *c, int output, int index,
                                 const cgr_tensor_desc **out)
 {
-    CGR_TRY(cgr__check_ctx(c, "cgr_ctx_desc"));
-    if (output != 0 && output != 1)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_ctx_desc: output is %d, must be 0 "
-                        "(an input) or 1 (an output)", output);
     const cgr__tensor *t = NULL;
     CGR_TRY(tensor_at(c, "cgr_ctx_desc", output, index, out, &t));
     *out = &t->cur;
