@@ -3,6 +3,7 @@
  * the list of its shapes (public API in cgr.h).
  * Everything is read under rt->lock, so one snapshot is consistent.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "replay.h"
@@ -100,26 +101,23 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
      * one entry, so their last uses differ), then those that run eagerly
      * for good; warming ones are not listed.
      */
-    const uint32_t cap = s->shapes->capacity;
+    const cgr__shapes *m = s->shapes;
     const cgr__shape *pick = NULL;
-    int k = 0;
-    for (uint64_t below = UINT64_MAX; k <= index; k++) {
-        const cgr__shape *next = NULL;
-        for (uint32_t i = 0; i < cap; i++) {
-            const cgr__shape *e = &s->shapes->entries[i];
-            if (e->state == CGR__SHAPE_GRAPH && e->last_use < below &&
-                (!next || e->last_use > next->last_use))
-                next = e;
-        }
-        if (!next)
-            break;
-        pick = next;
-        below = next->last_use;
-    }
-    if (k <= index)
+    int k = (int)m->n_graphs;
+    uint64_t below = UINT64_MAX;
+    for (int j = 0; index < k && j <= index; j++) {
         pick = NULL;
-    for (uint32_t i = 0; i < cap && !pick; i++) {
-        const cgr__shape *e = &s->shapes->entries[i];
+        for (uint32_t i = 0; i < m->capacity; i++) {
+            const cgr__shape *e = &m->entries[i];
+            if (e->state == CGR__SHAPE_GRAPH && e->last_use < below &&
+                (!pick || e->last_use > pick->last_use))
+                pick = e;
+        }
+        assert(pick != NULL); /* n_graphs entries hold a graph */
+        below = pick->last_use;
+    }
+    for (uint32_t i = 0; i < m->capacity && !pick; i++) {
+        const cgr__shape *e = &m->entries[i];
         if (e->state == CGR__SHAPE_EAGER && k++ == index)
             pick = e;
     }
