@@ -17,14 +17,6 @@
 #define CGR__MIB ((size_t)1 << 20)
 #define CGR__GIB ((size_t)1 << 30)
 
-static int all_zero(const unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i])
-            return 0;
-    return 1;
-}
-
 /* ---- options ---------------------------------------------------------------- */
 
 static void options_defaults(cgr_options *opt)
@@ -385,6 +377,7 @@ static uint16_t to_binary16(double v, int man, int bias)
 /* One element of `value` in dtype t, or INVALID_ARGUMENT when it does not fit. */
 cgr_status cgr__pad_bytes(cgr_dtype t, double v, unsigned char out[8], int *nonzero)
 {
+    static const unsigned char zero[8];
     unsigned char b[8] = {0};
     switch (t) {
     case CGR_DTYPE_F32: {
@@ -426,7 +419,7 @@ cgr_status cgr__pad_bytes(cgr_dtype t, double v, unsigned char out[8], int *nonz
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "dtype %d is not a cgr_dtype", (int)t);
     }
     memcpy(out, b, 8);
-    *nonzero = !all_zero(b, 8);
+    *nonzero = memcmp(b, zero, sizeof zero) != 0;
     return CGR_STATUS_OK;
 }
 
