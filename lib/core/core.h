@@ -57,7 +57,6 @@ struct cgr_runtime {
     struct cgr_step *steps;     /* live steps (singly linked) */
     uint64_t runs, warmup_runs, replays, captures, eager_runs; /* cgr_runtime_stats */
     double capture_us;
-    size_t pinned_bytes;
     struct cgr__comm *comm;     /* attached NCCL communicator (comm/comm.h); NULL: none */
     /*
      * Serializes every public call that reads or changes the runtime's or
