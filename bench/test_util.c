@@ -1,4 +1,6 @@
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +54,57 @@ void *dmalloc(size_t n)
     return track(p, 1);
 }
 
+void up(void *d, const void *h, size_t n)
+{
+    CUDA_OK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+}
+
+void down(void *h, const void *d, size_t n)
+{
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
+}
+
+float *dev_of(const float *h, size_t n)
+{
+    float *d = dmalloc(n * sizeof *d);
+    up(d, h, n * sizeof *d);
+    return d;
+}
+
+float *down_new(const float *d, size_t n)
+{
+    float *h = xmalloc(n * sizeof *h);
+    down(h, d, n * sizeof *h);
+    return h;
+}
+
+void poison(void *d, size_t n, cudaStream_t s)
+{
+    CUDA_OK(cudaMemsetAsync(d, 0xff, n, s));
+}
+
+void fill(rng *r, float *x, size_t n, float scale)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = rng_float(r) * scale;
+}
+
+float *rand_new(rng *r, size_t n, float scale)
+{
+    float *x = xmalloc(n * sizeof *x);
+    fill(r, x, n, scale);
+    return x;
+}
+
+double *to_double(const float *x, size_t n)
+{
+    double *d = xmalloc(n * sizeof *d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (double)x[i];
+    return d;
+}
+
 double check_close(const char *name, const char *what, const float *got, const double *want,
                    const double *scale, size_t n, double rtol, double atol, double norm_tol)
 {
@@ -87,7 +140,7 @@ double check_close(const char *name, const char *what, const float *got, const d
     return nrel;
 }
 
-void same_bytes(const char *what, const void *a, const void *b, size_t bytes)
+void same_bytes(const void *a, const void *b, size_t bytes, const char *fmt, ...)
 {
     if (memcmp(a, b, bytes) == 0)
         return;
@@ -95,6 +148,11 @@ void same_bytes(const char *what, const void *a, const void *b, size_t bytes)
     size_t i = 0;
     while (x[i] == y[i])
         i++;
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
     TEST_FAIL_("%s: not bitwise equal, first differing byte %zu of %zu", what, i, bytes);
 }
 

@@ -1,14 +1,16 @@
 /*
  * Shared by the bench's gpu tests, on top of the gpu suite's helpers
- * (tests/gpu/common.h): buffers freed together, bitwise comparison, and
- * dropout's decisions and rate as the host computes them. Any failure
- * fails the test (exit 1).
+ * (tests/gpu/common.h): buffers freed together, copies to and from the
+ * device, random host data, comparisons, and dropout's decisions and rate
+ * as the host computes them. Any failure fails the test (exit 1).
  */
 #ifndef CGR_BENCH_TEST_UTIL_H
 #define CGR_BENCH_TEST_UTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cuda_runtime_api.h>
 
 #include "common.h"
 
@@ -29,6 +31,24 @@ void release(size_t mark);
 void *xmalloc(size_t n);
 void *dmalloc(size_t n);
 
+/* n bytes from host to device; the copy is done when it returns. */
+void up(void *d, const void *h, size_t n);
+/* n bytes from device to host, after all the device's work so far (a failed kernel fails here). */
+void down(void *h, const void *d, size_t n);
+/* n floats of h in a new device buffer (dmalloc). */
+float *dev_of(const float *h, size_t n);
+/* n floats of device buffer d in a new host buffer (xmalloc), as down() reads them. */
+float *down_new(const float *d, size_t n);
+/* 0xff bytes on stream s: a NaN in every float, so an output left unwritten fails a check. */
+void poison(void *d, size_t n, cudaStream_t s);
+
+/* x[i] = rng_float(r) * scale for n floats: uniform in [-scale, scale), never 0. */
+void fill(rng *r, float *x, size_t n, float scale);
+/* The same in a new host buffer (xmalloc). */
+float *rand_new(rng *r, size_t n, float scale);
+/* x as doubles in a new host buffer (xmalloc). */
+double *to_double(const float *x, size_t n);
+
 /*
  * Element i of got passes when |got_i - want_i| <= rtol * scale_i + atol,
  * scale_i = scale[i] when given, |want_i| otherwise; a NaN want needs a NaN
@@ -39,8 +59,13 @@ void *dmalloc(size_t n);
 double check_close(const char *name, const char *what, const float *got, const double *want,
                    const double *scale, size_t n, double rtol, double atol, double norm_tol);
 
-/* Fails with the first differing byte unless a and b are bitwise equal. */
-void same_bytes(const char *what, const void *a, const void *b, size_t bytes);
+/*
+ * Fails with the first differing byte unless a and b are bitwise equal (a
+ * bug that changes nothing but rounding still shows); the printf-style
+ * fmt names what is compared in the message.
+ */
+void same_bytes(const void *a, const void *b, size_t bytes, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /*
  * mlp_dropout's contract: element e of a layer whose Philox counters start

@@ -77,23 +77,22 @@ typedef struct fwd {
     size_t scratch_bytes, logit_bytes;
 } fwd;
 
-/* Fills scratch and logits with 0xFF bytes (NaN as floats). */
-static void poison(const fwd *f)
+/* Fills scratch and logits with NaN (poison). */
+static void poison_fwd(const fwd *f)
 {
-    CUDA_OK(cudaMemsetAsync(f->scratch, 0xFF, f->scratch_bytes, f->s));
-    CUDA_OK(cudaMemsetAsync(f->logits_d, 0xFF, f->logit_bytes, f->s));
+    poison(f->scratch, f->scratch_bytes, f->s);
+    poison(f->logits_d, f->logit_bytes, f->s);
 }
 
 /* One forward pass on poisoned buffers, eager or (exec) a replay; its logits into out. */
 static void forward(const fwd *f, cudaGraphExec_t exec, float *out)
 {
-    poison(f);
+    poison_fwd(f);
     if (exec)
         CUDA_OK(cudaGraphLaunch(exec, f->s));
     else
         CNN_OK(cnn_forward_enqueue(f->m, f->h, f->s, f->x_d, f->logits_d, f->scratch, f->ws));
-    CUDA_OK(cudaStreamSynchronize(f->s));
-    CUDA_OK(cudaMemcpy(out, f->logits_d, f->logit_bytes, cudaMemcpyDeviceToHost));
+    down(out, f->logits_d, f->logit_bytes);
 }
 
 static void run_case(cudnnHandle_t h, cudaStream_t s, int B, cnn_algo_policy policy,
@@ -113,20 +112,18 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, int B, cnn_algo_policy pol
     CNN_OK(cnn_create(&f.m, B, PARAM_SEED));
     CNN_OK(cnn_set_algo_policy(f.m, policy));
     const size_t param_bytes = cnn_param_floats(f.m) * sizeof(float);
-    float *host_params = xmalloc(param_bytes), *params_d = dmalloc(param_bytes);
+    float *host_params = xmalloc(param_bytes);
     cnn_host_params(f.m, host_params);
-    CUDA_OK(cudaMemcpy(params_d, host_params, param_bytes, cudaMemcpyHostToDevice));
-    CNN_OK(cnn_set_device_params(f.m, params_d));
+    CNN_OK(cnn_set_device_params(f.m, dev_of(host_params, cnn_param_floats(f.m))));
     CNN_OK(cnn_prepare(f.m, h));
     CNN_OK(cnn_prepare(f.m, h)); /* idempotent */
     f.scratch_bytes = cnn_scratch_bytes(f.m);
     const size_t ws_bytes = cnn_workspace_bytes(f.m);
     printf("%s: %s; scratch %zu B\n", what, cnn_describe(f.m), f.scratch_bytes);
-    f.x_d = dmalloc(x_bytes);
+    f.x_d = dev_of(x, x_bytes / sizeof(float));
     f.logits_d = dmalloc(f.logit_bytes);
     f.scratch = dmalloc(f.scratch_bytes);
     f.ws = ws_bytes ? dmalloc(ws_bytes) : NULL;
-    CUDA_OK(cudaMemcpy(f.x_d, x, x_bytes, cudaMemcpyHostToDevice));
 
     /* (a) against the reference */
     forward(&f, NULL, l1);
@@ -142,7 +139,7 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, int B, cnn_algo_policy pol
                    what);
 
     /* (c) capture and replay */
-    poison(&f);
+    poison_fwd(&f);
     CUDA_OK(cudaStreamSynchronize(s));
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
@@ -164,7 +161,7 @@ static void run_case(cudnnHandle_t h, cudaStream_t s, int B, cnn_algo_policy pol
                    fused_after_first, cnn_fused_layers(f.m));
 
     /* New input: replay == eager, and the logits moved. */
-    CUDA_OK(cudaMemcpy(f.x_d, x2, x_bytes, cudaMemcpyHostToDevice));
+    up(f.x_d, x2, x_bytes);
     forward(&f, exec, l4);
     forward(&f, NULL, l5);
     if (memcmp(l4, l5, f.logit_bytes) != 0)

@@ -217,11 +217,6 @@ static void run_step(run *r, int k, float *x, int *labels, float *loss, float **
     read_outputs(r->step, ticket, &m->L, m->n_hidden, (size_t)m->cfg.batch, loss, acts);
 }
 
-static void down(void *h, const void *d, size_t n)
-{
-    CUDA_OK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
-}
-
 /*
  * Once the step is idle: the GPU's parameters and AdamW moments, nb bytes
  * each, into p, m and v (m and v may be NULL).
@@ -384,9 +379,7 @@ static void trajectory_run(trajectory *t, int B, float dropout, int capture,
 
 static void same(const char *what, int B, float p, const void *a, const void *b, size_t bytes)
 {
-    char m[160];
-    snprintf(m, sizeof m, "B=%d dropout %g: graphed and eager %s", B, (double)p, what);
-    same_bytes(m, a, b, bytes);
+    same_bytes(a, b, bytes, "B=%d dropout %g: graphed and eager %s", B, (double)p, what);
 }
 
 /* The host's decision for unit e of hidden layer 0 (subsequence 0) in step k. */

@@ -79,50 +79,12 @@ static void use_side(mlp_bufs *b)
 }
 static cublasHandle_t blas;
 
-static void up(void *d, const void *h, size_t n)
-{
-    CUDA_OK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
-}
-
-/* n floats of h in a device buffer of their own. */
-static float *dev_of(const float *h, size_t n)
-{
-    float *d = dmalloc(n * 4);
-    up(d, h, n * 4);
-    return d;
-}
-
-/* The same in a buffer of n + 4 floats, at float offset mis: misaligned when mis = 1. */
+/* n floats of h in a buffer of n + 4 floats, at float offset mis: misaligned when mis = 1. */
 static float *dev_at(const float *h, size_t n, int mis)
 {
     float *d = (float *)dmalloc((n + 4) * 4) + mis;
     up(d, h, n * 4);
     return d;
-}
-
-static void sync_ok(void)
-{
-    CUDA_OK(cudaStreamSynchronize(stream));
-}
-
-static void down(void *h, const void *d, size_t n)
-{
-    sync_ok();
-    CUDA_OK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
-}
-
-/* n floats of device buffer d, in a new host buffer. */
-static float *down_new(const float *d, size_t n)
-{
-    float *h = xmalloc(n * 4);
-    down(h, d, n * 4);
-    return h;
-}
-
-/* 0xff bytes: a NaN in every float, so unwritten outputs fail the checks. */
-static void poison(void *d, size_t n)
-{
-    CUDA_OK(cudaMemset(d, 0xff, n));
 }
 
 /* An int64 in device memory: a true batch, where the kernels read it. */
@@ -140,37 +102,6 @@ static rng rng_make(uint64_t seed)
     if (r.s == 0)
         r.s = 1;
     return r;
-}
-
-static void fill(rng *r, float *x, size_t n, float scale)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = rng_float(r) * scale;
-}
-
-/* n random floats times scale in a new host buffer. */
-static float *rand_new(rng *r, size_t n, float scale)
-{
-    float *x = xmalloc(n * 4);
-    fill(r, x, n, scale);
-    return x;
-}
-
-static double *to_double(const float *x, size_t n)
-{
-    double *d = xmalloc(n * sizeof *d);
-    for (size_t i = 0; i < n; i++)
-        d[i] = (double)x[i];
-    return d;
-}
-
-/* Bitwise equality (a bug that changes nothing but rounding still shows). */
-static void same_bits(const char *name, const char *what, const void *a, const void *b,
-                      size_t bytes)
-{
-    char m[256];
-    snprintf(m, sizeof m, "%s: %s", name, what);
-    same_bytes(m, a, b, bytes);
 }
 
 /* ---- (a) kernels --------------------------------------------------------------------- */
@@ -283,9 +214,9 @@ static void xent_run(const xent_fix *f, const int64_t *dtb, int bias, int pdl, f
                      float *hrl, float *loss)
 {
     const float *db = bias ? f->db : NULL;
-    poison(f->dd, f->n * 4);
-    poison(f->drl, (size_t)f->B * 4);
-    poison(f->dloss, 4);
+    poison(f->dd, f->n * 4, stream);
+    poison(f->drl, (size_t)f->B * 4, stream);
+    poison(f->dloss, 4, stream);
     CUDA_OK(mlp_softmax_xent_masked(f->dl, db, f->dlab, dtb, f->drl, f->dloss, f->dd, f->B, f->C,
                                     stream, pdl));
     down(hd, f->dd, f->n * 4);
@@ -393,11 +324,11 @@ static void softmax_masked_case(rng *r, const char *g, int B, int64_t tb, int wa
         float *ud = xmalloc(f.n * 4), *url = xmalloc((size_t)B * 4), uloss;
         xent_run(&f, NULL, bias, pdl, ud, url, &uloss);
         snprintf(what, sizeof what, "B=%d T=B == unmasked: dlogits", B);
-        same_bits(g, what, f.hd, ud, f.n * 4);
+        same_bytes(f.hd, ud, f.n * 4, "%s: %s", g, what);
         snprintf(what, sizeof what, "B=%d T=B == unmasked: row_loss", B);
-        same_bits(g, what, f.hrl, url, (size_t)B * 4);
+        same_bytes(f.hrl, url, (size_t)B * 4, "%s: %s", g, what);
         snprintf(what, sizeof what, "B=%d T=B == unmasked: loss", B);
-        same_bits(g, what, &f.loss, &uloss, 4);
+        same_bytes(&f.loss, &uloss, 4, "%s: %s", g, what);
     }
     release(mark);
 }
@@ -530,7 +461,7 @@ static void test_linear_fwd(rng *r)
                 /* plain, plain again, PDL, PDL with the weights loaded before the wait */
                 const float *got[4];
                 for (int v = 0; v < 4; v++) {
-                    poison(dy, ny * 4);
+                    poison(dy, ny * 4, stream);
                     CUDA_OK(mlp_linear_fwd(dy, dW, db, dx, B, out, in, act > 0, drp, stream,
                                            v >= 2, v == 3));
                     got[v] = down_new(dy, ny);
@@ -563,7 +494,7 @@ static void test_linear_fwd(rng *r)
                     check_dropped(g, what, got[0], drop, ny, &dropped);
                 }
                 for (int v = 1; v < 4; v++)
-                    same_bits(gd, what, got[0], got[v], ny * 4);
+                    same_bytes(got[0], got[v], ny * 4, "%s: %s", gd, what);
                 release(mark);
             }
     show_rate(gr, dropped, total);
@@ -611,8 +542,8 @@ static void test_linear_fwd_chain(rng *r)
         const int B = Bs[bi];
         const size_t bytes = (size_t)B * n * 4;
         char what[64];
-        poison(a0, bytes);
-        poison(a1, bytes);
+        poison(a0, bytes, stream);
+        poison(a1, bytes, stream);
         chain_enqueue(dW, db, dx, a0, a1, B, n, 0);
         down(ref, a0, bytes);
         size_t bad = 0; /* poison left in place: NaN */
@@ -621,12 +552,12 @@ static void test_linear_fwd_chain(rng *r)
         if (bad)
             TEST_FAIL_("%s: B=%d: the plain chain left %zu outputs unwritten", g, B, bad);
         for (int run = 0; run < 3; run++) {
-            poison(a0, bytes);
-            poison(a1, bytes);
+            poison(a0, bytes, stream);
+            poison(a1, bytes, stream);
             chain_enqueue(dW, db, dx, a0, a1, B, n, 1);
             down(got, a0, bytes);
             snprintf(what, sizeof what, "B=%d eager run %d", B, run);
-            same_bits(g, what, ref, got, bytes);
+            same_bytes(ref, got, bytes, "%s: %s", g, what);
         }
         cudaGraph_t gr = NULL;
         cudaGraphExec_t exec = NULL;
@@ -635,12 +566,12 @@ static void test_linear_fwd_chain(rng *r)
         CUDA_OK(cudaStreamEndCapture(stream, &gr));
         CUDA_OK(cudaGraphInstantiate(&exec, gr, 0));
         for (int run = 0; run < 10; run++) {
-            poison(a0, bytes);
-            poison(a1, bytes);
+            poison(a0, bytes, stream);
+            poison(a1, bytes, stream);
             CUDA_OK(cudaGraphLaunch(exec, stream));
             down(got, a0, bytes);
             snprintf(what, sizeof what, "B=%d graph replay %d", B, run);
-            same_bits(g, what, ref, got, bytes);
+            same_bytes(ref, got, bytes, "%s: %s", g, what);
         }
         CUDA_OK(cudaGraphExecDestroy(exec));
         CUDA_OK(cudaGraphDestroy(gr));
@@ -673,7 +604,7 @@ static void test_gemv_bwd(rng *r)
                 /* plain, plain again, PDL */
                 const float *o[3];
                 for (int v = 0; v < 3; v++) {
-                    poison(ddx, nx * 4);
+                    poison(ddx, nx * 4, stream);
                     CUDA_OK(mlp_gemv_bwd(ddx, ddy, dW, mask, scale, B, out, in, stream, v == 2));
                     o[v] = down_new(ddx, nx);
                 }
@@ -691,8 +622,8 @@ static void test_gemv_bwd(rng *r)
                 snprintf(what, sizeof what, "B=%d out=%d in=%d%s%s scale=%g", B, out, in,
                          use_mask ? " mask" : "", mis ? " misaligned" : "", (double)scale);
                 check_close(g, what, o[0], want, wabs, nx, 1e-4, 0.0, 1e-4);
-                same_bits(gd, what, o[0], o[1], nx * 4);
-                same_bits(gd, what, o[0], o[2], nx * 4);
+                same_bytes(o[0], o[1], nx * 4, "%s: %s", gd, what);
+                same_bytes(o[0], o[2], nx * 4, "%s: %s", gd, what);
                 release(mark);
             }
 }
@@ -716,11 +647,11 @@ static void test_outer_acc(rng *r)
                 float *ddy = dev_of(hdy, ny), *dx = dev_at(hx, nx, mis), *ddW = dmalloc(nw * 4);
                 float *ddb = dmalloc((size_t)out * 4);
                 float *db = with_db ? ddb : NULL;
-                poison(ddW, nw * 4);
-                poison(ddb, (size_t)out * 4);
+                poison(ddW, nw * 4, stream);
+                poison(ddb, (size_t)out * 4, stream);
                 CUDA_OK(mlp_outer_acc(ddW, db, ddy, dx, B, out, in, stream, 0));
                 const float *w1 = down_new(ddW, nw), *b1 = down_new(ddb, (size_t)out);
-                poison(ddW, nw * 4);
+                poison(ddW, nw * 4, stream);
                 CUDA_OK(mlp_outer_acc(ddW, db, ddy, dx, B, out, in, stream, 1));
                 const float *w2 = down_new(ddW, nw);
 
@@ -732,14 +663,15 @@ static void test_outer_acc(rng *r)
                 snprintf(what, sizeof what, "B=%d out=%d in=%d%s%s dW", B, out, in,
                          with_db ? " +db" : "", mis ? " misaligned" : "");
                 check_close(g, what, w1, want, wabs, nw, 1e-5, 0.0, 0.0);
-                same_bits(gd, what, w1, w2, nw * 4);
+                same_bytes(w1, w2, nw * 4, "%s: %s", gd, what);
                 if (with_db) {
                     snprintf(what, sizeof what, "B=%d out=%d in=%d db", B, out, in);
                     check_close(g, what, b1, bwant, babs, (size_t)out, 1e-5, 0.0, 0.0);
                     /* bias_grad sums in the same order: the same bits. */
-                    poison(ddb, (size_t)out * 4);
+                    poison(ddb, (size_t)out * 4, stream);
                     CUDA_OK(mlp_bias_grad(ddb, ddy, B, out, stream, 1));
-                    same_bits(gb, what, b1, down_new(ddb, (size_t)out), (size_t)out * 4);
+                    same_bytes(b1, down_new(ddb, (size_t)out), (size_t)out * 4, "%s: %s", gb,
+                               what);
                 }
                 release(mark);
             }
@@ -758,7 +690,7 @@ static void test_bias_grad(rng *r)
             const size_t ny = (size_t)B * out;
             const float *hdy = rand_new(r, ny, 1.f);
             float *ddy = dev_of(hdy, ny), *ddb = dmalloc((size_t)out * 4);
-            poison(ddb, (size_t)out * 4);
+            poison(ddb, (size_t)out * 4, stream);
             CUDA_OK(mlp_bias_grad(ddb, ddy, B, out, stream, k % 2));
             const float *got = down_new(ddb, (size_t)out);
             double *want = xmalloc((size_t)out * 8), *wabs = xmalloc((size_t)out * 8);
@@ -873,7 +805,7 @@ static void run_create(run *r, int B, int small_max)
     CUDA_OK(cudaMemset(r->b.m, 0, nb));
     CUDA_OK(cudaMemset(r->b.v, 0, nb));
     CUDA_OK(cudaMemset(r->b.step, 0, sizeof(int)));
-    poison(r->scratch, sz.total_bytes); /* the step must write before it reads */
+    poison(r->scratch, sz.total_bytes, stream); /* the step must write before it reads */
     CUDA_OK(cudaDeviceSynchronize());
 }
 
@@ -1107,7 +1039,7 @@ static void trajectory(int B, int small_max, int pdl, int graph, int side, int s
             MLP_OK(mlp_step_enqueue(&r.cfg, &r.b, blas, stream, pdl));
         CUDA_OK(cudaMemcpyAsync(&losses[k], r.b.loss, sizeof(float), cudaMemcpyDeviceToHost,
                                 stream));
-        sync_ok();
+        CUDA_OK(cudaStreamSynchronize(stream));
     }
     down(params, r.b.params, r.L.n_floats * 4);
     down(count, r.b.step, sizeof(int));
@@ -1157,8 +1089,8 @@ static void test_bitwise_rows(int B, int small_max, const int64_t *tseq)
         snprintf(name, sizeof name, "%s%s, B=%d", tseq ? "padded " : "", variants[v].name, B);
         trajectory(B, small_max, variants[v].pdl, variants[v].graph, variants[v].side, STEPS,
                    tseq, p1, l1, &c1);
-        same_bits(name, "params after 5 steps", p0, p1, L.n_floats * 4);
-        same_bits(name, "losses of 5 steps", l0, l1, sizeof l0);
+        same_bytes(p0, p1, L.n_floats * 4, "%s: params after 5 steps", name);
+        same_bytes(l0, l1, sizeof l0, "%s: losses of 5 steps", name);
         if (c0 != STEPS || c1 != STEPS)
             TEST_FAIL_("%s: device step counts %d and %d, expected %d", name, c0, c1, STEPS);
         printf("  %s: bitwise equal (loss %.6f -> %.6f)\n", name, (double)l0[0],
