@@ -490,15 +490,10 @@ static int cgr_finish(void *self, mode_result *r)
 static void cgr_teardown(void *self)
 {
     cgr_mode *m = self;
-    if (m->rt && m->e->cfg->stats) {
-        printf("cgr stats, chain N=%d, %s:\n", m->e->n, m->name);
-        bench_print_stats(m->rt, (const cgr_step *const *)&m->step, m->step ? 1 : 0);
-    }
-    if (m->step)
-        bench_cgr_failed(cgr_step_destroy(&m->step), "cgr_step_destroy", __FILE__, __LINE__);
-    if (m->rt)
-        bench_cgr_failed(cgr_runtime_destroy(&m->rt), "cgr_runtime_destroy", __FILE__,
-                         __LINE__);
+    if (m->rt && m->e->cfg->stats)
+        bench_print_stats(m->rt, m->step, "cgr stats, chain N=%d, %s:\n", m->e->n, m->name);
+    BENCH_RUNTIME_DESTROY(&m->rt); /* and the step */
+    m->step = NULL;
     (void)cudaFree(m->saved);
     m->saved = NULL;
 }
@@ -725,8 +720,7 @@ static int diagnose_once(const bench_config *cfg, said_check *c)
         bench_error("the diagnosis did not name cudaStreamSynchronize: %s", s.capture_error);
     rc = c->ok ? 0 : -1;
 out:
-    if (rt)
-        bench_cgr_failed(cgr_runtime_destroy(&rt), "cgr_runtime_destroy", __FILE__, __LINE__);
+    BENCH_RUNTIME_DESTROY(&rt);
     return rc;
 }
 
@@ -783,8 +777,7 @@ static int profile_once(const bench_config *cfg, said_check *c)
     }
     rc = c->ok ? 0 : -1;
 out:
-    if (rt)
-        bench_cgr_failed(cgr_runtime_destroy(&rt), "cgr_runtime_destroy", __FILE__, __LINE__);
+    BENCH_RUNTIME_DESTROY(&rt);
     return rc;
 }
 

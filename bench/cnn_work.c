@@ -48,8 +48,7 @@ static int cnn_setup(void *user, cgr_runtime *rt)
     cnn_user *u = user;
     size_t bytes = cnn_param_floats(u->m) * sizeof(float);
     void *dev = NULL;
-    CGR_CK(cgr_persistent_alloc(rt, bytes, &dev));
-    CK(cudaMemcpy(dev, u->host_params, bytes, cudaMemcpyHostToDevice));
+    TRY(bench_upload(rt, u->host_params, bytes, &dev));
     if (cnn_set_device_params(u->m, dev) != 0) {
         bench_error("cnn_set_device_params: %s", cnn_last_error());
         return -1;

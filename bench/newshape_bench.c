@@ -639,6 +639,7 @@ static int ns_frozen_shapes(ns_suite *S, ns_model *m, cgr_runtime *const rt[2],
  * the clocks, cgr_step_launch timed (host CPU) and its wait (wall).
  */
 typedef struct ns_replay {
+    bench_slot run; /* first: the fast path's step ops take the mode's state as theirs */
     ns_model *m;
     cgr_runtime *rt;
     const newshape_bucket *b;
@@ -646,15 +647,13 @@ typedef struct ns_replay {
     int check;  /* the runtime's frozen_check */
     int warmup; /* steps before the timed ones */
     ns_step_user u;
-    cgr_step *step;
-    cgr_slot slot;
     int64_t T;
 } ns_replay;
 
 static int nr_setup(void *self)
 {
     ns_replay *r = self;
-    return ns_step_create(r->rt, &r->u, r->buckets, &r->step);
+    return ns_step_create(r->rt, &r->u, r->buckets, &r->run.step);
 }
 
 static int nr_prepare(void *self, long k)
@@ -662,24 +661,8 @@ static int nr_prepare(void *self, long k)
     ns_replay *r = self;
     (void)k;
     r->T = ns_true_batch(r->m, r->b);
-    CGR_CK(cgr_step_acquire(r->step, &r->T, 0, &r->slot));
-    mlp_fill_rows(&r->m->rng, &r->m->cfg, r->T, r->slot.inputs[0], r->slot.inputs[1]);
-    return 0;
-}
-
-static int nr_submit(void *self, long k)
-{
-    ns_replay *r = self;
-    (void)k;
-    CGR_CK(cgr_step_launch(r->step, &r->slot));
-    return 0;
-}
-
-static int nr_wait(void *self, long k)
-{
-    ns_replay *r = self;
-    (void)k;
-    CGR_CK(cgr_step_wait(r->step, r->slot.ticket));
+    CGR_CK(cgr_step_acquire(r->run.step, &r->T, 0, &r->run.slot));
+    mlp_fill_rows(&r->m->rng, &r->m->cfg, r->T, r->run.slot.inputs[0], r->run.slot.inputs[1]);
     return 0;
 }
 
@@ -687,7 +670,7 @@ static int nr_check(void *self, long k)
 {
     ns_replay *r = self;
     cgr_run_action a;
-    CGR_CK(cgr_step_run_action(r->step, r->slot.ticket, &a));
+    CGR_CK(cgr_step_run_action(r->run.step, r->run.slot.ticket, &a));
     if (k >= r->warmup && a != CGR_RUN_REPLAY) {
         bench_error("newshape: bucket %lld, frozen-value check %s: timed run %ld was '%s', not "
                     "a replay",
@@ -695,7 +678,7 @@ static int nr_check(void *self, long k)
                     cgr_run_action_name(a));
         return -1;
     }
-    return ns_loss_ok(r->m, r->step, r->slot.ticket, r->T, a);
+    return ns_loss_ok(r->m, r->run.step, r->run.slot.ticket, r->T, a);
 }
 
 /* One capture and, with the check on, one frozen-value check: the warm-up's, none since. */
@@ -703,7 +686,7 @@ static int nr_counts(void *self)
 {
     ns_replay *r = self;
     cgr_step_stats s;
-    CGR_CK(cgr_step_get_stats(r->step, &s));
+    CGR_CK(cgr_step_get_stats(r->run.step, &s));
     if (s.mode != CGR_MODE_GRAPH || s.captures != 1 || s.frozen_checks != (uint64_t)r->check) {
         bench_error("newshape: bucket %lld, frozen-value check %s: %llu capture(s), %llu "
                     "frozen-value check(s), mode %d; expected 1, %d, graph: %s",
@@ -724,7 +707,7 @@ static int nr_finish(void *self, mode_result *res)
 static void nr_teardown(void *self)
 {
     ns_replay *r = self;
-    bench_cgr_failed(cgr_step_destroy(&r->step), "cgr_step_destroy", __FILE__, __LINE__);
+    bench_cgr_failed(cgr_step_destroy(&r->run.step), "cgr_step_destroy", __FILE__, __LINE__);
 }
 
 static void ns_frozen_replays(ns_suite *S, ns_model *m, cgr_runtime *const rt[2],
@@ -740,7 +723,8 @@ static void ns_frozen_replays(ns_suite *S, ns_model *m, cgr_runtime *const rt[2]
                                    .check = side == 0, .warmup = S->cfg->warmup,
                                    .u = {.m = m, .dev = &m->dev[side]}};
             bm[side] = (bench_mode){&b->frozen.replay[side],
-                                    {nr_prepare, nr_submit, nr_wait, nr_check, nr_counts},
+                                    {nr_prepare, bench_slot_submit, bench_slot_wait, nr_check,
+                                     nr_counts},
                                     &nr[side], nr_setup, nr_finish, nr_teardown, NULL};
         }
         char group[64];
@@ -774,8 +758,7 @@ static void ns_frozen(ns_suite *S, ns_model *m, const float *params0)
         ns_frozen_replays(S, m, rt, &S->r->pair[i]);
     S->r->failed |= !ok;
     for (int j = 0; j < made; j++) {
-        if (bench_cgr_failed(cgr_runtime_destroy(&rt[j]), "cgr_runtime_destroy", __FILE__,
-                             __LINE__))
+        if (BENCH_RUNTIME_DESTROY(&rt[j]))
             S->r->failed = 1;
         if (mlp_cgr_state_release(&m->dev[j]) != 0) {
             bench_error("newshape: %s", mlp_last_error());
@@ -896,8 +879,7 @@ int newshape_suite(const bench_config *cfg, bench_results *res)
             }
         }
         ns_raw_free(&raw); /* its state lives on rt */
-        if (bench_cgr_failed(cgr_runtime_destroy(&rt), "cgr_runtime_destroy", __FILE__,
-                             __LINE__))
+        if (BENCH_RUNTIME_DESTROY(&rt))
             R.failed = 1;
         if (mlp_cgr_state_release(&m.dev[0]) != 0) {
             bench_error("newshape: %s", mlp_last_error());

@@ -98,16 +98,6 @@ typedef struct soak {
 
 /* ---- setup ----------------------------------------------------------------- */
 
-static int upload(cgr_runtime *rt, const float *host, size_t n, float **dev)
-{
-    cgr_stream st;
-    CGR_CK(cgr_persistent_alloc(rt, n * sizeof(float), (void **)dev));
-    CGR_CK(cgr_runtime_stream(rt, &st));
-    CK(cudaMemcpyAsync(*dev, host, n * sizeof(float), cudaMemcpyHostToDevice, st));
-    CK(cudaStreamSynchronize(st));
-    return 0;
-}
-
 static int rt_setup(soak *s, soak_rt *r, int capture)
 {
     cgr_options o;
@@ -116,10 +106,11 @@ static int rt_setup(soak *s, soak_rt *r, int capture)
     o.capture = capture;
     o.shape_cache_entries = SOAK_CACHE;
     CGR_CK(cgr_runtime_create(&r->rt, &o));
-    TRY(upload(r->rt, s->host_w1, (size_t)SOAK_D * SOAK_D, &r->m.w1));
-    TRY(upload(r->rt, s->host_b1, SOAK_D, &r->m.b1));
-    TRY(upload(r->rt, s->host_w2, (size_t)SOAK_D * SOAK_D, &r->m.w2));
-    TRY(upload(r->rt, s->host_b2, SOAK_D, &r->m.b2));
+    const size_t wb = (size_t)SOAK_D * SOAK_D * sizeof(float), bb = SOAK_D * sizeof(float);
+    TRY(bench_upload(r->rt, s->host_w1, wb, (void **)&r->m.w1));
+    TRY(bench_upload(r->rt, s->host_b1, bb, (void **)&r->m.b1));
+    TRY(bench_upload(r->rt, s->host_w2, wb, (void **)&r->m.w2));
+    TRY(bench_upload(r->rt, s->host_b2, bb, (void **)&r->m.b2));
     const cgr_tensor_desc in = {.name = "x", .dtype = CGR_DTYPE_F32, .rank = 2,
                                 .dims = {soak_buckets[SOAK_SHAPES - 1], SOAK_D}};
     cgr_tensor_desc out = in;
@@ -146,8 +137,7 @@ static int rt_setup(soak *s, soak_rt *r, int capture)
 
 static void rt_teardown(soak_rt *r)
 {
-    if (r->rt)
-        bench_cgr_failed(cgr_runtime_destroy(&r->rt), "cgr_runtime_destroy", __FILE__, __LINE__);
+    BENCH_RUNTIME_DESTROY(&r->rt);
     memset(r, 0, sizeof *r);
 }
 
@@ -344,10 +334,8 @@ static int soak_body(soak *s)
     s->r.wall_s = (now_us() - t0) * 1e-6;
     CGR_CK(cgr_step_get_stats(s->graph.step, &s->r.graph));
     if (s->cfg->stats) {
-        printf("  graph runtime:\n");
-        bench_print_stats(s->graph.rt, (const cgr_step *const *)&s->graph.step, 1);
-        printf("  eager reference runtime:\n");
-        bench_print_stats(s->eager.rt, (const cgr_step *const *)&s->eager.step, 1);
+        bench_print_stats(s->graph.rt, s->graph.step, "  graph runtime:\n");
+        bench_print_stats(s->eager.rt, s->eager.step, "  eager reference runtime:\n");
     }
     return 0;
 }

@@ -168,8 +168,12 @@ static void bench_print_shape_stats(const cgr_step *step)
     }
 }
 
-void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int n_steps)
+void bench_print_stats(const cgr_runtime *rt, const cgr_step *step, const char *title, ...)
 {
+    va_list ap;
+    va_start(ap, title);
+    vprintf(title, ap);
+    va_end(ap);
     cgr_runtime_stats r;
     if (cgr_runtime_get_stats(rt, &r) != CGR_STATUS_OK) {
         printf("  cgr stats: unavailable (%s)\n", cgr_last_error());
@@ -183,34 +187,73 @@ void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int 
            "persistent %.3f MiB, pinned %.3f MiB\n",
            mib(r.arena_reserved), mib(r.arena_planned), mib(r.arena_lower_bound),
            mib(r.persistent_bytes), mib(r.pinned_bytes));
-    for (int i = 0; i < n_steps; i++) {
-        cgr_step_stats s;
-        if (!steps[i] || cgr_step_get_stats(steps[i], &s) != CGR_STATUS_OK) {
-            printf("  step %d: stats unavailable (%s)\n", i, cgr_last_error());
-            continue;
-        }
-        printf("  step %-2d      %s; %llu runs = %llu warm-up + %llu replays + %llu eager\n", i,
-               mode_name(s.mode), (unsigned long long)s.runs, (unsigned long long)s.warmup_runs,
-               (unsigned long long)s.replays, (unsigned long long)s.eager_runs);
-        printf("               %llu captures (%llu failed), last %.1f us; graph %llu nodes "
-               "(%llu kernel, %llu memcpy)\n",
-               (unsigned long long)s.captures, (unsigned long long)s.capture_failures,
-               s.last_capture_us + s.last_make_us, (unsigned long long)s.graph_nodes,
-               (unsigned long long)s.graph_kernel_nodes, (unsigned long long)s.graph_memcpy_nodes);
-        printf("               I/O %llu zero-copy + %llu memcpy tensors; scratch %llu requests, "
-               "plan %.3f MiB (lower bound %.3f MiB); pinned %.3f MiB\n",
-               (unsigned long long)s.zero_copy_tensors, (unsigned long long)s.memcpy_tensors,
-               (unsigned long long)s.scratch_requests, mib(s.scratch_peak),
-               mib(s.scratch_lower_bound), mib(s.pinned_bytes));
-        if (s.capture_error[0])
-            printf("               capture error: %s\n", s.capture_error);
-        if (s.armed_runs || s.arm_released)
-            printf("               armed: %llu runs launched ahead (%llu expired and ran "
-                   "again), %llu let through without their launch\n",
-                   (unsigned long long)s.armed_runs, (unsigned long long)s.arm_expired,
-                   (unsigned long long)s.arm_released);
-        bench_print_shape_stats(steps[i]);
+    cgr_step_stats s;
+    if (!step)
+        return;
+    if (cgr_step_get_stats(step, &s) != CGR_STATUS_OK) {
+        printf("  step 0: stats unavailable (%s)\n", cgr_last_error());
+        return;
     }
+    printf("  step 0       %s; %llu runs = %llu warm-up + %llu replays + %llu eager\n",
+           mode_name(s.mode), (unsigned long long)s.runs, (unsigned long long)s.warmup_runs,
+           (unsigned long long)s.replays, (unsigned long long)s.eager_runs);
+    printf("               %llu captures (%llu failed), last %.1f us; graph %llu nodes "
+           "(%llu kernel, %llu memcpy)\n",
+           (unsigned long long)s.captures, (unsigned long long)s.capture_failures,
+           s.last_capture_us + s.last_make_us, (unsigned long long)s.graph_nodes,
+           (unsigned long long)s.graph_kernel_nodes, (unsigned long long)s.graph_memcpy_nodes);
+    printf("               I/O %llu zero-copy + %llu memcpy tensors; scratch %llu requests, "
+           "plan %.3f MiB (lower bound %.3f MiB); pinned %.3f MiB\n",
+           (unsigned long long)s.zero_copy_tensors, (unsigned long long)s.memcpy_tensors,
+           (unsigned long long)s.scratch_requests, mib(s.scratch_peak),
+           mib(s.scratch_lower_bound), mib(s.pinned_bytes));
+    if (s.capture_error[0])
+        printf("               capture error: %s\n", s.capture_error);
+    if (s.armed_runs || s.arm_released)
+        printf("               armed: %llu runs launched ahead (%llu expired and ran "
+               "again), %llu let through without their launch\n",
+               (unsigned long long)s.armed_runs, (unsigned long long)s.arm_expired,
+               (unsigned long long)s.arm_released);
+    bench_print_shape_stats(step);
+}
+
+int bench_upload(cgr_runtime *rt, const void *host, size_t bytes, void **dev)
+{
+    cgr_stream st;
+    CGR_CK(cgr_persistent_alloc(rt, bytes, dev));
+    CGR_CK(cgr_runtime_stream(rt, &st));
+    CK(cudaMemcpyAsync(*dev, host, bytes, cudaMemcpyHostToDevice, st));
+    CK(cudaStreamSynchronize(st));
+    return 0;
+}
+
+int bench_slot_submit(void *self, long k)
+{
+    bench_slot *b = self;
+    (void)k;
+    CGR_CK(cgr_step_launch(b->step, &b->slot));
+    return 0;
+}
+
+int bench_slot_wait(void *self, long k)
+{
+    bench_slot *b = self;
+    (void)k;
+    CGR_CK(cgr_step_wait(b->step, b->slot.ticket));
+    return 0;
+}
+
+int bench_slot_after_warmup(void *self)
+{
+    bench_slot *b = self;
+    cgr_step_stats s;
+    CGR_CK(cgr_step_get_stats(b->step, &s));
+    if (s.mode != b->mode) {
+        bench_error("%s: step mode %d after warm-up, expected %d: %s", b->who, (int)s.mode,
+                    (int)b->mode, s.capture_error);
+        return -1;
+    }
+    return 0;
 }
 
 int capture_begin(cudaStream_t s)

@@ -92,11 +92,38 @@ uint32_t rng_below(bench_rng *r, uint32_t n);
 int float_matches(float got, float want);
 
 /*
- * cgr-bench --stats: prints cgr_runtime_get_stats of rt and
- * cgr_step_get_stats of steps[0..n_steps) to stdout as a readable block.
- * Call it after a workload's last step and before destroying the runtime.
+ * cgr-bench --stats: prints the title (printf-style), then
+ * cgr_runtime_get_stats of rt and cgr_step_get_stats of step (none when
+ * NULL) to stdout as a readable block. Call it after a workload's last
+ * step and before destroying the runtime.
  */
-void bench_print_stats(const cgr_runtime *rt, const cgr_step *const *steps, int n_steps);
+void bench_print_stats(const cgr_runtime *rt, const cgr_step *step, const char *title, ...)
+    BENCH_PRINTF(3, 4);
+
+/* Destroys *rt (NULL or none: nothing) and its steps; nonzero (and reported) on a failure. */
+#define BENCH_RUNTIME_DESTROY(rt)                                                          \
+    bench_cgr_failed(cgr_runtime_destroy(rt), "cgr_runtime_destroy", __FILE__, __LINE__)
+
+/* Copies `bytes` of host data into a new persistent allocation *dev of rt. 0, or -1 (reported). */
+int bench_upload(cgr_runtime *rt, const void *host, size_t bytes, void **dev);
+
+/*
+ * A mode of cgr's fast path (timing.h's step_ops): its state starts with a
+ * bench_slot. Its prepare acquires `slot` (cgr_step_acquire) and writes the
+ * inputs into it, outside the clocks; bench_slot_submit launches it
+ * (cgr_step_launch), bench_slot_wait waits for it, and
+ * bench_slot_after_warmup fails unless the step runs in `mode` after the
+ * warm-up (`who` names it in the message).
+ */
+typedef struct bench_slot {
+    cgr_step *step;
+    cgr_slot slot;
+    cgr_step_mode mode;
+    char who[48];
+} bench_slot;
+int bench_slot_submit(void *self, long k);
+int bench_slot_wait(void *self, long k);
+int bench_slot_after_warmup(void *self);
 
 /* ---- graph capture --------------------------------------------------- */
 

@@ -35,55 +35,22 @@ static int g_trace_pid;
 #define WORK_PROF_STEPS 50
 
 typedef struct work_ctx {
+    bench_slot run; /* first: the fast path's step ops take the context as theirs */
     const bench_config *cfg;
     const workload *w;
     work_mode *out;
     work_result *r;
     int capture;
     cgr_runtime *rt;
-    cgr_step *step;
     bench_rng rng;
-    cgr_slot slot;
-    uint64_t ticket;
 } work_ctx;
 
 static int w_prepare(void *self, long k)
 {
     work_ctx *c = self;
     (void)k;
-    CGR_CK(cgr_step_acquire(c->step, NULL, 0, &c->slot));
-    c->w->fill(c->w->user, &c->rng, c->slot.inputs);
-    return 0;
-}
-
-static int w_submit(void *self, long k)
-{
-    work_ctx *c = self;
-    (void)k;
-    CGR_CK(cgr_step_launch(c->step, &c->slot));
-    c->ticket = c->slot.ticket;
-    return 0;
-}
-
-static int w_wait(void *self, long k)
-{
-    work_ctx *c = self;
-    (void)k;
-    CGR_CK(cgr_step_wait(c->step, c->ticket));
-    return 0;
-}
-
-static int w_after_warmup(void *self)
-{
-    work_ctx *c = self;
-    cgr_step_stats s;
-    CGR_CK(cgr_step_get_stats(c->step, &s));
-    cgr_step_mode want = c->capture ? CGR_MODE_GRAPH : CGR_MODE_EAGER;
-    if (s.mode != want) {
-        bench_error("%s B=%d: step mode %d after warm-up, expected %d: %s", c->w->name, c->w->B,
-                    (int)s.mode, (int)want, s.capture_error);
-        return -1;
-    }
+    CGR_CK(cgr_step_acquire(c->run.step, NULL, 0, &c->run.slot));
+    c->w->fill(c->w->user, &c->rng, c->run.slot.inputs);
     return 0;
 }
 
@@ -91,20 +58,20 @@ static int w_after_warmup(void *self)
 static int one_step(work_ctx *c)
 {
     TRY(w_prepare(c, 0));
-    TRY(w_submit(c, 0));
-    return w_wait(c, 0);
+    TRY(bench_slot_submit(c, 0));
+    return bench_slot_wait(c, 0);
 }
 
 static int keep_output(work_ctx *c)
 {
     const void *data = NULL;
     size_t bytes = 0;
-    if (!(data = bench_output(c->step, c->ticket, 0, &bytes)))
+    if (!(data = bench_output(c->run.step, c->run.slot.ticket, 0, &bytes)))
         return -1;
     c->out->last_out_bytes = bytes < WORK_OUT_KEEP ? bytes : WORK_OUT_KEEP;
     memcpy(c->out->last_out, data, c->out->last_out_bytes);
     cgr_step_stats s;
-    CGR_CK(cgr_step_get_stats(c->step, &s));
+    CGR_CK(cgr_step_get_stats(c->run.step, &s));
     c->out->capture_us = s.last_capture_us + s.last_make_us;
     c->out->graph_nodes = s.graph_nodes;
     return 0;
@@ -202,7 +169,7 @@ static int work_mode_setup(void *self)
     d.n_outputs = w->n_out;
     d.fn = w->fn;
     d.user = w->user;
-    CGR_CK(cgr_step_create(c->rt, &d, &c->step));
+    CGR_CK(cgr_step_create(c->rt, &d, &c->run.step));
     rng_seed(&c->rng, 0xc0ffee00u + (uint64_t)w->B);
     return 0;
 }
@@ -219,13 +186,11 @@ static void work_mode_teardown(void *self)
 {
     work_ctx *c = self;
     const workload *w = c->w;
-    if (c->cfg->stats && c->rt) {
-        printf("cgr stats, %s B=%d %s:\n", w->name, w->B, c->capture ? "graph" : "eager");
-        bench_print_stats(c->rt, (const cgr_step *const *)&c->step, c->step ? 1 : 0);
-    }
-    if (c->rt)
-        bench_cgr_failed(cgr_runtime_destroy(&c->rt), "cgr_runtime_destroy", __FILE__, __LINE__);
-    c->step = NULL;
+    if (c->cfg->stats && c->rt)
+        bench_print_stats(c->rt, c->run.step, "cgr stats, %s B=%d %s:\n", w->name, w->B,
+                          c->capture ? "graph" : "eager");
+    BENCH_RUNTIME_DESTROY(&c->rt);
+    c->run.step = NULL;
     w->teardown(w->user);
 }
 
@@ -245,8 +210,11 @@ static void work_run(const bench_config *cfg, bench_results *res, const workload
         c[m].r = r;
         c[m].capture = m == WORK_GRAPH;
         c[m].out = &r->mode[m];
+        c[m].run.mode = m == WORK_GRAPH ? CGR_MODE_GRAPH : CGR_MODE_EAGER;
+        snprintf(c[m].run.who, sizeof c[m].run.who, "%.15s B=%d", w[m].name, w[m].B);
         bm[m] = (bench_mode){&r->mode[m].m,
-                             {w_prepare, w_submit, w_wait, NULL, w_after_warmup},
+                             {w_prepare, bench_slot_submit, bench_slot_wait, NULL,
+                              bench_slot_after_warmup},
                              &c[m], work_mode_setup, work_mode_finish, work_mode_teardown, NULL};
     }
     char group[32];

@@ -51,6 +51,7 @@ typedef struct ddp_job {
 
 /* One W-mlp or W-ddp mode's state at batch B. */
 typedef struct ddp_run {
+    bench_slot run; /* first: the fast path's step ops take the mode's state as theirs */
     ddp_job *job;
     int B, mode;
     const float *params0;
@@ -58,9 +59,6 @@ typedef struct ddp_run {
     ddp_model model;
     ddp_io io;          /* the step's tensors (model and io must not move once set up) */
     cgr_runtime *rt;
-    cgr_step *step;
-    cgr_slot slot;
-    uint64_t ticket;
     uint64_t rng;
 } ddp_run;
 
@@ -68,44 +66,20 @@ static int r_prepare(void *self, long k)
 {
     ddp_run *r = self;
     (void)k;
-    CGR_CK(cgr_step_acquire(r->step, NULL, 0, &r->slot));
-    ddp_fill(&r->rng, &r->model.cfg, r->slot.inputs[0], r->slot.inputs[1]);
-    return 0;
-}
-
-static int r_submit(void *self, long k)
-{
-    ddp_run *r = self;
-    (void)k;
-    CGR_CK(cgr_step_launch(r->step, &r->slot));
-    r->ticket = r->slot.ticket;
+    CGR_CK(cgr_step_acquire(r->run.step, NULL, 0, &r->run.slot));
+    ddp_fill(&r->rng, &r->model.cfg, r->run.slot.inputs[0], r->run.slot.inputs[1]);
     return 0;
 }
 
 static int r_wait(void *self, long k)
 {
     ddp_run *r = self;
-    (void)k;
-    CGR_CK(cgr_step_wait(r->step, r->ticket));
+    TRY(bench_slot_wait(self, k));
     float loss = 0.0f;
-    CGR_CK(cgr_step_output(r->step, r->ticket, 0, &loss, sizeof loss, NULL));
+    CGR_CK(cgr_step_output(r->run.step, r->run.slot.ticket, 0, &loss, sizeof loss, NULL));
     if (!isfinite(loss)) {
         bench_error("W-ddp B=%d: the loss is %g", r->B, (double)loss);
         return CHECK_WRONG;
-    }
-    return 0;
-}
-
-static int r_after_warmup(void *self)
-{
-    ddp_run *r = self;
-    cgr_step_stats s;
-    CGR_CK(cgr_step_get_stats(r->step, &s));
-    cgr_step_mode want = r->mode == DDP_EAGER ? CGR_MODE_EAGER : CGR_MODE_GRAPH;
-    if (s.mode != want) {
-        bench_error("W-ddp B=%d: step mode %d after warm-up, expected %d: %s", r->B, (int)s.mode,
-                    (int)want, s.capture_error);
-        return -1;
     }
     return 0;
 }
@@ -136,7 +110,9 @@ static int r_open(ddp_run *r)
     }
     cgr_step_desc d;
     ddp_step_desc(&r->model, r->mode == DDP_SINGLE ? "W-mlp" : "W-ddp", &r->io, &d);
-    CGR_CK(cgr_step_create(r->rt, &d, &r->step));
+    CGR_CK(cgr_step_create(r->rt, &d, &r->run.step));
+    r->run.mode = r->mode == DDP_EAGER ? CGR_MODE_EAGER : CGR_MODE_GRAPH;
+    snprintf(r->run.who, sizeof r->run.who, "W-ddp B=%d", r->B);
     return 0;
 }
 
@@ -154,11 +130,9 @@ static int r_finish(void *self, mode_result *mr)
 {
     ddp_run *r = self;
     (void)mr;
-    if (r->job->cfg->stats) {
-        printf("cgr stats, rank %d, W-ddp B=%d %s:\n", r->job->who.rank, r->B,
-               ddp_mode_names[r->mode]);
-        bench_print_stats(r->rt, (const cgr_step *const *)&r->step, 1);
-    }
+    if (r->job->cfg->stats)
+        bench_print_stats(r->rt, r->run.step, "cgr stats, rank %d, W-ddp B=%d %s:\n",
+                          r->job->who.rank, r->B, ddp_mode_names[r->mode]);
     size_t bytes = r->model.n_floats * sizeof(float);
     float *host = malloc(bytes);
     if (!host) {
@@ -178,7 +152,7 @@ static void r_teardown(void *self)
     ddp_run *r = self;
     if (r->rt) {
         /* The runtime (and its graphs) goes before the communicator ever does. */
-        bench_cgr_failed(cgr_runtime_destroy(&r->rt), "cgr_runtime_destroy", __FILE__, __LINE__);
+        BENCH_RUNTIME_DESTROY(&r->rt);
         ddp_model_teardown(&r->model);
     }
 }
@@ -279,7 +253,8 @@ static void run_batch(ddp_job *job, ddp_batch *b, const float *params0, size_t n
     for (int m = 0; m < DDP_ALLREDUCE; m++) {
         runs[m] = (ddp_run){.job = job, .B = b->B, .mode = m, .params0 = params0,
                             .hash = &hash[m]};
-        bm[m] = (bench_mode){&b->mode[m], {r_prepare, r_submit, r_wait, NULL, r_after_warmup},
+        bm[m] = (bench_mode){&b->mode[m],
+                             {r_prepare, bench_slot_submit, r_wait, NULL, bench_slot_after_warmup},
                              &runs[m], r_setup, r_finish, r_teardown, NULL};
     }
     bm[DDP_ALLREDUCE] = (bench_mode){&b->mode[DDP_ALLREDUCE], {NULL, ar_submit, ar_wait, NULL,

@@ -498,8 +498,8 @@ static int serve_body(serve_run *r, const serve_model *model, serve_rt rts[SERVE
     if (r->cfg->stats)
         for (int m = 0; m < SERVE_MODES; m++) {
             /* Runtime, step and shape counters, and every shape with its replays and last use. */
-            printf("\ncgr stats, W-serve %s:\n", serve_mode_names[m]);
-            bench_print_stats(rts[m].rt, (const cgr_step *const *)&rts[m].step, 1);
+            bench_print_stats(rts[m].rt, rts[m].step, "\ncgr stats, W-serve %s:\n",
+                              serve_mode_names[m]);
         }
     return 0;
 }

@@ -104,12 +104,8 @@ int serve_rt_create(serve_rt *r, const serve_model *m, int device, int capture, 
     o.capture = capture;
     CGR_CK(cgr_runtime_create(&r->rt, &o));
     r->slots = o.staging_slots;
-    cgr_stream st;
-    const size_t bytes = m->L.n_floats * sizeof(float);
-    CGR_CK(cgr_persistent_alloc(r->rt, bytes, (void **)&r->dev_params));
-    CGR_CK(cgr_runtime_stream(r->rt, &st));
-    CK(cudaMemcpyAsync(r->dev_params, m->host_params, bytes, cudaMemcpyHostToDevice, st));
-    CK(cudaStreamSynchronize(st));
+    TRY(bench_upload(r->rt, m->host_params, m->L.n_floats * sizeof(float),
+                     (void **)&r->dev_params));
 
     cgr_tensor_desc in = {.name = "x", .dtype = CGR_DTYPE_F32, .rank = 2,
                           .dims = {SERVE_MAX_BATCH, m->cfg.in_dim}};
@@ -152,8 +148,7 @@ int serve_write_input(serve_rt *r, const cgr_slot *slot, const float *src, size_
 
 void serve_rt_destroy(serve_rt *r)
 {
-    if (r->rt)
-        bench_cgr_failed(cgr_runtime_destroy(&r->rt), "cgr_runtime_destroy", __FILE__, __LINE__);
+    BENCH_RUNTIME_DESTROY(&r->rt);
     r->step = NULL;
     r->dev_params = NULL;
 }
