@@ -321,21 +321,6 @@ int serve_suite(const bench_config *cfg, bench_results *res);
 unsigned mode_budget_s(const bench_config *cfg, double ms_per_step);
 
 /*
- * One mode of a group measured in interleaved rounds: its steps, and what
- * happens around them. setup runs before any mode of the group warms up,
- * finish (final checks) after the last round, teardown always, last.
- */
-typedef struct bench_mode {
-    mode_result *r;
-    step_ops ops;
-    void *self;
-    int (*setup)(void *self);                  /* NULL: none */
-    int (*finish)(void *self, mode_result *r); /* NULL: none */
-    void (*teardown)(void *self);              /* NULL: none */
-    double *round_wall;                        /* [cfg->rounds] or NULL */
-} bench_mode;
-
-/*
  * Runs modes m[0..n) of one group (named in messages, e.g. "chain N=100")
  * under the watchdog: setup of each, measure_rounds over those set up,
  * finish and teardown of each. Marks them skipped when the device is

@@ -315,7 +315,7 @@ unsigned mode_budget_s(const bench_config *cfg, double ms_per_step)
 
 void run_group(bench_results *res, const char *group, bench_mode *m, int n, unsigned budget_s)
 {
-    timed_mode tm[CHAIN_MODES + 4];
+    bench_mode tm[CHAIN_MODES + 4]; /* those set up */
     int *set_up = calloc((size_t)n, sizeof(int));
     int n_tm = 0;
     if (!set_up || n > (int)(sizeof tm / sizeof tm[0])) {
@@ -336,7 +336,7 @@ void run_group(bench_results *res, const char *group, bench_mode *m, int n, unsi
             continue;
         }
         set_up[i] = 1;
-        tm[n_tm++] = (timed_mode){&m[i].ops, m[i].self, m[i].r, m[i].round_wall};
+        tm[n_tm++] = m[i];
     }
     if (n_tm && !res->aborted &&
         measure_rounds(tm, n_tm, res->cfg.warmup, res->cfg.steps, res->cfg.rounds) == -2)

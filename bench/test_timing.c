@@ -39,11 +39,11 @@ static void run(int *log_out)
     static int ids[MODES];
     mode_result r[MODES];
     double round_wall[MODES][ROUNDS];
-    timed_mode m[MODES];
+    bench_mode m[MODES];
     for (int i = 0; i < MODES; i++) {
         ids[i] = i;
         memset(&r[i], 0, sizeof r[i]);
-        m[i] = (timed_mode){&ops, &ids[i], &r[i], round_wall[i]};
+        m[i] = (bench_mode){&r[i], ops, &ids[i], NULL, NULL, NULL, round_wall[i]};
     }
     n_log = 0;
     ASSERT_EQ(measure_rounds(m, MODES, WARMUP, STEPS, ROUNDS), 0);
@@ -104,10 +104,10 @@ static void test_bounds(void)
     static int ids[2] = {0, 1};
     mode_result r[2];
     double round_wall[2][STEPS];
-    timed_mode m[2];
+    bench_mode m[2];
     for (int i = 0; i < 2; i++) {
         memset(&r[i], 0, sizeof r[i]);
-        m[i] = (timed_mode){&ops, &ids[i], &r[i], round_wall[i]};
+        m[i] = (bench_mode){&r[i], ops, &ids[i], NULL, NULL, NULL, round_wall[i]};
     }
     n_log = 0;
     ASSERT_EQ(measure_rounds(m, 2, 1, 6, 0), 0);

@@ -131,18 +131,18 @@ static int run_steps(const step_ops *ops, void *self, long first, int n, double 
 
 int measure(const step_ops *ops, void *self, int warmup, int steps, mode_result *r)
 {
-    timed_mode m = {ops, self, r, NULL};
+    bench_mode m = {r, *ops, self, NULL, NULL, NULL, NULL};
     return measure_rounds(&m, 1, warmup, steps, 1) == 0 ? 0 : -1;
 }
 
 /* A mode that failed: marked, and the device checked. -2 when the device is lost. */
-static int drop_mode(timed_mode *m)
+static int drop_mode(bench_mode *m)
 {
     mode_result_fail(m->r);
     return bench_device_recover() == 0 ? -1 : -2;
 }
 
-int measure_rounds(timed_mode *m, int n, int warmup, int steps, int rounds)
+int measure_rounds(bench_mode *m, int n, int warmup, int steps, int rounds)
 {
     if (rounds < 1)
         rounds = 1;
@@ -170,8 +170,8 @@ int measure_rounds(timed_mode *m, int n, int warmup, int steps, int rounds)
     /* Warm-up of every mode, then its after-warm-up check. */
     for (int i = 0; i < n && rc > -2; i++) {
         bench_clear_error();
-        if (run_steps(m[i].ops, m[i].self, 0, warmup, NULL, NULL, m[i].r) != 0 ||
-            (m[i].ops->after_warmup && m[i].ops->after_warmup(m[i].self) != 0))
+        if (run_steps(&m[i].ops, m[i].self, 0, warmup, NULL, NULL, m[i].r) != 0 ||
+            (m[i].ops.after_warmup && m[i].ops.after_warmup(m[i].self) != 0))
             rc = drop_mode(&m[i]);
         else
             live[i] = 1;
@@ -198,7 +198,7 @@ int measure_rounds(timed_mode *m, int n, int warmup, int steps, int rounds)
             double *w = wall + (size_t)i * (size_t)steps + (size_t)first;
             double *c = cpu + (size_t)i * (size_t)steps + (size_t)first;
             bench_clear_error();
-            if (run_steps(m[i].ops, m[i].self, warmup + first, count, w, c, m[i].r) != 0) {
+            if (run_steps(&m[i].ops, m[i].self, warmup + first, count, w, c, m[i].r) != 0) {
                 live[i] = 0;
                 rc = drop_mode(&m[i]);
                 continue;

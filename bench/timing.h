@@ -54,6 +54,22 @@ typedef struct step_ops {
 } step_ops;
 
 /*
+ * One measured mode: its result, its steps and what happens around them
+ * (run_group, bench.h: setup before any mode of the group warms up, finish
+ * (final checks) after the last round, teardown always, last).
+ */
+typedef struct bench_mode {
+    mode_result *r;
+    step_ops ops;
+    void *self;
+    int (*setup)(void *self);                  /* NULL: none */
+    int (*finish)(void *self, mode_result *r); /* NULL: none */
+    void (*teardown)(void *self);              /* NULL: none */
+    double *round_wall; /* [rounds]: median wall of each round's steps (NaN when not run);
+                           may be NULL */
+} bench_mode;
+
+/*
  * Warms up, then times `steps` steps into r->wall and r->cpu. Returns 0, or
  * -1 after marking r failed (and wrong, for CHECK_WRONG).
  */
@@ -71,23 +87,14 @@ int measure(const step_ops *ops, void *self, int warmup, int steps, mode_result 
  * neither on which ran first nor on what ran before each; rotating only
  * the first mode of a round would keep every mode's neighbours. Each
  * mode's statistics are over all its timed steps.
+ *
+ * measure_rounds measures m[0..n) so (their setup, finish and teardown are
+ * run_group's). A mode that fails is marked failed and left out of the
+ * later rounds; the others go on while the device still works. Returns 0
+ * when every mode ran to the end, -1 when some failed, -2 when the device
+ * became unusable (every unfinished mode is then marked failed).
  */
-typedef struct timed_mode {
-    const step_ops *ops;
-    void *self;
-    mode_result *r;
-    double *round_wall; /* [rounds]: median wall of each round's steps (NaN when
-                           not run); may be NULL */
-} timed_mode;
-
-/*
- * Measures m[0..n) in interleaved rounds. A mode that fails is marked
- * failed and left out of the later rounds; the others go on while the
- * device still works. Returns 0 when every mode ran to the end, -1 when
- * some failed, -2 when the device became unusable (every unfinished mode is
- * then marked failed).
- */
-int measure_rounds(timed_mode *m, int n, int warmup, int steps, int rounds);
+int measure_rounds(bench_mode *m, int n, int warmup, int steps, int rounds);
 
 /* Starts a result: name, zeroed figures, NaN statistics. */
 void mode_result_init(mode_result *r, const char *name);
