@@ -99,15 +99,18 @@ void report_row_text(const report_table *t, const char *label, const char *why)
     printf("%s%*s  %s\n", t->indent, t->label_width, label, why);
 }
 
-const char *report_problem(const mode_result *r, char *buf, size_t n)
+void report_mode_row(const report_table *t, const char *label, const mode_result *r,
+                     const double *v)
 {
+    char why[160];
     if (report_usable(r))
-        return NULL;
-    if (r->skipped)
-        snprintf(buf, n, "skipped (device failed earlier)");
-    else
-        snprintf(buf, n, "FAILED%s: %.90s", r->wrong ? " (WRONG RESULT)" : "", r->error);
-    return buf;
+        report_row(t, label, v);
+    else if (r->skipped)
+        report_row_text(t, label, "skipped (device failed earlier)");
+    else {
+        snprintf(why, sizeof why, "FAILED%s: %.90s", r->wrong ? " (WRONG RESULT)" : "", r->error);
+        report_row_text(t, label, why);
+    }
 }
 
 void report_json_stats(json_writer *w, const char *key, const bench_stats *s, int ok)
@@ -267,16 +270,12 @@ static void chain_rows(const chain_result *c)
 {
     for (int j = 0; j < CHAIN_MODES; j++) {
         const mode_result *r = &c->mode[j];
-        char label[64], why[160];
+        char label[64];
         snprintf(label, sizeof label, "%5d  %-35s", c->n_kernels, chain_labels[j]);
-        if (report_problem(r, why, sizeof why)) {
-            report_row_text(&chain_table, label, why);
-            continue;
-        }
         const double v[] = {r->wall.median, r->wall.p10,   r->wall.p90,
                             r->wall.median / c->n_kernels, r->cpu.median, r->cpu.p10,
                             r->cpu.p90,     r->verified ? (double)r->verified : NAN};
-        report_row(&chain_table, label, v);
+        report_mode_row(&chain_table, label, r, v);
     }
 }
 
@@ -491,18 +490,14 @@ static void report_work(const bench_results *res)
         const work_result *w = &res->work[i];
         for (int m = 0; m < WORK_MODES; m++) {
             const work_mode *x = &w->mode[m];
-            char label[48], why[160];
+            char label[48];
             snprintf(label, sizeof label, "%-6s %4d  %-10s", w->name, w->B, names[m]);
-            if (report_problem(&x->m, why, sizeof why)) {
-                report_row_text(&work_table, label, why);
-                continue;
-            }
             const double p = x->prof_ok ? 1.0 : NAN;
             const double v[] = {x->m.wall.median,         x->m.wall.p10,
                                 x->m.wall.p90,            x->m.cpu.median,
                                 p * x->busy_us,           p * x->busy_union_us,
                                 p * x->m.wall.median / x->busy_us, p * x->kernels_per_step};
-            report_row(&work_table, label, v);
+            report_mode_row(&work_table, label, &x->m, v);
         }
         const work_mode *e = &w->mode[WORK_EAGER], *g = &w->mode[WORK_GRAPH];
         if (report_usable(&e->m) && report_usable(&g->m))

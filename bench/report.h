@@ -47,8 +47,9 @@ void report_head(const report_table *t);
 void report_row(const report_table *t, const char *label, const double *v);
 /* A row that has no figures: the label, then why. */
 void report_row_text(const report_table *t, const char *label, const char *why);
-/* For a mode whose figures are missing: "skipped ..." or "FAILED: error". NULL when usable. */
-const char *report_problem(const mode_result *r, char *buf, size_t n);
+/* Mode r's row: v when r is usable, else "skipped ..." or "FAILED: error". */
+void report_mode_row(const report_table *t, const char *label, const mode_result *r,
+                     const double *v);
 
 /*
  * A line of the closing summary: the label in 46 columns, then v[0..n) in

@@ -398,18 +398,11 @@ static void report_frozen(const newshape_result *S)
         for (int k = 0; k < 2 && S->pair[i].ran_frozen; k++) {
             const newshape_bucket *b = &S->pair[i].b[k];
             const mode_result *on = &b->frozen.replay[0], *off = &b->frozen.replay[1];
-            char why[160];
-            const char *bad = report_problem(on, why, sizeof why);
-            if (!bad)
-                bad = report_problem(off, why, sizeof why);
-            if (bad) {
-                report_row_text(&freplay_table, S->pair[i].path, bad);
-                continue;
-            }
             const double v[] = {(double)b->bucket, on->wall.median, off->wall.median,
                                 on->wall.median - off->wall.median, on->cpu.median,
                                 off->cpu.median, on->cpu.median - off->cpu.median};
-            report_row(&freplay_table, S->pair[i].path, v);
+            /* The figures, or what kept the check-on mode (else the check-off one) from them. */
+            report_mode_row(&freplay_table, S->pair[i].path, report_usable(on) ? off : on, v);
         }
 }
 
