@@ -169,7 +169,6 @@ typedef struct ar_run {
     size_t n;
     cudaStream_t s;
     float *buf;
-    cudaGraph_t g;
     cudaGraphExec_t ge;
 } ar_run;
 
@@ -181,15 +180,15 @@ static int ar_open(ar_run *a)
     CK(cudaStreamCreateWithFlags(&a->s, cudaStreamNonBlocking));
     CK(cudaMalloc((void **)&a->buf, a->n * sizeof(float)));
     CK(cudaMemcpy(a->buf, a->params0, a->n * sizeof(float), cudaMemcpyHostToDevice));
-    CK(cudaStreamBeginCapture(a->s, cudaStreamCaptureModeThreadLocal));
+    cudaGraph_t g = NULL;
+    TRY(capture_begin(a->s));
     ncclResult_t nr = ncclAllReduce(a->buf, a->buf, a->n, ncclFloat, ncclSum, a->comm, a->s);
-    CK(cudaStreamEndCapture(a->s, &a->g));
-    if (nr != ncclSuccess) {
+    if (nr != ncclSuccess)
         bench_error("W-ddp: ncclAllReduce: %s", ncclGetErrorString(nr));
-        return -1;
-    }
-    CK(cudaGraphInstantiate(&a->ge, a->g, 0));
-    return 0;
+    TRY(capture_end(a->s, nr == ncclSuccess, &g));
+    const int rc = graph_instantiate(g, a->s, &a->ge);
+    (void)cudaGraphDestroy(g);
+    return rc;
 }
 
 static int ar_setup(void *self)
@@ -221,13 +220,10 @@ static void ar_teardown(void *self)
     ar_run *a = self;
     if (a->ge)
         (void)cudaGraphExecDestroy(a->ge);
-    if (a->g)
-        (void)cudaGraphDestroy(a->g);
     (void)cudaFree(a->buf);
     if (a->s)
         (void)cudaStreamDestroy(a->s);
     a->ge = NULL;
-    a->g = NULL;
     a->buf = NULL;
     a->s = NULL;
 }
@@ -244,7 +240,7 @@ static void run_batch(ddp_job *job, ddp_batch *b, const float *params0, size_t n
     char group[64];
     snprintf(group, sizeof group, "W-ddp B=%d (rank %d)", b->B, job->who.rank);
     ddp_run runs[DDP_ALLREDUCE];
-    ar_run ar = {job->comm, params0, n_floats, NULL, NULL, NULL, NULL};
+    ar_run ar = {job->comm, params0, n_floats, NULL, NULL, NULL};
     bench_mode bm[DDP_MODES];
     memset(runs, 0, sizeof runs);
     memset(bm, 0, sizeof bm);
