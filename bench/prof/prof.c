@@ -147,12 +147,6 @@ int prof_end(prof *p, int steps, prof_window *out)
     return PROF_OK;
 }
 
-int prof_now(prof *p, uint64_t *ns)
-{
-    const int rc = cgr__prof_now(p->c, ns);
-    return rc == CGR__PROF_OK ? PROF_OK : collector_err(p, rc);
-}
-
 /* ------------------------------------------------------------------ */
 /* top kernels                                                         */
 

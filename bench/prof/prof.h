@@ -121,9 +121,6 @@ int prof_trace_add(prof *p, const char *label, int pid);
  * ui.perfetto.dev and chrome://tracing). May be called more than once. */
 int prof_trace_write(prof *p, const char *path);
 
-/* CUPTI's clock now, in ns (cgr__prof_now). */
-int prof_now(prof *p, uint64_t *ns);
-
 /* The message for the last error on p ("" if none). Never NULL. */
 const char *prof_errmsg(const prof *p);
 

@@ -163,7 +163,7 @@ int main(void)
     CHECK(w.kernel_us >= 10.0, "kernel_us per step %.2f < 10 (spin ~20 us)", w.kernel_us);
     CHECK(w.busy_union_us > 0.0 && w.busy_union_us <= w.busy_us + 1e-6,
           "busy_union_us %.3f vs busy_us %.3f", w.busy_union_us, w.busy_us);
-    /* The window's records themselves, in start order (the serve suite's split reads them). */
+    /* The window's records themselves, in start order. */
     ASSERT_EQ(w.records, 2 * STEPS);
     for (uint64_t i = 1; i < w.records; i++)
         CHECK(w.recs[i - 1].start <= w.recs[i].start, "record %llu starts before the one before",
