@@ -1,5 +1,5 @@
 /*
- * Error checks, capture helpers and the input generator.
+ * Error checks, capture helpers, the input generator and shared cgr calls.
  */
 #include <math.h>
 #include <stdarg.h>

@@ -1,6 +1,7 @@
 /*
- * Error checks, graph capture helpers and the input generator shared by
- * cgr-bench.
+ * Error checks, graph capture helpers, the input generator and the cgr
+ * calls every suite makes the same way (stats, uploads, the fast path's
+ * step ops), shared by cgr-bench.
  *
  * A failed check prints "cgr-bench: error: file:line: call: reason" at once
  * and makes the calling function return -1 (or jump to its cleanup), so a
