@@ -100,11 +100,7 @@ int mlp_workload(int B, int variant, workload *w)
     w->B = B;
     w->n_in = 2;
     w->n_out = 1;
-    w->in[0] = (cgr_tensor_desc){.name = "x", .dtype = CGR_DTYPE_F32, .rank = 2,
-                                 .dims = {B, u->cfg.in_dim}};
-    w->in[1] = (cgr_tensor_desc){.name = "labels", .dtype = CGR_DTYPE_I32, .rank = 1,
-                                 .dims = {B}};
-    w->out[0] = (cgr_tensor_desc){.name = "loss", .dtype = CGR_DTYPE_F32, .rank = 0};
+    mlp_cgr_tensors(&u->cfg, w->in, &w->out[0]);
     w->fn = mlp_step;
     w->user = u;
     w->setup = mlp_setup;

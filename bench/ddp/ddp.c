@@ -45,13 +45,8 @@ void ddp_model_teardown(ddp_model *m)
 
 void ddp_step_desc(ddp_model *m, const char *name, ddp_io *io, cgr_step_desc *desc)
 {
-    const mlp_cfg *c = &m->cfg;
     memset(io, 0, sizeof *io);
-    io->in[0] = (cgr_tensor_desc){.name = "x", .dtype = CGR_DTYPE_F32, .rank = 2,
-                                  .dims = {c->batch, c->in_dim}};
-    io->in[1] = (cgr_tensor_desc){.name = "labels", .dtype = CGR_DTYPE_I32, .rank = 1,
-                                  .dims = {c->batch}};
-    io->out[0] = (cgr_tensor_desc){.name = "loss", .dtype = CGR_DTYPE_F32, .rank = 0};
+    mlp_cgr_tensors(&m->cfg, io->in, &io->out[0]);
     cgr_step_desc_init(desc);
     desc->name = name;
     desc->inputs = io->in;

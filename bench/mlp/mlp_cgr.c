@@ -65,6 +65,15 @@ int mlp_cgr_state_release(mlp_bufs *dev)
     return first == cudaSuccess ? 0 : failed("state_release", cudaGetErrorString(first));
 }
 
+void mlp_cgr_tensors(const mlp_cfg *cfg, cgr_tensor_desc in[2], cgr_tensor_desc *loss)
+{
+    in[0] = (cgr_tensor_desc){.name = "x", .dtype = CGR_DTYPE_F32, .rank = 2,
+                              .dims = {cfg->batch, cfg->in_dim}};
+    in[1] = (cgr_tensor_desc){.name = "labels", .dtype = CGR_DTYPE_I32, .rank = 1,
+                              .dims = {cfg->batch}};
+    *loss = (cgr_tensor_desc){.name = "loss", .dtype = CGR_DTYPE_F32, .rank = 0};
+}
+
 cgr_status mlp_cgr_bind(cgr_ctx *ctx, const mlp_cfg *cfg, size_t scratch_bytes,
                         const mlp_bufs *dev, mlp_bufs *b, cgr_cublas_handle *h, cgr_stream *s)
 {
@@ -108,11 +117,7 @@ int mlp_cgr_dyn_init(mlp_cgr_dyn *d, const mlp_cfg *cfg, const int64_t *buckets,
     if (buckets && buckets[n_buckets - 1] != bmax)
         return failed("dyn_init", "the last bucket must equal cfg->batch (the tensors' max)");
     memset(d, 0, sizeof *d);
-    d->in[0] = (cgr_tensor_desc){.name = "x", .dtype = CGR_DTYPE_F32, .rank = 2,
-                                 .dims = {bmax, cfg->in_dim}};
-    d->in[1] = (cgr_tensor_desc){.name = "labels", .dtype = CGR_DTYPE_I32, .rank = 1,
-                                 .dims = {bmax}};
-    d->out[0] = (cgr_tensor_desc){.name = "loss", .dtype = CGR_DTYPE_F32, .rank = 0};
+    mlp_cgr_tensors(cfg, d->in, &d->out[0]);
     d->n_out = 1;
     for (int i = 0; buckets && i < n_buckets; i++)
         d->buckets[i] = buckets[i];

@@ -32,6 +32,12 @@ int mlp_cgr_state_create(cgr_runtime *rt, const mlp_cfg *cfg, const float *param
 int mlp_cgr_state_release(mlp_bufs *dev);
 
 /**
+ * The step's tensors at batch B = cfg->batch: in[0] x [B][in_dim] (f32),
+ * in[1] labels [B] (i32), *loss the loss (f32 scalar).
+ */
+void mlp_cgr_tensors(const mlp_cfg *cfg, cgr_tensor_desc in[2], cgr_tensor_desc *loss);
+
+/**
  * Inside a step function: the step's buffers (dev's persistent part, the
  * step's inputs and output, scratch carved from one cgr_ctx_alloc of
  * scratch_bytes, the Philox state when cfg->dropout > 0) into *b, plus the
