@@ -131,11 +131,45 @@ static void test_bounds(void)
     ASSERT(one.wall.min <= one.wall.median && one.wall.median <= one.wall.max);
 }
 
+/* The step (from 0) at which a made-up mode fails, and how. */
+static long fail_at;
+static int fail_rc;
+
+static int wait_fails(void *self, long k)
+{
+    (void)self;
+    return k == fail_at ? fail_rc : 0;
+}
+
+/*
+ * A mode fails at the step whose wait or check says so, and it is marked
+ * wrong only for CHECK_WRONG, from either (W-ddp's wait reads its loss).
+ */
+static void test_wrong(void)
+{
+    static const step_ops in_wait = {NULL, submit, wait_fails, NULL, NULL};
+    static const step_ops in_check = {NULL, submit, wait_step, wait_fails, NULL};
+    static const step_ops *const where[2] = {&in_wait, &in_check};
+    int id = 0;
+    for (int w = 0; w < 2; w++) {
+        for (int wrong = 0; wrong < 2; wrong++) {
+            fail_at = 4;
+            fail_rc = wrong ? CHECK_WRONG : -1;
+            mode_result r;
+            memset(&r, 0, sizeof r);
+            ASSERT_EQ(measure(where[w], &id, 2, 6, &r), -1);
+            ASSERT_EQ(r.failed, 1);
+            ASSERT_EQ(r.wrong, wrong);
+        }
+    }
+}
+
 int main(void)
 {
     static int a[MODES * (WARMUP + STEPS)], b[MODES * (WARMUP + STEPS)];
     test_stats();
     test_bounds();
+    test_wrong();
     run(a);
     run(b);
     ASSERT_EQ(memcmp(a, b, sizeof a), 0);
