@@ -124,15 +124,7 @@ int main(void)
         uint64_t t;
         ASSERT_OK(cgr_step_run(s, NULL, ins, &t));
         ASSERT_OK(cgr_step_wait(s, t));
-        const float *y;
-        y = test_output(s, t, 0, NULL);
-        for (int i = 0; i < LEN; i++) {
-            float v = x[i];
-            for (int k = 0; k < CHAIN; k++)
-                v = 2.0f * v + 1.0f;
-            if (y[i] != v)
-                TEST_FAIL_("run %d y[%d] = %.9g, expected %.9g", run, i, y[i], v);
-        }
+        check_affine(x, test_output(s, t, 0, NULL), LEN, CHAIN, "run %d", run);
     }
     cgr_step_stats ss;
     ASSERT_OK(cgr_step_get_stats(s, &ss));
