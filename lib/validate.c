@@ -13,7 +13,6 @@
 #include "bucket.h"
 #include "lib.h"
 
-#define CGR__NAME_MAX 63
 #define CGR__MIB ((size_t)1 << 20)
 #define CGR__GIB ((size_t)1 << 30)
 
@@ -245,9 +244,9 @@ cgr_status cgr__tensor_bytes(const cgr_tensor_desc *t, size_t *bytes)
     const char *name = t->name;
     if (!name || !name[0])
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "tensor name is NULL or empty");
-    if (strlen(name) > CGR__NAME_MAX)
+    if (strlen(name) > CGR_MAX_NAME)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "tensor name \"%.20s...\" is longer than %d",
-                        name, CGR__NAME_MAX);
+                        name, CGR_MAX_NAME);
     size_t es = cgr_dtype_size(t->dtype);
     if (es == 0)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "tensor \"%s\": dtype %d is not a cgr_dtype",
@@ -304,10 +303,10 @@ static cgr_status check_list(const char *what, const cgr_tensor_desc *list, int 
 /* A dynamic dim's bucket policy, or why it is refused. */
 cgr_status cgr__dyn_policy(const cgr_dyn_dim *dd, int j, cgr__bucket_policy *p)
 {
-    if (!dd->name || !dd->name[0] || strlen(dd->name) > CGR__NAME_MAX)
+    if (!dd->name || !dd->name[0] || strlen(dd->name) > CGR_MAX_NAME)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "dyn_dims[%d].name is NULL, empty or longer than %d characters", j,
-                        CGR__NAME_MAX);
+                        CGR_MAX_NAME);
     if (dd->buckets) {
         if (dd->n_buckets < 1 || dd->n_buckets > CGR_MAX_BUCKETS)
             return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
@@ -494,9 +493,9 @@ static cgr_status check_step_desc(const cgr_step_desc *d)
 {
     if (!d->fn)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_desc.fn is NULL");
-    if (d->name && strlen(d->name) > CGR__NAME_MAX)
+    if (d->name && strlen(d->name) > CGR_MAX_NAME)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "step name is longer than %d characters",
-                        CGR__NAME_MAX);
+                        CGR_MAX_NAME);
     CGR_TRY(in_range("cgr_step_desc.armable", d->armable, 0, 1, ""));
     CGR_TRY(check_list("inputs", d->inputs, d->n_inputs));
     CGR_TRY(check_list("outputs", d->outputs, d->n_outputs));

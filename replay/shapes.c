@@ -76,14 +76,14 @@ static void copy_text(char *dst, size_t cap, const char *src)
 static int config_ok(const cgr__shapes_config *cfg)
 {
     if (cfg->n_dims > CGR_MAX_DYN_DIMS || (cfg->dims == NULL && cfg->n_dims > 0) ||
-        (cfg->step_name && strlen(cfg->step_name) > CGR__SHAPES_NAME_MAX) ||
+        (cfg->step_name && strlen(cfg->step_name) > CGR_MAX_NAME) ||
         cfg->warmup_runs < 1 || cfg->warmup_runs > CGR_MAX_WARMUP ||
         (cfg->keep_spare != 0 && cfg->keep_spare != 1) || cfg->max_entries == 0 ||
         cfg->max_entries > CGR__SHAPES_MAX_ENTRIES)
         return 0;
     for (uint32_t i = 0; i < cfg->n_dims; i++) {
         if (!cgr__bucket_valid(&cfg->dims[i].policy) ||
-            (cfg->dims[i].name && strlen(cfg->dims[i].name) > CGR__SHAPES_NAME_MAX))
+            (cfg->dims[i].name && strlen(cfg->dims[i].name) > CGR_MAX_NAME))
             return 0;
     }
     return 1;

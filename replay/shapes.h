@@ -29,8 +29,6 @@
 #define CGR__SHAPES_TEXT_MAX 256u
 /** The churn warning including the NUL. */
 #define CGR__SHAPES_WARNING_MAX 512u
-/** Longest step or dim name kept for messages (as for cgr_step_desc names). */
-#define CGR__SHAPES_NAME_MAX 63u
 /** Update failures are counted per cudaGraphExecUpdateResult 0..14; 15 counts the others. */
 #define CGR__SHAPES_UPDATE_REASONS 16u
 /** No entry. */
@@ -52,13 +50,13 @@ typedef enum cgr__shape_state {
 
 /** One dynamic dim, as the step declares it. */
 typedef struct cgr__shapes_dim_desc {
-    const char *name;           /**< for messages; NULL prints "d<i>"; <= NAME_MAX chars */
+    const char *name;           /**< for messages; NULL prints "d<i>"; <= CGR_MAX_NAME chars */
     cgr__bucket_policy policy;  /**< from cgr__bucket_init_list() or _pow2() */
 } cgr__shapes_dim_desc;
 
 /** Settings of one table: the step's options and dynamic dims, validated at the API edge. */
 typedef struct cgr__shapes_config {
-    const char *step_name;              /**< for messages; NULL: "step"; <= NAME_MAX chars */
+    const char *step_name;              /**< for messages; NULL: "step"; <= CGR_MAX_NAME chars */
     const cgr__shapes_dim_desc *dims;   /**< n_dims entries; may be NULL when n_dims is 0 */
     uint32_t n_dims;                    /**< 0..CGR_MAX_DYN_DIMS */
     uint32_t warmup_runs;               /**< eager runs per new shape, 1..CGR_MAX_WARMUP */
@@ -131,8 +129,8 @@ typedef struct cgr__shapes_outcome {
  * update_error); only the calls below write.
  */
 typedef struct cgr__shapes {
-    char step_name[CGR__SHAPES_NAME_MAX + 1];
-    char dim_name[CGR_MAX_DYN_DIMS][CGR__SHAPES_NAME_MAX + 1]; /**< "" prints "d<i>" */
+    char step_name[CGR_MAX_NAME + 1];
+    char dim_name[CGR_MAX_DYN_DIMS][CGR_MAX_NAME + 1]; /**< "" prints "d<i>" */
     cgr__bucket_policy policy[CGR_MAX_DYN_DIMS];
     uint32_t n_dims;
     uint32_t warmup_runs;

@@ -117,7 +117,7 @@ struct cgr_ctx {
 /* A step input or output. */
 typedef struct cgr__tensor {
     cgr_tensor_desc desc; /* as declared: the largest shape */
-    char name[64];
+    char name[CGR_MAX_NAME + 1];
     size_t bytes;         /* at the declared shape: sizes the buffer and slot space */
     void *dev;            /* static device buffer */
     size_t slot_offset;   /* offset inside each pinned slot */
@@ -140,7 +140,7 @@ struct cgr_step {
     uint32_t magic;
     struct cgr_runtime *rt;
     struct cgr_step *next;
-    char name[64];
+    char name[CGR_MAX_NAME + 1];
     cgr_step_fn fn;
     int fn_cuda_error;          /* cudaGetLastError() as the step function returned (ctx.c) */
     const char *api_fn;         /* the public call submitting the current run (replay/run.c) */

@@ -494,9 +494,9 @@ static void test_init(void)
     ASSERT_DIES(cgr__shapes_init(NULL, &good));
     ASSERT_DIES(cgr__shapes_init(&m, NULL));
     ASSERT_EQ(memcmp(&m, &before, sizeof m), 0);
-    char too_long[CGR__SHAPES_NAME_MAX + 2];
-    memset(too_long, 'n', CGR__SHAPES_NAME_MAX + 1);
-    too_long[CGR__SHAPES_NAME_MAX + 1] = '\0';
+    char too_long[CGR_MAX_NAME + 2];
+    memset(too_long, 'n', CGR_MAX_NAME + 1);
+    too_long[CGR_MAX_NAME + 1] = '\0';
 #define BAD(field_change)                                                                  \
     do {                                                                                   \
         cgr__shapes_dim_desc dd[3];                                                        \
@@ -586,9 +586,9 @@ static void test_init(void)
     cgr__shapes_destroy(&m);
 
     /* Names of exactly the longest length are kept whole, and copied. */
-    char name[CGR__SHAPES_NAME_MAX + 1];
-    memset(name, 'n', CGR__SHAPES_NAME_MAX);
-    name[CGR__SHAPES_NAME_MAX] = '\0';
+    char name[CGR_MAX_NAME + 1];
+    memset(name, 'n', CGR_MAX_NAME);
+    name[CGR_MAX_NAME] = '\0';
     d[0].name = name;
     c = good;
     c.step_name = name;
@@ -1564,10 +1564,10 @@ static void test_churn(void)
 
     /* Every dim with the longest name, and the longest step name: bounded, marked as cut. */
     cgr__shapes_dim_desc many[CGR_MAX_DYN_DIMS];
-    char names[CGR_MAX_DYN_DIMS][CGR__SHAPES_NAME_MAX + 1];
+    char names[CGR_MAX_DYN_DIMS][CGR_MAX_NAME + 1];
     for (int i = 0; i < (int)CGR_MAX_DYN_DIMS; i++) {
-        memset(names[i], 'a' + i, CGR__SHAPES_NAME_MAX);
-        names[i][CGR__SHAPES_NAME_MAX] = '\0';
+        memset(names[i], 'a' + i, CGR_MAX_NAME);
+        names[i][CGR_MAX_NAME] = '\0';
         many[i] = dim(names[i], pow2_policy(64));
     }
     config_init(&c);
@@ -2990,12 +2990,12 @@ static void full_warning(char *out, size_t cap, const char *step, char names[][6
 static void test_churn_warning_cut(void)
 {
     char names[CGR_MAX_DYN_DIMS][64];
-    char step[CGR__SHAPES_NAME_MAX + 1];
+    char step[CGR_MAX_NAME + 1];
     char full[2048], want[CGR__SHAPES_WARNING_MAX];
     int fits = 0, cut = 0;
     for (uint32_t n = 1; n <= CGR_MAX_DYN_DIMS; n++)
-        for (size_t len = 1; len <= CGR__SHAPES_NAME_MAX; len += CGR__SHAPES_NAME_MAX - 1)
-            for (size_t s_len = 1; s_len <= CGR__SHAPES_NAME_MAX; s_len++) {
+        for (size_t len = 1; len <= CGR_MAX_NAME; len += CGR_MAX_NAME - 1)
+            for (size_t s_len = 1; s_len <= CGR_MAX_NAME; s_len++) {
                 cgr__shapes_dim_desc d[CGR_MAX_DYN_DIMS];
                 for (uint32_t i = 0; i < n; i++) {
                     memset(names[i], 'a' + (int)i, len);
@@ -3038,7 +3038,7 @@ static void test_churn_warning_cut(void)
             }
     /* Both kinds were met, and the cut ones at every offset of the parts (63 shifts). */
     ASSERT(fits > 0);
-    ASSERT(cut >= (int)CGR__SHAPES_NAME_MAX);
+    ASSERT(cut >= (int)CGR_MAX_NAME);
 }
 
 /*

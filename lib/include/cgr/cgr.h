@@ -158,6 +158,7 @@ typedef void (*cgr_log_fn)(cgr_log_level level, const char *message, void *user)
 #define CGR_MAX_TENSORS 16 /**< most inputs, and most outputs, of a step */
 #define CGR_MAX_SLOTS 16   /**< most staging slots per step (cgr_options.staging_slots) */
 #define CGR_MAX_WARMUP 100 /**< most warm-up runs (cgr_options.warmup_runs) */
+#define CGR_MAX_NAME 63    /**< most characters of a step's, tensor's or dynamic dim's name */
 /** @} */
 
 /**
