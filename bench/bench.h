@@ -19,7 +19,7 @@ typedef struct bench_config {
     int steps;           /* timed steps per mode (>= 200) */
     int warmup;          /* warm-up steps per mode (>= 20) */
     int rounds;          /* interleaved rounds the timed steps are split into */
-    int quick;           /* only N = 100 for the chain suite */
+    int quick;           /* --quick: fewer steps, sizes, repetitions and requests (usage) */
     int no_pdl;          /* W-serve's kernels without PDL (serve's default is with) */
     int profile;         /* print the top kernels of each graphed workload */
     const char *trace_path; /* Chrome/Perfetto trace of the workloads' profiled steps */
@@ -27,7 +27,7 @@ typedef struct bench_config {
     const char *json_path;
     const char *limits_path; /* --limits: the limits file (limits_file.h) */
     int stats;           /* --stats: print cgr's runtime and step stats after each workload */
-    long soak_steps;     /* replays of the soak suite (--soak-steps) */
+    long soak_steps;     /* runs of the soak suite (--soak-steps) */
 } bench_config;
 
 #define BENCH_MAX_ROUNDS 100
