@@ -2,19 +2,22 @@
 # One call on the GPU machine: build, run the unit/headers/gpu/bench suites,
 # the gpu and bench suites again with programmatic dependent launch forced
 # off and from PTX and under compute-sanitizer memcheck, and cgr-bench's
-# default suite (W-chain plain and with PDL, interleaved). Logs go to $OUT
-# (or /tmp/cgr-gpu-check); a short table is printed last and kept as
-# $OUT/summary.txt: each part's status and its test counts, or cgr-bench's
-# result line and, for the default suite, W-chain's cgr/raw per kernel.
-# Exits 1 when any part that ran failed, else 0. Stopped by SIGTERM or
-# SIGINT (a job's time limit, `timeout`), it still archives the logs and
-# prints the table, the part it stopped in marked STOPPED and the parts
-# after it skipped, and exits 143 or 130.
+# default suite (W-chain plain and with PDL, interleaved, then W-mlp and
+# W-cnn at B = 1). Logs go to $OUT (or /tmp/cgr-gpu-check); a short table is
+# printed last and kept as $OUT/summary.txt: each part's status and its test
+# counts, or cgr-bench's result line and, for the default suite, W-chain's
+# cgr/raw per kernel. Exits 1 when any part that ran failed, else 0. Stopped
+# by SIGTERM or SIGINT (a job's time limit, `timeout`), it still archives the
+# logs and prints the table, the part it stopped in marked STOPPED and the
+# parts after it skipped, and exits 143 or 130.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
 #                      [--sanitizers | --initcheck] [--shapes] [--ddp] [--base DIR]
 #                      [--no-extra | --no-pdl-off | --no-ptx] [--force-ptx-jit] [--no-libs]
-# The two extra gpu-suite passes (about as long as the first each, plus a
-# build for the second):
+# --no-memcheck leaves out the memcheck pass, --no-bench the default suite;
+# --quick-bench runs cgr-bench's default suite and those of --shapes, --ddp
+# and --base with --quick.
+# The two extra passes of the gpu and bench suites (about as long as the
+# first each, plus a build for the second):
 #   pdl-off  CGR_PDL=0: every launch that asks for PDL is a plain one, so the
 #            suite proves the path older GPUs take (docs/runtime.md).
 #   ptx-jit  a second build, build-gpu-ptx, with machine code only for an
@@ -24,25 +27,26 @@
 #            and cgr-bench from PTX at load time, as on a GPU newer than the
 #            build, while cuBLAS and cuDNN run their own machine code. Its
 #            PDL follows the PTX (on from compute_90).
-# --no-extra skips both. --force-ptx-jit adds the gpu suite under
-# CUDA_FORCE_PTX_JIT=1 on the first build (ptx-force): every module of the
-# process then loads from PTX, cuBLAS's and cuDNN's too, which ship PTX only
-# for their newest architecture (CUDA 13's libcublas: compute_120), so the
-# tests that call them are expected to fail there; the other tests prove the
-# build's own PTX. --no-libs adds a third build, build-gpu-nolibs, with
-# -Dcudnn=disabled -Dnccl=disabled, and its gpu and bench suites (no-libs):
-# the build a user without cuDNN or NCCL gets, whose cgr_ctx_cudnn and
-# cgr_nccl.h calls answer CGR_STATUS_NOT_SUPPORTED (test lazy_load).
+# --no-extra skips both, --no-pdl-off and --no-ptx one each. --force-ptx-jit
+# adds the gpu and bench suites under CUDA_FORCE_PTX_JIT=1 on the first build
+# (ptx-force): every module of the process then loads from PTX, cuBLAS's and
+# cuDNN's too, which ship PTX only for their newest architecture (CUDA 13's
+# libcublas: compute_120), so the tests that call them are expected to fail
+# there; the other tests prove the build's own PTX. --no-libs adds a third
+# build, build-gpu-nolibs, with -Dcudnn=disabled -Dnccl=disabled, and its gpu
+# and bench suites (no-libs): the build a user without cuDNN or NCCL gets,
+# whose cgr_ctx_cudnn and cgr_nccl.h calls answer CGR_STATUS_NOT_SUPPORTED
+# (test lazy_load).
 # --workloads also runs `cgr-bench mlp --profile` (W-mlp, all batch sizes and
-# variants), `cgr-bench cnn --profile` (then once more with --trace, for the
-# trace alone: it keeps CUPTI attached, which slows what is timed after the
-# first profiled pass) and the PyTorch peer script on
-# the same GPU, and compares them. --soak runs `cgr-bench soak` (1,000,000
-# replays); --sanitizers adds the racecheck and initcheck setups, --initcheck
+# variants), `cgr-bench cnn --profile` (then once more, `--quick --trace`,
+# for the trace alone: it keeps CUPTI attached, which slows what is timed
+# after the first profiled pass) and the PyTorch peer script on the same
+# GPU, and compares them. --soak runs `cgr-bench soak` (1,000,000 runs);
+# --sanitizers adds the racecheck and initcheck setups, --initcheck
 # initcheck alone (about a minute; racecheck takes most of ten). --shapes
 # runs `cgr-bench serve --stats` (W-serve) and `cgr-bench newshape` (capture
-# against update in place); --ddp runs `cgr-bench ddp --nproc 2` (2 GPUs; on a one-GPU host
-# --nproc 1).
+# against update in place); --ddp runs `cgr-bench ddp --nproc 2` (2 GPUs; on
+# a one-GPU host --nproc 1).
 # --base DIR, after everything else, runs tests/compare.sh DIR against this
 # tree's build-gpu: the old source tree DIR (tests/compare.sh says how to
 # make it) built beside it and both cgr-bench binaries measured in turns,
