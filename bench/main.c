@@ -4,9 +4,10 @@
  *   cgr-bench [chain|mlp|cnn|soak|newshape|serve|ddp|default] [options]
  *
  * Exit status: 0 all modes ran, every checked value was right and every
- * check passed; 1 a mode failed, a value was wrong, a check failed, the
- * limits file could not be read or the watchdog fired; 2 no usable CUDA
- * device; 64 bad command line.
+ * check passed; 1 a mode or suite failed, a value was wrong, a check failed,
+ * the limits file could not be read, the JSON or trace file could not be
+ * written or the watchdog fired; 2 no usable CUDA device; 64 bad command
+ * line.
  */
 #include <errno.h>
 #include <limits.h>
