@@ -9,7 +9,8 @@
 # cgr/raw per kernel. Exits 1 when any part that ran failed, else 0. Stopped
 # by SIGTERM or SIGINT (a job's time limit, `timeout`), it still archives the
 # logs and prints the table, the part it stopped in marked STOPPED and the
-# parts after it skipped, and exits 143 or 130.
+# parts after it skipped, and exits 143 or 130. An unknown option exits 2
+# before anything runs.
 #   tests/gpu-check.sh [--no-memcheck] [--no-bench] [--quick-bench] [--workloads] [--soak]
 #                      [--sanitizers | --initcheck] [--shapes] [--ddp] [--base DIR]
 #                      [--no-extra | --no-pdl-off | --no-ptx] [--force-ptx-jit] [--no-libs]
@@ -79,6 +80,12 @@ while [ $# -gt 0 ]; do
     --no-libs) no_libs=1 ;;
     --base) shift; base=${1:-} ;;
     --base=*) base=${1#--base=} ;;
+    *)
+        # A mistyped option would otherwise leave its part out without a word.
+        echo "gpu-check.sh: unknown option '$1'; the options are listed at the top of" \
+            "tests/gpu-check.sh" >&2
+        exit 2
+        ;;
     esac
     shift
 done

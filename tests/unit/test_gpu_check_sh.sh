@@ -4,7 +4,7 @@
 # by its parts' results; a failed suite reads FAILED and exits 1; a run
 # that `timeout` stops while a suite runs still archives its logs and
 # prints the table, that suite STOPPED and the parts after it skipped, and
-# exits 143.
+# exits 143. An unknown option is refused before anything runs.
 #   test_gpu_check_sh.sh PATH_TO_GPU_CHECK_SH
 script=$1
 command -v timeout >/dev/null || { echo "skipped: no timeout(1)"; exit 77; }
@@ -68,5 +68,16 @@ expect passed 0 ok "build +ok *" "tests +ok +3 ok, 0 failed" "memcheck +skipped 
 expect failed 1 fail "build +ok *" "tests +FAILED +2 ok, 1 failed"
 expect stopped 143 hang "stopped by SIGTERM during 'tests'" "build +ok *" "tests +STOPPED *" \
     "memcheck +skipped *"
-[ $failed = 0 ] && echo "PASS: a finished, a failed and a stopped run each end with their table"
+# A mistyped option stops the script before it builds anything.
+(cd "$tmp" && OUT=$tmp/out.typo PATH=$path bash tree/tests/gpu-check.sh --initchek \
+    >"$tmp/log" 2>&1)
+status=$?
+if [ "$status" != 2 ] || ! grep -q "unknown option '--initchek'" "$tmp/log" ||
+    [ -e "$tmp/out.typo/summary.txt" ]; then
+    echo "typo: exit status $status (expected 2, the option named, no table); output:"
+    sed 's/^/  /' "$tmp/log"
+    failed=1
+fi
+[ $failed = 0 ] && echo "PASS: a finished, a failed and a stopped run each end with their table;" \
+    "an unknown option is refused"
 exit $failed
