@@ -226,7 +226,9 @@ static void work_run(const bench_config *cfg, bench_results *res, const workload
                            memcmp(e->last_out, g->last_out, e->last_out_bytes) == 0;
         if (!r->outputs_equal) {
             bench_error("%s: graphed and eager outputs of the last step differ", group);
+            /* Like a wrong value a step's check finds: no figure of this mode is reported. */
             r->mode[WORK_GRAPH].m.wrong = 1;
+            mode_result_fail(&r->mode[WORK_GRAPH].m);
         }
     }
 }
