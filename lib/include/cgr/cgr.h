@@ -225,8 +225,11 @@ typedef struct cgr_options {
     int staging_slots;         /**< pinned input/output slots per step, 2..CGR_MAX_SLOTS;
                                     default 2 */
     int warmup_runs;           /**< eager runs before capture, 1..CGR_MAX_WARMUP; default 2 */
-    cgr_log_level log_level;   /**< default CGR_LOG_OFF */
-    size_t arena_limit;        /**< bytes of scratch arena allowed; default 16 GiB */
+    cgr_log_level log_level;   /**< default CGR_LOG_OFF; the environment variable CGR_LOG
+                                    (off, error, warn, info or debug), when set to one of
+                                    those, overrides it */
+    size_t arena_limit;        /**< bytes of scratch arena allowed, 1 MiB..1 TiB; default
+                                    16 GiB */
     int capture;               /**< 1 (default): capture after warm-up; 0: run every step
                                     eagerly (a baseline, or to rule graphs out when
                                     debugging) */
@@ -385,7 +388,8 @@ CGR_API cgr_status cgr_runtime_stream(const cgr_runtime *rt, cgr_stream *out);
 
 /** Shape and type of one step input or output. */
 typedef struct cgr_tensor_desc {
-    const char *name;               /**< non-empty; unique within the step */
+    const char *name;               /**< non-empty, at most CGR_MAX_NAME characters;
+                                         unique within the step */
     cgr_dtype dtype;                /**< element type */
     int rank;                       /**< 0..CGR_MAX_RANK (0 is a scalar) */
     int64_t dims[CGR_MAX_RANK];     /**< each >= 1 */
@@ -402,7 +406,8 @@ typedef struct cgr_tensor_desc {
  * inputs to the bucket, and keeps one graph per combination of buckets.
  */
 typedef struct cgr_dyn_dim {
-    const char *name;        /**< for messages ("batch"); non-empty, unique in the step */
+    const char *name;        /**< for messages ("batch"); non-empty, at most CGR_MAX_NAME
+                                  characters, unique in the step */
     const int64_t *buckets;  /**< strictly increasing sizes, the first >= 1 (copied);
                                   NULL: the powers of two below max, then max */
     int n_buckets;           /**< 1..CGR_MAX_BUCKETS with a list; 0 without */
@@ -430,6 +435,9 @@ typedef struct cgr_dim_use {
  * except after a cgr_ctx_* call failed on cgr's side (scratch, the cuBLAS or
  * cuDNN handle, the RNG state): then the run fails with that call's status
  * (e.g. CGR_STATUS_OUT_OF_MEMORY, CGR_STATUS_CUBLAS_ERROR) and message.
+ * A function that returns CGR_STATUS_OK while one of its CUDA calls failed
+ * (cudaGetLastError() reports it after the call) fails an eager or warm-up
+ * run with CGR_STATUS_CUDA_ERROR: that run's outputs are not valid.
  * It must make the same scratch requests, in the same order, on every call
  * (for a step with dynamic dims: on every call with the same buckets).
  *
@@ -453,7 +461,8 @@ typedef cgr_status (*cgr_step_fn)(cgr_ctx *ctx, void *user);
  */
 typedef struct cgr_step_desc {
     size_t struct_size;             /**< set by cgr_step_desc_init() */
-    const char *name;               /**< for messages; NULL means "step" */
+    const char *name;               /**< for messages, at most CGR_MAX_NAME characters;
+                                         NULL means "step" */
     const cgr_tensor_desc *inputs;  /**< n_inputs entries */
     int n_inputs;                   /**< 0..CGR_MAX_TENSORS */
     const cgr_tensor_desc *outputs; /**< n_outputs entries */
@@ -637,7 +646,8 @@ CGR_API cgr_status cgr_step_run(cgr_step *step, const int64_t *dims, const void 
 /**
  * Blocks until run `ticket` (and every earlier run of the step) has
  * finished; CGR_TICKET_LAST waits for every launched run (none launched:
- * returns at once). Its outputs can then be read with cgr_step_output()
+ * returns at once). CGR_STATUS_INVALID_ARGUMENT for a ticket not launched
+ * yet. Its outputs can then be read with cgr_step_output()
  * until the run staging_slots tickets later is launched, or in place
  * through cgr_slot.outputs.
  */
@@ -792,9 +802,10 @@ typedef struct cgr_step_stats {
     uint64_t armed_runs;          /**< runs launched ahead (CGR_ACQUIRE_ARM), then launched */
     uint64_t arm_expired;         /**< of which waited past arm_timeout_us and ran again */
     uint64_t arm_released;        /**< armed runs let through without their launch:
-                                       cgr_step_release, a failed launch, a synchronizing
-                                       warm-up, the close of a profile window, or destroy
-                                       on the runtime */
+                                       cgr_step_release, a failed launch, a warm-up that
+                                       traces its scratch (or any run of a shape whose
+                                       scratch the arena could not back), the close of a
+                                       profile window, or destroy on the runtime */
     /* Shapes (docs/shapes.md). */
     uint64_t new_shapes;          /**< shapes the churn guard saw as new */
     uint64_t frozen_checks;       /**< runs captured again for the frozen-value check
@@ -910,16 +921,20 @@ CGR_API cgr_status cgr_ctx_output(const cgr_ctx *ctx, int index, void **out);
 CGR_API cgr_status cgr_ctx_desc(const cgr_ctx *ctx, int output, int index,
                                 const cgr_tensor_desc **out);
 /**
- * Scratch memory for this run, 256-byte aligned. During capture and replay
- * it is a fixed place in the arena, so the same request gets the same
- * address on every replay.
+ * Scratch memory for this run, 256-byte aligned; bytes 1..1 TiB. During
+ * capture and replay it is a fixed place in the arena, so the same request
+ * gets the same address on every replay. A request that differs from the
+ * one the shape's first run made at its place (size or order) returns
+ * CGR_STATUS_TRACE_MISMATCH, and the run fails with it.
  */
 CGR_API cgr_status cgr_ctx_alloc(cgr_ctx *ctx, size_t bytes, void **out);
 /** Ends the lifetime of a scratch buffer (lets the planner reuse it). */
 CGR_API cgr_status cgr_ctx_free(cgr_ctx *ctx, void *ptr);
 /**
  * The runtime's cuBLAS handle, bound to the stream, with a workspace carved
- * from the arena (cgr calls cublasSetWorkspace after cublasSetStream).
+ * from the arena (cgr calls cublasSetWorkspace after cublasSetStream). Call
+ * it on every run: a first call during capture returns
+ * CGR_STATUS_WRONG_STATE (creating the handle is not allowed there).
  */
 CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *ctx, cgr_cublas_handle *out);
 /**
@@ -938,8 +953,9 @@ CGR_API cgr_status cgr_ctx_bind_cublas(cgr_ctx *ctx, cgr_cublas_handle handle);
  * when cgr was built without cuDNN, or when the first call cannot load
  * libcudnn (cgr does not link it; CGR_CUDNN_LIBRARY names the file to load,
  * and the message the files tried); the run then fails with that status.
- * Take convolution workspaces from cgr_ctx_alloc, and choose algorithms
- * while cgr_ctx_is_capturing() is 0.
+ * Call it on every run: a first call during capture returns
+ * CGR_STATUS_WRONG_STATE. Take convolution workspaces from cgr_ctx_alloc,
+ * and choose algorithms while cgr_ctx_is_capturing() is 0.
  */
 CGR_API cgr_status cgr_ctx_cudnn(cgr_ctx *ctx, cgr_cudnn_handle *out);
 /** Philox parameters of a step, in device memory (see cgr_philox.h). */
@@ -955,8 +971,11 @@ typedef struct cgr_philox_state {
  * i < count, reading state on the device. After the step function returns,
  * cgr advances state->offset by the run's total inside the graph, so every
  * replay draws new numbers without a new capture, and replay k draws what
- * eager run k would. A step must reserve the same counts on every run.
- * The first call must come in a warm-up run (it allocates the state).
+ * eager run k would. A step must reserve the same counts on every run of a
+ * shape (the run fails with CGR_STATUS_TRACE_MISMATCH otherwise). The first
+ * call must come in a warm-up run (it allocates the state;
+ * CGR_STATUS_WRONG_STATE during capture). CGR_STATUS_INVALID_ARGUMENT on an
+ * armable step.
  */
 CGR_API cgr_status cgr_ctx_philox(cgr_ctx *ctx, uint64_t count, const cgr_philox_state **state,
                                   uint64_t *sub);

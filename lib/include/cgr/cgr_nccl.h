@@ -15,12 +15,13 @@
  * on all ranks or on none, and that every rank launch the graph holding it.
  * A rank whose capture fails would otherwise leave its peers' graphs
  * waiting forever for it. So after each capture of a step that used the
- * communicator, all ranks exchange their capture results over a private
- * communicator that cgr splits off at attach time, with a bounded wait:
- * either every rank launches its graph, or on every rank the capture
- * counts as failed (CGR_EAGER_CAPTURE_FAILED, capture_error naming the
- * ranks that failed) and that run and the step's later runs execute
- * eagerly, so the run still succeeds. When the exchange itself cannot complete, the
+ * communicator (the frozen-value check's captures included), all ranks
+ * exchange their capture results over a private communicator that cgr
+ * splits off at attach time, with a bounded wait: either every rank
+ * launches its graph, or on every rank the capture counts as failed
+ * (CGR_EAGER_CAPTURE_FAILED, capture_error naming the ranks that failed)
+ * and that run and the later runs of its shape execute eagerly, so the run
+ * still succeeds. When the exchange itself cannot complete, the
  * capturing run returns CGR_STATUS_TIMEOUT (a peer did not join in time)
  * or CGR_STATUS_COMM_ERROR (NCCL reported an error); cgr then aborts its
  * private communicator, and every later capture that needs the peers'
@@ -97,8 +98,9 @@ CGR_API int cgr_has_nccl(void);
  * (ncclConfig_t.blocking = 0) it is bounded by opt->timeout_ms.
  *
  * Refused, with nothing changed:
- * - CGR_STATUS_INVALID_ARGUMENT: comm is NULL, opt is out of range, or
- *   comm's device (ncclCommCuDevice) is not rt's device;
+ * - CGR_STATUS_INVALID_ARGUMENT: comm is NULL, opt or CGR_NCCL_TIMEOUT_MS
+ *   is out of range, or comm's device (ncclCommCuDevice) is not rt's
+ *   device;
  * - CGR_STATUS_WRONG_STATE: rt already has a communicator, a step of rt
  *   has been captured already (its graph could hold collectives that were
  *   captured without the agreement), inside a step function, or the
