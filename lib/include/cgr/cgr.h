@@ -691,7 +691,8 @@ typedef enum cgr_run_action {
     CGR_RUN_WARMUP,     /**< eager warm-up run of a new shape */
     CGR_RUN_CAPTURE,    /**< captured and instantiated a new graph, then launched it */
     CGR_RUN_UPDATE,     /**< captured, updated a cached executable in place, launched it */
-    CGR_RUN_EAGER       /**< ran eagerly: capture disabled or failed, churn guard, too large */
+    CGR_RUN_EAGER       /**< ran eagerly: capture disabled or failed, churn guard, too large,
+                             a frozen value, or the eager half of a profile window */
 } cgr_run_action;
 
 /** "replay", "warmup", "capture", "update", "eager"; "invalid" otherwise. */
