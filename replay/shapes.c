@@ -491,15 +491,10 @@ void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
 {
     assert(m != NULL && out != NULL && entry < m->capacity && !m->capturing &&
            (reason == CGR_EAGER_FROZEN_VALUE || reason == CGR_EAGER_CAPTURE_FAILED));
-    const uint8_t state = m->entries[entry].state;
-    assert(state == CGR__SHAPE_GRAPH ||
-           (state == CGR__SHAPE_WARMING && reason == CGR_EAGER_CAPTURE_FAILED));
+    assert(m->entries[entry].state == CGR__SHAPE_GRAPH);
     m->stats.capture_failures += reason == CGR_EAGER_CAPTURE_FAILED;
     /* Not an eviction: the graph leaves because it is wrong, not for room. */
-    if (state == CGR__SHAPE_GRAPH)
-        uncharge(m, entry, out);
-    else
-        *out = (cgr__shapes_freed){NULL, 0};
+    uncharge(m, entry, out);
     make_eager(m, entry, reason, text);
 }
 

@@ -219,10 +219,9 @@ void cgr__shapes_offer_withdrawn(cgr__shapes *m, cgr__shapes_freed *victim);
 /**
  * GRAPH entry `entry` must not replay again (it froze a value, or the
  * shape could not be captured again): it runs EAGER for reason (FROZEN or
- * CAPTURE_FAILED) with text, and its payload goes to *out. A WARMING entry
- * that cannot be captured (CAPTURE_FAILED) runs EAGER the same way, with
- * nothing in *out. Not while a capture is in flight. CAPTURE_FAILED counts
- * as a capture failure.
+ * CAPTURE_FAILED) with text, and its payload goes to *out. Not while a
+ * capture is in flight; a shape not yet cached fails at its capture instead
+ * (capture_failed). CAPTURE_FAILED counts as a capture failure.
  */
 void cgr__shapes_refuse(cgr__shapes *m, uint32_t entry, cgr_eager_reason reason,
                               const char *text, cgr__shapes_freed *out);
