@@ -876,7 +876,11 @@ typedef struct cgr_shape_info {
     int n_dims;                     /**< the step's dynamic dims */
     int64_t dims[CGR_MAX_DYN_DIMS]; /**< bucketed values */
     int cached;                     /**< 1: a cached graph; 0: a shape that runs eagerly */
-    uint64_t replays;               /**< cached: replays so far */
+    uint64_t replays;               /**< cached: runs its graph was chosen for so far, a
+                                         frozen-value check, a profile window's eager
+                                         runs and a failed launch included, its capture
+                                         run not (cgr_step_stats counts what each run
+                                         did) */
     uint64_t last_use;              /**< the shape table's count of decisions (one per
                                          run submitted, a failed one included, a run
                                          refused with CGR_STATUS_BUSY not) at its latest
