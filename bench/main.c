@@ -40,17 +40,18 @@ typedef struct bench_suite {
     int (*run)(const bench_config *cfg, bench_results *res); /* or a suite of its own */
     /* The limits its checks use: they must be in the file before hours of measuring. */
     const char *const *limits;
+    int traces; /* 1: it profiles steps, so --trace has something to write */
 } bench_suite;
 
 static const bench_suite suites[] = {
-    {"default", RUN_CHAIN | RUN_MLP | RUN_CNN | RUN_SMALL_B, NULL, canary_limits},
-    {"chain", RUN_CHAIN, NULL, canary_limits},
-    {"mlp", RUN_MLP, NULL, canary_limits},
-    {"cnn", RUN_CNN, NULL, canary_limits},
-    {"soak", 0, soak_suite, soak_limits},
-    {"newshape", 0, newshape_suite, NULL},
-    {"serve", 0, serve_suite, NULL}, /* writes its own trace (--trace) */
-    {"ddp", 0, NULL, NULL},          /* forks its ranks, before any CUDA call */
+    {"default", RUN_CHAIN | RUN_MLP | RUN_CNN | RUN_SMALL_B, NULL, canary_limits, 1},
+    {"chain", RUN_CHAIN, NULL, canary_limits, 0},
+    {"mlp", RUN_MLP, NULL, canary_limits, 1},
+    {"cnn", RUN_CNN, NULL, canary_limits, 1},
+    {"soak", 0, soak_suite, soak_limits, 0},
+    {"newshape", 0, newshape_suite, NULL, 0},
+    {"serve", 0, serve_suite, NULL, 1}, /* writes its own trace */
+    {"ddp", 0, NULL, NULL, 0},          /* forks its ranks, before any CUDA call */
 };
 
 /* --nproc: ranks of the ddp suite. */
@@ -104,7 +105,7 @@ static void usage(FILE *f)
           "                  B = 1, newshape 20 repetitions, serve 2,000 requests\n"
           "  --profile       print the top kernels of each W-mlp and W-cnn graph (CUPTI)\n"
           "  --trace FILE    Chrome/Perfetto trace of the profiled steps of W-mlp, W-cnn\n"
-          "                  and W-serve (the other suites write none); keeps CUPTI\n"
+          "                  and W-serve (refused for other suites); keeps CUPTI\n"
           "                  attached from the first profiled pass on, which slows the\n"
           "                  launches timed after it: take timings from a run without it\n"
           "  --no-pdl        W-serve's kernels without programmatic dependent launch\n"
@@ -226,6 +227,11 @@ static int parse_args(int argc, char **argv, bench_config *cfg, const bench_suit
     }
     if (!*suite)
         *suite = &suites[0];
+    if (cfg->trace_path && !(*suite)->traces) {
+        fprintf(stderr, "cgr-bench: --trace: the %s suite profiles no step, so it would write "
+                "no trace (default, mlp, cnn and serve do)\n", (*suite)->name);
+        return -1;
+    }
     g_nproc = (int)nproc;
     cfg->soak_steps = soak;
     cfg->device = (int)device;

@@ -28,5 +28,10 @@ expect 64 chain --quick --rounds 30 --device 1023
 expect 2 chain --quick --steps 300 --rounds 30 --device 1023
 expect 2 chain --steps=300 --quick --rounds 30 --device 1023
 expect 64 chain --rounds 30 --steps 250 --device 1023
+# --trace only where a suite profiles steps; elsewhere nothing would be written.
+expect 64 chain --trace t.json --device 1023
+expect 64 newshape --trace t.json --device 1023
+expect 2 serve --trace t.json --device 1023
+expect 2 --trace=t.json --device 1023
 [ $failed = 0 ] && echo "PASS: cgr-bench command line"
 exit $failed
