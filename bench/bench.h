@@ -341,6 +341,11 @@ int add_check(bench_results *res, const char *name, const char *what, double val
  * no report shows, and res->aborted is set, so the run fails visibly.
  */
 said_check *said_add(bench_results *res, const char *name, const char *what);
+/*
+ * The check `trace_written`: the --trace file `path` was written, or why
+ * not (a suite that profiles steps calls it once it is done with them).
+ */
+void trace_said(bench_results *res, const char *path, int written, const char *why);
 
 /*
  * Checks CUDA device `device` and fills res's device fields: 0, or

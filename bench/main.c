@@ -415,6 +415,16 @@ said_check *said_add(bench_results *res, const char *name, const char *what)
     return c;
 }
 
+void trace_said(bench_results *res, const char *path, int written, const char *why)
+{
+    said_check *c = said_add(res, "trace_written", "trace of the profiled steps (--trace)");
+    c->ok = written;
+    if (written)
+        snprintf(c->message, sizeof c->message, "%s", path);
+    else
+        snprintf(c->message, sizeof c->message, "%s not written: %s", path, why);
+}
+
 static int nop_step(void *self, long k)
 {
     (void)self;
@@ -441,7 +451,7 @@ static void timer_overhead(const bench_config *cfg, bench_results *res)
  * (the workload suites' profiled passes attach CUPTI, for one).
  */
 /* Returns 1 when --trace was given and the trace could not be written. */
-static int run_suites(const bench_config *cfg, bench_results *res, unsigned parts)
+static void run_suites(const bench_config *cfg, bench_results *res, unsigned parts)
 {
     /* The default run keeps to small batch, as does --quick; `mlp` and `cnn` measure all. */
     const int small = (parts & RUN_SMALL_B) || cfg->quick;
@@ -467,7 +477,10 @@ static int run_suites(const bench_config *cfg, bench_results *res, unsigned part
 #endif
     }
     /* The trace's profiler goes first: the canary would otherwise find CUPTI attached. */
-    const int trace_failed = cfg->trace_path && work_trace_write(cfg->trace_path) != 0;
+    if (cfg->trace_path) {
+        const int written = work_trace_write(cfg->trace_path) == 0;
+        trace_said(res, cfg->trace_path, written, bench_last_error());
+    }
     work_finish();
     chain_canary(cfg, res, &res->canary_after);
     const mode_result *b = &res->canary_before, *a = &res->canary_after;
@@ -475,7 +488,6 @@ static int run_suites(const bench_config *cfg, bench_results *res, unsigned part
     add_check(res, "canary_host_growth_us",
               "host CPU us per launch of the N=100 raw graph: after every suite minus before",
               ok ? a->cpu.median - b->cpu.median : NAN, 0);
-    return trace_failed;
 }
 
 int main(int argc, char **argv)
@@ -527,11 +539,10 @@ int main(int argc, char **argv)
         return rc;
 
     report_header(&res);
-    int trace_failed = 0;
     if (suite->run)
         suite->run(&cfg, &res);
     else
-        trace_failed = run_suites(&cfg, &res, suite->parts);
-    int failed = report(&res, cfg.json_path) != 0 || results_failed(&res) || trace_failed;
+        run_suites(&cfg, &res, suite->parts);
+    int failed = report(&res, cfg.json_path) != 0 || results_failed(&res);
     return failed ? 1 : 0;
 }

@@ -727,7 +727,11 @@ void report_soak_json(json_writer *w, const bench_results *res)
     json_int(w, "evictions", (long long)s->graph.evictions);
     json_int(w, "frozen_checks", (long long)s->graph.frozen_checks);
     json_int(w, "eager_runs", (long long)s->graph.eager_runs);
+    json_int(w, "captures", (long long)s->graph.captures);
+    json_int(w, "update_failures", (long long)s->graph.update_failures);
+    json_int(w, "warmup_runs", (long long)s->graph.warmup_runs);
     json_int(w, "outputs_checked", s->checks);
+    json_int(w, "warmup_outputs_checked", s->warm_checks);
     json_int(w, "mismatches", s->mismatches);
     json_begin_array(w, "samples");
     for (int i = 0; i < s->n_samples; i++) {

@@ -259,14 +259,19 @@ void work_suite(const bench_config *cfg, bench_results *res, const int *batches,
 int work_trace_write(const char *path)
 {
 #if BENCH_HAVE_PROF
-    if (g_prof && prof_trace_write(g_prof, path) != PROF_OK) {
-        fprintf(stderr, "cgr-bench: writing the trace %s failed: %s\n", path,
-                prof_errmsg(g_prof));
+    if (!g_prof) {
+        bench_error("no step was profiled (%s)",
+                    g_prof_failed ? "the profiler could not start" : "no workload ran");
+        return -1;
+    }
+    if (prof_trace_write(g_prof, path) != PROF_OK) {
+        bench_error("%s", prof_errmsg(g_prof));
         return -1;
     }
     return 0;
 #else
-    fprintf(stderr, "cgr-bench: built without CUPTI: no trace written to %s\n", path);
+    (void)path;
+    bench_error("cgr-bench was built without CUPTI");
     return -1;
 #endif
 }

@@ -64,6 +64,8 @@ typedef struct serve_run {
     cgr_runtime_stats rts[SERVE_MODES];
     uint64_t *pipe_hash[SERVE_MODES]; /* [n / SERVE_PIPE_HASH_EVERY + 1], steady pass */
     serve_result f;          /* what the report shows */
+    int trace_written;       /* --trace: the profiled pass's trace, or why not */
+    char trace_why[256];
 } serve_run;
 
 /* ---- the request sequence ------------------------------------------------------------- */
@@ -416,12 +418,16 @@ static int profile_buckets(serve_run *r, const serve_model *model, serve_rt rts[
     char err[256];
     if (prof_create(&p, err, sizeof err) != PROF_OK) {
         snprintf(r->f.prof_note, sizeof r->f.prof_note, "no GPU busy times: %s", err);
+        snprintf(r->trace_why, sizeof r->trace_why, "%s", err);
         return 0;
     }
     int rc = profile_runtime(r, model, &rts[SERVE_PLAIN], p);
-    if (rc == 0 && r->cfg->trace_path && prof_trace_write(p, r->cfg->trace_path) != PROF_OK)
-        fprintf(stderr, "cgr-bench: writing the trace %s failed: %s\n", r->cfg->trace_path,
-                prof_errmsg(p));
+    if (rc != 0)
+        snprintf(r->trace_why, sizeof r->trace_why, "the profiled pass failed");
+    else if (r->cfg->trace_path && prof_trace_write(p, r->cfg->trace_path) != PROF_OK)
+        snprintf(r->trace_why, sizeof r->trace_why, "%s", prof_errmsg(p));
+    else if (r->cfg->trace_path)
+        r->trace_written = 1;
     prof_destroy(&p);
     return rc;
 }
@@ -431,6 +437,7 @@ static int profile_buckets(serve_run *r, const serve_model *model, serve_rt rts[
     (void)model;
     (void)rts;
     snprintf(r->f.prof_note, sizeof r->f.prof_note, "built without CUPTI: no GPU busy times");
+    snprintf(r->trace_why, sizeof r->trace_why, "cgr-bench was built without CUPTI");
     return 0;
 }
 #endif
@@ -566,6 +573,9 @@ int serve_suite(const bench_config *cfg, bench_results *res)
     } else {
         snprintf(f->error, sizeof f->error, "%s", bench_last_error());
     }
+    if (cfg->trace_path)
+        trace_said(res, cfg->trace_path, r.trace_written,
+                   r.trace_why[0] ? r.trace_why : "the suite stopped before its profiled pass");
     serve_model_free(&model);
     for (int m = 0; m < SERVE_MODES; m++) {
         serve_rt_destroy(&rts[m]);
