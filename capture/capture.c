@@ -475,6 +475,10 @@ cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
         return CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
                         "step '%s': this shape is not captured: its scratch cannot be planned "
                         "into the arena: %s", s->name, plan->unbacked);
+    if (!plan->planned)
+        return CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
+                        "step '%s': this shape is not captured: its warm-ups failed before "
+                        "its scratch was planned", s->name);
     cgr__range_push("cgr capture");
     double t0 = cgr__now_us();
     io_nodes io;

@@ -98,7 +98,8 @@ void cgr__capture_retire(cgr__capture_out *out);
  * first tries cudaGraphExecUpdate on its executables; when that fails, the
  * offer goes to out->refused (the caller takes it out of its table, and
  * cgr__capture_retire frees it) and a new graph is instantiated. On failure
- * out->graph is NULL. A plan the arena could not back fails at once, with
+ * out->graph is NULL. A plan the arena could not back, or one never made
+ * because the shape's warm-ups failed, fails at once with
  * CGR_STATUS_CAPTURE_FAILED and its reason.
  */
 cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,

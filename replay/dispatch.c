@@ -104,10 +104,16 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         *reason = CGR_EAGER_CAPTURE_FAILED;
         return cgr__run_eager(s, slot, plan);
     }
-    /* submit (run.c) refused this run while a thread waits on the step. */
-    assert(s->waiters == 0);
-    if (!plan->planned && !plan->unbacked[0]) {
-        /* Its warm-ups failed before they planned the scratch: warm up again first. */
+    /* submit (run.c) refused this run while a thread waits, unless it records nothing. */
+    assert(s->waiters == 0 || !plan->planned);
+    if (!plan->planned && !plan->unbacked[0] && !(s->uses_nccl && rt->comm)) {
+        /*
+         * Its warm-ups failed before they planned the scratch: warm up again
+         * first. Not with peers: they capture at this run, and one rank
+         * running the step eagerly meanwhile would leave their agreement
+         * and its own collectives waiting on each other. There cgr__capture
+         * fails it, through the agreement, and every rank runs it eagerly.
+         */
         cgr__shapes_capture_cancel(s->shapes);
         *action = CGR_RUN_WARMUP;
         return cgr__run_eager(s, slot, plan);

@@ -109,14 +109,19 @@ static void count_run(cgr_step *s, uint8_t action, uint8_t reason)
  * while that thread synchronizes the step's events, which CUDA does not
  * allow. Asked without deciding, so that a refused run leaves the shape
  * table as it was (docs/threading.md). An armed run is never either: its
- * graph is cached and was not due when it was armed.
+ * graph is cached and was not due when it was armed. A capture due for a
+ * shape without a scratch plan records nothing: it warms up again, or
+ * fails at once and runs eagerly (capture_run, replay/dispatch.c).
  */
 static const char *waits_for_waiters(const cgr_step *s, const int64_t *dims)
 {
     const cgr__graph *g = cgr__shapes_peek(s->shapes, dims, NULL);
     if (g)
         return cgr__graph_check_due(g) ? "due for its frozen-value check" : NULL;
-    if (s->rt->opt.capture && cgr__shapes_capture_due(s->shapes, dims))
+    if (!s->rt->opt.capture)
+        return NULL;
+    uint32_t due = cgr__shapes_capture_due(s->shapes, dims);
+    if (due != CGR__SHAPES_NONE && s->plans[due].planned)
         return "due for capture";
     return NULL;
 }

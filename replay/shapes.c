@@ -399,19 +399,19 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
     }
 }
 
-int cgr__shapes_capture_due(const cgr__shapes *m, const int64_t *true_dims)
+uint32_t cgr__shapes_capture_due(const cgr__shapes *m, const int64_t *true_dims)
 {
     int64_t b[CGR_MAX_DYN_DIMS];
     assert(m != NULL && !m->capturing);
     bucket(m, true_dims, b);
     uint32_t i = find(m, b);
     if (i == CGR__SHAPES_NONE)
-        return 0; /* a new shape warms up first */
+        return i; /* a new shape warms up first */
     /* The guard's answer for this run, asked of a copy, which it may change. */
     cgr__churn g = m->churn;
     int eager_now = 0, tripped = 0, recovered = 0;
     cgr__churn_observe(&g, 0, &eager_now, &tripped, &recovered);
-    return action_of(m, &m->entries[i], eager_now) == CGR__SHAPES_CAPTURE;
+    return action_of(m, &m->entries[i], eager_now) == CGR__SHAPES_CAPTURE ? i : CGR__SHAPES_NONE;
 }
 
 /* ---- reports ------------------------------------------------------------------------------ */

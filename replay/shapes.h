@@ -177,11 +177,11 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
 void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed);
 
 /**
- * Whether decide() would answer CAPTURE for true_dims now, without
- * deciding (no counter or LRU order changes). So that a run that must not
- * capture yet is refused before the table counts it.
+ * The entry for which decide() would answer CAPTURE for true_dims now, else
+ * CGR__SHAPES_NONE, without deciding (no counter or LRU order changes). So
+ * that a run that must not capture yet is refused before the table counts it.
  */
-int cgr__shapes_capture_due(const cgr__shapes *m, const int64_t *true_dims);
+uint32_t cgr__shapes_capture_due(const cgr__shapes *m, const int64_t *true_dims);
 
 /**
  * The capture of the latest CAPTURE succeeded: caches the payload, the

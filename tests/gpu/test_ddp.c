@@ -21,13 +21,15 @@
  *      relative after 50 steps at B = 16 on the H200, 2e-7 at B = 1); that
  *      figure is printed, not asserted. Bad uses of the API are refused on
  *      the way.
- *   B. a capture that fails on the last rank only, in two ways: its step
- *      calls cudaStreamSynchronize while cgr captures it, or its arena
+ *   B. a capture that fails on the last rank only, in three ways: its step
+ *      calls cudaStreamSynchronize while cgr captures it; its arena
  *      cannot back the step's scratch (arena_limit 1 MiB there, 8 MiB of
- *      scratch), which that rank finds in the first warm-up. Either way
- *      every rank warms up alike, every rank's capture run executes
- *      eagerly, the capture error names that rank, and the following eager
- *      runs still train the ranks alike;
+ *      scratch), which that rank finds in the first warm-up; or its step
+ *      reports a failure in both warm-ups (after enqueueing its work, so
+ *      the collectives still pair up), so that rank has no scratch plan
+ *      when its peers capture. Every way, every rank's capture run
+ *      executes eagerly, the capture error names that rank, and the
+ *      following eager runs still train the ranks alike;
  *   C. a capture agreement that rank 1 never joins ends on rank 0 within
  *      cgr_nccl_options.timeout_ms (3 s here) with an error, not a hang.
  * The parent compares the ranks' parameter hashes (shared memory): they
@@ -81,12 +83,15 @@ static int g_steps = 50;
 #define N_B 2
 static const int batches[N_B] = {1, 16};
 
+/* How B makes the last rank's capture fail. */
+enum { B_CAPTURE_SYNC, B_ARENA_LIMIT, B_WARMUP_FAILS, B_WAYS };
+
 /* What the ranks report to the parent. */
 typedef struct shared {
     uint64_t hash_a[N_B][WORLD];  /* parameters after A (graphed W-ddp) */
     double rel_err[N_B];          /* rank 0: W-ddp vs single GPU on 2B */
-    uint64_t hash_b[2][WORLD];    /* parameters after B's eager steps, for each way */
-    int saw_failure[2][WORLD];    /* B: the capture run failed as expected */
+    uint64_t hash_b[B_WAYS][WORLD]; /* parameters after B's eager steps, for each way */
+    int saw_failure[B_WAYS][WORLD]; /* B: the capture run failed as expected */
     int c_done;                   /* C: rank 0 got its timeout */
     double c_ms;                  /* ... after this long */
 } shared;
@@ -314,10 +319,25 @@ static void part_a(const rank_ctx *rc)
     }
 }
 
-/* How B makes the last rank's capture fail. */
-enum { B_CAPTURE_SYNC, B_ARENA_LIMIT, B_WAYS };
 static const char *const b_way_name[B_WAYS] = {"a synchronization in the captured step",
-                                               "scratch its arena cannot back"};
+                                               "scratch its arena cannot back",
+                                               "warm-ups that failed"};
+
+/* B_WARMUP_FAILS: W-ddp's step, whose first `fail_left` uncaptured runs report a failure. */
+typedef struct {
+    ddp_model *m;
+    int fail_left;
+} failing_warmups;
+
+static cgr_status fail_warmups_step(cgr_ctx *ctx, void *user)
+{
+    failing_warmups *f = user;
+    cgr_status st = ddp_step(ctx, f->m);
+    if (st != CGR_STATUS_OK || cgr_ctx_is_capturing(ctx) || f->fail_left == 0)
+        return st;
+    f->fail_left--;
+    return CGR_STATUS_STEP_FAILED;
+}
 
 /* B: the last rank's capture fails; every rank must fail that run, then train on eagerly. */
 static void part_b(const rank_ctx *rc, int way)
@@ -350,6 +370,12 @@ static void part_b(const rank_ctx *rc, int way)
     ddp_io io;
     cgr_step_desc d;
     ddp_step_desc(&m, "W-ddp-faulty", &io, &d);
+    failing_warmups fw = {&m, 2};
+    const int warmups_fail = way == B_WARMUP_FAILS && is_bad;
+    if (warmups_fail) {
+        d.fn = fail_warmups_step;
+        d.user = &fw;
+    }
     cgr_step *st = NULL;
     ASSERT_OK(cgr_step_create(rt, &d, &st));
     float x[512];
@@ -363,6 +389,10 @@ static void part_b(const rank_ctx *rc, int way)
         cgr_status s = cgr_step_run(st, NULL, in, &t);
         if (s == CGR_STATUS_OK)
             ASSERT_OK(cgr_step_run_action(st, t, &a));
+        if (k < 2 && warmups_fail) {
+            ASSERT_STATUS(s, CGR_STATUS_STEP_FAILED);
+            continue;
+        }
         if (k < 2 && s == CGR_STATUS_OK && a != CGR_RUN_WARMUP)
             TEST_FAIL_("rank %d (%s): run %d did %s, expected a warm-up", rc->who->rank,
                        b_way_name[way], k, cgr_run_action_name(a));
@@ -377,7 +407,7 @@ static void part_b(const rank_ctx *rc, int way)
             cgr_step_stats fs;
             ASSERT_OK(cgr_step_get_stats(st, &fs));
             ASSERT_U64_EQ(fs.capture_failures, 1);
-            ASSERT_U64_EQ(fs.warmup_runs, 2);
+            ASSERT_U64_EQ(fs.warmup_runs, warmups_fail ? 0 : 2); /* failed runs count nowhere */
             ASSERT_U64_EQ(fs.eager_runs, 1);
             const char *msg = fs.capture_error;
             RANK_LOG(rc->who, "capture run (%s): %s", b_way_name[way], msg);
@@ -390,6 +420,8 @@ static void part_b(const rank_ctx *rc, int way)
                 TEST_FAIL_("rank %d: the message lacks its own reason: %s", bad, msg);
             if (is_bad && way == B_ARENA_LIMIT && !strstr(msg, "arena_limit"))
                 TEST_FAIL_("rank %d: the message does not name arena_limit: %s", bad, msg);
+            if (warmups_fail && !strstr(msg, "warm-ups failed"))
+                TEST_FAIL_("rank %d: the message does not say its warm-ups failed: %s", bad, msg);
             rc->sh->saw_failure[way][rc->who->rank] = 1;
             continue;
         }

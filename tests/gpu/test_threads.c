@@ -23,6 +23,10 @@
  *     the step, deterministically (the awaited run held on the GPU by a
  *     gate kernel): BUSY, and nothing of the step or its shape counted;
  *     once the wait is over the same run goes through and is checked.
+ * (f) The capture run of a shape whose scratch the arena cannot back,
+ *     while another thread waits on the step: it records nothing (its
+ *     capture fails at once), so it is not refused; it runs eagerly,
+ *     queued behind the held run, and both results are right.
  *
  * Under compute-sanitizer everything is far slower, so the counts shrink:
  * the meson sanitizer setups set CGR_TEST_SANITIZER (to the tool's name); CGR_TEST_SCALE=F
@@ -771,6 +775,81 @@ static void test_refused_while_waiting(void)
            "nothing counted; checked once the wait was over\n");
 }
 
+/* held_step behind scratch that arena_limit (1 MiB) cannot back: 8 MiB, one word touched. */
+static cgr_status unbacked_step(cgr_ctx *ctx, void *user)
+{
+    void *scratch = NULL;
+    cgr_stream st;
+    STEP_TRY(cgr_ctx_alloc(ctx, (size_t)8 << 20, &scratch));
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_CUDA(cudaMemsetAsync(scratch, 0x5a, sizeof(int), st));
+    STEP_TRY(held_step(ctx, user));
+    return cgr_ctx_free(ctx, scratch);
+}
+
+static void test_unbacked_while_waiting(void)
+{
+    if (under_sanitizer("initcheck")) {
+        printf("(f) skipped under initcheck, which runs kernels synchronously\n");
+        return;
+    }
+    rng r = {0xbeefULL};
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.warmup_runs = 2;
+    o.arena_limit = (size_t)1 << 20;
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    held h;
+    CUDA_OK(cudaHostAlloc((void **)&h.flags, 2 * sizeof(int), cudaHostAllocMapped));
+    CUDA_OK(cudaHostGetDevicePointer((void **)&h.flags_dev, (void *)h.flags, 0));
+    h.flags[0] = 1;
+    h.flags[1] = 0;
+    cgr_step *s = make_xy(rt, "unbacked", HELD_LEN, unbacked_step, &h);
+    float x1[HELD_LEN], x2[HELD_LEN], x3[HELD_LEN];
+    uint64_t t1, t2, t3;
+    /* The first warm-up finds that the arena cannot back the plan; it synchronizes, so open. */
+    ASSERT_OK(held_run(s, &r, x1, &t1, 1));
+    /* The second warm-up plans nothing, so it neither synchronizes nor blocks here. */
+    h.flags[0] = 0;
+    ASSERT_OK(held_run(s, &r, x2, &t2, 0));
+    waiter w = {s, t2, 0, CGR_STATUS_OK};
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, wait_on, &w), 0);
+    while (!__atomic_load_n(&w.started, __ATOMIC_ACQUIRE))
+        sched_yield();
+    struct timespec nap = {0, 100 * 1000 * 1000};
+    (void)nanosleep(&nap, NULL);
+
+    cgr_status st = held_run(s, &r, x3, &t3, 0);
+    if (st != CGR_STATUS_OK)
+        TEST_FAIL_("the capture run of an unbacked shape returned %s while another thread "
+                   "waits: %s", cgr_status_name(st), cgr_last_error());
+    cgr_run_action a = CGR_RUN_REPLAY;
+    ASSERT_OK(cgr_step_run_action(s, t3, &a));
+    ASSERT_EQ(a, CGR_RUN_EAGER);
+    h.flags[0] = 1;
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+    ASSERT_OK(w.st);
+    ASSERT_EQ(h.flags[1], 0);
+    check_affine(x2, test_output(s, t2, 0, NULL), HELD_LEN, 1, "run 2 (ticket %llu)",
+                 (unsigned long long)t2);
+    ASSERT_OK(cgr_step_wait(s, t3));
+    check_affine(x3, test_output(s, t3, 0, NULL), HELD_LEN, 1, "run 3 (ticket %llu)",
+                 (unsigned long long)t3);
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_U64_EQ(ss.runs, 3);
+    ASSERT_U64_EQ(ss.warmup_runs, 2);
+    ASSERT_U64_EQ(ss.eager_runs, 1);
+    ASSERT_U64_EQ(ss.capture_failures, 1);
+    ASSERT(strstr(ss.capture_error, "arena_limit") != NULL);
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    CUDA_OK(cudaFreeHost((void *)h.flags));
+    printf("(f) an unbacked shape's capture run while another thread waits: not refused, "
+           "eager behind the held run, both right\n");
+}
+
 int main(void)
 {
     require_gpu();
@@ -782,6 +861,7 @@ int main(void)
     test_own_runtimes();
     test_shared_runtime();
     test_refused_while_waiting();
+    test_unbacked_while_waiting();
     printf("PASS\n");
     return 0;
 }

@@ -163,15 +163,15 @@ static void t_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decis
     ASSERT(!m || entries != NULL);
     if (m)
         memcpy(entries, m->entries, m->capacity * sizeof *entries);
-    int due = cgr__shapes_capture_due(m, true_dims);
+    uint32_t due = cgr__shapes_capture_due(m, true_dims);
     if (memcmp(&before, m, sizeof before) != 0 ||
         memcmp(entries, m->entries, m->capacity * sizeof *entries) != 0)
         TEST_FAIL_("%s", "cgr__shapes_capture_due changed the table");
     free(entries);
     cgr__shapes_decide(m, true_dims, out);
-    if (due != (out->action == CGR__SHAPES_CAPTURE))
-        TEST_FAIL_("cgr__shapes_capture_due said %d; the decision was action %d", due,
-                   (int)out->action);
+    if (due != (out->action == CGR__SHAPES_CAPTURE ? out->entry : CGR__SHAPES_NONE))
+        TEST_FAIL_("cgr__shapes_capture_due said entry %u; the decision was action %d, entry %u",
+                   due, (int)out->action, out->entry);
     tally *t = tally_of(m);
     switch (out->action) {
     case CGR__SHAPES_REPLAY: t->hits++; break;
