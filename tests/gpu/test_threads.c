@@ -706,6 +706,51 @@ static cgr_status held_run(cgr_step *s, rng *r, float *x, uint64_t *t, int check
     return st;
 }
 
+/* A runtime with warm-ups and arena_limit as given (0: default), and the gate open. */
+static cgr_runtime *held_open(held *h, int warmup_runs, size_t arena_limit)
+{
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.warmup_runs = warmup_runs;
+    if (arena_limit)
+        o.arena_limit = arena_limit;
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    CUDA_OK(cudaHostAlloc((void **)&h->flags, 2 * sizeof(int), cudaHostAllocMapped));
+    CUDA_OK(cudaHostGetDevicePointer((void **)&h->flags_dev, (void *)h->flags, 0));
+    h->flags[0] = 1;
+    h->flags[1] = 0;
+    return rt;
+}
+
+/* Starts a thread in cgr_step_wait(s, ticket), and gives it time to block there. */
+static void start_waiter(waiter *w, pthread_t *th, cgr_step *s, uint64_t ticket)
+{
+    *w = (waiter){s, ticket, 0, CGR_STATUS_OK};
+    ASSERT_EQ(pthread_create(th, NULL, wait_on, w), 0);
+    while (!__atomic_load_n(&w->started, __ATOMIC_ACQUIRE))
+        sched_yield();
+    struct timespec nap = {0, 100 * 1000 * 1000};
+    (void)nanosleep(&nap, NULL); /* into cgr_step_wait, which holds no lock while it waits */
+}
+
+/* Opens the gate, joins the waiter (its wait must succeed) and checks run t's output. */
+static void release_waiter(held *h, waiter *w, pthread_t th, const float *x, uint64_t t)
+{
+    h->flags[0] = 1;
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+    ASSERT_OK(w->st);
+    ASSERT_EQ(h->flags[1], 0);
+    check_affine(x, test_output(w->s, t, 0, NULL), HELD_LEN, 1, "run 2 (ticket %llu)",
+                 (unsigned long long)t);
+}
+
+static void held_close(cgr_runtime *rt, held *h)
+{
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    CUDA_OK(cudaFreeHost((void *)h->flags));
+}
+
 static void test_refused_while_waiting(void)
 {
     /* initcheck runs kernels synchronously: a closed gate would hold the launch itself. */
@@ -714,16 +759,8 @@ static void test_refused_while_waiting(void)
         return;
     }
     rng r = {0xfeedULL};
-    cgr_options o;
-    ASSERT_OK(cgr_options_init(&o));
-    o.warmup_runs = 1;
-    cgr_runtime *rt = NULL;
-    ASSERT_OK(cgr_runtime_create(&rt, &o));
     held h;
-    CUDA_OK(cudaHostAlloc((void **)&h.flags, 2 * sizeof(int), cudaHostAllocMapped));
-    CUDA_OK(cudaHostGetDevicePointer((void **)&h.flags_dev, (void *)h.flags, 0));
-    h.flags[0] = 1;
-    h.flags[1] = 0;
+    cgr_runtime *rt = held_open(&h, 1, 0);
     cgr_step *s = make_xy(rt, "held", HELD_LEN, held_step, &h);
     float x1[HELD_LEN], x2[HELD_LEN], x3[HELD_LEN];
     uint64_t t1, t2, t3;
@@ -732,13 +769,9 @@ static void test_refused_while_waiting(void)
     /* The capture's run: its graph launches and stays at the closed gate. */
     h.flags[0] = 0;
     ASSERT_OK(held_run(s, &r, x2, &t2, 0));
-    waiter w = {s, t2, 0, CGR_STATUS_OK};
+    waiter w;
     pthread_t th;
-    ASSERT_EQ(pthread_create(&th, NULL, wait_on, &w), 0);
-    while (!__atomic_load_n(&w.started, __ATOMIC_ACQUIRE))
-        sched_yield();
-    struct timespec nap = {0, 100 * 1000 * 1000};
-    (void)nanosleep(&nap, NULL); /* into cgr_step_wait, which holds no lock while it waits */
+    start_waiter(&w, &th, s, t2);
 
     cgr_step_stats before, after;
     cgr_shape_info sb = {.struct_size = sizeof sb}, sa = {.struct_size = sizeof sa};
@@ -753,12 +786,7 @@ static void test_refused_while_waiting(void)
     ASSERT_U64_EQ(sa.replays, sb.replays);
     ASSERT_U64_EQ(sa.last_use, sb.last_use);
 
-    h.flags[0] = 1;
-    ASSERT_EQ(pthread_join(th, NULL), 0);
-    ASSERT_OK(w.st);
-    ASSERT_EQ(h.flags[1], 0);
-    check_affine(x2, test_output(s, t2, 0, NULL), HELD_LEN, 1, "run 2 (ticket %llu)",
-                 (unsigned long long)t2);
+    release_waiter(&h, &w, th, x2, t2);
 
     /* Nobody waits now: the same run is checked; the counts go on from where they were. */
     ASSERT_OK(held_run(s, &r, x3, &t3, 1));
@@ -769,8 +797,7 @@ static void test_refused_while_waiting(void)
     ASSERT_U64_EQ(sa.replays, sb.replays + 1);
     ASSERT_U64_EQ(sa.last_use, sb.last_use + 1);
     ASSERT_EQ(after.mode, CGR_MODE_GRAPH);
-    ASSERT_OK(cgr_runtime_destroy(&rt));
-    CUDA_OK(cudaFreeHost((void *)h.flags));
+    held_close(rt, &h);
     printf("(e) a run due for its frozen-value check while another thread waits: BUSY, "
            "nothing counted; checked once the wait was over\n");
 }
@@ -794,17 +821,8 @@ static void test_unbacked_while_waiting(void)
         return;
     }
     rng r = {0xbeefULL};
-    cgr_options o;
-    ASSERT_OK(cgr_options_init(&o));
-    o.warmup_runs = 2;
-    o.arena_limit = (size_t)1 << 20;
-    cgr_runtime *rt = NULL;
-    ASSERT_OK(cgr_runtime_create(&rt, &o));
     held h;
-    CUDA_OK(cudaHostAlloc((void **)&h.flags, 2 * sizeof(int), cudaHostAllocMapped));
-    CUDA_OK(cudaHostGetDevicePointer((void **)&h.flags_dev, (void *)h.flags, 0));
-    h.flags[0] = 1;
-    h.flags[1] = 0;
+    cgr_runtime *rt = held_open(&h, 2, (size_t)1 << 20);
     cgr_step *s = make_xy(rt, "unbacked", HELD_LEN, unbacked_step, &h);
     float x1[HELD_LEN], x2[HELD_LEN], x3[HELD_LEN];
     uint64_t t1, t2, t3;
@@ -813,13 +831,9 @@ static void test_unbacked_while_waiting(void)
     /* The second warm-up plans nothing, so it neither synchronizes nor blocks here. */
     h.flags[0] = 0;
     ASSERT_OK(held_run(s, &r, x2, &t2, 0));
-    waiter w = {s, t2, 0, CGR_STATUS_OK};
+    waiter w;
     pthread_t th;
-    ASSERT_EQ(pthread_create(&th, NULL, wait_on, &w), 0);
-    while (!__atomic_load_n(&w.started, __ATOMIC_ACQUIRE))
-        sched_yield();
-    struct timespec nap = {0, 100 * 1000 * 1000};
-    (void)nanosleep(&nap, NULL);
+    start_waiter(&w, &th, s, t2);
 
     cgr_status st = held_run(s, &r, x3, &t3, 0);
     if (st != CGR_STATUS_OK)
@@ -828,12 +842,7 @@ static void test_unbacked_while_waiting(void)
     cgr_run_action a = CGR_RUN_REPLAY;
     ASSERT_OK(cgr_step_run_action(s, t3, &a));
     ASSERT_EQ(a, CGR_RUN_EAGER);
-    h.flags[0] = 1;
-    ASSERT_EQ(pthread_join(th, NULL), 0);
-    ASSERT_OK(w.st);
-    ASSERT_EQ(h.flags[1], 0);
-    check_affine(x2, test_output(s, t2, 0, NULL), HELD_LEN, 1, "run 2 (ticket %llu)",
-                 (unsigned long long)t2);
+    release_waiter(&h, &w, th, x2, t2);
     ASSERT_OK(cgr_step_wait(s, t3));
     check_affine(x3, test_output(s, t3, 0, NULL), HELD_LEN, 1, "run 3 (ticket %llu)",
                  (unsigned long long)t3);
@@ -844,8 +853,7 @@ static void test_unbacked_while_waiting(void)
     ASSERT_U64_EQ(ss.eager_runs, 1);
     ASSERT_U64_EQ(ss.capture_failures, 1);
     ASSERT(strstr(ss.capture_error, "arena_limit") != NULL);
-    ASSERT_OK(cgr_runtime_destroy(&rt));
-    CUDA_OK(cudaFreeHost((void *)h.flags));
+    held_close(rt, &h);
     printf("(f) an unbacked shape's capture run while another thread waits: not refused, "
            "eager behind the held run, both right\n");
 }
