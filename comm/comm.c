@@ -355,6 +355,17 @@ CGR_API cgr_status cgr_ctx_nccl(cgr_ctx *ctx, cgr_nccl_comm *out)
                         "cgr_ctx_nccl: step '%s': no communicator is attached to its runtime "
                         "(cgr_runtime_attach_nccl)",
                         ctx->step->name);
+    /*
+     * An armed run that is released or outlives arm_timeout_us still runs
+     * its graph once, collectives included, on this rank alone: its peers'
+     * collectives would then pair with the wrong calls, or wait forever.
+     */
+    if (ctx->step->armable)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "cgr_ctx_nccl: step '%s' is armable; an armed run that is released or "
+                        "times out still runs once on this rank alone, and its collectives "
+                        "would not pair with its peers'; use a step that is not armable",
+                        ctx->step->name);
     /* Its captures are agreed on from now on (agree.c). */
     ctx->step->uses_nccl = 1;
     *out = c->user;

@@ -4,7 +4,8 @@
  *
  * The test forks its ranks itself (bench/ddp/boot.h: one process per GPU,
  * NCCL's unique id through a pipe) before any CUDA call, and each rank
- * checks:
+ * checks, after an armable step that asks for the communicator has failed
+ * its first run:
  *   A. at per-GPU batch B = 1 (W-mlp's small-batch kernels) and B = 16
  *      (its cuBLAS path): 50 graphed W-ddp steps (10 under
  *      compute-sanitizer) end with parameters
@@ -505,6 +506,33 @@ static void part_c(const rank_ctx *rc)
     ASSERT_OK(cgr_runtime_destroy(&rt));
 }
 
+/*
+ * An armable step cannot use the communicator: a released armed run still
+ * runs once, here alone. Refused in its first run, before any collective.
+ */
+static void armable_refused(const rank_ctx *rc)
+{
+    cgr_runtime *rt = new_runtime(rc, 1);
+    cgr_nccl_options no;
+    ASSERT_OK(cgr_nccl_options_init(&no));
+    ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
+    cgr_tensor_desc out = {.name = "y", .dtype = CGR_DTYPE_F32, .rank = 0};
+    cgr_step_desc d;
+    ASSERT_OK(cgr_step_desc_init(&d));
+    d.name = "armable";
+    d.outputs = &out;
+    d.n_outputs = 1;
+    d.fn = lonely_step;
+    d.armable = 1;
+    cgr_step *st = NULL;
+    ASSERT_OK(cgr_step_create(rt, &d, &st));
+    /* The step returns cgr_ctx_nccl's status: the run fails as the step's. */
+    ASSERT_STATUS(cgr_step_run(st, NULL, NULL, NULL), CGR_STATUS_STEP_FAILED);
+    if (!strstr(cgr_last_error(), "armable"))
+        TEST_FAIL_("rank %d: the refusal does not say why: %s", rc->who->rank, cgr_last_error());
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
 static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *user)
 {
     alarm(240); /* SIGALRM's default action ends a hung rank; the parent then fails */
@@ -533,6 +561,7 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
     ASSERT_STATUS(cgr_runtime_detach_nccl(rt), CGR_STATUS_WRONG_STATE);
     ASSERT_STATUS(cgr_runtime_nccl_rank(rt, NULL, NULL), CGR_STATUS_WRONG_STATE);
     ASSERT_OK(cgr_runtime_destroy(&rt));
+    armable_refused(&rc);
 
     part_a(&rc);
     for (int way = 0; way < B_WAYS; way++)

@@ -144,7 +144,9 @@ CGR_API cgr_status cgr_runtime_nccl_rank(const cgr_runtime *rt, int *rank, int *
  * communicator: its captures are then agreed on by all ranks (a step that
  * never calls it is captured without asking the peers, so steps that only
  * some ranks run stay possible). CGR_STATUS_WRONG_STATE when nothing is
- * attached.
+ * attached; CGR_STATUS_INVALID_ARGUMENT in an armable step
+ * (cgr_step_desc.armable), whose released or timed-out armed runs still
+ * run once on one rank alone.
  */
 CGR_API cgr_status cgr_ctx_nccl(cgr_ctx *ctx, cgr_nccl_comm *out);
 
