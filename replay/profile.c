@@ -238,6 +238,17 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
 {
     cgr__profile *p = s->profile;
     cgr__graph *g = d->payload;
+    /*
+     * The window's eager runs run the collectives uncaptured, which every
+     * rank would have to do at the same runs; nothing makes them (the
+     * profile options and CUPTI are each process's own).
+     */
+    if (s->uses_nccl && s->rt->comm) {
+        give_up(s, CGR_STATUS_NOT_SUPPORTED,
+                "the step uses the NCCL communicator, and the window's eager runs would run "
+                "its collectives uncaptured on this rank alone");
+        return cgr__launch_graph(s, g, slot, 0);
+    }
     if (p->entry < 0)
         p->entry = (int)d->entry;
     if ((int)d->entry != p->entry)

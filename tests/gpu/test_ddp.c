@@ -5,7 +5,7 @@
  * The test forks its ranks itself (bench/ddp/boot.h: one process per GPU,
  * NCCL's unique id through a pipe) before any CUDA call, and each rank
  * checks, after an armable step that asks for the communicator has failed
- * its first run:
+ * its first run and a step that uses it has not been profiled:
  *   A. at per-GPU batch B = 1 (W-mlp's small-batch kernels) and B = 16
  *      (its cuBLAS path): 50 graphed W-ddp steps (10 under
  *      compute-sanitizer) end with parameters
@@ -457,6 +457,17 @@ static cgr_status lonely_step(cgr_ctx *ctx, void *user)
                                                                       : CGR_STATUS_CUDA_ERROR;
 }
 
+/* A step of one f32 scalar output that runs lonely_step. */
+static void lonely_desc(cgr_step_desc *d, cgr_tensor_desc *out, const char *name)
+{
+    *out = (cgr_tensor_desc){.name = "y", .dtype = CGR_DTYPE_F32, .rank = 0};
+    ASSERT_OK(cgr_step_desc_init(d));
+    d->name = name;
+    d->outputs = out;
+    d->n_outputs = 1;
+    d->fn = lonely_step;
+}
+
 static void part_c(const rank_ctx *rc)
 {
     cgr_runtime *rt = new_runtime(rc, 1);
@@ -465,13 +476,9 @@ static void part_c(const rank_ctx *rc)
     no.timeout_ms = 3000;
     ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
     if (rc->who->rank == 0) {
-        cgr_tensor_desc out = {.name = "y", .dtype = CGR_DTYPE_F32, .rank = 0};
+        cgr_tensor_desc out;
         cgr_step_desc d;
-        ASSERT_OK(cgr_step_desc_init(&d));
-        d.name = "lonely";
-        d.outputs = &out;
-        d.n_outputs = 1;
-        d.fn = lonely_step;
+        lonely_desc(&d, &out, "lonely");
         cgr_step *st = NULL;
         ASSERT_OK(cgr_step_create(rt, &d, &st));
         for (int k = 0; k < 2; k++) {
@@ -516,13 +523,9 @@ static void armable_refused(const rank_ctx *rc)
     cgr_nccl_options no;
     ASSERT_OK(cgr_nccl_options_init(&no));
     ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
-    cgr_tensor_desc out = {.name = "y", .dtype = CGR_DTYPE_F32, .rank = 0};
+    cgr_tensor_desc out;
     cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = "armable";
-    d.outputs = &out;
-    d.n_outputs = 1;
-    d.fn = lonely_step;
+    lonely_desc(&d, &out, "armable");
     d.armable = 1;
     cgr_step *st = NULL;
     ASSERT_OK(cgr_step_create(rt, &d, &st));
@@ -530,6 +533,46 @@ static void armable_refused(const rank_ctx *rc)
     ASSERT_STATUS(cgr_step_run(st, NULL, NULL, NULL), CGR_STATUS_STEP_FAILED);
     if (!strstr(cgr_last_error(), "armable"))
         TEST_FAIL_("rank %d: the refusal does not say why: %s", rc->who->rank, cgr_last_error());
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
+/*
+ * A step that uses the communicator is not profiled: the window's eager
+ * runs would run its collectives uncaptured on this rank alone. Its runs
+ * replay as without a profile.
+ */
+static void profile_refused(const rank_ctx *rc)
+{
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.device = rc->who->local_rank;
+    o.profile.runs = 2;
+    o.profile.skip = 0;
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    cgr_nccl_options no;
+    ASSERT_OK(cgr_nccl_options_init(&no));
+    ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
+    cgr_tensor_desc out;
+    cgr_step_desc d;
+    lonely_desc(&d, &out, "profiled");
+    cgr_step *st = NULL;
+    ASSERT_OK(cgr_step_create(rt, &d, &st));
+    for (int k = 0; k < 8; k++) {
+        uint64_t t = 0;
+        ASSERT_OK(cgr_step_run(st, NULL, NULL, &t));
+        ASSERT_OK(cgr_step_wait(st, t));
+    }
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(st, &ss));
+    ASSERT_EQ(ss.profile.state, CGR_PROFILE_FAILED);
+    ASSERT_EQ(ss.profile.status, CGR_STATUS_NOT_SUPPORTED);
+    if (!strstr(ss.profile.error, "NCCL"))
+        TEST_FAIL_("rank %d: the profile's error does not say why: %s", rc->who->rank,
+                   ss.profile.error);
+    ASSERT_U64_EQ(ss.eager_runs, 0);
+    ASSERT_U64_EQ(ss.replays, 6); /* the capture's run, the checked run and 4 more */
+    ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
     ASSERT_OK(cgr_runtime_destroy(&rt));
 }
 
@@ -562,6 +605,7 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
     ASSERT_STATUS(cgr_runtime_nccl_rank(rt, NULL, NULL), CGR_STATUS_WRONG_STATE);
     ASSERT_OK(cgr_runtime_destroy(&rt));
     armable_refused(&rc);
+    profile_refused(&rc);
 
     part_a(&rc);
     for (int way = 0; way < B_WAYS; way++)

@@ -303,7 +303,8 @@ typedef struct cgr_options {
                                          default 0 */
     } advanced;
     cgr_profile_options profile; /**< the profile window (cgr_profile_options); off by
-                                      default */
+                                      default. Not for steps that use an NCCL
+                                      communicator (docs/wrapping.md) */
     unsigned frozen_recheck;   /**< the frozen-value check again, later: after every this
                                     many replays of a checked graph, its shape's next run is
                                     captured once more and compared with the graph it
