@@ -33,22 +33,6 @@ double report_cpu(const mode_result *r)
     return report_usable(r) ? r->cpu.median : NAN;
 }
 
-void report_num(int width, int prec, double v)
-{
-    if (isfinite(v))
-        printf(" %*.*f", width, prec, v);
-    else
-        printf(" %*s", width, "n/a");
-}
-
-void report_diff(int width, int prec, double v)
-{
-    if (isfinite(v))
-        printf(" %+*.*f", width, prec, v);
-    else
-        printf(" %*s", width, "n/a");
-}
-
 static void cell(const report_col *c, double v)
 {
     const int suffix = (c->flags & (REPORT_TIMES | REPORT_PCT)) != 0;
@@ -66,6 +50,16 @@ static void cell(const report_col *c, double v)
         printf(" %*.*f", c->width - suffix, c->prec, v);
     if (suffix)
         putchar(c->flags & REPORT_TIMES ? 'x' : '%');
+}
+
+void report_num(int width, int prec, double v)
+{
+    cell(&(report_col){"", width, prec, 0}, v);
+}
+
+void report_diff(int width, int prec, double v)
+{
+    cell(&(report_col){"", width, prec, REPORT_SIGNED}, v);
 }
 
 void report_head(const report_table *t)
