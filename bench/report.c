@@ -172,15 +172,34 @@ typedef struct round_spread {
     double median, iqr_rel, range_rel; /* of the ratios; relative to their median */
 } round_spread;
 
+/*
+ * The figures of the ratio table, in the order of its columns and of
+ * chain_fig_keys, the JSON's names: the first FIG_IO in "ratios", the
+ * others in "io_cost_us".
+ */
+enum chain_fig {
+    FIG_SPEEDUP,        /* eager wall / cgr wall */
+    FIG_CGR_OVER_GRAPH, /* cgr per kernel / raw graph per kernel */
+    FIG_HOST,           /* host CPU us per step, cgr minus raw graph */
+    FIG_PDL,            /* FIG_PDL + each of the three above: the same with PDL */
+    FIG_IO = 2 * FIG_PDL, /* I/O, added wall us: cgr zero-copy against cgr without I/O */
+    FIG_IO_FAST,        /* the same, the slot fast path */
+    FIG_IO_EVENT,       /* the same, waiting on the event */
+    FIG_IO_MEMCPY,      /* raw graph + cudaMemcpyAsync against the raw graph */
+    CHAIN_FIGS
+};
+
+static const char *const chain_fig_keys[CHAIN_FIGS] = {
+    "speedup_cgr_vs_eager",     "cgr_over_graph_per_kernel",     "host_cpu_cgr_minus_graph_us",
+    "pdl_speedup_cgr_vs_eager", "pdl_cgr_over_graph_per_kernel", "pdl_host_cpu_cgr_minus_graph_us",
+    "cgr_zero_copy",            "cgr_zero_copy_fast_path",       "cgr_zero_copy_event_wait",
+    "graph_memcpy_async",
+};
+
 typedef struct chain_derived {
     double per_kernel[CHAIN_MODES]; /* wall median / N */
-    double speedup_vs_eager;        /* eager wall / cgr wall */
-    double cgr_over_graph;          /* cgr per kernel / raw graph per kernel */
-    double host_cgr_minus_graph;    /* us per step */
-    double pdl_speedup_vs_eager, pdl_cgr_over_graph, pdl_host_cgr_minus_graph; /* with PDL */
-    double io_zero_copy, io_fast_path, io_memcpy_async; /* added wall us */
-    double io_event_wait;
-    round_spread spread, pdl_spread;
+    double fig[CHAIN_FIGS];
+    round_spread spread[2]; /* [0] without PDL, [1] with */
 } chain_derived;
 
 static void spread_of(const chain_result *c, int cgr, int graph, round_spread *s)
@@ -208,19 +227,21 @@ static void chain_derive(const chain_result *c, chain_derived *d)
     const mode_result *m = c->mode;
     for (int i = 0; i < CHAIN_MODES; i++)
         d->per_kernel[i] = report_wall(&m[i]) / c->n_kernels;
-    d->speedup_vs_eager = report_wall(&m[CHAIN_EAGER]) / report_wall(&m[CHAIN_CGR]);
-    d->cgr_over_graph = report_wall(&m[CHAIN_CGR]) / report_wall(&m[CHAIN_GRAPH]);
-    d->host_cgr_minus_graph = report_cpu(&m[CHAIN_CGR]) - report_cpu(&m[CHAIN_GRAPH]);
-    d->pdl_speedup_vs_eager = report_wall(&m[CHAIN_EAGER_PDL]) / report_wall(&m[CHAIN_CGR_PDL]);
-    d->pdl_cgr_over_graph = report_wall(&m[CHAIN_CGR_PDL]) / report_wall(&m[CHAIN_GRAPH_PDL]);
-    d->pdl_host_cgr_minus_graph =
-        report_cpu(&m[CHAIN_CGR_PDL]) - report_cpu(&m[CHAIN_GRAPH_PDL]);
-    d->io_zero_copy = report_wall(&m[CHAIN_CGR_IO]) - report_wall(&m[CHAIN_CGR]);
-    d->io_fast_path = report_wall(&m[CHAIN_CGR_IO_FAST]) - report_wall(&m[CHAIN_CGR]);
-    d->io_memcpy_async = report_wall(&m[CHAIN_GRAPH_IO]) - report_wall(&m[CHAIN_GRAPH]);
-    d->io_event_wait = report_wall(&m[CHAIN_CGR_IO_EVENT]) - report_wall(&m[CHAIN_CGR]);
-    spread_of(c, CHAIN_CGR, CHAIN_GRAPH, &d->spread);
-    spread_of(c, CHAIN_CGR_PDL, CHAIN_GRAPH_PDL, &d->pdl_spread);
+    /* eager, raw graph and cgr: without PDL, then with */
+    static const int modes[2][3] = {{CHAIN_EAGER, CHAIN_GRAPH, CHAIN_CGR},
+                                    {CHAIN_EAGER_PDL, CHAIN_GRAPH_PDL, CHAIN_CGR_PDL}};
+    for (int p = 0; p < 2; p++) {
+        const mode_result *e = &m[modes[p][0]], *g = &m[modes[p][1]], *x = &m[modes[p][2]];
+        double *f = d->fig + p * FIG_PDL;
+        f[FIG_SPEEDUP] = report_wall(e) / report_wall(x);
+        f[FIG_CGR_OVER_GRAPH] = report_wall(x) / report_wall(g);
+        f[FIG_HOST] = report_cpu(x) - report_cpu(g);
+        spread_of(c, modes[p][2], modes[p][1], &d->spread[p]);
+    }
+    d->fig[FIG_IO] = report_wall(&m[CHAIN_CGR_IO]) - report_wall(&m[CHAIN_CGR]);
+    d->fig[FIG_IO_FAST] = report_wall(&m[CHAIN_CGR_IO_FAST]) - report_wall(&m[CHAIN_CGR]);
+    d->fig[FIG_IO_EVENT] = report_wall(&m[CHAIN_CGR_IO_EVENT]) - report_wall(&m[CHAIN_CGR]);
+    d->fig[FIG_IO_MEMCPY] = report_wall(&m[CHAIN_GRAPH_IO]) - report_wall(&m[CHAIN_GRAPH]);
 }
 
 static const chain_result *chain_for(const bench_results *res, int n)
@@ -258,7 +279,7 @@ static const report_col ratio_cols[] = {
     {"I/O zc", 9, 2, REPORT_SIGNED},    {"I/O fast", 9, 2, REPORT_SIGNED},
     {"I/O event", 9, 2, REPORT_SIGNED}, {"I/O mcAsy", 9, 2, REPORT_SIGNED},
 };
-static const report_table ratio_table = {"", 5, "N", ratio_cols, 10};
+static const report_table ratio_table = {"", 5, "N", ratio_cols, CHAIN_FIGS};
 
 static void chain_rows(const chain_result *c)
 {
@@ -279,11 +300,7 @@ static void chain_ratios(const chain_result *c)
     chain_derive(c, &d);
     char label[16];
     snprintf(label, sizeof label, "%d", c->n_kernels);
-    const double v[] = {d.speedup_vs_eager,     d.cgr_over_graph,     d.host_cgr_minus_graph,
-                        d.pdl_speedup_vs_eager, d.pdl_cgr_over_graph, d.pdl_host_cgr_minus_graph,
-                        d.io_zero_copy,         d.io_fast_path,       d.io_event_wait,
-                        d.io_memcpy_async};
-    report_row(&ratio_table, label, v);
+    report_row(&ratio_table, label, d.fig);
 }
 
 /* The spread line of one N: what the per-round cgr/raw ratios say about repeatability. */
@@ -342,8 +359,8 @@ static void report_chain(const bench_results *res)
     for (int i = 0; i < res->n_chain; i++) {
         chain_derived d;
         chain_derive(&res->chain[i], &d);
-        spread_line(res->chain[i].n_kernels, "plain", &d.spread);
-        spread_line(res->chain[i].n_kernels, "PDL", &d.pdl_spread);
+        spread_line(res->chain[i].n_kernels, "plain", &d.spread[0]);
+        spread_line(res->chain[i].n_kernels, "PDL", &d.spread[1]);
     }
     if (report_usable(&res->timer))
         printf("  clock overhead (empty step): wall %.2f us, host CPU %.2f us\n",
@@ -357,27 +374,27 @@ static void summary_chain(const bench_results *res)
         return;
     chain_derived d;
     chain_derive(c, &d);
-    const double *k = d.per_kernel;
+    const double *k = d.per_kernel, *f = d.fig;
     report_line("W-chain N=100 us/kernel: eager | graph | cgr",
                 (const double[]){k[CHAIN_EAGER], k[CHAIN_GRAPH], k[CHAIN_CGR]}, 3, 3, 0);
     report_line("the same with PDL",
                 (const double[]){k[CHAIN_EAGER_PDL], k[CHAIN_GRAPH_PDL], k[CHAIN_CGR_PDL]}, 3, 3,
                 0);
     report_line("cgr/raw graph per kernel: plain | PDL",
-                (const double[]){d.cgr_over_graph, d.pdl_cgr_over_graph}, 2, 3, 0);
+                (const double[]){f[FIG_CGR_OVER_GRAPH], f[FIG_PDL + FIG_CGR_OVER_GRAPH]}, 2, 3, 0);
     report_line("cgr/raw spread (IQR / median): plain | PDL",
-                (const double[]){d.spread.iqr_rel, d.pdl_spread.iqr_rel}, 2, 2, REPORT_PCT);
+                (const double[]){d.spread[0].iqr_rel, d.spread[1].iqr_rel}, 2, 2, REPORT_PCT);
     report_line("cgr speedup vs eager: plain | PDL",
-                (const double[]){d.speedup_vs_eager, d.pdl_speedup_vs_eager}, 2, 2, REPORT_TIMES);
+                (const double[]){f[FIG_SPEEDUP], f[FIG_PDL + FIG_SPEEDUP]}, 2, 2, REPORT_TIMES);
     report_line("host CPU us/step: cgr | raw graph",
                 (const double[]){report_cpu(&c->mode[CHAIN_CGR]),
                                  report_cpu(&c->mode[CHAIN_GRAPH])},
                 2, 2, 0);
-    report_line("host CPU us/step: cgr minus raw graph", &d.host_cgr_minus_graph, 1, 2,
+    report_line("host CPU us/step: cgr minus raw graph", &f[FIG_HOST], 1, 2,
                 REPORT_SIGNED);
     report_line("I/O 4KiB+4B added us: zc | zc, event wait",
-                (const double[]){d.io_zero_copy, d.io_event_wait}, 2, 2, REPORT_SIGNED);
-    report_line("I/O 4KiB+4B added us: raw graph + mcpyAsync", &d.io_memcpy_async, 1, 2,
+                (const double[]){f[FIG_IO], f[FIG_IO_EVENT]}, 2, 2, REPORT_SIGNED);
+    report_line("I/O 4KiB+4B added us: raw graph + mcpyAsync", &f[FIG_IO_MEMCPY], 1, 2,
                 REPORT_SIGNED);
 }
 
@@ -430,24 +447,13 @@ static void json_chain(json_writer *w, const bench_results *res)
             for (int m = 0; m < CHAIN_MODES; m++)
                 json_chain_mode(w, &c->mode[m], c->n_kernels, &c->cgr[m]);
             json_end_object(w);
-            json_begin_object(w, "ratios");
-            json_number(w, "speedup_cgr_vs_eager", d.speedup_vs_eager);
-            json_number(w, "cgr_over_graph_per_kernel", d.cgr_over_graph);
-            json_number(w, "host_cpu_cgr_minus_graph_us", d.host_cgr_minus_graph);
-            json_number(w, "pdl_speedup_cgr_vs_eager", d.pdl_speedup_vs_eager);
-            json_number(w, "pdl_cgr_over_graph_per_kernel", d.pdl_cgr_over_graph);
-            json_number(w, "pdl_host_cpu_cgr_minus_graph_us", d.pdl_host_cgr_minus_graph);
-            json_end_object(w);
+            report_json_values(w, "ratios", chain_fig_keys, d.fig, FIG_IO);
             json_begin_object(w, "spread");
-            json_spread(w, "cgr_over_graph", &d.spread);
-            json_spread(w, "pdl_cgr_over_graph", &d.pdl_spread);
+            json_spread(w, "cgr_over_graph", &d.spread[0]);
+            json_spread(w, "pdl_cgr_over_graph", &d.spread[1]);
             json_end_object(w);
-            json_begin_object(w, "io_cost_us");
-            json_number(w, "cgr_zero_copy", d.io_zero_copy);
-            json_number(w, "cgr_zero_copy_fast_path", d.io_fast_path);
-            json_number(w, "cgr_zero_copy_event_wait", d.io_event_wait);
-            json_number(w, "graph_memcpy_async", d.io_memcpy_async);
-            json_end_object(w);
+            report_json_values(w, "io_cost_us", chain_fig_keys + FIG_IO, d.fig + FIG_IO,
+                               CHAIN_FIGS - FIG_IO);
             json_end_object(w);
         }
         json_end_array(w);
