@@ -143,7 +143,8 @@ cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
     }
 }
 
-cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local)
+cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local,
+                                   cgr__capture_facts *f)
 {
     struct cgr__comm *c = rt->comm;
     if (!c || !s->uses_nccl)
@@ -158,8 +159,10 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
     mine[CGR__REC_RANK] = c->rank;
     mine[CGR__REC_STATUS] = local;
     mine[CGR__REC_STEP] = (int64_t)cgr__fnv1a(s->name, strlen(s->name));
-    mine[CGR__REC_RUN] = (int64_t)s->stats.runs;
+    mine[CGR__REC_RUN] = (int64_t)f->run;
     mine[CGR__REC_SEQ] = (int64_t)c->agreements;
+    mine[CGR__REC_SHAPE] = (int64_t)(f->shape >> 1);
+    mine[CGR__REC_BYTES] = (int64_t)(f->bytes > INT64_MAX ? INT64_MAX : f->bytes);
     const int64_t *all = NULL;
     int prev = 0;
     cgr_status st = cgr__device_enter(rt, &prev);
@@ -179,19 +182,22 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
 
     cgr__verdict v;
     cgr__verdict_capture(all, c->world, &v);
-    if (v.kind == CGR__VERDICT_AGREED)
+    if (v.kind == CGR__VERDICT_AGREED) {
+        f->bytes = (size_t)cgr__verdict_bytes(all, c->world);
         return CGR_STATUS_OK;
+    }
     const int64_t *w = cgr__record_of(all, v.rank);
     if (v.kind == CGR__VERDICT_OUT_OF_STEP)
         st = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
                       "step '%s' (rank %d of %d): the ranks did not capture the same thing: rank "
-                      "%d captured step hash %016llx at run %lld (agreement %lld), rank 0 step "
-                      "hash %016llx at run %lld (agreement %lld); all ranks must run the same "
-                      "steps in the same order with the same options, so no rank launches this "
-                      "graph",
+                      "%d captured step hash %016llx, shape hash %016llx at run %lld (agreement "
+                      "%lld), rank 0 step hash %016llx, shape hash %016llx at run %lld "
+                      "(agreement %lld); all ranks must run the same steps with the same dims "
+                      "in the same order with the same options, so no rank launches this graph",
                       s->name, c->rank, c->world, v.rank, (unsigned long long)w[CGR__REC_STEP],
-                      (long long)w[CGR__REC_RUN], (long long)w[CGR__REC_SEQ],
-                      (unsigned long long)all[CGR__REC_STEP], (long long)all[CGR__REC_RUN],
+                      (unsigned long long)w[CGR__REC_SHAPE], (long long)w[CGR__REC_RUN],
+                      (long long)w[CGR__REC_SEQ], (unsigned long long)all[CGR__REC_STEP],
+                      (unsigned long long)all[CGR__REC_SHAPE], (long long)all[CGR__REC_RUN],
                       (long long)all[CGR__REC_SEQ]);
     else
         st = CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
@@ -208,10 +214,12 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
 
 #else /* !CGR_HAVE_NCCL */
 
-cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local)
+cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local,
+                                   cgr__capture_facts *f)
 {
     (void)rt;
     (void)s;
+    (void)f;
     return local;
 }
 

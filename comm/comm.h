@@ -21,14 +21,25 @@
 #include "cgr_config.h"
 #include "core.h"
 
+/* What a capture's agreement compares across the ranks, and the cost it settles. */
+typedef struct cgr__capture_facts {
+    uint64_t run;   /* the step's shape-table decisions so far, this run's included */
+    uint64_t shape; /* the run's bucketed dims, hashed */
+    /* In: this rank's graph's cost against shape_cache_bytes (0: no graph to cache). Out,
+     * once agreed: the largest of all ranks', which every rank charges alike. */
+    size_t bytes;
+} cgr__capture_facts;
+
 /*
  * Called by replay/dispatch.c after every capture attempt of a step, with the
  * attempt's status (CGR_STATUS_OK when the graph was made). With an NCCL
  * communicator attached, every rank learns whether all ranks captured and
  * the result is the same on all of them, so that no rank launches a graph
- * whose collectives a peer will never join. Without one it returns local.
+ * whose collectives a peer will never join. Without one it returns local
+ * and leaves f as it is.
  */
-cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local);
+cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status local,
+                                   cgr__capture_facts *f);
 /* Releases rt's NCCL attachment, if any (the user's communicator is left alone);
  * called by cgr_runtime_destroy once the steps and their graphs are gone. */
 void cgr__comm_release(cgr_runtime *rt);

@@ -38,7 +38,16 @@ static int in_step(const int64_t *all, int r)
     const int64_t *w = cgr__record_of(all, r);
     return w[CGR__REC_KIND] == CGR__RECORD_CAPTURE && w[CGR__REC_RANK] == r &&
            w[CGR__REC_STEP] == all[CGR__REC_STEP] && w[CGR__REC_RUN] == all[CGR__REC_RUN] &&
-           w[CGR__REC_SEQ] == all[CGR__REC_SEQ];
+           w[CGR__REC_SEQ] == all[CGR__REC_SEQ] && w[CGR__REC_SHAPE] == all[CGR__REC_SHAPE];
+}
+
+int64_t cgr__verdict_bytes(const int64_t *all, int world)
+{
+    int64_t most = 0;
+    for (int r = 0; r < world; r++)
+        if (cgr__record_of(all, r)[CGR__REC_BYTES] > most)
+            most = cgr__record_of(all, r)[CGR__REC_BYTES];
+    return most;
 }
 
 void cgr__verdict_capture(const int64_t *all, int world, cgr__verdict *v)

@@ -21,10 +21,13 @@ enum {
     CGR__REC_RANK,   /* the sender's rank */
     CGR__REC_STATUS, /* its capture's status (a cgr_status); CGR_STATUS_OK at attach time */
     CGR__REC_STEP,   /* the step's name, hashed */
-    CGR__REC_RUN,    /* the step's runs so far */
+    CGR__REC_RUN,    /* the step's runs so far, as its shape table decided them (with runs
+                        that failed after the decision, which moved the table all the same) */
     CGR__REC_SEQ,    /* the agreements the sender made before this one */
-    CGR__AGREE_WORDS = 8, /* words 6 and 7 are zero */
-    /* At attach time words 3 to 5 carry the options that must match instead. */
+    CGR__REC_SHAPE,  /* the run's bucketed dims, hashed */
+    CGR__REC_BYTES,  /* what the sender's graph costs against shape_cache_bytes; 0: none */
+    CGR__AGREE_WORDS = 8,
+    /* At attach time words 3 to 5 carry the options that must match instead; 6 and 7 are 0. */
     CGR__REC_WARMUP_RUNS = CGR__REC_STEP, /* cgr_options.warmup_runs */
     CGR__REC_CAPTURE_AT = CGR__REC_RUN,   /* cgr_options.capture */
     CGR__REC_POLICY = CGR__REC_SEQ,       /* a hash of the other options that time captures */
@@ -62,10 +65,17 @@ static inline const int64_t *cgr__record_of(const int64_t *all, int r)
 void cgr__verdict_attach(const int64_t *all, int world, const int64_t *mine, cgr__verdict *v);
 
 /*
- * After a capture: every rank must have captured the same step at the
- * same run and agreement as rank 0, with CGR_STATUS_OK. A rank out of step
- * decides before any failed capture.
+ * After a capture: every rank must have captured the same step and shape
+ * at the same run and agreement as rank 0, with CGR_STATUS_OK. A rank out
+ * of step decides before any failed capture. CGR__REC_BYTES may differ.
  */
 void cgr__verdict_capture(const int64_t *all, int world, cgr__verdict *v);
+
+/*
+ * The largest of the ranks' CGR__REC_BYTES: what every rank charges the
+ * graph against shape_cache_bytes, so that all of them evict and refuse
+ * alike even where their graphs differ in size.
+ */
+int64_t cgr__verdict_bytes(const int64_t *all, int world);
 
 #endif

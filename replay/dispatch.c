@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hash.h"
 #include "replay.h"
 #include "shape_io.h"
 
@@ -91,6 +92,15 @@ static void shape_eager(cgr_step *s, uint32_t entry, cgr_eager_reason reason, co
     cgr__log(s->rt, CGR_LOG_WARN, "step '%s' runs this shape eagerly: %s", s->name, out);
 }
 
+/* What the peers' agreement compares for this run (comm/comm.h), with this rank's graph's cost. */
+static cgr__capture_facts facts_of(const cgr_step *s, const cgr__shapes_decision *d,
+                                   size_t bytes)
+{
+    return (cgr__capture_facts){s->shapes->churn.counters.steps,
+                                cgr__fnv1a(d->dims, (size_t)s->n_dyn * sizeof d->dims[0]),
+                                bytes};
+}
+
 static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_decision *d,
                               uint8_t *action, uint8_t *reason)
 {
@@ -120,7 +130,8 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     }
     cgr__capture_out co;
     cgr_status local = cgr__capture(s, plan, d->payload, &co);
-    cgr_status st = cgr__comm_after_capture(rt, s, local);
+    cgr__capture_facts facts = facts_of(s, d, local == CGR_STATUS_OK ? co.graph->bytes : 0);
+    cgr_status st = cgr__comm_after_capture(rt, s, local, &facts);
     /*
      * An offer that failed to update is never replayed again: it leaves the
      * table now, and co frees it after this run is launched, so that
@@ -163,6 +174,8 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
         return st;
     }
     cgr__graph *g = co.graph;
+    /* Charged alike on every rank: the largest rank's cost (its own without peers). */
+    g->bytes = facts.bytes;
     cgr__shapes_outcome oc;
     cgr__shapes_capture_done(s->shapes, g, g->bytes, co.updated, &oc);
     /*
@@ -239,7 +252,9 @@ static cgr_status run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decisi
                          "with: pass a value that changes per run through a step input or "
                          "device memory (or name the kernel in cgr_options.frozen_allow)",
                          s->name, co.text);
-    cgr_status st = cgr__comm_after_capture(s->rt, s, local);
+    /* No cost to settle: the graph in the table was charged at its capture. */
+    cgr__capture_facts facts = facts_of(s, d, 0);
+    cgr_status st = cgr__comm_after_capture(s->rt, s, local, &facts);
     if (st != CGR_STATUS_OK && st != CGR_STATUS_CAPTURE_FAILED) {
         cgr__graph_free(co.own);
         return st;

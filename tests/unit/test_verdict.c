@@ -5,7 +5,8 @@
  * changed in turn (the verdict names that rank, or rank 1 where rank 0
  * is the odd one, since rank 0 is the reference); failed captures, listed
  * in rank order and cut with an ellipsis that never overflows; a rank out
- * of step deciding before any failure; at attach time, every rank
+ * of step deciding before any failure; graphs whose costs differ by rank,
+ * charged at the largest on every rank; at attach time, every rank
  * reaching agreement exactly when all ranks do, whichever rank judges.
  * Also the record hash's published FNV-1a test values.
  */
@@ -106,7 +107,7 @@ static void test_agreed(void)
 static void test_out_of_step(void)
 {
     static const int words[] = {CGR__REC_KIND, CGR__REC_RANK, CGR__REC_STEP, CGR__REC_RUN,
-                                CGR__REC_SEQ};
+                                CGR__REC_SEQ,  CGR__REC_SHAPE};
     static const int worlds[] = {2, 3, 8, 64};
     for (size_t wi = 0; wi < sizeof worlds / sizeof worlds[0]; wi++) {
         int world = worlds[wi];
@@ -132,10 +133,17 @@ static void test_out_of_step(void)
     recs[2][CGR__REC_KIND] = CGR__RECORD_ATTACH;
     ASSERT_EQ(capture_verdict(4).kind, CGR__VERDICT_OUT_OF_STEP);
     ASSERT_EQ(capture_verdict(4).rank, 2);
-    /* Words 6 and 7 carry nothing. */
-    captured(4);
-    recs[3][6] = recs[1][7] = 1;
-    ASSERT_EQ(capture_verdict(4).kind, CGR__VERDICT_AGREED);
+    /* The graphs' costs may differ: every rank charges the largest. */
+    for (int world = 1; world <= MAX_WORLD; world++) {
+        captured(world);
+        ASSERT_EQ(cgr__verdict_bytes(all(), world), 0);
+        for (int r = 0; r < world; r++)
+            recs[r][CGR__REC_BYTES] = 4096 * (int64_t)((r + 3) % world + 1);
+        ASSERT_EQ(capture_verdict(world).kind, CGR__VERDICT_AGREED);
+        /* The poisoned rows past the world hold -1, never the largest. */
+        recs[world][CGR__REC_BYTES] = INT64_MAX;
+        ASSERT_EQ(cgr__verdict_bytes(all(), world), 4096 * (int64_t)world);
+    }
 }
 
 static void test_failed(void)
