@@ -29,8 +29,13 @@
  * value, and the two captures are called from different depths).
  * frozen_values.c decides this for each value. NCCL's own
  * kernels are exempt, since NCCL gives every captured graph work buffers
- * of its own; so are kernels the user names in cgr_options.frozen_allow.
+ * of its own, and so are its host-function calls: before a collective
+ * whose transport needs NCCL's proxy thread (a network), it calls back
+ * with a plan of its own, new at every capture. So are kernels the user
+ * names in cgr_options.frozen_allow.
  */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +47,7 @@
 #include "capture.h"
 #include "cuda_compat.h"
 #include "driver.h"
+#include "dynload.h"
 #include "frozen_values.h"
 
 /* ---- driver entry points --------------------------------------------------------------- */
@@ -256,6 +262,25 @@ static cgr_status layout_of(pair *p, const CUDA_KERNEL_NODE_PARAMS *k, const lay
     return CGR_STATUS_OK;
 }
 
+/* Whether host function fn is in the NCCL library cgr loaded (the one cgr_ctx_nccl serves). */
+static int nccl_host_fn(cudaHostFn_t fn)
+{
+#if CGR_HAVE_NCCL
+    const cgr__nccl_api *api = cgr__nccl();
+    if (!api)
+        return 0;
+    /* ISO C has no cast from a function pointer to void *; their bytes are the address. */
+    void *at = NULL, *nccl = NULL;
+    memcpy(&at, &fn, sizeof at);
+    memcpy(&nccl, &api->ncclGetVersion, sizeof nccl);
+    Dl_info a, b;
+    return dladdr(at, &a) && dladdr(nccl, &b) && a.dli_fbase == b.dli_fbase;
+#else
+    (void)fn;
+    return 0;
+#endif
+}
+
 /* Whether differences in kernel `name` are accepted: NCCL's, and those in frozen_allow. */
 static int allowed(const cgr_step *s, const char *name)
 {
@@ -398,7 +423,7 @@ static cgr_status compare_node(pair *p, size_t i, int depth)
         struct cudaHostNodeParams ha, hb;
         CGR_CUDA_TRY(cudaGraphHostNodeGetParams(na, &ha));
         CGR_CUDA_TRY(cudaGraphHostNodeGetParams(nb, &hb));
-        if (ha.fn != hb.fn || ha.userData != hb.userData)
+        if (ha.fn != hb.fn || (ha.userData != hb.userData && !nccl_host_fn(ha.fn)))
             return differ(p, i, "a host function call (cudaLaunchHostFunc) has other arguments "
                           "at %s", p->b_run);
         return CGR_STATUS_OK;

@@ -5,7 +5,9 @@
  * The test forks its ranks itself (bench/ddp/boot.h: one process per GPU,
  * NCCL's unique id through a pipe) before any CUDA call, and each rank
  * checks, after an armable step that asks for the communicator has failed
- * its first run and a step that uses it has not been profiled:
+ * its first run, a step that uses it has not been profiled, and a
+ * host-function call into NCCL's library whose argument changes every run
+ * has passed the frozen-value check (one into the test's own did not):
  *   A. at per-GPU batch B = 1 (W-mlp's small-batch kernels) and B = 16
  *      (its cuBLAS path): 50 graphed W-ddp steps (10 under
  *      compute-sanitizer) end with parameters
@@ -576,6 +578,81 @@ static void profile_refused(const rank_ctx *rc)
     ASSERT_OK(cgr_runtime_destroy(&rt));
 }
 
+/*
+ * A step with a host-function call whose argument changes every run, like
+ * the plan NCCL passes its proxy before a collective over a network (which
+ * one host does not need). A call into NCCL's library is NCCL's own: the
+ * step replays its graph. The same call into the test's own function is a
+ * frozen value: the shape runs eagerly.
+ */
+typedef struct host_calls {
+    cudaHostFn_t fn;
+    int box[2]; /* the argument alternates between these */
+    int k;
+} host_calls;
+
+static void own_host_fn(void *p)
+{
+    *(int *)p = 1;
+}
+
+static cgr_status host_call_step(cgr_ctx *ctx, void *user)
+{
+    host_calls *h = user;
+    cgr_stream st;
+    float *out;
+    cgr_status s;
+    if ((s = cgr_ctx_output(ctx, 0, (void **)&out)) || (s = cgr_ctx_stream(ctx, &st)))
+        return s;
+    if (cudaLaunchHostFunc(st, h->fn, &h->box[h->k++ & 1]) != cudaSuccess ||
+        cudaMemsetAsync(out, 0, sizeof(float), st) != cudaSuccess)
+        return CGR_STATUS_CUDA_ERROR;
+    return CGR_STATUS_OK;
+}
+
+static void nccl_host_node(const rank_ctx *rc, int in_nccl)
+{
+    cgr_runtime *rt = new_runtime(rc, 1);
+    cgr_nccl_options no;
+    ASSERT_OK(cgr_nccl_options_init(&no));
+    ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
+    /*
+     * ncclGetVersion(int *) stands in for NCCL's callback: a function in
+     * its library that is harmless to call with an int's address. Through
+     * void (*)(void), the one cast that may change a function's type
+     * without a warning; the call's result is dropped, as x86-64 and
+     * AArch64 allow.
+     */
+    host_calls h = {in_nccl ? (cudaHostFn_t)(void (*)(void))ncclGetVersion : own_host_fn,
+                    {0, 0}, 0};
+    cgr_tensor_desc out;
+    cgr_step_desc d;
+    lonely_desc(&d, &out, in_nccl ? "nccl-host-call" : "own-host-call");
+    d.fn = host_call_step;
+    d.user = &h;
+    cgr_step *st = NULL;
+    ASSERT_OK(cgr_step_create(rt, &d, &st));
+    for (int k = 0; k < 6; k++) {
+        uint64_t t = 0;
+        ASSERT_OK(cgr_step_run(st, NULL, NULL, &t));
+        ASSERT_OK(cgr_step_wait(st, t));
+    }
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(st, &ss));
+    ASSERT_U64_EQ(ss.frozen_checks, 1);
+    if (in_nccl) {
+        if (ss.mode != CGR_MODE_GRAPH || ss.eager_runs != 0)
+            TEST_FAIL_("rank %d: a host call into NCCL's library was taken for a frozen value "
+                       "(%llu eager runs): %s", rc->who->rank,
+                       (unsigned long long)ss.eager_runs, ss.capture_error);
+    } else {
+        ASSERT_EQ(ss.mode, CGR_MODE_EAGER);
+        ASSERT_U64_EQ(ss.eager_by_reason[CGR_EAGER_FROZEN_VALUE], 2); /* runs 4 and 5 */
+        ASSERT(strstr(ss.capture_error, "host function") != NULL);
+    }
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+}
+
 static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *user)
 {
     alarm(240); /* SIGALRM's default action ends a hung rank; the parent then fails */
@@ -606,6 +683,8 @@ static int rank_main(const ddp_rank_info *who, const ncclUniqueId *id, void *use
     ASSERT_OK(cgr_runtime_destroy(&rt));
     armable_refused(&rc);
     profile_refused(&rc);
+    nccl_host_node(&rc, 1);
+    nccl_host_node(&rc, 0);
 
     part_a(&rc);
     for (int way = 0; way < B_WAYS; way++)
