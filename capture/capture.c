@@ -79,7 +79,8 @@ static void plan_tensor(io_nodes *io, cgr__copy_list *l, const cgr__tensor *t,
  * output list. Sizes are the current shape's (its bucket), and a step
  * with dynamic dims also moves the run's true dims from the slot to their
  * device buffer in the input kernel, so every replay sees its own run's
- * dims. A graph with any staging kernel ends with the output kernel,
+ * dims, clamped to the bucket (stage.h). A graph with any staging kernel
+ * ends with the output kernel,
  * which publishes the completion flag and advances the slot word, even
  * when it has no tensor to copy.
  */
@@ -91,9 +92,11 @@ static void plan_io(const cgr_step *s, io_nodes *io)
     io->zout.to_host = 1;
     for (int i = 0; i < s->n_in; i++)
         plan_tensor(io, &io->zin, &s->in[i], dev, zero_copy_max);
-    if (s->n_dyn)
-        add_copy(&io->zin, dev + CGR__SLOT_DIMS_OFFSET, s->dims_dev,
-                 (size_t)s->n_dyn * sizeof(int64_t));
+    io->zin.n_dims = s->n_dyn;
+    io->zin.dims_src = (const long long *)(dev + CGR__SLOT_DIMS_OFFSET);
+    io->zin.dims_dst = (long long *)s->dims_dev;
+    for (int j = 0; j < s->n_dyn; j++)
+        io->zin.dims_max[j] = s->cur_bucket[j];
     for (int i = 0; i < s->n_out; i++)
         plan_tensor(io, &io->zout, &s->out[i], dev, zero_copy_max);
     /* An armable step's input kernel waits at the slot's gate (capture/gate.c). */
@@ -102,7 +105,7 @@ static void plan_io(const cgr_step *s, io_nodes *io)
         io->zin.gate_relay = (unsigned int *)(s->sig_dev + 2 * s->ring.slots);
         io->zin.gate_timeout_ns = (unsigned long long)s->rt->opt.arm_timeout_us * 1000ull;
     }
-    if (!io->zin.n && !io->zin.gate && !io->zout.n)
+    if (!io->zin.n && !io->zin.n_dims && !io->zin.gate && !io->zout.n)
         return;
     cgr__copy_list *l[2] = {&io->zin, &io->zout};
     for (int k = 0; k < 2; k++) {
@@ -140,7 +143,7 @@ static cgr_status record_inputs(cgr_step *s, io_nodes *io)
 {
     cudaStream_t st = s->rt->stream;
     /* With a gate the kernel comes first even with nothing to copy: memcpy nodes wait behind it. */
-    if (io->zin.n || io->zin.gate)
+    if (io->zin.n || io->zin.n_dims || io->zin.gate)
         CGR_CUDA_TRY(cgr__stage_copy(&io->zin, st));
     const unsigned char *host = cgr__slot_host(s, 0);
     for (cgr__graph_copy *c = io->copies; c < io->copies + io->n_copies && !c->to_host; c++) {
@@ -221,7 +224,7 @@ static cgr_status graph_finish(cgr_step *s, cudaGraph_t g, const io_nodes *io, c
     size_t nodes = 0;
     CGR_CUDA_TRY(cudaGraphGetNodes(g, NULL, &nodes));
     out->nodes = nodes;
-    out->zero_copy_tensors = (uint64_t)(io->zin.n + io->zout.n - (s->n_dyn ? 1 : 0));
+    out->zero_copy_tensors = (uint64_t)(io->zin.n + io->zout.n);
     out->memcpy_tensors = (uint64_t)io->n_copies;
     out->flag = io->zout.flag != NULL;
     out->gated = io->zin.gate != NULL;

@@ -134,6 +134,12 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
     if (l.gate)
         gate_wait((unsigned long long *)((unsigned char *)l.gate + slot_off),
                   l.gate_relay + 2 * slot, l.gate_timeout_ns);
+    if (blockIdx.x == 0 && (int)threadIdx.x < l.n_dims) {
+        const long long v = ((const long long *)((const unsigned char *)l.dims_src +
+                                                 slot_off))[threadIdx.x];
+        const long long hi = l.dims_max[threadIdx.x];
+        l.dims_dst[threadIdx.x] = v < 1 ? 1 : v > hi ? hi : v;
+    }
     /* The run count, read now so that its latency hides behind the copy. Only
      * the previous run's last block wrote it, and that run has ended. */
     unsigned long long runs = 0;

@@ -22,8 +22,8 @@
 extern "C" {
 #endif
 
-/* Every tensor of a direction, plus the run's true dims on the way in. */
-#define CGR__COPY_MAX (CGR_MAX_TENSORS + 1)
+/* Every tensor of a direction. */
+#define CGR__COPY_MAX CGR_MAX_TENSORS
 
 /**
  * Copies to make in one launch; passed to the kernel by value.
@@ -72,6 +72,18 @@ typedef struct cgr__copy_list {
     unsigned long long *gate;
     unsigned int *gate_relay;
     unsigned long long gate_timeout_ns;
+    /*
+     * The run's true dims, on the way in (n_dims 0: none): n_dims int64
+     * words from dims_src (slot 0's, moved to the run's slot) to dims_dst,
+     * each clamped to 1..dims_max[j], the graph's bucket. A run that reads
+     * a slot holding another run's dims (an armed run released or timed
+     * out, whose slot the next run may fill before it starts) then still
+     * never tells the step a dim past the bucket it was captured for.
+     */
+    int n_dims;
+    const long long *dims_src;
+    long long *dims_dst;
+    long long dims_max[CGR_MAX_DYN_DIMS];
 } cgr__copy_list;
 
 /**

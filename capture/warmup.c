@@ -19,20 +19,20 @@ void cgr__plan_reset(cgr__shape_plan *p)
     p->philox_known = 0;
 }
 
-/* Plans the trace of a shape's first run and backs it with arena memory. */
+/*
+ * Plans the trace of a shape's first run and backs it with arena memory,
+ * once the stream has drained the run's frees to the tracing pool.
+ */
 static cgr_status plan_trace(cgr_step *s, cgr__shape_plan *p)
 {
     cgr_runtime *rt = s->rt;
     size_t peak = 0, lower = 0;
     /*
-     * The tracing pool's memory is only needed for that first run: once the
-     * stream has drained its frees, give it back to the device. Before the
-     * arena grows, not after: growing may fail for want of exactly that
-     * memory, and a failed growth must not leave the pool holding it.
+     * The tracing pool's memory is only needed for that first run: give it
+     * back to the device. Before the arena grows, not after: growing may
+     * fail for want of exactly that memory, and a failed growth must not
+     * leave the pool holding it.
      */
-    cudaError_t e = cgr__sync_stream(rt);
-    if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaStreamSynchronize");
     CGR_CUDA_TRY(cudaMemPoolTrimTo(rt->trace_pool, 0));
     cgr_status st = cgr__plan(p->trace.bufs, p->trace.n, CGR__ALIGN, &peak, &lower);
     if (st == CGR_STATUS_OUT_OF_MEMORY)
@@ -96,22 +96,24 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *p)
         goto out;
     }
     if (tracing && !p->unbacked[0]) {
-        /*
-         * The step's work has run, on memory from the tracing pool. A plan
-         * the arena cannot back (ARENA_LIMIT, or out of memory) does not
-         * undo it: the run completes as it is, so that a caller is never
-         * told that work which ran did not, and the shape is left unplanned,
-         * the reason kept for its capture run to fail with. Its later runs
-         * take scratch from the pool again without planning, so they neither
-         * synchronize the stream nor try the arena again.
-         */
-        cgr_status ps = plan_trace(s, p);
-        if (ps == CGR_STATUS_ARENA_LIMIT || ps == CGR_STATUS_OUT_OF_MEMORY) {
-            snprintf(p->unbacked, sizeof p->unbacked, "%s", cgr_last_error());
-        } else if (ps != CGR_STATUS_OK) {
-            st = ps;
+        /* A stream that failed has no trustworthy outputs: the run fails. */
+        cudaError_t e = cgr__sync_stream(rt);
+        if (e != cudaSuccess) {
+            st = cgr__cuda_fail((int)e, "cudaStreamSynchronize");
             goto out;
         }
+        /*
+         * The step's work has run, on memory from the tracing pool. A plan
+         * the arena cannot back (ARENA_LIMIT, out of memory, a mapping the
+         * driver refused) does not undo it: the run completes as it is, so
+         * that a caller is never told that work which ran did not, and the
+         * shape is left unplanned, the reason kept for its capture run to
+         * fail with. Its later runs take scratch from the tracing pool
+         * without planning, so they neither synchronize the stream nor try
+         * the arena again.
+         */
+        if (plan_trace(s, p) != CGR_STATUS_OK)
+            snprintf(p->unbacked, sizeof p->unbacked, "%s", cgr_last_error());
     }
     for (int i = 0; i < s->n_out; i++)
         CGR_CUDA_TRY_GOTO(cudaMemcpyAsync(host + s->out[i].slot_offset, s->out[i].dev,

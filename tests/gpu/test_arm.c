@@ -18,7 +18,9 @@
  *   rearm     armed for one bucket, released, armed again for another:
  *             the first armed run is let through, the second is exact
  *   release   cgr_step_release of an armed and of a plain slot; the next
- *             run is exact
+ *             run is exact. A released run of bucket 1 on a slot that
+ *             holds batch 60's dims sees true batch 1 (clamped to its
+ *             bucket on the device)
  *   reuse     the run an armed run's slot held is refused by
  *             cgr_step_output from the acquire on, released or not
  *   expired   arm_timeout_us = 2 ms, 30 ms between arm and launch: the
@@ -376,6 +378,38 @@ static void part_rearm(void)
     printf("rearm: %zu armed runs let through, the runs armed after them exact\n", n);
 }
 
+/*
+ * A released armed run reads whatever its slot holds, the true dims too:
+ * here those of an earlier run at batch 60. The graph of bucket 1 must
+ * still tell the step 1, not 60, or a kernel that trusts the device's
+ * true dims would run past the bucket's buffers.
+ */
+static void released_stale_dims(env *e)
+{
+    static float x[MAXB * K];
+    const int64_t big[1] = {60}, one[1] = {1};
+    uint64_t t = 0;
+    /* Both staging slots hold dims 60 after two runs. */
+    for (int r = 0; r < 2; r++) {
+        rng_fill(&g_rng, x, (size_t)60 * K);
+        const void *ins[1] = {x};
+        ASSERT_OK(cgr_step_run(e->step, big, ins, &t));
+        check_run(e, t, 60, x, "before the stale release");
+    }
+    cgr_slot slot;
+    ASSERT_OK(cgr_step_acquire(e->step, one, CGR_ACQUIRE_ARM, &slot));
+    ASSERT_EQ(slot.armed, 1);
+    /* The slot's last run wrote 60 here; the released run overwrites it with what it saw. */
+    const volatile int64_t *seen = slot.outputs[1];
+    ASSERT_OK(cgr_step_release(e->step, &slot));
+    cgr_stream st;
+    ASSERT_OK(cgr_runtime_stream(e->rt, &st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    if (*seen != 1)
+        TEST_FAIL_("a released run of bucket 1 on a slot holding batch 60 told the step %lld",
+                   (long long)*seen);
+}
+
 static void part_release(void)
 {
     env e;
@@ -391,15 +425,17 @@ static void part_release(void)
     ASSERT_OK(cgr_step_acquire(e.step, dims, 0, &slot));
     ASSERT_OK(cgr_step_release(e.step, &slot));
     ASSERT_STATUS(cgr_step_release(e.step, &slot), CGR_STATUS_WRONG_STATE);
+    released_stale_dims(&e);
     for (int r = 0; r < 4; r++) {
         cgr_run_action a;
         ASSERT_EQ(armed_run(&e, 6, 0, &a, "after release"), 1);
     }
     cgr_step_stats s = step_stats(&e);
-    ASSERT_U64_EQ(s.arm_released, 3);
+    ASSERT_U64_EQ(s.arm_released, 4);
     ASSERT_U64_EQ(s.armed_runs, 4);
     ASSERT_OK(cgr_runtime_destroy(&e.rt));
-    printf("release: 3 armed and 1 plain slot given back, later runs exact\n");
+    printf("release: 4 armed and 1 plain slot given back, later runs exact; a released run "
+           "saw its bucket's batch, not the slot's stale one\n");
 }
 
 /*
