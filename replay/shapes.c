@@ -230,12 +230,34 @@ static uint32_t add_warming(cgr__shapes *m, const int64_t *dims)
     return v;
 }
 
-/* Entry i runs eagerly for good; the least recently used EAGER entry is forgotten when full. */
+/*
+ * The EAGER entry to forget for a new one: the least recently used whose
+ * reason is not a frozen value, else the least recently used. A shape
+ * forgotten comes back as new; one whose capture failed then fails again,
+ * but one that froze a value is captured and checked again, and a value
+ * that holds still across those two runs (one that changes per epoch,
+ * say) would pass the check and be replayed. So those are kept longest.
+ */
+static uint32_t eager_to_forget(const cgr__shapes *m, uint32_t skip)
+{
+    uint32_t v = CGR__SHAPES_NONE;
+    for (uint32_t i = 0; i < m->capacity; i++) {
+        const cgr__shape *e = &m->entries[i];
+        if (e->state != CGR__SHAPE_EAGER || i == skip || e->reason == CGR_EAGER_FROZEN_VALUE)
+            continue;
+        if (v == CGR__SHAPES_NONE || e->last_use < m->entries[v].last_use)
+            v = i;
+    }
+    return v != CGR__SHAPES_NONE ? v : oldest(m, CGR__SHAPE_EAGER, skip, NULL);
+}
+
+/* Entry i runs eagerly for good; an EAGER entry is forgotten when they are full. */
 static void make_eager(cgr__shapes *m, uint32_t i, cgr_eager_reason reason, const char *text)
 {
-    uint32_t n = 0, v = oldest(m, CGR__SHAPE_EAGER, i, &n);
+    uint32_t n = 0;
+    (void)oldest(m, CGR__SHAPE_EAGER, i, &n);
     if (n >= CGR__SHAPES_MAX_EAGER)
-        clear(m, v);
+        clear(m, eager_to_forget(m, i));
     cgr__shape *e = &m->entries[i];
     e->state = CGR__SHAPE_EAGER;
     e->reason = (uint8_t)reason;

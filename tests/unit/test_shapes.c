@@ -1300,6 +1300,61 @@ static void test_refuse(void)
     cgr__shapes_destroy(&m);
 }
 
+/* Shape x, cached, then refused for a frozen value. */
+static void freeze_shape(cgr__shapes *m, int64_t x)
+{
+    cgr__shapes_freed f;
+    cache_shape(m, x, (uintptr_t)x, 100);
+    cgr__shapes_decision out = decide1(m, x);
+    expect(&out, CGR__SHAPES_REPLAY);
+    t_refuse(m, out.entry, CGR_EAGER_FROZEN_VALUE, "froze", &f);
+}
+
+/* Shape x, new, whose capture fails. */
+static void fail_shape(cgr__shapes *m, int64_t x)
+{
+    decide1(m, x);
+    cgr__shapes_decision out = decide1(m, x);
+    expect(&out, CGR__SHAPES_CAPTURE);
+    cgr__shapes_capture_failed(m, "no");
+}
+
+/*
+ * When the eager records are full, a frozen value's is forgotten last: a
+ * shape forgotten is captured and checked again, and a value that held
+ * still across the two runs checked would then be replayed.
+ */
+static void test_forget_frozen_last(void)
+{
+    cgr__shapes_dim_desc d;
+    cgr__shapes_config c = one_dim(&d, INT64_C(1) << 30, 1, 32, 0);
+    cgr__shapes m;
+    mgr(&m, &c);
+    const int64_t first = 1, failed = 2;
+    freeze_shape(&m, first); /* the least recently used of all */
+    fail_shape(&m, failed);
+    for (int k = 2; k < (int)CGR__SHAPES_MAX_EAGER; k++)
+        freeze_shape(&m, INT64_C(1) << k);
+    ASSERT_EQ(stats(&m).eager, CGR__SHAPES_MAX_EAGER);
+    /* A 17th: the failed capture's record goes, though the first frozen one is older. */
+    freeze_shape(&m, INT64_C(1) << 20);
+    ASSERT_EQ(stats(&m).eager, CGR__SHAPES_MAX_EAGER);
+    ASSERT(find1(&m, failed) == NULL);
+    cgr__shapes_decision out = decide1(&m, first);
+    expect(&out, CGR__SHAPES_EAGER);
+    ASSERT_EQ(out.reason, CGR_EAGER_FROZEN_VALUE);
+    /* All frozen now: the least recently used of them goes (shape 4; 1 just ran). */
+    freeze_shape(&m, INT64_C(1) << 21);
+    ASSERT_EQ(stats(&m).eager, CGR__SHAPES_MAX_EAGER);
+    ASSERT(find1(&m, 4) == NULL);
+    ASSERT(find1(&m, first) != NULL);
+    out = decide1(&m, failed); /* forgotten: new again */
+    expect(&out, CGR__SHAPES_WARMUP);
+    ASSERT_EQ(out.fresh, 1);
+    check_identities(&m);
+    cgr__shapes_destroy(&m);
+}
+
 /*
  * Only a cached graph is refused. A shape still warming up, such as one
  * whose scratch the arena cannot back, fails at its capture instead
@@ -3080,6 +3135,7 @@ int main(void)
     test_too_large();
     test_uncapturable();
     test_refuse();
+    test_forget_frozen_last();
     test_offer_withdrawn();
     test_refuse_warming();
     test_churn();
