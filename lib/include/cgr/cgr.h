@@ -621,6 +621,8 @@ CGR_API cgr_status cgr_step_write_input(cgr_step *step, const cgr_slot *slot, in
  * or a CUDA call it made fails), the input copies and the work it
  * enqueued before failing may still execute. A failed capture is not a
  * failed run: the run executes eagerly (cgr_step_stats.capture_error).
+ * A slot given back may hold the inputs spread to the bucket's shape:
+ * after acquiring again, write the inputs again.
  */
 CGR_API cgr_status cgr_step_launch(cgr_step *step, const cgr_slot *slot);
 /**
