@@ -459,35 +459,61 @@ static cgr_status lonely_step(cgr_ctx *ctx, void *user)
                                                                       : CGR_STATUS_CUDA_ERROR;
 }
 
-/* A step of one f32 scalar output that runs lonely_step. */
-static void lonely_desc(cgr_step_desc *d, cgr_tensor_desc *out, const char *name)
+/* A runtime with rc's communicator attached (timeout_ms 0: the default), from options o. */
+static cgr_runtime *attached(const rank_ctx *rc, cgr_options *o, unsigned timeout_ms)
 {
-    *out = (cgr_tensor_desc){.name = "y", .dtype = CGR_DTYPE_F32, .rank = 0};
-    ASSERT_OK(cgr_step_desc_init(d));
-    d->name = name;
-    d->outputs = out;
-    d->n_outputs = 1;
-    d->fn = lonely_step;
+    o->device = rc->who->local_rank;
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, o));
+    cgr_nccl_options no;
+    ASSERT_OK(cgr_nccl_options_init(&no));
+    if (timeout_ms)
+        no.timeout_ms = timeout_ms;
+    ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
+    return rt;
+}
+
+static cgr_runtime *attached_default(const rank_ctx *rc, unsigned timeout_ms)
+{
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    return attached(rc, &o, timeout_ms);
+}
+
+/* A step of one f32 scalar output running fn (lonely_step when NULL) on user. */
+static cgr_step *small_step(cgr_runtime *rt, const char *name, int armable, cgr_step_fn fn,
+                            void *user)
+{
+    cgr_tensor_desc out = {.name = "y", .dtype = CGR_DTYPE_F32, .rank = 0};
+    cgr_step_desc d;
+    ASSERT_OK(cgr_step_desc_init(&d));
+    d.name = name;
+    d.outputs = &out;
+    d.n_outputs = 1;
+    d.fn = fn ? fn : lonely_step;
+    d.user = user;
+    d.armable = armable;
+    cgr_step *st = NULL;
+    ASSERT_OK(cgr_step_create(rt, &d, &st));
+    return st;
+}
+
+/* n runs of st, each waited for. */
+static void run_n(cgr_step *st, int n)
+{
+    for (int k = 0; k < n; k++) {
+        uint64_t t = 0;
+        ASSERT_OK(cgr_step_run(st, NULL, NULL, &t));
+        ASSERT_OK(cgr_step_wait(st, t));
+    }
 }
 
 static void part_c(const rank_ctx *rc)
 {
-    cgr_runtime *rt = new_runtime(rc, 1);
-    cgr_nccl_options no;
-    ASSERT_OK(cgr_nccl_options_init(&no));
-    no.timeout_ms = 3000;
-    ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
+    cgr_runtime *rt = attached_default(rc, 3000);
     if (rc->who->rank == 0) {
-        cgr_tensor_desc out;
-        cgr_step_desc d;
-        lonely_desc(&d, &out, "lonely");
-        cgr_step *st = NULL;
-        ASSERT_OK(cgr_step_create(rt, &d, &st));
-        for (int k = 0; k < 2; k++) {
-            uint64_t t = 0;
-            ASSERT_OK(cgr_step_run(st, NULL, NULL, &t));
-            ASSERT_OK(cgr_step_wait(st, t));
-        }
+        cgr_step *st = small_step(rt, "lonely", 0, NULL, NULL);
+        run_n(st, 2);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         cgr_status s = cgr_step_run(st, NULL, NULL, NULL);
@@ -521,16 +547,8 @@ static void part_c(const rank_ctx *rc)
  */
 static void armable_refused(const rank_ctx *rc)
 {
-    cgr_runtime *rt = new_runtime(rc, 1);
-    cgr_nccl_options no;
-    ASSERT_OK(cgr_nccl_options_init(&no));
-    ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
-    cgr_tensor_desc out;
-    cgr_step_desc d;
-    lonely_desc(&d, &out, "armable");
-    d.armable = 1;
-    cgr_step *st = NULL;
-    ASSERT_OK(cgr_step_create(rt, &d, &st));
+    cgr_runtime *rt = attached_default(rc, 0);
+    cgr_step *st = small_step(rt, "armable", 1, NULL, NULL);
     /* The step returns cgr_ctx_nccl's status: the run fails as the step's. */
     ASSERT_STATUS(cgr_step_run(st, NULL, NULL, NULL), CGR_STATUS_STEP_FAILED);
     if (!strstr(cgr_last_error(), "armable"))
@@ -547,24 +565,11 @@ static void profile_refused(const rank_ctx *rc)
 {
     cgr_options o;
     ASSERT_OK(cgr_options_init(&o));
-    o.device = rc->who->local_rank;
     o.profile.runs = 2;
     o.profile.skip = 0;
-    cgr_runtime *rt = NULL;
-    ASSERT_OK(cgr_runtime_create(&rt, &o));
-    cgr_nccl_options no;
-    ASSERT_OK(cgr_nccl_options_init(&no));
-    ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
-    cgr_tensor_desc out;
-    cgr_step_desc d;
-    lonely_desc(&d, &out, "profiled");
-    cgr_step *st = NULL;
-    ASSERT_OK(cgr_step_create(rt, &d, &st));
-    for (int k = 0; k < 8; k++) {
-        uint64_t t = 0;
-        ASSERT_OK(cgr_step_run(st, NULL, NULL, &t));
-        ASSERT_OK(cgr_step_wait(st, t));
-    }
+    cgr_runtime *rt = attached(rc, &o, 0);
+    cgr_step *st = small_step(rt, "profiled", 0, NULL, NULL);
+    run_n(st, 8);
     cgr_step_stats ss;
     ASSERT_OK(cgr_step_get_stats(st, &ss));
     ASSERT_EQ(ss.profile.state, CGR_PROFILE_FAILED);
@@ -612,10 +617,7 @@ static cgr_status host_call_step(cgr_ctx *ctx, void *user)
 
 static void nccl_host_node(const rank_ctx *rc, int in_nccl)
 {
-    cgr_runtime *rt = new_runtime(rc, 1);
-    cgr_nccl_options no;
-    ASSERT_OK(cgr_nccl_options_init(&no));
-    ASSERT_OK(cgr_runtime_attach_nccl(rt, rc->comm, &no));
+    cgr_runtime *rt = attached_default(rc, 0);
     /*
      * ncclGetVersion(int *) stands in for NCCL's callback: a function in
      * its library that is harmless to call with an int's address. Through
@@ -625,18 +627,9 @@ static void nccl_host_node(const rank_ctx *rc, int in_nccl)
      */
     host_calls h = {in_nccl ? (cudaHostFn_t)(void (*)(void))ncclGetVersion : own_host_fn,
                     {0, 0}, 0};
-    cgr_tensor_desc out;
-    cgr_step_desc d;
-    lonely_desc(&d, &out, in_nccl ? "nccl-host-call" : "own-host-call");
-    d.fn = host_call_step;
-    d.user = &h;
-    cgr_step *st = NULL;
-    ASSERT_OK(cgr_step_create(rt, &d, &st));
-    for (int k = 0; k < 6; k++) {
-        uint64_t t = 0;
-        ASSERT_OK(cgr_step_run(st, NULL, NULL, &t));
-        ASSERT_OK(cgr_step_wait(st, t));
-    }
+    cgr_step *st =
+        small_step(rt, in_nccl ? "nccl-host-call" : "own-host-call", 0, host_call_step, &h);
+    run_n(st, 6);
     cgr_step_stats ss;
     ASSERT_OK(cgr_step_get_stats(st, &ss));
     ASSERT_U64_EQ(ss.frozen_checks, 1);
