@@ -47,6 +47,17 @@ static cgr_status bind_workspace(cgr_ctx *c, cublasHandle_t h, int own)
 {
     void *ws = NULL;
     CGR_TRY(cgr_ctx_alloc(c, CGR__CUBLAS_WORKSPACE, &ws)); /* fails the run itself */
+    /*
+     * A tracing run's scratch goes back to the pool, and the pool to the
+     * device, once the run is over, while the caller's own handle keeps the
+     * workspace it was last given and may be used outside any step. So in
+     * a tracing run it keeps cuBLAS's own, which cublasSetStream restored;
+     * the request is still made, so that later runs' requests match the
+     * trace. (cgr's own handle is given a workspace at every run before
+     * any use.)
+     */
+    if (!own && c->mode == CGR__CTX_TRACE)
+        return CGR_STATUS_OK;
     cublasStatus_t e = own && CGR__FAULT(CGR__FAULT_CUBLAS)
                            ? CUBLAS_STATUS_EXECUTION_FAILED
                            : cublasSetWorkspace(h, ws, CGR__CUBLAS_WORKSPACE);

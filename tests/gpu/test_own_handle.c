@@ -3,7 +3,8 @@
  *
  * Bound with cgr_ctx_bind_cublas() (cgr's stream, a workspace from the
  * arena), the step captures and replays bitwise equal to the same step run
- * eagerly, run after run, with fresh inputs.
+ * eagerly, run after run, with fresh inputs. After the first runs, whose
+ * scratch is given back, the handle still works outside any step.
  *
  * Set only to cgr's stream, with no workspace, cuBLAS allocates inside the
  * graph. Such a graph either replays correctly too (its memory-allocation
@@ -62,6 +63,36 @@ static cgr_step *gemm(cgr_runtime *rt, own *o, const char *name)
     return make_step(rt, name, in, 2, &out, 1, gemm_step, o);
 }
 
+/*
+ * The handle used outside any step after a step's first run, on cgr's
+ * stream where that run left it: a long, thin product that cuBLAS tends
+ * to split along K, through a workspace. The first run's scratch is
+ * gone by then, so a workspace kept from it would be freed memory.
+ */
+static void use_outside(own *o)
+{
+    enum { TK = 1 << 18, TM = 16 };
+    float *a = NULL, *c = NULL;
+    CUDA_OK(cudaMalloc((void **)&a, (size_t)TK * TM * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&c, (size_t)TM * TM * sizeof(float)));
+    CUDA_OK(cudaMemset(a, 0x3c, (size_t)TK * TM * sizeof(float))); /* 0x3c3c3c3c: about 0.0115 */
+    const float one = 1.0f, zero = 0.0f;
+    ASSERT(cublasSgemm(o->h, CUBLAS_OP_T, CUBLAS_OP_N, TM, TM, TK, &one, a, TK, a, TK, &zero, c,
+                       TM) == CUBLAS_STATUS_SUCCESS);
+    CUDA_OK(cudaDeviceSynchronize());
+    float c0 = 0.0f;
+    CUDA_OK(cudaMemcpy(&c0, c, sizeof c0, cudaMemcpyDeviceToHost));
+    float v;
+    const unsigned bits = 0x3c3c3c3cu;
+    memcpy(&v, &bits, sizeof v);
+    const double want = (double)TK * v * v;
+    if (c0 < 0.999 * want || c0 > 1.001 * want)
+        TEST_FAIL_("the handle outside the step: c[0][0] = %.7g, expected %.7g", (double)c0,
+                   want);
+    CUDA_OK(cudaFree(a));
+    CUDA_OK(cudaFree(c));
+}
+
 /* RUNS runs of the graphed step and the eager one on the same fresh inputs. */
 static cgr_step_stats compare(own *o, rng *r, const char *name)
 {
@@ -88,6 +119,8 @@ static cgr_step_stats compare(own *o, rng *r, const char *name)
         if (cg[0] == 0.0f || (double)cg[0] - sum > 1e-4 || sum - (double)cg[0] > 1e-4)
             TEST_FAIL_("%s run %d: c[0][0] = %.7g, the host says %.7g", name, k, (double)cg[0],
                        sum);
+        if (k == 0 && o->bind)
+            use_outside(o);
     }
     cgr_step_stats ss;
     ASSERT_OK(cgr_step_get_stats(g, &ss));

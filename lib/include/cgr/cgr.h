@@ -953,7 +953,10 @@ CGR_API cgr_status cgr_ctx_cublas(cgr_ctx *ctx, cgr_cublas_handle *out);
  * (memory-allocation nodes), which CUDA does not allow in every graph.
  * cuBLASLt takes its workspace per call: give it cgr_ctx_alloc() memory.
  * The handle stays yours (cgr never destroys it), and it stays bound to
- * cgr's stream after the run.
+ * cgr's stream after the run, with the arena's workspace, or with cuBLAS's
+ * own after a shape's first run (whose scratch is given back when it
+ * ends). After cgr_runtime_destroy(), set its stream and workspace again
+ * before using it.
  */
 CGR_API cgr_status cgr_ctx_bind_cublas(cgr_ctx *ctx, cgr_cublas_handle handle);
 /**
