@@ -51,14 +51,17 @@ void cgr__clear_error(void)
 /*
  * Sets the message to "<prefix><fmt...>". Messages are for users, so they
  * carry no source position; only cgr's own bugs (cgr__bug) say where.
+ * Formatted aside first: an argument may be the message itself
+ * (cgr_last_error(), to wrap the reason of a failure below).
  */
 static void vset(const char *prefix, const char *fmt, va_list ap) CGR__PRINTF(2, 0);
 static void vset(const char *prefix, const char *fmt, va_list ap)
 {
-    int n = snprintf(errbuf, sizeof errbuf, "%s", prefix);
-    if (n < 0 || (size_t)n >= sizeof errbuf)
-        return;
-    vsnprintf(errbuf + n, sizeof errbuf - (size_t)n, fmt, ap);
+    char out[CGR__ERRBUF];
+    int n = snprintf(out, sizeof out, "%s", prefix);
+    if (n >= 0 && (size_t)n < sizeof out)
+        vsnprintf(out + n, sizeof out - (size_t)n, fmt, ap);
+    memcpy(errbuf, out, sizeof errbuf);
 }
 
 cgr_status cgr__fail(cgr_status s, const char *fmt, ...)
@@ -103,6 +106,12 @@ cgr_status cgr__bug(const char *file, int line, const char *fmt, ...)
 
 void cgr__error_append(const char *fmt, ...)
 {
+    /* Aside first, as in vset: an argument may be the message itself. */
+    char more[CGR__ERRBUF];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(more, sizeof more, fmt, ap);
+    va_end(ap);
     size_t n = strlen(errbuf);
     if (n + 3 >= sizeof errbuf)
         return;
@@ -110,10 +119,7 @@ void cgr__error_append(const char *fmt, ...)
         memcpy(errbuf + n, "; ", 3);
         n += 2;
     }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf + n, sizeof errbuf - n, fmt, ap);
-    va_end(ap);
+    snprintf(errbuf + n, sizeof errbuf - n, "%s", more);
 }
 
 cgr_status cgr__cuda_fail(int err, const char *expr)

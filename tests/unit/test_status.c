@@ -1,7 +1,8 @@
 /*
  * Status names and strings come from one list and cover every status; the
  * last-error message is led by the public function once, grows by "; "
- * parts, and is cut, never overrun, when it fills its buffer; a failed CUDA
+ * parts, may wrap itself, and is cut, never overrun, when it fills its
+ * buffer; a failed CUDA
  * call and cgr's own bug are reported as docs/errors.md says.
  */
 #define _POSIX_C_SOURCE 200809L /* fork, for death.h */
@@ -38,6 +39,12 @@ static void test_message(void)
     cgr__clear_error();
     cgr__error_append("alone");
     ASSERT_STR_EQ(cgr_last_error(), "alone"); /* no "; " before the first part */
+    /* A failure that wraps the message below it, by cgr_last_error() itself. */
+    (void)cgr__fail(CGR_STATUS_CUDA_ERROR, "a");
+    (void)cgr__fail(CGR_STATUS_CAPTURE_FAILED, "b (%s)", cgr_last_error());
+    ASSERT_STR_EQ(cgr_last_error(), "b (a)");
+    cgr__error_append("again: %s", cgr_last_error());
+    ASSERT_STR_EQ(cgr_last_error(), "b (a); again: b (a)");
 
     /* A full message: the lead still comes first, the text is cut to fit, and nothing
      * is appended past the end. */
