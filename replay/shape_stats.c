@@ -93,9 +93,11 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_shape_at: index %d", index);
     cgr_runtime *rt = s->rt;
     CGR_TRY(cgr__lock(rt, "cgr_step_shape_at"));
-    memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
-    out->n_dims = s->n_dyn;
+    /* Filled aside: a refused index leaves the caller's struct as it was. */
+    cgr_shape_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    info.n_dims = s->n_dyn;
     /*
      * Cached shapes first, most recently used first (each decision touches
      * one entry, so their last uses differ), then those that run eagerly
@@ -123,17 +125,18 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
     }
     const int found = pick != NULL;
     if (pick) {
-        memcpy(out->dims, pick->dims, (size_t)s->n_dyn * sizeof(int64_t));
+        memcpy(info.dims, pick->dims, (size_t)s->n_dyn * sizeof(int64_t));
         if (pick->state == CGR__SHAPE_GRAPH) {
-            out->cached = 1;
-            out->replays = pick->replays;
-            out->last_use = pick->last_use;
-            out->bytes = pick->bytes;
+            info.cached = 1;
+            info.replays = pick->replays;
+            info.last_use = pick->last_use;
+            info.bytes = pick->bytes;
         } else {
-            out->eager_runs = pick->eager_runs;
-            out->reason = (cgr_eager_reason)pick->reason;
-            memcpy(out->text, pick->text, sizeof out->text);
+            info.eager_runs = pick->eager_runs;
+            info.reason = (cgr_eager_reason)pick->reason;
+            memcpy(info.text, pick->text, sizeof info.text);
         }
+        *out = info;
     }
     cgr__unlock(rt);
     if (!found)

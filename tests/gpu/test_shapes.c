@@ -336,14 +336,18 @@ static cgr_step_stats shape_stats(const env *e)
     return s;
 }
 
-/* Shape i of the step; 0 when there is none. */
+/* Shape i of the step; 0 when there is none (and *out is left as it was). */
 static int shape_at(const env *e, int i, cgr_shape_info *out)
 {
-    memset(out, 0, sizeof *out);
+    memset(out, 0xab, sizeof *out);
     out->struct_size = sizeof *out;
+    const cgr_shape_info before = *out;
     cgr_status s = cgr_step_shape_at(e->step, i, out);
-    if (s == CGR_STATUS_INVALID_ARGUMENT)
+    if (s == CGR_STATUS_INVALID_ARGUMENT) {
+        if (memcmp(&before, out, sizeof before) != 0)
+            TEST_FAIL_("cgr_step_shape_at refused index %d but wrote its output", i);
         return 0;
+    }
     ASSERT_OK(s);
     ASSERT_EQ(out->n_dims, 1);
     ASSERT(bucket_of((int)out->dims[0]) == out->dims[0]);
