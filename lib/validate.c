@@ -286,16 +286,28 @@ static cgr_status check_count(const char *what, int n, const void *list, int max
     return CGR_STATUS_OK;
 }
 
-static cgr_status check_list(const char *what, const cgr_tensor_desc *list, int n)
+/*
+ * A list of tensors, each valid. Their bytes, each rounded up as a staging
+ * slot lays them out (capture/io.c), are added to *slot, which
+ * CGR_MAX_SLOTS slots must not overflow.
+ */
+static cgr_status check_list(const char *what, const cgr_tensor_desc *list, int n, size_t *slot)
 {
     CGR_TRY(check_count(what, n, list, CGR_MAX_TENSORS));
     for (int i = 0; i < n; i++) {
-        size_t bytes;
+        size_t bytes = 0;
         cgr_status s = cgr__tensor_bytes(&list[i], &bytes);
         if (s != CGR_STATUS_OK) {
             cgr__error_append("in %s[%d]", what, i);
             return s;
         }
+        const size_t a = (bytes + CGR__ALIGN - 1) & ~(size_t)(CGR__ALIGN - 1);
+        if (a > SIZE_MAX / CGR_MAX_SLOTS - *slot)
+            return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                            "%s[%d] (\"%s\"): the step's inputs and outputs together overflow "
+                            "a staging slot",
+                            what, i, list[i].name);
+        *slot += a;
     }
     return CGR_STATUS_OK;
 }
@@ -497,8 +509,9 @@ static cgr_status check_step_desc(const cgr_step_desc *d)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "step name is longer than %d characters",
                         CGR_MAX_NAME);
     CGR_TRY(in_range("cgr_step_desc.armable", d->armable, 0, 1, ""));
-    CGR_TRY(check_list("inputs", d->inputs, d->n_inputs));
-    CGR_TRY(check_list("outputs", d->outputs, d->n_outputs));
+    size_t slot = CGR__ALIGN; /* the slot's flag word and true dims come first */
+    CGR_TRY(check_list("inputs", d->inputs, d->n_inputs, &slot));
+    CGR_TRY(check_list("outputs", d->outputs, d->n_outputs, &slot));
     /* Names identify tensors in messages, so they must be unique. */
     int n = d->n_inputs + d->n_outputs;
     for (int i = 0; i < n; i++) {

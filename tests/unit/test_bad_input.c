@@ -280,6 +280,12 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
     X(desc_product_overflow, INVALID_ARGUMENT, "overflow",                                 \
       cgr_step_desc d = desc(); tensors[0].dims[0] = (int64_t)1 << 40;                     \
       tensors[0].dims[1] = (int64_t)1 << 40; return validate_step_desc(&d);)          \
+    X(desc_slot_overflow, INVALID_ARGUMENT, "overflow a staging slot",                     \
+      cgr_step_desc d = desc();                                                            \
+      for (int i = 0; i < 3; i++) {                                                        \
+          tensors[i].dims[0] = (int64_t)1 << 30;                                           \
+          tensors[i].dims[1] = (int64_t)1 << 28;                                           \
+      } return validate_step_desc(&d);)                                               \
     X(desc_name_null, INVALID_ARGUMENT, "name",                                            \
       cgr_step_desc d = desc(); tensors[2].name = NULL; return validate_step_desc(&d);) \
     X(desc_name_empty, INVALID_ARGUMENT, "name",                                           \
