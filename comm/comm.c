@@ -189,8 +189,10 @@ static cgr_status attach_locked(cgr_runtime *rt, ncclComm_t comm, unsigned timeo
                         "%s: the runtime already has a communicator (one per runtime; "
                         "cgr_runtime_detach_nccl first)",
                         fn);
+    /* Any graph recorded counts, not only those launched: a graph cached whose first
+     * launch failed is in the table without counting as a capture. */
     for (const cgr_step *s = rt->steps; s; s = s->next)
-        if (s->stats.captures > 0)
+        if (s->stats.captures > 0 || s->graphs_reported > 0)
             return CGR_FAIL(CGR_STATUS_WRONG_STATE,
                             "%s: step '%s' was captured already; attach before the first "
                             "capture, so that every graph with collectives is agreed on by all "
