@@ -26,7 +26,7 @@ cgr_status cgr__persist_alloc(cgr__persist *p, size_t bytes, void **out)
     cudaError_t e = CGR__FAULT(CGR__FAULT_DEVICE_ALLOC) ? cudaErrorMemoryAllocation
                                                          : cudaMalloc(&ptr, rounded);
     if (e != cudaSuccess)
-        return cgr__cuda_fail((int)e, "cudaMalloc(&ptr, rounded)");
+        return cgr__cuda_fail((int)e, "cudaMalloc");
     p->blocks[p->n++] = (struct cgr__persist_block){ptr, rounded};
     p->bytes += rounded;
     *out = ptr;

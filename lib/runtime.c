@@ -183,6 +183,9 @@ CGR_API cgr_status cgr_persistent_alloc(cgr_runtime *rt, size_t bytes, void **ou
     CGR_TRY(cgr__check_runtime(rt, "cgr_persistent_alloc"));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_persistent_alloc: out is NULL");
+    /* Bad input is refused before anything touches the device. */
+    if (bytes == 0)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_persistent_alloc: bytes is 0");
     CGR_TRY(cgr__lock(rt, "cgr_persistent_alloc"));
     int prev = 0;
     cgr_status st = cgr__device_enter(rt, &prev);
@@ -191,6 +194,8 @@ CGR_API cgr_status cgr_persistent_alloc(cgr_runtime *rt, size_t bytes, void **ou
         cgr__device_leave(prev);
     }
     cgr__unlock(rt);
+    if (st != CGR_STATUS_OK)
+        cgr__error_lead("cgr_persistent_alloc");
     return st;
 }
 

@@ -5,7 +5,8 @@
  * following cycles must each end with exactly as much free device memory
  * as they started with (to the 2 MiB granularity of device allocations).
  * Buffers are large so that a leak cannot hide in an allocator's rounding.
- * A step whose scratch exceeds arena_limit runs, correctly, eagerly.
+ * A step whose scratch exceeds arena_limit runs, correctly, eagerly. A
+ * persistent allocation of 0 bytes is refused, led by the public call.
  */
 #include <string.h>
 
@@ -123,6 +124,15 @@ int main(void)
     CUDA_OK(cudaSetDevice(0));
     CUDA_OK(cudaFree(NULL)); /* create the context before measuring */
     cycle(&r, x);            /* loads modules; not measured */
+    {
+        cgr_runtime *rt = NULL;
+        ASSERT_OK(cgr_runtime_create(&rt, NULL));
+        void *p = &r;
+        ASSERT_STATUS(cgr_persistent_alloc(rt, 0, &p), CGR_STATUS_INVALID_ARGUMENT);
+        ASSERT(p == NULL);
+        ASSERT(strncmp(cgr_last_error(), "cgr_persistent_alloc: ", 22) == 0);
+        ASSERT_OK(cgr_runtime_destroy(&rt));
+    }
     for (int i = 0; i < 3; i++) {
         size_t free0, free1, total;
         CUDA_OK(cudaMemGetInfo(&free0, &total));
