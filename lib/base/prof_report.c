@@ -2,9 +2,12 @@
  * The arithmetic of a profile and its three reports (prof_report.h), and
  * the GPU trace writer that cgr-bench's trace of several windows shares.
  */
+#define _POSIX_C_SOURCE 200809L /* newlocale, uselocale */
 #include "prof_report.h"
 
 #include <assert.h>
+#include <locale.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,14 +276,33 @@ static int json_chars(FILE *f, const char *s, uint64_t *bytes)
  */
 static void out_printf(cgr__prof_trace_out *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/*
+ * The "C" locale's numbers, whatever LC_NUMERIC the program set: JSON and
+ * the trace want "1.5", and a program that called setlocale(LC_ALL, "")
+ * under a German locale would otherwise print "1,5". NULL when it cannot
+ * be made (then the program's locale stands). Made once, kept for good.
+ */
+static pthread_once_t c_numeric_once = PTHREAD_ONCE_INIT;
+static locale_t c_numeric_locale;
+
+static void c_numeric_make(void)
+{
+    c_numeric_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
+
 static void out_printf(cgr__prof_trace_out *o, const char *fmt, ...)
 {
     if (o->bad)
         return;
+    (void)pthread_once(&c_numeric_once, c_numeric_make);
+    /* uselocale((locale_t)0) only asks: without the C locale nothing changes. */
+    locale_t old = uselocale(c_numeric_locale);
     va_list ap;
     va_start(ap, fmt);
     const int k = vfprintf(o->f, fmt, ap);
     va_end(ap);
+    if (c_numeric_locale)
+        (void)uselocale(old);
     if (k < 0)
         o->bad = 1;
     else

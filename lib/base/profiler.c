@@ -250,13 +250,16 @@ static void store_push(cgr__prof *p, const rec *r)
 }
 
 /* The window's links, bounded like the store. A link lost to memory leaves
- * its records outside the runs (by time when no link was kept at all). */
+ * its records outside the runs (by time when no link was kept at all), so it
+ * is counted with the records lost: the report says the figures miss work. */
 static void link_push(cgr__prof *p, uint32_t correlation, uint64_t id)
 {
     if (p->links_n == p->links_cap) {
         cgr__prof_link *n = grow(p->links, &p->links_cap, sizeof *n, 4096);
-        if (!n)
+        if (!n) {
+            p->store_dropped++;
             return;
+        }
         p->links = n;
     }
     p->links[p->links_n].correlation = correlation;
@@ -789,10 +792,11 @@ int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen)
 
 fail:
     detach(flags);
+    /* The pool before the claim: once g_prof is NULL, another profiler may start its own. */
+    pool_stop();
     (void)pthread_mutex_lock(&g_lock);
     g_prof = NULL;
     (void)pthread_mutex_unlock(&g_lock);
-    pool_stop();
     free_all(p);
     return CGR__PROF_ECUPTI;
 }
@@ -811,11 +815,11 @@ void cgr__prof_destroy(cgr__prof **pp)
     p->collecting = 0;
     (void)pthread_mutex_unlock(&g_lock);
     detach(p->flags);
+    pool_stop(); /* before the claim is given up, as in cgr__prof_create */
     (void)pthread_mutex_lock(&g_lock);
     assert(g_prof == p); /* cgr__prof_create succeeded: p is the one profiler */
     g_prof = NULL;
     (void)pthread_mutex_unlock(&g_lock);
-    pool_stop();
     free_all(p);
 }
 

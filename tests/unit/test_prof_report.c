@@ -3,8 +3,11 @@
  * the union of intervals, attribution by correlation and by time (with
  * runs in flight together), the per-mode figures, the verdict, the top
  * kernels, the host ranges (cgr's phases, the user's NVTX) and the three
- * writers. No GPU.
+ * writers, which print '.' decimals under a program's comma-decimal locale
+ * too (where one is installed). No GPU.
  */
+#define _POSIX_C_SOURCE 200809L /* newlocale, uselocale */
+#include <locale.h>
 #include <math.h>
 
 #include "prof_report.h"
@@ -578,8 +581,37 @@ static void test_range_edges(void)
                        (unsigned long long)want[i].end, want[i].depth);
 }
 
+/* Under a locale whose decimal point is a comma, the JSON still reads 0.9 and 10.100. */
+static void test_comma_locale(void)
+{
+    static const char *const names_tried[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8",
+                                              "fr_FR.utf8", "ru_RU.UTF-8", "de_DE"};
+    locale_t comma = (locale_t)0;
+    for (size_t i = 0; i < sizeof names_tried / sizeof names_tried[0] && !comma; i++)
+        comma = newlocale(LC_NUMERIC_MASK, names_tried[i], (locale_t)0);
+    if (!comma) {
+        printf("comma-decimal locale: none installed, not checked\n");
+        return;
+    }
+    locale_t old = uselocale(comma);
+    window w;
+    cgr__prof_summary s;
+    summarize_window(&w, 0, &s);
+    char *t;
+    WRITE_TEXT(t, cgr__prof_write_json, "tiny", &s);
+    ASSERT(strstr(t, "\"idle_share\":0.9}") != NULL);
+    free(t);
+    WRITE_TEXT(t, cgr__prof_write_trace, "tiny", w.r, w.n, w.of, w.runs, 4, names, 3, NULL, 0);
+    ASSERT(strstr(t, "\"ts\":10.100") != NULL);
+    free(t);
+    (void)uselocale(old);
+    freelocale(comma);
+    printf("comma-decimal locale: the JSON and the trace keep '.'\n");
+}
+
 int main(void)
 {
+    test_comma_locale();
     test_union();
     test_attribute();
     test_summarize();
