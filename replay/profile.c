@@ -46,7 +46,9 @@ static void put(char *dst, size_t cap, const char *fmt, ...)
 }
 
 typedef struct cgr__profile {
-    int entry;            /* the shape-table entry profiled; -1 until its first replay */
+    int chosen;           /* 1 once the shape profiled is known: the first to replay */
+    int64_t dims[CGR_MAX_DYN_DIMS]; /* its bucketed dims (table entries are reused) */
+    uint64_t others;      /* replays of other shapes while the window is open */
     uint64_t seen;        /* its graph runs seen while waiting */
     cgr__prof *prof;      /* while collecting; NULL while waiting */
     size_t n;             /* the runs recorded so far */
@@ -69,7 +71,6 @@ void cgr__profile_attach(cgr_step *s)
             o->runs * 2);
         return;
     }
-    p->entry = -1;
     s->profile = p;
 }
 
@@ -166,8 +167,10 @@ static void close_window(cgr_step *s, cgr__profile *p)
         return;
     }
     cgr__prof_window w;
-    if (cgr__prof_end(p->prof, &w) != CGR__PROF_OK) {
-        give_up(s, CGR_STATUS_NOT_SUPPORTED, cgr__prof_errmsg(p->prof));
+    const int ended = cgr__prof_end(p->prof, &w);
+    if (ended != CGR__PROF_OK) {
+        give_up(s, ended == CGR__PROF_ENOMEM ? CGR_STATUS_OUT_OF_MEMORY : CGR_STATUS_NOT_SUPPORTED,
+                cgr__prof_errmsg(p->prof));
         return;
     }
     int32_t *run_of = malloc((w.n ? w.n : 1) * sizeof *run_of);
@@ -249,10 +252,26 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
                 "its collectives uncaptured on this rank alone");
         return cgr__launch_graph(s, g, slot, 0);
     }
-    if (p->entry < 0)
-        p->entry = (int)d->entry;
-    if ((int)d->entry != p->entry)
-        return cgr__launch_graph(s, g, slot, 0); /* another shape: not in the window */
+    const size_t dims_bytes = (size_t)s->n_dyn * sizeof p->dims[0];
+    if (!p->chosen) {
+        p->chosen = 1;
+        memcpy(p->dims, d->dims, dims_bytes);
+    }
+    if (memcmp(p->dims, d->dims, dims_bytes) != 0) {
+        /*
+         * Another shape: not in the window. One that keeps the window open
+         * while the shape profiled no longer replays (evicted, refused)
+         * would keep CUPTI attached, slowing every launch: give up then.
+         */
+        const uint64_t limit = 4 * (uint64_t)s->rt->opt.profile.runs + 100;
+        if (p->prof && ++p->others > limit) {
+            char why[160];
+            put(why, sizeof why, "the shape profiled stopped replaying (%llu replays of other "
+                "shapes while its window was open)", (unsigned long long)p->others);
+            give_up(s, CGR_STATUS_NOT_SUPPORTED, why);
+        }
+        return cgr__launch_graph(s, g, slot, 0);
+    }
     if (!p->prof) {
         if (p->seen < (uint64_t)s->rt->opt.profile.skip) {
             p->seen++;

@@ -18,6 +18,11 @@
  *    a "cgr replay" per graph run, none before the window's first run and
  *    none left open.
  *
+ *  - A window follows its shape, not the shape table's entry: with a cache
+ *    of one graph, a second shape that evicts the first replays outside
+ *    the window (every run a plain replay), and once it has replayed past
+ *    the bound (4 x runs + 100) the window, whose shape no longer replays,
+ *    ends without a result instead of keeping CUPTI attached.
  *  - A window that closes while another thread keeps making CUDA calls (its
  *    own kernels on its own stream): CUPTI detaches without a hang, and
  *    every one of that thread's calls succeeds, before, during and after.
@@ -81,6 +86,21 @@ static cgr_status spin_fn(cgr_ctx *ctx, void *user)
     STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
     STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
     STEP_CUDA(pk_spin(y, x, LEN, u->cycles, st));
+    return CGR_STATUS_OK;
+}
+
+/* pk_tiny over the run's bucket of the dynamic dim "n" (1, 2 or 4 elements). */
+static cgr_status shaped_fn(cgr_ctx *ctx, void *user)
+{
+    (void)user;
+    cgr_stream st;
+    float *x, *y;
+    int64_t bucket = 0;
+    STEP_TRY(cgr_ctx_stream(ctx, &st));
+    STEP_TRY(cgr_ctx_dim(ctx, 0, &bucket, NULL, NULL));
+    STEP_TRY(cgr_ctx_input(ctx, 0, (void **)&x));
+    STEP_TRY(cgr_ctx_output(ctx, 0, (void **)&y));
+    STEP_CUDA(pk_tiny(y, x, (size_t)bucket, st));
     return CGR_STATUS_OK;
 }
 
@@ -426,6 +446,76 @@ static void test_neighbour(const char *dir)
     ASSERT_OK(cgr_runtime_destroy(&plain));
 }
 
+/* One run of the shaped step at n, waited for; what it did. */
+static cgr_run_action shaped_run(cgr_step *s, int64_t n)
+{
+    static float x[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+    const void *in[1] = {x};
+    uint64_t t = 0;
+    ASSERT_OK(cgr_step_run(s, &n, in, &t));
+    ASSERT_OK(cgr_step_wait(s, t));
+    cgr_run_action a;
+    ASSERT_OK(cgr_step_run_action(s, t, &a));
+    return a;
+}
+
+static void test_shape_left(const char *dir)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/prof", dir);
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.profile.runs = 2;
+    o.profile.skip = 0;
+    o.profile.path = path;
+    o.shape_cache_entries = 1;
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    static const int64_t buckets[3] = {1, 2, 4};
+    cgr_tensor_desc in = tensor1("x", CGR_DTYPE_F32, 4), out = tensor1("y", CGR_DTYPE_F32, 4);
+    cgr_dyn_dim dim = {.name = "n", .buckets = buckets, .n_buckets = 3, .max = 4};
+    cgr_dim_use uses[2] = {{.dim = 0, .output = 0, .tensor = 0, .axis = 0},
+                           {.dim = 0, .output = 1, .tensor = 0, .axis = 0}};
+    cgr_step_desc d;
+    ASSERT_OK(cgr_step_desc_init(&d));
+    d.name = "shaped";
+    d.inputs = &in;
+    d.n_inputs = 1;
+    d.outputs = &out;
+    d.n_outputs = 1;
+    d.fn = shaped_fn;
+    d.dyn_dims = &dim;
+    d.n_dyn_dims = 1;
+    d.dim_uses = uses;
+    d.n_dim_uses = 2;
+    cgr_step *s = NULL;
+    ASSERT_OK(cgr_step_create(rt, &d, &s));
+    /* Shape 1: two warm-ups, its capture, its check, then half of its window. */
+    for (int k = 0; k < 4; k++)
+        (void)shaped_run(s, 1);
+    ASSERT_EQ(shaped_run(s, 1), CGR_RUN_EAGER);
+    ASSERT_EQ(shaped_run(s, 1), CGR_RUN_REPLAY);
+    cgr_step_stats ss;
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_EQ(ss.profile.state, CGR_PROFILE_COLLECTING);
+    /* Shape 2 evicts it and takes its place in the table; its replays stay out of the window. */
+    for (int k = 0; k < 4; k++)
+        (void)shaped_run(s, 2);
+    for (int k = 0; k < 200; k++) {
+        cgr_run_action a = shaped_run(s, 2);
+        if (a != CGR_RUN_REPLAY)
+            TEST_FAIL_("replay %d of the second shape did %s: it joined the first's window", k,
+                       cgr_run_action_name(a));
+    }
+    ASSERT_OK(cgr_step_get_stats(s, &ss));
+    ASSERT_EQ(ss.profile.state, CGR_PROFILE_FAILED);
+    if (!strstr(ss.profile.error, "stopped replaying"))
+        TEST_FAIL_("the window that lost its shape ended with: %s", ss.profile.error);
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    printf("a window whose shape was evicted: the next shape replayed outside it, and it ended: "
+           "%s\n", ss.profile.error);
+}
+
 int main(int argc, char **argv)
 {
     require_gpu();
@@ -451,6 +541,7 @@ int main(int argc, char **argv)
     if (!nvtx) {
         test_gpu_bound(dir);
         test_neighbour(dir);
+        test_shape_left(dir);
     }
     static const char *const files[] = {"tiny.txt",     "tiny.json",      "tiny.trace.json",
                                         "spin.txt",     "spin.json",      "spin.trace.json",
