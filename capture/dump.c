@@ -49,7 +49,7 @@ void cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes, uint6
     char path[1024];
     /* One file per capture (a step with dynamic dims captures once per shape), numbered
      * from 1 even when an earlier capture failed to instantiate. */
-    snprintf(path, sizeof path, "%s/cgr-%s-%llu.dot", dir, s->name,
+    snprintf(path, sizeof path, "%s/cgr-%s-%llu.dot", dir, s->file_name,
              (unsigned long long)s->graphs_reported);
     cudaError_t e = cudaGraphDebugDotPrint(g, path, cudaGraphDebugDotFlagsVerbose);
     if (e != cudaSuccess) {

@@ -117,7 +117,13 @@ static cgr_status step_create(cgr_runtime *rt, const cgr_step_desc *desc, cgr_st
     if (!s)
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "cgr_step_create: host allocation");
     s->rt = rt;
-    strncpy(s->name, desc->name ? desc->name : "step", sizeof s->name - 1);
+    strncpy(s->name, desc->name && desc->name[0] ? desc->name : "step", sizeof s->name - 1);
+    for (size_t i = 0; s->name[i]; i++) {
+        const char c = s->name[i];
+        const int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                       (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+        s->file_name[i] = ok ? c : '_';
+    }
     s->fn = desc->fn;
     s->user = desc->user;
     s->armable = desc->armable;

@@ -132,16 +132,7 @@ static int open_window(cgr_step *s, cgr__profile *p)
 static void report_path(const cgr_step *s, const char *suffix, char *out, size_t cap)
 {
     const char *prefix = s->rt->opt.profile.path ? s->rt->opt.profile.path : "cgr_profile";
-    char name[sizeof s->name];
-    size_t i = 0;
-    for (; s->name[i] && i + 1 < sizeof name; i++) {
-        char c = s->name[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '-' || c == '_' || c == '.';
-        name[i] = ok ? c : '_';
-    }
-    name[i] = '\0';
-    put(out, cap, "%s.%s%s", prefix, name, suffix);
+    put(out, cap, "%s.%s%s", prefix, s->file_name, suffix);
 }
 
 enum { TEXT, JSON, TRACE };

@@ -141,6 +141,9 @@ struct cgr_step {
     struct cgr_runtime *rt;
     struct cgr_step *next;
     char name[CGR_MAX_NAME + 1];
+    /* name with every character unsafe in a file name as '_': for the files it names
+     * (graph dumps, profile reports), which must stay inside their directory */
+    char file_name[CGR_MAX_NAME + 1];
     cgr_step_fn fn;
     int fn_cuda_error;          /* cudaGetLastError() as the step function returned (ctx.c) */
     const char *api_fn;         /* the public call submitting the current run (replay/run.c) */

@@ -853,6 +853,35 @@ static void part_arena(void)
     expect_dot_files(dir, NB);
 }
 
+/* A step named with '/' and '..' writes its DOT file inside dump_dir, each '/' as '_'. */
+static void part_dot_name(void)
+{
+    char dir[] = "/tmp/cgr-dot-name-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    cgr_options o;
+    ASSERT_OK(cgr_options_init(&o));
+    o.dump_dir = dir;
+    o.warmup_runs = 1;
+    cgr_runtime *rt = NULL;
+    ASSERT_OK(cgr_runtime_create(&rt, &o));
+    cgr_step *s = make_xy(rt, "enc/../dec", 16, affine_step, NULL);
+    float x[16];
+    rng_fill(&g_rng, x, 16);
+    const void *ins[1] = {x};
+    cgr_run_action a;
+    (void)test_run(s, ins, &a);
+    ASSERT_EQ(a, CGR_RUN_WARMUP);
+    (void)test_run(s, ins, &a);
+    ASSERT_EQ(a, CGR_RUN_CAPTURE);
+    ASSERT_OK(cgr_runtime_destroy(&rt));
+    char path[128];
+    snprintf(path, sizeof path, "%s/cgr-enc_.._dec-1.dot", dir);
+    if (remove(path) != 0)
+        TEST_FAIL_("%s is missing", path);
+    ASSERT(rmdir(dir) == 0); /* and nothing else was written there */
+    printf("dot name: step 'enc/../dec' wrote cgr-enc_.._dec-1.dot inside dump_dir\n");
+}
+
 int main(void)
 {
     require_gpu();
@@ -869,6 +898,7 @@ int main(void)
     part_uncapturable();
     part_churn();
     part_arena();
+    part_dot_name();
     shapes_ref_free(&ref);
     printf("PASS\n");
     return 0;

@@ -237,7 +237,9 @@ typedef struct cgr_options {
                                     CGR_DUMP_DIR at cgr_runtime_create), each captured graph
                                     is written there as a Graphviz DOT file,
                                     DIR/cgr-STEP-N.dot for the step's N-th capture (from
-                                    1); the runtime keeps its own copy of the string */
+                                    1; STEP is the step's name, each character other than
+                                    a letter, a digit, '-', '_' and '.' written as '_');
+                                    the runtime keeps its own copy of the string */
     cgr_log_fn log_fn;         /**< NULL: log lines go to stderr, when the level asks */
     void *log_user;            /**< passed to log_fn */
     /*
@@ -463,7 +465,7 @@ typedef cgr_status (*cgr_step_fn)(cgr_ctx *ctx, void *user);
 typedef struct cgr_step_desc {
     size_t struct_size;             /**< set by cgr_step_desc_init() */
     const char *name;               /**< for messages, at most CGR_MAX_NAME characters;
-                                         NULL means "step" */
+                                         NULL or "" means "step" */
     const cgr_tensor_desc *inputs;  /**< n_inputs entries */
     int n_inputs;                   /**< 0..CGR_MAX_TENSORS */
     const cgr_tensor_desc *outputs; /**< n_outputs entries */
