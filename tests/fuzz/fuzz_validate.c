@@ -161,6 +161,26 @@ static const cgr_tensor_desc *model_nth(const cgr_step_desc *d, int i)
     return i < d->n_inputs ? &d->inputs[i] : &d->outputs[i - d->n_inputs];
 }
 
+/*
+ * 1 when a staging slot fits: 256 bytes of head, then every tensor rounded
+ * up to 256 bytes, CGR_MAX_SLOTS such slots within a size_t (the sums
+ * checked with __builtin_add_overflow; the tensors already passed).
+ */
+static int model_slot(const cgr_step_desc *d)
+{
+    size_t total = 256;
+    for (int i = 0; i < d->n_inputs + d->n_outputs; i++) {
+        size_t bytes = 0, rounded;
+        (void)model_tensor(model_nth(d, i), &bytes);
+        if (__builtin_add_overflow(bytes, (size_t)255, &rounded))
+            return 0;
+        rounded &= ~(size_t)255;
+        if (__builtin_add_overflow(total, rounded, &total))
+            return 0;
+    }
+    return total <= SIZE_MAX / CGR_MAX_SLOTS;
+}
+
 static int model_desc(const cgr_step_desc *d)
 {
     size_t last_end = offsetof(cgr_step_desc, armable) + sizeof d->armable;
@@ -169,6 +189,8 @@ static int model_desc(const cgr_step_desc *d)
     if (d->name != NULL && strlen(d->name) > NAME_MAX_LEN)
         return 0;
     if (!model_list(d->inputs, d->n_inputs) || !model_list(d->outputs, d->n_outputs))
+        return 0;
+    if (!model_slot(d))
         return 0;
     /* Names are unique across inputs and outputs together. */
     int n = d->n_inputs + d->n_outputs;
