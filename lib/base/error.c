@@ -57,11 +57,11 @@ void cgr__clear_error(void)
 static void vset(const char *prefix, const char *fmt, va_list ap) CGR__PRINTF(2, 0);
 static void vset(const char *prefix, const char *fmt, va_list ap)
 {
-    char out[CGR__ERRBUF];
+    char out[CGR__ERRBUF] = "";
     int n = snprintf(out, sizeof out, "%s", prefix);
     if (n >= 0 && (size_t)n < sizeof out)
         vsnprintf(out + n, sizeof out - (size_t)n, fmt, ap);
-    memcpy(errbuf, out, sizeof errbuf);
+    memcpy(errbuf, out, strlen(out) + 1);
 }
 
 cgr_status cgr__fail(cgr_status s, const char *fmt, ...)
