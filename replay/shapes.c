@@ -231,33 +231,39 @@ static uint32_t add_warming(cgr__shapes *m, const int64_t *dims)
 }
 
 /*
- * The EAGER entry to forget for a new one: the least recently used whose
- * reason is not a frozen value, else the least recently used. A shape
- * forgotten comes back as new; one whose capture failed then fails again,
- * but one that froze a value is captured and checked again, and a value
- * that holds still across those two runs (one that changes per epoch,
- * say) would pass the check and be replayed. So those are kept longest.
+ * The EAGER entry (other than skip) to forget for a new one once they are
+ * full, else CGR__SHAPES_NONE: the least recently used whose reason is not
+ * a frozen value, else the least recently used. A shape forgotten comes
+ * back as new; one whose capture failed then fails again, but one that
+ * froze a value is captured and checked again, and a value that holds
+ * still across those two runs (one that changes per epoch, say) would pass
+ * the check and be replayed. So those are kept longest.
  */
 static uint32_t eager_to_forget(const cgr__shapes *m, uint32_t skip)
 {
-    uint32_t v = CGR__SHAPES_NONE;
+    uint32_t n = 0, any = CGR__SHAPES_NONE, thawed = CGR__SHAPES_NONE;
     for (uint32_t i = 0; i < m->capacity; i++) {
         const cgr__shape *e = &m->entries[i];
-        if (e->state != CGR__SHAPE_EAGER || i == skip || e->reason == CGR_EAGER_FROZEN_VALUE)
+        if (e->state != CGR__SHAPE_EAGER || i == skip)
             continue;
-        if (v == CGR__SHAPES_NONE || e->last_use < m->entries[v].last_use)
-            v = i;
+        n++;
+        if (any == CGR__SHAPES_NONE || e->last_use < m->entries[any].last_use)
+            any = i;
+        if (e->reason != CGR_EAGER_FROZEN_VALUE &&
+            (thawed == CGR__SHAPES_NONE || e->last_use < m->entries[thawed].last_use))
+            thawed = i;
     }
-    return v != CGR__SHAPES_NONE ? v : oldest(m, CGR__SHAPE_EAGER, skip, NULL);
+    if (n < CGR__SHAPES_MAX_EAGER)
+        return CGR__SHAPES_NONE;
+    return thawed != CGR__SHAPES_NONE ? thawed : any;
 }
 
-/* Entry i runs eagerly for good; an EAGER entry is forgotten when they are full. */
+/* Entry i runs eagerly for good, in place of a forgotten EAGER entry when they are full. */
 static void make_eager(cgr__shapes *m, uint32_t i, cgr_eager_reason reason, const char *text)
 {
-    uint32_t n = 0;
-    (void)oldest(m, CGR__SHAPE_EAGER, i, &n);
-    if (n >= CGR__SHAPES_MAX_EAGER)
-        clear(m, eager_to_forget(m, i));
+    const uint32_t v = eager_to_forget(m, i);
+    if (v != CGR__SHAPES_NONE)
+        clear(m, v);
     cgr__shape *e = &m->entries[i];
     e->state = CGR__SHAPE_EAGER;
     e->reason = (uint8_t)reason;
