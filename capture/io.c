@@ -14,11 +14,6 @@
 #include "fault.h"
 #include "capture.h"
 
-static size_t align_up(size_t v)
-{
-    return (v + CGR__ALIGN - 1) & ~(size_t)(CGR__ALIGN - 1);
-}
-
 cgr_status cgr__step_alloc_io(cgr_step *s)
 {
     cgr_runtime *rt = s->rt;
@@ -28,11 +23,11 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
     size_t off = CGR__ALIGN;
     for (int i = 0; i < s->n_in; i++) {
         s->in[i].slot_offset = off;
-        off += align_up(s->in[i].bytes);
+        off += cgr__align_up(s->in[i].bytes);
     }
     for (int i = 0; i < s->n_out; i++) {
         s->out[i].slot_offset = off;
-        off += align_up(s->out[i].bytes);
+        off += cgr__align_up(s->out[i].bytes);
     }
     s->slot_stride = off;
     size_t slots = s->ring.slots;

@@ -301,7 +301,7 @@ static cgr_status check_list(const char *what, const cgr_tensor_desc *list, int 
             cgr__error_append("in %s[%d]", what, i);
             return s;
         }
-        const size_t a = (bytes + CGR__ALIGN - 1) & ~(size_t)(CGR__ALIGN - 1);
+        const size_t a = cgr__align_up(bytes);
         if (a > SIZE_MAX / CGR_MAX_SLOTS - *slot)
             return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                             "%s[%d] (\"%s\"): the step's inputs and outputs together overflow "

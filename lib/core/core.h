@@ -39,6 +39,12 @@ struct cgr__profile;
 
 /* Alignment of scratch, staging and persistent buffers. */
 #define CGR__ALIGN 256
+
+/* bytes rounded up to CGR__ALIGN, as a staging slot lays out its tensors. */
+static inline size_t cgr__align_up(size_t bytes)
+{
+    return (bytes + CGR__ALIGN - 1) & ~(size_t)(CGR__ALIGN - 1);
+}
 /* cuBLAS workspace per step run; the size cuBLAS recommends for Hopper. */
 #define CGR__CUBLAS_WORKSPACE ((size_t)32 << 20)
 
