@@ -147,7 +147,7 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
                                    cgr__capture_facts *f)
 {
     struct cgr__comm *c = rt->comm;
-    if (!c || !s->uses_nccl)
+    if (!cgr__step_has_peers(s))
         return local;
     /* This rank's own reason, kept before any call below replaces the message. */
     char local_msg[512] = "";

@@ -116,7 +116,7 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     }
     /* submit (run.c) refused this run while a thread waits, unless it records nothing. */
     assert(s->waiters == 0 || !plan->planned);
-    if (!plan->planned && !plan->unbacked[0] && !(s->uses_nccl && rt->comm)) {
+    if (!plan->planned && !plan->unbacked[0] && !cgr__step_has_peers(s)) {
         /*
          * Its warm-ups failed before they planned the scratch: warm up again
          * first. Not with peers: they capture at this run, and one rank
@@ -271,7 +271,7 @@ static cgr_status run_check(cgr_step *s, uint32_t slot, const cgr__shapes_decisi
     char why[512];
     snprintf(why, sizeof why, "%s", cgr_last_error());
     int recorded = co.differs || co.same;
-    const int peers = s->uses_nccl && s->rt->comm;
+    const int peers = cgr__step_has_peers(s);
     cgr_status ls;
     if (co.own && !peers) {
         /* Its own capture, launched once: CUDA frees it when the launch is done. */

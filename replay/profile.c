@@ -237,7 +237,7 @@ cgr_status cgr__profile_replay(cgr_step *s, uint32_t slot, const cgr__shapes_dec
      * rank would have to do at the same runs; nothing makes them (the
      * profile options and CUPTI are each process's own).
      */
-    if (s->uses_nccl && s->rt->comm) {
+    if (cgr__step_has_peers(s)) {
         give_up(s, CGR_STATUS_NOT_SUPPORTED,
                 "the step uses the NCCL communicator, and the window's eager runs would run "
                 "its collectives uncaptured on this rank alone");

@@ -217,6 +217,16 @@ struct cgr_step {
     uint32_t waiters;    /* threads inside cgr_step_wait with the lock let go */
 };
 
+/*
+ * Whether the step's captures are agreed on with NCCL peers (comm/agree.c):
+ * it asked for the attached communicator. Then every rank must take the
+ * same action at each run, which decides what a rank may do on its own.
+ */
+static inline int cgr__step_has_peers(const struct cgr_step *s)
+{
+    return s->uses_nccl && s->rt->comm != NULL;
+}
+
 static inline unsigned char *cgr__slot_host(const cgr_step *s, uint32_t slot)
 {
     return s->pinned + (size_t)slot * s->slot_stride;
