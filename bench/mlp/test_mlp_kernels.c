@@ -106,69 +106,6 @@ static rng rng_make(uint64_t seed)
 
 /* ---- (a) kernels --------------------------------------------------------------------- */
 
-static void test_bias_act(rng *r)
-{
-    static const int Bs[] = {1, 3, 8, 32};
-    static const int Cs[] = {1024, 1000, 37};
-    int k = 0;
-    for (int relu = 0; relu <= 1; relu++)
-        for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
-            for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
-                for (int mis = 0; mis <= (Cs[ci] == 1024); mis++, k++) {
-                    const size_t mark = scope();
-                    const int B = Bs[bi], C = Cs[ci], pdl = k % 2;
-                    const size_t n = (size_t)B * C;
-                    const char *g = relu ? "bias_relu_fwd" : "bias_fwd";
-                    const float *hy = rand_new(r, n, 1.f), *hb = rand_new(r, (size_t)C, 1.f);
-                    /* mis: 4-byte offset, forcing the scalar path */
-                    float *dy = dev_at(hy, n, mis), *db = dev_at(hb, (size_t)C, mis);
-                    if (relu)
-                        CUDA_OK(mlp_bias_relu_fwd(dy, db, B, C, stream, pdl));
-                    else
-                        CUDA_OK(mlp_bias_fwd(dy, db, B, C, stream, pdl));
-                    const float *out = down_new(dy, n);
-                    double *want = xmalloc(n * sizeof *want);
-                    for (size_t i = 0; i < n; i++) {
-                        double v = (double)hy[i] + (double)hb[i % (size_t)C];
-                        want[i] = relu && v < 0.0 ? 0.0 : v;
-                    }
-                    char what[64];
-                    snprintf(what, sizeof what, "B=%d cols=%d%s pdl=%d", B, C,
-                             mis ? " misaligned" : "", pdl);
-                    check_close(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
-                    release(mark);
-                }
-}
-
-static void test_relu_bwd(rng *r)
-{
-    static const int Bs[] = {1, 3, 8, 32};
-    static const int Cs[] = {1024, 1000, 37};
-    int k = 0;
-    const char *g = "relu_bwd";
-    for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
-        for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
-            for (int mis = 0; mis <= 1; mis++, k++) {
-                const size_t mark = scope();
-                const int B = Bs[bi], C = Cs[ci], pdl = k % 2;
-                const size_t n = (size_t)B * C;
-                const float *hd = rand_new(r, n, 1.f), *hy = rand_new(r, n, 1.f);
-                float *dd = dev_at(hd, n, mis), *dy = dev_at(hy, n, mis);
-                /* every other case with dropout's 1/(1-p) scale */
-                const float scale = k % 2 ? 1.f / (1.f - 0.1f) : 1.f;
-                CUDA_OK(mlp_relu_bwd(dd, dy, scale, B, C, stream, pdl));
-                const float *out = down_new(dd, n);
-                double *want = xmalloc(n * sizeof *want);
-                for (size_t i = 0; i < n; i++)
-                    want[i] = hy[i] > 0.f ? (double)scale * (double)hd[i] : 0.0;
-                char what[64];
-                snprintf(what, sizeof what, "B=%d cols=%d%s scale=%g", B, C,
-                         mis ? " misaligned" : "", (double)scale);
-                check_close(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
-                release(mark);
-            }
-}
-
 /*
  * One softmax-xent case's inputs and buffers, shared by the unmasked and the
  * masked (padded) tests: B rows of C random logits (+-8: peaked rows, and
@@ -391,44 +328,81 @@ static void show_rate(const char *what, size_t dropped, size_t n)
     printf("  %s: drop rate %.4f of %zu\n", what, check_rate(what, dropped, n, DROP_P), n);
 }
 
-static void test_bias_relu_dropout(rng *r)
+/*
+ * The elementwise kernels in one table: the bias forward plain, with ReLU
+ * and with ReLU and dropout, and ReLU's backward (every other case with
+ * dropout's 1/(1-p) scale). Each case alternates pdl and, where the kind
+ * says so, runs on buffers at a 4-byte offset, which forces the scalar
+ * path.
+ */
+enum { EW_BIAS, EW_BIAS_RELU, EW_BIAS_RELU_DROP, EW_RELU_BWD, EW_KINDS };
+
+static void test_elementwise(rng *r)
 {
-    static const int Bs[] = {1, 3, 8, 256};
+    static const struct {
+        const char *name;
+        int Bs[4];
+        int mis_1024_only; /* misaligned buffers only at 1024 columns */
+    } kinds[EW_KINDS] = {
+        [EW_BIAS] = {"bias_fwd", {1, 3, 8, 32}, 1},
+        [EW_BIAS_RELU] = {"bias_relu_fwd", {1, 3, 8, 32}, 1},
+        [EW_BIAS_RELU_DROP] = {"bias_relu_dropout_fwd", {1, 3, 8, 256}, 0},
+        [EW_RELU_BWD] = {"relu_bwd", {1, 3, 8, 32}, 0},
+    };
     static const int Cs[] = {1024, 1000, 37};
-    const char *g = "bias_relu_dropout_fwd";
-    const char *gr = "bias_relu_dropout rate";
     size_t dropped = 0, total = 0;
-    int k = 0;
-    for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
-        for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
-            for (int mis = 0; mis <= 1; mis++, k++) {
-                const size_t mark = scope();
-                const int B = Bs[bi], C = Cs[ci], pdl = k % 2;
-                const size_t n = (size_t)B * C;
-                const cgr_philox_state hs = {rng_next(r), rng_next(r) >> 8};
-                const uint64_t sub = rng_next(r) >> 40;
-                const mlp_dropout dr = {philox_dev(hs.seed, hs.offset), sub, DROP_P};
-                const float *hy = rand_new(r, n, 1.f), *hb = rand_new(r, (size_t)C, 1.f);
-                float *dy = dev_at(hy, n, mis), *db = dev_at(hb, (size_t)C, mis);
-                CUDA_OK(mlp_bias_relu_dropout_fwd(dy, db, B, C, &dr, stream, pdl));
-                const float *out = down_new(dy, n);
-                double *want = xmalloc(n * sizeof *want);
-                unsigned char *drop = xmalloc(n);
-                const float scale = 1.f / (1.f - DROP_P);
-                for (size_t i = 0; i < n; i++) {
-                    const double v = (double)hy[i] + (double)hb[i % (size_t)C];
-                    drop[i] = (unsigned char)host_dropped(hs.seed, hs.offset + sub, i, DROP_P);
-                    want[i] = v < 0.0 || drop[i] ? 0.0 : v * (double)scale;
+    for (int kind = 0; kind < EW_KINDS; kind++) {
+        const char *g = kinds[kind].name;
+        int k = 0;
+        for (int bi = 0; bi < 4; bi++)
+            for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
+                for (int mis = 0; mis <= (!kinds[kind].mis_1024_only || Cs[ci] == 1024);
+                     mis++, k++) {
+                    const size_t mark = scope();
+                    const int B = kinds[kind].Bs[bi], C = Cs[ci], pdl = k % 2;
+                    const int bwd = kind == EW_RELU_BWD, drop_on = kind == EW_BIAS_RELU_DROP;
+                    const size_t n = (size_t)B * C, n1 = bwd ? n : (size_t)C;
+                    /* y and the bias, or for the backward dy and y */
+                    const float *h0 = rand_new(r, n, 1.f), *h1 = rand_new(r, n1, 1.f);
+                    float *d0 = dev_at(h0, n, mis), *d1 = dev_at(h1, n1, mis);
+                    const cgr_philox_state hs = {rng_next(r), rng_next(r) >> 8};
+                    const uint64_t sub = rng_next(r) >> 40;
+                    float scale = 1.f;
+                    if (kind == EW_BIAS)
+                        CUDA_OK(mlp_bias_fwd(d0, d1, B, C, stream, pdl));
+                    else if (kind == EW_BIAS_RELU)
+                        CUDA_OK(mlp_bias_relu_fwd(d0, d1, B, C, stream, pdl));
+                    else if (drop_on) {
+                        const mlp_dropout dr = {philox_dev(hs.seed, hs.offset), sub, DROP_P};
+                        scale = 1.f / (1.f - DROP_P);
+                        CUDA_OK(mlp_bias_relu_dropout_fwd(d0, d1, B, C, &dr, stream, pdl));
+                    } else {
+                        scale = k % 2 ? 1.f / (1.f - DROP_P) : 1.f;
+                        CUDA_OK(mlp_relu_bwd(d0, d1, scale, B, C, stream, pdl));
+                    }
+                    const float *out = down_new(d0, n);
+                    double *want = xmalloc(n * sizeof *want);
+                    unsigned char *drop = xmalloc(n);
+                    for (size_t i = 0; i < n; i++) {
+                        const double v =
+                            (double)h0[i] + (bwd ? 0.0 : (double)h1[i % (size_t)C]);
+                        drop[i] = (unsigned char)(drop_on && host_dropped(hs.seed, hs.offset + sub,
+                                                                          i, DROP_P));
+                        const int zero = bwd ? !(h1[i] > 0.f) : (kind != EW_BIAS && v < 0.0);
+                        want[i] = zero || drop[i] ? 0.0 : v * (double)scale;
+                    }
+                    char what[80];
+                    snprintf(what, sizeof what, "B=%d cols=%d%s pdl=%d scale=%g", B, C,
+                             mis ? " misaligned" : "", pdl, (double)scale);
+                    check_close(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
+                    if (drop_on) {
+                        total += n;
+                        check_dropped(g, what, out, drop, n, &dropped);
+                    }
+                    release(mark);
                 }
-                total += n;
-                char what[64];
-                snprintf(what, sizeof what, "B=%d cols=%d%s pdl=%d", B, C,
-                         mis ? " misaligned" : "", pdl);
-                check_close(g, what, out, want, NULL, n, 1e-5, 0.0, 0.0);
-                check_dropped(g, what, out, drop, n, &dropped);
-                release(mark);
-            }
-    show_rate(gr, dropped, total);
+    }
+    show_rate("bias_relu_dropout rate", dropped, total);
 }
 
 /* mlp_linear_fwd: act 0 none, 1 ReLU, 2 ReLU + dropout. */
@@ -1133,11 +1107,9 @@ int main(void)
 
     rng r = rng_make(SEED);
     printf("(a) kernels vs fp64 reference\n");
-    test_bias_act(&r);
-    test_bias_relu_dropout(&r);
+    test_elementwise(&r);
     test_linear_fwd(&r);
     test_linear_fwd_chain(&r);
-    test_relu_bwd(&r);
     test_softmax(&r);
     test_softmax_masked(&r);
     test_gemv_bwd(&r);
