@@ -217,6 +217,27 @@ def stream_sync(dev):
     return stream.synchronize
 
 
+def capture_whole(dev, step, before=lambda: None):
+    """PyTorch's whole-network recipe: GRAPH_WARMUP_ITERS runs of step() on a
+    side stream, then before() and step() captured into a CUDAGraph.
+    Returns the graph and what the captured step() returned (its static
+    output)."""
+    side = torch.cuda.Stream(dev)
+    side.wait_stream(torch.cuda.current_stream(dev))
+    with torch.cuda.stream(side):
+        for _ in range(GRAPH_WARMUP_ITERS):
+            before()
+            step()
+    torch.cuda.current_stream(dev).wait_stream(side)
+    torch.cuda.synchronize(dev)
+    graph = torch.cuda.CUDAGraph()
+    before()
+    with torch.cuda.graph(graph):
+        static_out = step()
+    torch.cuda.synchronize(dev)
+    return graph, static_out
+
+
 def setup_mlp(B, mode, dev, args, dropout):
     gen = torch.Generator().manual_seed(args.seed + B)
     xs = pinned_pool(args.pool, (B, MLP_IN), gen, "floats")
@@ -254,25 +275,16 @@ def setup_mlp(B, mode, dev, args, dropout):
     opt = torch.optim.AdamW(model.parameters(), fused=True, capturable=True, **hyper)
     x_d.copy_(xs[0], non_blocking=True)
     y_d.copy_(ys[0], non_blocking=True)
-    # PyTorch's whole-network recipe: warm up on a side stream (this also
-    # creates the optimizer state), then capture forward, backward and step.
-    side = torch.cuda.Stream(dev)
-    side.wait_stream(torch.cuda.current_stream(dev))
-    with torch.cuda.stream(side):
-        for _ in range(GRAPH_WARMUP_ITERS):
-            opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x_d), y_d)
-            loss.backward()
-            opt.step()
-    torch.cuda.current_stream(dev).wait_stream(side)
-    torch.cuda.synchronize(dev)
-    graph = torch.cuda.CUDAGraph()
-    opt.zero_grad(set_to_none=True)
-    with torch.cuda.graph(graph):
-        static_loss = F.cross_entropy(model(x_d), y_d)
-        static_loss.backward()
+
+    def train_step():
+        loss = F.cross_entropy(model(x_d), y_d)
+        loss.backward()
         opt.step()
-    torch.cuda.synchronize(dev)
+        return loss
+
+    # The warm-up also creates the optimizer state; grads go to None before capture.
+    graph, static_loss = capture_whole(dev, train_step,
+                                       lambda: opt.zero_grad(set_to_none=True))
 
     def submit(i):
         x_d.copy_(xs[i % P], non_blocking=True)
@@ -309,17 +321,7 @@ def setup_cnn(B, mode, dev, args):
         return Config(submit, sync, check, [model, xs])
 
     x_d.copy_(xs[0], non_blocking=True)
-    side = torch.cuda.Stream(dev)
-    side.wait_stream(torch.cuda.current_stream(dev))
-    with torch.cuda.stream(side):
-        for _ in range(GRAPH_WARMUP_ITERS):
-            model(x_d)
-    torch.cuda.current_stream(dev).wait_stream(side)
-    torch.cuda.synchronize(dev)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static_out = model(x_d)
-    torch.cuda.synchronize(dev)
+    graph, static_out = capture_whole(dev, lambda: model(x_d))
 
     def submit(i):
         x_d.copy_(xs[i % P], non_blocking=True)
