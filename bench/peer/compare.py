@@ -57,24 +57,18 @@ def base_workload(w):
     return w.split("+")[0]
 
 
-def p50_of(wall):
-    if isinstance(wall, dict):
-        v = wall.get("p50", wall.get("median"))
-    else:
-        v = wall
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) and v > 0 else None
-
-
 def num_or_none(v):
+    """v as a positive finite float, else None."""
     try:
         v = float(v)
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) and v > 0 else None
+
+
+def p50_of(wall):
+    """The p50 (or median) of a wall_us object, or a plain number."""
+    return num_or_none(wall.get("p50", wall.get("median")) if isinstance(wall, dict) else wall)
 
 
 def load(path, label):
