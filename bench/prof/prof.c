@@ -49,22 +49,9 @@ static int set_err(prof *p, int rc, const char *fmt, ...)
     return rc;
 }
 
-/* A failure of the collector: its code, and its message as p's. */
-static int collector_err(prof *p, int rc)
-{
-    snprintf(p->err, sizeof p->err, "%s", cgr__prof_errmsg(p->c));
-    return rc;
-}
-
 const char *prof_errmsg(const prof *p)
 {
     return p ? p->err : "prof is NULL";
-}
-
-/* Without a finished window, fn's message and the collector's code for it. */
-static int no_window(prof *p, const char *fn)
-{
-    return set_err(p, CGR__PROF_ESTATE, "%s: no finished window", fn);
 }
 
 /* ------------------------------------------------------------------ */
@@ -110,7 +97,7 @@ int prof_begin(prof *p)
     p->err[0] = '\0';
     const int rc = cgr__prof_begin(p->c);
     if (rc != CGR__PROF_OK)
-        return collector_err(p, rc);
+        return set_err(p, rc, "%s", cgr__prof_errmsg(p->c)); /* the collector's */
     p->have_last = 0; /* the collector's store now fills with the new window's records */
     return PROF_OK;
 }
@@ -122,7 +109,7 @@ int prof_end(prof *p, int steps, prof_window *out)
         return set_err(p, PROF_EINVAL, "prof_end: steps must be >= 1 (got %d)", steps);
     const int rc = cgr__prof_end(p->c, &p->last);
     if (rc != CGR__PROF_OK)
-        return collector_err(p, rc);
+        return set_err(p, rc, "%s", cgr__prof_errmsg(p->c)); /* the collector's */
     p->have_last = 1;
     const cgr__prof_window *cw = &p->last;
 
@@ -155,7 +142,7 @@ int prof_top_kernels(prof *p, prof_kernel_stat *out, int max, int *n)
     assert(n && max >= 0 && (max == 0 || out));
     *n = 0;
     if (!p->have_last)
-        return no_window(p, "prof_top_kernels");
+        return set_err(p, PROF_ESTATE, "prof_top_kernels: no finished window");
     const cgr__prof_window *w = &p->last;
     const int k = cgr__prof_rank_kernels(w->recs, w->n, NULL, w->names, w->n_names, out, max);
     if (k < 0)
@@ -172,7 +159,7 @@ int prof_trace_add(prof *p, const char *label, int pid)
 {
     p->err[0] = '\0';
     if (!p->have_last)
-        return no_window(p, "prof_trace_add");
+        return set_err(p, PROF_ESTATE, "prof_trace_add: no finished window");
     const cgr__prof_window *w = &p->last;
     if (!p->torigin)
         p->torigin = w->start; /* CUPTI's clock is never 0 at a window's start */

@@ -169,14 +169,6 @@ static int fail(char *dst, size_t len, int rc, const char *fmt, ...)
 /* Records p's message and returns rc. */
 #define set_err(p, rc, ...) fail((p)->err, sizeof (p)->err, (rc), __VA_ARGS__)
 
-static const char *cupti_str(CUptiResult r)
-{
-    const char *s = NULL;
-    if (!api || api->cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s)
-        return "unknown CUPTI error";
-    return s;
-}
-
 static const char *cupti_hint(CUptiResult r)
 {
     switch (r) {
@@ -206,10 +198,11 @@ static const char *cupti_hint(CUptiResult r)
 /* Records a CUPTI failure and returns CGR__PROF_ECUPTI. */
 static int cupti_fail(char *dst, size_t len, const char *what, CUptiResult r)
 {
-    if (dst && len)
-        snprintf(dst, len, "%s failed: %s (%d)%s", what, cupti_str(r), (int)r,
-                 cupti_hint(r));
-    return CGR__PROF_ECUPTI;
+    const char *s = NULL;
+    if (!api || api->cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s)
+        s = "unknown CUPTI error";
+    return fail(dst, len, CGR__PROF_ECUPTI, "%s failed: %s (%d)%s", what, s, (int)r,
+                cupti_hint(r));
 }
 
 const char *cgr__prof_errmsg(const cgr__prof *p)
@@ -417,15 +410,14 @@ static void pool_put(void *b)
     free(b);
 }
 
-/* Turns the pool on and fills it with `n` pre-faulted buffers (best
- * effort: a failed allocation only means a slower first request). */
-static void pool_start(int n)
+/* Turns the pool on and fills it with POOL_PREFILL pre-faulted buffers
+ * (best effort: a failed allocation only means a slower first request). */
+static void pool_start(void)
 {
-    int i;
     (void)pthread_mutex_lock(&g_pool_lock);
     g_pool_on = 1;
     (void)pthread_mutex_unlock(&g_pool_lock);
-    for (i = 0; i < n; i++) {
+    for (int i = 0; i < POOL_PREFILL; i++) {
         void *b = aligned_alloc(BUF_ALIGN, BUF_SIZE);
         if (!b)
             break;
@@ -604,15 +596,6 @@ static void free_all(cgr__prof *p)
     free(p);
 }
 
-static void disable_kinds(unsigned flags)
-{
-    for (size_t i = 0; i < N_KINDS; i++)
-        if (KIND_ON(i, flags))
-            (void)api->cuptiActivityDisable(k_kinds[i].kind); /* best effort on teardown */
-    if (flags & CGR__PROF_RANGES)
-        (void)api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
-}
-
 /*
  * The detach's state: 0 none, DETACH_PENDING while it waits for a runtime
  * API exit, DETACH_RUNNING while one thread runs cuptiFinalize,
@@ -683,23 +666,13 @@ void cgr__cupti_detach(void)
  */
 static void detach(unsigned flags)
 {
-    disable_kinds(flags);
+    for (size_t i = 0; i < N_KINDS; i++)
+        if (KIND_ON(i, flags))
+            (void)api->cuptiActivityDisable(k_kinds[i].kind); /* best effort on teardown */
+    if (flags & CGR__PROF_RANGES)
+        (void)api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
     (void)api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     cgr__cupti_detach();
-}
-
-static int enable(unsigned flags, char *err, size_t errlen)
-{
-    for (size_t i = 0; i < N_KINDS; i++) {
-        CUptiResult r = KIND_ON(i, flags) ? api->cuptiActivityEnable(k_kinds[i].kind)
-                                          : CUPTI_SUCCESS;
-        if (r != CUPTI_SUCCESS) {
-            char what[64];
-            snprintf(what, sizeof what, "cuptiActivityEnable(kind %d)", (int)k_kinds[i].kind);
-            return cupti_fail(err, errlen, what, r);
-        }
-    }
-    return CGR__PROF_OK;
 }
 
 int cgr__prof_watch_begin(void)
@@ -767,15 +740,22 @@ int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen)
     }
     g_prof = p; /* collecting == 0: callbacks ignore records for now */
     (void)pthread_mutex_unlock(&g_lock);
-    pool_start(POOL_PREFILL);
+    pool_start();
 
     r = api->cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
     if (r != CUPTI_SUCCESS) {
         cupti_fail(err, errlen, "cuptiActivityRegisterCallbacks", r);
         goto fail;
     }
-    if (enable(flags, err, errlen) != CGR__PROF_OK)
-        goto fail;
+    for (size_t i = 0; i < N_KINDS; i++) {
+        r = KIND_ON(i, flags) ? api->cuptiActivityEnable(k_kinds[i].kind) : CUPTI_SUCCESS;
+        if (r != CUPTI_SUCCESS) {
+            char what[64];
+            snprintf(what, sizeof what, "cuptiActivityEnable(kind %d)", (int)k_kinds[i].kind);
+            cupti_fail(err, errlen, what, r);
+            goto fail;
+        }
+    }
     if (flags & CGR__PROF_RANGES) {
         /* All at once, so the hot path never allocates; the pages are touched only as used.
          * Without them every end is counted as dropped. */
@@ -877,7 +857,6 @@ int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
     CUptiResult r;
     size_t d = 0, i, n;
     uint64_t t1 = 0, dropped;
-    cgr__prof_window w;
     int rc = CGR__PROF_OK;
 
     p->err[0] = '\0';
@@ -935,22 +914,13 @@ int cgr__prof_end(cgr__prof *p, cgr__prof_window *out)
         x->cupti_name = NULL; /* not used past this point */
     }
 
-    memset(&w, 0, sizeof w);
-    w.start = p->t0;
-    w.dropped = dropped;
-    w.recs = p->store;
-    w.n = n;
-    w.names = (const char *const *)p->disp;
-    w.n_names = p->names_n;
-    w.links = p->links;
-    w.n_links = p->links_n;
+    *out = (cgr__prof_window){.start = p->t0, .dropped = dropped, .recs = p->store, .n = n,
+                              .names = (const char *const *)p->disp, .n_names = p->names_n,
+                              .links = p->links, .n_links = p->links_n, .ranges = p->marks};
     /* The host ranges, now that nothing adds to marks; out of memory only leaves them out. */
-    if (cgr__prof_pair_ranges(p->marks, p->marks_n, &w.n_ranges, &w.ranges_open) != 0)
+    if (cgr__prof_pair_ranges(p->marks, p->marks_n, &out->n_ranges, &out->ranges_open) != 0)
         p->marks_dropped += p->marks_n;
-    w.ranges = p->marks;
-    w.ranges_dropped = p->marks_dropped;
-
-    *out = w;
+    out->ranges_dropped = p->marks_dropped;
     return CGR__PROF_OK;
 }
 
