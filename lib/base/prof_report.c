@@ -14,7 +14,7 @@
 
 void cgr__prof_tally_add(cgr__prof_tally *t, const cgr__prof_rec *x)
 {
-    assert(x->kind >= CGR__PROF_KERNEL && x->kind <= CGR__PROF_MEMSET);
+    assert(x->kind >= CGR__PROF_KERNEL && x->kind <= CGR__PROF_MEMSET && x->end >= x->start);
     const uint64_t d = x->end - x->start;
     t->ns[x->kind] += d;
     t->count[x->kind]++;
@@ -27,8 +27,6 @@ void cgr__prof_tally_add(cgr__prof_tally *t, const cgr__prof_rec *x)
     } else if (x->end > t->open_end) {
         t->open_end = x->end;
     }
-    if (x->end > t->last)
-        t->last = x->end;
 }
 
 uint64_t cgr__prof_tally_union(const cgr__prof_tally *t)
@@ -184,10 +182,10 @@ int cgr__prof_summarize(const cgr__prof_rec *recs, size_t n, const int32_t *run_
          * run's own time, so pipelined runs do not count their queueing.
          */
         uint64_t ready = runs[j].begin > prev_last ? runs[j].begin : prev_last;
-        uint64_t done = r->last > runs[j].end ? r->last : runs[j].end;
+        uint64_t done = r->open_end > runs[j].end ? r->open_end : runs[j].end;
         uint64_t w = done > ready ? done - ready : 0;
-        if (r->last > prev_last)
-            prev_last = r->last;
+        if (r->open_end > prev_last)
+            prev_last = r->open_end;
         int m = runs[j].mode == CGR__PROF_GRAPH ? CGR__PROF_GRAPH : CGR__PROF_EAGER;
         cgr__prof_mode *pm = &out->mode[m];
         pm->runs++;

@@ -144,9 +144,9 @@ typedef struct cgr__prof_tally {
     uint64_t ns[CGR__PROF_MEMSET + 1];    /* durations by CGR__PROF_KERNEL.. _MEMSET */
     uint64_t count[CGR__PROF_MEMSET + 1]; /* records by kind */
     uint64_t busy;                        /* all durations */
-    uint64_t last;                        /* the latest end */
     uint64_t union_closed;                /* the union of the intervals before the open one */
-    uint64_t open_start, open_end;        /* the union's interval still open */
+    uint64_t open_start, open_end;        /* the union's interval still open: as records come
+                                             in start order, open_end is the latest end */
 } cgr__prof_tally;
 
 void cgr__prof_tally_add(cgr__prof_tally *t, const cgr__prof_rec *x);

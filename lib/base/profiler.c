@@ -100,8 +100,8 @@ struct cgr__prof {
     size_t links_n, links_cap;
 
     /* ---- host ranges' ends: guarded by g_mark_lock; joined at end ---- */
-    cgr__prof_range *marks;
-    size_t marks_n, marks_cap;
+    cgr__prof_range *marks;   /* CGR__PROF_MAX_MARKS of them, or NULL */
+    size_t marks_n;
     uint64_t marks_dropped;
 
     /* ---- API thread only ---- */
@@ -264,7 +264,7 @@ static void link_push(cgr__prof *p, uint32_t correlation, uint64_t id)
 static void mark_push(cgr__prof *p, uint64_t ts, uint32_t tid, uint32_t id, int what, int user,
                       const char *name)
 {
-    if (p->marks_n == p->marks_cap) {
+    if (!p->marks || p->marks_n == CGR__PROF_MAX_MARKS) {
         p->marks_dropped++;
         return;
     }
@@ -760,7 +760,6 @@ int cgr__prof_create(cgr__prof **out, unsigned flags, char *err, size_t errlen)
         /* All at once, so the hot path never allocates; the pages are touched only as used.
          * Without them every end is counted as dropped. */
         p->marks = malloc(CGR__PROF_MAX_MARKS * sizeof *p->marks);
-        p->marks_cap = p->marks ? CGR__PROF_MAX_MARKS : 0;
         /* Best effort, both: the user's ranges are an extra, and a marker
          * record with another kind of thread id only names its track apart
          * from cgr's phases of the same thread. */
