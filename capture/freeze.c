@@ -99,18 +99,17 @@ typedef struct alloc_list {
     size_t n, cap;
 } alloc_list;
 
-static int grow(void **v, size_t *cap, size_t need, size_t elem)
+/* Room in *v (of *cap elements of elem bytes, n used) for one more; 0 when out of memory. */
+static int grow(void **v, size_t *cap, size_t n, size_t elem)
 {
-    if (need <= *cap)
+    if (n < *cap)
         return 1;
-    size_t n = *cap ? 2 * *cap : 16;
-    while (n < need)
-        n *= 2;
-    void *g = realloc(*v, n * elem);
+    const size_t c = *cap ? 2 * *cap : 16;
+    void *g = realloc(*v, c * elem);
     if (!g)
         return 0;
     *v = g;
-    *cap = n;
+    *cap = c;
     return 1;
 }
 
@@ -147,7 +146,7 @@ static cgr_status list_nodes(cudaGraph_t g, node_list *l, alloc_list *allocs)
         struct cudaMemAllocNodeParams p;
         memset(&p, 0, sizeof p);
         CGR_CUDA_TRY_GOTO(cudaGraphMemAllocNodeGetParams(l->node[i], &p), st, fail);
-        if (!grow((void **)&allocs->range, &allocs->cap, allocs->n + 1, sizeof *allocs->range)) {
+        if (!grow((void **)&allocs->range, &allocs->cap, allocs->n, sizeof *allocs->range)) {
             st = CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: allocation nodes");
             goto fail;
         }
@@ -247,13 +246,13 @@ static cgr_status layout_of(pair *p, const CUDA_KERNEL_NODE_PARAMS *k, const lay
             *out = &p->layouts[i];
             return CGR_STATUS_OK;
         }
-    if (!grow((void **)&p->layouts, &p->cap_layouts, p->n_layouts + 1, sizeof *p->layouts))
+    if (!grow((void **)&p->layouts, &p->cap_layouts, p->n_layouts, sizeof *p->layouts))
         return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: kernel layouts");
     layout *l = &p->layouts[p->n_layouts++];
     *l = (layout){fn, p->n_params, 0};
     size_t off = 0, size = 0;
     while (param_info(k, l->n, &off, &size)) {
-        if (!grow((void **)&p->params, &p->cap_params, p->n_params + 1, sizeof *p->params))
+        if (!grow((void **)&p->params, &p->cap_params, p->n_params, sizeof *p->params))
             return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "frozen-value check: kernel parameters");
         p->params[p->n_params++] = (param){off, size};
         l->n++;
