@@ -218,18 +218,26 @@ void cgr__graph_free(cgr__graph *g)
     free(g);
 }
 
-/* Stats of a finished graph, from the capture's template. */
-static cgr_status graph_finish(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *out)
+/*
+ * The staging nodes of the capture, on g, the graph made from it. The
+ * capture used slot 0's addresses. An updated graph keeps the memcpy nodes
+ * it was instantiated with (same order, same topology): their handles are
+ * how its executable's copies are repointed.
+ */
+static void take_staging(cgr__graph *g, const io_nodes *io, int updated)
 {
-    size_t nodes = 0;
-    CGR_CUDA_TRY(cudaGraphGetNodes(g, NULL, &nodes));
-    out->nodes = nodes;
-    out->zero_copy_tensors = (uint64_t)(io->zin.n + io->zout.n);
-    out->memcpy_tensors = (uint64_t)io->n_copies;
-    out->flag = io->zout.flag != NULL;
-    out->gated = io->zin.gate != NULL;
-    out->bytes = (size_t)nodes * CGR__EXEC_NODE_BYTES;
-    return CGR_STATUS_OK;
+    for (int k = 0; k < io->n_copies; k++) {
+        cudaGraphNode_t node = g->copies[k].node;
+        g->copies[k] = io->copies[k];
+        if (updated)
+            g->copies[k].node = node;
+    }
+    g->n_copies = io->n_copies;
+    g->copy_slot = 0;
+    g->zero_copy_tensors = (uint64_t)(io->zin.n + io->zout.n);
+    g->memcpy_tensors = (uint64_t)io->n_copies;
+    g->flag = io->zout.flag != NULL;
+    g->gated = io->zin.gate != NULL;
 }
 
 /*
@@ -256,76 +264,40 @@ static cgr_status instantiate_failed(const cgr_step *s, cudaGraph_t g, cudaError
     return CGR_STATUS_CAPTURE_FAILED;
 }
 
-/* The executable of the template; takes the template (kept or destroyed). */
-static cgr_status instantiate(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *out)
-{
-    /*
-     * Stored only on success: CUDA does not say what a failed call leaves
-     * in its out pointer, and the caller destroys whatever out holds.
-     */
-    cudaGraphExec_t exec = NULL;
-    cudaError_t e = CGR__FAULT(CGR__FAULT_INSTANTIATE) ? cudaErrorInvalidValue
-                                                        : cudaGraphInstantiate(&exec, g, 0);
-    if (e != cudaSuccess)
-        return instantiate_failed(s, g, e);
-    /*
-     * Not uploaded here: the run that captured launches it at once, and a
-     * launch uploads an executable that needs it. Measured on the H200
-     * (docs/benchmarks.md), cudaGraphUpload before that launch saved the
-     * launch nothing and made the run's new graph finish later.
-     */
-    out->exec = exec;
-    CGR_TRY(graph_finish(s, g, io, out));
-    /* The capture used slot 0's addresses. */
-    memcpy(out->copies, io->copies, sizeof io->copies);
-    out->n_copies = io->n_copies;
-    out->copy_slot = 0;
-    return CGR_STATUS_OK;
-}
-
 /*
- * Updates the offered graph's executable to the template. Launches already
- * enqueued keep running what they were launched with; the update applies
- * from the next launch on. A refusal (different topology, say) returns
- * CGR_STATUS_CAPTURE_FAILED with the reason in *result; the offer may then
- * be half updated, and the caller frees it. The offer keeps the graph it
- * was instantiated from: its memcpy nodes still name the executable's.
+ * Updates the offered graph's executable to the template; returns 1 when
+ * CUDA took it. Launches already enqueued keep running what they were
+ * launched with; the update applies from the next launch on. A refusal
+ * (different topology, say) returns 0 with its cudaGraphExecUpdateResult
+ * and reason in out.
  */
-static cgr_status update(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *offer,
-                         int *result, char *text, size_t text_size)
+static int update(cudaGraph_t g, const io_nodes *io, cgr__graph *offer, cgr__capture_out *out)
 {
     if (offer->n_copies != io->n_copies) {
-        *result = (int)cudaGraphExecUpdateErrorTopologyChanged;
-        snprintf(text, text_size, "the new shape crosses %d tensors by memcpy nodes, the offer %d",
-                 io->n_copies, offer->n_copies);
-        return CGR_STATUS_CAPTURE_FAILED;
+        out->update_result = (int)cudaGraphExecUpdateErrorTopologyChanged;
+        snprintf(out->update_text, sizeof out->update_text,
+                 "the new shape crosses %d tensors by memcpy nodes, the offer %d", io->n_copies,
+                 offer->n_copies);
+        return 0;
     }
     cudaGraphExecUpdateResultInfo info;
     memset(&info, 0, sizeof info);
     cudaError_t e = cudaGraphExecUpdate(offer->exec, g, &info);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        *result = (int)info.result;
-        snprintf(text, text_size, "cudaGraphExecUpdate: %s (update result %d)",
-                 cudaGetErrorString(e), (int)info.result);
-        return CGR_STATUS_CAPTURE_FAILED;
+        out->update_result = (int)info.result;
+        snprintf(out->update_text, sizeof out->update_text,
+                 "cudaGraphExecUpdate: %s (update result %d)", cudaGetErrorString(e),
+                 (int)info.result);
+        return 0;
     }
-    /* Uploaded by the launch that follows, as an instantiated one (instantiate). */
-    CGR_TRY(graph_finish(s, g, io, offer));
-    /* The new shape's sizes, on the offer's own nodes (same order, same topology). */
-    for (int k = 0; k < io->n_copies; k++) {
-        cudaGraphNode_t node = offer->copies[k].node;
-        offer->copies[k] = io->copies[k];
-        offer->copies[k].node = node;
-    }
-    offer->copy_slot = 0;
-    return CGR_STATUS_OK;
+    return 1;
 }
 
 /*
  * Turns the captured template into a graph: update the offer, or
  * instantiate. keep_check: keep the template for the frozen-value check of
- * the shape's next run.
+ * the shape's next run. Takes the template (kept or retired).
  */
 static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr__graph *offer,
                              int keep_check, cgr__capture_out *out)
@@ -334,10 +306,9 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
     cgr__graph *made = offer;
     if (offer) {
         cgr__range_push("cgr update");
-        cgr_status st = update(s, g, io, offer, &out->update_result, out->update_text,
-                               sizeof out->update_text);
+        out->updated = update(g, io, offer, out);
         cgr__range_pop();
-        if (st == CGR_STATUS_OK) {
+        if (out->updated) {
             /* An offer never checked still holds its own old template. */
             cudaGraph_t old = take_check(offer);
             if (old)
@@ -345,19 +316,9 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
             /* A new shape's graph: its first check is still to come. */
             offer->check_in = 0;
             offer->rechecking = 0;
-            out->updated = 1;
         } else {
-            /*
-             * Any failure may leave the offer half updated, so it must never be
-             * replayed again, whatever the error was.
-             */
+            /* A refused update may leave the offer half updated: it is never replayed again. */
             out->refused = offer;
-            if (st != CGR_STATUS_CAPTURE_FAILED) {
-                (void)cudaGraphDestroy(g);
-                out->update_result = -1;
-                snprintf(out->update_text, sizeof out->update_text, "%s", cgr_last_error());
-                return st;
-            }
             cgr__log(s->rt, CGR_LOG_INFO, "step '%s': %s; instantiating instead", s->name,
                      out->update_text);
             made = NULL;
@@ -371,17 +332,31 @@ static cgr_status make_graph(cgr_step *s, cudaGraph_t g, const io_nodes *io, cgr
             return CGR_FAIL(CGR_STATUS_OUT_OF_MEMORY, "graph table of step '%s'", s->name);
         }
         cgr__range_push("cgr instantiate");
-        cgr_status st = instantiate(s, g, io, made);
+        /* Stored only on success: CUDA does not say what a failed call leaves in its out
+         * pointer, and cgr__graph_free destroys whatever made holds. */
+        cudaGraphExec_t exec = NULL;
+        cudaError_t e = CGR__FAULT(CGR__FAULT_INSTANTIATE) ? cudaErrorInvalidValue
+                                                            : cudaGraphInstantiate(&exec, g, 0);
         cgr__range_pop();
-        if (st != CGR_STATUS_OK) {
+        if (e != cudaSuccess) {
+            cgr_status st = instantiate_failed(s, g, e);
             (void)cudaGraphDestroy(g);
-            cgr__graph_free(made);
+            free(made);
             return st;
         }
+        /*
+         * Not uploaded here, nor after an update: the run that captured
+         * launches it at once, and a launch uploads an executable that
+         * needs it. Measured on the H200 (docs/benchmarks.md),
+         * cudaGraphUpload before that launch saved the launch nothing and
+         * made the run's new graph finish later.
+         */
+        made->exec = exec;
         /* Kept where its memcpy nodes are needed to repoint the executable. */
-        if (made->n_copies)
+        if (io->n_copies)
             made->tmpl = g;
     }
+    take_staging(made, io, out->updated);
     /* An updated offer keeps its own template: g is kept only for the check. */
     if (keep_check) {
         made->check = g;
@@ -492,15 +467,16 @@ cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
         goto out;
     }
     uint64_t kernel_nodes = 0, memcpy_nodes = 0;
-    cgr__graph_report(s, g, &kernel_nodes, &memcpy_nodes);
+    size_t nodes = cgr__graph_report(s, g, &kernel_nodes, &memcpy_nodes);
     /* Counting the nodes is part of what a new shape costs, so the capture's clock covers it. */
     out->capture_us = cgr__now_us() - t0;
-    /* Takes g. */
     st = make_graph(s, g, &io, offer, rt->opt.frozen_check, out);
     if (st != CGR_STATUS_OK)
         goto out;
+    out->graph->nodes = nodes;
     out->graph->kernel_nodes = kernel_nodes;
     out->graph->memcpy_nodes = memcpy_nodes;
+    out->graph->bytes = nodes * CGR__EXEC_NODE_BYTES;
 out:
     cgr__range_pop();
     return st;

@@ -78,7 +78,7 @@ cgr_status cgr__run_eager(cgr_step *s, uint32_t slot, cgr__shape_plan *plan);
 typedef struct cgr__capture_out {
     cgr__graph *graph;    /* the new graph, or the offered one when updated */
     int updated;
-    int update_result;    /* refused: its cudaGraphExecUpdateResult; -1 for another error */
+    int update_result;    /* refused: its cudaGraphExecUpdateResult */
     char update_text[200];
     double capture_us, make_us;
     /*
@@ -144,9 +144,10 @@ void cgr__graph_free(cgr__graph *g);
 void cgr__plan_reset(cgr__shape_plan *p);
 /* Adds g's nodes of each type to counts and returns how many it has (dump.c). */
 size_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount]);
-/* Counts the graph's kernel and memcpy nodes, logs a summary of every type and
- * writes a DOT file when a dump directory is set (capture/dump.c). */
-void cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes, uint64_t *memcpy_nodes);
+/* Counts the graph's nodes (returned) and its kernel and memcpy nodes, logs a summary of
+ * every type and writes a DOT file when a dump directory is set (capture/dump.c). */
+size_t cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes,
+                         uint64_t *memcpy_nodes);
 /* What went wrong in a capture, gathered by capture.c for diagnose.c. */
 typedef struct cgr__capture_fault {
     int seen_err;        /* cudaGetLastError() right after the step returned */

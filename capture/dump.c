@@ -27,7 +27,8 @@ size_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount])
     return n;
 }
 
-void cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes, uint64_t *memcpy_nodes)
+size_t cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes,
+                         uint64_t *memcpy_nodes)
 {
     cgr_runtime *rt = s->rt;
     size_t counts[cudaGraphNodeTypeCount] = {0};
@@ -45,7 +46,7 @@ void cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes, uint6
     /* cgr_runtime_create resolved CGR_DUMP_DIR and copied the string. */
     const char *dir = rt->opt.dump_dir;
     if (!dir)
-        return;
+        return n;
     char path[1024];
     /* One file per capture (a step with dynamic dims captures once per shape), numbered
      * from 1 even when an earlier capture failed to instantiate. */
@@ -58,4 +59,5 @@ void cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes, uint6
     } else {
         cgr__log(rt, CGR_LOG_INFO, "step '%s' graph written to %s", s->name, path);
     }
+    return n;
 }
