@@ -9,6 +9,7 @@
  * (k+1) % N while the GPU still reads slot k % N; ring.h explains when a
  * slot may be reused, and replay/run.c what the host waits on.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "fault.h"
@@ -31,9 +32,8 @@ cgr_status cgr__step_alloc_io(cgr_step *s)
     }
     s->slot_stride = off;
     size_t slots = s->ring.slots;
-    if (s->slot_stride > SIZE_MAX / slots)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "staging slots of %zu bytes overflow",
-                        s->slot_stride);
+    /* cgr_step_create's validation bounds a slot so that CGR_MAX_SLOTS of them fit. */
+    assert(slots <= CGR_MAX_SLOTS && s->slot_stride <= SIZE_MAX / CGR_MAX_SLOTS);
     size_t pinned = s->slot_stride * slots;
 
     for (int i = 0; i < s->n_in; i++)
