@@ -36,11 +36,11 @@
 
 /*
  * One agreement: every rank contributes mine[CGR__AGREE_WORDS]; on success
- * *all points at the [world][CGR__AGREE_WORDS] records, in rank order
- * (valid until the next exchange). Bounded by c->timeout_ms; on failure
- * priv is aborted.
+ * the [world][CGR__AGREE_WORDS] records, in rank order, follow this rank's
+ * own in c->host (valid until the next exchange). Bounded by
+ * c->timeout_ms; on failure priv is aborted.
  */
-static cgr_status exchange(struct cgr__comm *c, const int64_t *mine, const int64_t **all)
+static cgr_status exchange(struct cgr__comm *c, const int64_t *mine)
 {
     if (!c->priv)
         return CGR_FAIL(CGR_STATUS_COMM_ERROR,
@@ -69,7 +69,6 @@ static cgr_status exchange(struct cgr__comm *c, const int64_t *mine, const int64
     CGR_TRY_GOTO(cgr__comm_wait(c->priv, c->done, deadline, c->timeout_ms,
                                 "the agreement's ncclAllGather"),
                  st, fail);
-    *all = c->host + CGR__AGREE_WORDS;
     return CGR_STATUS_OK;
 fail:
     /*
@@ -108,8 +107,8 @@ cgr_status cgr__comm_agree_attach(cgr_runtime *rt, struct cgr__comm *c)
     mine[CGR__REC_WARMUP_RUNS] = rt->opt.warmup_runs;
     mine[CGR__REC_CAPTURE_AT] = rt->opt.capture;
     mine[CGR__REC_POLICY] = capture_policy(&rt->opt);
-    const int64_t *all = NULL;
-    CGR_TRY(exchange(c, mine, &all));
+    CGR_TRY(exchange(c, mine));
+    const int64_t *all = c->host + CGR__AGREE_WORDS;
     cgr__verdict v;
     cgr__verdict_attach(all, c->world, mine, &v);
     if (v.kind == CGR__VERDICT_AGREED)
@@ -163,11 +162,10 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
     mine[CGR__REC_SEQ] = (int64_t)c->agreements;
     mine[CGR__REC_SHAPE] = (int64_t)(f->shape >> 1);
     mine[CGR__REC_BYTES] = (int64_t)(f->bytes > INT64_MAX ? INT64_MAX : f->bytes);
-    const int64_t *all = NULL;
     int prev = 0;
     cgr_status st = cgr__device_enter(rt, &prev);
     if (st == CGR_STATUS_OK) {
-        st = exchange(c, mine, &all);
+        st = exchange(c, mine);
         cgr__device_leave(prev);
     }
     if (st != CGR_STATUS_OK) {
@@ -180,6 +178,7 @@ cgr_status cgr__comm_after_capture(cgr_runtime *rt, cgr_step *s, cgr_status loca
     }
     c->agreements++;
 
+    const int64_t *all = c->host + CGR__AGREE_WORDS;
     cgr__verdict v;
     cgr__verdict_capture(all, c->world, &v);
     if (v.kind == CGR__VERDICT_AGREED) {
