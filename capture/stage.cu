@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(STAGE_THREADS) cgr__stage_kernel(cgr__copy_lis
             const size_t c = base + (size_t)u * blockDim.x;
             if (c >= total)
                 break;
-            /* Find the tensor holding chunk c; at most CGR__COPY_MAX steps. */
+            /* Find the tensor holding chunk c; at most CGR_MAX_TENSORS steps. */
             int t = 0;
             size_t first = 0;
             while (c >= first + chunks_of(l.bytes[t])) {

@@ -22,9 +22,6 @@
 extern "C" {
 #endif
 
-/* Every tensor of a direction. */
-#define CGR__COPY_MAX CGR_MAX_TENSORS
-
 /**
  * Copies to make in one launch; passed to the kernel by value.
  *
@@ -38,10 +35,10 @@ extern "C" {
  * it (replay/run.c has the bookkeeping).
  */
 typedef struct cgr__copy_list {
-    int n;
-    const void *src[CGR__COPY_MAX];
-    void *dst[CGR__COPY_MAX];
-    size_t bytes[CGR__COPY_MAX];
+    int n; /* at most every tensor of a direction */
+    const void *src[CGR_MAX_TENSORS];
+    void *dst[CGR_MAX_TENSORS];
+    size_t bytes[CGR_MAX_TENSORS];
     /* 0: every src[k] is a slot address (the inputs); 1: every dst[k] is (the outputs). */
     int to_host;
     const unsigned char *slot_word; /* the run's slot index, one byte */
