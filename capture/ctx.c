@@ -250,7 +250,6 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan
      * order, and never left out of a graph to run once at capture time.
      * A stream that gets no work adds no node.
      */
-    s->fn_cuda_error = 0;
     CGR_CUDA_TRY(cudaEventRecord(s->rt->join, s->rt->stream));
     CGR_CUDA_TRY(cudaStreamWaitEvent(cudaStreamPerThread, s->rt->join, 0));
     /* Whatever the step's own cgr calls report becomes part of our message. */
