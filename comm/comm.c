@@ -119,19 +119,15 @@ static void comm_free(const cgr_runtime *rt, struct cgr__comm *c)
                             ? cgr__comm_wait(c->priv, NULL, cgr__comm_deadline(c->timeout_ms),
                                              c->timeout_ms, "ncclCommFinalize")
                             : cgr__nccl_fail(r, "ncclCommFinalize");
-        if (st == CGR_STATUS_OK &&
-            (r = cgr__nccl()->ncclCommDestroy(c->priv)) == ncclSuccess) {
-            c->priv = NULL;
-        } else {
-            if (st == CGR_STATUS_OK)
-                cgr__nccl_fail(r, "ncclCommDestroy");
+        if (st == CGR_STATUS_OK && (r = cgr__nccl()->ncclCommDestroy(c->priv)) != ncclSuccess)
+            st = cgr__nccl_fail(r, "ncclCommDestroy");
+        if (st != CGR_STATUS_OK) {
             cgr__log(rt, CGR_LOG_WARN, "releasing cgr's agreement communicator: %s; aborting it",
                      cgr_last_error());
+            (void)cgr__nccl()->ncclCommAbort(c->priv);
         }
+        c->priv = NULL;
     }
-    if (c->priv)
-        (void)cgr__nccl()->ncclCommAbort(c->priv);
-    c->priv = NULL;
     if (c->done)
         (void)cudaEventDestroy(c->done);
     if (c->stream)
