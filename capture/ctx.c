@@ -221,16 +221,6 @@ CGR_API cgr_status cgr_ctx_free(cgr_ctx *c, void *ptr)
                     "cgr_ctx_free: %p is not a live scratch buffer of this run", ptr);
 }
 
-/* Releases what a tracing run left allocated; those buffers live to the end. */
-static void trace_finish(cgr_ctx *c)
-{
-    cgr__shape_plan *s = c->plan;
-    for (size_t i = 0; i < s->trace.n; i++)
-        if (s->trace.bufs[i].end == UINT32_MAX)
-            (void)cudaFreeAsync(s->trace.bufs[i].ptr, c->rt->stream);
-    cgr__trace_close(&s->trace);
-}
-
 cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan)
 {
     cgr_ctx c;
@@ -264,8 +254,14 @@ cgr_status cgr__call_step(cgr_step *s, cgr__ctx_mode mode, cgr__shape_plan *plan
     cudaError_t je = cudaEventRecord(s->rt->join, cudaStreamPerThread);
     if (je == cudaSuccess)
         je = cudaStreamWaitEvent(s->rt->stream, s->rt->join, 0);
-    if (mode == CGR__CTX_TRACE)
-        trace_finish(&c);
+    if (mode == CGR__CTX_TRACE) {
+        /* Releases what the tracing run left allocated; those buffers live to the end. */
+        cgr__trace *t = &plan->trace;
+        for (size_t i = 0; i < t->n; i++)
+            if (t->bufs[i].end == UINT32_MAX)
+                (void)cudaFreeAsync(t->bufs[i].ptr, s->rt->stream);
+        cgr__trace_close(t);
+    }
     if (c.error != CGR_STATUS_OK)
         return c.error; /* the message of the first scratch failure stands */
     if (je != cudaSuccess && fs == CGR_STATUS_OK)
