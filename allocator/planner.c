@@ -30,10 +30,7 @@
 void cgr__trace_init(cgr__trace *t)
 {
     assert(t != NULL);
-    t->bufs = NULL;
-    t->n = 0;
-    t->cap = 0;
-    t->clock = 0;
+    *t = (cgr__trace){0};
 }
 
 void cgr__trace_destroy(cgr__trace *t)
@@ -50,39 +47,8 @@ void cgr__trace_reset(cgr__trace *t)
     t->clock = 0;
 }
 
-/*
- * Makes room for one more request. The table doubles so that recording a
- * step with many requests stays linear; a failed realloc leaves the old
- * table in place, so the trace is untouched on OUT_OF_MEMORY.
- */
-static cgr_status cgr__trace_grow(cgr__trace *t)
-{
-    size_t new_cap;
-    cgr__buf *p;
-
-    if (t->n < t->cap)
-        return CGR_STATUS_OK;
-    if (t->cap == 0) {
-        new_cap = CGR__TRACE_MIN_CAP;
-    } else {
-        /* Doubling must not wrap, neither the count nor the byte size. */
-        if (t->cap > SIZE_MAX / 2 / sizeof(cgr__buf))
-            return CGR_STATUS_OUT_OF_MEMORY;
-        new_cap = t->cap * 2;
-    }
-    p = realloc(t->bufs, new_cap * sizeof(cgr__buf));
-    if (p == NULL)
-        return CGR_STATUS_OUT_OF_MEMORY;
-    t->bufs = p;
-    t->cap = new_cap;
-    return CGR_STATUS_OK;
-}
-
 cgr_status cgr__trace_alloc(cgr__trace *t, size_t size, size_t *id)
 {
-    cgr_status st;
-    cgr__buf *b;
-
     assert(t != NULL && id != NULL);
     if (size == 0)
         return CGR_STATUS_INVALID_ARGUMENT;
@@ -93,15 +59,19 @@ cgr_status cgr__trace_alloc(cgr__trace *t, size_t size, size_t *id)
      */
     if (t->clock >= CGR__CLOCK_LIMIT)
         return CGR_STATUS_INVALID_ARGUMENT;
-    st = cgr__trace_grow(t);
-    if (st != CGR_STATUS_OK)
-        return st;
-    b = &t->bufs[t->n];
-    b->size = size;
-    b->start = t->clock;
-    b->end = UINT32_MAX;
-    b->offset = 0;
-    b->ptr = NULL;
+    if (t->n == t->cap) {
+        /* Doubling keeps recording linear; it must wrap neither the count nor the byte size.
+         * A failed realloc leaves the old table, so the trace is untouched on OUT_OF_MEMORY. */
+        if (t->cap > SIZE_MAX / 2 / sizeof(cgr__buf))
+            return CGR_STATUS_OUT_OF_MEMORY;
+        size_t cap = t->cap ? t->cap * 2 : CGR__TRACE_MIN_CAP;
+        cgr__buf *p = realloc(t->bufs, cap * sizeof(cgr__buf));
+        if (p == NULL)
+            return CGR_STATUS_OUT_OF_MEMORY;
+        t->bufs = p;
+        t->cap = cap;
+    }
+    t->bufs[t->n] = (cgr__buf){.size = size, .start = t->clock, .end = UINT32_MAX};
     *id = t->n;
     t->n++;
     t->clock++;
@@ -159,13 +129,6 @@ typedef struct cgr__plan_item {
     uint32_t end;
 } cgr__plan_item;
 
-/* A liveness event of the lower-bound sweep. */
-typedef struct cgr__plan_event {
-    uint32_t tick;
-    int is_start;
-    size_t asz;
-} cgr__plan_event;
-
 /*
  * Larger footprints first; equal footprints by earlier start, then by
  * index. The order is total, so qsort's lack of stability cannot make two
@@ -182,23 +145,6 @@ static int cgr__plan_item_cmp(const void *pa, const void *pb)
         return a->start < b->start ? -1 : 1;
     if (a->index != b->index)
         return a->index < b->index ? -1 : 1;
-    return 0;
-}
-
-/*
- * By tick; at the same tick ends come before starts, because [s, e) is not
- * live at e, so a buffer ending at e and one starting at e never count
- * together.
- */
-static int cgr__plan_event_cmp(const void *pa, const void *pb)
-{
-    const cgr__plan_event *a = pa;
-    const cgr__plan_event *b = pb;
-
-    if (a->tick != b->tick)
-        return a->tick < b->tick ? -1 : 1;
-    if (a->is_start != b->is_start)
-        return a->is_start < b->is_start ? -1 : 1;
     return 0;
 }
 
@@ -248,50 +194,33 @@ static cgr_status cgr__plan_place(cgr__plan_item *items, size_t k, size_t *by_of
 }
 
 /*
- * Largest sum of footprints live at one tick. Called after placement, when
- * the sums are known to fit (buffers live together are disjoint below the
- * peak), but it still checks so that it can never wrap.
+ * Largest sum of footprints live at one tick. [s, e) is live at s, and the
+ * live set grows only at a start, so the largest sum is found at some
+ * item's start. The items live there are live together, so the plan put
+ * them at disjoint places below its peak, and their sum cannot wrap.
+ * Quadratic, as placement is: the planner runs once per shape.
  */
-static cgr_status cgr__plan_lower_bound(const cgr__plan_item *items, size_t n,
-                                        cgr__plan_event *ev, size_t *out)
+static size_t cgr__plan_lower_bound(const cgr__plan_item *items, size_t n)
 {
-    size_t i;
-    size_t cur = 0;
     size_t best = 0;
 
-    for (i = 0; i < n; i++) {
-        ev[2 * i].tick = items[i].start;
-        ev[2 * i].is_start = 1;
-        ev[2 * i].asz = items[i].asz;
-        ev[2 * i + 1].tick = items[i].end;
-        ev[2 * i + 1].is_start = 0;
-        ev[2 * i + 1].asz = items[i].asz;
+    for (size_t i = 0; i < n; i++) {
+        size_t live = 0;
+        for (size_t j = 0; j < n; j++)
+            if (items[j].start <= items[i].start && items[i].start < items[j].end)
+                live += items[j].asz;
+        if (live > best)
+            best = live;
     }
-    qsort(ev, 2 * n, sizeof(*ev), cgr__plan_event_cmp);
-    for (i = 0; i < 2 * n; i++) {
-        if (ev[i].is_start) {
-            if (cur > SIZE_MAX - ev[i].asz)
-                return CGR_STATUS_INVALID_ARGUMENT;
-            cur += ev[i].asz;
-            if (cur > best)
-                best = cur;
-        } else {
-            /* Every end follows its own start (end > start), so no wrap. */
-            cur -= ev[i].asz;
-        }
-    }
-    *out = best;
-    return CGR_STATUS_OK;
+    return best;
 }
 
 cgr_status cgr__plan(cgr__buf *bufs, size_t n, size_t align, size_t *peak, size_t *lower_bound)
 {
     cgr__plan_item *items = NULL;
     size_t *by_off = NULL;
-    cgr__plan_event *ev = NULL;
     cgr_status st = CGR_STATUS_OK;
     size_t top = 0;
-    size_t lb = 0;
     size_t i;
 
     assert(bufs != NULL || n == 0);
@@ -312,24 +241,18 @@ cgr_status cgr__plan(cgr__buf *bufs, size_t n, size_t align, size_t *peak, size_
         return CGR_STATUS_OK;
     }
     /* Each table size must be representable before it is allocated. */
-    if (n > SIZE_MAX / sizeof(cgr__plan_item) || n > SIZE_MAX / sizeof(size_t) ||
-        n > SIZE_MAX / 2 / sizeof(cgr__plan_event))
+    if (n > SIZE_MAX / sizeof(cgr__plan_item))
         return CGR_STATUS_OUT_OF_MEMORY;
     items = malloc(n * sizeof(*items));
     by_off = malloc(n * sizeof(*by_off));
-    ev = malloc(2 * n * sizeof(*ev));
-    if (items == NULL || by_off == NULL || ev == NULL) {
+    if (items == NULL || by_off == NULL) {
         st = CGR_STATUS_OUT_OF_MEMORY;
         goto done;
     }
 
-    for (i = 0; i < n; i++) {
-        items[i].asz = (bufs[i].size + (align - 1)) & ~(align - 1);
-        items[i].index = i;
-        items[i].offset = 0;
-        items[i].start = bufs[i].start;
-        items[i].end = bufs[i].end;
-    }
+    for (i = 0; i < n; i++)
+        items[i] = (cgr__plan_item){.asz = (bufs[i].size + (align - 1)) & ~(align - 1),
+                                    .index = i, .start = bufs[i].start, .end = bufs[i].end};
     qsort(items, n, sizeof(*items), cgr__plan_item_cmp);
     for (i = 0; i < n; i++) {
         st = cgr__plan_place(items, i, by_off);
@@ -338,9 +261,6 @@ cgr_status cgr__plan(cgr__buf *bufs, size_t n, size_t align, size_t *peak, size_
         if (items[i].offset + items[i].asz > top)
             top = items[i].offset + items[i].asz;
     }
-    st = cgr__plan_lower_bound(items, n, ev, &lb);
-    if (st != CGR_STATUS_OK)
-        goto done;
 
     /* Only now, with nothing left that can fail, publish the plan. */
     for (i = 0; i < n; i++)
@@ -348,11 +268,10 @@ cgr_status cgr__plan(cgr__buf *bufs, size_t n, size_t align, size_t *peak, size_
     if (peak != NULL)
         *peak = top;
     if (lower_bound != NULL)
-        *lower_bound = lb;
+        *lower_bound = cgr__plan_lower_bound(items, n);
 
 done:
     free(items);
     free(by_off);
-    free(ev);
     return st;
 }
