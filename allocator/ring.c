@@ -20,10 +20,7 @@
 void cgr__ring_init(cgr__ring *r, uint32_t slots)
 {
     assert(r != NULL && slots > 0);
-    r->slots = slots;
-    r->launched = 0;
-    r->waited = 0;
-    r->acquired = 0;
+    *r = (cgr__ring){.slots = slots};
 }
 
 cgr_status cgr__ring_acquire(cgr__ring *r, uint64_t *ticket, uint32_t *slot)

@@ -19,11 +19,6 @@ static cgr_status check_struct_size(size_t given, size_t min_size, const char *t
     return CGR_STATUS_OK;
 }
 
-static size_t min_size_t(size_t a, size_t b)
-{
-    return a < b ? a : b;
-}
-
 cgr_status cgr__struct_in(void *dst, size_t size, const void *src, size_t min_size,
                           const char *type)
 {
@@ -42,7 +37,7 @@ cgr_status cgr__struct_in(void *dst, size_t size, const void *src, size_t min_si
                             "%s.struct_size is %zu and byte %zu is not zero: the caller sets a "
                             "field of a newer cgr than this library (cgr %s knows %zu bytes)",
                             type, given, i, cgr_version(), size);
-    memcpy(dst, src, min_size_t(given, size));
+    memcpy(dst, src, given < size ? given : size);
     memcpy(dst, &size, sizeof size);
     return CGR_STATUS_OK;
 }
@@ -52,7 +47,7 @@ cgr_status cgr__struct_init(void *dst, size_t struct_size, const void *defaults,
 {
     CGR_TRY(check_struct_size(struct_size, min_size, type));
     memset(dst, 0, struct_size);
-    memcpy(dst, defaults, min_size_t(struct_size, size));
+    memcpy(dst, defaults, struct_size < size ? struct_size : size);
     memcpy(dst, &struct_size, sizeof struct_size);
     return CGR_STATUS_OK;
 }

@@ -31,18 +31,6 @@ static void add(char *msg, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
-/* dlerror()'s text without the leading "file: ", which the message already names. */
-static const char *reason(const char *file)
-{
-    const char *e = dlerror();
-    if (!e)
-        return "unknown dlerror";
-    size_t n = strlen(file);
-    if (!strncmp(e, file, n) && e[n] == ':' && e[n + 1] == ' ')
-        return e + n + 2;
-    return e;
-}
-
 /*
  * RTLD_NOW: a library whose own dependencies are missing fails here, where
  * the message can say so, not at its first call. RTLD_LOCAL: its symbols
@@ -51,18 +39,17 @@ static const char *reason(const char *file)
 static void *open_one(const char *file, char *msg, size_t size, int *tried)
 {
     void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        add(msg, size, "%s%s (%s)", (*tried)++ ? "; " : "", file, reason(file));
-    return h;
-}
-
-/* Gives back a library that turned out unusable; msg already says why. */
-static void close_unusable(void *h, char *msg, size_t size)
-{
-    if (dlclose(h) != 0) {
-        const char *e = dlerror();
-        add(msg, size, "; dlclose failed: %s", e ? e : "unknown dlerror");
-    }
+    if (h)
+        return h;
+    /* dlerror()'s text without the leading "file: ", which the message already names. */
+    const char *e = dlerror();
+    size_t n = strlen(file);
+    if (!e)
+        e = "unknown dlerror";
+    else if (!strncmp(e, file, n) && e[n] == ':' && e[n + 1] == ' ')
+        e += n + 2;
+    add(msg, size, "%s%s (%s)", (*tried)++ ? "; " : "", file, e);
+    return NULL;
 }
 
 int cgr__dl_load(const cgr__dl_spec *spec, void *syms, char *msg, size_t msg_size)
@@ -119,7 +106,11 @@ int cgr__dl_load(const cgr__dl_spec *spec, void *syms, char *msg, size_t msg_siz
             snprintf(msg, msg_size, "%s: %s has no %s (%s): not the %s cgr was built for. %s",
                      spec->what, used, spec->symbols[i], e ? e : "NULL address", spec->soname,
                      spec->install_hint);
-            close_unusable(h, msg, msg_size);
+            /* Gives the unusable library back; msg already says why. */
+            if (dlclose(h) != 0) {
+                e = dlerror();
+                add(msg, msg_size, "; dlclose failed: %s", e ? e : "unknown dlerror");
+            }
             return -1;
         }
     }

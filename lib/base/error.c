@@ -75,16 +75,9 @@ cgr_status cgr__fail(cgr_status s, const char *fmt, ...)
 
 void cgr__error_lead(const char *fn)
 {
-    size_t n = strlen(fn);
-    if (strncmp(errbuf, fn, n) == 0 || n + 2 >= sizeof errbuf)
-        return;
-    size_t keep = strlen(errbuf);
-    if (keep > sizeof errbuf - n - 3)
-        keep = sizeof errbuf - n - 3;
-    memmove(errbuf + n + 2, errbuf, keep);
-    memcpy(errbuf, fn, n);
-    memcpy(errbuf + n, ": ", 2);
-    errbuf[n + 2 + keep] = '\0';
+    /* cgr__fail formats aside first, so the message may be its own argument. */
+    if (strncmp(errbuf, fn, strlen(fn)) != 0)
+        (void)cgr__fail(CGR_STATUS_OK, "%s: %s", fn, errbuf);
 }
 
 cgr_status cgr__bug(const char *file, int line, const char *fmt, ...)

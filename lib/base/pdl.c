@@ -16,23 +16,6 @@ enum { PDL_UNKNOWN = 0, PDL_ON, PDL_OFF };
 
 static _Atomic unsigned char kept[PDL_DEVICES];
 
-/* The virtual architecture the current device's copy of cgr's code was
- * compiled from, 0 when the build has none for it. */
-static cudaError_t code_arch(int *arch)
-{
-    struct cudaFuncAttributes a;
-    memset(&a, 0, sizeof a);
-    cudaError_t e = cudaFuncGetAttributes(&a, cgr__pdl_probe_kernel());
-    if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
-        /* Not an error here: launches of cgr's kernels will say so themselves. */
-        (void)cudaGetLastError();
-        *arch = 0;
-        return cudaSuccess;
-    }
-    *arch = a.ptxVersion;
-    return e;
-}
-
 cudaError_t cgr__pdl_probe(int device, cgr__pdl *out)
 {
     cgr__pdl p;
@@ -48,8 +31,18 @@ cudaError_t cgr__pdl_probe(int device, cgr__pdl *out)
         e = cudaSetDevice(device);
         switched = e == cudaSuccess;
     }
-    if (e == cudaSuccess)
-        e = code_arch(&p.code_arch);
+    if (e == cudaSuccess) {
+        struct cudaFuncAttributes a;
+        memset(&a, 0, sizeof a);
+        e = cudaFuncGetAttributes(&a, cgr__pdl_probe_kernel());
+        p.code_arch = a.ptxVersion;
+        if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
+            /* No code for the device: launches of cgr's kernels will say so themselves. */
+            (void)cudaGetLastError();
+            p.code_arch = 0;
+            e = cudaSuccess;
+        }
+    }
     if (switched)
         (void)cudaSetDevice(prev); /* as cgr__device_leave: nothing better to do on failure */
     if (e != cudaSuccess)
@@ -59,8 +52,7 @@ cudaError_t cgr__pdl_probe(int device, cgr__pdl *out)
     p.allowed = p.major >= 9 && p.code_arch >= 90 && !p.forced_off;
     if (device >= 0 && device < PDL_DEVICES)
         atomic_store_explicit(&kept[device], p.allowed ? PDL_ON : PDL_OFF, memory_order_relaxed);
-    if (out)
-        *out = p;
+    *out = p;
     return cudaSuccess;
 }
 

@@ -34,7 +34,7 @@ typedef struct cgr__pdl {
 } cgr__pdl;
 
 /* Reads device's compute capability, the code it loads and CGR_PDL now,
- * keeps the answer for cgr__pdl_here() and writes it to *out (may be NULL). */
+ * keeps the answer for cgr__pdl_here() and writes it to *out. */
 cudaError_t cgr__pdl_probe(int device, cgr__pdl *out);
 
 /* *allowed: whether a launch on the current device may use PDL (the kept
