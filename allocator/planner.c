@@ -14,7 +14,6 @@
 
 #include <assert.h>
 #include <stdlib.h>
-#include <string.h>
 
 /*
  * Largest clock value an event may be recorded at. UINT32_MAX itself marks

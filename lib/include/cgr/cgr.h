@@ -286,11 +286,7 @@ typedef struct cgr_options {
                                     run. Also set by the environment variable
                                     CGR_DIAGNOSE=1. 0 (default): the message gives the
                                     error and its likely causes */
-    /*
-     * Tuning that the defaults settle for most steps (docs/staging.md and
-     * docs/shapes.md say why). Change it to try an alternative
-     * on your own workload, not to make a step work.
-     */
+    /* Tuning: see cgr_options::advanced below. */
     struct cgr_advanced_options {
         size_t zero_copy_max_bytes; /**< tensors up to this size cross PCIe by zero-copy
                                          kernels, larger ones by memcpy nodes; default 16 MiB,
