@@ -48,28 +48,20 @@ void cgr__clear_error(void)
     errbuf[0] = '\0';
 }
 
-/*
- * Sets the message to "<prefix><fmt...>". Messages are for users, so they
- * carry no source position; only cgr's own bugs (cgr__bug) say where.
- * Formatted aside first: an argument may be the message itself
- * (cgr_last_error(), to wrap the reason of a failure below).
- */
-static void vset(const char *prefix, const char *fmt, va_list ap) CGR__PRINTF(2, 0);
-static void vset(const char *prefix, const char *fmt, va_list ap)
-{
-    char out[CGR__ERRBUF] = "";
-    int n = snprintf(out, sizeof out, "%s", prefix);
-    if (n >= 0 && (size_t)n < sizeof out)
-        vsnprintf(out + n, sizeof out - (size_t)n, fmt, ap);
-    memcpy(errbuf, out, strlen(out) + 1);
-}
-
 cgr_status cgr__fail(cgr_status s, const char *fmt, ...)
 {
+    /*
+     * Formatted aside first: an argument may be the message itself
+     * (cgr_last_error(), to wrap the reason of a failure below). Messages
+     * are for users, so they carry no source position; only cgr's own bugs
+     * (cgr__bug) say where.
+     */
+    char out[CGR__ERRBUF];
     va_list ap;
     va_start(ap, fmt);
-    vset("", fmt, ap);
+    vsnprintf(out, sizeof out, fmt, ap);
     va_end(ap);
+    memcpy(errbuf, out, strlen(out) + 1);
     return s;
 }
 
@@ -82,10 +74,12 @@ void cgr__error_lead(const char *fn)
 
 cgr_status cgr__bug(const char *file, int line, const char *fmt, ...)
 {
+    char what[CGR__ERRBUF];
     va_list ap;
     va_start(ap, fmt);
-    vset("internal error in cgr (please report it): ", fmt, ap);
+    vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
+    (void)cgr__fail(CGR_STATUS_INTERNAL, "internal error in cgr (please report it): %s", what);
     /* __FILE__ without its directories, so the message stays short. */
     const char *slash = strrchr(file, '/');
     cgr__error_append("at %s:%d", slash ? slash + 1 : file, line);
@@ -99,7 +93,7 @@ cgr_status cgr__bug(const char *file, int line, const char *fmt, ...)
 
 void cgr__error_append(const char *fmt, ...)
 {
-    /* Aside first, as in vset: an argument may be the message itself. */
+    /* Aside first, as in cgr__fail: an argument may be the message itself. */
     char more[CGR__ERRBUF];
     va_list ap;
     va_start(ap, fmt);
