@@ -239,7 +239,7 @@ cgr_status cgr__plan(cgr__buf *bufs, size_t n, size_t align, size_t *peak, size_
             *lower_bound = 0;
         return CGR_STATUS_OK;
     }
-    /* Each table size must be representable before it is allocated. */
+    /* Both tables' sizes must be representable (an item is larger than a size_t). */
     if (n > SIZE_MAX / sizeof(cgr__plan_item))
         return CGR_STATUS_OUT_OF_MEMORY;
     items = malloc(n * sizeof(*items));

@@ -234,9 +234,7 @@ void cgr__options_free_strings(cgr_options *o)
     free((void *)o->dump_dir);
     free((void *)o->frozen_allow);
     free((void *)o->profile.path);
-    o->dump_dir = NULL;
-    o->frozen_allow = NULL;
-    o->profile.path = NULL;
+    o->dump_dir = o->frozen_allow = o->profile.path = NULL;
 }
 
 cgr_status cgr__tensor_bytes(const cgr_tensor_desc *t, size_t *bytes)
