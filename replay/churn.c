@@ -22,12 +22,10 @@ void cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t stable
     g->stable_needed = stable_steps;
 }
 
-void cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out, int *tripped_now,
-                        int *recovered_now)
+int cgr__churn_observe(cgr__churn *g, int is_new_shape)
 {
-    assert(g != NULL && eager_out != NULL && tripped_now != NULL && recovered_now != NULL);
+    assert(g != NULL);
     uint64_t t = g->counters.steps++;
-    *tripped_now = *recovered_now = 0;
     if (is_new_shape)
         g->counters.new_shapes++;
 
@@ -43,7 +41,6 @@ void cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out, int *tr
                 g->filled = 0;
                 g->head = 0;
                 g->counters.activations++;
-                *tripped_now = 1;
             }
         }
     } else if (is_new_shape) {
@@ -52,7 +49,6 @@ void cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out, int *tr
         g->eager = 0;
         g->stable = 0;
         g->counters.recoveries++;
-        *recovered_now = 1;
     }
-    *eager_out = g->eager;
+    return g->eager;
 }

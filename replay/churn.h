@@ -50,11 +50,11 @@ void cgr__churn_init(cgr__churn *g, uint32_t k, uint64_t window, uint64_t stable
 
 /**
  * Observes one step: is_new_shape is nonzero when the step's shape was
- * new. *eager_out receives 1 when this step must run eagerly, *tripped_now 1
- * when the guard tripped on this step, *recovered_now 1 when it recovered on
- * this step (that step is not eager). No pointer may be NULL (asserted).
+ * new. Returns 1 when this step must run eagerly. The step that trips the
+ * guard (it is eager) adds one to counters.activations, the step that
+ * recovers it (it is not) one to counters.recoveries. g may not be NULL
+ * (asserted).
  */
-void cgr__churn_observe(cgr__churn *g, int is_new_shape, int *eager_out, int *tripped_now,
-                        int *recovered_now);
+int cgr__churn_observe(cgr__churn *g, int is_new_shape);
 
 #endif

@@ -386,9 +386,10 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
 
     uint32_t i = find(m, dims);
     cgr__shape *e = i != CGR__SHAPES_NONE ? &m->entries[i] : NULL;
-    int eager_now = 0, recovered = 0;
+    const uint64_t trips = m->churn.counters.activations;
     out->fresh = e == NULL;
-    cgr__churn_observe(&m->churn, out->fresh, &eager_now, &out->churn_tripped, &recovered);
+    const int eager_now = cgr__churn_observe(&m->churn, out->fresh);
+    out->churn_tripped = m->churn.counters.activations != trips;
     if (e == NULL) {
         record_new_shape(m, dims, m->churn.counters.new_shapes);
         i = add_warming(m, dims);
@@ -437,9 +438,9 @@ uint32_t cgr__shapes_capture_due(const cgr__shapes *m, const int64_t *true_dims)
         return i; /* a new shape warms up first */
     /* The guard's answer for this run, asked of a copy, which it may change. */
     cgr__churn g = m->churn;
-    int eager_now = 0, tripped = 0, recovered = 0;
-    cgr__churn_observe(&g, 0, &eager_now, &tripped, &recovered);
-    return action_of(m, &m->entries[i], eager_now) == CGR__SHAPES_CAPTURE ? i : CGR__SHAPES_NONE;
+    return action_of(m, &m->entries[i], cgr__churn_observe(&g, 0)) == CGR__SHAPES_CAPTURE
+               ? i
+               : CGR__SHAPES_NONE;
 }
 
 /* ---- reports ------------------------------------------------------------------------------ */
