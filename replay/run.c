@@ -115,13 +115,11 @@ static void count_run(cgr_step *s, uint8_t action, uint8_t reason)
  */
 static const char *waits_for_waiters(const cgr_step *s, const int64_t *dims)
 {
-    const cgr__graph *g = cgr__shapes_peek(s->shapes, dims, NULL);
-    if (g)
-        return cgr__graph_check_due(g) ? "due for its frozen-value check" : NULL;
-    if (!s->rt->opt.capture)
-        return NULL;
-    uint32_t due = cgr__shapes_capture_due(s->shapes, dims);
-    if (due != CGR__SHAPES_NONE && s->plans[due].planned)
+    uint32_t i;
+    const cgr__shapes_action a = cgr__shapes_peek(s->shapes, dims, &i);
+    if (a == CGR__SHAPES_REPLAY && cgr__graph_check_due(s->shapes->entries[i].payload))
+        return "due for its frozen-value check";
+    if (a == CGR__SHAPES_CAPTURE && s->rt->opt.capture && s->plans[i].planned)
         return "due for capture";
     return NULL;
 }
@@ -314,9 +312,13 @@ static cgr_status lock_acquired(cgr_step *s, const cgr_slot *slot, const char *f
  */
 static cgr_status arm_ahead(cgr_step *s, uint32_t slot)
 {
-    cgr__graph *g = cgr__shapes_peek(s->shapes, s->run_dims, s->armed_bucket);
+    uint32_t i;
+    if (cgr__shapes_peek(s->shapes, s->run_dims, &i) != CGR__SHAPES_REPLAY)
+        return CGR_STATUS_OK;
+    const cgr__shape *e = &s->shapes->entries[i];
+    cgr__graph *g = e->payload;
     /* A graph due for its check must be captured again at this run, not launched ahead. */
-    if (!g || !g->gated || cgr__graph_check_due(g))
+    if (!g->gated || cgr__graph_check_due(g))
         return CGR_STATUS_OK;
     int prev = 0;
     CGR_TRY(cgr__device_enter(s->rt, &prev));
@@ -324,6 +326,7 @@ static cgr_status arm_ahead(cgr_step *s, uint32_t slot)
     cgr__device_undo(s->rt, prev);
     CGR_TRY(st);
     s->armed = g;
+    memcpy(s->armed_bucket, e->dims, (size_t)s->n_dyn * sizeof e->dims[0]);
     /* The run this slot held last is gone from now on, even if this one is released. */
     const uint64_t t = s->ring.launched;
     if (t >= s->ring.slots && t - s->ring.slots + 1 > s->readable_from)

@@ -336,21 +336,6 @@ static void bucket(const cgr__shapes *m, const int64_t *true_dims, int64_t *buck
     }
 }
 
-void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed)
-{
-    int64_t b[CGR_MAX_DYN_DIMS];
-    assert(m != NULL);
-    if (m->capturing)
-        return NULL;
-    bucket(m, true_dims, b);
-    uint32_t i = find(m, b);
-    if (i == CGR__SHAPES_NONE || m->entries[i].state != CGR__SHAPE_GRAPH)
-        return NULL;
-    if (bucketed)
-        memcpy(bucketed, b, (size_t)m->n_dims * sizeof b[0]);
-    return m->entries[i].payload;
-}
-
 /* The executable offered to the capture: the spare, else a full cache's LRU graph. */
 static void *offer(const cgr__shapes *m)
 {
@@ -364,7 +349,7 @@ static void *offer(const cgr__shapes *m)
 
 /*
  * What a run of entry e does, eager_now being the churn guard's answer for
- * it: the one place the action is chosen, for decide() and capture_due().
+ * it: the one place the action is chosen, for decide() and peek().
  */
 static cgr__shapes_action action_of(const cgr__shapes *m, const cgr__shape *e, int eager_now)
 {
@@ -428,19 +413,21 @@ void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_de
     }
 }
 
-uint32_t cgr__shapes_capture_due(const cgr__shapes *m, const int64_t *true_dims)
+cgr__shapes_action cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims,
+                                    uint32_t *entry)
 {
+    static const cgr__shape new_shape; /* what decide() makes of a shape it does not know */
     int64_t b[CGR_MAX_DYN_DIMS];
-    assert(m != NULL && !m->capturing);
+    assert(m != NULL && entry != NULL && !m->capturing);
     bucket(m, true_dims, b);
-    uint32_t i = find(m, b);
-    if (i == CGR__SHAPES_NONE)
-        return i; /* a new shape warms up first */
+    *entry = find(m, b);
+    const cgr__shape *e = *entry != CGR__SHAPES_NONE ? &m->entries[*entry] : &new_shape;
+    /* A graph replays whatever the guard says: arming one need not copy the guard. */
+    if (e->state == CGR__SHAPE_GRAPH)
+        return CGR__SHAPES_REPLAY;
     /* The guard's answer for this run, asked of a copy, which it may change. */
     cgr__churn g = m->churn;
-    return action_of(m, &m->entries[i], cgr__churn_observe(&g, 0)) == CGR__SHAPES_CAPTURE
-               ? i
-               : CGR__SHAPES_NONE;
+    return action_of(m, e, cgr__churn_observe(&g, *entry == CGR__SHAPES_NONE));
 }
 
 /* ---- reports ------------------------------------------------------------------------------ */

@@ -169,19 +169,15 @@ void cgr__shapes_destroy(cgr__shapes *m);
 void cgr__shapes_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out);
 
 /**
- * The payload decide() would replay for true_dims now, without deciding
- * (no counter or LRU order changes); NULL when that run would not replay
- * or a capture is in flight. bucketed (optional) gets the bucketed dims
- * with a payload. For launching a run ahead (capture/gate.c).
+ * The action decide() would answer for true_dims now, without deciding (no
+ * counter or LRU order changes), and the shape's entry in *entry
+ * (CGR__SHAPES_NONE for a shape not known yet). So that a run that must not
+ * capture yet is refused before the table counts it, and a run is launched
+ * ahead (capture/gate.c) only with the graph it will replay. Not while a
+ * capture is in flight.
  */
-void *cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims, int64_t *bucketed);
-
-/**
- * The entry for which decide() would answer CAPTURE for true_dims now, else
- * CGR__SHAPES_NONE, without deciding (no counter or LRU order changes). So
- * that a run that must not capture yet is refused before the table counts it.
- */
-uint32_t cgr__shapes_capture_due(const cgr__shapes *m, const int64_t *true_dims);
+cgr__shapes_action cgr__shapes_peek(const cgr__shapes *m, const int64_t *true_dims,
+                                    uint32_t *entry);
 
 /**
  * The capture of the latest CAPTURE succeeded: caches the payload, the

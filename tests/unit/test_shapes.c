@@ -152,9 +152,9 @@ static void mgr(cgr__shapes *m, const cgr__shapes_config *c)
 }
 
 /*
- * Every decision of every test is first foretold by
- * cgr__shapes_capture_due, which must say exactly whether it will be
- * CAPTURE and change nothing in the table.
+ * Every decision of every test is first foretold by cgr__shapes_peek,
+ * which must say exactly its action, its entry (none for a new shape) and
+ * for a replay its graph, and change nothing in the table.
  */
 static void t_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decision *out)
 {
@@ -163,15 +163,19 @@ static void t_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decis
     ASSERT(!m || entries != NULL);
     if (m)
         memcpy(entries, m->entries, m->capacity * sizeof *entries);
-    uint32_t due = cgr__shapes_capture_due(m, true_dims);
+    uint32_t at = 0;
+    const cgr__shapes_action a = cgr__shapes_peek(m, true_dims, &at);
     if (memcmp(&before, m, sizeof before) != 0 ||
         memcmp(entries, m->entries, m->capacity * sizeof *entries) != 0)
-        TEST_FAIL_("%s", "cgr__shapes_capture_due changed the table");
+        TEST_FAIL_("%s", "cgr__shapes_peek changed the table");
+    void *graph = a == CGR__SHAPES_REPLAY ? m->entries[at].payload : NULL;
     free(entries);
     cgr__shapes_decide(m, true_dims, out);
-    if (due != (out->action == CGR__SHAPES_CAPTURE ? out->entry : CGR__SHAPES_NONE))
-        TEST_FAIL_("cgr__shapes_capture_due said entry %u; the decision was action %d, entry %u",
-                   due, (int)out->action, out->entry);
+    if (a != out->action || at != (out->fresh ? CGR__SHAPES_NONE : out->entry) ||
+        (a == CGR__SHAPES_REPLAY && graph != out->payload))
+        TEST_FAIL_("cgr__shapes_peek said action %d, entry %u; the decision was action %d, "
+                   "entry %u%s",
+                   (int)a, at, (int)out->action, out->entry, out->fresh ? " (new)" : "");
     tally *t = tally_of(m);
     switch (out->action) {
     case CGR__SHAPES_REPLAY: t->hits++; break;
@@ -179,6 +183,14 @@ static void t_decide(cgr__shapes *m, const int64_t *true_dims, cgr__shapes_decis
     case CGR__SHAPES_CAPTURE: t->capture_attempts++; break;
     case CGR__SHAPES_EAGER: t->eager_by_reason[out->reason]++; break;
     }
+}
+
+/* The graph cgr__shapes_peek says decide() would replay for true_dims, else NULL. */
+static void *peek_graph(const cgr__shapes *m, const int64_t *true_dims)
+{
+    uint32_t at = 0;
+    return cgr__shapes_peek(m, true_dims, &at) == CGR__SHAPES_REPLAY ? m->entries[at].payload
+                                                                      : NULL;
 }
 
 /* What a test reports after a capture (cgr__shapes_capture_done's arguments). */
@@ -1835,7 +1847,7 @@ static void test_last_first(void)
             ASSERT_EQ(m.last, at[k]);
             /* peek takes the same path and must agree, for every shape. */
             for (int j = 0; j < 3; j++)
-                ASSERT_PTR_EQ(cgr__shapes_peek(&m, shape[j], NULL), pl(1 + (uintptr_t)j));
+                ASSERT_PTR_EQ(peek_graph(&m, shape[j]), pl(1 + (uintptr_t)j));
             runs++;
         }
     }
@@ -1862,7 +1874,7 @@ static void test_last_first(void)
     for (int k = 0; k < 3; k++)
         ASSERT_EQ(cgr__shapes_drain(&m, &f), CGR_STATUS_OK);
     ASSERT_PTR_EQ(f.payload, pl(2)); /* the latest one went last */
-    ASSERT(cgr__shapes_peek(&m, shape[1], NULL) == NULL);
+    ASSERT(peek_graph(&m, shape[1]) == NULL);
     int64_t other[2] = {4, 3};
     t_decide(&m, other, &out);
     ASSERT_EQ(out.fresh, 1);
@@ -2085,7 +2097,7 @@ static void test_lru_order(void)
     ASSERT_U64_EQ(find1(&m, X(10))->last_use, 8);
     expect_order(&m, (const uintptr_t[]){0xA, 0xC, 0xB, 0});
     /* Peeking and runs of other shapes do not count as use. */
-    ASSERT_PTR_EQ(cgr__shapes_peek(&m, &(int64_t){X(11)}, NULL), pl(0xB));
+    ASSERT_PTR_EQ(peek_graph(&m, &(int64_t){X(11)}), pl(0xB));
     expect((out = decide1(&m, X(30)), &out), CGR__SHAPES_WARMUP);
     expect_order(&m, (const uintptr_t[]){0xA, 0xC, 0xB, 0});
 
@@ -2343,7 +2355,7 @@ static void test_dims_extremes(void)
         c.max_bytes = 100;
         mgr(&m, &c);
         ASSERT_EQ((&m)->capacity, 1 + CGR__SHAPES_MAX_WARMING + CGR__SHAPES_MAX_EAGER);
-        ASSERT(cgr__shapes_peek(&m, NULL, NULL) == NULL);
+        ASSERT(peek_graph(&m, NULL) == NULL);
         t_decide(&m, NULL, &out);
         expect(&out, CGR__SHAPES_WARMUP);
         expect_fresh(&m, &out);
@@ -2375,7 +2387,7 @@ static void test_dims_extremes(void)
             if (then == CGR__SHAPES_REPLAY)
                 ASSERT_PTR_EQ(out.payload, pl(1));
         }
-        ASSERT_PTR_EQ(cgr__shapes_peek(&m, NULL, NULL), ending == 0 ? pl(1) : NULL);
+        ASSERT_PTR_EQ(peek_graph(&m, NULL), ending == 0 ? pl(1) : NULL);
         tstats s = stats(&m);
         ASSERT_U64_EQ(s.new_shapes, 1);
         ASSERT_U64_EQ(s.runs, 13);
@@ -2426,7 +2438,7 @@ static void test_dims_extremes(void)
         expect_fresh(&m, &out);
         for (int j = 0; j < N; j++)
             ASSERT_EQ(out.dims[j], j == i ? 2 : 1);
-        ASSERT(cgr__shapes_peek(&m, v, NULL) == NULL);
+        ASSERT(peek_graph(&m, v) == NULL);
         t_decide(&m, base, &out);
         expect(&out, CGR__SHAPES_REPLAY);
         ASSERT_PTR_EQ(out.payload, pl(100));
@@ -2442,7 +2454,7 @@ static void test_dims_extremes(void)
         t_decide(&m, which, &out);
         expect(&out, CGR__SHAPES_REPLAY);
         ASSERT_PTR_EQ(out.payload, pl(which == v ? 107 : 100));
-        ASSERT_PTR_EQ(cgr__shapes_peek(&m, which == v ? base : v, NULL),
+        ASSERT_PTR_EQ(peek_graph(&m, which == v ? base : v),
                       pl(which == v ? 100 : 107));
     }
     /* The last dim's true values 3 and 4 share its bucket: one shape. */
@@ -2465,13 +2477,13 @@ static void test_dims_extremes(void)
         ASSERT_EQ(out.dims[i], want[i]);
         ASSERT_EQ(entry_of(&m, &out)->dims[i], want[i]);
     }
-    int64_t bucketed[N];
+    uint32_t at = 0;
     /* A bad value in the last dim alone is refused. */
     memcpy(v, base, sizeof v);
     v[N - 1] = 65;
     snap *sn = snap_take(&m);
     ASSERT_DIES(t_decide(&m, v, &out));
-    ASSERT_DIES(cgr__shapes_peek(&m, v, bucketed));
+    ASSERT_DIES(cgr__shapes_peek(&m, v, &at));
     snap_check(sn, &m);
     check_identities(&m);
     while (cgr__shapes_drain(&m, &f) == CGR_STATUS_OK)
@@ -2559,7 +2571,7 @@ static void run_freed_max(uint32_t n, int variant)
     ASSERT_EQ(s.peak_bytes, (size_t)n * 10);
     int64_t v[4];
     shape_of(n, v);
-    ASSERT_PTR_EQ(cgr__shapes_peek(&m, v, NULL), variant == 2 ? pl(n) : pl(1000000));
+    ASSERT_PTR_EQ(peek_graph(&m, v), variant == 2 ? pl(n) : pl(1000000));
 
     /* Over the budget: refused, alone in the list; the whole-budget graph stays. */
     o = cache4(&m, n + 1, 2000000, (size_t)n * 10 + 1, 0);
@@ -2924,9 +2936,9 @@ static void test_random(void)
 }
 
 /*
- * peek (armed runs): says what decide would replay without changing
- * anything, counters and LRU order included; NULL for shapes that would
- * not replay, bad dims, and while a capture is open.
+ * peek (armed runs, runs refused while a thread waits): says what decide
+ * would do, and on which entry, without changing anything, counters and
+ * LRU order included; bad dims and an open capture stop at an assertion.
  */
 static void test_peek(void)
 {
@@ -2935,38 +2947,44 @@ static void test_peek(void)
     cgr__shapes m;
     mgr(&m, &c);
     cgr__shapes_decision out;
-    int64_t b = -1, x;
+    uint32_t at = 0;
+    int64_t x;
     x = 3;
-    ASSERT(cgr__shapes_peek(&m, &x, &b) == NULL);
-    ASSERT_EQ(b, -1); /* written only with a payload */
+    ASSERT_EQ(cgr__shapes_peek(&m, &x, &at), CGR__SHAPES_WARMUP);
+    ASSERT_EQ(at, CGR__SHAPES_NONE); /* a new shape */
     for (int64_t v = 1; v <= 2; v++) {
         expect((out = decide1(&m, v == 1 ? 1 : 3), &out), CGR__SHAPES_WARMUP);
+        x = v == 1 ? 1 : 3;
+        ASSERT_EQ(cgr__shapes_peek(&m, &x, &at), CGR__SHAPES_CAPTURE);
+        ASSERT_EQ(at, out.entry);
         out = decide1(&m, v == 1 ? 1 : 3);
         expect(&out, CGR__SHAPES_CAPTURE);
-        x = v == 1 ? 1 : 3;
-        /* A capture is open: decide would refuse, so peek has nothing. */
-        ASSERT(cgr__shapes_peek(&m, &x, NULL) == NULL);
+        /* A capture is open: decide would refuse, and so does peek. */
+        ASSERT_DIES(cgr__shapes_peek(&m, &x, &at));
         done(&m, (uintptr_t)(10 + v), 100, 0);
     }
     /* Cached: bucket 1 (payload 11) then bucket 4 (payload 12); 4 is the MRU. */
     tstats before = stats(&m);
     snap *sn = snap_take(&m);
     x = 1;
-    ASSERT_PTR_EQ(cgr__shapes_peek(&m, &x, &b), pl(11));
-    ASSERT_EQ(b, 1);
+    ASSERT_EQ(cgr__shapes_peek(&m, &x, &at), CGR__SHAPES_REPLAY);
+    ASSERT_PTR_EQ(m.entries[at].payload, pl(11));
+    ASSERT_EQ(m.entries[at].dims[0], 1);
     x = 4;
-    ASSERT_PTR_EQ(cgr__shapes_peek(&m, &x, &b), pl(12));
-    ASSERT_EQ(b, 4);
+    ASSERT_EQ(cgr__shapes_peek(&m, &x, &at), CGR__SHAPES_REPLAY);
+    ASSERT_PTR_EQ(m.entries[at].payload, pl(12));
+    ASSERT_EQ(m.entries[at].dims[0], 4);
     x = 3;
-    ASSERT_PTR_EQ(cgr__shapes_peek(&m, &x, NULL), pl(12));
+    ASSERT_PTR_EQ(peek_graph(&m, &x), pl(12));
     x = 5; /* bucket 8: not cached */
-    ASSERT(cgr__shapes_peek(&m, &x, &b) == NULL);
-    ASSERT_EQ(b, 4);
+    ASSERT_EQ(cgr__shapes_peek(&m, &x, &at), CGR__SHAPES_WARMUP);
+    ASSERT_EQ(at, CGR__SHAPES_NONE);
     const int64_t bad[3] = {0, -1, 65};
     for (int i = 0; i < 3; i++)
-        ASSERT_DIES(cgr__shapes_peek(&m, &bad[i], &b));
-    ASSERT_DIES(cgr__shapes_peek(&m, NULL, &b));
-    ASSERT_DIES(cgr__shapes_peek(NULL, &x, &b));
+        ASSERT_DIES(cgr__shapes_peek(&m, &bad[i], &at));
+    ASSERT_DIES(cgr__shapes_peek(&m, NULL, &at));
+    ASSERT_DIES(cgr__shapes_peek(NULL, &x, &at));
+    ASSERT_DIES(cgr__shapes_peek(&m, &x, NULL));
     tstats after = stats(&m);
     ASSERT_U64_EQ(after.runs, before.runs);
     ASSERT_U64_EQ(after.hits, before.hits);
