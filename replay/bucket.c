@@ -5,9 +5,10 @@
  * int64_t value >= 1 is at most 2^63, which fits, and every power above
  * max is replaced by max before it is converted back.
  *
- * Pointers, and that a policy came from one of the init calls, are
- * asserted (cgr's callers never break either); the sizes and dims are
- * reported, since they come from the caller of the public API.
+ * Pointers, that a policy came from one of the init calls and that a dim
+ * is within it are asserted (cgr's callers never break them: run.c checks
+ * a run's dims at the API edge); the sizes are reported, since the API
+ * edge checks a step description's buckets with the init calls.
  */
 #include "bucket.h"
 
@@ -38,13 +39,8 @@ cgr_status cgr__bucket_init_list(cgr__bucket_policy *p, const int64_t *sizes, ui
     for (uint32_t i = 1; i < count; i++)
         if (sizes[i] <= sizes[i - 1])
             return CGR_STATUS_INVALID_ARGUMENT;
-    cgr__bucket_policy t;
-    memset(&t, 0, sizeof t);
-    t.kind = CGR__BUCKET_LIST;
-    t.count = count;
-    t.max = sizes[count - 1];
-    memcpy(t.sizes, sizes, (size_t)count * sizeof sizes[0]);
-    *p = t;
+    *p = (cgr__bucket_policy){.kind = CGR__BUCKET_LIST, .count = count, .max = sizes[count - 1]};
+    memcpy(p->sizes, sizes, (size_t)count * sizeof sizes[0]);
     return CGR_STATUS_OK;
 }
 
@@ -53,23 +49,16 @@ cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max)
     assert(p != NULL);
     if (max < 1)
         return CGR_STATUS_INVALID_ARGUMENT;
-    cgr__bucket_policy t;
-    memset(&t, 0, sizeof t);
-    t.kind = CGR__BUCKET_POW2;
-    t.max = max;
-    *p = t;
+    *p = (cgr__bucket_policy){.kind = CGR__BUCKET_POW2, .max = max};
     return CGR_STATUS_OK;
 }
 
-cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int64_t *bucketed)
+int64_t cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim)
 {
-    assert(p != NULL && bucketed != NULL && cgr__bucket_valid(p));
-    if (true_dim < 1 || true_dim > p->max)
-        return CGR_STATUS_INVALID_ARGUMENT;
+    assert(p != NULL && cgr__bucket_valid(p) && true_dim >= 1 && true_dim <= p->max);
     if (p->kind == CGR__BUCKET_POW2) {
         uint64_t b = next_pow2((uint64_t)true_dim);
-        *bucketed = b > (uint64_t)p->max ? p->max : (int64_t)b;
-        return CGR_STATUS_OK;
+        return b > (uint64_t)p->max ? p->max : (int64_t)b;
     }
     /* Smallest i with sizes[i] >= true_dim; it exists since true_dim <= max. */
     uint32_t lo = 0, hi = p->count - 1;
@@ -80,8 +69,7 @@ cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int
         else
             lo = mid + 1;
     }
-    *bucketed = p->sizes[lo];
-    return CGR_STATUS_OK;
+    return p->sizes[lo];
 }
 
 int cgr__bucket_valid(const cgr__bucket_policy *p)

@@ -4,7 +4,7 @@
  * shape table. A user list: 1 to CGR__BUCKET_MAX_SIZES sizes, strictly
  * increasing, from >= 1. Powers of two up to a max: 1, 2, 4, ... below the
  * max, then the max itself (max 100: ..., 64, 100). A dim below 1 or above
- * the largest bucket is refused. Nothing overflows, even for INT64_MAX.
+ * the largest bucket has none. Nothing overflows, even for INT64_MAX.
  */
 #ifndef CGR_BUCKET_H
 #define CGR_BUCKET_H
@@ -45,11 +45,10 @@ cgr_status cgr__bucket_init_list(cgr__bucket_policy *p, const int64_t *sizes, ui
 cgr_status cgr__bucket_init_pow2(cgr__bucket_policy *p, int64_t max);
 
 /**
- * *bucketed = the smallest bucket >= true_dim of a policy from an init
- * call. CGR_STATUS_INVALID_ARGUMENT when true_dim < 1 or true_dim is above
- * the largest bucket; *bucketed is left unchanged then.
+ * The smallest bucket >= true_dim of a policy from an init call; true_dim
+ * is 1..max (asserted: the API edge refuses other dims).
  */
-cgr_status cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim, int64_t *bucketed);
+int64_t cgr__bucket_choose(const cgr__bucket_policy *p, int64_t true_dim);
 
 /** 1 when p holds what an init call makes (its kind, and sizes or a max), for assertions. */
 int cgr__bucket_valid(const cgr__bucket_policy *p);
