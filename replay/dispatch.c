@@ -61,7 +61,7 @@ void cgr__stage_shape(cgr_step *s, uint32_t slot, const int64_t *bucket, const i
             int64_t td[CGR_MAX_RANK];
             tensor_dims(t, true_dims, td);
             cgr__shape_pad(host + t->slot_offset, t->desc.rank, td, t->cur.dims,
-                           cgr_dtype_size(t->desc.dtype), t->pad, !t->pad_nonzero);
+                           cgr_dtype_size(t->desc.dtype), t->pad_nonzero ? t->pad : NULL);
         }
     }
 }

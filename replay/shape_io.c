@@ -59,10 +59,9 @@ static size_t bucket_row_of(size_t r, int k, const int64_t *t, const int64_t *b)
     return q;
 }
 
-static void fill(unsigned char *p, size_t bytes, size_t esize, const unsigned char *pad,
-                 int pad_zero)
+static void fill(unsigned char *p, size_t bytes, size_t esize, const unsigned char *pad)
 {
-    if (pad_zero || !pad) {
+    if (!pad) {
         cgr__host_write(p, NULL, bytes); /* streaming stores: the GPU reads it next */
         return;
     }
@@ -71,7 +70,7 @@ static void fill(unsigned char *p, size_t bytes, size_t esize, const unsigned ch
 }
 
 void cgr__shape_pad(unsigned char *buf, int rank, const int64_t *t, const int64_t *b,
-                    size_t esize, const unsigned char *pad, int pad_zero)
+                    size_t esize, const unsigned char *pad)
 {
     size_t tr, br, nt, nb;
     int k = rows_of(rank, t, b, esize, &tr, &br, &nt, &nb);
@@ -81,9 +80,9 @@ void cgr__shape_pad(unsigned char *buf, int rank, const int64_t *t, const int64_
     for (size_t r = nt; r-- > 0;) {
         size_t q = bucket_row_of(r, k, t, b);
         memmove(buf + q * br, buf + r * tr, tr); /* br > tr: only row 0 stays in place */
-        fill(buf + q * br + tr, br - tr, esize, pad, pad_zero);
+        fill(buf + q * br + tr, br - tr, esize, pad);
         /* The bucket rows between two true rows' are the padding rows. */
-        fill(buf + (q + 1) * br, (next - q - 1) * br, esize, pad, pad_zero);
+        fill(buf + (q + 1) * br, (next - q - 1) * br, esize, pad);
         next = q;
     }
 }

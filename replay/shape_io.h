@@ -22,11 +22,11 @@ size_t cgr__shape_bytes(int rank, const int64_t *dims, size_t esize);
 /**
  * Spreads the packed tensor at the front of buf (true dims `t`) to the
  * bucket layout (dims `b`, each b[i] >= t[i]) and fills every padded
- * element with the esize-byte `pad` (NULL or pad_zero = 1: zeros).
+ * element with the esize-byte `pad` (NULL: zeros).
  * buf holds cgr__shape_bytes(rank, b, esize) bytes.
  */
 void cgr__shape_pad(unsigned char *buf, int rank, const int64_t *t, const int64_t *b,
-                    size_t esize, const unsigned char *pad, int pad_zero);
+                    size_t esize, const unsigned char *pad);
 
 /** The inverse without the padding: packs the bucket layout at buf to the true shape. */
 void cgr__shape_compact(unsigned char *buf, int rank, const int64_t *t, const int64_t *b,

@@ -44,7 +44,7 @@ static int one_case(int rank, size_t es, int zero)
         buf[i] = 0xEE;
     memcpy(buf, src, tb);
     unsigned char pad[8] = {0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7, 0xA8};
-    cgr__shape_pad(buf, rank, t, b, es, pad, zero);
+    cgr__shape_pad(buf, rank, t, b, es, zero ? NULL : pad);
     /* Walk every element of the bucket. */
     size_t n = bb / es;
     int64_t idx[4] = {0, 0, 0, 0};
@@ -91,7 +91,7 @@ int main(void)
     ASSERT(x);
     for (int i = 0; i < 3 * 1024; i++)
         x[i] = (float)i + 1.0f;
-    cgr__shape_pad((unsigned char *)x, 2, t, b, 4, NULL, 1);
+    cgr__shape_pad((unsigned char *)x, 2, t, b, 4, NULL);
     for (int i = 0; i < 4 * 1024; i++)
         ASSERT(x[i] == (i < 3 * 1024 ? (float)i + 1.0f : 0.0f));
     free(x);
