@@ -150,7 +150,6 @@ static void bench_print_shape_stats(const cgr_step *step)
         printf("               churn warning: %s\n", h.churn_warning);
     for (int k = 0;; k++) {
         cgr_shape_info si;
-        si.struct_size = sizeof si;
         if (cgr_step_shape_at(step, k, &si) != CGR_STATUS_OK)
             break;
         char dims[160];

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "lib.h"
 #include "pdl.h"
 #include "replay.h"
@@ -199,33 +200,37 @@ CGR_API cgr_status cgr_persistent_alloc(cgr_runtime *rt, size_t bytes, void **ou
     return st;
 }
 
-CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stats *out)
+CGR_API cgr_status cgr_runtime_get_stats_size(const cgr_runtime *rt, cgr_runtime_stats *out,
+                                              size_t size)
 {
     CGR_TRY(cgr__check_runtime(rt, "cgr_runtime_get_stats"));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_runtime_get_stats: out is NULL");
+    CGR_TRY(cgr__struct_out_check(size, CGR__RUNTIME_STATS_MIN_SIZE, "cgr_runtime_get_stats"));
     /* The lock is runtime state, not part of the value the caller passed as const. */
     cgr_runtime *mrt = (cgr_runtime *)rt;
     CGR_TRY(cgr__lock(mrt, "cgr_runtime_get_stats"));
-    memset(out, 0, sizeof *out);
-    out->runs = rt->runs;
-    out->warmup_runs = rt->warmup_runs;
-    out->replays = rt->replays;
-    out->captures = rt->captures;
-    out->eager_runs = rt->eager_runs;
-    out->capture_us = rt->capture_us;
-    out->arena_reserved = rt->arena.mapped;
+    cgr_runtime_stats st;
+    memset(&st, 0, sizeof st);
+    st.runs = rt->runs;
+    st.warmup_runs = rt->warmup_runs;
+    st.replays = rt->replays;
+    st.captures = rt->captures;
+    st.eager_runs = rt->eager_runs;
+    st.capture_us = rt->capture_us;
+    st.arena_reserved = rt->arena.mapped;
     for (const cgr_step *s = rt->steps; s; s = s->next) {
-        out->steps++;
+        st.steps++;
         /* The largest plan of any shape of any step: what the shared arena must hold. */
-        if (s->stats.scratch_peak > out->arena_planned)
-            out->arena_planned = s->stats.scratch_peak;
-        if (s->stats.scratch_lower_bound > out->arena_lower_bound)
-            out->arena_lower_bound = s->stats.scratch_lower_bound;
-        out->pinned_bytes += s->stats.pinned_bytes;
+        if (s->stats.scratch_peak > st.arena_planned)
+            st.arena_planned = s->stats.scratch_peak;
+        if (s->stats.scratch_lower_bound > st.arena_lower_bound)
+            st.arena_lower_bound = s->stats.scratch_lower_bound;
+        st.pinned_bytes += s->stats.pinned_bytes;
     }
-    out->persistent_bytes = rt->persist.bytes;
+    st.persistent_bytes = rt->persist.bytes;
     cgr__unlock(mrt);
+    cgr__struct_out(out, size, &st, sizeof st);
     return CGR_STATUS_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "abi.h"
 #include "replay.h"
 
 _Static_assert(CGR__SHAPES_TEXT_MAX == sizeof(((cgr_shape_info *)0)->text) &&
@@ -44,15 +45,11 @@ CGR_API cgr_status cgr_step_run_action(const cgr_step *s, uint64_t ticket, cgr_r
 /*
  * The step's own counters (the runs, counted in replay/run.c) with the
  * shape table's (the shapes' events) and the times and sizes of the
- * latest capture, read under the lock, so that one snapshot is consistent.
+ * latest capture. Called under the lock, so that one snapshot is
+ * consistent.
  */
-CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
+static void step_stats(const cgr_step *s, cgr_step_stats *out)
 {
-    CGR_TRY(cgr__check_step(s, "cgr_step_get_stats"));
-    if (!out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_get_stats: out is NULL");
-    cgr_runtime *rt = s->rt;
-    CGR_TRY(cgr__lock(rt, "cgr_step_get_stats"));
     const cgr__shapes *m = s->shapes;
     *out = s->stats;
     out->new_shapes = m->churn.counters.new_shapes;
@@ -70,25 +67,33 @@ CGR_API cgr_status cgr_step_get_stats(const cgr_step *s, cgr_step_stats *out)
     out->churn_recoveries = m->churn.counters.recoveries;
     out->entries = m->n_graphs;
     out->bytes = m->bytes;
-    out->arena_bytes = rt->arena.mapped;
+    out->arena_bytes = s->rt->arena.mapped;
     /* The table's texts always end in a NUL within these sizes. */
-    memcpy(out->last_update_error, s->shapes->update_error, sizeof out->last_update_error);
-    memcpy(out->churn_warning, s->shapes->warning, sizeof out->churn_warning);
-    cgr__unlock(rt);
+    memcpy(out->last_update_error, m->update_error, sizeof out->last_update_error);
+    memcpy(out->churn_warning, m->warning, sizeof out->churn_warning);
+}
+
+CGR_API cgr_status cgr_step_get_stats_size(const cgr_step *s, cgr_step_stats *out, size_t size)
+{
+    CGR_TRY(cgr__check_step(s, "cgr_step_get_stats"));
+    if (!out)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_get_stats: out is NULL");
+    CGR_TRY(cgr__struct_out_check(size, CGR__STEP_STATS_MIN_SIZE, "cgr_step_get_stats"));
+    cgr_step_stats st;
+    CGR_TRY(cgr__lock(s->rt, "cgr_step_get_stats"));
+    step_stats(s, &st);
+    cgr__unlock(s->rt);
+    cgr__struct_out(out, size, &st, sizeof st);
     return CGR_STATUS_OK;
 }
 
-CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_info *out)
+CGR_API cgr_status cgr_step_shape_at_size(const cgr_step *s, int index, cgr_shape_info *out,
+                                          size_t size)
 {
     CGR_TRY(cgr__check_step(s, "cgr_step_shape_at"));
     if (!out)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_shape_at: out is NULL");
-    /* The size this build knows (later ones may grow the struct). */
-    if (out->struct_size != sizeof *out)
-        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
-                        "cgr_step_shape_at: struct_size is %zu, expected %zu (set it to sizeof "
-                        "the struct)",
-                        out->struct_size, sizeof *out);
+    CGR_TRY(cgr__struct_out_check(size, CGR__SHAPE_INFO_MIN_SIZE, "cgr_step_shape_at"));
     if (index < 0)
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT, "cgr_step_shape_at: index %d", index);
     cgr_runtime *rt = s->rt;
@@ -96,7 +101,6 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
     /* Filled aside: a refused index leaves the caller's struct as it was. */
     cgr_shape_info info;
     memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
     info.n_dims = s->n_dyn;
     /*
      * Cached shapes first, most recently used first (each decision touches
@@ -136,7 +140,7 @@ CGR_API cgr_status cgr_step_shape_at(const cgr_step *s, int index, cgr_shape_inf
             info.reason = (cgr_eager_reason)pick->reason;
             memcpy(info.text, pick->text, sizeof info.text);
         }
-        *out = info;
+        cgr__struct_out(out, size, &info, sizeof info);
     }
     cgr__unlock(rt);
     if (!found)

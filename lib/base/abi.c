@@ -52,6 +52,23 @@ cgr_status cgr__struct_init(void *dst, size_t struct_size, const void *defaults,
     return CGR_STATUS_OK;
 }
 
+cgr_status cgr__struct_out_check(size_t given, size_t min_size, const char *fn)
+{
+    if (given < min_size || given > CGR_MAX_STRUCT_SIZE)
+        return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
+                        "%s_size: the output struct's size is %zu, must be %zu..%d: call %s, "
+                        "which passes sizeof the struct",
+                        fn, given, min_size, CGR_MAX_STRUCT_SIZE, fn);
+    return CGR_STATUS_OK;
+}
+
+void cgr__struct_out(void *dst, size_t given, const void *src, size_t size)
+{
+    memcpy(dst, src, given < size ? given : size);
+    if (given > size)
+        memset((unsigned char *)dst + size, 0, given - size);
+}
+
 CGR_API size_t cgr_dtype_size(cgr_dtype t)
 {
     static const size_t sizes[CGR_DTYPE_COUNT_] = {4, 2, 2, 8, 4, 8, 1};

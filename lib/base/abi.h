@@ -1,6 +1,7 @@
 /*
  * Versioned public structs: the struct_size rule of cgr_options,
- * cgr_step_desc and cgr_nccl_options (cgr.h states it for callers).
+ * cgr_step_desc and cgr_nccl_options, and the size rule of the structs cgr
+ * fills in (cgr.h states both for callers).
  *
  * Every such struct starts with `size_t struct_size`, and later versions
  * only add fields at its end. When a field is added, its offset must be
@@ -23,6 +24,9 @@
 /* What the first version of each struct held: a smaller struct_size is refused. */
 #define CGR__OPTIONS_MIN_SIZE CGR__END_OF(cgr_options, arm_timeout_us)
 #define CGR__STEP_DESC_MIN_SIZE CGR__END_OF(cgr_step_desc, armable)
+#define CGR__STEP_STATS_MIN_SIZE CGR__END_OF(cgr_step_stats, profile)
+#define CGR__RUNTIME_STATS_MIN_SIZE CGR__END_OF(cgr_runtime_stats, pinned_bytes)
+#define CGR__SHAPE_INFO_MIN_SIZE CGR__END_OF(cgr_shape_info, text)
 
 /*
  * Reads a caller's input struct: src begins with its struct_size, which
@@ -43,5 +47,20 @@ cgr_status cgr__struct_in(void *dst, size_t size, const void *src, size_t min_si
  */
 cgr_status cgr__struct_init(void *dst, size_t struct_size, const void *defaults, size_t size,
                             size_t min_size, const char *type);
+/*
+ * Checks the size of a caller's output struct, `given` bytes (the sizeof
+ * its header declares, passed by the public call's inline wrapper): it must
+ * lie in min_size..CGR_MAX_STRUCT_SIZE. `fn` names the public call (its
+ * inline wrapper, "cgr_step_get_stats") in the message.
+ * CGR_STATUS_INVALID_ARGUMENT when refused; the caller then writes nothing.
+ */
+cgr_status cgr__struct_out_check(size_t given, size_t min_size, const char *fn);
+/*
+ * Fills a checked output struct of `given` bytes from src, the library's
+ * full struct of `size` bytes: the first min(given, size) bytes are
+ * copied, and the fields of a newer caller's struct that this library
+ * does not know are zeroed. Never writes past `given`.
+ */
+void cgr__struct_out(void *dst, size_t given, const void *src, size_t size);
 
 #endif

@@ -224,6 +224,41 @@ static void run_config(size_t zero_copy_max, uint64_t seed)
     cgr_runtime_stats rs;
     ASSERT_OK(cgr_runtime_get_stats(g.rt, &rs));
     ASSERT(rs.arena_reserved >= sg.scratch_peak);
+    /*
+     * The size rule of the structs cgr fills in, through the _size calls a
+     * program built against another header makes: a newer header's larger
+     * struct gets the same fields and zeros past them; a size below this
+     * version's fields is refused with nothing written.
+     */
+    union {
+        cgr_step_stats s;
+        unsigned char b[sizeof(cgr_step_stats) + 64];
+    } big;
+    memset(&big, 0x5a, sizeof big);
+    ASSERT_OK(cgr_step_get_stats_size(g.step, &big.s, sizeof big));
+    /* Field by field: the padding after mode is not part of the value. */
+    ASSERT_EQ(big.s.mode, sg.mode);
+    ASSERT_U64_EQ(big.s.runs, sg.runs);
+    ASSERT_U64_EQ(big.s.replays, sg.replays);
+    ASSERT_U64_EQ(big.s.graph_nodes, sg.graph_nodes);
+    ASSERT_U64_EQ(big.s.scratch_peak, sg.scratch_peak);
+    ASSERT(big.s.capture_us == sg.capture_us);
+    ASSERT(memcmp(big.s.churn_warning, sg.churn_warning, sizeof sg.churn_warning) == 0);
+    ASSERT_EQ(big.s.profile.state, sg.profile.state);
+    ASSERT(strcmp(big.s.profile.error, sg.profile.error) == 0);
+    for (size_t i = sizeof sg; i < sizeof big; i++)
+        ASSERT_EQ(big.b[i], 0);
+    memset(&big, 0x5a, sizeof big);
+    ASSERT_STATUS(cgr_step_get_stats_size(g.step, &big.s, sizeof sg - 8),
+                  CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT(strstr(cgr_last_error(), "cgr_step_get_stats_size: the output struct's size") != NULL);
+    for (size_t i = 0; i < sizeof big; i++)
+        ASSERT_EQ(big.b[i], 0x5a);
+    cgr_runtime_stats rs2[2];
+    memset(rs2, 0x5a, sizeof rs2);
+    ASSERT_OK(cgr_runtime_get_stats_size(g.rt, &rs2[0], sizeof rs2));
+    ASSERT(memcmp(&rs2[0], &rs, sizeof rs) == 0);
+    ASSERT_STATUS(cgr_runtime_get_stats_size(g.rt, &rs2[0], 8), CGR_STATUS_INVALID_ARGUMENT);
     printf("zero_copy_max %zu: %d steps bitwise equal; graph nodes %llu, capture %.0f us, "
            "scratch peak %llu (lower bound %llu)\n",
            zero_copy_max, STEPS, (unsigned long long)sg.graph_nodes, sg.capture_us,

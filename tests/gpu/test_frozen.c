@@ -181,8 +181,6 @@ static void test_refused(rng *r, int via)
     if (via == VIA_CHILD)
         ASSERT(strstr(ss.capture_error, ", node 0 of 1: kernel ") != NULL);
     cgr_shape_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
     ASSERT_OK(cgr_step_shape_at(s, 0, &info));
     ASSERT_EQ(info.reason, CGR_EAGER_FROZEN_VALUE);
     ASSERT_OK(cgr_step_destroy(&s));

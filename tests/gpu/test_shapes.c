@@ -340,7 +340,6 @@ static cgr_step_stats shape_stats(const env *e)
 static int shape_at(const env *e, int i, cgr_shape_info *out)
 {
     memset(out, 0xab, sizeof *out);
-    out->struct_size = sizeof *out;
     const cgr_shape_info before = *out;
     cgr_status s = cgr_step_shape_at(e->step, i, out);
     if (s == CGR_STATUS_INVALID_ARGUMENT) {

@@ -774,7 +774,7 @@ static void test_refused_while_waiting(void)
     start_waiter(&w, &th, s, t2);
 
     cgr_step_stats before, after;
-    cgr_shape_info sb = {.struct_size = sizeof sb}, sa = {.struct_size = sizeof sa};
+    cgr_shape_info sb, sa;
     ASSERT_OK(cgr_step_get_stats(s, &before));
     ASSERT_OK(cgr_step_shape_at(s, 0, &sb));
     ASSERT_STATUS(held_run(s, &r, x3, &t3, 0), CGR_STATUS_BUSY);

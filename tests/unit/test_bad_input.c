@@ -345,7 +345,7 @@ static cgr_launch_cfg launch_cfg(unsigned grid, unsigned block_x, unsigned block
     X(step_stats_dead_magic, INVALID_HANDLE, "magic word",                                 \
       cgr_step_stats st; return cgr_step_get_stats(DEAD_STEP, &st);)                       \
     X(step_shape_at_null, INVALID_ARGUMENT, "NULL",                                        \
-      cgr_shape_info si; si.struct_size = sizeof si; return cgr_step_shape_at(NULL, 0, &si);) \
+      cgr_shape_info si; return cgr_step_shape_at(NULL, 0, &si);)                         \
     X(ctx_dim_outside_step, INVALID_HANDLE, "inside the step",                             \
       int64_t b; return cgr_ctx_dim(FAKE_CTX, 0, &b, NULL, NULL);)                         \
     X(opt_arm_timeout_zero, INVALID_ARGUMENT, "arm_timeout_us",                            \

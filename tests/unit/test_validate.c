@@ -223,7 +223,50 @@ static void test_struct_versions(void)
     ASSERT_EQ(u.s.struct_size, sizeof(v1));
     ASSERT_EQ(u.s.a, 1);
     ASSERT(bytes_are(u.b + sizeof(v1), 32, GUARD));
+}
 
+/*
+ * The same two versions as structs cgr fills in (stats, shape info): an
+ * older caller's v1 gets its fields and nothing past them, a newer caller's
+ * struct gets this library's fields and zeros past them, and a size outside
+ * the range is refused before anything is written.
+ */
+static void test_struct_out(void)
+{
+    const size_t v1_min = CGR__END_OF(v1, b);
+    v2 lib;
+    v2_defaults(&lib);
+    lib.a = -9;
+    union {
+        v1 s;
+        unsigned char b[sizeof(v2) + 32];
+    } u;
+
+    memset(&u, GUARD, sizeof u);
+    ASSERT_OK(cgr__struct_out_check(sizeof(v1), v1_min, "cgr_v_get"));
+    cgr__struct_out(&u.s, sizeof(v1), &lib, sizeof lib);
+    ASSERT_EQ(u.s.a, -9);
+    ASSERT(u.s.b == 2.5);
+    ASSERT(bytes_are(u.b + sizeof(v1), sizeof u - sizeof(v1), GUARD));
+
+    /* A newer caller: two more fields of 8 bytes that this library does not know. */
+    const size_t newer = sizeof(v2) + 16;
+    memset(&u, GUARD, sizeof u);
+    ASSERT_OK(cgr__struct_out_check(newer, v1_min, "cgr_v_get"));
+    cgr__struct_out(&u.s, newer, &lib, sizeof lib);
+    ASSERT(memcmp(u.b, &lib, sizeof lib) == 0);
+    ASSERT(bytes_are(u.b + sizeof lib, 16, 0));
+    ASSERT(bytes_are(u.b + newer, sizeof u - newer, GUARD));
+
+    ASSERT_STATUS(cgr__struct_out_check(v1_min - 1, v1_min, "cgr_v_get"),
+                  CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT(strstr(cgr_last_error(), "cgr_v_get_size: the output struct's size is") != NULL);
+    ASSERT(strstr(cgr_last_error(), "call cgr_v_get,") != NULL);
+    ASSERT_STATUS(cgr__struct_out_check(CGR_MAX_STRUCT_SIZE + 1, v1_min, "cgr_v_get"),
+                  CGR_STATUS_INVALID_ARGUMENT);
+    ASSERT_OK(cgr__struct_out_check(CGR_MAX_STRUCT_SIZE, v1_min, "cgr_v_get"));
+    /* The structs cgr fills in fit the limit with room to grow. */
+    ASSERT_LE(sizeof(cgr_step_stats) * 2, (size_t)CGR_MAX_STRUCT_SIZE);
 }
 
 /* cgr_options under the rule: smaller, larger with a zero tail, larger with a field set. */
@@ -858,6 +901,7 @@ int main(void)
     test_options();
     test_option_edges();
     test_struct_versions();
+    test_struct_out();
     test_options_size();
     test_step_desc_size();
     test_dump_dir_copy();

@@ -176,11 +176,17 @@ typedef void (*cgr_log_fn)(cgr_log_level level, const char *message, void *user)
  *    CGR_STATUS_INVALID_ARGUMENT rather than ignoring it;
  *  - a struct_size below the first version's fields, or above
  *    CGR_MAX_STRUCT_SIZE, is refused: the struct was not initialized.
- * An output struct with a struct_size (cgr_shape_info) is documented where
- * it is declared.
+ *
+ * The structs cgr fills in (cgr_step_stats, cgr_runtime_stats,
+ * cgr_shape_info) grow the same way. Their calls are inline wrappers that
+ * pass the sizeof this header declares to a `_size` function, so the
+ * library knows how large the caller's struct is: it writes the fields
+ * both know, zeros those of a newer header that it does not know, and
+ * never writes past that size. A size below the first version's fields,
+ * or above CGR_MAX_STRUCT_SIZE, is refused with nothing written.
  * @{
  */
-#define CGR_MAX_STRUCT_SIZE 4096 /**< largest struct_size accepted */
+#define CGR_MAX_STRUCT_SIZE 16384 /**< largest size of a versioned struct accepted */
 /** @} */
 
 /**
@@ -870,10 +876,8 @@ typedef struct cgr_runtime_stats {
     uint64_t pinned_bytes;      /**< all pinned staging */
 } cgr_runtime_stats;
 
-/** One shape of a step, from cgr_step_shape_at(). Set struct_size first. */
+/** One shape of a step, from cgr_step_shape_at(). */
 typedef struct cgr_shape_info {
-    size_t struct_size;             /**< sizeof(cgr_shape_info), set by the caller; another
-                                         value is refused (CGR_STATUS_INVALID_ARGUMENT) */
     int n_dims;                     /**< the step's dynamic dims */
     int64_t dims[CGR_MAX_DYN_DIMS]; /**< bucketed values */
     int cached;                     /**< 1: a cached graph; 0: a shape that runs eagerly */
@@ -894,16 +898,44 @@ typedef struct cgr_shape_info {
 } cgr_shape_info;
 
 /**
+ * cgr_step_shape_at() for a struct of `size` bytes ("Versioned structs").
+ * Call it through cgr_step_shape_at(), which passes the size.
+ */
+CGR_API cgr_status cgr_step_shape_at_size(const cgr_step *step, int index, cgr_shape_info *out,
+                                          size_t size);
+/**
  * Shape `index` of the step: cached graphs first, most recently used
  * first, then the shapes that run eagerly for good.
- * CGR_STATUS_INVALID_ARGUMENT when index is past the last one.
+ * CGR_STATUS_INVALID_ARGUMENT when index is past the last one; out is
+ * then left as it was.
  */
-CGR_API cgr_status cgr_step_shape_at(const cgr_step *step, int index, cgr_shape_info *out);
+static inline cgr_status cgr_step_shape_at(const cgr_step *step, int index, cgr_shape_info *out)
+{
+    return cgr_step_shape_at_size(step, index, out, sizeof(cgr_shape_info));
+}
 
+/**
+ * cgr_step_get_stats() for a struct of `size` bytes ("Versioned structs").
+ * Call it through cgr_step_get_stats(), which passes the size.
+ */
+CGR_API cgr_status cgr_step_get_stats_size(const cgr_step *step, cgr_step_stats *out,
+                                           size_t size);
 /** The step's counters (cgr_step_stats), a consistent snapshot. */
-CGR_API cgr_status cgr_step_get_stats(const cgr_step *step, cgr_step_stats *out);
+static inline cgr_status cgr_step_get_stats(const cgr_step *step, cgr_step_stats *out)
+{
+    return cgr_step_get_stats_size(step, out, sizeof(cgr_step_stats));
+}
+/**
+ * cgr_runtime_get_stats() for a struct of `size` bytes ("Versioned
+ * structs"). Call it through cgr_runtime_get_stats(), which passes the size.
+ */
+CGR_API cgr_status cgr_runtime_get_stats_size(const cgr_runtime *rt, cgr_runtime_stats *out,
+                                              size_t size);
 /** The runtime's counters (cgr_runtime_stats), a consistent snapshot. */
-CGR_API cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stats *out);
+static inline cgr_status cgr_runtime_get_stats(const cgr_runtime *rt, cgr_runtime_stats *out)
+{
+    return cgr_runtime_get_stats_size(rt, out, sizeof(cgr_runtime_stats));
+}
 
 /**
  * Persistent device memory (weights, optimizer state): 256-byte aligned,
