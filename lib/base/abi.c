@@ -9,9 +9,15 @@
 
 /* ---- the struct_size rule (abi.h) ---------------------------------------- */
 
+/* The range of sizes a versioned struct, given or filled in, may have. */
+static int size_ok(size_t given, size_t min_size)
+{
+    return given >= min_size && given <= CGR_MAX_STRUCT_SIZE;
+}
+
 static cgr_status check_struct_size(size_t given, size_t min_size, const char *type)
 {
-    if (given < min_size || given > CGR_MAX_STRUCT_SIZE)
+    if (!size_ok(given, min_size))
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "%s.struct_size is %zu, must be %zu..%d: initialize the struct with "
                         "%s_init()",
@@ -54,7 +60,7 @@ cgr_status cgr__struct_init(void *dst, size_t struct_size, const void *defaults,
 
 cgr_status cgr__struct_out_check(size_t given, size_t min_size, const char *fn)
 {
-    if (given < min_size || given > CGR_MAX_STRUCT_SIZE)
+    if (!size_ok(given, min_size))
         return CGR_FAIL(CGR_STATUS_INVALID_ARGUMENT,
                         "%s_size: the output struct's size is %zu, must be %zu..%d: call %s, "
                         "which passes sizeof the struct",
