@@ -14,6 +14,8 @@ cgr_status cgr__step_check_idle(const cgr_step *s, const char *fn);
 /* Frees a step and unlinks it (rt->lock held, s not busy, its device current,
  * the stream synchronized). */
 void cgr__step_free(cgr_step *s);
+/* Adds a step's run counters to the runtime's (cgr_runtime_stats says which). */
+void cgr__runtime_stats_add(cgr_runtime_stats *to, const cgr_step_stats *s);
 /*
  * Validation of what callers describe (validate.c); pure C, unit-tested.
  * The caller's options (the struct_size rule, then every field's range) into *out.

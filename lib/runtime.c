@@ -200,6 +200,16 @@ CGR_API cgr_status cgr_persistent_alloc(cgr_runtime *rt, size_t bytes, void **ou
     return st;
 }
 
+void cgr__runtime_stats_add(cgr_runtime_stats *to, const cgr_step_stats *s)
+{
+    to->runs += s->runs;
+    to->warmup_runs += s->warmup_runs;
+    to->replays += s->replays;
+    to->captures += s->captures;
+    to->eager_runs += s->eager_runs;
+    to->capture_us += s->capture_us + s->instantiate_us + s->update_us;
+}
+
 CGR_API cgr_status cgr_runtime_get_stats_size(const cgr_runtime *rt, cgr_runtime_stats *out,
                                               size_t size)
 {
@@ -210,17 +220,11 @@ CGR_API cgr_status cgr_runtime_get_stats_size(const cgr_runtime *rt, cgr_runtime
     /* The lock is runtime state, not part of the value the caller passed as const. */
     cgr_runtime *mrt = (cgr_runtime *)rt;
     CGR_TRY(cgr__lock(mrt, "cgr_runtime_get_stats"));
-    cgr_runtime_stats st;
-    memset(&st, 0, sizeof st);
-    st.runs = rt->runs;
-    st.warmup_runs = rt->warmup_runs;
-    st.replays = rt->replays;
-    st.captures = rt->captures;
-    st.eager_runs = rt->eager_runs;
-    st.capture_us = rt->capture_us;
+    cgr_runtime_stats st = rt->gone;
     st.arena_reserved = rt->arena.mapped;
     for (const cgr_step *s = rt->steps; s; s = s->next) {
         st.steps++;
+        cgr__runtime_stats_add(&st, &s->stats);
         /* The largest plan of any shape of any step: what the shared arena must hold. */
         if (s->stats.scratch_peak > st.arena_planned)
             st.arena_planned = s->stats.scratch_peak;

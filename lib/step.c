@@ -187,6 +187,7 @@ void cgr__step_free(cgr_step *s)
     for (cgr_step **p = &s->rt->steps; *p; p = &(*p)->next) {
         if (*p == s) {
             *p = s->next;
+            cgr__runtime_stats_add(&s->rt->gone, &s->stats);
             break;
         }
     }

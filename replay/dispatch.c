@@ -215,7 +215,6 @@ static cgr_status capture_run(cgr_step *s, uint32_t slot, const cgr__shapes_deci
     ss->graph_memcpy_nodes = made.memcpy_nodes;
     ss->zero_copy_tensors = made.zero_copy_tensors;
     ss->memcpy_tensors = made.memcpy_tensors;
-    rt->capture_us += co.capture_us + co.make_us;
     return CGR_STATUS_OK;
 }
 

@@ -74,30 +74,24 @@ cgr_status cgr__launch_graph(cgr_step *s, cgr__graph *g, uint32_t slot, int ahea
 /* ---- one run ------------------------------------------------------------------------ */
 
 /*
- * Every launched run is counted here and only here, once, by what it did,
- * in the step's and the runtime's counters alike (cgr_step_stats says how
- * they add up).
+ * Every launched run is counted here and only here, once, by what it did
+ * (cgr_step_stats says how the counters add up; the runtime's are the sums
+ * of its steps').
  */
 static void count_run(cgr_step *s, uint8_t action, uint8_t reason)
 {
     cgr_step_stats *ss = &s->stats;
-    cgr_runtime *rt = s->rt;
     ss->runs++;
-    rt->runs++;
     if (action == CGR_RUN_WARMUP) {
         ss->warmup_runs++;
-        rt->warmup_runs++;
     } else if (action == CGR_RUN_EAGER) {
         ss->eager_runs++;
         ss->eager_by_reason[reason < CGR_EAGER_REASONS ? reason : CGR_EAGER_NONE]++;
-        rt->eager_runs++;
     } else {
         /* A capturing run (an update is one) launches its new graph: a replay too. */
         ss->replays++;
-        rt->replays++;
         if (action != CGR_RUN_REPLAY) {
             ss->captures++;
-            rt->captures++;
             ss->updates += action == CGR_RUN_UPDATE;
         }
     }

@@ -61,8 +61,8 @@ struct cgr_runtime {
     void *cublas;               /* cublasHandle_t, created on first use */
     void *cudnn;                /* cudnnHandle_t, created on first use */
     struct cgr_step *steps;     /* live steps (singly linked) */
-    uint64_t runs, warmup_runs, replays, captures, eager_runs; /* cgr_runtime_stats */
-    double capture_us;
+    /* The run counters of destroyed steps: cgr_runtime_get_stats adds the live ones'. */
+    cgr_runtime_stats gone;
     struct cgr__comm *comm;     /* attached NCCL communicator (comm/comm.h); NULL: none */
     /*
      * Serializes every public call that reads or changes the runtime's or

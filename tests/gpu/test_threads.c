@@ -487,6 +487,16 @@ static void test_shared_runtime(void)
     }
     ASSERT_OK(cgr_step_get_stats(sh.shared, &ss));
     ASSERT_EQ(ss.mode, CGR_MODE_GRAPH);
+    /* A destroyed step's runs stay in the runtime's counters. */
+    cgr_runtime_stats before;
+    ASSERT_OK(cgr_runtime_get_stats(sh.rt, &before));
+    ASSERT_OK(cgr_step_destroy(&w[0].own));
+    ASSERT_OK(cgr_runtime_get_stats(sh.rt, &rs));
+    ASSERT_U64_EQ(rs.steps, 2);
+    ASSERT_U64_EQ(rs.runs, before.runs);
+    ASSERT_U64_EQ(rs.replays, before.replays);
+    ASSERT_U64_EQ(rs.captures, before.captures);
+    ASSERT(rs.capture_us == before.capture_us && rs.capture_us > 0);
     ASSERT_OK(cgr_runtime_destroy(&sh.rt));
     printf("(b) 2 threads x %d iterations on one runtime: shared step %llu + %llu runs, own "
            "steps %llu + %llu runs, %llu outputs checked bitwise, %llu BUSY, %llu results "

@@ -867,7 +867,7 @@ typedef struct cgr_runtime_stats {
     uint64_t replays;           /**< runs that launched a graph */
     uint64_t captures;          /**< of which captured first */
     uint64_t eager_runs;        /**< eager runs other than warm-ups */
-    double capture_us;          /**< stream capture + instantiate or update, summed */
+    double capture_us;          /**< the steps' capture_us + instantiate_us + update_us */
     uint64_t arena_reserved;    /**< device bytes mapped for the arena */
     uint64_t arena_planned;     /**< largest step plan (all steps share the arena) */
     uint64_t arena_lower_bound; /**< the largest scratch_lower_bound of the steps (each
