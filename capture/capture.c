@@ -248,8 +248,8 @@ static void take_staging(cgr__graph *g, const io_nodes *io, int updated)
 static cgr_status instantiate_failed(const cgr_step *s, cudaGraph_t g, cudaError_t e)
 {
     /* Memory-allocation nodes: what most often makes an instantiation fail. */
-    size_t counts[cudaGraphNodeTypeCount] = {0};
-    cgr__graph_count(g, counts);
+    size_t counts[cudaGraphNodeTypeCount] = {0}, n = 0;
+    (void)cgr__graph_count(g, counts, &n);
     size_t allocs = counts[cudaGraphNodeTypeMemAlloc];
     CGR_FAIL(CGR_STATUS_CAPTURE_FAILED,
               "capture of step '%s': cudaGraphInstantiate failed with %s (%s)", s->name,
@@ -467,7 +467,12 @@ cgr_status cgr__capture(cgr_step *s, cgr__shape_plan *plan, cgr__graph *offer,
         goto out;
     }
     uint64_t kernel_nodes = 0, memcpy_nodes = 0;
-    size_t nodes = cgr__graph_report(s, g, &kernel_nodes, &memcpy_nodes);
+    size_t nodes = 0;
+    st = cgr__graph_report(s, g, &nodes, &kernel_nodes, &memcpy_nodes);
+    if (st != CGR_STATUS_OK) {
+        (void)cudaGraphDestroy(g);
+        goto out;
+    }
     /* Counting the nodes is part of what a new shape costs, so the capture's clock covers it. */
     out->capture_us = cgr__now_us() - t0;
     st = make_graph(s, g, &io, offer, rt->opt.frozen_check, out);

@@ -142,12 +142,14 @@ cgr_status cgr__graphs_compare(const cgr_step *s, cudaGraph_t a, cgr__stack_rang
 /* Destroys a graph's executables (in-flight ones are freed by CUDA once done) and frees it. */
 void cgr__graph_free(cgr__graph *g);
 void cgr__plan_reset(cgr__shape_plan *p);
-/* Adds g's nodes of each type to counts and returns how many it has (dump.c). */
-size_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount]);
-/* Counts the graph's nodes (returned) and its kernel and memcpy nodes, logs a summary of
- * every type and writes a DOT file when a dump directory is set (capture/dump.c). */
-size_t cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes,
-                         uint64_t *memcpy_nodes);
+/* Adds g's nodes of each type to counts and sets *count to how many it has; returns the
+ * error of counting them (a node whose type cannot be read is left out) (dump.c). */
+cudaError_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount], size_t *count);
+/* Counts the graph's nodes and its kernel and memcpy nodes, logs a summary of every type
+ * and writes a DOT file when a dump directory is set; fails only when the nodes cannot be
+ * counted (capture/dump.c). */
+cgr_status cgr__graph_report(cgr_step *s, cudaGraph_t g, size_t *nodes, uint64_t *kernel_nodes,
+                             uint64_t *memcpy_nodes);
 /* What went wrong in a capture, gathered by capture.c for diagnose.c. */
 typedef struct cgr__capture_fault {
     int seen_err;        /* cudaGetLastError() right after the step returned */

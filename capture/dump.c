@@ -2,17 +2,20 @@
  * What a capture produced: node counts by type (kept in the step's stats
  * and logged), and on request the graph as a Graphviz DOT file from
  * cudaGraphDebugDotPrint, for looking at what the step really enqueued.
- * Neither can fail the capture: a dump that cannot be written is logged.
+ * A dump that cannot be written is logged and the capture goes on; nodes
+ * that cannot be counted fail it, since the count is what the shape cache
+ * charges the graph.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "capture.h"
 
-size_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount])
+cudaError_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount], size_t *count)
 {
     size_t n = 0;
-    if (cudaGraphGetNodes(g, NULL, &n) == cudaSuccess && n > 0) {
+    cudaError_t e = cudaGraphGetNodes(g, NULL, &n);
+    if (e == cudaSuccess && n > 0) {
         cudaGraphNode_t *nodes = malloc(n * sizeof *nodes);
         if (nodes && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess)
             for (size_t i = 0; i < n; i++) {
@@ -24,15 +27,20 @@ size_t cgr__graph_count(cudaGraph_t g, size_t counts[cudaGraphNodeTypeCount])
         free(nodes);
     }
     (void)cudaGetLastError();
-    return n;
+    *count = n;
+    return e;
 }
 
-size_t cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes,
-                         uint64_t *memcpy_nodes)
+cgr_status cgr__graph_report(cgr_step *s, cudaGraph_t g, size_t *nodes, uint64_t *kernel_nodes,
+                             uint64_t *memcpy_nodes)
 {
     cgr_runtime *rt = s->rt;
-    size_t counts[cudaGraphNodeTypeCount] = {0};
-    size_t n = cgr__graph_count(g, counts);
+    size_t counts[cudaGraphNodeTypeCount] = {0}, n = 0;
+    cudaError_t ce = cgr__graph_count(g, counts, &n);
+    /* The count is what the cache charges the graph: without it the graph is not kept. */
+    if (ce != cudaSuccess)
+        return cgr__cuda_fail((int)ce, "cudaGraphGetNodes");
+    *nodes = n;
     s->graphs_reported++;
     uint64_t kernels = counts[cudaGraphNodeTypeKernel], copies = counts[cudaGraphNodeTypeMemcpy];
     uint64_t events = counts[cudaGraphNodeTypeEventRecord] + counts[cudaGraphNodeTypeWaitEvent];
@@ -46,7 +54,7 @@ size_t cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes,
     /* cgr_runtime_create resolved CGR_DUMP_DIR and copied the string. */
     const char *dir = rt->opt.dump_dir;
     if (!dir)
-        return n;
+        return CGR_STATUS_OK;
     char path[1024];
     /* One file per capture (a step with dynamic dims captures once per shape), numbered
      * from 1 even when an earlier capture failed to instantiate. */
@@ -59,5 +67,5 @@ size_t cgr__graph_report(cgr_step *s, cudaGraph_t g, uint64_t *kernel_nodes,
     } else {
         cgr__log(rt, CGR_LOG_INFO, "step '%s' graph written to %s", s->name, path);
     }
-    return n;
+    return CGR_STATUS_OK;
 }

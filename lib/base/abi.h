@@ -3,13 +3,17 @@
  * cgr_step_desc and cgr_nccl_options, and the size rule of the structs cgr
  * fills in (cgr.h states both for callers).
  *
- * Every such struct starts with `size_t struct_size`, and later versions
- * only add fields at its end. When a field is added, its offset must be
- * at least the sizeof the struct had before, so that no new field lies in
- * the trailing padding of an older caller's struct (that padding would be
- * read as the field). A new field's default is what the library's init
- * writes; an older caller, whose struct_size stops before the field,
- * gets that default.
+ * Later versions of every such struct only add fields at its end. When a
+ * field is added, its offset must be at least the sizeof the struct had
+ * before, so that no new field lies in the trailing padding of an older
+ * caller's struct (that padding would be read or written as the field).
+ *
+ * The structs callers give start with `size_t struct_size`. A new field's
+ * default is what the library's init writes; an older caller, whose
+ * struct_size stops before the field, gets that default. The structs cgr
+ * fills in carry no size: the public call's inline wrapper passes the
+ * sizeof the caller's header declares, cgr writes the fields both know and
+ * zeros those it does not.
  */
 #ifndef CGR_ABI_H
 #define CGR_ABI_H
@@ -21,7 +25,7 @@
 /* Bytes up to the end of `field`: a struct's size without trailing padding. */
 #define CGR__END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
-/* What the first version of each struct held: a smaller struct_size is refused. */
+/* What the first version of each struct held: a smaller size is refused. */
 #define CGR__OPTIONS_MIN_SIZE CGR__END_OF(cgr_options, arm_timeout_us)
 #define CGR__STEP_DESC_MIN_SIZE CGR__END_OF(cgr_step_desc, armable)
 #define CGR__STEP_STATS_MIN_SIZE CGR__END_OF(cgr_step_stats, profile)
