@@ -36,9 +36,8 @@ void rng_fill(rng *r, float *x, size_t n)
         x[i] = rng_float(r);
 }
 
-cgr_step *make_step_armable(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in,
-                            int n_in, const cgr_tensor_desc *out, int n_out, cgr_step_fn fn,
-                            void *user, int armable)
+cgr_step_desc step_desc(const char *name, const cgr_tensor_desc *in, int n_in,
+                        const cgr_tensor_desc *out, int n_out, cgr_step_fn fn, void *user)
 {
     cgr_step_desc d;
     ASSERT_OK(cgr_step_desc_init(&d));
@@ -49,6 +48,14 @@ cgr_step *make_step_armable(cgr_runtime *rt, const char *name, const cgr_tensor_
     d.n_outputs = n_out;
     d.fn = fn;
     d.user = user;
+    return d;
+}
+
+cgr_step *make_step_armable(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in,
+                            int n_in, const cgr_tensor_desc *out, int n_out, cgr_step_fn fn,
+                            void *user, int armable)
+{
+    cgr_step_desc d = step_desc(name, in, n_in, out, n_out, fn, user);
     d.armable = armable;
     cgr_step *s = NULL;
     ASSERT_OK(cgr_step_create(rt, &d, &s));

@@ -49,6 +49,10 @@ void rng_fill(rng *r, float *x, size_t n);
             return s_;                                                                     \
     } while (0)
 
+/* A description of a step with the given I/O, the rest as cgr_step_desc_init() leaves it,
+ * for a test to add to; any failure fails the test. */
+cgr_step_desc step_desc(const char *name, const cgr_tensor_desc *in, int n_in,
+                        const cgr_tensor_desc *out, int n_out, cgr_step_fn fn, void *user);
 /* Creates a step on rt with the given I/O; any failure fails the test. */
 cgr_step *make_step(cgr_runtime *rt, const char *name, const cgr_tensor_desc *in, int n_in,
                     const cgr_tensor_desc *out, int n_out, cgr_step_fn fn, void *user);

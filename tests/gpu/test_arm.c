@@ -141,15 +141,7 @@ static void env_make(env *e, unsigned arm_timeout_us, int armable)
     cgr_dyn_dim dim = {.name = "batch", .buckets = buckets, .n_buckets = NB, .max = MAXB};
     cgr_dim_use uses[2] = {{.dim = 0, .output = 0, .tensor = 0, .axis = 0},
                            {.dim = 0, .output = 1, .tensor = 0, .axis = 0}};
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = "armed";
-    d.inputs = &in;
-    d.n_inputs = 1;
-    d.outputs = out;
-    d.n_outputs = 2;
-    d.fn = step_fn;
-    d.user = &e->m;
+    cgr_step_desc d = step_desc("armed", &in, 1, out, 2, step_fn, &e->m);
     d.dyn_dims = &dim;
     d.n_dyn_dims = 1;
     d.dim_uses = uses;

@@ -476,14 +476,7 @@ static void test_shape_left(const char *dir)
     cgr_dyn_dim dim = {.name = "n", .buckets = buckets, .n_buckets = 3, .max = 4};
     cgr_dim_use uses[2] = {{.dim = 0, .output = 0, .tensor = 0, .axis = 0},
                            {.dim = 0, .output = 1, .tensor = 0, .axis = 0}};
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = "shaped";
-    d.inputs = &in;
-    d.n_inputs = 1;
-    d.outputs = &out;
-    d.n_outputs = 1;
-    d.fn = shaped_fn;
+    cgr_step_desc d = step_desc("shaped", &in, 1, &out, 1, shaped_fn, NULL);
     d.dyn_dims = &dim;
     d.n_dyn_dims = 1;
     d.dim_uses = uses;

@@ -169,15 +169,7 @@ static void env_make(env *e, const cgr_options *o, const double *pad, int sync_b
     /* The batch is axis 0 of input x and of output y. */
     cgr_dim_use uses[2] = {{.dim = 0, .output = 0, .tensor = 0, .axis = 0},
                            {.dim = 0, .output = 1, .tensor = 0, .axis = 0}};
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = "shapes";
-    d.inputs = &in;
-    d.n_inputs = 1;
-    d.outputs = out;
-    d.n_outputs = 3;
-    d.fn = shapes_step;
-    d.user = &e->m;
+    cgr_step_desc d = step_desc("shapes", &in, 1, out, 3, shapes_step, &e->m);
     d.dyn_dims = &dim;
     d.n_dyn_dims = 1;
     d.dim_uses = uses;

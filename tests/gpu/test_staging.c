@@ -141,14 +141,7 @@ static void part_packed_views(void)
                            {.dim = 1, .output = 0, .tensor = 0, .axis = 1},
                            {.dim = 0, .output = 1, .tensor = 0, .axis = 0},
                            {.dim = 1, .output = 1, .tensor = 0, .axis = 1}};
-    cgr_step_desc d;
-    ASSERT_OK(cgr_step_desc_init(&d));
-    d.name = "packed views";
-    d.inputs = &in;
-    d.n_inputs = 1;
-    d.outputs = &out;
-    d.n_outputs = 1;
-    d.fn = affine_step;
+    cgr_step_desc d = step_desc("packed views", &in, 1, &out, 1, affine_step, NULL);
     d.dyn_dims = dims;
     d.n_dyn_dims = 2;
     d.dim_uses = uses;
