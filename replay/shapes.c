@@ -149,14 +149,13 @@ static uint32_t find(const cgr__shapes *m, const int64_t *dims)
     return CGR__SHAPES_NONE;
 }
 
-/* The least recently used entry in `state` other than `skip`, and how many there are. */
-static uint32_t oldest(const cgr__shapes *m, cgr__shape_state state, uint32_t skip,
-                       uint32_t *count)
+/* The least recently used entry in `state`, and how many there are. */
+static uint32_t oldest(const cgr__shapes *m, cgr__shape_state state, uint32_t *count)
 {
     uint32_t v = CGR__SHAPES_NONE, n = 0;
     for (uint32_t i = 0; i < m->capacity; i++) {
         const cgr__shape *e = &m->entries[i];
-        if (e->state != state || i == skip)
+        if (e->state != state)
             continue;
         n++;
         if (v == CGR__SHAPES_NONE || e->last_use < m->entries[v].last_use)
@@ -212,14 +211,14 @@ static void take_offer(cgr__shapes *m, cgr__shapes_freed *out)
     if (m->spare.payload)
         take_spare(m, out);
     else
-        evict(m, oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL), out);
+        evict(m, oldest(m, CGR__SHAPE_GRAPH, NULL), out);
     m->offered = 0;
 }
 
 /* A new WARMING entry for dims: a free one, else the least recently used warming one. */
 static uint32_t add_warming(cgr__shapes *m, const int64_t *dims)
 {
-    uint32_t n = 0, v = oldest(m, CGR__SHAPE_WARMING, CGR__SHAPES_NONE, &n);
+    uint32_t n = 0, v = oldest(m, CGR__SHAPE_WARMING, &n);
     if (n < CGR__SHAPES_MAX_WARMING)
         for (v = 0; m->entries[v].state != CGR__SHAPE_FREE; v++)
             ;
@@ -341,7 +340,7 @@ static void *offer(const cgr__shapes *m)
     if (m->n_graphs < m->max_entries)
         return NULL;
     /* The insert would evict this graph anyway: offer its executable. */
-    return m->entries[oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL)].payload;
+    return m->entries[oldest(m, CGR__SHAPE_GRAPH, NULL)].payload;
 }
 
 /*
@@ -447,7 +446,7 @@ static void make_room(cgr__shapes *m, size_t bytes, uint32_t *n)
     /* m->bytes <= budget always, and bytes <= budget here: no sum can wrap. */
     while (m->n_graphs > 0 &&
            (m->n_graphs >= m->max_entries || bytes > budget(m) - m->bytes)) {
-        evict(m, oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL), &m->freed[(*n)++]);
+        evict(m, oldest(m, CGR__SHAPE_GRAPH, NULL), &m->freed[(*n)++]);
         if (m->keep_spare && !m->spare.payload)
             m->spare = m->freed[--(*n)]; /* kept back for the next update */
     }
@@ -536,7 +535,7 @@ void cgr__shapes_offer_withdrawn(cgr__shapes *m, cgr__shapes_freed *victim)
 cgr_status cgr__shapes_drain(cgr__shapes *m, cgr__shapes_freed *out)
 {
     assert(m != NULL && out != NULL && !m->capturing);
-    uint32_t v = oldest(m, CGR__SHAPE_GRAPH, CGR__SHAPES_NONE, NULL);
+    uint32_t v = oldest(m, CGR__SHAPE_GRAPH, NULL);
     if (v != CGR__SHAPES_NONE) {
         /* Tearing down is not an eviction. */
         uncharge(m, v, out);
