@@ -54,7 +54,10 @@
 # its table printed before the summary and kept as $OUT/compare.txt. It adds
 # about 6 minutes (with --quick-bench, which it passes on as --quick, about
 # 4), so in a job limited to 10 minutes leave out memcheck and the other
-# long parts; CGR_COMPARE_BUDGET_S bounds its rounds.
+# long parts; CGR_COMPARE_BUDGET_S bounds its rounds. Then
+# tests/replay_cpu.sh DIR times the host CPU of a replay submit of both
+# libraries in one process (about 2 more minutes); its medians are appended
+# to compare.txt.
 set -u
 here=$PWD
 cd "$(dirname "$0")/.."
@@ -133,7 +136,7 @@ finish() {
     [ $force_ptx = 1 ] && keys="$keys ptx-force"
     [ $no_libs = 1 ] && keys="$keys no-libs"
     keys="$keys memcheck racecheck initcheck soak shapes ddp bench torch"
-    [ -n "$base" ] && keys="$keys compare"
+    [ -n "$base" ] && keys="$keys compare replay-cpu"
     # The part a signal stopped reads STOPPED.
     [ -n "$stopped" ] && [ -n "$running" ] && [ -z "${result[$running]:-}" ] &&
         result[$running]=STOPPED
@@ -303,8 +306,14 @@ if [ "${result[build]}" = ok ]; then
             >"$OUT/compare.log" 2>&1 && result[compare]=ok || result[compare]=FAILED
         grep "^compare: " "$OUT/compare.log" | grep -v ": exit 0 (" | tail -n 20
         mv "$OUT/compare/compare.txt" "$OUT/compare.txt" 2>/dev/null
+        # Host CPU per replay of the two libraries, timed in one process.
+        running=replay-cpu
+        OUT="$OUT/compare" bash tests/replay_cpu.sh "$base" >"$OUT/replay-cpu.log" 2>&1 &&
+            result[replay-cpu]=ok || result[replay-cpu]=FAILED
+        sed -n '/^== medians/,$p' "$OUT/replay-cpu.log" >>"$OUT/compare.txt"
     fi
 elif [ -n "$base" ]; then
     result[compare]=FAILED
+    result[replay-cpu]=FAILED
 fi
 finish
