@@ -7,7 +7,8 @@
  * fails only while captured fails its run (CGR_STATUS_STEP_FAILED). A step
  * whose kernel launch fails and which returns OK anyway fails its run
  * (CGR_STATUS_CUDA_ERROR), naming the error, instead of reporting stale
- * outputs as a success.
+ * outputs as a success; one whose launch fails only while captured fails
+ * that capture, since the graph would lack the launch's work.
  */
 #include <string.h>
 
@@ -17,7 +18,7 @@
 enum { LEN = 1024 };
 
 typedef enum bad_kind {
-    GOOD, BAD_MALLOC, BAD_SYNC, BAD_HOST_READ, BAD_RETURN, BAD_LAUNCH
+    GOOD, BAD_MALLOC, BAD_SYNC, BAD_HOST_READ, BAD_RETURN, BAD_LAUNCH, BAD_LAUNCH_IN_CAPTURE
 } bad_kind;
 
 typedef struct bad_step {
@@ -59,6 +60,10 @@ static cgr_status step_fn(cgr_ctx *ctx, void *user)
         if (cgr_ctx_is_capturing(ctx))
             return CGR_STATUS_INVALID_ARGUMENT;
         break;
+    case BAD_LAUNCH_IN_CAPTURE:
+        if (!cgr_ctx_is_capturing(ctx))
+            break;
+        /* fall through */
     case BAD_LAUNCH: {
         /* 2048 threads a block is past every GPU's limit; careless code ignores the error. */
         size_t n = LEN;
@@ -199,6 +204,10 @@ int main(void)
                            NULL, &r);
     expect_good(rt, &r);
     expect_launch_failure(rt, &r);
+    expect_good(rt, &r);
+    /* The failed launch leaves the capture valid, but the graph without that kernel. */
+    expect_capture_failure(rt, BAD_LAUNCH_IN_CAPTURE, "bad_launch_in_capture",
+                           "cudaErrorInvalidConfiguration", "the graph would lack its work", &r);
     expect_good(rt, &r);
     ASSERT_OK(cgr_runtime_destroy(&rt));
     printf("PASS\n");
