@@ -26,6 +26,7 @@ typedef struct step_user {
     const side *s;
     float *x;
     int n;
+    char name[32];
 } step_user;
 
 struct side {
@@ -167,7 +168,8 @@ static int side_open(side **out, const char *lib, const int *n, int n_steps, cha
 #else
         st = s->desc_init_size(&d, sizeof d);
 #endif
-        d.name = "replay-cpu chain";
+        snprintf(u->name, sizeof u->name, "chain of %d", n[i]);
+        d.name = u->name;
         d.fn = step_fn;
         d.user = u;
         if (st != CGR_STATUS_OK || s->step_create(s->rt, &d, &s->step[i]) != CGR_STATUS_OK) {
