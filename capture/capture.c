@@ -403,14 +403,7 @@ static cgr_status record(cgr_step *s, cgr__shape_plan *plan, io_nodes *io, cudaG
     /* Always end the capture, whatever happened, so the stream is usable again. */
     f.end_err = (int)cudaStreamEndCapture(rt->stream, &g);
     (void)cudaGetLastError();
-    /*
-     * A call of the step that failed without invalidating the capture (a
-     * launch with a bad configuration, say) left its work out of the graph:
-     * the capture failed, and the run goes eagerly, where the same call
-     * fails the run or, legal outside a capture, does its work.
-     */
-    if (qe != cudaSuccess || cs == cudaStreamCaptureStatusInvalidated || f.end_err ||
-        f.seen_err) {
+    if (qe != cudaSuccess || cs == cudaStreamCaptureStatusInvalidated || f.end_err) {
         if (g)
             (void)cudaGraphDestroy(g);
         return cgr__capture_failed(s, &f);

@@ -41,8 +41,7 @@ static const char *advice_for_error(cudaError_t e)
                "query), and its error was cleared or not kept; set CGR_DIAGNOSE=1 "
                "(cgr_options.diagnose) to have the call named";
     default:
-        return "a call inside the step failed during capture, so the graph would lack its "
-               "work";
+        return "a call inside the step failed during capture";
     }
 }
 
