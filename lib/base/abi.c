@@ -48,12 +48,19 @@ cgr_status cgr__struct_in(void *dst, size_t size, const void *src, size_t min_si
     return CGR_STATUS_OK;
 }
 
+void cgr__struct_out(void *dst, size_t given, const void *src, size_t size)
+{
+    memcpy(dst, src, given < size ? given : size);
+    if (given > size)
+        memset((unsigned char *)dst + size, 0, given - size);
+}
+
 cgr_status cgr__struct_init(void *dst, size_t struct_size, const void *defaults, size_t size,
                             size_t min_size, const char *type)
 {
     CGR_TRY(check_struct_size(struct_size, min_size, type));
-    memset(dst, 0, struct_size);
-    memcpy(dst, defaults, struct_size < size ? struct_size : size);
+    /* The defaults this library knows; zeros in the fields of a newer caller's struct. */
+    cgr__struct_out(dst, struct_size, defaults, size);
     memcpy(dst, &struct_size, sizeof struct_size);
     return CGR_STATUS_OK;
 }
@@ -66,13 +73,6 @@ cgr_status cgr__struct_out_check(size_t given, size_t min_size, const char *fn)
                         "which passes sizeof the struct",
                         fn, given, min_size, CGR_MAX_STRUCT_SIZE, fn);
     return CGR_STATUS_OK;
-}
-
-void cgr__struct_out(void *dst, size_t given, const void *src, size_t size)
-{
-    memcpy(dst, src, given < size ? given : size);
-    if (given > size)
-        memset((unsigned char *)dst + size, 0, given - size);
 }
 
 CGR_API size_t cgr_dtype_size(cgr_dtype t)
